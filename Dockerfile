@@ -1,0 +1,14 @@
+FROM python:3.11-slim-bookworm
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git bubblewrap util-linux \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY replayhub replayhub
+COPY reviews reviews
+RUN pip install --no-cache-dir .
+COPY . .
+ENV DJANGO_SETTINGS_MODULE=replayhub.settings REPLAYHUB_VAR_DIR=/var/lib/replayhub
+RUN SECRET_KEY=build-only python manage.py collectstatic --no-input -v0
+EXPOSE 8000
+CMD ["gunicorn", "replayhub.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]

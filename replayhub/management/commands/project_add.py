@@ -1,0 +1,77 @@
+import shlex
+from pathlib import Path
+
+import git
+from django.core.management.base import BaseCommand, CommandError
+
+from replayhub.models import Project
+
+
+def _argv(option: str, value: str) -> list[str]:
+    try:
+        argv = shlex.split(value)
+    except ValueError as exc:
+        raise CommandError(
+            f"{option}: cannot split {value!r}: {exc}.", returncode=2
+        ) from None
+    if not argv:
+        raise CommandError(f"{option} is empty: give the command to run.", returncode=2)
+    return argv
+
+
+class Command(BaseCommand):
+    help = (
+        "Register a project. Commands are split like a shell would split them and "
+        "stored as argument lists; they are never run through a shell."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--repo", required=True, help="Path of the git repository.")
+        parser.add_argument("--test-command", required=True)
+        parser.add_argument("--agent-command", required=True)
+        parser.add_argument(
+            "--allowed-paths", nargs="+", action="extend", default=[], metavar="GLOB"
+        )
+        parser.add_argument("--time-limit", type=int, default=600, metavar="SECONDS")
+        parser.add_argument("--default-branch", default="")
+
+    def handle(
+        self,
+        *args,
+        slug,
+        repo,
+        test_command,
+        agent_command,
+        allowed_paths,
+        time_limit,
+        default_branch,
+        **options,
+    ):
+        if Project.objects.filter(slug=slug).exists():
+            raise CommandError(
+                f"a project named {slug!r} already exists.", returncode=2
+            )
+        path = Path(repo).expanduser().resolve()
+        try:
+            git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise CommandError(
+                f"{repo} is not a git repository.", returncode=2
+            ) from None
+        if time_limit <= 0:
+            raise CommandError(
+                "--time-limit must be a positive number of seconds.", returncode=2
+            )
+        globs = [g for g in allowed_paths if g.strip()]
+        project = Project.objects.create(
+            slug=slug,
+            name=slug,
+            repo_path=str(path),
+            default_branch=default_branch,
+            test_command=_argv("--test-command", test_command),
+            agent_command=_argv("--agent-command", agent_command),
+            allowed_paths=globs,
+            time_limit_seconds=time_limit,
+        )
+        self.stdout.write(f"registered project {project.slug} ({project.repo_path})")

@@ -1,0 +1,463 @@
+"""The domain: projects, recorded runs, their replays and what the replays found."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+def _choices_check(
+    field: str, choices: type[models.TextChoices], name: str, blank=False
+):
+    allowed = Q(**{f"{field}__in": choices.values})
+    if blank:
+        allowed |= Q(**{field: ""})
+    return models.CheckConstraint(condition=allowed, name=name)
+
+
+class Runner(models.TextChoices):
+    BWRAP = "bwrap", "bubblewrap"
+    DOCKER = "docker", "Docker"
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    repo_path = models.CharField(
+        max_length=1024, help_text="Path of the git repository."
+    )
+    default_branch = models.CharField(
+        max_length=255, blank=True, help_text="Empty: the repository's HEAD branch."
+    )
+    # argv lists, never shell strings: they are executed without a shell.
+    test_command = models.JSONField(default=list, blank=True)
+    agent_command = models.JSONField(default=list, blank=True)
+    allowed_paths = models.JSONField(
+        default=list, blank=True, help_text="Globs relative to the repository root."
+    )
+    runner = models.CharField(max_length=16, choices=Runner, default=Runner.BWRAP)
+    sandbox_image = models.CharField(max_length=512, blank=True)
+    sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
+    # Per-replay caps.
+    time_limit_seconds = models.PositiveIntegerField(default=600)
+    test_time_limit_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Per test-gate run. Empty: the time limit."
+    )
+    memory_limit_mb = models.PositiveIntegerField(default=2048)
+    max_processes = models.PositiveIntegerField(default=256)
+    max_output_bytes = models.PositiveIntegerField(default=1024 * 1024)
+    max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    max_turns = models.PositiveIntegerField(null=True, blank=True)
+    # The test gate and the verdict.
+    flake_reruns = models.PositiveSmallIntegerField(default=2)
+    evidence_floor = models.PositiveIntegerField(default=1)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    agentic_enabled = models.BooleanField(
+        default=False,
+        help_text="Let the nightly scheduler spend budget on agentic replays.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            _choices_check("runner", Runner, "project_runner_valid"),
+            models.CheckConstraint(
+                condition=Q(time_limit_seconds__gt=0),
+                name="project_time_limit_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_attempts__gt=0), name="project_max_attempts_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def test_time_limit(self) -> int:
+        return self.test_time_limit_seconds or self.time_limit_seconds
+
+
+class Preflight(models.TextChoices):
+    PENDING = "pending", "Pending"
+    READY = "ready", "Can reach a verdict"
+    UNREPRODUCIBLE = "unreproducible", "Can never reach a verdict"
+
+
+class Run(models.Model):
+    """One recorded original agent execution. ``raw`` keeps the record whole."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    external_id = models.CharField(max_length=255)
+    title = models.CharField(max_length=500, blank=True)
+    prompt = models.TextField(blank=True)
+    provider = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    effort = models.CharField(max_length=50, blank=True)
+    base_sha = models.CharField(max_length=64, blank=True)
+    original_commit = models.CharField(max_length=64, blank=True)
+    original_branch = models.CharField(max_length=255, blank=True)
+    original_tests_passed = models.BooleanField(null=True, blank=True)
+    sandbox_image = models.CharField(max_length=512, blank=True)
+    sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    raw = models.JSONField(default=dict, help_text="The record exactly as received.")
+    record_sha256 = models.CharField(max_length=64, blank=True)
+    preflight = models.CharField(
+        max_length=16, choices=Preflight, default=Preflight.PENDING
+    )
+    preflight_reason = models.TextField(blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    imported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-imported_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "external_id"], name="run_unique_external_id"
+            ),
+            _choices_check("preflight", Preflight, "run_preflight_valid"),
+        ]
+        indexes = [
+            # Runs of a project, newest first (project pages, the scheduler).
+            models.Index(fields=["project", "-imported_at"], name="run_project_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.external_id}"
+
+
+class Tier(models.TextChoices):
+    PREFLIGHT = "preflight", "Preflight"
+    TEXT = "text", "Text"
+    AGENTIC = "agentic", "Agentic"
+
+
+class ReplayStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Phase(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    PROVISIONING = "provisioning", "Provisioning"
+    AGENT = "agent", "Agent"
+    CAPTURE = "capture", "Capture"
+    TESTS_ORIGINAL = "tests_original", "Tests on original"
+    TESTS_REPLAY = "tests_replay", "Tests on replay"
+    VERDICT = "verdict", "Verdict"
+    DONE = "done", "Done"
+
+
+class Verdict(models.TextChoices):
+    IDENTICAL = "identical", "Identical"
+    EQUIVALENT = "equivalent", "Equivalent"
+    DIVERGENT = "divergent", "Divergent"
+    INCONCLUSIVE = "inconclusive", "Inconclusive"
+
+
+class ReviewBand(models.IntegerChoices):
+    """Queue priority, lower first: where a human learns the most."""
+
+    VERIFIER_PASSED_DIFF_DIVERGED = 1, "Verifier passed, diff diverged"
+    DIVERGENT = 2, "Divergent"
+    INCONCLUSIVE_EXHAUSTED = 3, "Inconclusive, retries exhausted"
+
+
+class Trigger(models.TextChoices):
+    SCHEDULER = "scheduler", "Nightly scheduler"
+    COMMAND = "command", "Command line"
+    RERUN = "rerun", "Reviewer rerun"
+    RETRY = "retry", "Automatic retry"
+
+
+class ReplayQuerySet(models.QuerySet):
+    def finished(self):
+        return self.filter(status=ReplayStatus.FINISHED)
+
+    def awaiting_review(self):
+        return self.filter(review_band__isnull=False)
+
+    def in_queue_order(self):
+        return self.order_by("review_band", "-finished_at", "-id")
+
+    def lease_expired(self, now=None):
+        now = now or timezone.now()
+        return self.filter(status=ReplayStatus.RUNNING, lease_expires_at__lt=now)
+
+
+class Replay(models.Model):
+    """One reproduction attempt of a Run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="replays")
+    # Copied from the run so the queue can filter without a join.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="replays"
+    )
+    tier = models.CharField(max_length=16, choices=Tier, default=Tier.AGENTIC)
+    status = models.CharField(
+        max_length=16, choices=ReplayStatus, default=ReplayStatus.QUEUED
+    )
+    phase = models.CharField(max_length=16, choices=Phase, default=Phase.QUEUED)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    trigger = models.CharField(max_length=16, choices=Trigger, default=Trigger.COMMAND)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    verdict = models.CharField(max_length=16, choices=Verdict, blank=True)
+    reason_code = models.CharField(max_length=32, blank=True)
+    reason = models.TextField(blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    agent_exit_code = models.IntegerField(null=True, blank=True)
+    agent_output = models.TextField(blank=True)
+    agent_output_truncated = models.BooleanField(default=False)
+    usage = models.JSONField(default=dict, blank=True)
+    tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    sandbox_seconds = models.FloatField(default=0)
+    # Worker lease: a replay is running only while its lease is fresh.
+    lease_owner = models.CharField(max_length=255, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    review_band = models.PositiveSmallIntegerField(
+        choices=ReviewBand, null=True, blank=True
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReplayQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            _choices_check("tier", Tier, "replay_tier_valid"),
+            _choices_check("status", ReplayStatus, "replay_status_valid"),
+            _choices_check("phase", Phase, "replay_phase_valid"),
+            _choices_check("trigger", Trigger, "replay_trigger_valid"),
+            _choices_check("verdict", Verdict, "replay_verdict_valid", blank=True),
+            models.CheckConstraint(
+                condition=Q(review_band__isnull=True)
+                | Q(review_band__in=ReviewBand.values),
+                name="replay_review_band_valid",
+            ),
+            # A finished replay always carries a verdict and a reason; a verdict
+            # never appears on an unfinished one.
+            models.CheckConstraint(
+                condition=(
+                    Q(status="finished") & ~Q(verdict="") & ~Q(reason="")
+                    | ~Q(status="finished") & Q(verdict="")
+                ),
+                name="replay_verdict_iff_finished",
+            ),
+            models.CheckConstraint(
+                condition=Q(attempt__gte=1), name="replay_attempt_positive"
+            ),
+        ]
+        indexes = [
+            # The review queue: band order, newest first, only queued rows.
+            models.Index(
+                "review_band",
+                models.F("finished_at").desc(),
+                models.F("id").desc(),
+                name="replay_review_queue",
+                condition=Q(review_band__isnull=False),
+            ),
+            # The lease reaper: running replays whose lease expired.
+            models.Index(
+                fields=["lease_expires_at"],
+                name="replay_running_lease",
+                condition=Q(status="running"),
+            ),
+            # Earlier replays of a run on the detail page; attempt numbering.
+            models.Index(fields=["run", "-created_at"], name="replay_run_recent"),
+            # Filtering a project's replays by verdict (queue filters, trends).
+            models.Index(fields=["project", "verdict"], name="replay_project_verdict"),
+        ]
+
+    def __str__(self) -> str:
+        return f"replay {self.pk} of {self.run}"
+
+    def lease_deadline(self):
+        return timezone.now() + timedelta(seconds=settings.REPLAYHUB_LEASE_SECONDS)
+
+
+class Comparison(models.Model):
+    """The git-level answer. Large texts are capped; list views defer them."""
+
+    replay = models.OneToOneField(
+        Replay, on_delete=models.CASCADE, related_name="comparison"
+    )
+    identical = models.BooleanField()
+    original_tree = models.CharField(max_length=64)
+    replay_tree = models.CharField(max_length=64)
+    diff_of_diffs = models.TextField(blank=True)
+    diffstat = models.TextField(blank=True)
+    files_changed = models.PositiveIntegerField(default=0)
+    insertions = models.PositiveIntegerField(default=0)
+    deletions = models.PositiveIntegerField(default=0)
+    differing_paths = models.JSONField(default=list, blank=True)
+    original_patch = models.TextField(blank=True)
+    replay_patch = models.TextField(blank=True)
+    replay_paths = models.JSONField(default=list, blank=True)
+    disallowed_paths = models.JSONField(default=list, blank=True)
+    truncated = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"comparison for replay {self.replay_id}"
+
+
+class TreeKind(models.TextChoices):
+    ORIGINAL = "original", "Original"
+    REPLAY = "replay", "Replay"
+    BASE = "base", "Base"
+
+
+class TestOutcome(models.Model):
+    """One run of the project's test command on one tree."""
+
+    replay = models.ForeignKey(
+        Replay, on_delete=models.CASCADE, related_name="test_outcomes"
+    )
+    tree = models.CharField(max_length=16, choices=TreeKind)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    ran = models.BooleanField()
+    passed = models.BooleanField(null=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    tests_executed = models.PositiveIntegerField(null=True, blank=True)
+    tests_failed = models.PositiveIntegerField(null=True, blank=True)
+    timed_out = models.BooleanField(default=False)
+    output_tail = models.TextField(blank=True)
+    output_truncated = models.BooleanField(default=False)
+    duration_s = models.FloatField(default=0)
+
+    class Meta:
+        ordering = ["tree", "attempt"]
+        constraints = [
+            _choices_check("tree", TreeKind, "testoutcome_tree_valid"),
+            models.UniqueConstraint(
+                fields=["replay", "tree", "attempt"], name="testoutcome_unique_attempt"
+            ),
+            models.CheckConstraint(
+                condition=Q(ran=True) | Q(passed__isnull=True),
+                name="testoutcome_no_result_without_run",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tree} #{self.attempt} of replay {self.replay_id}"
+
+
+class Budget(models.Model):
+    """What one project may spend per night, and when its night is."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="budget"
+    )
+    max_replays = models.PositiveIntegerField(default=20)
+    max_sandbox_minutes = models.PositiveIntegerField(default=240)
+    max_tokens = models.PositiveBigIntegerField(default=2_000_000)
+    max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=20)
+    window_start_hour = models.PositiveSmallIntegerField(default=1)
+    window_end_hour = models.PositiveSmallIntegerField(default=6)
+    timezone = models.CharField(max_length=64, default="UTC")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(window_start_hour__lte=23) & Q(window_end_hour__lte=23),
+                name="budget_window_hours_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"budget of {self.project}"
+
+
+class NightStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+
+
+class Night(models.Model):
+    """One project's nightly window, with its limits and what was reserved and used."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="nights"
+    )
+    date = models.DateField()
+    status = models.CharField(
+        max_length=16, choices=NightStatus, default=NightStatus.OPEN
+    )
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    # Limits copied from the budget when the night opens.
+    limit_replays = models.PositiveIntegerField()
+    limit_sandbox_seconds = models.PositiveBigIntegerField()
+    limit_tokens = models.PositiveBigIntegerField()
+    limit_cost_usd = models.DecimalField(max_digits=12, decimal_places=4)
+    reserved_replays = models.PositiveIntegerField(default=0)
+    reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    reserved_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    used_replays = models.PositiveIntegerField(default=0)
+    used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    used_tokens = models.PositiveBigIntegerField(default=0)
+    used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    deferred = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-date"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "date"], name="night_unique_date"
+            ),
+            _choices_check("status", NightStatus, "night_status_valid"),
+            # Admission reserves with a conditional UPDATE; this is the backstop
+            # that makes an overspend impossible even for a buggy caller.
+            models.CheckConstraint(
+                condition=(
+                    Q(reserved_replays__lte=models.F("limit_replays"))
+                    & Q(reserved_sandbox_seconds__lte=models.F("limit_sandbox_seconds"))
+                    & Q(reserved_tokens__lte=models.F("limit_tokens"))
+                    & Q(reserved_cost_usd__lte=models.F("limit_cost_usd"))
+                ),
+                name="night_reserved_within_limits",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} night of {self.date}"
+
+
+class WorkerCheck(models.Model):
+    """A round trip through the broker: the web process asks, a worker answers."""
+
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    requested_at = models.DateTimeField(default=timezone.now)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+
+    def __str__(self) -> str:
+        return f"worker check {self.pk}"
+
+    @property
+    def latency_seconds(self) -> float | None:
+        if self.answered_at is None:
+            return None
+        return (self.answered_at - self.requested_at).total_seconds()

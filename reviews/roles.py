@@ -1,0 +1,83 @@
+"""The three roles and what each may do, as Django groups and permissions.
+
+Views check permissions (``user.has_perm``), never group names, so an admin can
+grant a single ability to one person without inventing a role.
+"""
+
+REVIEWER = "reviewer"
+LEAD = "lead"
+ADMIN = "admin"
+
+_READ = [
+    "replayhub.view_project",
+    "replayhub.view_run",
+    "replayhub.view_replay",
+    "replayhub.view_comparison",
+    "replayhub.view_testoutcome",
+    "replayhub.view_budget",
+    "replayhub.view_night",
+    "reviews.view_claim",
+    "reviews.view_review",
+    "reviews.view_auditevent",
+]
+
+ROLE_PERMISSIONS: dict[str, list[str]] = {
+    REVIEWER: [*_READ, "reviews.decide_replay"],
+    LEAD: [*_READ, "reviews.view_trends", "reviews.view_money"],
+    # Admins get every permission of both apps (granted in the migration).
+    ADMIN: [],
+}
+
+DECIDE = "reviews.decide_replay"
+VIEW_TRENDS = "reviews.view_trends"
+VIEW_MONEY = "reviews.view_money"
+MANAGE_BUDGETS = "replayhub.change_budget"
+MANAGE_PROJECTS = "replayhub.change_project"
+VIEW_REPLAYS = "replayhub.view_replay"
+VIEW_BUDGETS = "replayhub.view_budget"
+VIEW_PROJECTS = "replayhub.view_project"
+
+
+def role_of(user) -> str:
+    """The highest role a user holds, for display only."""
+    if user.is_superuser:
+        return ADMIN
+    names = set(user.groups.values_list("name", flat=True))
+    for role in (ADMIN, LEAD, REVIEWER):
+        if role in names:
+            return role
+    return ""
+
+
+def sync_groups(apps, schema_editor=None) -> None:
+    """Create or refresh the role groups; a migration calls it after schema changes.
+
+    Admins receive every permission of both apps as they stand, so a later
+    migration that adds a model calls this again.
+    """
+    from django.contrib.auth.management import create_permissions
+
+    # Permissions are normally created after all migrations ran; they must
+    # exist now so the groups can reference them on a fresh database.
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, apps=apps, verbosity=0)
+        app_config.models_module = None
+
+    group_model = apps.get_model("auth", "Group")
+    permission_model = apps.get_model("auth", "Permission")
+    for role, names in ROLE_PERMISSIONS.items():
+        group, _ = group_model.objects.get_or_create(name=role)
+        if role == ADMIN:
+            perms = permission_model.objects.filter(
+                content_type__app_label__in=["replayhub", "reviews"]
+            )
+        else:
+            perms = [
+                permission_model.objects.get(
+                    content_type__app_label=name.split(".")[0],
+                    codename=name.split(".")[1],
+                )
+                for name in names
+            ]
+        group.permissions.set(perms)

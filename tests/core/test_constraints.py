@@ -1,0 +1,106 @@
+"""The database itself refuses rows that break the domain's invariants."""
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from replayhub.models import Night, Project, Replay, Run, TestOutcome
+from reviews.models import Review
+
+
+@pytest.fixture
+def project(db):
+    return Project.objects.create(slug="demo", repo_path="/srv/demo.git")
+
+
+@pytest.fixture
+def run(project):
+    return Run.objects.create(
+        project=project, external_id="r-1", original_commit="a" * 40
+    )
+
+
+def test_database_rejects_an_unknown_replay_status(run):
+    replay = Replay.objects.create(run=run, project=run.project)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Replay.objects.filter(pk=replay.pk).update(status="exploded")
+
+
+def test_database_rejects_an_unknown_verdict(run):
+    replay = Replay.objects.create(run=run, project=run.project)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Replay.objects.filter(pk=replay.pk).update(
+            status="finished", verdict="probably-fine", reason="It looked fine."
+        )
+
+
+def test_finished_replay_without_a_reason_is_refused(run):
+    replay = Replay.objects.create(run=run, project=run.project)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Replay.objects.filter(pk=replay.pk).update(
+            status="finished", verdict="identical"
+        )
+
+
+def test_a_finished_replay_with_verdict_and_reason_is_accepted(run):
+    replay = Replay.objects.create(run=run, project=run.project)
+    Replay.objects.filter(pk=replay.pk).update(
+        status="finished",
+        verdict="identical",
+        reason_code="same_tree",
+        reason="Both trees are identical.",
+        finished_at=timezone.now(),
+    )
+    replay.refresh_from_db()
+    assert replay.verdict == "identical"
+
+
+def test_a_run_external_id_is_unique_within_its_project(run):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.create(project=run.project, external_id="r-1")
+
+
+def test_the_same_external_id_may_exist_in_another_project(run):
+    other = Project.objects.create(slug="other", repo_path="/srv/other.git")
+    assert Run.objects.create(project=other, external_id="r-1").pk
+
+
+def test_a_test_outcome_cannot_pass_without_having_run(run):
+    replay = Replay.objects.create(run=run, project=run.project)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        TestOutcome.objects.create(
+            replay=replay, tree="original", ran=False, passed=True
+        )
+
+
+def test_an_unknown_runner_is_refused(project):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(runner="chroot")
+
+
+def test_a_night_can_never_reserve_more_than_its_limit(project):
+    now = timezone.now()
+    night = Night.objects.create(
+        project=project,
+        date=now.date(),
+        window_start=now,
+        window_end=now,
+        limit_replays=2,
+        limit_sandbox_seconds=600,
+        limit_tokens=1000,
+        limit_cost_usd=5,
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Night.objects.filter(pk=night.pk).update(reserved_replays=3)
+
+
+def test_an_overturn_must_name_a_different_verdict(run, reviewer):
+    replay = Replay.objects.create(run=run, project=run.project)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Review.objects.create(
+            replay=replay,
+            reviewer=reviewer,
+            decision="overturn",
+            verdict_before="equivalent",
+            verdict_after="equivalent",
+        )

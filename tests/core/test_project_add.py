@@ -1,0 +1,116 @@
+"""Registering a project from the command line."""
+
+import subprocess
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from replayhub.models import Project
+
+
+@pytest.fixture
+def repo(tmp_path):
+    path = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def add(slug, repo, **kw):
+    args = [
+        slug,
+        "--repo",
+        str(repo),
+        "--test-command",
+        kw.pop("test", "python -m unittest -v"),
+        "--agent-command",
+        kw.pop("agent", "sh ./agent.sh 'two words'"),
+    ]
+    for glob in kw.pop("globs", []):
+        args += ["--allowed-paths", glob]
+    if "time_limit" in kw:
+        args += ["--time-limit", str(kw.pop("time_limit"))]
+    call_command("project_add", *args)
+
+
+def test_a_project_is_registered_with_commands_as_argument_lists(db, repo):
+    add("shop", repo, globs=["src/**", "tests/**"], time_limit=120)
+    project = Project.objects.get(slug="shop")
+    assert project.repo_path == str(repo)
+    assert project.test_command == ["python", "-m", "unittest", "-v"]
+    assert project.agent_command == ["sh", "./agent.sh", "two words"]
+    assert project.allowed_paths == ["src/**", "tests/**"]
+    assert project.time_limit_seconds == 120
+
+
+def test_shell_metacharacters_stay_plain_arguments(db, repo):
+    add("shop", repo, test="pytest; rm -rf / && echo $HOME")
+    assert Project.objects.get().test_command == [
+        "pytest;",
+        "rm",
+        "-rf",
+        "/",
+        "&&",
+        "echo",
+        "$HOME",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"test": ""}, "--test-command is empty"),
+        ({"agent": "   "}, "--agent-command is empty"),
+        ({"test": "pytest 'unclosed"}, "cannot split"),
+        ({"time_limit": 0}, "--time-limit must be a positive"),
+    ],
+)
+def test_bad_arguments_are_refused_with_exit_code_2(db, repo, kwargs, message):
+    with pytest.raises(CommandError, match=message) as info:
+        add("shop", repo, **kwargs)
+    assert info.value.returncode == 2
+    assert not Project.objects.exists()
+
+
+def test_a_path_that_is_not_a_git_repository_is_refused(db, tmp_path):
+    with pytest.raises(CommandError, match="is not a git repository") as info:
+        add("shop", tmp_path)
+    assert info.value.returncode == 2
+    with pytest.raises(CommandError, match="is not a git repository"):
+        add("shop", tmp_path / "missing")
+
+
+def test_a_duplicate_slug_is_refused(db, repo):
+    add("shop", repo)
+    with pytest.raises(CommandError, match="already exists") as info:
+        add("shop", repo)
+    assert info.value.returncode == 2
+    assert Project.objects.count() == 1
+
+
+def test_the_command_line_prints_one_line_and_exits_2(db, repo, tmp_path):
+    import sys
+
+    from tests.conftest import ROOT, child_env
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "project_add",
+            "x",
+            "--repo",
+            str(tmp_path),
+            "--test-command",
+            "true",
+            "--agent-command",
+            "true",
+        ],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert "is not a git repository" in result.stderr
