@@ -1,0 +1,769 @@
+"""Host-owned scratch repositories: provision a workspace, capture it, compare.
+
+The rule this module exists to keep: **the host never runs git inside a directory an
+agent could write.** An agent controls everything in its workspace, including
+``.git/config`` (``core.fsmonitor``, ``core.hooksPath``, ``filter.*``,
+``diff.external``), ``.git/hooks/`` and ``.gitattributes``; any of these would run a
+command on the host the moment host git consulted that repository. So the host:
+
+* runs every git command through :func:`git`, which pins the environment (no system
+  or global config, no replace refs) and overrides the dangerous settings on the
+  command line, where they outrank any repository config;
+* reads the workspace only as a work tree of a ReplayHub-owned git dir
+  (``<root>/scratch.git``) with a private index file, so the workspace's ``.git`` is
+  never opened as a repository;
+* diffs trees inside that bare git dir, where no work tree and no attributes exist.
+
+Layout of one replay under ``root`` (a directory ReplayHub owns)::
+
+    scratch.git/        bare; objects borrowed read-only from the project (alternates)
+    workspace/          the agent's checkout at the base commit
+    capture.index       private index used by :meth:`Scratch.capture`
+    checkout-*.index    private indexes used by :meth:`Scratch.checkout_tree`
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT = 120.0
+# Plumbing output (rev-list, name lists) is parsed whole, so exceeding this is an
+# error rather than a silent cut.
+DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024
+DIFF_CAP = 1024 * 1024
+STDERR_TAIL = 4096
+
+# Command-line configuration outranks every config file, so these hold even against
+# a repository config that sets the opposite.
+SAFE_CONFIG: tuple[str, ...] = (
+    # No hook of any repository runs (post-index-change fires on `add`/`read-tree`).
+    "core.hooksPath=/dev/null",
+    # A configured fsmonitor is a command run on every index refresh.
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    # An empty command fails closed should an external diff ever be allowed;
+    # diffs also pass --no-ext-diff.
+    "diff.external=",
+    # Attributes and ignore rules come from the tree being read, never from files
+    # of whoever runs the worker.
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    # Local clones and fetches between ReplayHub's own repositories.
+    "protocol.file.allow=always",
+    # Never leave a detached background gc or maintenance process behind.
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "user.name=ReplayHub",
+    "user.email=replayhub@localhost",
+)
+
+_SHA = re.compile(r"[0-9a-f]{4,64}")
+
+
+class GitError(Exception):
+    """A git command failed, timed out or produced more output than allowed."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: Sequence[str] = (),
+        returncode: int | None = None,
+        stderr: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class GitResult(subprocess.CompletedProcess):
+    """A finished git command; ``truncated`` is set when stdout was cut at the cap."""
+
+    truncated: bool = False
+
+
+def git_environment() -> dict[str, str]:
+    """The whole environment git runs with: nothing else of the worker leaks in."""
+    return {
+        "PATH": os.environ.get("PATH") or os.defpath,
+        "LANG": "C",
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        # Replace refs would let `rev-parse <commit>^{tree}` answer with another
+        # object; identity is decided on real hashes.
+        "GIT_NO_REPLACE_OBJECTS": "1",
+    }
+
+
+def git(
+    *args: str,
+    git_dir: Path | str | None = None,
+    work_tree: Path | str | None = None,
+    index_file: Path | str | None = None,
+    cwd: Path | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    input: bytes | None = None,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
+    truncate: bool = False,
+    check: bool = True,
+) -> GitResult:
+    """Run one git command with the pinned environment and configuration.
+
+    stdout and stderr are bytes. stdout beyond ``output_cap`` raises
+    :class:`GitError`, or with ``truncate=True`` is cut (``result.truncated``) and
+    git is stopped by closing the pipe. A non-zero exit raises :class:`GitError`
+    with the tail of stderr unless ``check=False``; a timeout always raises.
+
+    ``cwd`` defaults to ``git_dir``: the process never starts inside a work tree.
+    """
+    argv = ["git"]
+    for setting in SAFE_CONFIG:
+        argv += ["-c", setting]
+    if git_dir is not None:
+        argv.append(f"--git-dir={os.fspath(git_dir)}")
+    if work_tree is not None:
+        argv.append(f"--work-tree={os.fspath(work_tree)}")
+    argv += args
+    env = git_environment()
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = os.fspath(index_file)
+    if cwd is None and git_dir is not None:
+        cwd = git_dir
+
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            # Its own process group, so a timeout kills helpers git started too.
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise GitError(f"cannot start git: {error}", argv=argv) from error
+    out = _CappedReader(proc.stdout, output_cap)
+    err = _TailReader(proc.stderr, STDERR_TAIL)
+    threads = [
+        threading.Thread(target=out.run, daemon=True),
+        threading.Thread(target=err.run, daemon=True),
+    ]
+    if input is not None:
+        threads.append(
+            threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True)
+        )
+    for thread in threads:
+        thread.start()
+    try:
+        returncode = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        for thread in threads:
+            thread.join(timeout=5)
+        raise GitError(
+            f"git {_command_name(args)} timed out after {timeout:g}s",
+            argv=argv,
+            stderr=err.text(),
+        ) from None
+    for thread in threads:
+        thread.join(timeout=5)
+    if any(thread.is_alive() for thread in threads):
+        # A leftover helper still holds the pipes open.
+        _kill_group(proc)
+        for thread in threads:
+            thread.join(timeout=5)
+
+    if out.overflowed and not truncate:
+        raise GitError(
+            f"git {_command_name(args)} printed more than {output_cap} bytes",
+            argv=argv,
+            stderr=err.text(),
+        )
+    result = GitResult(argv, returncode, out.data(), err.data())
+    result.truncated = out.overflowed
+    # Closing the pipe on a cut makes git die of SIGPIPE; that exit is expected.
+    if check and returncode != 0 and not out.overflowed:
+        stderr = err.text()
+        raise GitError(
+            f"git {_command_name(args)} failed with exit code {returncode}: "
+            f"{stderr.strip()[-1000:] or '(no output)'}",
+            argv=argv,
+            returncode=returncode,
+            stderr=stderr,
+        )
+    return result
+
+
+def _command_name(args: Sequence[str]) -> str:
+    return next((a for a in args if not a.startswith("-")), "")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    # A process group id stays allocated while any member lives, so this cannot
+    # reach an unrelated group even after git itself was reaped.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _feed(stream: Any, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        stream.write(data)
+        stream.close()
+
+
+class _CappedReader:
+    def __init__(self, stream: Any, cap: int) -> None:
+        self.stream = stream
+        self.cap = cap
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.overflowed = False
+
+    def run(self) -> None:
+        fd = self.stream.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            self.chunks.append(chunk)
+            self.size += len(chunk)
+            if self.size > self.cap:
+                self.overflowed = True
+                break
+        self.stream.close()
+
+    def data(self) -> bytes:
+        return b"".join(self.chunks)[: self.cap]
+
+
+class _TailReader:
+    def __init__(self, stream: Any, keep: int) -> None:
+        self.stream = stream
+        self.keep = keep
+        self.buffer = bytearray()
+
+    def run(self) -> None:
+        fd = self.stream.fileno()
+        while chunk := os.read(fd, 65536):
+            self.buffer += chunk
+            if len(self.buffer) > 2 * self.keep:
+                del self.buffer[: -self.keep]
+        self.stream.close()
+
+    def data(self) -> bytes:
+        return bytes(self.buffer[-self.keep :])
+
+    def text(self) -> str:
+        return self.data().decode("utf-8", errors="replace")
+
+
+def require_sha(value: str) -> str:
+    """Return ``value`` if it is a hex object name; anything else is a ValueError.
+
+    Object names reach git as arguments, so this also keeps an option-shaped or
+    ref-shaped string from ever being interpreted as one.
+    """
+    if not isinstance(value, str) or not _SHA.fullmatch(value):
+        raise ValueError(f"not a hex object name: {value!r}")
+    return value
+
+
+def repository_git_dir(repo: Path | str) -> Path:
+    """The git dir of a repository given by its work tree or as a bare repository."""
+    repo = Path(repo).absolute()
+    dot = repo / ".git"
+    if dot.is_dir():
+        return dot
+    if dot.is_file():
+        content = dot.read_text(encoding="utf-8", errors="replace").strip()
+        if content.startswith("gitdir:"):
+            return (repo / content.removeprefix("gitdir:").strip()).resolve()
+    if (repo / "HEAD").is_file() and (repo / "objects").is_dir():
+        return repo
+    raise GitError(f"{repo} is not a git repository")
+
+
+def objects_dir(git_dir: Path) -> Path:
+    """Where a git dir keeps its objects (a linked worktree shares its main repo's)."""
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    return git_dir / "objects"
+
+
+def alternates_of(objects: Path, *, depth: int = 5) -> list[Path]:
+    """Object directories ``objects`` borrows from, transitively (git stops at 5)."""
+    found: list[Path] = []
+    pending = [(objects, 0)]
+    while pending:
+        current, level = pending.pop()
+        listing = current / "info" / "alternates"
+        if level >= depth or not listing.is_file():
+            continue
+        for line in listing.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", '"')):
+                continue
+            path = (current / line).resolve()
+            if path not in found:
+                found.append(path)
+                pending.append((path, level + 1))
+    return found
+
+
+def _init_borrowing(dest: Path, objects: Path, *, bare: bool, timeout: float) -> Path:
+    """Create a repository at ``dest`` whose objects are borrowed from ``objects``.
+
+    This is what ``git clone --shared`` does, minus copying the refs: the workspace
+    then has no branch or tag pointing past the base, so ``git log --all`` cannot
+    show the agent the original solution, and the project's refs are never read.
+    New objects are written to ``dest`` only; the project repository stays
+    untouched. Returns the new git dir.
+    """
+    if "\n" in os.fspath(objects):
+        raise GitError(f"unusable object directory path: {objects!r}")
+    args = ["init", "--quiet", "--template="]
+    if bare:
+        args.append("--bare")
+    git(*args, os.fspath(dest), timeout=timeout)
+    git_dir = dest if bare else dest / ".git"
+    (git_dir / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (git_dir / "objects" / "info" / "alternates").write_text(
+        f"{objects}\n", encoding="utf-8"
+    )
+    return git_dir
+
+
+class Scratch:
+    """The git side of one replay, under a directory ReplayHub owns.
+
+    ``project_repo`` is only ever read: objects are borrowed through alternates.
+    Every method that writes runs git with ``--git-dir`` set to a ReplayHub-owned
+    directory, never the workspace's ``.git``.
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        project_repo: Path | str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.root = Path(root).absolute()
+        self.project_repo = Path(project_repo).absolute()
+        self.timeout = timeout
+        self.base: str | None = None
+
+    @property
+    def git_dir(self) -> Path:
+        return self.root / "scratch.git"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def project_objects(self) -> Path:
+        return objects_dir(repository_git_dir(self.project_repo))
+
+    def git(self, *args: str, **kwargs: Any) -> GitResult:
+        """Run git against the scratch git dir."""
+        kwargs.setdefault("timeout", self.timeout)
+        return git(*args, git_dir=self.git_dir, **kwargs)
+
+    def create(self) -> Path:
+        """Create the bare scratch git dir if missing; returns it. Idempotent."""
+        if not (self.git_dir / "HEAD").is_file():
+            self.root.mkdir(parents=True, exist_ok=True)
+            _init_borrowing(
+                self.git_dir, self.project_objects, bare=True, timeout=self.timeout
+            )
+        return self.git_dir
+
+    def resolve_commit(self, rev: str) -> str:
+        """Full sha of the commit ``rev`` (a hex name) names; GitError if none."""
+        return self._resolve(rev, "commit")
+
+    def resolve_tree(self, rev: str) -> str:
+        """Full sha of the tree of ``rev`` (a commit or tree hex name)."""
+        return self._resolve(rev, "tree")
+
+    def _resolve(self, rev: str, kind: str) -> str:
+        rev = require_sha(rev)
+        self.create()
+        result = self.git(
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            f"{rev}^{{{kind}}}",
+            check=False,
+        )
+        sha = result.stdout.decode().strip()
+        if result.returncode != 0 or not sha:
+            raise GitError(f"{rev} does not name a {kind} in {self.project_repo}")
+        return sha
+
+    def provision(self, base: str) -> Path:
+        """Create ``<root>/workspace``, the agent's checkout of ``base`` (detached).
+
+        The workspace's git holds only what ``base`` reaches: it is a
+        ``--no-local`` clone of the scratch dir, so objects are copied through a
+        pack rather than borrowed. Borrowing the project's object store would
+        let the agent find the original solution by hash (``git cat-file
+        --batch-all-objects``) and "reproduce" it by copying. No host path is
+        left in the workspace's git config either. git runs in the workspace
+        here only because no agent has touched it yet.
+        """
+        base = self.resolve_commit(base)
+        workspace = self.workspace
+        if workspace.exists():
+            raise FileExistsError(f"{workspace} already exists; a workspace is fresh")
+        self.git("update-ref", "refs/heads/replay-base", base)
+        git(
+            "clone",
+            "--quiet",
+            "--no-local",
+            "--no-tags",
+            "--single-branch",
+            "--branch=replay-base",
+            "--template=",
+            "--",
+            os.fspath(self.git_dir),
+            os.fspath(workspace),
+            cwd=self.root,
+            timeout=self.timeout,
+        )
+        ws_git = workspace / ".git"
+        options = {"git_dir": ws_git, "work_tree": workspace, "timeout": self.timeout}
+        git("checkout", "--quiet", "--detach", base, **options)
+        git("branch", "--quiet", "-D", "replay-base", **options)
+        git("remote", "remove", "origin", **options)
+        self.base = base
+        return workspace
+
+    def capture(
+        self, workspace: Path | str | None = None, *, base: str | None = None
+    ) -> str:
+        """Snapshot the workspace's files as a tree in the scratch git dir.
+
+        Returns the tree sha. The index starts from ``base`` (default: the
+        provisioned base) so the result is what ``git add --all`` in the agent's
+        own checkout would have committed: ``.gitignore`` in the tree is honoured,
+        files tracked at base stay tracked. Symlinks are stored as links (mode
+        120000) and never followed; special files are skipped; ``.git`` entries at
+        any depth are skipped, and a directory holding a repository of its own
+        is stored as a gitlink (git reads that repository's HEAD and refs, which
+        runs nothing). A nested repository without any commit makes git refuse
+        and this raise GitError.
+        """
+        workspace = Path(workspace or self.workspace).absolute()
+        base = base or self.base
+        if base is None:
+            raise ValueError("capture needs the base commit the workspace started from")
+        base = self.resolve_commit(base)
+        index = self.root / "capture.index"
+        index.unlink(missing_ok=True)
+        options = {"work_tree": workspace, "index_file": index}
+        try:
+            self.git("read-tree", base, **options)
+            self.git("add", "--all", **options)
+            tree = self.git("write-tree", **options).stdout.decode().strip()
+        finally:
+            index.unlink(missing_ok=True)
+        return tree
+
+    def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
+        """Make a commit of ``tree`` on ``parent`` in the scratch git dir."""
+        self.create()
+        args = ["commit-tree", require_sha(tree)]
+        if parent is not None:
+            args += ["-p", require_sha(parent)]
+        result = self.git(*args, input=message.encode())
+        return result.stdout.decode().strip()
+
+    def checkout_tree(self, tree_or_commit: str, dest: Path | str) -> Path:
+        """Write a clean copy of a tree into ``dest`` (new or empty), with no .git.
+
+        Used for the test gate. Attribute-driven filters in the tree stay inert:
+        no driver is configured anywhere git looks.
+        """
+        tree = self.resolve_tree(tree_or_commit)
+        dest = Path(dest).absolute()
+        dest.mkdir(parents=True, exist_ok=True)
+        if any(dest.iterdir()):
+            raise FileExistsError(f"{dest} is not empty")
+        index = self.root / f"checkout-{uuid.uuid4().hex}.index"
+        try:
+            self.git("read-tree", tree, index_file=index)
+            self.git("checkout-index", "--all", work_tree=dest, index_file=index)
+        finally:
+            index.unlink(missing_ok=True)
+        return dest
+
+    def remove(self) -> None:
+        """Delete everything under ``root``. Safe to call twice."""
+        remove_tree(self.root)
+
+
+def remove_tree(path: Path | str) -> None:
+    """``shutil.rmtree`` that first repairs permissions if the plain removal fails.
+
+    The agent may leave read-only or unsearchable directories behind; the owner
+    can still chmod them. Symlinks are never chmod-ed (that would follow them out
+    of the tree).
+    """
+    path = Path(path)
+    if path.is_symlink():
+        path.unlink()
+        return
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        _grant_owner_access(path)
+        shutil.rmtree(path)
+
+
+def _grant_owner_access(top: Path) -> None:
+    pending = [os.fspath(top)]
+    while pending:
+        directory = pending.pop()
+        try:
+            os.chmod(directory, stat.S_IRWXU)
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+
+
+@dataclass
+class Comparison:
+    """The git-level answer for one replay; texts are capped, see ``truncated``."""
+
+    identical: bool
+    base_tree: str
+    original_tree: str
+    replay_tree: str
+    diff_of_diffs: str
+    diffstat: str
+    files_changed: int
+    insertions: int
+    deletions: int
+    differing_paths: list[str] = field(default_factory=list)
+    original_patch: str = ""
+    replay_patch: str = ""
+    replay_paths: list[str] = field(default_factory=list)
+    disallowed_paths: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_DIFF_OPTIONS = (
+    "-c",
+    "core.quotePath=false",
+    "diff",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+)
+
+
+def compare(
+    scratch: Scratch,
+    *,
+    base: str,
+    original_commit: str,
+    replay_tree: str,
+    allowed_globs: Iterable[str] = (),
+    cap_bytes: int = DIFF_CAP,
+) -> Comparison:
+    """Compare the original result with the replay's, both grown from ``base``.
+
+    Identity is decided on tree hashes. Patches and the stat use rename detection
+    for reading; the path lists do not, so both sides of a rename count as
+    touched (a move out of an allowed directory is still a disallowed path).
+    ``truncated`` is set when any stored text (the three patches or the stat) was
+    cut at ``cap_bytes``. An empty ``allowed_globs`` allows every path.
+    """
+    base_tree = scratch.resolve_tree(base)
+    original_tree = scratch.resolve_tree(original_commit)
+    replay_tree = scratch.resolve_tree(replay_tree)
+    identical = original_tree == replay_tree
+
+    def text(old: str, new: str, *options: str) -> tuple[str, bool]:
+        result = scratch.git(
+            *_DIFF_OPTIONS, *options, old, new, output_cap=cap_bytes, truncate=True
+        )
+        return _decode_capped(result.stdout, result.truncated)
+
+    def paths(old: str, new: str) -> list[str]:
+        out = scratch.git(
+            *_DIFF_OPTIONS, "--no-renames", "--name-only", "-z", old, new
+        ).stdout
+        return [p.decode("utf-8", errors="replace") for p in out.split(b"\0") if p]
+
+    original_patch, cut_original = text(base_tree, original_tree, "-M")
+    replay_patch, cut_replay = text(base_tree, replay_tree, "-M")
+    replay_paths = paths(base_tree, replay_tree)
+    if identical:
+        diff_of_diffs, diffstat, cut_dod, cut_stat = "", "", False, False
+        files_changed = insertions = deletions = 0
+        differing: list[str] = []
+    else:
+        diff_of_diffs, cut_dod = text(original_tree, replay_tree, "-M")
+        diffstat, cut_stat = text(original_tree, replay_tree, "-M", "--stat=160")
+        shortstat = scratch.git(
+            *_DIFF_OPTIONS, "-M", "--shortstat", original_tree, replay_tree
+        ).stdout.decode()
+        files_changed, insertions, deletions = _parse_shortstat(shortstat)
+        differing = paths(original_tree, replay_tree)
+
+    globs = [g for g in allowed_globs if g]
+    disallowed = (
+        [p for p in replay_paths if not any(glob_match(p, g) for g in globs)]
+        if globs
+        else []
+    )
+    return Comparison(
+        identical=identical,
+        base_tree=base_tree,
+        original_tree=original_tree,
+        replay_tree=replay_tree,
+        diff_of_diffs=diff_of_diffs,
+        diffstat=diffstat,
+        files_changed=files_changed,
+        insertions=insertions,
+        deletions=deletions,
+        differing_paths=differing,
+        original_patch=original_patch,
+        replay_patch=replay_patch,
+        replay_paths=replay_paths,
+        disallowed_paths=disallowed,
+        truncated=cut_original or cut_replay or cut_dod or cut_stat,
+    )
+
+
+def _decode_capped(data: bytes, truncated: bool) -> tuple[str, bool]:
+    if truncated:
+        # Keep whole lines; a single line longer than the cap is cut where it falls.
+        end = data.rfind(b"\n")
+        if end >= 0:
+            data = data[: end + 1]
+    return data.decode("utf-8", errors="replace"), truncated
+
+
+_SHORTSTAT = re.compile(r"(\d+) (files? changed|insertions?|deletions?)")
+
+
+def _parse_shortstat(text: str) -> tuple[int, int, int]:
+    counts = {"f": 0, "i": 0, "d": 0}
+    for number, label in _SHORTSTAT.findall(text):
+        counts[label[0]] = int(number)
+    return counts["f"], counts["i"], counts["d"]
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Whether a repository-relative path matches an allowed-path glob.
+
+    Globs are anchored at the repository root. ``*``, ``?`` and ``[...]`` never
+    cross ``/``; a ``**`` segment spans any number of directories (``src/**``:
+    everything under ``src/``; ``**/*.py``: any ``.py`` at any depth, the root
+    included; ``a/**/b``: ``a/b``, ``a/x/b``, ...). A trailing ``/`` means
+    everything under that directory; a leading ``/`` or ``./`` is ignored.
+    ``fnmatch`` lets ``*`` cross ``/`` and Python 3.11's ``PurePath.match``
+    neither anchors nor understands ``**``, hence the translation here.
+    """
+    return compile_glob(pattern).fullmatch(path) is not None
+
+
+@lru_cache(maxsize=1024)
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """The regular expression for an allowed-path glob; ValueError if malformed."""
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.lstrip("/")
+    if not pattern:
+        raise ValueError("an empty glob matches nothing")
+    if pattern.endswith("/"):
+        pattern += "**"
+    segments = pattern.split("/")
+    parts: list[str] = []
+    for position, segment in enumerate(segments):
+        last = position == len(segments) - 1
+        if segment == "**":
+            if not last:
+                parts.append("(?:[^/]+/)*")
+            elif position == 0:
+                parts.append(".+")
+            else:
+                parts.append("[^/].*")
+        else:
+            parts.append(_translate_segment(segment))
+            if not last:
+                parts.append("/")
+    try:
+        return re.compile("".join(parts), re.DOTALL)
+    except re.error as error:
+        raise ValueError(f"malformed glob {pattern!r}: {error}") from None
+
+
+def _translate_segment(segment: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(segment)
+    while i < n:
+        char = segment[i]
+        i += 1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "\\" and i < n:
+            out.append(re.escape(segment[i]))
+            i += 1
+        elif char == "[":
+            end = i
+            if end < n and segment[end] in "!^":
+                end += 1
+            if end < n and segment[end] == "]":
+                end += 1
+            end = segment.find("]", end)
+            if end < 0:
+                out.append(re.escape(char))
+                continue
+            body = segment[i:end]
+            i = end + 1
+            negate = body[:1] in ("!", "^")
+            if negate:
+                body = body[1:]
+            escaped = "".join(c if c == "-" else re.escape(c) for c in body)
+            # A bracket expression never matches the separator.
+            out.append(f"[^/{escaped}]" if negate else f"(?!/)[{escaped}]")
+        else:
+            out.append(re.escape(char))
+    return "".join(out)

@@ -1,0 +1,418 @@
+"""Reconstruct a replay's input state: the base commit, the image, what drifted.
+
+The project repository is only read (``rev-parse``, ``merge-base``, ``rev-list``,
+``symbolic-ref``), always through :func:`replayhub.gitops.git` so the same pinned
+environment applies. Nothing a record says reaches git unless it is a hex sha.
+
+The base rule (:func:`choose_base`) is a pure function; :func:`resolve_provenance`
+gathers its inputs from the repository.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from replayhub.gitops import GitError, git, repository_git_dir
+
+BaseSource = Literal["recorded", "fork-point", "first-parent", "none"]
+
+TRUSTED_SOURCES: frozenset[str] = frozenset({"recorded", "fork-point"})
+
+NO_ORIGINAL = (
+    "the run has no original commit: it ran on the host or its write-back was lost"
+)
+
+_RECORD_SHA = re.compile(r"[0-9a-f]{7,64}")
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+
+
+def short(sha: str | None) -> str:
+    return (sha or "")[:12]
+
+
+@dataclass(frozen=True)
+class BaseResolution:
+    """The base commit a replay starts from, and how far it can be believed.
+
+    ``trusted`` is about the source: a recorded base or an observed fork point is,
+    a first-parent guess never is. ``confirmed`` additionally needs the original
+    commit to strictly descend from the base.
+    """
+
+    sha: str | None
+    source: BaseSource
+    trusted: bool
+    confirmed: bool
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def choose_base(
+    *,
+    original: str | None,
+    recorded: str | None,
+    fork_point: str | None,
+    first_parent: str | None,
+    descends_from: Callable[[str], bool] | Mapping[str, bool],
+    fork_point_merge: str | None = None,
+) -> BaseResolution:
+    """Pick the base in trust order: recorded, then fork point, then first parent.
+
+    Every argument is a full sha known to exist, or None. ``descends_from(sha)``
+    answers whether the original strictly descends from ``sha`` (a mapping of
+    precomputed answers works too; a missing key means no). ``fork_point_merge``
+    names the merge that brought an already merged original into the default
+    branch, when the fork point was found through it.
+    """
+    lookup = descends_from.get if isinstance(descends_from, Mapping) else descends_from
+
+    def descends(sha: str) -> bool:
+        return sha != original and bool(lookup(sha))
+
+    if original is None:
+        return BaseResolution(
+            None, "none", False, False, "there is no original commit to find a base for"
+        )
+
+    if recorded is not None:
+        if recorded == original:
+            reason = (
+                f"the recorded base {short(recorded)} is the original commit itself, "
+                "so the original adds nothing on top of it"
+            )
+            return BaseResolution(recorded, "recorded", True, False, reason)
+        if descends(recorded):
+            reason = (
+                f"the base {short(recorded)} is recorded in the run and the original "
+                "commit descends from it"
+            )
+            return BaseResolution(recorded, "recorded", True, True, reason)
+        reason = (
+            f"the recorded base {short(recorded)} is not an ancestor of the original "
+            f"commit {short(original)}: the record and the repository disagree"
+        )
+        return BaseResolution(recorded, "recorded", True, False, reason)
+
+    if fork_point is not None and fork_point != original:
+        if fork_point_merge is not None:
+            how = (
+                f"where the branch that merge {short(fork_point_merge)} brought into "
+                "the default branch forked from it"
+            )
+        else:
+            how = "where the original's branch forked from the default branch"
+        if descends(fork_point):
+            reason = f"the base {short(fork_point)} was inferred as the point {how}"
+            return BaseResolution(fork_point, "fork-point", True, True, reason)
+        reason = (
+            f"the fork point {short(fork_point)} ({how}) is not an ancestor of the "
+            "original commit"
+        )
+        return BaseResolution(fork_point, "fork-point", True, False, reason)
+
+    if first_parent is not None:
+        reason = (
+            f"the base {short(first_parent)} is a guess: the original commit's first "
+            "parent, right only when the write-back was a single commit"
+        )
+        return BaseResolution(first_parent, "first-parent", False, False, reason)
+
+    reason = (
+        "no base could be found: the run records none, the original has no fork "
+        "point from the default branch, and it has no parent"
+    )
+    return BaseResolution(None, "none", False, False, reason)
+
+
+@dataclass
+class Provenance:
+    """The input state reconstructed for a replay; ``to_dict`` stores as a snapshot."""
+
+    reproducible: bool
+    not_reproducible_reason: str
+    original_commit: str | None
+    recorded_base: str | None
+    base: BaseResolution
+    default_branch: str | None
+    image: str | None
+    image_pinned: bool
+    sandbox_config_sha256: str | None
+    project_config_sha256: str | None
+    test_command: str | None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def valid_record_sha(value: object) -> bool:
+    """Whether a value from a record may be used as a commit sha at all."""
+    return isinstance(value, str) and _RECORD_SHA.fullmatch(value) is not None
+
+
+def image_is_pinned(image: str | None) -> bool:
+    """Whether an image reference carries a ``@sha256:`` digest."""
+    return bool(image) and _DIGEST.search(image) is not None
+
+
+def resolve_provenance(
+    *,
+    repo_path: Path | str,
+    original_commit: str | None,
+    recorded_base: str | None,
+    default_branch: str | None = None,
+    image: str | None = None,
+    recorded_config_sha256: str | None = None,
+    project_config_sha256: str | None = None,
+    test_command: str | None = None,
+) -> Provenance:
+    """Work out the base and the provenance warnings for one run.
+
+    A run that cannot be reproduced (no original commit, original not in the
+    repository, no base at all) is answered with ``reproducible=False`` and a
+    reason, not an exception. GitError is raised only when the repository itself
+    cannot be read.
+    """
+    repo = _Repository(repository_git_dir(repo_path))
+    warnings = _environment_warnings(
+        image=image,
+        recorded_config_sha256=recorded_config_sha256,
+        project_config_sha256=project_config_sha256,
+        test_command=test_command,
+    )
+
+    def result(
+        *, original: str | None, base: BaseResolution, reason: str = ""
+    ) -> Provenance:
+        return Provenance(
+            reproducible=not reason,
+            not_reproducible_reason=reason,
+            original_commit=original,
+            recorded_base=recorded_base,
+            base=base,
+            default_branch=default_branch,
+            image=image or None,
+            image_pinned=image_is_pinned(image),
+            sandbox_config_sha256=recorded_config_sha256,
+            project_config_sha256=project_config_sha256,
+            test_command=test_command,
+            warnings=warnings,
+        )
+
+    if default_branch is None:
+        default_branch = repo.head_branch()
+        if default_branch is None:
+            warnings.append(
+                "the repository's HEAD is not on a branch, so there is no default "
+                "branch to infer a fork point from"
+            )
+    default_tip = repo.branch_tip(default_branch) if default_branch else None
+    if default_branch and default_tip is None:
+        warnings.append(
+            f"the default branch {default_branch!r} does not name a commit in the "
+            "repository, so no fork point can be inferred"
+        )
+
+    if not original_commit:
+        return result(original=None, base=_no_base(NO_ORIGINAL), reason=NO_ORIGINAL)
+    if not valid_record_sha(original_commit):
+        reason = f"the original commit {original_commit!r} is not a hex commit sha"
+        return result(original=None, base=_no_base(reason), reason=reason)
+    original = repo.commit(original_commit)
+    if original is None:
+        reason = (
+            f"the original commit {original_commit} is not in the project repository "
+            "(the write-back was never pushed there, or was removed)"
+        )
+        return result(original=None, base=_no_base(reason), reason=reason)
+
+    recorded = None
+    if recorded_base:
+        if not valid_record_sha(recorded_base):
+            warnings.append(
+                f"the recorded base {recorded_base!r} is not a hex commit sha; "
+                "it was ignored"
+            )
+        elif (recorded := repo.commit(recorded_base)) is None:
+            warnings.append(
+                f"the recorded base {recorded_base} is not a commit in the project "
+                "repository; it was ignored"
+            )
+
+    fork_point, merge = (None, None)
+    if default_tip is not None:
+        fork_point, merge = repo.fork_point(default_tip, original)
+    base = choose_base(
+        original=original,
+        recorded=recorded,
+        fork_point=fork_point,
+        first_parent=repo.commit(f"{original}^1"),
+        descends_from=lambda sha: repo.is_ancestor(sha, original),
+        fork_point_merge=merge,
+    )
+
+    if base.source == "fork-point":
+        warnings.append(
+            "the run records no usable base, so it was inferred from the default "
+            f"branch {default_branch!r}: {base.reason}"
+        )
+    elif base.source == "first-parent":
+        warnings.append(f"the base was guessed and is never trusted: {base.reason}")
+    elif base.source == "recorded" and not base.confirmed:
+        warnings.append(base.reason)
+    if base.sha is None:
+        return result(original=original, base=base, reason=base.reason)
+    return result(original=original, base=base)
+
+
+def _no_base(reason: str) -> BaseResolution:
+    return BaseResolution(None, "none", False, False, reason)
+
+
+def _environment_warnings(
+    *,
+    image: str | None,
+    recorded_config_sha256: str | None,
+    project_config_sha256: str | None,
+    test_command: str | None,
+) -> list[str]:
+    warnings = []
+    if not image:
+        warnings.append("the record names no sandbox image")
+    elif not image_is_pinned(image):
+        warnings.append(
+            f"the sandbox image {image!r} is a floating tag with no @sha256: digest; "
+            "the replay may not run the same image"
+        )
+    if (
+        recorded_config_sha256
+        and project_config_sha256
+        and recorded_config_sha256.strip().lower()
+        != project_config_sha256.strip().lower()
+    ):
+        warnings.append(
+            "the sandbox configuration drifted: the run recorded "
+            f"{short(recorded_config_sha256)}, the project now has "
+            f"{short(project_config_sha256)}"
+        )
+    if not (test_command or "").strip():
+        warnings.append("the project has no test command, so no test gate can run")
+    return warnings
+
+
+class _Repository:
+    """Read-only queries on the project repository."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self._ancestry: dict[tuple[str, str], bool] = {}
+
+    def run(self, *args: str, check: bool = True) -> tuple[int, str]:
+        result = git(*args, git_dir=self.git_dir, check=check)
+        return result.returncode, result.stdout.decode("utf-8", errors="replace")
+
+    def head_branch(self) -> str | None:
+        code, out = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        return (out.strip() or None) if code == 0 else None
+
+    def branch_tip(self, name: str) -> str | None:
+        """The commit a branch (``main``) or other ref (``origin/main``) points at."""
+        return self.resolve(f"refs/heads/{name}") or self.resolve(name)
+
+    def commit(self, rev: str) -> str | None:
+        """Full sha of the commit ``rev`` names, or None.
+
+        A short hex name is first looked up as a ref by git; requiring the answer
+        to start with the name keeps a branch called ``abc1234`` from standing in
+        for the commit ``abc1234...``.
+        """
+        sha = self.resolve(rev)
+        if sha is not None and valid_record_sha(rev) and not sha.startswith(rev):
+            return None
+        return sha
+
+    def resolve(self, rev: str) -> str | None:
+        code, out = self.run(
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            f"{rev}^{{commit}}",
+            check=False,
+        )
+        return (out.strip() or None) if code == 0 else None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        key = (ancestor, descendant)
+        if key not in self._ancestry:
+            code, _ = self.run(
+                "merge-base", "--is-ancestor", ancestor, descendant, check=False
+            )
+            if code not in (0, 1):
+                raise GitError(f"git merge-base --is-ancestor failed with {code}")
+            self._ancestry[key] = code == 0
+        return self._ancestry[key]
+
+    def merge_base(self, one: str, other: str) -> str | None:
+        code, out = self.run("merge-base", one, other, check=False)
+        return (out.strip() or None) if code == 0 else None
+
+    def fork_point(
+        self, default_tip: str, original: str
+    ) -> tuple[str | None, str | None]:
+        """Where the original's line of work left the default branch.
+
+        Returns ``(fork_point, merge)``; ``merge`` is set when the original was
+        already merged and the fork point was found through the merge commit.
+        ``(None, None)`` when the original sits on the default branch's
+        first-parent line (committed straight onto it, or fast-forwarded), where
+        no fork point exists.
+        """
+        merge_base = self.merge_base(default_tip, original)
+        if merge_base is None:
+            return None, None
+        if merge_base != original:
+            return merge_base, None
+        merge = self.merging_commit(default_tip, original)
+        if merge is None:
+            return None, None
+        first_parent = self.commit(f"{merge}^1")
+        if first_parent is None:
+            return None, None
+        return self.merge_base(first_parent, original), merge
+
+    def merging_commit(self, default_tip: str, original: str) -> str | None:
+        """The commit on the default branch's first-parent line that merged it in.
+
+        The candidates are the commits descending from the original and reachable
+        from the default tip (``--ancestry-path``). Walking first parents from the
+        tip through them, the last one reached is the first point of the default
+        branch's own line that contains the original. It is the merge that brought
+        the original in, unless its first parent is the original itself (then the
+        original is on that line). Merges elsewhere on the ancestry path, such as
+        merges inside the feature branch or later merges into the default branch,
+        are never picked.
+        """
+        if default_tip == original:
+            return None
+        _, out = self.run(
+            "rev-list", "--ancestry-path", "--parents", f"{original}..{default_tip}"
+        )
+        parents: dict[str, list[str]] = {}
+        for line in out.splitlines():
+            commit, *rest = line.split()
+            parents[commit] = rest
+        if default_tip not in parents:
+            return None
+        current = default_tip
+        while (first := parents[current][0] if parents[current] else None) in parents:
+            current = first
+        if first is None or first == original or len(parents[current]) < 2:
+            return None
+        return current
