@@ -173,6 +173,21 @@ class ReviewBand(models.IntegerChoices):
     DIVERGENT = 2, "Divergent"
     INCONCLUSIVE_EXHAUSTED = 3, "Inconclusive, retries exhausted"
 
+    @classmethod
+    def for_verdict(cls, verdict: str, retries_exhausted: bool) -> int | None:
+        """The band a fresh verdict queues in; None when no human is needed.
+
+        Identical reproductions need no review, and an inconclusive one waits
+        for its retry until the retries are used up.
+        """
+        if verdict == Verdict.EQUIVALENT:
+            return cls.VERIFIER_PASSED_DIFF_DIVERGED
+        if verdict == Verdict.DIVERGENT:
+            return cls.DIVERGENT
+        if verdict == Verdict.INCONCLUSIVE and retries_exhausted:
+            return cls.INCONCLUSIVE_EXHAUSTED
+        return None
+
 
 class Trigger(models.TextChoices):
     SCHEDULER = "scheduler", "Nightly scheduler"

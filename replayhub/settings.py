@@ -5,7 +5,9 @@ filesystem transport under ``var/``). ``DATABASE_URL`` and ``CELERY_BROKER_URL``
 switch to PostgreSQL and Redis, the production stack.
 """
 
+import hashlib
 import os
+import stat
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -241,8 +243,36 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
+
 # Replays.
-REPLAYHUB_WORK_DIR = Path(env_str("REPLAYHUB_WORK_DIR", str(VAR_DIR / "replays")))
+def traversable_by_anyone(path: Path) -> bool:
+    """True when every existing ancestor of ``path`` is searchable by other users."""
+    return all(
+        not p.exists() or p.stat().st_mode & 0o001 for p in (path, *path.parents)
+    )
+
+
+def default_work_dir() -> Path:
+    # The sandbox drops to an unprivileged uid, which must be able to reach the
+    # replay workspaces: a checkout under a private home (/root is 0700) cannot
+    # keep them in var/, so they go to a per-checkout folder in /var/tmp.
+    preferred = VAR_DIR / "replays"
+    if traversable_by_anyone(VAR_DIR):
+        return preferred
+    digest = hashlib.sha256(str(VAR_DIR).encode()).hexdigest()[:12]
+    fallback = Path("/var/tmp") / f"replayhub-{os.getuid()}-{digest}"  # noqa: S108
+    fallback.mkdir(mode=0o711, exist_ok=True)
+    # A shared directory: refuse a name another user planted (a link or a
+    # directory of theirs) instead of writing replays into it.
+    info = fallback.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise ImproperlyConfigured(
+            f"{fallback} is not a directory owned by this user; set REPLAYHUB_WORK_DIR."
+        )
+    return fallback
+
+
+REPLAYHUB_WORK_DIR = Path(env_str("REPLAYHUB_WORK_DIR", str(default_work_dir())))
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
@@ -257,3 +287,17 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
+
+# Ingest (native run records from files, the HTTP API and the upload page).
+# A record's prompt above this many UTF-8 bytes is refused, naming the limit.
+REPLAYHUB_MAX_PROMPT_BYTES = env_int("REPLAYHUB_MAX_PROMPT_BYTES", 1024 * 1024)
+# A longer line is refused without being held in memory: the importer keeps at
+# most one line, so this bounds its memory whatever the file's size.
+REPLAYHUB_MAX_RECORD_BYTES = env_int("REPLAYHUB_MAX_RECORD_BYTES", 8 * 1024 * 1024)
+# POST /api/v1/projects/<slug>/runs answers 413 above this body size.
+REPLAYHUB_API_MAX_BODY_BYTES = env_int("REPLAYHUB_API_MAX_BODY_BYTES", 16 * 1024 * 1024)
+# The upload page answers 413 above this file size.
+REPLAYHUB_UPLOAD_MAX_BYTES = env_int("REPLAYHUB_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
+# The API and the upload page preflight at most this many pending runs per
+# request (git runs per run); the rest stay pending for the next import.
+REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)

@@ -5,6 +5,7 @@ import socket
 from celery import shared_task
 from django.utils import timezone
 
+from . import services
 from .models import WorkerCheck
 
 
@@ -14,3 +15,14 @@ def answer_worker_check(check_id: int) -> None:
     WorkerCheck.objects.filter(pk=check_id, answered_at__isnull=True).update(
         answered_at=timezone.now(), worker=socket.gethostname()
     )
+
+
+@shared_task
+def run_replay(replay_id: int) -> None:
+    # Safe to deliver twice: only a queued replay can be claimed.
+    services.replay_execute(replay_id=replay_id)
+
+
+@shared_task
+def reap_expired_leases() -> None:
+    services.replay_reap_expired()

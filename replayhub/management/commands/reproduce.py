@@ -1,0 +1,70 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from replayhub import services
+from replayhub.models import Run, Trigger
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay one recorded run: queue it for a worker (default) or, with --sync, "
+        "run it here (still sandboxed) and print the verdict."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", nargs="?", type=int)
+        parser.add_argument("--project", metavar="SLUG")
+        parser.add_argument("--external-id", metavar="ID")
+        parser.add_argument("--sync", action="store_true", help="Run in this process.")
+        parser.add_argument(
+            "--json", action="store_true", help="Print one JSON object."
+        )
+
+    def handle(self, *args, run_id, project, external_id, sync, json: bool, **options):
+        run = self._find_run(run_id, project, external_id)
+        if not sync:
+            replay = services.replay_request(run=run, trigger=Trigger.COMMAND)
+            self._print(
+                {"replay": replay.pk, "status": replay.status},
+                json,
+                f"queued replay {replay.pk} of {run}",
+            )
+            return
+        replay = services.replay_create(run=run, trigger=Trigger.COMMAND)
+        report = services.replay_execute(replay_id=replay.pk)
+        if report is None:
+            raise CommandError(f"replay {replay.pk} was taken over; see its page.")
+        summary = {"replay": replay.pk, **report.summary()}
+        self._print(
+            summary,
+            json,
+            f"replay {replay.pk}: {summary['verdict']} "
+            f"({summary['reason_code']}) — {summary['reason']}",
+        )
+
+    def _print(self, data, as_json, text):
+        self.stdout.write(json_dumps(data) if as_json else text)
+
+    def _find_run(self, run_id, project, external_id) -> Run:
+        if run_id is not None:
+            if project or external_id:
+                raise CommandError("give a run id, or --project with --external-id.")
+            run = Run.objects.filter(pk=run_id).select_related("project").first()
+            if run is None:
+                raise CommandError(f"there is no run {run_id}.")
+            return run
+        if not (project and external_id):
+            raise CommandError("give a run id, or --project with --external-id.")
+        run = (
+            Run.objects.filter(project__slug=project, external_id=external_id)
+            .select_related("project")
+            .first()
+        )
+        if run is None:
+            raise CommandError(f"project {project!r} has no run {external_id!r}.")
+        return run
+
+
+def json_dumps(data) -> str:
+    return json.dumps(data, default=str, sort_keys=True)

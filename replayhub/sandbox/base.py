@@ -1,0 +1,183 @@
+"""The runner contract shared by every sandbox backend.
+
+A runner takes a `SandboxSpec` (what to run, where, with which limits) and returns a
+`SandboxOutcome`. There is no host fallback: a runner that cannot isolate the command
+raises `SandboxUnavailable` instead of running it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Protocol
+
+WORKSPACE = "/workspace"
+HOME = "/home/sandbox"
+# Mount points inside the sandbox (fresh size-capped tmpfs), not host temp dirs.
+TMP = "/tmp"  # noqa: S108
+
+# Every sandboxed command starts from exactly this environment; `SandboxSpec.env`
+# is layered on top. Nothing of the worker's own environment is ever inherited.
+BASE_ENV: Mapping[str, str] = MappingProxyType(
+    {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": HOME,
+        "LANG": "C.UTF-8",
+        "TMPDIR": TMP,
+    }
+)
+
+LIMIT_NAMES = frozenset({"wall_time", "memory", "processes", "cpu_time", "file_size"})
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class SandboxUnavailable(Exception):
+    """No isolating runner can run here; the message is one sentence saying why."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource caps for one run. `None` leaves that resource uncapped."""
+
+    wall_seconds: float = 600.0
+    memory_bytes: int | None = 2 * 1024**3
+    max_processes: int | None = 256
+    cpu_seconds: int | None = None
+    file_size_bytes: int | None = 1024**3
+    open_files: int = 1024
+    output_bytes: int = 1024**2  # head + tail kept in total
+    tmpfs_bytes: int = 256 * 1024**2
+
+    def __post_init__(self) -> None:
+        if not self.wall_seconds > 0:
+            raise ValueError("wall_seconds must be positive")
+        for name in ("memory_bytes", "max_processes", "cpu_seconds", "file_size_bytes"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive or None")
+        for name in ("open_files", "tmpfs_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.output_bytes < 0:
+            raise ValueError("output_bytes must not be negative")
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A host path made visible inside the sandbox, read-only unless `writable`."""
+
+    source: Path
+    dest: str
+    writable: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", Path(self.source))
+        if not self.source.is_absolute():
+            raise ValueError(f"bind source must be an absolute path: {self.source}")
+        # A relative or non-normalised destination ("../etc", "/a/../usr") could
+        # land the bind somewhere other than where the spec says it is.
+        if (
+            not self.dest.startswith("/")
+            or posixpath.normpath(self.dest) != self.dest
+            or self.dest == "/"
+        ):
+            raise ValueError(
+                f"bind dest must be a normalised absolute path: {self.dest}"
+            )
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What to run. `argv` is executed as-is, never through a shell.
+
+    `env` is added to `BASE_ENV` (a key present in both takes the spec's value);
+    `workspace` is bound writable at `WORKSPACE` and is the working directory.
+    """
+
+    argv: tuple[str, ...]
+    workspace: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    binds: tuple[Bind, ...] = ()
+    network: str = "none"
+
+    def __post_init__(self) -> None:
+        argv = tuple(self.argv)
+        if not argv or not all(isinstance(arg, str) for arg in argv):
+            raise ValueError("argv must be a non-empty sequence of strings")
+        if any("\0" in arg for arg in argv):
+            raise ValueError("argv must not contain NUL bytes")
+        object.__setattr__(self, "argv", argv)
+        object.__setattr__(self, "workspace", Path(self.workspace))
+        if not self.workspace.is_absolute():
+            raise ValueError(f"workspace must be an absolute path: {self.workspace}")
+        env = dict(self.env)
+        for key, value in env.items():
+            if not _ENV_NAME.match(key):
+                raise ValueError(f"invalid environment variable name: {key!r}")
+            if not isinstance(value, str) or "\0" in value:
+                raise ValueError(
+                    f"environment value for {key} must be a str without NUL"
+                )
+        # Frozen all the way down: the spec can be shared and logged safely.
+        object.__setattr__(self, "env", MappingProxyType(env))
+        object.__setattr__(self, "binds", tuple(self.binds))
+        if self.network != "none":
+            raise ValueError(
+                f"network mode {self.network!r} is not supported; only 'none' is"
+            )
+
+    def full_env(self) -> dict[str, str]:
+        return {**BASE_ENV, **self.env}
+
+
+@dataclass(frozen=True)
+class SandboxOutcome:
+    """How a run ended.
+
+    `exit_code` is None only when the runner killed the run (wall clock); a command
+    killed by a signal otherwise reports 128 + the signal number, as a shell would.
+    `limit_fired` names the most specific limit that was hit ("" when none was).
+    """
+
+    exit_code: int | None
+    output: str
+    output_truncated: bool
+    timed_out: bool
+    limit_fired: str
+    duration_s: float
+    limit_backend: str = ""
+
+
+class Runner(Protocol):
+    name: str
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable with a clear reason if this runner cannot run."""
+
+    def run(self, spec: SandboxSpec) -> SandboxOutcome: ...
+
+
+# name -> "module:attribute"; imported lazily so a backend's module is only loaded
+# when it is asked for (the Docker runner will register here).
+_RUNNERS = {
+    "bwrap": "replayhub.sandbox.bwrap:BwrapRunner",
+}
+
+
+def get_runner(name: str = "bwrap") -> Runner:
+    """Return a fresh runner by name. It is not checked yet; `run` checks it."""
+    try:
+        target = _RUNNERS[name]
+    except KeyError:
+        known = ", ".join(sorted(_RUNNERS))
+        raise ValueError(f"unknown sandbox runner {name!r} (known: {known})") from None
+    module_name, _, attribute = target.partition(":")
+    runner_class = getattr(importlib.import_module(module_name), attribute)
+    return runner_class()

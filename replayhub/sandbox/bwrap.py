@@ -1,0 +1,702 @@
+"""The bubblewrap runner: the default sandbox on Linux, no daemon needed.
+
+Isolation. Each run gets new user, pid, network, ipc, uts and cgroup namespaces,
+nested user namespaces disabled (most kernel privilege escalations start by
+creating one), no capabilities, no_new_privs, `--die-with-parent` and
+`--new-session`. Inside, the command runs as uid/gid 1000 ("sandbox" in a
+synthetic /etc/passwd); on the host that is `sandbox_uid` (default 65534) when
+the worker is root, else the worker's own uid. As root, the launcher drops to
+that uid with `setpriv` before bwrap starts, so no process of the sandbox is
+host root and root-only files stay unreadable even through a read-only bind; the
+workspace and writable binds are chowned to that uid first, and every bound path
+must be reachable by it. The filesystem is a read-only root with /usr (and the
+host's /bin, /lib... as symlinks or read-only dirs), a few /etc files, fresh
+/proc and /dev, size-capped tmpfs at /tmp, /dev/shm and the empty HOME, and the
+workspace bound writable at /workspace (the cwd). Only loopback exists. The
+environment is cleared and rebuilt from `SandboxSpec.full_env()`. The launcher
+starts with PATH as its only variable and hands bwrap its options (that
+environment included) through a memfd, so neither the worker's environment nor
+the spec's values appear in /proc/1/environ or /proc/1/cmdline of the bwrap
+monitor the command can see.
+
+Launch chain. No Python runs between fork and exec (no preexec_fn, which is
+unsafe when the caller has other threads: a lock held elsewhere at fork time
+stays held forever in the child; Celery prefork children are single-threaded,
+but a threaded caller must not be able to deadlock the launcher). One pid execs
+through: [sh joining the cgroup] -> prlimit -> (as root: setpriv --pdeathsig ->
+unshare --pid --fork -> setpriv dropping to the sandbox uid) -> bwrap -- argv.
+The extra pid namespace makes bwrap its init: bwrap's outer process exits
+before its child is reaped, and a host init that does not reap (a container
+whose pid 1 is the worker) would otherwise collect a zombie per run.
+
+Limits. Wall clock: after `wall_seconds` the sandbox's init (bwrap's inner
+process) gets SIGKILL, which takes down every process of its pid namespace,
+setsid or not; the launcher chain then exits by itself, and the process group
+is killed as a fallback. Memory and process count come from a cgroup, whichever
+the host offers, in this order: a systemd scope (only on a systemd-booted cgroup
+v2 host where a probe scope works), a raw cgroup directory <parent>/<run id>
+(v2, or v1 under /sys/fs/cgroup/{memory,pids}; needs root), or none. After the
+run every task left in the cgroup is killed and the directory removed.
+`prlimit` always sets RLIMIT_FSIZE, RLIMIT_CPU, RLIMIT_NOFILE and RLIMIT_CORE=0.
+RLIMIT_NPROC and RLIMIT_AS stand in only without a cgroup: RLIMIT_NPROC counts
+every process of the host uid (concurrent runs would starve each other) and
+root ignores it; RLIMIT_AS caps address space per process, which tools that
+reserve large virtual ranges dislike. `limit_fired` reports an OOM kill or a
+refused fork from the cgroup counters, and SIGXCPU/SIGXFSZ from the command's
+exit status (best effort: a program ignoring SIGXFSZ gets EFBIG instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import resource
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from replayhub.sandbox.base import (
+    HOME,
+    TMP,
+    WORKSPACE,
+    SandboxOutcome,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from replayhub.sandbox.cgroups import CGROUP_ROOT, Backend, Confinement, detect_backend
+from replayhub.sandbox.output import HeadTailBuffer
+
+logger = logging.getLogger(__name__)
+
+# The only variable the launcher chain (and so bwrap's monitor process, visible
+# inside as pid 1) ever sees.
+LAUNCH_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+INNER_UID = 1000
+INNER_GID = 1000
+HOSTNAME = "sandbox"
+SHM = "/dev/shm"  # noqa: S108 - the sandbox's own size-capped tmpfs
+
+_ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# Host /etc entries the toolchain needs; everything else (shadow, keys, service
+# configs) is simply not there.
+_HOST_ETC = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates",
+    "/etc/localtime",
+    "/etc/os-release",
+)
+_SYNTHETIC_ETC = {
+    "/etc/passwd": (
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{INNER_UID}:{INNER_GID}:sandbox:{HOME}:/bin/sh\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    ),
+    "/etc/group": f"root:x:0:\nsandbox:x:{INNER_GID}:\nnogroup:x:65534:\n",
+    "/etc/hosts": (
+        f"127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost\n"
+    ),
+    "/etc/hostname": f"{HOSTNAME}\n",
+    "/etc/nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+}
+
+_SIGXCPU_EXIT = 128 + signal.SIGXCPU
+_SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
+_READ_CHUNK = 64 * 1024
+_READS_PER_WAKEUP = 16
+_POLL_SECONDS = 0.25
+# After the process is gone (or killed), how long to keep draining the pipe for
+# output already written.
+_DRAIN_SECONDS = 1.0
+# How long the launcher gets to reap bwrap after bwrap was killed.
+_REAP_GRACE_SECONDS = 2.0
+
+
+class BwrapRunner:
+    """Run a `SandboxSpec` under bubblewrap; see the module docstring."""
+
+    name = "bwrap"
+
+    def __init__(
+        self,
+        *,
+        bwrap_path: str = "bwrap",
+        sandbox_uid: int = 65534,
+        sandbox_gid: int = 65534,
+        limit_backend: str = "auto",
+        cgroup_root: Path = CGROUP_ROOT,
+        cgroup_parent: str = "replayhub",
+    ) -> None:
+        if sandbox_uid == 0 or sandbox_gid == 0:
+            raise ValueError("the sandbox must not run as host uid or gid 0")
+        self.bwrap_path = bwrap_path
+        self.sandbox_uid = sandbox_uid
+        self.sandbox_gid = sandbox_gid
+        self.cgroup_root = Path(cgroup_root)
+        self.cgroup_parent = cgroup_parent
+        self._prefer_backend = limit_backend
+        self._backend: Backend | None = None
+        self._checked = False
+
+    # -- availability ------------------------------------------------------
+
+    def _which(self, name: str) -> str | None:
+        # Resolved against the fixed launch PATH, never the worker's, so a
+        # writable directory early in the worker's PATH cannot swap in its own
+        # "bwrap" or "setpriv".
+        if "/" in name:
+            path = Path(name)
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+            return None
+        return shutil.which(name, path=LAUNCH_PATH)
+
+    def _tool(self, name: str, purpose: str) -> str:
+        path = self._which(name)
+        if path is None:
+            raise SandboxUnavailable(f"{name} is not installed, {purpose}.")
+        return path
+
+    def _bwrap(self) -> str:
+        path = self._which(self.bwrap_path)
+        if path is None:
+            raise SandboxUnavailable(
+                f"bubblewrap is not installed: no executable {self.bwrap_path!r} found."
+            )
+        return path
+
+    @property
+    def _is_root(self) -> bool:
+        return os.geteuid() == 0
+
+    def _identity(self) -> tuple[int, int]:
+        if self._is_root:
+            return self.sandbox_uid, self.sandbox_gid
+        return os.geteuid(), os.getegid()
+
+    def _drop_prefix(self) -> list[str]:
+        if not self._is_root:
+            return []
+        setpriv = self._tool("setpriv", "so the sandbox cannot drop root privileges")
+        uid, gid = self._identity()
+        return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+
+    def _reaper_prefix(self) -> list[str]:
+        """As root, run bwrap as pid 1 of an extra pid namespace.
+
+        bwrap's outer process exits as soon as it learns the exit status, so its
+        child is briefly orphaned; if the host's init does not reap (a container
+        whose pid 1 is the worker itself), every run would leave a zombie behind.
+        As pid 1, bwrap's exit makes the kernel kill and reap everything below it,
+        and `unshare` reaps bwrap. `--pdeathsig` and `--kill-child` keep the
+        chain dying with the worker, as bwrap's own --die-with-parent would.
+        """
+        if not self._is_root:
+            return []
+        why = "so the sandbox cannot be launched"
+        return [
+            self._tool("setpriv", why),
+            "--pdeathsig=KILL",
+            "--",
+            self._tool("unshare", why),
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--",
+        ]
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable unless bubblewrap can build a sandbox here."""
+        if self._checked:
+            return
+        bwrap = self._bwrap()
+        self._tool("prlimit", "so the sandbox cannot set resource limits")
+        launcher = [*self._reaper_prefix(), *self._drop_prefix()]
+        try:
+            help_text = subprocess.run(
+                [bwrap, "--help"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env={"PATH": LAUNCH_PATH},
+                check=False,
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise SandboxUnavailable(
+                f"bubblewrap at {bwrap} cannot be executed ({error})."
+            ) from error
+        if "--disable-userns" not in help_text or "--size" not in help_text:
+            raise SandboxUnavailable(
+                f"bubblewrap at {bwrap} is too old: 0.8.0 or newer is needed for "
+                "--disable-userns and --size."
+            )
+        probe = [
+            *launcher,
+            bwrap,
+            *_isolation_flags(),
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            *_root_links(),
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--",
+            "true",
+        ]
+        try:
+            result = subprocess.run(
+                probe,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env={"PATH": LAUNCH_PATH},
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise SandboxUnavailable(
+                f"bubblewrap is installed but cannot create a sandbox here ({error})."
+            ) from error
+        if result.returncode != 0:
+            reason = (result.stderr.strip().splitlines() or ["no error message"])[0]
+            raise SandboxUnavailable(
+                f"bubblewrap is installed but cannot create a sandbox here ({reason})."
+            )
+        self._checked = True
+
+    @property
+    def limit_backend(self) -> str:
+        """Which backend caps memory and processes here (detected once)."""
+        return self._limit_backend().name
+
+    def _limit_backend(self) -> Backend:
+        if self._backend is None:
+            try:
+                self._backend = detect_backend(
+                    prefer=self._prefer_backend,
+                    root=self.cgroup_root,
+                    parent=self.cgroup_parent,
+                    systemd_run=shutil.which("systemd-run", path=LAUNCH_PATH),
+                    systemctl=shutil.which("systemctl", path=LAUNCH_PATH),
+                )
+            except RuntimeError as error:
+                raise SandboxUnavailable(
+                    f"the {self._prefer_backend} limit backend is unavailable: {error}."
+                ) from error
+            logger.info("sandbox limit backend: %s", self._backend.name)
+        return self._backend
+
+    # -- running -----------------------------------------------------------
+
+    def run(self, spec: SandboxSpec) -> SandboxOutcome:
+        """Run `spec` to completion; refuses with SandboxUnavailable, never falls back.
+
+        As root, the workspace and writable binds are chowned to the sandbox uid.
+        """
+        self.check()
+        backend = self._limit_backend()
+        uid, gid = self._identity()
+        if not spec.workspace.is_dir():
+            raise ValueError(f"workspace is not a directory: {spec.workspace}")
+        for bind in spec.binds:
+            if not bind.source.exists():
+                raise ValueError(f"bind source does not exist: {bind.source}")
+        if self._is_root:
+            for path in (spec.workspace, *(b.source for b in spec.binds)):
+                _require_reachable(path, uid, gid)
+            for path in (spec.workspace, *(b.source for b in spec.binds if b.writable)):
+                _chown_tree(path, uid, gid)
+
+        try:
+            confinement = backend.create(spec.limits)
+        except OSError as error:
+            raise SandboxUnavailable(
+                f"the {backend.name} limit backend could not create a group ({error})."
+            ) from error
+        fds: list[int] = []
+        try:
+            argv = [
+                *confinement.prefix(self._tool("sh", "so cgroups cannot be joined")),
+                *self._rlimit_prefix(spec, confinement),
+                *self._reaper_prefix(),
+                *self._drop_prefix(),
+                self._bwrap(),
+                "--args",
+                str(_memfd("bwrap-args", _nul_join(self._bwrap_args(spec, fds)), fds)),
+                "--",
+                *spec.argv,
+            ]
+            return self._launch(argv, fds, spec, confinement)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            confinement.kill_all()
+            confinement.remove()
+
+    def _rlimit_prefix(self, spec: SandboxSpec, confinement: Confinement) -> list[str]:
+        limits = spec.limits
+        wanted: list[tuple[str, int, int]] = [
+            ("nofile", resource.RLIMIT_NOFILE, limits.open_files),
+            ("core", resource.RLIMIT_CORE, 0),
+        ]
+        if limits.file_size_bytes is not None:
+            wanted.append(("fsize", resource.RLIMIT_FSIZE, limits.file_size_bytes))
+        if limits.max_processes is not None and not confinement.caps_processes:
+            wanted.append(("nproc", resource.RLIMIT_NPROC, limits.max_processes))
+        if limits.memory_bytes is not None and confinement.backend == "rlimit":
+            wanted.append(("as", resource.RLIMIT_AS, limits.memory_bytes))
+        argv = [self._tool("prlimit", "so the sandbox cannot set resource limits")]
+        for option, which, value in wanted:
+            soft = hard = self._clamp(which, value)
+            argv.append(f"--{option}={soft}:{hard}")
+        if limits.cpu_seconds is not None:
+            # SIGXCPU at the soft limit, SIGKILL a second later if it is ignored.
+            soft = self._clamp(resource.RLIMIT_CPU, limits.cpu_seconds)
+            hard = self._clamp(resource.RLIMIT_CPU, limits.cpu_seconds + 1)
+            argv.append(f"--cpu={soft}:{hard}")
+        return [*argv, "--"]
+
+    def _clamp(self, which: int, value: int) -> int:
+        # Only root may raise a hard limit; anyone else asking for more than the
+        # current hard limit would make prlimit fail before the sandbox starts.
+        if self._is_root:
+            return value
+        hard = resource.getrlimit(which)[1]
+        if hard == resource.RLIM_INFINITY:
+            return value
+        return min(value, hard)
+
+    def _bwrap_args(self, spec: SandboxSpec, fds: list[int]) -> list[str]:
+        limits = spec.limits
+        args = [
+            *_isolation_flags(),
+            "--uid",
+            str(INNER_UID),
+            "--gid",
+            str(INNER_GID),
+            "--hostname",
+            HOSTNAME,
+            "--clearenv",
+        ]
+        for key, value in spec.full_env().items():
+            args += ["--setenv", key, value]
+        args += ["--ro-bind", "/usr", "/usr", *_root_links()]
+        for dest, content in _SYNTHETIC_ETC.items():
+            fd = _memfd(dest, content.encode(), fds)
+            args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
+        for path in _host_etc():
+            args += ["--ro-bind-try", path, path]
+        size = str(limits.tmpfs_bytes)
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            size,
+            "--tmpfs",
+            SHM,
+            "--size",
+            size,
+            "--tmpfs",
+            TMP,
+            "--size",
+            size,
+            "--tmpfs",
+            HOME,
+            "--bind",
+            str(spec.workspace),
+            WORKSPACE,
+        ]
+        for bind in spec.binds:
+            option = "--bind" if bind.writable else "--ro-bind"
+            args += [option, str(bind.source), bind.dest]
+        # The root itself is a bwrap-made tmpfs; left writable, the command could
+        # fill memory through it or create files next to /etc and /usr.
+        args += ["--remount-ro", "/", "--chdir", WORKSPACE]
+        return args
+
+    def _launch(
+        self,
+        argv: list[str],
+        fds: list[int],
+        spec: SandboxSpec,
+        confinement: Confinement,
+    ) -> SandboxOutcome:
+        limits = spec.limits
+        capture = HeadTailBuffer(limits.output_bytes)
+        started = time.monotonic()
+        deadline = started + limits.wall_seconds
+        process = subprocess.Popen(
+            argv,
+            env={"PATH": LAUNCH_PATH},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=fds,
+        )
+        timed_out = False
+        try:
+            assert process.stdout is not None
+            pipe = process.stdout.fileno()
+            os.set_blocking(pipe, False)
+            timed_out = not _pump(process.pid, pipe, capture, deadline, confinement)
+        finally:
+            _kill_run(process.pid, behind_reaper=self._is_root)
+            confinement.kill_all()
+            returncode = process.wait()
+            if process.stdout is not None:
+                _drain(process.stdout.fileno(), capture)
+                process.stdout.close()
+        duration = time.monotonic() - started
+
+        exit_code = None if timed_out else _exit_code(returncode)
+        output = capture.text()
+        if exit_code == 1 and output.startswith("bwrap: execvp "):
+            # bwrap says 1 when the command cannot be executed at all; report it
+            # as a shell would (127), so callers can tell "not started" apart.
+            exit_code = _NOT_EXECUTABLE
+        fired = confinement.fired()
+        if not fired and exit_code == _SIGXCPU_EXIT:
+            fired = "cpu_time"
+        elif not fired and exit_code == _SIGXFSZ_EXIT:
+            fired = "file_size"
+        elif not fired and timed_out:
+            fired = "wall_time"
+        return SandboxOutcome(
+            exit_code=exit_code,
+            output=output,
+            output_truncated=capture.truncated,
+            timed_out=timed_out,
+            limit_fired=fired,
+            duration_s=duration,
+            limit_backend=confinement.backend,
+        )
+
+
+def _isolation_flags() -> list[str]:
+    # --unshare-all only *tries* a user namespace; --unshare-user makes it
+    # mandatory, which --disable-userns requires.
+    return [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+
+
+def _root_links() -> list[str]:
+    """Mirror the host's /bin, /lib... : symlinks (merged /usr) or read-only dirs."""
+    args: list[str] = []
+    for name in _ROOT_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def _host_etc() -> Iterator[str]:
+    yield from _HOST_ETC
+    # Debian's sitecustomize.py is a symlink into /etc/python3.X.
+    for path in sorted(Path("/etc").glob("python3*")):
+        yield str(path)
+
+
+def _memfd(name: str, data: bytes, fds: list[int]) -> int:
+    """An anonymous in-memory file holding `data`, rewound, for bwrap to read.
+
+    A memfd never blocks however large `data` is (a pipe would above 64 KiB)
+    and never touches the disk.
+    """
+    fd = os.memfd_create(name.replace("/", "-"))
+    fds.append(fd)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _nul_join(args: list[str]) -> bytes:
+    return b"".join(arg.encode() + b"\0" for arg in args)
+
+
+def _require_reachable(path: Path, uid: int, gid: int) -> None:
+    """bwrap runs as `uid` and must be able to reach every path it binds."""
+    for directory in reversed(path.parents):
+        st = directory.stat()
+        if st.st_uid == uid:
+            ok = st.st_mode & stat.S_IXUSR
+        elif st.st_gid == gid:
+            ok = st.st_mode & stat.S_IXGRP
+        else:
+            ok = st.st_mode & stat.S_IXOTH
+        if not ok:
+            raise SandboxUnavailable(
+                f"{path} is not reachable by the sandbox uid {uid} because "
+                f"{directory} is not searchable by it; put REPLAYHUB_WORK_DIR "
+                f"somewhere every user can traverse."
+            )
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    # lchown never follows a symlink, and os.walk does not descend into one, so
+    # a link planted in the tree cannot redirect the chown to a host file.
+    os.lchown(root, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            os.lchown(os.path.join(dirpath, name), uid, gid)
+
+
+def _exited(pid: int) -> bool:
+    """Whether `pid` has exited, without reaping it (WNOWAIT)."""
+    try:
+        return (
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        )
+    except ChildProcessError:
+        return True
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in children.split()]
+
+
+def _ppid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def _kill_child(parent: int, pid: int) -> bool:
+    """SIGKILL `pid` if it is still a child of `parent`; True if signalled."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        return False
+    try:
+        # Checked after the pidfd pins the process: a pid recycled since it was
+        # listed now names some other process, which is left alone.
+        if _ppid(pid) != parent:
+            return False
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(pidfd)
+
+
+def _kill_run(leader: int, *, behind_reaper: bool) -> None:
+    """SIGKILL everything the launched process started, leaving no orphan.
+
+    The target is the sandbox's init, bwrap's inner process: its death makes the
+    kernel kill every process of its pid namespace (setsid or not), then the
+    outer bwrap exits on its own and `unshare` (as root) reaps it. Killing the
+    whole group at once would orphan bwrap's processes to the host's init,
+    which may never reap them. killpg stays as the fallback (a run stopped
+    before bwrap forked) and is safe because the leader is still unreaped, so
+    its pid, which is also the group id, cannot have been recycled.
+    """
+    outer = _children(leader) if behind_reaper else [leader]
+    killed = False
+    for bwrap in outer:
+        for init in _children(bwrap):
+            killed = _kill_child(bwrap, init) or killed
+    if killed:
+        deadline = time.monotonic() + _REAP_GRACE_SECONDS
+        while not _exited(leader) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)
+
+
+def _pump(
+    pid: int,
+    pipe: int,
+    capture: HeadTailBuffer,
+    deadline: float,
+    confinement: Confinement,
+) -> bool:
+    """Copy output into `capture` until the process is done; False on timeout."""
+    eof = False
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(pipe, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if eof:
+                if _exited(pid):
+                    return True
+                time.sleep(min(0.01, deadline - now))
+                continue
+            if selector.select(timeout=min(_POLL_SECONDS, deadline - now)):
+                eof = not _read_available(pipe, capture)
+            confinement.poll()
+            if not eof and _exited(pid):
+                # Normally EOF follows at once: bwrap's exit takes its whole pid
+                # namespace with it. Anything still holding the pipe gets a
+                # grace period, then the kill in the caller.
+                exited_at = exited_at or now
+                if now - exited_at > _DRAIN_SECONDS:
+                    return True
+
+
+def _read_available(pipe: int, capture: HeadTailBuffer) -> bool:
+    """Read what is buffered, a bounded amount; False at EOF.
+
+    Bounded so that a command printing without pause still lets the caller
+    look at the clock between reads.
+    """
+    for _ in range(_READS_PER_WAKEUP):
+        try:
+            chunk = os.read(pipe, _READ_CHUNK)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        capture.feed(chunk)
+    return True
+
+
+def _drain(pipe: int, capture: HeadTailBuffer) -> None:
+    deadline = time.monotonic() + _DRAIN_SECONDS
+    with selectors.DefaultSelector() as selector:
+        selector.register(pipe, selectors.EVENT_READ)
+        while (remaining := deadline - time.monotonic()) > 0:
+            if selector.select(timeout=remaining) and not _read_available(
+                pipe, capture
+            ):
+                return
+
+
+_NOT_EXECUTABLE = 127
+
+
+def _exit_code(returncode: int) -> int:
+    # Popen reports death by signal as -N; a shell would say 128 + N, and so
+    # does bwrap for the command it monitors.
+    return 128 - returncode if returncode < 0 else returncode

@@ -1,0 +1,211 @@
+"""The test gate: the project's own test command on a clean checkout of a tree.
+
+Each run gets a fresh checkout and a fresh sandbox. When the original and the
+replay trees disagree, both are run again (``reruns`` more times); an outcome that
+changes across attempts makes that tree's suite flaky.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .gitops import Scratch, remove_tree
+from .sandbox import Bind, Limits, Runner, SandboxSpec
+from .testsummary import Counts, parse_junit, parse_summary
+from .verdicts import SuiteResult
+
+JUNIT_DIR = "/replayhub-out"
+JUNIT_FILE = f"{JUNIT_DIR}/junit.xml"
+JUNIT_MAX_BYTES = 10 * 1024 * 1024
+OUTPUT_TAIL_CHARS = 64 * 1024
+
+# Exit statuses that mean the command itself could not start.
+_NOT_STARTED = {126, 127}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One execution of the test command on one tree."""
+
+    tree: str  # "original" | "replay" | "base"
+    attempt: int
+    ran: bool
+    passed: bool | None
+    exit_code: int | None
+    tests_executed: int | None
+    tests_failed: int | None
+    timed_out: bool
+    limit_fired: str
+    output_tail: str
+    output_truncated: bool
+    duration_s: float
+
+
+@dataclass
+class GateResult:
+    attempts: list[Attempt] = field(default_factory=list)
+
+    def of(self, tree: str) -> list[Attempt]:
+        return [a for a in self.attempts if a.tree == tree]
+
+    def suite(self, tree: str) -> SuiteResult | None:
+        """The tree's result for the verdict: the first attempt, flaky if any differ."""
+        runs = self.of(tree)
+        if not runs:
+            return None
+        first = runs[0]
+        outcomes = {(a.ran, a.passed) for a in runs}
+        return SuiteResult(
+            ran=first.ran,
+            passed=first.passed if first.ran else None,
+            tests_executed=first.tests_executed,
+            flaky=len(outcomes) > 1,
+            exit_code=first.exit_code,
+        )
+
+    @property
+    def sandbox_seconds(self) -> float:
+        return sum(a.duration_s for a in self.attempts)
+
+
+def read_small_file(path: Path, max_bytes: int) -> bytes | None:
+    """Read a file the sandbox could have written, without trusting it.
+
+    The sandbox may have replaced it with a symlink (to a host secret), a FIFO
+    (to hang the worker) or something huge: only a regular file, opened without
+    following links and without blocking, up to ``max_bytes``, is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(max_bytes + 1)[:max_bytes]
+    finally:
+        os.close(fd)
+
+
+def interpret(
+    *, exit_code: int | None, timed_out: bool, limit_fired: str, counts: Counts | None
+) -> tuple[bool, bool | None]:
+    """(ran, passed) from what the sandbox and the runner's summary said.
+
+    A suite ran when it was not stopped by a limit and either its runner printed
+    a summary or it exited 0/1 (pass/fail by the usual convention). Anything else
+    (command not found, usage errors, a crash of the runner) did not execute.
+    """
+    if timed_out or limit_fired or exit_code is None or exit_code in _NOT_STARTED:
+        return False, None
+    if counts is None and exit_code not in (0, 1):
+        return False, None
+    failed = counts is not None and counts.failed > 0
+    return True, exit_code == 0 and not failed
+
+
+def run_once(
+    *,
+    scratch: Scratch,
+    tree_sha: str,
+    tree: str,
+    attempt: int,
+    runner: Runner,
+    argv: Sequence[str],
+    limits: Limits,
+) -> Attempt:
+    checkout = scratch.root / f"tests-{tree}-{attempt}"
+    out_dir = scratch.root / f"tests-{tree}-{attempt}-out"
+    remove_tree(checkout)
+    remove_tree(out_dir)
+    out_dir.mkdir(parents=True)
+    try:
+        scratch.checkout_tree(tree_sha, checkout)
+        outcome = runner.run(
+            SandboxSpec(
+                argv=tuple(argv),
+                workspace=checkout,
+                env={
+                    "REPLAYHUB_JUNIT_XML": JUNIT_FILE,
+                    # 1 for the first run of a tree, 2+ for flake reruns.
+                    "REPLAYHUB_TEST_ATTEMPT": str(attempt),
+                },
+                limits=limits,
+                binds=(Bind(out_dir, JUNIT_DIR, writable=True),),
+            )
+        )
+        junit = read_small_file(out_dir / "junit.xml", JUNIT_MAX_BYTES)
+        counts = parse_junit(junit) if junit else None
+        counts = counts or parse_summary(outcome.output)
+        ran, passed = interpret(
+            exit_code=outcome.exit_code,
+            timed_out=outcome.timed_out,
+            limit_fired=outcome.limit_fired,
+            counts=counts,
+        )
+        return Attempt(
+            tree=tree,
+            attempt=attempt,
+            ran=ran,
+            passed=passed,
+            exit_code=outcome.exit_code,
+            tests_executed=counts.executed if counts else None,
+            tests_failed=counts.failed if counts else None,
+            timed_out=outcome.timed_out,
+            limit_fired=outcome.limit_fired,
+            output_tail=outcome.output[-OUTPUT_TAIL_CHARS:],
+            output_truncated=outcome.output_truncated
+            or len(outcome.output) > OUTPUT_TAIL_CHARS,
+            duration_s=outcome.duration_s,
+        )
+    finally:
+        remove_tree(checkout)
+        remove_tree(out_dir)
+
+
+def run_gate(
+    *,
+    scratch: Scratch,
+    trees: dict[str, str],
+    runner: Runner,
+    argv: Sequence[str],
+    limits: Limits,
+    reruns: int,
+    on_tree: Callable[[str], None] | None = None,
+) -> GateResult:
+    """Run the suite on each tree (``{"original": sha, "replay": sha}``).
+
+    When the first outcomes of the original and the replay differ, both are run
+    ``reruns`` more times, so a flaky suite is not mistaken for a divergence.
+    """
+    result = GateResult()
+
+    def execute(tree: str, attempt: int) -> None:
+        if on_tree:
+            on_tree(tree)
+        result.attempts.append(
+            run_once(
+                scratch=scratch,
+                tree_sha=trees[tree],
+                tree=tree,
+                attempt=attempt,
+                runner=runner,
+                argv=argv,
+                limits=limits,
+            )
+        )
+
+    for tree in trees:
+        execute(tree, 1)
+    firsts = {(a.ran, a.passed) for a in result.attempts}
+    if len(trees) > 1 and len(firsts) > 1:
+        for attempt in range(2, reruns + 2):
+            for tree in trees:
+                execute(tree, attempt)
+    return result
