@@ -209,13 +209,16 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "celery"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir / "queue"),
         "data_folder_out": str(_queue_dir / "queue"),
         "processed_folder": str(_queue_dir / "processed"),
         "store_processed": False,
+        # Broadcast (control) messages; the default is a "control" folder in the
+        # current directory.
+        "control_folder": str(_queue_dir / "control"),
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
