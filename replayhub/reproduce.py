@@ -118,6 +118,12 @@ def test_limits(project: Project) -> Limits:
     )
 
 
+def runner_for(project: Project):
+    if project.runner == "docker":
+        return get_runner("docker", image=project.sandbox_image)
+    return get_runner(project.runner)
+
+
 def agent_argv(project: Project) -> list[str]:
     """The agent command with the per-replay caps filled into its placeholders."""
     values = {
@@ -202,7 +208,7 @@ def execute(
     if prov.base.sha is None:
         return _decided(report, decide(Facts(**base_facts)))
 
-    runner = get_runner(project.runner)
+    runner = runner_for(project)
     try:
         runner.check()
     except SandboxUnavailable as exc:

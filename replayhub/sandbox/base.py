@@ -168,11 +168,15 @@ class Runner(Protocol):
 # when it is asked for (the Docker runner will register here).
 _RUNNERS = {
     "bwrap": "replayhub.sandbox.bwrap:BwrapRunner",
+    "docker": "replayhub.sandbox.docker:DockerRunner",
 }
 
 
-def get_runner(name: str = "bwrap") -> Runner:
-    """Return a fresh runner by name. It is not checked yet; `run` checks it."""
+def get_runner(name: str = "bwrap", **options) -> Runner:
+    """Return a fresh runner by name. It is not checked yet; `run` checks it.
+
+    ``options`` go to the runner's constructor (the Docker runner's ``image``).
+    """
     try:
         target = _RUNNERS[name]
     except KeyError:
@@ -180,4 +184,4 @@ def get_runner(name: str = "bwrap") -> Runner:
         raise ValueError(f"unknown sandbox runner {name!r} (known: {known})") from None
     module_name, _, attribute = target.partition(":")
     runner_class = getattr(importlib.import_module(module_name), attribute)
-    return runner_class()
+    return runner_class(**options)
