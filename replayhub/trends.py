@@ -1,0 +1,114 @@
+"""Statistics for the trends dashboard, as pure functions over nightly counts.
+
+The inconclusive rate is a proportion (inconclusive verdicts / verdicts reached
+plus inconclusive, i.e. replays attempted), so it is watched on a p-chart: each
+night is compared with 3-sigma limits computed from the nights before it, with
+the sigma of that night's own sample size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+TRAILING_NIGHTS = 28
+SIGMAS = 3.0
+
+
+@dataclass(frozen=True)
+class NightRate:
+    night: date
+    attempted: int
+    inconclusive: int
+    by_reason: Mapping[str, int]
+
+    @property
+    def rate(self) -> float | None:
+        return self.inconclusive / self.attempted if self.attempted else None
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    night: date
+    rate: float | None
+    center: float | None
+    upper: float | None
+    lower: float | None
+    out_of_control: bool
+
+
+def limits(
+    history: Sequence[NightRate], sample_size: int
+) -> tuple[float, float, float] | None:
+    """(center, lower, upper) for a night of ``sample_size`` replays, or None.
+
+    The center is the pooled rate of the history; there are no limits without
+    history or for an empty night.
+    """
+    attempted = sum(n.attempted for n in history)
+    if not attempted or not sample_size:
+        return None
+    center = sum(n.inconclusive for n in history) / attempted
+    sigma = math.sqrt(center * (1 - center) / sample_size)
+    return center, max(0.0, center - SIGMAS * sigma), min(1.0, center + SIGMAS * sigma)
+
+
+def p_chart(
+    nights: Sequence[NightRate], trailing: int = TRAILING_NIGHTS
+) -> list[ChartPoint]:
+    """One point per night (oldest first), each judged against the nights before."""
+    ordered = sorted(nights, key=lambda n: n.night)
+    points = []
+    for i, night in enumerate(ordered):
+        history = ordered[max(0, i - trailing) : i]
+        bounds = limits(history, night.attempted)
+        if bounds is None or night.rate is None:
+            points.append(ChartPoint(night.night, night.rate, None, None, None, False))
+            continue
+        center, lower, upper = bounds
+        out = night.rate > upper or night.rate < lower
+        points.append(ChartPoint(night.night, night.rate, center, upper, lower, out))
+    return points
+
+
+@dataclass(frozen=True)
+class ReasonShift:
+    reason: str
+    rate: float
+    before: float
+    upper: float
+
+    @property
+    def change(self) -> float:
+        return self.rate - self.before
+
+
+def reasons_that_moved(
+    night: NightRate, history: Sequence[NightRate]
+) -> list[ReasonShift]:
+    """The reasons whose own rate that night is above their 3-sigma limit.
+
+    Each reason is charted like the total (its count over replays attempted),
+    so the banner can say which reasons drove an out-of-control night. Largest
+    increase first.
+    """
+    if not night.attempted:
+        return []
+    attempted = sum(n.attempted for n in history)
+    shifts = []
+    reasons = set(night.by_reason)
+    for reason in reasons:
+        count = night.by_reason.get(reason, 0)
+        rate = count / night.attempted
+        before = (
+            sum(n.by_reason.get(reason, 0) for n in history) / attempted
+            if attempted
+            else 0.0
+        )
+        sigma = math.sqrt(before * (1 - before) / night.attempted)
+        upper = before + SIGMAS * sigma
+        if rate > upper:
+            shifts.append(ReasonShift(reason, rate, before, upper))
+    return sorted(shifts, key=lambda s: (-s.change, s.reason))
