@@ -68,9 +68,7 @@ def test_the_estimate_is_the_median_of_recent_actuals_within_the_caps():
         Amounts(1, 300, 50_000, Decimal("0.30")),
         Amounts(1, 200, 7_000, Decimal("0.20")),
     ]
-    assert estimate(recent=recent, caps=CAPS) == Amounts(
-        1, 200, 7_000, Decimal("0.20")
-    )
+    assert estimate(recent=recent, caps=CAPS) == Amounts(1, 200, 7_000, Decimal("0.20"))
     huge = [Amounts(1, 9999, 999_999, Decimal("99"))] * 3
     assert estimate(recent=huge, caps=CAPS) == CAPS
 

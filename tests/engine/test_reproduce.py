@@ -12,12 +12,10 @@ import sys
 import pytest
 
 from replayhub import services
+from replayhub.demo import BAD, GOOD, OTHER_BAD
 from replayhub.models import Replay, ReviewBand
 from tests.conftest import ROOT, child_env
 from tests.engine.scripted import (
-    BAD,
-    GOOD,
-    OTHER_BAD,
     make_project,
     make_project_repo,
     make_run,

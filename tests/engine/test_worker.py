@@ -12,9 +12,10 @@ import pytest
 from django.utils import timezone
 
 from replayhub import services
+from replayhub.demo import GOOD
 from replayhub.models import Replay, ReviewBand
 from tests.conftest import ROOT, child_env, wait_for
-from tests.engine.scripted import GOOD, make_project, make_project_repo, make_run
+from tests.engine.scripted import make_project, make_project_repo, make_run
 from tests.engine.scripted import original_commit as make_original
 
 

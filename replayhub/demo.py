@@ -1,0 +1,241 @@
+"""The demo project: a small calculator repository and a deterministic agent.
+
+``add`` is a stub at the base and its unittest suite fails; the recorded
+original runs fixed it. The agent committed at the base (``agent.sh``) reads its
+prompt and does what the prompt's first word names, so each recorded run lands
+on a chosen row of the verdict table when it is replayed. The tests use the
+same project.
+"""
+
+from __future__ import annotations
+
+STUB = "def add(a, b):\n    raise NotImplementedError\n"
+GOOD = "def add(a, b):\n    return a + b\n"
+OTHER_GOOD = "def add(a, b):\n    return sum((a, b))\n"
+BAD = "def add(a, b):\n    return a - b\n"
+OTHER_BAD = "def add(a, b):\n    return a * b\n"
+
+TESTS = """import unittest
+
+from calc import add
+
+
+class AddTests(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_add_negative(self):
+        self.assertEqual(add(-2, -3), -5)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+AGENT = r"""#!/bin/sh
+# Scripted agent: the prompt's first word says what to do.
+mode=$(head -n 1 "$REPLAYHUB_PROMPT_FILE" | cut -d' ' -f1)
+echo "agent task $REPLAYHUB_TASK_ID mode $mode"
+good='def add(a, b):
+    return a + b'
+other='def add(a, b):
+    return sum((a, b))'
+bad='def add(a, b):
+    return a - b'
+case "$mode" in
+  same) printf '%s\n' "$good" > calc.py ;;
+  other) printf '%s\n' "$other" > calc.py ;;
+  bad) printf '%s\n' "$bad" > calc.py ;;
+  outside) printf '%s\n' "$other" > calc.py; echo leaked > notes.txt ;;
+  notests) printf '%s\n' "$other" > calc.py; echo 'import unittest' > test_calc.py ;;
+  flaky) printf '%s\n' "$other" > calc.py;
+         python3 - <<'EOF'
+import pathlib
+p = pathlib.Path("test_calc.py")
+s = p.read_text().replace(
+    "    def test_add(self):\n",
+    "    def test_add(self):\n        import os\n"
+    "        if os.environ.get('REPLAYHUB_TEST_ATTEMPT') == '1':\n"
+    "            self.fail('flaked')\n", 1)
+p.write_text(s)
+EOF
+         ;;
+  usage) printf '%s\n' "$other" > calc.py
+         echo '{"input_tokens": 1200, "output_tokens": 300,' \
+              '"cost_usd": 0.42, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;
+  env) env; for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done
+       printf '%s\n' "$good" > calc.py ;;
+  nothing) ;;
+  crash) echo "agent crashed" >&2; exit 3 ;;
+  sleep) sleep 60 ;;
+  hog) python3 -c 'x = bytearray(1024 * 1024 * 1024); print(len(x))' ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
+"""
+
+# (external id, title, prompt, model, original, base recorded?, recorded tests)
+# "original" names the recorded write-back: good / broken on their own branches,
+# "on-main" committed straight onto main (so no fork point can be found).
+RUNS = [
+    ("calc-001", "Implement add()", "same", "coder-large", "good", True, True),
+    (
+        "calc-002",
+        "Implement add() another way",
+        "other",
+        "coder-large",
+        "good",
+        True,
+        True,
+    ),
+    (
+        "calc-003",
+        "Implement add(), second try",
+        "other",
+        "coder-small",
+        "good",
+        True,
+        True,
+    ),
+    (
+        "calc-004",
+        "Implement add() with a bug",
+        "bad",
+        "coder-small",
+        "good",
+        True,
+        True,
+    ),
+    (
+        "calc-005",
+        "Implement add() and leave notes",
+        "outside",
+        "coder-large",
+        "good",
+        True,
+        True,
+    ),
+    (
+        "calc-006",
+        "Implement add() after a direct push",
+        "same",
+        "coder-small",
+        "on-main",
+        False,
+        True,
+    ),
+    ("calc-007", "Implement add() slowly", "sleep", "coder-large", "good", True, True),
+    (
+        "calc-008",
+        "Implement add() and drop the tests",
+        "notests",
+        "coder-small",
+        "good",
+        True,
+        True,
+    ),
+    ("calc-009", "Repair a broken add()", "other", "coder-large", "broken", True, True),
+    (
+        "calc-010",
+        "Implement add() with a flaky suite",
+        "flaky",
+        "coder-small",
+        "good",
+        True,
+        True,
+    ),
+    (
+        "calc-011",
+        "Fix add() where the original failed",
+        "other",
+        "coder-large",
+        "broken",
+        True,
+        False,
+    ),
+    ("calc-012", "Implement add() again", "same", "coder-small", "good", True, True),
+]
+
+
+def build_repository(path) -> dict[str, str]:
+    """Create (or reopen) the demo repository; returns the named commits."""
+    from pathlib import Path
+
+    from .gitops import git
+
+    path = Path(path)
+    git_dir = path / ".git"
+    options = {"git_dir": git_dir, "work_tree": path}
+
+    def rev(ref: str) -> str:
+        return git("rev-parse", "--verify", ref, **options).stdout.decode().strip()
+
+    if not git_dir.exists():
+        path.mkdir(parents=True, exist_ok=True)
+        git("init", "--quiet", "--template=", "--initial-branch=main", str(path))
+        files = {
+            "README.md": "A tiny calculator, changed by agents.\n",
+            "calc.py": STUB,
+            "test_calc.py": TESTS,
+            "agent.sh": AGENT,
+        }
+        for name, content in files.items():
+            (path / name).write_text(content)
+        (path / "agent.sh").chmod(0o755)
+
+        def commit(message: str) -> None:
+            git("add", "--all", **options)
+            git("commit", "--quiet", "-m", message, **options)
+
+        commit("Calculator skeleton")
+        for branch, content in (("agent/good", GOOD), ("agent/broken", BAD)):
+            git("checkout", "--quiet", "-b", branch, "main", **options)
+            (path / "calc.py").write_text(content)
+            commit("Implement add")
+        git("checkout", "--quiet", "main", **options)
+        (path / "calc.py").write_text(GOOD)
+        commit("Implement add (pushed straight to main)")
+    return {
+        "base": rev("main~1"),
+        "good": rev("agent/good"),
+        "broken": rev("agent/broken"),
+        "on-main": rev("main"),
+    }
+
+
+def records(commits: dict[str, str]) -> list[dict]:
+    """The recorded original runs, as native run records."""
+    out = []
+    for i, (
+        external_id,
+        title,
+        prompt,
+        model,
+        original,
+        with_base,
+        passed,
+    ) in enumerate(RUNS):
+        record = {
+            "project": "demo",
+            "external_id": external_id,
+            "title": title,
+            "prompt": f"{prompt}\n\n{title}. Make the tests in test_calc.py pass.",
+            "provider": "acme",
+            "model": model,
+            "effort": "medium",
+            "original_commit": commits[original],
+            "original_branch": "main" if original == "on-main" else f"agent/{original}",
+            "original_tests_passed": passed,
+            "sandbox": {"image": "python:3.11-slim", "config_sha256": "0" * 64},
+            "started_at": f"2026-11-{1 + i:02d}T02:00:00+00:00",
+            "output": f"Agent finished task {external_id}.",
+            "usage": {
+                "input_tokens": 1800 + 10 * i,
+                "output_tokens": 400,
+                "cost_usd": 0.02,
+                "turns": 3,
+            },
+        }
+        if with_base:
+            record["base_sha"] = commits["base"]
+        out.append(record)
+    return out

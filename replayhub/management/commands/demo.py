@@ -1,0 +1,132 @@
+import io
+import json
+import secrets
+import time
+from collections import Counter
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from replayhub import demo, services
+from replayhub.models import Project, Replay, ReplayStatus, Run, Trigger
+from reviews import roles
+
+
+class Command(BaseCommand):
+    help = (
+        "Build the demo project, import its recorded runs through the ingest path "
+        "and replay them through the worker. Safe to run again."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--wait",
+            type=int,
+            default=300,
+            metavar="SECONDS",
+            help="How long to wait for the worker to finish the replays (0: do not).",
+        )
+
+    def handle(self, *args, wait, **options):
+        folder = settings.VAR_DIR / "demo"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.say("building the demo repository")
+        commits = demo.build_repository(folder / "calc")
+        project = self.project(folder / "calc")
+        records_file = folder / "runs.jsonl"
+        with records_file.open("w") as out:
+            for record in demo.records(commits):
+                out.write(json.dumps(record) + "\n")
+
+        self.say(f"importing {records_file}")
+        buffer = io.StringIO()
+        call_command(
+            "import_runs",
+            str(records_file),
+            "--project",
+            "demo",
+            "--json",
+            stdout=buffer,
+        )
+        summary = json.loads(buffer.getvalue())
+        self.say(
+            f"imported {summary['imported']}, already there {summary['duplicates']}"
+        )
+
+        with transaction.atomic():
+            fresh = list(Run.objects.filter(project=project, replays__isnull=True))
+            for run in fresh:
+                services.replay_request(run=run, trigger=Trigger.COMMAND)
+        if fresh:
+            self.say(f"queued {len(fresh)} replays for the worker")
+        if wait:
+            self.wait_for_replays(project, wait)
+        self.print_logins()
+
+    def project(self, repo) -> Project:
+        project, created = Project.objects.get_or_create(
+            slug="demo",
+            defaults={
+                "name": "Demo calculator",
+                "repo_path": str(repo),
+                "test_command": ["python3", "-m", "unittest", "-v"],
+                "agent_command": ["sh", "agent.sh"],
+                "allowed_paths": ["calc.py", "test_*.py"],
+                "time_limit_seconds": 8,
+                "memory_limit_mb": 512,
+                "max_attempts": 1,
+            },
+        )
+        if created:
+            self.say("registered project demo")
+        return project
+
+    def wait_for_replays(self, project, timeout: int) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while True:
+            replays = Replay.objects.filter(project=project)
+            total = replays.count()
+            done = replays.filter(status=ReplayStatus.FINISHED).count()
+            if (done, total) != last:
+                self.say(f"replays finished: {done}/{total}")
+                last = (done, total)
+            if done == total or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        verdicts = Counter(
+            Replay.objects.filter(
+                project=project, status=ReplayStatus.FINISHED
+            ).values_list("verdict", flat=True)
+        )
+        mix = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))
+        self.say(f"verdicts: {mix or 'none yet'}")
+        if done < total:
+            self.say("the worker is still busy; the rest appear as it finishes")
+
+    def print_logins(self) -> None:
+        logins_file = settings.VAR_DIR / "demo-logins.txt"
+        saved = {}
+        if logins_file.exists():
+            saved = dict(line.split() for line in logins_file.read_text().splitlines())
+        user_model = get_user_model()
+        for username, role in (("reviewer", roles.REVIEWER), ("lead", roles.LEAD)):
+            password = saved.get(username) or secrets.token_urlsafe(9)
+            user, created = user_model.objects.get_or_create(username=username)
+            if created or username not in saved:
+                user.set_password(password)
+                user.save()
+            user.groups.add(Group.objects.get(name=role))
+            saved[username] = password
+        logins_file.write_text("".join(f"{u} {p}\n" for u, p in saved.items()))
+        logins_file.chmod(0o600)
+        for username, password in saved.items():
+            self.stdout.write(f"demo login: {username} / {password}")
+
+    def say(self, message: str) -> None:
+        self.stdout.write(f"demo: {message}")
+        self.stdout.flush()
