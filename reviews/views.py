@@ -1,19 +1,157 @@
+import hashlib
+from collections import defaultdict
+
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import services
-from replayhub.models import Project, WorkerCheck
+from replayhub.models import (
+    Comparison,
+    Project,
+    Replay,
+    ReplayStatus,
+    ReviewBand,
+    TreeKind,
+    Verdict,
+    WorkerCheck,
+)
+from replayhub.verdicts import REASON_TEXT
 
+from . import queue as review_queue
 from . import roles
+from .diffs import pair_by_path, split_files
+from .forms import DecisionForm, QueueFilterForm
+from .models import AuditEvent, Claim, Review
+from .services import (
+    ClaimHeld,
+    NotDecidable,
+    claim_next,
+    claim_release,
+    claim_take,
+    review_decide,
+)
+from .templatetags.review_tags import age, until
+
+# Diffs with more lines than this (per kind) show their file list and load each
+# file's lines on demand, so one huge change cannot stall the page.
+INLINE_DIFF_LINES = 1500
+# The tail of the agent's output shown on the page; the rest stays stored.
+AGENT_OUTPUT_SHOWN = 64 * 1024
+
+DIFF_KINDS = {
+    "dod": ("diff_of_diffs", "Diff of diffs"),
+    "original": ("original_patch", "Original change"),
+    "replay": ("replay_patch", "Replay change"),
+}
+
+
+def _replay_or_404(replay_id: int) -> Replay:
+    return get_object_or_404(
+        Replay.objects.select_related(
+            "run", "project", "comparison", "claim__reviewer", "requested_by"
+        ),
+        pk=replay_id,
+    )
+
+
+def _partial(request: HttpRequest, template: str, partial: str) -> str:
+    # A history restore asks for the whole page even though it comes from htmx.
+    if request.htmx and not request.htmx.history_restore_request:
+        return f"{template}#{partial}"
+    return template
+
+
+def _queue_row(row: dict, now, project_slugs: dict[int, str]) -> dict:
+    """What one queue row shows, as plain values.
+
+    The queue is the hot page: plain values keep the template's per-row work
+    small, which is most of the page's time once the queries are cheap.
+    """
+    holder = review_queue.holder(row, now)
+    band = row["review_band"]
+    files = row["comparison__files_changed"]
+    return {
+        "id": row["id"],
+        "url": reverse("reviews:replay_detail", args=[row["id"]]),
+        "verdict": row["verdict"],
+        "verdict_label": Verdict(row["verdict"]).label,
+        "reason": REASON_TEXT.get(row["reason_code"], row["reason_code"]),
+        "band": band,
+        "band_label": ReviewBand(band).label if band else "",
+        "project": project_slugs.get(row["project_id"], ""),
+        "title": Truncator(row["run__title"] or row["run__external_id"]).chars(90),
+        "model": row["run__model"],
+        "age": age(row["finished_at"], now),
+        "finished": row["finished_at"].isoformat(timespec="seconds"),
+        "files": files,
+        "insertions": row["comparison__insertions"],
+        "deletions": row["comparison__deletions"],
+        "holder": holder,
+        "holder_left": holder and until(row["claim__expires_at"], now),
+    }
+
+
+def queue_context(
+    *, form: QueueFilterForm, rows: list[dict], next_cursor: str, paged: bool
+) -> dict:
+    """The queue template's context; the benchmark builds its Paginator page with it."""
+    filters = form.filters()
+    counts = review_queue.band_counts(filters) if filters.banded else {}
+    now = timezone.now()
+    data = getattr(form, "cleaned_data", {})
+    projects = dict(form.fields["project"].queryset.values_list("id", "slug"))
+    return {
+        "page": "queue",
+        "form": form,
+        "filters": filters,
+        "selected": {
+            "project": data["project"].slug if data.get("project") else "",
+            "model": data.get("model", ""),
+            "verdict": data.get("verdict", ""),
+            "reason": data.get("reason", ""),
+        },
+        "projects": sorted(projects.values()),
+        "verdicts": form.fields["verdict"].choices,
+        "reasons": form.fields["reason"].choices,
+        "rows": [_queue_row(row, now, projects) for row in rows],
+        "next_cursor": next_cursor,
+        "paged": paged,
+        "bands": [
+            (band, label, counts.get(band, 0)) for band, label in ReviewBand.choices
+        ],
+        "count_cap": review_queue.COUNT_CAP,
+        "queued_total": sum(counts.values()),
+    }
 
 
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def queue(request: HttpRequest) -> HttpResponse:
-    return render(request, "reviews/queue.html", {"page": "queue"})
+    form = QueueFilterForm(request.GET)
+    form.is_valid()
+    result = review_queue.page(
+        form.filters(), after=form.cursor(), size=review_queue.PAGE_SIZE
+    )
+    response = render(
+        request,
+        _partial(request, "reviews/queue.html", "results"),
+        queue_context(
+            form=form,
+            rows=result.rows,
+            next_cursor=result.next_cursor.encode() if result.next_cursor else "",
+            paged=form.cursor() is not None,
+        ),
+    )
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 @require_GET
@@ -63,3 +201,240 @@ def worker_check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
         # 286 tells htmx to stop polling: the worker has answered.
         response.status_code = HTMX_STOP_POLLING
     return response
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def running(request: HttpRequest) -> HttpResponse:
+    rows = review_queue.running()
+    response = render(
+        request,
+        _partial(request, "reviews/running.html", "running"),
+        {"page": "queue", "rows": rows, "now": timezone.now()},
+    )
+    if request.htmx and not rows:
+        # 286 tells htmx to stop polling: nothing is waiting or running.
+        response.status_code = HTMX_STOP_POLLING
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def next_item(request: HttpRequest) -> HttpResponse:
+    replay = claim_next(reviewer=request.user)
+    if replay is None:
+        messages.info(request, "Nothing left to review: every queued item is held.")
+        return redirect("reviews:queue")
+    return redirect("reviews:replay_detail", replay_id=replay.pk)
+
+
+def _claim_state(replay: Replay, user) -> tuple[Claim | None, bool]:
+    """The active claim on the replay, and whether it is the user's own."""
+    try:
+        claim = replay.claim
+    except Replay.claim.RelatedObjectDoesNotExist:
+        return None, False
+    if not claim.active:
+        return None, False
+    return claim, claim.reviewer_id == user.pk
+
+
+def _diff_section(replay: Replay, kind: str) -> dict:
+    field, title = DIFF_KINDS[kind]
+    comparison = getattr(replay, "comparison", None)
+    files = split_files(getattr(comparison, field, "") or "")
+    return {
+        "kind": kind,
+        "title": title,
+        "files": list(enumerate(files)),
+        "by_index": files,
+        "inline": sum(f.size for f in files) <= INLINE_DIFF_LINES,
+    }
+
+
+def _side_by_side(original: dict, replay: dict) -> list[dict]:
+    left, right = original["by_index"], replay["by_index"]
+    return [
+        {
+            "path": path,
+            "left": (i, left[i]) if i is not None else None,
+            "right": (j, right[j]) if j is not None else None,
+        }
+        for path, i, j in pair_by_path(left, right)
+    ]
+
+
+def _outcomes_by_tree(replay: Replay) -> list[tuple[str, list]]:
+    grouped = defaultdict(list)
+    for outcome in replay.test_outcomes.order_by("tree", "attempt"):
+        grouped[outcome.tree].append(outcome)
+    return [
+        (label, grouped[value]) for value, label in TreeKind.choices if grouped[value]
+    ]
+
+
+def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
+    claim, mine = _claim_state(replay, request.user)
+    try:
+        comparison = replay.comparison
+    except Comparison.DoesNotExist:
+        comparison = None
+    dod = _diff_section(replay, "dod")
+    original = _diff_section(replay, "original")
+    replayed = _diff_section(replay, "replay")
+    decision_open = (
+        request.user.has_perm(roles.DECIDE)
+        and replay.status == ReplayStatus.FINISHED
+        and (claim is None or mine)
+    )
+    if decision_open and form is None:
+        form = DecisionForm(verdict=replay.verdict)
+    output = replay.agent_output
+    provenance = replay.provenance or replay.run.provenance or {}
+    return {
+        "page": "queue",
+        "replay": replay,
+        "run": replay.run,
+        "comparison": comparison,
+        "reason_text": REASON_TEXT.get(replay.reason_code, ""),
+        "checks": (replay.evidence or {}).get("checks", []),
+        "agent": (replay.evidence or {}).get("agent", {}),
+        "warnings": provenance.get("warnings")
+        or (replay.evidence or {}).get("warnings", []),
+        "provenance": provenance,
+        "base": provenance.get("base") or {},
+        "config_drift": _config_drift(provenance),
+        "prompt_sha256": hashlib.sha256(replay.run.prompt.encode()).hexdigest(),
+        "dod": dod,
+        "pairs": _side_by_side(original, replayed),
+        "original": original,
+        "replayed": replayed,
+        "sides_inline": original["inline"] and replayed["inline"],
+        "outcomes": _outcomes_by_tree(replay),
+        "agent_output": output[-AGENT_OUTPUT_SHOWN:],
+        "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,
+        "earlier": Replay.objects.filter(run_id=replay.run_id)
+        .exclude(pk=replay.pk)
+        .only(
+            "id", "attempt", "status", "verdict", "reason_code", "created_at", "trigger"
+        )
+        .order_by("-created_at", "-id")[:20],
+        "reviews": Review.objects.filter(replay=replay).select_related("reviewer"),
+        "audit": AuditEvent.objects.filter(
+            object_type="replay", object_id=str(replay.pk)
+        ).select_related("actor")[:50],
+        "claim": claim,
+        "claim_mine": mine,
+        "decision_open": decision_open,
+        "form": form,
+        "now": timezone.now(),
+    }
+
+
+def _config_drift(provenance: dict) -> bool | None:
+    """Whether the sandbox config changed since the run was recorded; None: unknown."""
+    recorded = provenance.get("sandbox_config_sha256")
+    current = provenance.get("project_config_sha256")
+    if not recorded or not current:
+        return None
+    return recorded != current
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay_or_404(replay_id)
+    return render(
+        request, "reviews/replay_detail.html", _detail_context(request, replay)
+    )
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def replay_diff_file(
+    request: HttpRequest, replay_id: int, kind: str, index: int
+) -> HttpResponse:
+    """One file of one of a replay's diffs, for diffs too large to show whole."""
+    if kind not in DIFF_KINDS:
+        raise Http404("no such diff")
+    field, title = DIFF_KINDS[kind]
+    replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
+    # Only the one text column: the other two may be a megabyte each.
+    text = (
+        Comparison.objects.filter(replay=replay).values_list(field, flat=True).first()
+    )
+    files = split_files(text or "")
+    if index >= len(files):
+        raise Http404("no such file in this diff")
+    return render(
+        request,
+        _partial(request, "reviews/diff_file.html", "body"),
+        {
+            "page": "queue",
+            "replay": replay,
+            "kind": kind,
+            "title": title,
+            "index": index,
+            "file": files[index],
+        },
+    )
+
+
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay_or_404(replay_id)
+    try:
+        claim_take(replay=replay, reviewer=request.user)
+    except ClaimHeld as exc:
+        messages.error(request, _held_message(exc.claim))
+    return redirect("reviews:replay_detail", replay_id=replay.pk)
+
+
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay_or_404(replay_id)
+    if claim_release(replay=replay, reviewer=request.user):
+        messages.info(request, f"Released replay {replay.pk}.")
+    return redirect("reviews:replay_detail", replay_id=replay.pk)
+
+
+def _held_message(claim: Claim) -> str:
+    return (
+        f"{claim.reviewer.get_username()} holds this replay until "
+        f"{timezone.localtime(claim.expires_at):%H:%M:%S %Z}."
+    )
+
+
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay_or_404(replay_id)
+    form = DecisionForm(request.POST, verdict=replay.verdict)
+    if not form.is_valid():
+        context = _detail_context(request, replay, form=form)
+        return render(request, "reviews/replay_detail.html", context, status=400)
+    try:
+        review_decide(
+            replay=replay,
+            reviewer=request.user,
+            decision=form.cleaned_data["decision"],
+            verdict_after=form.cleaned_data["verdict_after"] or None,
+            note=form.cleaned_data["note"],
+        )
+    except ClaimHeld as exc:
+        messages.error(request, _held_message(exc.claim))
+        return redirect("reviews:replay_detail", replay_id=replay.pk)
+    except NotDecidable as exc:
+        messages.error(request, f"Not recorded: {exc}.")
+        return redirect("reviews:replay_detail", replay_id=replay.pk)
+    messages.success(
+        request, f"Replay {replay.pk}: {form.cleaned_data['decision']} recorded."
+    )
+    following = claim_next(reviewer=request.user)
+    if following is None:
+        messages.info(request, "The queue is empty.")
+        return redirect("reviews:queue")
+    return redirect("reviews:replay_detail", replay_id=following.pk)

@@ -3,9 +3,12 @@
 import pytest
 from django.urls import reverse
 
+from .replays import make_replay
+
 PAGES = [
     # (url name, reviewer, lead, admin, nobody)
     ("reviews:queue", 200, 200, 200, 403),
+    ("reviews:running", 200, 200, 200, 403),
     ("reviews:trends", 403, 200, 200, 403),
     ("reviews:budgets", 200, 200, 200, 403),
     ("reviews:projects", 200, 200, 200, 403),
@@ -29,6 +32,63 @@ def test_anonymous_visitors_are_sent_to_the_login_page(client, db, name):
 def test_each_role_gets_exactly_what_it_should(client, request, name, role, expected):
     client.force_login(request.getfixturevalue(role))
     assert client.get(reverse(name)).status_code == expected
+
+
+# Pages about one replay: (url name, extra url args, reviewer, lead, admin, nobody).
+REPLAY_PAGES = [
+    ("reviews:replay_detail", [], 200, 200, 200, 403),
+    ("reviews:replay_diff_file", ["dod", 0], 200, 200, 200, 403),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "role", "expected"),
+    [
+        (row[0], row[1], role, row[2 + i])
+        for row in REPLAY_PAGES
+        for i, role in enumerate(ROLES)
+    ],
+)
+def test_each_role_reads_replays_as_it_should(
+    client, db, request, name, extra, role, expected
+):
+    replay = make_replay()
+    client.force_login(request.getfixturevalue(role))
+    url = reverse(name, args=[replay.pk, *extra])
+    assert client.get(url).status_code == expected
+
+
+@pytest.mark.parametrize("name", [row[0] for row in REPLAY_PAGES])
+def test_anonymous_visitors_are_sent_to_log_in_before_reading_a_replay(
+    client, db, name
+):
+    replay = make_replay()
+    args = [replay.pk] if name == "reviews:replay_detail" else [replay.pk, "dod", 0]
+    url = reverse(name, args=args)
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('login')}?next={url}"
+
+
+# Mutations: (url name, reviewer, lead, admin, nobody) for a POST.
+ACTIONS = [
+    ("reviews:next", 302, 403, 302, 403),
+    ("reviews:replay_claim", 302, 403, 302, 403),
+    ("reviews:replay_release", 302, 403, 302, 403),
+    ("reviews:replay_decide", 302, 403, 302, 403),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "expected"),
+    [(row[0], role, row[1 + i]) for row in ACTIONS for i, role in enumerate(ROLES)],
+)
+def test_only_deciders_may_claim_and_decide(client, db, request, name, role, expected):
+    replay = make_replay()
+    client.force_login(request.getfixturevalue(role))
+    args = [] if name == "reviews:next" else [replay.pk]
+    response = client.post(reverse(name, args=args), {"decision": "confirm"})
+    assert response.status_code == expected
 
 
 def test_the_login_page_is_public(client, db):

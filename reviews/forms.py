@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from django import forms
+
+from replayhub.models import Project, Verdict
+from replayhub.verdicts import REASON_TEXT
+
+from .models import Decision
+from .queue import Cursor, Filters
+
+
+class QueueFilterForm(forms.Form):
+    """The queue's query string: filters that combine, and the page cursor."""
+
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.only("id", "slug"),
+        to_field_name="slug",
+        required=False,
+        empty_label="All projects",
+    )
+    model = forms.CharField(required=False, max_length=200)
+    verdict = forms.ChoiceField(
+        choices=[("", "Queue (by band)"), *Verdict.choices], required=False
+    )
+    reason = forms.ChoiceField(
+        choices=[("", "Any reason"), *((str(k), v) for k, v in REASON_TEXT.items())],
+        required=False,
+    )
+    after = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def clean_model(self) -> str:
+        return self.cleaned_data["model"].strip()
+
+    def clean_after(self) -> Cursor | None:
+        text = self.cleaned_data["after"]
+        if not text:
+            return None
+        try:
+            return Cursor.decode(text)
+        except ValueError:
+            raise forms.ValidationError("That page link is not valid.") from None
+
+    def filters(self) -> Filters:
+        """The valid filters; a field that failed validation filters nothing."""
+        data = getattr(self, "cleaned_data", {})
+        project = data.get("project")
+        return Filters(
+            project_id=project.pk if project else None,
+            model=data.get("model", ""),
+            verdict=data.get("verdict", ""),
+            reason_code=data.get("reason", ""),
+        )
+
+    def cursor(self) -> Cursor | None:
+        return getattr(self, "cleaned_data", {}).get("after")
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=Decision.choices)
+    verdict_after = forms.ChoiceField(
+        choices=[("", "Corrected verdict…"), *Verdict.choices],
+        required=False,
+        label="Corrected verdict",
+        widget=forms.Select(attrs={"data-overturn-verdict": ""}),
+    )
+    note = forms.CharField(
+        required=False,
+        max_length=4000,
+        widget=forms.Textarea(
+            attrs={"rows": 1, "placeholder": "Note (optional, Esc leaves the field)"}
+        ),
+    )
+
+    def __init__(self, *args, verdict: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.verdict = verdict
+        # The current verdict is not a correction of itself.
+        self.fields["verdict_after"].choices = [
+            choice
+            for choice in self.fields["verdict_after"].choices
+            if choice[0] != verdict
+        ]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("decision") == Decision.OVERTURN:
+            after = data.get("verdict_after")
+            if not after:
+                self.add_error("verdict_after", "Choose the corrected verdict.")
+            elif after == self.verdict:
+                self.add_error("verdict_after", "The corrected verdict must differ.")
+        return data

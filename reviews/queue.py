@@ -1,0 +1,232 @@
+"""The review queue as reads: filters, keyset pages and band counts.
+
+The queue is ordered by ``(review_band, finished_at desc, id desc)``, exactly
+the partial index ``replay_review_queue``. Pages are cut with a keyset cursor,
+never with OFFSET and never with a COUNT over the table: the cost of a page does
+not grow with how deep it is. List queries load only the columns a row shows,
+as plain values rather than model instances (several times cheaper for a page
+of joined rows); the diff texts, the agent's output and the prompt stay in the
+database.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from replayhub.models import Replay, ReplayStatus, ReviewBand
+
+PAGE_SIZE = 50
+_LAST_BAND = max(ReviewBand.values)
+
+# Every value a queue row displays, across the joins it needs.
+ROW_FIELDS = (
+    "id",
+    "verdict",
+    "reason_code",
+    "review_band",
+    "finished_at",
+    "project_id",
+    "run__title",
+    "run__external_id",
+    "run__model",
+    "comparison__files_changed",
+    "comparison__insertions",
+    "comparison__deletions",
+    "claim__expires_at",
+    "claim__reviewer__username",
+)
+# Band counts stop counting here: the figure a reviewer needs is "a lot", and
+# counting a long queue exactly would make every page pay for its length.
+COUNT_CAP = 1000
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CURSOR = re.compile(
+    r"(?P<band>[0-9]+|-)\.(?P<micros>[0-9]{1,20})\.(?P<id>[0-9]{1,19})"
+)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The last row of a page: the next page starts strictly after it.
+
+    ``band`` is None when the listing is not in band order (a verdict filter).
+    """
+
+    band: int | None
+    finished_at: datetime
+    id: int
+
+    def encode(self) -> str:
+        # Integer arithmetic: a float timestamp can be off by a microsecond,
+        # and the next page would then repeat or skip a row.
+        micros = (self.finished_at - _EPOCH) // timedelta(microseconds=1)
+        band = "-" if self.band is None else str(self.band)
+        return f"{band}.{micros}.{self.id}"
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """Parse ``encode``'s output; ValueError for anything else."""
+        match = _CURSOR.fullmatch(text)
+        if match is None:
+            raise ValueError(f"not a queue cursor: {text[:40]!r}")
+        band = None if match["band"] == "-" else int(match["band"])
+        try:
+            when = _EPOCH + timedelta(microseconds=int(match["micros"]))
+        except OverflowError as exc:
+            raise ValueError("cursor time out of range") from exc
+        return cls(band=band, finished_at=when, id=int(match["id"]))
+
+    @classmethod
+    def after_row(cls, row: dict, *, banded: bool) -> Cursor:
+        return cls(
+            band=row["review_band"] if banded else None,
+            finished_at=row["finished_at"],
+            id=row["id"],
+        )
+
+
+@dataclass(frozen=True)
+class Filters:
+    project_id: int | None = None
+    model: str = ""
+    verdict: str = ""
+    reason_code: str = ""
+
+    @property
+    def banded(self) -> bool:
+        """Without a verdict filter the listing is the queue, in band order.
+
+        A verdict filter lists every finished replay with that verdict, queued
+        or not, so identical and still-retryable inconclusive replays (never
+        queued) and already decided ones stay reachable.
+        """
+        return not self.verdict
+
+    def apply(self, rows: QuerySet) -> QuerySet:
+        if self.project_id is not None:
+            rows = rows.filter(project_id=self.project_id)
+        if self.model:
+            rows = rows.filter(run__model=self.model)
+        if self.reason_code:
+            rows = rows.filter(reason_code=self.reason_code)
+        return rows
+
+
+@dataclass
+class Page:
+    rows: list[dict]
+    next_cursor: Cursor | None
+
+
+def listing(filters: Filters) -> QuerySet:
+    """The rows a filter selects, unordered, as dicts of ``ROW_FIELDS``."""
+    if filters.banded:
+        # finished_at is always set on a queued replay; requiring it keeps the
+        # keyset comparisons below total.
+        rows = Replay.objects.awaiting_review().filter(finished_at__isnull=False)
+    else:
+        rows = Replay.objects.finished().filter(
+            verdict=filters.verdict, finished_at__isnull=False
+        )
+    return filters.apply(rows).values(*ROW_FIELDS)
+
+
+def ordered(rows: QuerySet, *, banded: bool) -> QuerySet:
+    if banded:
+        return rows.in_queue_order()
+    return rows.order_by("-finished_at", "-id")
+
+
+def _older_than(cursor: Cursor) -> Q:
+    # "finished_at <= t" is redundant with the OR but is the part an index can
+    # seek on, so a deep page starts at its cursor instead of scanning to it.
+    return Q(finished_at__lte=cursor.finished_at) & (
+        Q(finished_at__lt=cursor.finished_at) | Q(id__lt=cursor.id)
+    )
+
+
+def page(filters: Filters, *, after: Cursor | None, size: int = PAGE_SIZE) -> Page:
+    """One page of the listing, strictly after ``after``.
+
+    In band order the rest of the cursor's band and the bands after it are two
+    index range scans; the second query runs only when the first leaves the
+    page short.
+    """
+    base = listing(filters)
+    banded = filters.banded
+    if after is None:
+        rows = list(ordered(base, banded=banded)[: size + 1])
+    elif not banded or after.band is None:
+        rows = list(ordered(base.filter(_older_than(after)), banded=False)[: size + 1])
+    else:
+        rows = list(
+            base.filter(_older_than(after), review_band=after.band).order_by(
+                "-finished_at", "-id"
+            )[: size + 1]
+        )
+        if len(rows) <= size and after.band < _LAST_BAND:
+            rows += ordered(base.filter(review_band__gt=after.band), banded=True)[
+                : size + 1 - len(rows)
+            ]
+    next_cursor = None
+    if len(rows) > size:
+        rows = rows[:size]
+        next_cursor = Cursor.after_row(rows[-1], banded=banded)
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def band_counts(filters: Filters, cap: int | None = None) -> dict[int, int]:
+    """Queued replays per band, counted up to ``cap + 1`` (more means "cap+").
+
+    One statement: per band, a count over at most ``cap + 1`` entries of the
+    partial queue index, so its cost does not grow with the queue.
+    """
+    cap = COUNT_CAP if cap is None else cap
+    queued = filters.apply(Replay.objects.awaiting_review()).order_by()
+    parts, params = [], []
+    for band in ReviewBand.values:
+        sql, band_params = (
+            queued.filter(review_band=band).values("id")[: cap + 1].query
+        ).sql_with_params()
+        # The band is an int from ReviewBand, the rest bound parameters.
+        parts.append(f"SELECT {int(band)}, COUNT(*) FROM ({sql}) AS band_{band}")  # noqa: S608
+        params.extend(band_params)
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return {band: n for band, n in cursor.fetchall() if n}
+
+
+def running(limit: int = 100) -> list[Replay]:
+    """Replays waiting for a worker or running, newest first."""
+    return list(
+        Replay.objects.filter(status__in=[ReplayStatus.QUEUED, ReplayStatus.RUNNING])
+        .select_related("project", "run")
+        .only(
+            "id",
+            "status",
+            "phase",
+            "trigger",
+            "attempt",
+            "created_at",
+            "started_at",
+            "project__slug",
+            "run__title",
+            "run__external_id",
+            "run__model",
+        )
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def holder(row: dict, now: datetime | None = None) -> str | None:
+    """Who holds an active claim on a row from ``listing``, or None."""
+    expires_at = row["claim__expires_at"]
+    if expires_at is None or expires_at <= (now or timezone.now()):
+        return None
+    return row["claim__reviewer__username"]

@@ -1,0 +1,265 @@
+"""Review workflows: claims, decisions, and the audit events they write.
+
+Every function here is keyword-only, runs in one transaction and leaves an
+``AuditEvent`` behind for each change it makes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from replayhub import services as replay_services
+from replayhub.models import Replay, ReplayStatus, Run, Trigger, Verdict
+
+from .models import AuditEvent, Claim, Decision, Review
+
+# claim_next locks one candidate at a time (locking a few would hide them from
+# the reviewers pressing "Next" at the same moment, who would find nothing) and
+# looks again this many times when it loses that candidate to another claim.
+_ROUNDS = 5
+
+
+class ClaimHeld(Exception):
+    """Another reviewer holds an active claim on the replay."""
+
+    def __init__(self, claim: Claim):
+        super().__init__(
+            f"replay {claim.replay_id} is held by {claim.reviewer} "
+            f"until {claim.expires_at:%H:%M:%S}"
+        )
+        self.claim = claim
+
+
+class NotDecidable(Exception):
+    """The replay has no verdict to decide on yet, or the decision is malformed."""
+
+
+def lease_end(now: datetime) -> datetime:
+    return now + timedelta(seconds=settings.REPLAYHUB_REVIEW_LEASE_SECONDS)
+
+
+def _audit(*, actor, action: str, replay_id: int, before=None, after=None) -> None:
+    AuditEvent.objects.create(
+        actor=actor,
+        action=action,
+        object_type="replay",
+        object_id=str(replay_id),
+        before=before or {},
+        after=after or {},
+    )
+
+
+def _take(*, replay_id: int, reviewer, now: datetime) -> Claim | None:
+    """Write the claim row if nobody else holds it; None when someone does.
+
+    This conditional write, not the row lock taken before it, is what makes
+    a claim exclusive. A reviewer's SELECT may have run on a snapshot from
+    before another reviewer's claim committed; the UPDATE re-reads the claim
+    row as committed, and the INSERT meets the unique replay constraint.
+    """
+    expires_at = lease_end(now)
+    free_or_mine = Q(expires_at__lte=now) | Q(reviewer=reviewer)
+    updated = Claim.objects.filter(Q(replay_id=replay_id) & free_or_mine).update(
+        reviewer=reviewer, claimed_at=now, expires_at=expires_at
+    )
+    if updated:
+        return Claim(
+            replay_id=replay_id,
+            reviewer=reviewer,
+            claimed_at=now,
+            expires_at=expires_at,
+        )
+    try:
+        with transaction.atomic():
+            return Claim.objects.create(
+                replay_id=replay_id,
+                reviewer=reviewer,
+                claimed_at=now,
+                expires_at=expires_at,
+            )
+    except IntegrityError:
+        return None
+
+
+def _release_others(*, reviewer, keep_replay_id: int, now: datetime) -> None:
+    """One item at a time: taking the next item lets go of the one held before."""
+    held = Claim.objects.filter(reviewer=reviewer).exclude(replay_id=keep_replay_id)
+    for replay_id in held.filter(expires_at__gt=now).values_list(
+        "replay_id", flat=True
+    ):
+        _audit(
+            actor=reviewer,
+            action="claim.release",
+            replay_id=replay_id,
+            before={"claimed_by": reviewer.get_username()},
+            after={"reason": "took the next item"},
+        )
+    held.delete()
+
+
+def claim_next(*, reviewer, now: datetime | None = None) -> Replay | None:
+    """Claim the highest-priority queued replay nobody holds; None when there is none.
+
+    Two reviewers calling this at once get different replays. On PostgreSQL,
+    ``skip_locked`` lets each pass over the row the other is claiming instead of
+    waiting for it; on SQLite the IMMEDIATE transaction already serialises
+    writers. In both, ``_take``'s conditional write is the final arbiter.
+    """
+    now = now or timezone.now()
+    held = Claim.objects.filter(replay=OuterRef("pk"), expires_at__gt=now)
+    for _ in range(_ROUNDS):
+        with transaction.atomic():
+            candidate = (
+                Replay.objects.awaiting_review()
+                .filter(~Exists(held))
+                .in_queue_order()
+                .select_for_update(skip_locked=True)
+                .values_list("pk", "review_band")
+                .first()
+            )
+            if candidate is None:
+                return None
+            replay_id, band = candidate
+            if _take(replay_id=replay_id, reviewer=reviewer, now=now) is None:
+                # Claimed by someone else after this transaction's snapshot:
+                # look again with a fresh one.
+                continue
+            _release_others(reviewer=reviewer, keep_replay_id=replay_id, now=now)
+            _audit(
+                actor=reviewer,
+                action="claim.take",
+                replay_id=replay_id,
+                after={
+                    "claimed_by": reviewer.get_username(),
+                    "expires_at": lease_end(now).isoformat(),
+                    "review_band": band,
+                },
+            )
+            return Replay.objects.get(pk=replay_id)
+    return None
+
+
+def claim_take(*, replay: Replay, reviewer, now: datetime | None = None) -> Claim:
+    """Claim one particular replay (or extend one's own claim on it).
+
+    Raises ClaimHeld when another reviewer's claim is still active.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        claim = _take(replay_id=replay.pk, reviewer=reviewer, now=now)
+        if claim is None:
+            raise ClaimHeld(
+                Claim.objects.select_related("reviewer").get(replay_id=replay.pk)
+            )
+        _audit(
+            actor=reviewer,
+            action="claim.take",
+            replay_id=replay.pk,
+            after={
+                "claimed_by": reviewer.get_username(),
+                "expires_at": claim.expires_at.isoformat(),
+            },
+        )
+    return claim
+
+
+def claim_release(*, replay: Replay, reviewer) -> bool:
+    """Give back one's own claim; False when the reviewer held none."""
+    with transaction.atomic():
+        released, _ = Claim.objects.filter(replay=replay, reviewer=reviewer).delete()
+        if released:
+            _audit(
+                actor=reviewer,
+                action="claim.release",
+                replay_id=replay.pk,
+                before={"claimed_by": reviewer.get_username()},
+            )
+    return bool(released)
+
+
+def review_decide(
+    *,
+    replay: Replay,
+    reviewer,
+    decision: str,
+    verdict_after: str | None = None,
+    note: str = "",
+) -> Review:
+    """Record a reviewer's decision on a finished replay.
+
+    ``confirm`` lets the verdict stand, ``overturn`` names a different one, and
+    ``rerun`` queues a fresh replay of the same run. The replay's own verdict is
+    left as the machine reached it; the human one is the Review. Any decision
+    takes the replay out of the queue and releases its claim. Raises ClaimHeld
+    when another reviewer holds the replay, NotDecidable for an unfinished
+    replay or an overturn that does not change the verdict.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        # The row lock orders two decisions on one replay; on SQLite the
+        # IMMEDIATE transaction does.
+        locked = (
+            Replay.objects.select_for_update()
+            .only("id", "status", "verdict", "review_band", "project_id", "run_id")
+            .get(pk=replay.pk)
+        )
+        if locked.status != ReplayStatus.FINISHED:
+            raise NotDecidable("the replay has not reached a verdict yet")
+        if decision not in Decision.values:
+            raise NotDecidable(f"unknown decision {decision!r}")
+        if decision == Decision.OVERTURN:
+            if verdict_after not in Verdict.values or verdict_after == locked.verdict:
+                raise NotDecidable("an overturn names a different verdict")
+        elif decision == Decision.CONFIRM:
+            verdict_after = locked.verdict
+        else:
+            verdict_after = ""
+        claim = Claim.objects.filter(replay=locked).select_related("reviewer").first()
+        if claim and claim.expires_at > now and claim.reviewer_id != reviewer.pk:
+            raise ClaimHeld(claim)
+
+        rerun = None
+        if decision == Decision.RERUN:
+            run = Run.objects.only("id", "project_id").get(pk=locked.run_id)
+            rerun = replay_services.replay_request(
+                run=run, trigger=Trigger.RERUN, user=reviewer
+            )
+        # review_band is the queue membership flag: clearing it is what takes
+        # the replay out of the queue.
+        Replay.objects.filter(pk=locked.pk).update(review_band=None)
+        Claim.objects.filter(replay=locked).delete()
+        review = Review.objects.create(
+            replay=locked,
+            reviewer=reviewer,
+            decision=decision,
+            verdict_before=locked.verdict,
+            verdict_after=verdict_after,
+            note=note,
+            created_at=now,
+        )
+        after = {
+            "decision": decision,
+            "verdict": verdict_after or locked.verdict,
+            "review_band": None,
+        }
+        if note:
+            after["note"] = note
+        if rerun is not None:
+            after["rerun_replay"] = rerun.pk
+        _audit(
+            actor=reviewer,
+            action=f"review.{decision}",
+            replay_id=locked.pk,
+            before={
+                "verdict": locked.verdict,
+                "review_band": locked.review_band,
+                "claimed_by": claim.reviewer.get_username() if claim else None,
+            },
+            after=after,
+        )
+    return review

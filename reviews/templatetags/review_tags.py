@@ -1,0 +1,59 @@
+"""Compact formatting for dense review pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+
+register = template.Library()
+
+
+def _compact(seconds: float) -> str:
+    seconds = max(int(seconds), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m"
+    if seconds < 86400:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+@register.filter
+def age(value: datetime | None, now: datetime | None = None) -> str:
+    """How long ago, in one unit: 45s, 12m, 3h, 9d."""
+    if value is None:
+        return ""
+    return _compact(((now or timezone.now()) - value).total_seconds())
+
+
+@register.filter
+def until(value: datetime | None, now: datetime | None = None) -> str:
+    """How long from now until ``value``, in one unit."""
+    if value is None:
+        return ""
+    return _compact((value - (now or timezone.now())).total_seconds())
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A duration: 0.4 s, 12.3 s, 4m 05s."""
+    if value is None:
+        return ""
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, rest = divmod(int(value), 60)
+    return f"{minutes}m {rest:02d}s"
+
+
+@register.filter
+def short_sha(value: str | None) -> str:
+    return (value or "")[:12]
+
+
+@register.filter
+def words(value: str | None) -> str:
+    """A machine code as words: ``independently_executed`` → independently executed."""
+    return (value or "").replace("_", " ").replace("-", " ")

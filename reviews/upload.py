@@ -1,0 +1,81 @@
+"""The upload page: an admin imports a JSONL file of native run records."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth.decorators import permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_http_methods
+
+from replayhub.ingest.importer import import_stream
+from replayhub.ingest.preflight import preflight_pending
+from replayhub.models import Project
+
+IMPORT_RUNS = "replayhub.add_run"
+
+
+class UploadForm(forms.Form):
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.all(),
+        to_field_name="slug",
+        help_text="Records without a project go here; records naming another "
+        "project are refused.",
+    )
+    file = forms.FileField(label="JSONL file", allow_empty_file=True)
+
+
+# Exempt only so the size check can run before the CSRF check reads the body
+# (the upload would already be on disk by then); the inner view checks CSRF.
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+@permission_required(IMPORT_RUNS, raise_exception=True)
+def runs_upload(request: HttpRequest) -> HttpResponse:
+    limit = settings.REPLAYHUB_UPLOAD_MAX_BYTES
+    declared = request.META.get("CONTENT_LENGTH", "")
+    # The multipart envelope adds a little to the file itself.
+    if (
+        request.method == "POST"
+        and declared.isdigit()
+        and int(declared) > limit + 65536
+    ):
+        return _page(request, UploadForm(), too_big=limit, status=413)
+    return _runs_upload(request, limit)
+
+
+@csrf_protect
+def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
+    if request.method != "POST":
+        return _page(request, UploadForm())
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    upload = form.cleaned_data["file"]
+    if upload.size > limit:
+        return _page(request, UploadForm(), too_big=limit, status=413)
+    project = form.cleaned_data["project"]
+    # chunks() reads the uploaded file piece by piece: memory stays flat.
+    summary = import_stream(chunks=upload.chunks(), project=project)
+    summary.preflight = preflight_pending(
+        project_ids=[project.pk], limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX
+    ).to_dict()
+    # A fresh form: submitting the same file again is harmless (all duplicates).
+    return _page(
+        request,
+        UploadForm(initial={"project": project}),
+        summary=summary,
+        filename=upload.name,
+        project=project,
+    )
+
+
+def _page(request: HttpRequest, form: UploadForm, *, status: int = 200, **context):
+    context.update(
+        page="upload",
+        form=form,
+        max_bytes=settings.REPLAYHUB_UPLOAD_MAX_BYTES,
+        max_prompt_bytes=settings.REPLAYHUB_MAX_PROMPT_BYTES,
+    )
+    return render(request, "reviews/upload.html", context, status=status)

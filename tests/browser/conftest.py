@@ -1,0 +1,93 @@
+"""Playwright driving Debian's Chromium against pytest-django's live server.
+
+The browser is the system's ``/usr/bin/chromium``; nothing is downloaded. The
+tests skip when it is missing, unless REPLAYHUB_REQUIRE_SERVICES=1 (CI), where
+a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from tests.conftest import REQUIRE_SERVICES
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(settings.VAR_DIR) / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        hint = f"{CHROMIUM} is missing (apt-get install chromium)"
+        if REQUIRE_SERVICES:
+            pytest.fail(f"Chromium is required (REPLAYHUB_REQUIRE_SERVICES=1): {hint}")
+        pytest.skip(f"needs Chromium: {hint}")
+    from playwright.sync_api import sync_playwright
+
+    with pytest.MonkeyPatch.context() as patch:
+        # Playwright's sync API keeps an asyncio loop running on this thread
+        # while it is started, and Django then refuses ORM calls from the test
+        # body as if it were async code. The test body is plain synchronous
+        # code, so the guard is lifted exactly as long as Playwright runs.
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
+            )
+            yield browser
+            browser.close()
+
+
+@pytest.fixture
+def login(browser, live_server):
+    """``login(user)``: a fresh browser context already logged in as ``user``."""
+    contexts = []
+
+    def open_as(user):
+        client = Client()
+        client.force_login(user)
+        context = browser.new_context(
+            base_url=live_server.url, viewport={"width": 1440, "height": 900}
+        )
+        context.add_cookies(
+            [
+                {
+                    "name": settings.SESSION_COOKIE_NAME,
+                    "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                    "url": live_server.url,
+                }
+            ]
+        )
+        context.set_default_timeout(10_000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_as
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def screenshot():
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def save(page, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        # From the top, so the sticky decision bar sits where a reader sees it.
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return save
