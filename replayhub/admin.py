@@ -1,11 +1,16 @@
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.utils import timezone
 
+from .ingest.tokens import token_issue
 from .models import (
     Budget,
     Comparison,
+    IngestToken,
     Night,
     Project,
     Replay,
+    Rollup,
     Run,
     TestOutcome,
     WorkerCheck,
@@ -148,3 +153,74 @@ class NightAdmin(admin.ModelAdmin):
 @admin.register(WorkerCheck)
 class WorkerCheckAdmin(admin.ModelAdmin):
     list_display = ["id", "requested_by", "requested_at", "answered_at", "worker"]
+
+
+class IngestTokenForm(forms.ModelForm):
+    rotate = forms.BooleanField(
+        required=False, help_text="Revoke the project's other tokens at the same time."
+    )
+
+    class Meta:
+        model = IngestToken
+        fields = ["project"]
+
+
+@admin.register(IngestToken)
+class IngestTokenAdmin(admin.ModelAdmin):
+    """Tokens are issued here (the secret is shown once, as a message) and revoked."""
+
+    form = IngestTokenForm
+    list_display = ["prefix", "project", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["project", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["project"]
+    search_fields = ["prefix", "project__slug"]
+    actions = ["revoke"]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["project", "rotate"]
+        return ["project", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["project", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        _, token = token_issue(
+            project=form.cleaned_data["project"],
+            rotate=form.cleaned_data["rotate"],
+            row=obj,
+        )
+        # Shown once: only the token's hash is stored.
+        messages.warning(
+            request,
+            f"Ingest token for {obj.project.slug}: {token} — copy it now, it "
+            "cannot be shown again.",
+        )
+
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
+    def revoke(self, request, queryset):
+        count = queryset.filter(revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        self.message_user(request, f"Revoked {count} token(s).")
+
+
+@admin.register(Rollup)
+class RollupAdmin(admin.ModelAdmin):
+    list_display = [
+        "date",
+        "project",
+        "model",
+        "attempted",
+        "identical",
+        "equivalent",
+        "divergent",
+        "inconclusive",
+        "deferred",
+    ]
+    list_filter = ["project"]
+    date_hierarchy = "date"

@@ -71,8 +71,8 @@ def fits(estimate: Amounts, left: Amounts) -> bool:
 def estimate(*, recent: list[Amounts], caps: Amounts) -> Amounts:
     """One replay's expected cost: the median of recent actuals, else the caps.
 
-    Every dimension is at most its cap (a cap bounds what a replay can spend)
-    and one replay always counts as one.
+    Every dimension is at most its cap when it has one (a zero cap means the
+    dimension is not capped per replay), and one replay always counts as one.
     """
     if not recent:
         return Amounts(1, caps.sandbox_seconds, caps.tokens, caps.cost_usd)
@@ -81,11 +81,14 @@ def estimate(*, recent: list[Amounts], caps: Amounts) -> Amounts:
     def median(dimension: str):
         return statistics.median_low([getattr(a, dimension) for a in recent])
 
+    def capped(value, cap):
+        return min(value, cap) if cap else value
+
     return Amounts(
         replays=1,
-        sandbox_seconds=min(int(median("sandbox_seconds")), caps.sandbox_seconds),
-        tokens=min(int(median("tokens")), caps.tokens),
-        cost_usd=min(Decimal(median("cost_usd")), caps.cost_usd),
+        sandbox_seconds=capped(int(median("sandbox_seconds")), caps.sandbox_seconds),
+        tokens=capped(int(median("tokens")), caps.tokens),
+        cost_usd=capped(Decimal(median("cost_usd")), caps.cost_usd),
     )
 
 

@@ -117,6 +117,8 @@ class Run(models.Model):
     preflight_reason = models.TextField(blank=True)
     provenance = models.JSONField(default=dict, blank=True)
     imported_at = models.DateTimeField(default=timezone.now)
+    # Set when a night's budget ran out before this run; first in line next night.
+    deferred_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-imported_at", "-id"]
@@ -129,6 +131,9 @@ class Run(models.Model):
         indexes = [
             # Runs of a project, newest first (project pages, the scheduler).
             models.Index(fields=["project", "-imported_at"], name="run_project_recent"),
+            # The nightly scheduler's candidates: a project's runs that can reach
+            # a verdict.
+            models.Index(fields=["project", "preflight"], name="run_project_preflight"),
         ]
 
     def __str__(self) -> str:
@@ -247,6 +252,18 @@ class Replay(models.Model):
     review_band = models.PositiveSmallIntegerField(
         choices=ReviewBand, null=True, blank=True
     )
+    # Budget: the night that admitted this replay, what it reserved there, the
+    # caps it was started with, and whether its actual cost was settled.
+    night = models.ForeignKey(
+        "Night",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replays",
+    )
+    reservation = models.JSONField(default=dict, blank=True)
+    caps = models.JSONField(default=dict, blank=True)
+    settled = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -298,6 +315,23 @@ class Replay(models.Model):
             models.Index(fields=["run", "-created_at"], name="replay_run_recent"),
             # Filtering a project's replays by verdict (queue filters, trends).
             models.Index(fields=["project", "verdict"], name="replay_project_verdict"),
+            # The queue's verdict filter, newest first, across projects.
+            models.Index(
+                "verdict",
+                models.F("finished_at").desc(),
+                models.F("id").desc(),
+                name="replay_verdict_recent",
+            ),
+            # The running list and "is a replay of this run in flight?".
+            models.Index(
+                fields=["run", "status"],
+                name="replay_active",
+                condition=Q(status__in=["queued", "running"]),
+            ),
+            # Rollups: a project's replays finished in a time range.
+            models.Index(
+                fields=["project", "finished_at"], name="replay_project_finished"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -430,6 +464,8 @@ class Night(models.Model):
     used_tokens = models.PositiveBigIntegerField(default=0)
     used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     deferred = models.PositiveIntegerField(default=0)
+    # When the scheduler ran this night's selection (once per night).
+    scheduled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-date"]
@@ -476,3 +512,92 @@ class WorkerCheck(models.Model):
         if self.answered_at is None:
             return None
         return (self.answered_at - self.requested_at).total_seconds()
+
+
+class IngestTokenQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(revoked_at__isnull=True)
+
+
+class IngestToken(models.Model):
+    """A bearer token that lets one producer push runs into one project.
+
+    Only the token's sha256 is stored; the secret is shown once when issued.
+    ``prefix`` is the public part of the token, for lookup and display.
+    """
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="ingest_tokens"
+    )
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    token_sha256 = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = IngestTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.project.slug})"
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+
+class Rollup(models.Model):
+    """One night of one project and one model, counted once for the dashboard.
+
+    Written when a night closes and recomputable for any range; the trends
+    dashboard reads only these rows, never the replays.
+    """
+
+    date = models.DateField()
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="rollups"
+    )
+    model = models.CharField(max_length=200, blank=True)
+    attempted = models.PositiveIntegerField(default=0)
+    identical = models.PositiveIntegerField(default=0)
+    equivalent = models.PositiveIntegerField(default=0)
+    divergent = models.PositiveIntegerField(default=0)
+    inconclusive = models.PositiveIntegerField(default=0)
+    by_reason = models.JSONField(default=dict, blank=True)
+    # Human decisions on this night's replays, per automated verdict.
+    confirmed = models.JSONField(default=dict, blank=True)
+    overturned = models.JSONField(default=dict, blank=True)
+    # Runs deferred by the budget; kept on the project's row with model "".
+    deferred = models.PositiveIntegerField(default=0)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["date", "project", "model"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["date", "project", "model"], name="rollup_unique_night_model"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    attempted=models.F("identical")
+                    + models.F("equivalent")
+                    + models.F("divergent")
+                    + models.F("inconclusive")
+                ),
+                name="rollup_verdicts_add_up",
+            ),
+        ]
+        indexes = [
+            # The dashboard: a date range, optionally one project.
+            models.Index(fields=["project", "date"], name="rollup_project_date"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.model or 'all models'} {self.date}"
+
+    @property
+    def reached(self) -> int:
+        return self.attempted - self.inconclusive

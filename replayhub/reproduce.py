@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shlex
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -19,7 +20,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from . import gitops
+from . import gitops, nightly
+from .budgets import Amounts
 from .models import (
     Comparison,
     Phase,
@@ -64,6 +66,18 @@ class Report:
     usage: dict = field(default_factory=dict)
     sandbox_seconds: float = 0.0
 
+    def actual(self) -> Amounts:
+        """What this replay spent, for the night's budget."""
+        usage = self.usage
+        ran = self.agent.duration_s > 0
+        return Amounts(
+            replays=1 if ran else 0,
+            sandbox_seconds=math.ceil(self.sandbox_seconds),
+            tokens=int(usage.get("input_tokens", 0))
+            + int(usage.get("output_tokens", 0)),
+            cost_usd=Decimal(usage.get("cost_usd", "0")),
+        )
+
     def summary(self) -> dict:
         """The JSON shape printed by ``reproduce --json`` (without full diffs)."""
         comparison = None
@@ -100,9 +114,9 @@ def _check_dict(check) -> dict:
     }
 
 
-def agent_limits(project: Project) -> Limits:
+def agent_limits(project: Project, caps: dict) -> Limits:
     return Limits(
-        wall_seconds=project.time_limit_seconds,
+        wall_seconds=caps.get("wall_seconds") or project.time_limit_seconds,
         memory_bytes=project.memory_limit_mb * 1024 * 1024,
         max_processes=project.max_processes,
         output_bytes=project.max_output_bytes,
@@ -124,11 +138,12 @@ def runner_for(project: Project):
     return get_runner(project.runner)
 
 
-def agent_argv(project: Project) -> list[str]:
+def agent_argv(project: Project, caps: dict) -> list[str]:
     """The agent command with the per-replay caps filled into its placeholders."""
+    max_tokens = caps.get("max_tokens") or project.max_tokens
     values = {
         "{max_turns}": str(project.max_turns or ""),
-        "{max_tokens}": str(project.max_tokens or ""),
+        "{max_tokens}": str(max_tokens or ""),
     }
     argv = []
     for arg in project.agent_command:
@@ -179,6 +194,7 @@ def execute(
     project: Project,
     run: Run,
     replay_id: int,
+    caps: dict | None = None,
     on_phase: Callable[[str], None] = lambda phase: None,
 ) -> Report:
     """Run one replay in a fresh workspace, which is removed whatever happens."""
@@ -223,14 +239,24 @@ def execute(
     scratch.remove()  # a previous delivery of this replay may have left it behind
     try:
         report.decision = _execute_in(
-            scratch, project, run, runner, prov, report, base_facts, on_phase
+            scratch,
+            project,
+            run,
+            runner,
+            prov,
+            report,
+            base_facts,
+            caps or {},
+            on_phase,
         )
     finally:
         scratch.remove()
     return report
 
 
-def _execute_in(scratch, project, run, runner, prov, report, base_facts, on_phase):
+def _execute_in(
+    scratch, project, run, runner, prov, report, base_facts, caps, on_phase
+):
     on_phase(Phase.PROVISIONING)
     try:
         workspace = scratch.provision(prov.base.sha)
@@ -248,14 +274,14 @@ def _execute_in(scratch, project, run, runner, prov, report, base_facts, on_phas
     try:
         outcome = runner.run(
             SandboxSpec(
-                argv=tuple(agent_argv(project)),
+                argv=tuple(agent_argv(project, caps)),
                 workspace=workspace,
                 env={
                     "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
                     "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
                     "REPLAYHUB_TASK_ID": run.external_id,
                 },
-                limits=agent_limits(project),
+                limits=agent_limits(project, caps),
                 binds=(Bind(io_dir, IO_DIR, writable=True),),
             )
         )
@@ -275,7 +301,8 @@ def _execute_in(scratch, project, run, runner, prov, report, base_facts, on_phas
     if outcome.timed_out or outcome.limit_fired == "wall_time":
         return _inconclusive(
             Reason.TIMEOUT,
-            f"the agent ran past the {project.time_limit_seconds} s time limit",
+            f"the agent ran past its {agent_limits(project, caps).wall_seconds:g} s "
+            "time limit",
             cap_detail="wall_time",
             **base_facts,
         )
@@ -362,7 +389,7 @@ def persist(replay: Replay, report: Report, *, owner: str, expired_before=None) 
     run = replay.run
     retries_exhausted = replay.attempt >= replay.project.max_attempts
     usage = report.usage
-    tokens = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    actual = report.actual()
     evidence = {
         "checks": [_check_dict(c) for c in decision.checks],
         "agent": {k: v for k, v in asdict(report.agent).items() if k != "output"},
@@ -386,8 +413,8 @@ def persist(replay: Replay, report: Report, *, owner: str, expired_before=None) 
             agent_output=report.agent.output,
             agent_output_truncated=report.agent.output_truncated,
             usage=usage,
-            tokens=tokens,
-            cost_usd=Decimal(usage.get("cost_usd", "0")),
+            tokens=actual.tokens,
+            cost_usd=actual.cost_usd,
             sandbox_seconds=report.sandbox_seconds,
             lease_owner="",
             lease_expires_at=None,
@@ -435,6 +462,7 @@ def persist(replay: Replay, report: Report, *, owner: str, expired_before=None) 
             )
         if report.provenance and not run.provenance:
             Run.objects.filter(pk=run.pk).update(provenance=report.provenance)
+        nightly.settle(replay=replay, actual=actual, now=timezone.now())
     log.info(
         "replay %s finished: %s / %s", replay.pk, decision.verdict, decision.reason_code
     )

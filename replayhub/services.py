@@ -36,8 +36,12 @@ def _lease_deadline():
     return timezone.now() + timedelta(seconds=settings.REPLAYHUB_LEASE_SECONDS)
 
 
-def replay_create(*, run: Run, trigger: str, user=None) -> Replay:
-    """A new queued attempt of ``run``; the attempt number counts its replays."""
+def replay_create(*, run: Run, trigger: str, user=None, **budget) -> Replay:
+    """A new queued attempt of ``run``; the attempt number counts its replays.
+
+    ``budget`` carries what admission decided: ``night``, ``reservation`` and
+    ``caps``.
+    """
     attempt = Replay.objects.filter(run=run).count() + 1
     return Replay.objects.create(
         run=run,
@@ -45,14 +49,17 @@ def replay_create(*, run: Run, trigger: str, user=None) -> Replay:
         trigger=trigger,
         requested_by=user,
         attempt=attempt,
+        **budget,
     )
 
 
-def replay_request(*, run: Run, trigger: str = Trigger.COMMAND, user=None) -> Replay:
+def replay_request(
+    *, run: Run, trigger: str = Trigger.COMMAND, user=None, **budget
+) -> Replay:
     """Queue a replay of ``run``; a worker gets it once the transaction commits."""
     from . import tasks
 
-    replay = replay_create(run=run, trigger=trigger, user=user)
+    replay = replay_create(run=run, trigger=trigger, user=user, **budget)
     tasks.run_replay.delay_on_commit(replay.pk)
     return replay
 
@@ -134,6 +141,7 @@ def replay_execute(*, replay_id: int, owner: str | None = None):
             project=replay.project,
             run=replay.run,
             replay_id=replay.pk,
+            caps=replay.caps,
             on_phase=lambda phase: replay_heartbeat(
                 replay_id=replay_id, owner=owner, phase=phase
             ),

@@ -243,6 +243,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replayhub.tasks.reap_expired_leases",
         "schedule": 60.0,
     },
+    # Starts each project's night at its window and closes ended ones.
+    "nightly-tick": {
+        "task": "replayhub.tasks.nightly_tick",
+        "schedule": 120.0,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -5,7 +5,7 @@ import socket
 from celery import shared_task
 from django.utils import timezone
 
-from . import services
+from . import nightly, services
 from .models import WorkerCheck
 
 
@@ -26,3 +26,8 @@ def run_replay(replay_id: int) -> None:
 @shared_task
 def reap_expired_leases() -> None:
     services.replay_reap_expired()
+
+
+@shared_task
+def nightly_tick() -> None:
+    nightly.tick()

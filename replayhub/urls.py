@@ -2,6 +2,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from reviews import upload
+
+from . import api
+
 admin.site.site_header = "ReplayHub administration"
 admin.site.site_title = "ReplayHub"
 
@@ -10,4 +14,18 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("reviews.urls")),
+    # Ingest: the HTTP API (token auth for pushes, session for reads) and the
+    # upload page.
+    path(
+        "api/v1/projects/<slug:slug>/runs",
+        api.runs_create,
+        name="api_runs_create",
+    ),
+    path("api/v1/runs/<int:run_id>", api.run_detail, name="api_run_detail"),
+    path(
+        "api/v1/replays/<int:replay_id>",
+        api.replay_detail,
+        name="api_replay_detail",
+    ),
+    path("runs/upload/", upload.runs_upload, name="runs_upload"),
 ]

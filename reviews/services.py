@@ -263,3 +263,76 @@ def review_decide(
             after=after,
         )
     return review
+
+
+BUDGET_FIELDS = [
+    "max_replays",
+    "max_sandbox_minutes",
+    "max_tokens",
+    "max_cost_usd",
+    "window_start_hour",
+    "window_end_hour",
+    "timezone",
+]
+CAP_FIELDS = [
+    "agentic_enabled",
+    "time_limit_seconds",
+    "test_time_limit_seconds",
+    "memory_limit_mb",
+    "max_processes",
+    "max_tokens",
+    "max_turns",
+    "flake_reruns",
+    "evidence_floor",
+    "max_attempts",
+]
+
+
+def _snapshot(obj, names: list[str]) -> dict:
+    return {name: _plain(getattr(obj, name)) for name in names}
+
+
+def _plain(value):
+    # JSON-friendly: money as a string, never a float.
+    return (
+        str(value) if value is not None and not isinstance(value, bool | int) else value
+    )
+
+
+def budget_update(*, project, budget, actor, budget_data: dict, cap_data: dict) -> bool:
+    """Apply an edit of a project's budget and per-replay caps; audit what changed.
+
+    Returns False when nothing changed (no audit event is written then).
+    """
+    with transaction.atomic():
+        before = {
+            "budget": _snapshot(budget, BUDGET_FIELDS),
+            "caps": _snapshot(project, CAP_FIELDS),
+        }
+        for name, value in budget_data.items():
+            setattr(budget, name, value)
+        for name, value in cap_data.items():
+            setattr(project, name, value)
+        after = {
+            "budget": _snapshot(budget, BUDGET_FIELDS),
+            "caps": _snapshot(project, CAP_FIELDS),
+        }
+        if before == after:
+            return False
+        budget.save()
+        project.save()
+        changed_before, changed_after = {}, {}
+        for part in ("budget", "caps"):
+            for name, value in after[part].items():
+                if before[part][name] != value:
+                    changed_before[name] = before[part][name]
+                    changed_after[name] = value
+        AuditEvent.objects.create(
+            actor=actor,
+            action="budget.update",
+            object_type="project",
+            object_id=str(project.pk),
+            before=changed_before,
+            after=changed_after,
+        )
+    return True

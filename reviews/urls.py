@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import budgets, views
 
 app_name = "reviews"
 
@@ -22,7 +22,8 @@ urlpatterns = [
         name="replay_diff_file",
     ),
     path("trends/", views.trends, name="trends"),
-    path("budgets/", views.budgets, name="budgets"),
+    path("budgets/", budgets.budgets_page, name="budgets"),
+    path("budgets/<slug:slug>/", budgets.budget_edit, name="budget_edit"),
     path("projects/", views.projects, name="projects"),
     path("status/", views.status, name="status"),
     path(

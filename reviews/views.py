@@ -161,12 +161,6 @@ def trends(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@permission_required(roles.VIEW_BUDGETS, raise_exception=True)
-def budgets(request: HttpRequest) -> HttpResponse:
-    return render(request, "reviews/budgets.html", {"page": "budgets"})
-
-
-@require_GET
 @permission_required(roles.VIEW_PROJECTS, raise_exception=True)
 def projects(request: HttpRequest) -> HttpResponse:
     return render(

@@ -1,0 +1,440 @@
+"""Native record import into PostgreSQL: records per second and peak memory.
+
+The figure: ``import_stream`` exactly as ``manage.py import_runs --no-preflight``
+calls it — streaming the file, parsing and checking every line, one query per
+batch for the stored hashes, ``COPY`` per batch — on 10,000- and 100,000-line
+files of realistic records (about 1 KiB a line), each run in a fresh child
+process on an emptied table. Peak memory is the child's resident high-water mark
+(``VmHWM``), given with its growth over the process after Django started, at
+both sizes: flat memory means the two are the same.
+
+The floor, in the same run and in the same way: read the same file, parse each
+line with the stdlib ``json`` and ``COPY`` the same columns into a plain table
+(no constraints, one primary key) with psycopg — no checks, no hashing, no
+duplicate detection.
+
+Beside it, preflight throughput (not in the import's hot path): runs preflighted
+per second against a real repository, git included.
+
+Goal: at least 20,000 records/s at 100,000 lines, and the same peak memory at
+both sizes (within 16 MiB).
+
+The script creates a scratch database ``replayhub_bench_ingest`` on the server of
+``DATABASE_URL``, migrates it, and drops it when done.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python benchmarks/ingest.py [--sizes 10000 100000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# benchmarks/queue.py would shadow the standard library's queue module (which
+# psycopg and the importer use) if this script's own folder led sys.path.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from urllib.parse import urlsplit, urlunsplit  # noqa: E402
+
+SCRATCH_DB = "replayhub_bench_ingest"
+GOAL_RECORDS_PER_S = 20_000
+FLAT_MEMORY_MIB = 16
+PREFLIGHT_RUNS = 300
+FLOOR_TABLE = "bench_floor_run"
+TEXT = (
+    "fix the failing test in checkout add a regression test keep the public api "
+    "unchanged refactor the cart totals module handle empty baskets log the "
+    "coupon code rounding error when a discount applies to several lines"
+)
+WORDS = TEXT.split(" ")
+
+
+def scratch_url(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/" + name))
+
+
+def admin_connect(url: str):
+    """A connection to the server's maintenance database, for CREATE/DROP."""
+    import psycopg
+
+    return psycopg.connect(scratch_url(url, "postgres"), autocommit=True)
+
+
+# --- the records ------------------------------------------------------------------
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+
+
+def make_record(rng: random.Random, number: int) -> dict:
+    """One plausible record: prompt and output of varied length, some nulls."""
+    value = {
+        "external_id": f"run-{number:08d}",
+        "title": sentence(rng, rng.randint(4, 10)),
+        "prompt": " ".join(sentence(rng, 12) for _ in range(rng.randint(2, 8))),
+        "provider": rng.choice(["anthropic", "openai", "google"]),
+        "model": rng.choice(["claude-sonnet-4-5", "gpt-5", "gemini-2.5-pro"]),
+        "effort": rng.choice(["low", "medium", "high"]),
+        "original_commit": f"{rng.getrandbits(160):040x}",
+        "original_branch": f"agent/task-{number}",
+        "original_tests_passed": rng.choice([True, False, None]),
+        "sandbox": {
+            "image": "ghcr.io/acme/agent-sandbox@sha256:" + "4d" * 32,
+            "config_sha256": "9b" * 32,
+        },
+        "started_at": f"2024-11-{1 + number % 28:02d}T0{number % 10}:14:07Z",
+        "output": " ".join(sentence(rng, 10) for _ in range(rng.randint(1, 5))),
+        "usage": {
+            "input_tokens": rng.randint(1_000, 90_000),
+            "output_tokens": rng.randint(100, 9_000),
+            "cost_usd": round(rng.random(), 4),
+            "turns": rng.randint(1, 40),
+        },
+    }
+    if rng.random() < 0.7:
+        value["base_sha"] = f"{rng.getrandbits(160):040x}"
+    if rng.random() < 0.05:
+        value["original_commit"] = None
+    if rng.random() < 0.3:
+        value["platform"] = {"job_url": f"https://ci.example.com/jobs/{number}"}
+    return value
+
+
+def write_file(path: Path, lines: int, seed: int = 7) -> float:
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        for number in range(lines):
+            out.write(json.dumps(make_record(rng, number)) + "\n")
+    return path.stat().st_size / lines
+
+
+# --- the children -----------------------------------------------------------------
+
+
+def memory_kib(field: str) -> int:
+    for entry in Path("/proc/self/status").read_text().splitlines():
+        if entry.startswith(field + ":"):
+            return int(entry.split()[1])
+    return 0
+
+
+def child_import(path: str) -> dict:
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from replayhub.ingest.importer import import_stream, read_chunks
+    from replayhub.models import Project
+
+    project = Project.objects.get(slug="bench")
+    connection.ensure_connection()
+    before = memory_kib("VmRSS")
+    start = time.perf_counter()
+    with open(path, "rb") as stream:
+        summary = import_stream(chunks=read_chunks(stream), project=project)
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "records": summary.imported,
+        "invalid": summary.invalid_total,
+        "peak_kib": memory_kib("VmHWM"),
+        "growth_kib": memory_kib("VmHWM") - before,
+    }
+
+
+def child_floor(path: str) -> dict:
+    import psycopg
+
+    columns = (
+        "project_id, external_id, title, prompt, provider, model, effort, base_sha, "
+        "original_commit, original_branch, original_tests_passed, sandbox_image, "
+        "sandbox_config_sha256, started_at, output, usage, raw, record_sha256, "
+        "preflight, preflight_reason, provenance, imported_at"
+    )
+    with psycopg.connect(os.environ["DATABASE_URL"]) as conn:
+        before = memory_kib("VmRSS")
+        start = time.perf_counter()
+        records = 0
+        with (
+            open(path, "rb") as stream,
+            conn.cursor() as cursor,
+            cursor.copy(f"COPY {FLOOR_TABLE} ({columns}) FROM STDIN") as copy,
+        ):
+            for raw in stream:
+                value = json.loads(raw)
+                sandbox = value.get("sandbox") or {}
+                copy.write_row(
+                    (
+                        1,
+                        value["external_id"],
+                        value.get("title"),
+                        value["prompt"],
+                        value.get("provider"),
+                        value.get("model"),
+                        value.get("effort"),
+                        value.get("base_sha"),
+                        value.get("original_commit"),
+                        value.get("original_branch"),
+                        value.get("original_tests_passed"),
+                        sandbox.get("image"),
+                        sandbox.get("config_sha256"),
+                        value["started_at"],
+                        value.get("output"),
+                        json.dumps(value.get("usage") or {}),
+                        raw.decode(),
+                        "",
+                        "pending",
+                        "",
+                        "{}",
+                        "2024-11-30T00:00:00Z",
+                    )
+                )
+                records += 1
+        conn.commit()
+        seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "records": records,
+        "invalid": 0,
+        "peak_kib": memory_kib("VmHWM"),
+        "growth_kib": memory_kib("VmHWM") - before,
+    }
+
+
+def child_preflight() -> dict:
+    import django
+
+    django.setup()
+    from replayhub.ingest.preflight import preflight_pending
+    from replayhub.models import Project
+
+    project = Project.objects.get(slug="bench")
+    start = time.perf_counter()
+    result = preflight_pending(project_ids=[project.pk])
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "records": result.ready + result.unreproducible,
+        "ready": result.ready,
+        "unreproducible": result.unreproducible,
+        "invalid": result.failed,
+    }
+
+
+def in_child(*args: str) -> dict:
+    """Run one measurement in a fresh process, so peak memory is its own."""
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", *args],
+        cwd=ROOT,
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --- the parent -------------------------------------------------------------------
+
+
+def setup_database() -> None:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    from replayhub.models import Project
+
+    call_command("migrate", verbosity=0)
+    Project.objects.create(slug="bench", repo_path=str(make_git_repo()))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TABLE {FLOOR_TABLE} (id bigserial PRIMARY KEY, "
+            "project_id bigint, external_id text, title text, prompt text, "
+            "provider text, model text, effort text, base_sha text, "
+            "original_commit text, original_branch text, original_tests_passed "
+            "boolean, sandbox_image text, sandbox_config_sha256 text, started_at "
+            "timestamptz, output text, usage jsonb, raw jsonb, record_sha256 text, "
+            "preflight text, preflight_reason text, provenance jsonb, imported_at "
+            "timestamptz)"
+        )
+
+
+def empty_tables() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE replayhub_run, {FLOOR_TABLE} CASCADE")
+        # Fresh statistics, as on a table between imports rather than mid-load.
+        cursor.execute(f"VACUUM ANALYZE replayhub_run, {FLOOR_TABLE}")
+
+
+def make_git_repo() -> Path:
+    """A repository with one agent branch per preflight run, via fast-import."""
+    path = Path(tempfile.mkdtemp(prefix="replayhub-bench-repo-"))
+    git = ["git", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(path)], check=True)
+    stream = ["commit refs/heads/main", "mark :1", "committer B <b@x> 1700000000 +0000"]
+    stream += ["data 4", "base", "M 644 inline cart.py", "data 6", "x = 0", ""]
+    for number in range(PREFLIGHT_RUNS):
+        stream += [f"commit refs/heads/agent/{number}", f"mark :{number + 2}"]
+        stream += ["committer A <a@x> 1700000100 +0000", "data 5", "agent"]
+        stream += ["from :1", "M 644 inline cart.py", "data 10", f"x = {number:06d}"]
+        stream += [""]
+    subprocess.run(
+        ["git", "fast-import", "--quiet", "--export-marks=marks"],
+        cwd=path,
+        input="\n".join(stream) + "\n",
+        text=True,
+        check=True,
+    )
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=path, check=True)
+    return path
+
+
+def preflight_file(path: Path) -> Path:
+    """Records for the preflight measurement: 90% on real agent commits."""
+    from replayhub.models import Project
+
+    repo = Path(Project.objects.get(slug="bench").repo_path)
+    marks = (repo / "marks").read_text().split()
+    commits = dict(zip(marks[::2], marks[1::2], strict=True))
+    rng = random.Random(11)
+    with path.open("w") as out:
+        for number in range(PREFLIGHT_RUNS):
+            value = make_record(rng, number)
+            value.pop("base_sha", None)
+            if number % 10:
+                value["original_commit"] = commits[f":{number + 2}"]
+            out.write(json.dumps(value) + "\n")
+    return path
+
+
+def summary(samples: list[dict]) -> dict:
+    rates = [s["records"] / s["seconds"] for s in samples]
+    return {
+        "median": statistics.median(rates),
+        "min": min(rates),
+        "max": max(rates),
+        "peak_mib": statistics.median(s["peak_kib"] for s in samples) / 1024,
+        "growth_mib": statistics.median(s["growth_kib"] for s in samples) / 1024,
+    }
+
+
+def row(name: str, s: dict) -> str:
+    return (
+        f"{name:<18} median {s['median']:9,.0f} rec/s  min {s['min']:9,.0f}  "
+        f"max {s['max']:9,.0f}   peak RSS {s['peak_mib']:6.1f} MiB "
+        f"(+{s['growth_mib']:5.1f} over start)"
+    )
+
+
+def run(args) -> int:
+    setup_database()
+    work = Path(tempfile.mkdtemp(prefix="replayhub-bench-ingest-"))
+    results = {}
+    for size in args.sizes:
+        path = work / f"runs-{size}.jsonl"
+        bytes_per_line = write_file(path, size)
+        imports, floors = [], []
+        for _ in range(args.runs):
+            empty_tables()
+            imports.append(in_child("import", str(path)))
+            floors.append(in_child("floor", str(path)))
+        for sample in imports + floors:
+            if sample["records"] != size or sample["invalid"]:
+                raise RuntimeError(f"expected {size} records, got {sample}")
+        results[size] = (summary(imports), summary(floors))
+        print(
+            f"--- {size:,} lines, {bytes_per_line:,.0f} bytes a line, {args.runs} runs"
+        )
+        print(row("import_runs", results[size][0]))
+        print(row("floor json+COPY", results[size][1]))
+        figure, floor = results[size]
+        print(f"ratio import/floor {figure['median'] / floor['median']:.2f}")
+
+    empty_tables()
+    pre_path = preflight_file(work / "preflight.jsonl")
+    in_child("import", str(pre_path))
+    pre = in_child("preflight")
+    print(
+        f"--- preflight (separate step, git per run): {pre['records']} runs in "
+        f"{pre['seconds']:.2f} s = {pre['records'] / pre['seconds']:,.0f} runs/s "
+        f"({pre['ready']} ready, {pre['unreproducible']} unreproducible)"
+    )
+
+    largest, smallest = max(args.sizes), min(args.sizes)
+    rate = results[largest][0]["median"]
+    drift = results[largest][0]["peak_mib"] - results[smallest][0]["peak_mib"]
+    rate_ok = rate >= GOAL_RECORDS_PER_S
+    memory_ok = drift <= FLAT_MEMORY_MIB
+    print(
+        f"goal >= {GOAL_RECORDS_PER_S:,} rec/s at {largest:,} lines: "
+        f"{rate:,.0f} — {'met' if rate_ok else 'MISSED'}; "
+        f"peak memory {smallest:,} vs {largest:,} lines differs by {drift:+.1f} MiB "
+        f"(flat within {FLAT_MEMORY_MIB} MiB: {'met' if memory_ok else 'MISSED'})"
+    )
+    return 0 if rate_ok and memory_ok else 1
+
+
+def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        kind, rest = sys.argv[2], sys.argv[3:]
+        result = {
+            "import": lambda: child_import(*rest),
+            "floor": lambda: child_floor(*rest),
+            "preflight": child_preflight,
+        }[kind]()
+        print(json.dumps(result))
+        return 0
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        print(
+            "benchmarks/ingest.py needs PostgreSQL (it refuses SQLite): "
+            "set DATABASE_URL",
+            file=sys.stderr,
+        )
+        return 2
+    admin = admin_connect(url)
+    admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}"')
+    admin.execute(f'CREATE DATABASE "{SCRATCH_DB}"')
+    os.environ["DATABASE_URL"] = scratch_url(url, SCRATCH_DB)
+    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "replayhub.settings"
+    try:
+        return run(args)
+    finally:
+        if "django.db" in sys.modules:
+            from django.db import connections
+
+            connections.close_all()
+        admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}" WITH (FORCE)')
+        admin.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""The HTTP API: producers push runs with an ingest token; people read evidence.
+
+``POST /api/v1/projects/<slug>/runs`` authenticates with a per-project bearer
+token and answers with the import summary of ``docs/formats.md``. The ``GET``
+endpoints use the browser session and the same permissions as the pages. Every
+answer is JSON, errors included: an API answers 401, it never redirects to a
+login page.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from reviews import roles
+
+from .ingest.importer import READ_SIZE, import_body
+from .ingest.preflight import preflight_pending
+from .ingest.tokens import Denied, token_authenticate
+from .models import Comparison, Replay, Run, TestOutcome
+
+# Bodies up to this size stay in memory while they are checked; larger ones are
+# spooled to a temporary file.
+_SPOOL_IN_MEMORY = 1024 * 1024
+_BIG_TEXTS = ("diff_of_diffs", "original_patch", "replay_patch")
+
+
+def _error(status: int, message: str, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+# The token is the credential: no session and no cookie is involved, so there is
+# nothing for a cross-site request to ride on.
+@login_not_required
+@csrf_exempt
+@require_POST
+def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
+    token = token_authenticate(
+        authorization=request.headers.get("Authorization", ""), slug=slug
+    )
+    if isinstance(token, Denied):
+        response = _error(token.status, token.message)
+        if token.status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="replayhub"'
+        return response
+
+    limit = settings.REPLAYHUB_API_MAX_BODY_BYTES
+    declared = request.META.get("CONTENT_LENGTH", "")
+    if not declared.isdigit():
+        return _error(411, "send a Content-Length header (chunked bodies are refused)")
+    if int(declared) > limit:
+        return _error(413, f"the body is larger than the limit of {limit:,} bytes")
+    if int(declared) == 0:
+        return _error(400, "the body is empty: send JSONL or a JSON array of records")
+
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY) as body:
+        size = 0
+        # Counted while reading too, whatever the header said.
+        while chunk := request.read(READ_SIZE):
+            size += len(chunk)
+            if size > limit:
+                return _error(
+                    413, f"the body is larger than the limit of {limit:,} bytes"
+                )
+            body.write(chunk)
+        body.seek(0)
+        summary = import_body(body=body, project=token.project)
+
+    preflight = preflight_pending(
+        project_ids=[token.project_id], limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX
+    )
+    summary.preflight = preflight.to_dict()
+    payload = summary.to_dict()
+    if summary.invalid_total:
+        payload["error"] = (
+            f"{summary.invalid_total} of the records are invalid and were not "
+            "imported; the valid ones were imported"
+        )
+        return JsonResponse(payload, status=400)
+    if summary.conflicts_total:
+        payload["error"] = (
+            f"{summary.conflicts_total} of the records conflict with stored runs "
+            "of the same external id and were not imported; the others were"
+        )
+        return JsonResponse(payload, status=409)
+    return JsonResponse(payload, status=201 if summary.imported else 200)
+
+
+def _session_denied(request: HttpRequest, permission: str) -> JsonResponse | None:
+    if not request.user.is_authenticated:
+        return _error(401, "log in first: this endpoint uses the browser session")
+    if not request.user.has_perm(permission):
+        return _error(403, "you do not have permission to read this")
+    return None
+
+
+# Session-authenticated, but answers 401 itself rather than redirecting.
+@login_not_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> JsonResponse:
+    if denied := _session_denied(request, "replayhub.view_run"):
+        return denied
+    run = Run.objects.select_related("project").filter(pk=run_id).first()
+    if run is None:
+        return _error(404, f"there is no run {run_id}")
+    return JsonResponse(_run_json(run))
+
+
+@login_not_required
+@require_GET
+def replay_detail(request: HttpRequest, replay_id: int) -> JsonResponse:
+    if denied := _session_denied(request, roles.VIEW_REPLAYS):
+        return denied
+    full = request.GET.get("full") == "1"
+    replay = (
+        Replay.objects.select_related("run", "project").filter(pk=replay_id).first()
+    )
+    if replay is None:
+        return _error(404, f"there is no replay {replay_id}")
+    return JsonResponse(
+        _replay_json(
+            replay, full=full, with_money=request.user.has_perm(roles.VIEW_MONEY)
+        )
+    )
+
+
+def _run_json(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.pk,
+        "project": run.project.slug,
+        "external_id": run.external_id,
+        "title": run.title,
+        "prompt": run.prompt,
+        "provider": run.provider,
+        "model": run.model,
+        "effort": run.effort,
+        "base_sha": run.base_sha or None,
+        "original_commit": run.original_commit or None,
+        "original_branch": run.original_branch,
+        "original_tests_passed": run.original_tests_passed,
+        "sandbox": {
+            "image": run.sandbox_image or None,
+            "config_sha256": run.sandbox_config_sha256 or None,
+        },
+        "started_at": run.started_at,
+        "output": run.output,
+        "usage": run.usage,
+        "record_sha256": run.record_sha256,
+        "imported_at": run.imported_at,
+        "preflight": run.preflight,
+        "preflight_reason": run.preflight_reason,
+        "provenance": run.provenance,
+        "raw": run.raw,
+        "replays": [
+            {
+                "id": replay.pk,
+                "attempt": replay.attempt,
+                "tier": replay.tier,
+                "status": replay.status,
+                "verdict": replay.verdict or None,
+                "reason_code": replay.reason_code or None,
+                "created_at": replay.created_at,
+            }
+            for replay in run.replays.order_by("created_at", "pk")
+        ],
+    }
+
+
+def _replay_json(replay: Replay, *, full: bool, with_money: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": replay.pk,
+        "run": replay.run_id,
+        "project": replay.project.slug,
+        "external_id": replay.run.external_id,
+        "tier": replay.tier,
+        "status": replay.status,
+        "phase": replay.phase,
+        "attempt": replay.attempt,
+        "trigger": replay.trigger,
+        "verdict": replay.verdict or None,
+        "reason_code": replay.reason_code or None,
+        "reason": replay.reason,
+        "evidence": replay.evidence,
+        "provenance": replay.provenance,
+        "agent_exit_code": replay.agent_exit_code,
+        "usage": replay.usage,
+        "tokens": replay.tokens,
+        "sandbox_seconds": replay.sandbox_seconds,
+        "created_at": replay.created_at,
+        "started_at": replay.started_at,
+        "finished_at": replay.finished_at,
+        "comparison": _comparison_json(replay, full=full),
+        "test_outcomes": [
+            _outcome_json(outcome, full=full)
+            for outcome in TestOutcome.objects.filter(replay=replay)
+            .order_by("tree", "attempt")
+            .defer(*(() if full else ("output_tail",)))
+        ],
+    }
+    if with_money:
+        data["cost_usd"] = replay.cost_usd
+    if full:
+        data["agent_output"] = replay.agent_output
+        data["agent_output_truncated"] = replay.agent_output_truncated
+    return data
+
+
+def _comparison_json(replay: Replay, *, full: bool) -> dict[str, Any] | None:
+    # The big texts are loaded only when asked for.
+    queryset = Comparison.objects.filter(replay=replay)
+    if not full:
+        queryset = queryset.defer(*_BIG_TEXTS)
+    comparison = queryset.first()
+    if comparison is None:
+        return None
+    data = {
+        "identical": comparison.identical,
+        "original_tree": comparison.original_tree,
+        "replay_tree": comparison.replay_tree,
+        "diffstat": comparison.diffstat,
+        "files_changed": comparison.files_changed,
+        "insertions": comparison.insertions,
+        "deletions": comparison.deletions,
+        "differing_paths": comparison.differing_paths,
+        "replay_paths": comparison.replay_paths,
+        "disallowed_paths": comparison.disallowed_paths,
+        "truncated": comparison.truncated,
+    }
+    if full:
+        data.update({name: getattr(comparison, name) for name in _BIG_TEXTS})
+    return data
+
+
+def _outcome_json(outcome: TestOutcome, *, full: bool) -> dict[str, Any]:
+    data = {
+        "tree": outcome.tree,
+        "attempt": outcome.attempt,
+        "ran": outcome.ran,
+        "passed": outcome.passed,
+        "exit_code": outcome.exit_code,
+        "tests_executed": outcome.tests_executed,
+        "tests_failed": outcome.tests_failed,
+        "timed_out": outcome.timed_out,
+        "duration_s": outcome.duration_s,
+        "output_truncated": outcome.output_truncated,
+    }
+    if full:
+        data["output_tail"] = outcome.output_tail
+    return data

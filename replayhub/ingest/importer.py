@@ -1,0 +1,472 @@
+"""Streaming, batched, idempotent import of native run records.
+
+One line at a time is parsed and checked (:mod:`replayhub.ingest.native`); valid
+records are stored in batches, each batch in its own transaction with one query
+per project to find the external ids already stored. The same record again is a
+duplicate, the same external id with other content a conflict: reported, never
+written over. Invalid lines are reported and never stop the valid ones.
+
+Memory is flat: nothing is kept across batches but counters and the first
+:data:`REPORT_LIMIT` invalid lines and conflicts. A file interrupted half way
+leaves whole batches stored; importing it again finishes the job.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import JSONField
+from django.utils import timezone
+
+from replayhub.models import Project, Run
+
+from .native import (
+    Line,
+    Record,
+    RecordError,
+    canonical_json,
+    check_record,
+    parse_line,
+    split_lines,
+)
+
+BATCH_SIZE = 1000
+READ_SIZE = 64 * 1024
+# The summary lists at most this many invalid lines and conflicts; the totals
+# count them all.
+REPORT_LIMIT = 1000
+# A batch can collide with a concurrent import of the same records; it is then
+# classified again against what that import stored.
+_ATTEMPTS = 3
+_PROJECT_CACHE = 1000
+
+
+@dataclass
+class Summary:
+    """What an import did. :meth:`to_dict` is the documented summary object."""
+
+    imported: int = 0
+    duplicates: int = 0
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    invalid: list[dict[str, Any]] = field(default_factory=list)
+    conflicts_total: int = 0
+    invalid_total: int = 0
+    preflight: dict[str, int] | None = None
+    project_ids: set[int] = field(default_factory=set)
+
+    def add_invalid(self, line: int, error: str) -> None:
+        self.invalid_total += 1
+        if len(self.invalid) < REPORT_LIMIT:
+            self.invalid.append({"line": line, "error": error})
+
+    def add_conflict(self, line: int, project: str, external_id: str) -> None:
+        self.conflicts_total += 1
+        if len(self.conflicts) < REPORT_LIMIT:
+            self.conflicts.append(
+                {"line": line, "project": project, "external_id": external_id}
+            )
+
+    @property
+    def complete(self) -> bool:
+        """Whether every record was stored or already there, unchanged."""
+        return not (self.invalid_total or self.conflicts_total)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "imported": self.imported,
+            "duplicates": self.duplicates,
+            "conflicts": self.conflicts,
+            "invalid": self.invalid,
+            "conflicts_total": self.conflicts_total,
+            "invalid_total": self.invalid_total,
+            "preflight": self.preflight,
+        }
+
+
+@dataclass(slots=True)
+class _Item:
+    line: int
+    project: Project
+    record: Record
+
+
+def read_chunks(stream: IO[bytes], size: int = READ_SIZE) -> Iterator[bytes]:
+    while chunk := stream.read(size):
+        yield chunk
+
+
+def import_stream(
+    *, chunks: Iterable[bytes], project: Project | None = None
+) -> Summary:
+    """Import a JSONL byte stream (a file, stdin, an upload, a request body).
+
+    ``project`` is the project records go to when they do not name one, and the
+    only one they may name when given.
+    """
+    lines = split_lines(chunks, max_line_bytes=settings.REPLAYHUB_MAX_RECORD_BYTES)
+    return import_lines(lines=lines, project=project)
+
+
+def import_lines(*, lines: Iterable[Line], project: Project | None = None) -> Summary:
+    summary = Summary()
+    importer = _Importer(summary, project)
+    limit = settings.REPLAYHUB_MAX_RECORD_BYTES
+    for number, data, terminated in lines:
+        if data is None:
+            summary.add_invalid(
+                number, f"the line is longer than the limit of {limit:,} bytes"
+            )
+        elif data and not data.isspace():
+            try:
+                value = parse_line(data, terminated=terminated)
+            except RecordError as error:
+                summary.add_invalid(number, str(error))
+            else:
+                importer.add(number, value)
+    importer.flush()
+    return summary
+
+
+def import_body(*, body: IO[bytes], project: Project) -> Summary:
+    """Import an HTTP request body: a JSON array of records, or JSONL.
+
+    The first non-blank byte decides: ``[`` is an array, read whole (the caller
+    bounds its size), anything else is JSONL, streamed. For an array, ``line``
+    in the summary is the 1-based position of the element.
+    """
+    head = body.read(READ_SIZE)
+    if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
+        return _import_array(head + body.read(), project)
+    return import_stream(
+        chunks=itertools.chain([head], read_chunks(body)), project=project
+    )
+
+
+def _import_array(data: bytes, project: Project) -> Summary:
+    summary = Summary()
+    importer = _Importer(summary, project)
+    # Bytes that are not UTF-8 survive decoding as lone surrogates and are
+    # turned back into bytes per element, so only that element is refused.
+    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    decoder = json.JSONDecoder()
+    index = _skip_space(text, text.index("[") + 1)
+    position = 0
+    while index < len(text) and text[index] != "]":
+        position += 1
+        try:
+            _, end = decoder.raw_decode(text, index)
+        except (ValueError, RecursionError) as error:
+            message = (
+                str(error) if isinstance(error, ValueError) else "nested too deeply"
+            )
+            summary.add_invalid(
+                position,
+                f"not valid JSON: {message}; the rest of the array was not read",
+            )
+            break
+        element = text[index:end].encode("utf-8", errors="surrogateescape")
+        try:
+            importer.add(position, parse_line(element))
+        except RecordError as error:
+            summary.add_invalid(position, str(error))
+        index = _skip_space(text, end)
+        if text.startswith(",", index):
+            index = _skip_space(text, index + 1)
+        elif not text.startswith("]", index):
+            summary.add_invalid(
+                position + 1,
+                "not valid JSON: expected ',' or ']' after an element; the rest "
+                "of the array was not read",
+            )
+            break
+    else:
+        if index >= len(text):
+            summary.add_invalid(
+                position + 1, "not valid JSON: the array is not closed with ']'"
+            )
+        elif text[index + 1 :].strip():
+            summary.add_invalid(
+                position + 1, "not valid JSON: there is more after the closing ']'"
+            )
+    importer.flush()
+    return summary
+
+
+def _skip_space(text: str, index: int) -> int:
+    while index < len(text) and text[index] in " \t\r\n":
+        index += 1
+    return index
+
+
+class _Importer:
+    def __init__(self, summary: Summary, project: Project | None) -> None:
+        self.summary = summary
+        self.default = project
+        self.projects: dict[str, Project | None] = {}
+        if project is not None:
+            self.projects[project.slug] = project
+        self.max_prompt_bytes = settings.REPLAYHUB_MAX_PROMPT_BYTES
+        self.batch: list[_Item] = []
+        self.statistics = _Statistics()
+
+    def add(self, number: int, value: Any) -> None:
+        try:
+            record = check_record(
+                value,
+                max_prompt_bytes=self.max_prompt_bytes,
+                project=self.default.slug if self.default else None,
+            )
+        except RecordError as error:
+            self.summary.add_invalid(number, str(error))
+            return
+        self.add_record(number, record)
+
+    def add_record(self, number: int, record: Record) -> None:
+        try:
+            project = self.project(record.project)
+        except RecordError as error:
+            self.summary.add_invalid(number, str(error))
+            return
+        self.batch.append(_Item(number, project, record))
+        if len(self.batch) >= BATCH_SIZE:
+            self.flush()
+
+    def project(self, slug: str | None) -> Project:
+        if slug in self.projects:
+            found = self.projects[slug]
+        else:
+            found = Project.objects.filter(slug=slug).first()
+            if len(self.projects) < _PROJECT_CACHE:
+                self.projects[slug] = found
+        if found is None:
+            raise RecordError(f"project: there is no project {json.dumps(slug)}")
+        return found
+
+    def flush(self) -> None:
+        if not self.batch:
+            return
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with transaction.atomic():
+                    fresh, duplicates, conflicts = _classify(self.batch)
+                    _insert(fresh)
+            except IntegrityError:
+                if attempt == _ATTEMPTS:
+                    raise
+                continue
+            break
+        self.statistics.grew(len(fresh))
+        summary = self.summary
+        summary.imported += len(fresh)
+        summary.duplicates += duplicates
+        for item in conflicts:
+            summary.add_conflict(item.line, item.project.slug, item.record.external_id)
+        summary.project_ids.update(item.project.pk for item in self.batch)
+        self.batch = []
+
+
+class _Statistics:
+    """Keeps PostgreSQL's row estimate for the run table from falling far behind.
+
+    The lookup of stored hashes must use the unique (project, external id)
+    index. On a table that has grown much since it was last analyzed (the
+    first big import into an empty table) the planner believes the project has
+    a handful of runs and scans all of them instead, once per batch, which
+    makes a large import quadratic. Analyzing whenever the table has doubled
+    since the estimate costs a few ANALYZEs per import at most, and none for
+    an import that is small next to the table.
+    """
+
+    def __init__(self) -> None:
+        self.enabled = connection.vendor == "postgresql"
+        self.known: float | None = None
+        self.added = 0
+
+    def grew(self, rows: int) -> None:
+        if not self.enabled or not rows:
+            return
+        table = Run._meta.db_table
+        with connection.cursor() as cursor:
+            if self.known is None:
+                cursor.execute(
+                    "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table]
+                )
+                self.known = max(cursor.fetchone()[0], 0)
+            self.added += rows
+            if self.added > max(self.known, BATCH_SIZE):
+                # Only the key columns: the row count is what matters here,
+                # and the wide text and JSON columns would make it slow.
+                quote = connection.ops.quote_name
+                cursor.execute(
+                    f"ANALYZE {quote(table)} ({quote('project_id')}, "
+                    f"{quote('external_id')})"
+                )
+                self.known += self.added
+                self.added = 0
+
+
+def _classify(batch: list[_Item]) -> tuple[list[_Item], int, list[_Item]]:
+    """Split a batch into new records, duplicates and conflicts.
+
+    One query per project finds the stored hashes; records earlier in the same
+    batch count as stored, so a file repeating a record is handled the same.
+    """
+    wanted: dict[int, list[str]] = {}
+    for item in batch:
+        wanted.setdefault(item.project.pk, []).append(item.record.external_id)
+    stored: dict[tuple[int, str], str] = {}
+    for project_id, external_ids in wanted.items():
+        for external_id, digest in _stored_hashes(project_id, external_ids):
+            stored[(project_id, external_id)] = digest
+    fresh: list[_Item] = []
+    conflicts: list[_Item] = []
+    duplicates = 0
+    for item in batch:
+        key = (item.project.pk, item.record.external_id)
+        digest = stored.get(key)
+        if digest is None:
+            stored[key] = item.record.sha256
+            fresh.append(item)
+        elif digest == item.record.sha256:
+            duplicates += 1
+        else:
+            conflicts.append(item)
+    return fresh, duplicates, conflicts
+
+
+def _stored_hashes(project_id: int, external_ids: list[str]) -> Iterable[tuple]:
+    if connection.vendor != "postgresql":
+        return Run.objects.filter(
+            project_id=project_id, external_id__in=external_ids
+        ).values_list("external_id", "record_sha256")
+    # One array parameter rather than IN with a placeholder per id: building
+    # and splitting a thousand placeholders cost more than the query itself.
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote('external_id')}, {quote('record_sha256')} "  # noqa: S608 -- names from the model
+            f"FROM {quote(Run._meta.db_table)} "
+            f"WHERE {quote('project_id')} = %s AND {quote('external_id')} = ANY(%s)",
+            [project_id, external_ids],
+        )
+        return cursor.fetchall()
+
+
+# Run columns a record fills; every other column gets its model default.
+_FROM_RECORD = (
+    "project_id",
+    "external_id",
+    "title",
+    "prompt",
+    "provider",
+    "model",
+    "effort",
+    "base_sha",
+    "original_commit",
+    "original_branch",
+    "original_tests_passed",
+    "sandbox_image",
+    "sandbox_config_sha256",
+    "started_at",
+    "output",
+    "usage",
+    "raw",
+    "record_sha256",
+    "imported_at",
+)
+
+
+def _insert(items: list[_Item]) -> None:
+    if not items:
+        return
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        _copy(items, now)
+        return
+    Run.objects.bulk_create([_run(item, now) for item in items])
+
+
+def _run(item: _Item, now) -> Run:
+    record = item.record
+    return Run(
+        project=item.project,
+        external_id=record.external_id,
+        title=record.title,
+        prompt=record.prompt,
+        provider=record.provider,
+        model=record.model,
+        effort=record.effort,
+        base_sha=record.base_sha,
+        original_commit=record.original_commit,
+        original_branch=record.original_branch,
+        original_tests_passed=record.original_tests_passed,
+        sandbox_image=record.sandbox_image,
+        sandbox_config_sha256=record.sandbox_config_sha256,
+        started_at=record.started_at,
+        output=record.output,
+        usage=record.usage,
+        raw=record.raw,
+        record_sha256=record.sha256,
+        imported_at=now,
+    )
+
+
+def _copy(items: list[_Item], now) -> None:
+    """Insert with PostgreSQL's COPY: the ORM's per-row cost is most of an import.
+
+    The canonical JSON already computed for the hash is sent as ``raw`` as is,
+    so no record is serialized twice. Columns not filled from the record get
+    the model default, so a field added to Run later is still filled.
+    """
+    import psycopg
+
+    fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
+    column = {f.attname: f.column for f in fields}
+    others = [f for f in fields if f.attname not in _FROM_RECORD]
+    defaults = tuple(
+        json.dumps(f.get_default(), cls=f.encoder)
+        if isinstance(f, JSONField)
+        else f.get_db_prep_save(f.get_default(), connection)
+        for f in others
+    )
+    quote = connection.ops.quote_name
+    names = [column[name] for name in _FROM_RECORD] + [f.column for f in others]
+    sql = "COPY {} ({}) FROM STDIN".format(
+        quote(Run._meta.db_table), ", ".join(quote(name) for name in names)
+    )
+    try:
+        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+            for item in items:
+                record = item.record
+                copy.write_row(
+                    (
+                        item.project.pk,
+                        record.external_id,
+                        record.title,
+                        record.prompt,
+                        record.provider,
+                        record.model,
+                        record.effort,
+                        record.base_sha,
+                        record.original_commit,
+                        record.original_branch,
+                        record.original_tests_passed,
+                        record.sandbox_image,
+                        record.sandbox_config_sha256,
+                        record.started_at,
+                        record.output,
+                        canonical_json(record.usage),
+                        record.raw_json,
+                        record.sha256,
+                        now,
+                        *defaults,
+                    )
+                )
+    except psycopg.errors.UniqueViolation as error:
+        raise IntegrityError(str(error)) from error

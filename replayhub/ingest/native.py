@@ -1,0 +1,484 @@
+"""The native run record: one JSON object per line, parsed and checked.
+
+Pure functions over bytes and plain values, no database: :func:`split_lines` cuts
+a byte stream into numbered lines without holding more than one line,
+:func:`parse_line` turns one line into a JSON value, :func:`check_record` turns
+that value into a :class:`Record` or raises :class:`RecordError` naming every
+field that is wrong. ``docs/formats.md`` is the reference for producers.
+
+Every value is untrusted. Nothing is trimmed, truncated or coerced: a value is
+stored exactly as sent or the line is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+SHA = re.compile(r"[0-9a-f]{7,64}")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A NUL escape that is not itself an escaped backslash followed by "u0000".
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+BIGINT_MAX = 2**63 - 1
+
+# Optional text fields and the column sizes they are stored in. A longer value is
+# refused rather than cut: nothing a producer sent is silently lost.
+TEXT_LIMITS: dict[str, int] = {
+    "title": 500,
+    "provider": 100,
+    "model": 200,
+    "effort": 50,
+    "original_branch": 255,
+}
+EXTERNAL_ID_LIMIT = 255
+IMAGE_LIMIT = 512
+USAGE_COUNTS = ("input_tokens", "output_tokens", "turns")
+
+
+class RecordError(ValueError):
+    """Why one line is not a valid record; the message names the field."""
+
+
+class Line(NamedTuple):
+    """One physical line. ``data`` is None when the line was over the size limit."""
+
+    number: int
+    data: bytes | None
+    terminated: bool
+
+
+# Not frozen: a frozen dataclass sets each of its many fields through
+# object.__setattr__, a measurable cost per record on a large import.
+@dataclass(slots=True)
+class Record:
+    """A checked record: the typed columns plus the record whole (``raw``)."""
+
+    project: str | None
+    external_id: str
+    title: str
+    prompt: str
+    provider: str
+    model: str
+    effort: str
+    base_sha: str
+    original_commit: str
+    original_branch: str
+    original_tests_passed: bool | None
+    sandbox_image: str
+    sandbox_config_sha256: str
+    started_at: datetime
+    output: str
+    usage: dict[str, Any]
+    raw: dict[str, Any]
+    # ``raw`` as canonical JSON text (sorted keys, no whitespace), and its hash.
+    raw_json: str
+    sha256: str
+
+
+def split_lines(chunks: Iterable[bytes], *, max_line_bytes: int) -> Iterator[Line]:
+    """Cut a stream of byte chunks into numbered lines (1-based, ``\\n`` ends one).
+
+    Memory stays within one line of at most ``max_line_bytes``: the bytes of a
+    longer line are dropped as they arrive and it is yielded with ``data=None``.
+    A last line without a newline is yielded with ``terminated=False``.
+    """
+    number = 0
+    parts: list[bytes] = []
+    size = 0
+    too_long = False
+    for chunk in chunks:
+        if not chunk:
+            continue
+        pieces = chunk.split(b"\n")
+        for piece in pieces[:-1]:
+            number += 1
+            if too_long or size + len(piece) > max_line_bytes:
+                yield Line(number, None, True)
+            elif parts:
+                parts.append(piece)
+                yield Line(number, b"".join(parts), True)
+            else:
+                yield Line(number, piece, True)
+            parts, size, too_long = [], 0, False
+        tail = pieces[-1]
+        if tail and not too_long:
+            size += len(tail)
+            if size > max_line_bytes:
+                parts, too_long = [], True
+            else:
+                parts.append(tail)
+    if parts or too_long:
+        number += 1
+        yield Line(number, None if too_long else b"".join(parts), False)
+
+
+def parse_line(data: bytes, *, terminated: bool = True) -> Any:
+    """Decode one line as UTF-8 and parse it as JSON; any failure is a RecordError.
+
+    Non-standard JSON is refused: ``NaN``/``Infinity`` and duplicate keys (the
+    database could keep neither faithfully). ``terminated=False`` marks the last
+    line of a file that did not end with a newline, so a parse failure there is
+    reported as a probable cut-off.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = data[error.start : error.start + 4]
+        raise RecordError(
+            f"not valid UTF-8: byte {error.start + 1} of the line "
+            f"starts {bad!r}, which is not UTF-8 text"
+        ) from None
+    return parse_text(text.removeprefix("\ufeff"), terminated=terminated)
+
+
+def parse_text(text: str, *, terminated: bool = True) -> Any:
+    try:
+        return _DECODER.decode(text)
+    except RecordError:
+        raise
+    except json.JSONDecodeError as error:
+        message = f"not valid JSON: {error.msg} at column {error.colno}"
+        if not terminated:
+            message += " (this last line has no newline: the file was probably cut off)"
+        raise RecordError(message) from None
+    except RecursionError:
+        raise RecordError("not valid JSON: nested too deeply") from None
+    except ValueError as error:
+        # int() refuses numbers with thousands of digits (a DoS guard in CPython).
+        raise RecordError(f"not valid JSON: {error}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise RecordError(f"not valid JSON: {name} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RecordError(f"the key {_show(key)} appears twice in one object")
+            seen.add(key)
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, object_pairs_hook=_unique_keys
+)
+
+
+def canonical_json(value: Any) -> str:
+    """The one text of a JSON value that ``record_sha256`` is computed over."""
+    return json.dumps(
+        value,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def check_record(
+    value: Any, *, max_prompt_bytes: int, project: str | None = None
+) -> Record:
+    """Check one parsed line against the native format.
+
+    ``project`` is the project the caller imports into (``--project``, the API
+    URL); a record naming another one is refused. All problems of the line are
+    reported together, ``; ``-separated, each starting with the field name.
+    """
+    if not isinstance(value, dict):
+        raise RecordError(f"a record must be a JSON object, not {_json_type(value)}")
+    errors: list[str] = []
+    check = _Checker(value, errors)
+
+    named_project = check.slug("project")
+    if named_project is None and project is None:
+        errors.append(
+            "project: required field is missing (or give the project on the "
+            "command line)"
+        )
+    elif named_project is not None and project is not None and named_project != project:
+        errors.append(
+            f"project: the record names {_show(named_project)} but the import is "
+            f"into {_show(project)}"
+        )
+    external_id = check.external_id()
+    prompt = check.text("prompt", required=True, nonempty=True) or ""
+    if len(prompt) > max_prompt_bytes // 4:
+        size = len(prompt.encode("utf-8", errors="surrogatepass"))
+        if size > max_prompt_bytes:
+            errors.append(
+                f"prompt: {size:,} bytes is above the limit of "
+                f"{max_prompt_bytes:,} bytes"
+            )
+    texts = {}
+    for name, limit in TEXT_LIMITS.items():
+        text = value.get(name)
+        # The common case inline; the checker explains anything else.
+        if text is None:
+            texts[name] = ""
+        elif type(text) is str and len(text) <= limit:
+            texts[name] = text
+        else:
+            texts[name] = check.text(name, limit=limit) or ""
+    base_sha = check.sha("base_sha", value.get("base_sha"))
+    original_commit = check.sha("original_commit", value.get("original_commit"))
+    tests_passed = check.boolean("original_tests_passed")
+    started_at = check.timestamp("started_at")
+    output = check.text("output") or ""
+    image, config_sha = check.sandbox()
+    usage = check.usage()
+
+    if errors:
+        raise RecordError("; ".join(errors))
+    raw_json, digest = _fingerprint(value)
+    return Record(
+        project=named_project or project,
+        external_id=external_id,
+        title=texts["title"],
+        prompt=prompt,
+        provider=texts["provider"],
+        model=texts["model"],
+        effort=texts["effort"],
+        base_sha=base_sha,
+        original_commit=original_commit,
+        original_branch=texts["original_branch"],
+        original_tests_passed=tests_passed,
+        sandbox_image=image,
+        sandbox_config_sha256=config_sha,
+        started_at=started_at,
+        output=output,
+        usage=usage,
+        raw=value,
+        raw_json=raw_json,
+        sha256=digest,
+    )
+
+
+def _fingerprint(value: dict[str, Any]) -> tuple[str, str]:
+    """The canonical text of the record and the sha256 that identifies it.
+
+    The hash leaves out ``project``: it names where a record goes, not what it
+    says, so the same record sent with the key and with ``--project`` is one
+    record. Strings the database cannot store are refused here, for the whole
+    record, so one bad line never fails the batch it travels in.
+    """
+    try:
+        if "project" in value:
+            rest = {k: v for k, v in value.items() if k != "project"}
+            text = canonical_json(rest)
+            project = canonical_json(value["project"])
+            raw_json = '{"project":' + project + ("," if rest else "") + text[1:]
+        else:
+            text = raw_json = canonical_json(value)
+        data = text.encode("utf-8")
+    except ValueError as error:
+        if isinstance(error, UnicodeEncodeError):
+            raise RecordError(
+                "contains an unpaired UTF-16 surrogate (\\ud800-\\udfff escape), "
+                "which is not Unicode text"
+            ) from None
+        # allow_nan=False: 1e999 parses as infinity, which JSON cannot hold.
+        raise RecordError("contains a number too large to store") from None
+    if "\\u0000" in raw_json and _NUL_ESCAPE.search(raw_json):
+        raise RecordError(
+            "contains a NUL character (\\u0000), which the database cannot store"
+        )
+    return raw_json, hashlib.sha256(data).hexdigest()
+
+
+class _Checker:
+    """Field checks that append ``field: problem`` messages instead of raising."""
+
+    def __init__(self, record: dict[str, Any], errors: list[str]) -> None:
+        self.record = record
+        self.errors = errors
+
+    def fail(self, field: str, problem: str) -> None:
+        self.errors.append(f"{field}: {problem}")
+
+    def wrong_type(self, field: str, expected: str, value: Any) -> None:
+        shown = _show(value)
+        actual = f"{_json_type(value)} {shown}" if shown else _json_type(value)
+        self.fail(field, f"must be {expected}, not {actual}")
+
+    def get(self, field: str, *, required: bool = False) -> Any:
+        value = self.record.get(field)
+        if value is None and required:
+            if field in self.record:
+                self.fail(field, "required field is null")
+            else:
+                self.fail(field, "required field is missing")
+        return value
+
+    def text(
+        self,
+        field: str,
+        *,
+        required: bool = False,
+        nonempty: bool = False,
+        limit: int | None = None,
+    ) -> str | None:
+        value = self.get(field, required=required)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.wrong_type(field, "a string", value)
+            return None
+        if nonempty and not value.strip():
+            self.fail(field, "must not be empty")
+        if limit is not None and len(value) > limit:
+            self.fail(field, f"{len(value):,} characters is above the limit of {limit}")
+        return value
+
+    def slug(self, field: str) -> str | None:
+        value = self.get(field)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            self.wrong_type(field, "a string", value)
+            return None
+        if not SLUG.fullmatch(value):
+            self.fail(field, f"{_show(value)} is not a project slug")
+            return None
+        return value
+
+    def external_id(self) -> str:
+        value = self.text("external_id", required=True, nonempty=True)
+        if value is None:
+            return ""
+        if len(value) > EXTERNAL_ID_LIMIT:
+            self.fail(
+                "external_id",
+                f"{len(value):,} characters is above the limit of {EXTERNAL_ID_LIMIT}",
+            )
+        elif CONTROL.search(value):
+            self.fail("external_id", "must not contain control characters")
+        return value
+
+    def sha(self, field: str, value: Any, *, pattern: re.Pattern[str] = SHA) -> str:
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.wrong_type(field, "a hex string", value)
+            return ""
+        if not pattern.fullmatch(value):
+            what = "a commit sha (7 to 64" if pattern is SHA else "a sha256 (64"
+            self.fail(field, f"{_show(value)} is not {what} lowercase hex digits)")
+            return ""
+        return value
+
+    def boolean(self, field: str) -> bool | None:
+        value = self.get(field)
+        if value is None or isinstance(value, bool):
+            return value
+        self.wrong_type(field, "true, false or null", value)
+        return None
+
+    def timestamp(self, field: str) -> datetime:
+        value = self.get(field, required=True)
+        if value is None:
+            return _EPOCH
+        if not isinstance(value, str):
+            self.wrong_type(field, "an ISO 8601 date-time string", value)
+            return _EPOCH
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            self.fail(field, f"{_show(value)} is not an ISO 8601 date-time")
+            return _EPOCH
+        if moment.tzinfo is None or moment.utcoffset() is None:
+            self.fail(
+                field,
+                f"{_show(value)} has no timezone (add Z or an offset like +02:00)",
+            )
+            return _EPOCH
+        return moment
+
+    def section(self, field: str) -> dict[str, Any] | None:
+        value = self.get(field)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            self.wrong_type(field, "an object", value)
+            return None
+        return value
+
+    def sandbox(self) -> tuple[str, str]:
+        sandbox = self.section("sandbox")
+        if sandbox is None:
+            return "", ""
+        image = sandbox.get("image")
+        if image is None:
+            image = ""
+        elif not isinstance(image, str):
+            self.wrong_type("sandbox.image", "a string", image)
+            image = ""
+        elif len(image) > IMAGE_LIMIT:
+            self.fail(
+                "sandbox.image",
+                f"{len(image):,} characters is above the limit of {IMAGE_LIMIT}",
+            )
+        config = self.sha(
+            "sandbox.config_sha256", sandbox.get("config_sha256"), pattern=SHA256
+        )
+        return image, config
+
+    def usage(self) -> dict[str, Any]:
+        usage = self.section("usage")
+        if usage is None:
+            return {}
+        for key in USAGE_COUNTS:
+            value = usage.get(key)
+            if value is None:
+                continue
+            if type(value) is not int:
+                self.wrong_type(f"usage.{key}", "a whole number", value)
+            elif not 0 <= value <= BIGINT_MAX:
+                self.fail(f"usage.{key}", f"{value} is out of range")
+        cost = usage.get("cost_usd")
+        if cost is not None:
+            if type(cost) not in (int, float):
+                self.wrong_type("usage.cost_usd", "a number", cost)
+            elif not (math.isfinite(cost) and cost >= 0):
+                self.fail("usage.cost_usd", f"{cost} is not a non-negative amount")
+        return usage
+
+
+_EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    """A short, escaped rendering of an untrusted value for an error message."""
+    if isinstance(value, dict | list):
+        return ""
+    text = repr(value)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,61 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from replayhub import nightly
+from replayhub.models import Project
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a night: admit replays while the budget lasts, defer the rest. "
+        "Without --now, only projects whose window is open now are run."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", metavar="SLUG")
+        parser.add_argument(
+            "--now", action="store_true", help="Open tonight's window now and run it."
+        )
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, project, now, json: bool, **options):
+        projects = Project.objects.all()
+        if project:
+            projects = projects.filter(slug=project)
+            if not projects:
+                raise CommandError(f"there is no project {project!r}.", returncode=2)
+        results = []
+        for item in projects:
+            report = nightly.night_run(project=item, immediate=now)
+            result = {
+                "project": item.slug,
+                "admitted": len(report.admitted),
+                "deferred": report.deferred,
+                "skipped": report.skipped_reason,
+            }
+            if report.night is not None:
+                night = report.night
+                night.refresh_from_db()
+                result.update(
+                    night=str(night.date),
+                    reserved_replays=night.reserved_replays,
+                    limit_replays=night.limit_replays,
+                )
+            results.append(result)
+        if json:
+            self.stdout.write(_dumps(results))
+            return
+        for r in results:
+            if r["skipped"]:
+                self.stdout.write(f"{r['project']}: skipped ({r['skipped']})")
+            else:
+                self.stdout.write(
+                    f"{r['project']} night of {r['night']}: admitted {r['admitted']}, "
+                    f"deferred {r['deferred']} (replays reserved "
+                    f"{r['reserved_replays']}/{r['limit_replays']})"
+                )
+
+
+def _dumps(data) -> str:
+    return json.dumps(data, sort_keys=True)

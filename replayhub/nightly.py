@@ -1,0 +1,398 @@
+"""The nightly scheduler: open a project's night, admit replays while the budget lasts.
+
+Admission reserves a replay's estimate on every dimension with one conditional
+UPDATE, so concurrent schedulers or workers can never push a dimension past its
+limit; the night's ``CheckConstraint`` is the backstop. A replay settles its
+actual cost when it finishes and gives back the rest of its reservation.
+Candidates that do not fit are deferred: counted on the night, marked on the
+run, and first in line next night.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
+
+from . import budgets
+from .budgets import Amounts
+from .models import (
+    Budget,
+    Night,
+    NightStatus,
+    Preflight,
+    Project,
+    Replay,
+    ReplayStatus,
+    Run,
+    Trigger,
+    Verdict,
+)
+
+log = logging.getLogger(__name__)
+
+# An inconclusive run is retried only after this long, so a flapping harness
+# does not spend the whole night on one run.
+RETRY_MIN_AGE = timedelta(hours=6)
+RECENT_REPLAYS = budgets.ESTIMATE_WINDOW
+
+
+def budget_of(project: Project) -> Budget:
+    budget, _ = Budget.objects.get_or_create(project=project)
+    return budget
+
+
+def limits_of(night: Night) -> Amounts:
+    return Amounts(
+        night.limit_replays,
+        night.limit_sandbox_seconds,
+        night.limit_tokens,
+        night.limit_cost_usd,
+    )
+
+
+def reserved_of(night: Night) -> Amounts:
+    return Amounts(
+        night.reserved_replays,
+        night.reserved_sandbox_seconds,
+        night.reserved_tokens,
+        night.reserved_cost_usd,
+    )
+
+
+def used_of(night: Night) -> Amounts:
+    return Amounts(
+        night.used_replays,
+        night.used_sandbox_seconds,
+        night.used_tokens,
+        night.used_cost_usd,
+    )
+
+
+def remaining_of(night: Night) -> Amounts:
+    return budgets.remaining(
+        limits=limits_of(night), reserved=reserved_of(night), used=used_of(night)
+    )
+
+
+def night_open(*, project: Project, now: datetime, immediate: bool = False) -> Night:
+    """The project's night containing ``now`` (or, ``immediate``, one starting now).
+
+    Limits are copied from the budget when the night is created, so editing the
+    budget mid-night changes the next night, not this one.
+    """
+    budget = budget_of(project)
+    window = {
+        "start_hour": budget.window_start_hour,
+        "end_hour": budget.window_end_hour,
+        "tz": budget.timezone,
+    }
+    day = budgets.night_containing(now, **window)
+    if day is None or immediate:
+        day = timezone.localtime(now, timezone=_zone(budget)).date()
+        start, end = budgets.window_for(day, **window)
+        start, end = now, now + (end - start)
+    else:
+        start, end = budgets.window_for(day, **window)
+    night, created = Night.objects.get_or_create(
+        project=project,
+        date=day,
+        defaults={
+            "window_start": start,
+            "window_end": end,
+            "limit_replays": budget.max_replays,
+            "limit_sandbox_seconds": budget.max_sandbox_minutes * 60,
+            "limit_tokens": budget.max_tokens,
+            "limit_cost_usd": budget.max_cost_usd,
+        },
+    )
+    if (
+        immediate
+        and not created
+        and (night.window_end <= now or night.status != "open")
+    ):
+        # Running a night on demand reopens today's window from now.
+        Night.objects.filter(pk=night.pk).update(
+            status=NightStatus.OPEN, window_start=now, window_end=end
+        )
+        night.refresh_from_db()
+    return night
+
+
+def _zone(budget: Budget):
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(budget.timezone)
+
+
+def recent_actuals(project: Project) -> list[Amounts]:
+    rows = (
+        Replay.objects.filter(project=project, status=ReplayStatus.FINISHED)
+        .exclude(sandbox_seconds=0)
+        .order_by("-finished_at")
+        .values_list("sandbox_seconds", "tokens", "cost_usd")[:RECENT_REPLAYS]
+    )
+    return [Amounts(1, math.ceil(s), t, c) for s, t, c in reversed(rows)]
+
+
+def caps_of(project: Project) -> Amounts:
+    """The most one replay may spend, as far as its caps say.
+
+    Sandbox time is bounded by the agent's limit plus every test run. Tokens
+    are bounded only when the project caps them, and nothing caps money per
+    replay: without history those dimensions are estimated at zero and the
+    replay's actual spend is settled when it ends.
+    """
+    test_runs = 2 * (1 + project.flake_reruns)
+    seconds = project.time_limit_seconds + test_runs * project.test_time_limit
+    return Amounts(1, seconds, project.max_tokens or 0, Decimal(0))
+
+
+def reserve(*, night: Night, amount: Amounts, now: datetime) -> bool:
+    """Reserve ``amount`` on every dimension at once, or nothing. One UPDATE."""
+    return bool(
+        Night.objects.filter(
+            pk=night.pk,
+            status=NightStatus.OPEN,
+            window_end__gt=now,
+            reserved_replays__lte=F("limit_replays")
+            - F("used_replays")
+            - amount.replays,
+            reserved_sandbox_seconds__lte=F("limit_sandbox_seconds")
+            - F("used_sandbox_seconds")
+            - amount.sandbox_seconds,
+            reserved_tokens__lte=F("limit_tokens") - F("used_tokens") - amount.tokens,
+            reserved_cost_usd__lte=F("limit_cost_usd")
+            - F("used_cost_usd")
+            - amount.cost_usd,
+        ).update(
+            reserved_replays=F("reserved_replays") + amount.replays,
+            reserved_sandbox_seconds=F("reserved_sandbox_seconds")
+            + amount.sandbox_seconds,
+            reserved_tokens=F("reserved_tokens") + amount.tokens,
+            reserved_cost_usd=F("reserved_cost_usd") + amount.cost_usd,
+        )
+    )
+
+
+def settle(*, replay: Replay, actual: Amounts, now: datetime) -> None:
+    """Give back the reservation and record the actual cost, once per replay.
+
+    A replay that was never admitted (an explicit reproduce, a reviewer's
+    rerun, a retry) is charged to the project's night running at ``now``, if
+    there is one. Call it inside the transaction that finishes the replay.
+    """
+    night_id = replay.night_id
+    if night_id is None:
+        night_id = (
+            Night.objects.filter(
+                project_id=replay.project_id,
+                window_start__lte=now,
+                window_end__gt=now,
+            )
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if night_id is None:
+            return
+    claimed = Replay.objects.filter(pk=replay.pk, settled=False).update(
+        settled=True, night_id=night_id
+    )
+    if not claimed:
+        return
+    reserved = Amounts.from_dict(replay.reservation or {})
+    Night.objects.filter(pk=night_id).update(
+        reserved_replays=F("reserved_replays") - reserved.replays,
+        reserved_sandbox_seconds=F("reserved_sandbox_seconds")
+        - reserved.sandbox_seconds,
+        reserved_tokens=F("reserved_tokens") - reserved.tokens,
+        reserved_cost_usd=F("reserved_cost_usd") - reserved.cost_usd,
+        used_replays=F("used_replays") + actual.replays,
+        used_sandbox_seconds=F("used_sandbox_seconds") + actual.sandbox_seconds,
+        used_tokens=F("used_tokens") + actual.tokens,
+        used_cost_usd=F("used_cost_usd") + actual.cost_usd,
+    )
+
+
+def candidates(project: Project, now: datetime):
+    """Runs worth replaying tonight, best first.
+
+    Deferred runs first (oldest deferral first), then never-replayed runs, then
+    runs whose latest replay is inconclusive with attempts left and old enough,
+    then the rest, least recently replayed first. Runs preflight ruled out and
+    runs with a replay still queued or running are never candidates.
+    """
+    replays = Replay.objects.filter(run=OuterRef("pk"))
+    active = replays.filter(status__in=[ReplayStatus.QUEUED, ReplayStatus.RUNNING])
+    latest = replays.filter(status=ReplayStatus.FINISHED).order_by("-finished_at")
+    return (
+        Run.objects.filter(project=project, preflight=Preflight.READY)
+        .annotate(
+            active=Exists(active),
+            replayed=Exists(replays),
+            attempts=_count(replays),
+            last_verdict=latest.values("verdict")[:1],
+            last_finished=latest.values("finished_at")[:1],
+        )
+        .filter(active=False)
+        # Spelled out rather than exclude(): last_verdict is NULL for runs never
+        # finished, and NOT (NULL AND ...) would drop them.
+        .filter(
+            Q(last_verdict__isnull=True)
+            | ~Q(last_verdict=Verdict.INCONCLUSIVE)
+            | Q(
+                attempts__lt=project.max_attempts,
+                last_finished__lte=now - RETRY_MIN_AGE,
+            )
+        )
+        .order_by(
+            F("deferred_at").asc(nulls_last=True),
+            "replayed",
+            F("last_verdict").desc(nulls_last=True),  # "inconclusive" sorts first
+            F("last_finished").asc(nulls_first=True),
+            "imported_at",
+            "id",
+        )
+    )
+
+
+def _count(queryset):
+    from django.db.models import Count, Subquery
+
+    return Subquery(
+        queryset.order_by().values("run").annotate(n=Count("id")).values("n")[:1]
+    )
+
+
+@dataclass
+class NightReport:
+    night: Night | None = None
+    admitted: list[int] = field(default_factory=list)
+    deferred: int = 0
+    skipped_reason: str = ""
+
+
+def night_run(
+    *, project: Project, now: datetime | None = None, immediate: bool = False
+) -> NightReport:
+    """Admit this night's replays for ``project`` while the budget lasts.
+
+    Agentic replays are spent only on opted-in projects. Whatever does not fit
+    is deferred, never dropped.
+    """
+    now = now or timezone.now()
+    if not project.agentic_enabled:
+        return NightReport(skipped_reason="agentic replays are off for this project")
+    budget = budget_of(project)
+    in_window = budgets.night_containing(
+        now,
+        start_hour=budget.window_start_hour,
+        end_hour=budget.window_end_hour,
+        tz=budget.timezone,
+    )
+    if in_window is None and not immediate:
+        return NightReport(skipped_reason="outside the night's window")
+    night = night_open(project=project, now=now, immediate=immediate)
+    Night.objects.filter(pk=night.pk, scheduled_at__isnull=True).update(
+        scheduled_at=now
+    )
+    report = NightReport(night=night)
+    if not (night.window_start <= now < night.window_end):
+        report.skipped_reason = "the night's window has ended"
+        return report
+    estimate = budgets.estimate(recent=recent_actuals(project), caps=caps_of(project))
+    deferred_ids = []
+    for run in candidates(project, now).iterator(chunk_size=2000):
+        if deferred_ids or not _admit(run, night, estimate, now, report):
+            # Once one candidate does not fit, later ones (same estimate) cannot.
+            deferred_ids.append(run.pk)
+    if deferred_ids:
+        Run.objects.filter(pk__in=deferred_ids, deferred_at__isnull=True).update(
+            deferred_at=now
+        )
+        Night.objects.filter(pk=night.pk).update(deferred=len(deferred_ids))
+        report.deferred = len(deferred_ids)
+    log.info(
+        "night %s of %s: admitted %d, deferred %d",
+        night.date,
+        project.slug,
+        len(report.admitted),
+        report.deferred,
+    )
+    return report
+
+
+def _admit(run: Run, night: Night, estimate: Amounts, now, report) -> bool:
+    from . import services
+
+    with transaction.atomic():
+        if not reserve(night=night, amount=estimate, now=now):
+            return False
+        night.refresh_from_db()
+        left = remaining_of(night) + estimate
+        caps = budgets.caps_for_replay(
+            time_limit_seconds=run.project.time_limit_seconds,
+            max_tokens=run.project.max_tokens,
+            left=left,
+        )
+        replay = services.replay_request(
+            run=run,
+            trigger=Trigger.SCHEDULER,
+            night=night,
+            reservation=_json(estimate),
+            caps={"wall_seconds": caps.wall_seconds, "max_tokens": caps.max_tokens},
+        )
+        Run.objects.filter(pk=run.pk).update(deferred_at=None)
+    report.admitted.append(replay.pk)
+    return True
+
+
+def _json(amount: Amounts) -> dict:
+    data = amount.as_dict()
+    data["cost_usd"] = str(Decimal(data["cost_usd"]))
+    return data
+
+
+def tick(*, now: datetime | None = None) -> list[NightReport]:
+    """What beat runs every few minutes: start nights that began, close ended ones.
+
+    Each night's selection runs once: the night is claimed by a conditional
+    UPDATE of ``scheduled_at``, so two beats (or a beat and a command) cannot
+    both spend its budget.
+    """
+    now = now or timezone.now()
+    reports = []
+    for project in Project.objects.filter(agentic_enabled=True):
+        budget = budget_of(project)
+        day = budgets.night_containing(
+            now,
+            start_hour=budget.window_start_hour,
+            end_hour=budget.window_end_hour,
+            tz=budget.timezone,
+        )
+        if day is None:
+            continue
+        night = night_open(project=project, now=now)
+        claimed = Night.objects.filter(pk=night.pk, scheduled_at__isnull=True).update(
+            scheduled_at=now
+        )
+        if claimed:
+            reports.append(night_run(project=project, now=now))
+    night_close_ended(now=now)
+    return reports
+
+
+def night_close_ended(*, now: datetime) -> list[Night]:
+    """Close the nights whose window has ended; no new replay is admitted there."""
+    ended = list(Night.objects.filter(status=NightStatus.OPEN, window_end__lte=now))
+    for night in ended:
+        Night.objects.filter(pk=night.pk, status=NightStatus.OPEN).update(
+            status=NightStatus.CLOSED
+        )
+    return ended

@@ -1,0 +1,259 @@
+"""The nightly scheduler: admission against the budget, deferral, ordering, settling."""
+
+import threading
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from replayhub import nightly
+from replayhub.budgets import Amounts
+from replayhub.models import Budget, Night, Project, Replay, Run
+
+NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
+
+
+@pytest.fixture
+def project(db):
+    project = Project.objects.create(
+        slug="shop",
+        repo_path="/srv/shop.git",
+        agentic_enabled=True,
+        time_limit_seconds=300,
+        flake_reruns=0,
+    )
+    Budget.objects.create(
+        project=project,
+        max_replays=3,
+        max_sandbox_minutes=600,
+        max_tokens=10_000_000,
+        max_cost_usd=100,
+        window_start_hour=22,
+        window_end_hour=6,
+        timezone="UTC",
+    )
+    return project
+
+
+def make_runs(project, n, prefix="run", **kw):
+    return [
+        Run.objects.create(
+            project=project,
+            external_id=f"{prefix}-{i}",
+            original_commit="a" * 40,
+            preflight="ready",
+            imported_at=NOW - timedelta(days=30) + timedelta(minutes=i),
+            **kw,
+        )
+        for i in range(n)
+    ]
+
+
+def finish(replay, verdict="equivalent", when=None, seconds=100):
+    Replay.objects.filter(pk=replay.pk).update(
+        status="finished",
+        verdict=verdict,
+        reason_code="x",
+        reason="Done.",
+        finished_at=when or NOW - timedelta(days=2),
+        sandbox_seconds=seconds,
+    )
+
+
+def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(project):
+    runs = make_runs(project, 5)
+
+    report = nightly.night_run(project=project, now=NOW)
+
+    night = Night.objects.get()
+    assert len(report.admitted) == 3
+    assert report.deferred == 2
+    assert (night.reserved_replays, night.limit_replays, night.deferred) == (3, 3, 2)
+    admitted_runs = set(Replay.objects.values_list("run__external_id", flat=True))
+    assert admitted_runs == {"run-0", "run-1", "run-2"}  # oldest first
+    deferred = Run.objects.filter(deferred_at__isnull=False)
+    assert {r.external_id for r in deferred} == {"run-3", "run-4"}
+    assert all(r.preflight == "ready" for r in runs)
+
+
+def test_deferred_runs_are_first_in_line_the_next_night(project):
+    make_runs(project, 5)
+    nightly.night_run(project=project, now=NOW)
+    for replay in Replay.objects.all():
+        finish(replay, when=NOW + timedelta(hours=1))
+    make_runs(project, 3, prefix="newer")  # never replayed, but not deferred
+
+    next_night = NOW + timedelta(days=1)
+    report = nightly.night_run(project=project, now=next_night)
+
+    admitted = Replay.objects.filter(pk__in=report.admitted)
+    assert {r.run.external_id for r in admitted} == {"run-3", "run-4", "newer-0"}
+    assert not Run.objects.filter(external_id__in=["run-3", "run-4"]).exclude(
+        deferred_at=None
+    )
+
+
+def test_never_replayed_runs_come_before_retries_and_re_checks(project):
+    project.budget.max_replays = 10
+    project.budget.save()
+    checked, retry, exhausted, fresh_retry = make_runs(project, 4, prefix="old")
+    finish(nightly_replay(checked), "equivalent")
+    finish(nightly_replay(retry), "inconclusive")
+    for _ in range(project.max_attempts):
+        finish(nightly_replay(exhausted), "inconclusive")
+    finish(nightly_replay(fresh_retry), "inconclusive", when=NOW - timedelta(hours=1))
+    never = make_runs(project, 1, prefix="never")[0]
+
+    order = [r.external_id for r in nightly.candidates(project, NOW)]
+
+    assert order == [never.external_id, retry.external_id, checked.external_id]
+
+
+def nightly_replay(run):
+    from replayhub import services
+
+    return services.replay_create(run=run, trigger="scheduler")
+
+
+def test_runs_that_preflight_ruled_out_are_never_candidates(project):
+    make_runs(project, 2)
+    Run.objects.filter(external_id="run-0").update(preflight="unreproducible")
+    assert [r.external_id for r in nightly.candidates(project, NOW)] == ["run-1"]
+
+
+def test_a_project_not_opted_in_spends_nothing(project):
+    Project.objects.filter(pk=project.pk).update(agentic_enabled=False)
+    project.refresh_from_db()
+    make_runs(project, 2)
+
+    report = nightly.night_run(project=project, now=NOW)
+
+    assert report.admitted == [] and "off" in report.skipped_reason
+    assert not Replay.objects.exists()
+
+
+def test_outside_the_window_nothing_starts(project):
+    make_runs(project, 2)
+    report = nightly.night_run(project=project, now=NOW.replace(hour=12))
+    assert report.admitted == []
+    assert "window" in report.skipped_reason
+
+
+def test_a_replay_is_started_with_caps_no_larger_than_what_remains(project):
+    project.budget.max_sandbox_minutes = 7  # 420 s: less than one replay's caps
+    project.budget.save()
+    make_runs(project, 1)
+    # Recent replays cost 60 s each, so the estimate fits.
+    old = make_runs(project, 3, prefix="hist")
+    for run in old:
+        finish(nightly_replay(run), seconds=60)
+
+    report = nightly.night_run(project=project, now=NOW)
+
+    replay = Replay.objects.get(pk=report.admitted[0])
+    assert replay.reservation["sandbox_seconds"] == 60
+    assert replay.caps["wall_seconds"] <= 420
+    assert replay.caps["wall_seconds"] == 300  # the project's own limit is smaller
+
+
+def test_settling_returns_the_reservation_and_records_the_actual(project):
+    make_runs(project, 1)
+    report = nightly.night_run(project=project, now=NOW)
+    replay = Replay.objects.get(pk=report.admitted[0])
+    estimate = Amounts.from_dict(replay.reservation)
+
+    nightly.settle(
+        replay=replay,
+        actual=Amounts(1, 42, 1000, Decimal("0.25")),
+        now=NOW + timedelta(hours=1),
+    )
+    nightly.settle(  # a second settle changes nothing
+        replay=replay,
+        actual=Amounts(1, 42, 1000, Decimal("0.25")),
+        now=NOW + timedelta(hours=1),
+    )
+
+    night = Night.objects.get()
+    assert estimate.sandbox_seconds > 42
+    assert (night.reserved_replays, night.reserved_sandbox_seconds) == (0, 0)
+    assert (night.used_replays, night.used_sandbox_seconds, night.used_tokens) == (
+        1,
+        42,
+        1000,
+    )
+    assert night.used_cost_usd == Decimal("0.25")
+
+
+def test_an_explicit_replay_is_charged_to_the_open_night(project):
+    from replayhub import services
+
+    run = make_runs(project, 1)[0]
+    nightly.night_open(project=project, now=NOW)
+    replay = services.replay_create(run=run, trigger="command")
+
+    nightly.settle(replay=replay, actual=Amounts(1, 30, 0, 0), now=NOW)
+
+    night = Night.objects.get()
+    assert (night.used_replays, night.used_sandbox_seconds) == (1, 30)
+    assert Replay.objects.get(pk=replay.pk).night_id == night.pk
+
+
+def test_the_tick_runs_each_night_once_and_closes_it_after_its_window(project):
+    make_runs(project, 5)
+
+    first = nightly.tick(now=NOW)
+    again = nightly.tick(now=NOW + timedelta(minutes=5))
+
+    assert len(first) == 1 and len(first[0].admitted) == 3
+    assert again == []
+    nightly.tick(now=NOW + timedelta(hours=8))
+    assert Night.objects.get(date=NOW.date()).status == "closed"
+
+
+def test_the_nightly_command_runs_a_night_now(project, capsys):
+    make_runs(project, 4)
+    call_command("nightly", "--project", "shop", "--now")
+    out = capsys.readouterr().out
+    assert "admitted 3, deferred 1" in out
+    assert "replays reserved 3/3" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
+    project = Project.objects.create(slug="race", repo_path="/srv/race.git")
+    night = Night.objects.create(
+        project=project,
+        date=NOW.date(),
+        window_start=NOW - timedelta(hours=1),
+        window_end=NOW + timedelta(hours=5),
+        limit_replays=1000,
+        limit_sandbox_seconds=10_000,
+        limit_tokens=55_000,
+        limit_cost_usd=Decimal("1000"),
+    )
+    estimate = Amounts(1, 700, 5_000, Decimal("1"))
+    admitted = []
+    barrier = threading.Barrier(24)
+
+    def worker():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                if nightly.reserve(night=night, amount=estimate, now=NOW):
+                    admitted.append(1)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    night.refresh_from_db()
+    # Sandbox seconds allow 14, tokens 11: tokens are the binding dimension.
+    assert len(admitted) == 11
+    assert night.reserved_tokens == 55_000
+    assert night.reserved_sandbox_seconds == 7_700 <= night.limit_sandbox_seconds

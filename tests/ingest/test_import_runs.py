@@ -1,0 +1,387 @@
+"""``manage.py import_runs``: streaming, idempotent, nothing lost."""
+
+import io
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from replayhub.ingest import importer
+from replayhub.models import Preflight, Run
+from tests.conftest import ROOT, child_env
+from tests.ingest.records import EXAMPLE, jsonl, line, make_project, record, write
+
+SUMMARY_KEYS = {
+    "imported",
+    "duplicates",
+    "conflicts",
+    "invalid",
+    "conflicts_total",
+    "invalid_total",
+    "preflight",
+}
+
+
+def import_runs(*args: str, stdin: bytes | None = None) -> tuple[int, str]:
+    """Run the command in-process; returns (exit status, stdout)."""
+    out = io.StringIO()
+    try:
+        if stdin is not None:
+            fake = io.TextIOWrapper(io.BytesIO(stdin))
+            original, sys.stdin = sys.stdin, fake
+        try:
+            call_command("import_runs", *args, stdout=out, stderr=io.StringIO())
+        finally:
+            if stdin is not None:
+                sys.stdin = original
+    except SystemExit as exit:
+        return exit.code, out.getvalue()
+    return 0, out.getvalue()
+
+
+def summary_of(*args: str, **kw) -> tuple[int, dict]:
+    status, out = import_runs(*args, "--json", **kw)
+    return status, json.loads(out)
+
+
+def test_the_example_file_imports_every_run_with_its_fields(project):
+    status, summary = summary_of(str(EXAMPLE), "--no-preflight")
+
+    assert status == 0
+    assert summary == {
+        "imported": 4,
+        "duplicates": 0,
+        "conflicts": [],
+        "invalid": [],
+        "conflicts_total": 0,
+        "invalid_total": 0,
+        "preflight": None,
+    }
+    run = Run.objects.get(external_id="run-2024-11-03-0001")
+    assert run.project == project
+    assert run.title == "Fix rounding in cart totals"
+    assert run.model == "claude-sonnet-4-5"
+    assert run.base_sha == "3f9c2e1a7b5d4c6e8f0a1b2c3d4e5f6a7b8c9d0e"
+    assert run.original_tests_passed is True
+    assert run.sandbox_image.endswith("@sha256:" + "4d" * 32)
+    assert run.sandbox_config_sha256 == "9b" * 32
+    assert run.started_at.isoformat() == "2024-11-03T02:14:07+00:00"
+    assert run.usage["turns"] == 17
+    assert run.raw["platform"] == {
+        "job_url": "https://ci.example.com/jobs/88412",
+        "attempt": 1,
+    }
+    assert len(run.record_sha256) == 64
+    assert run.preflight == Preflight.PENDING
+
+
+def test_importing_the_same_file_twice_reports_every_record_as_a_duplicate(
+    project, tmp_path
+):
+    path = write(tmp_path / "runs.jsonl", jsonl(*(record(n) for n in range(1, 6))))
+    assert summary_of(str(path), "--project", "shop")[1]["imported"] == 5
+    before = list(Run.objects.values_list("pk", "imported_at", "record_sha256"))
+
+    status, summary = summary_of(str(path), "--project", "shop")
+
+    assert status == 0
+    assert (summary["imported"], summary["duplicates"]) == (0, 5)
+    assert list(Run.objects.values_list("pk", "imported_at", "record_sha256")) == before
+
+
+def test_a_changed_record_with_a_known_external_id_is_a_conflict_and_never_overwrites(
+    project, tmp_path
+):
+    write(tmp_path / "first.jsonl", jsonl(record(1), record(2)))
+    summary_of(str(tmp_path / "first.jsonl"), "--project", "shop")
+    changed = record(2, prompt="Something else entirely.")
+    write(tmp_path / "second.jsonl", jsonl(record(1), changed, record(3)))
+
+    status, summary = summary_of(str(tmp_path / "second.jsonl"), "--project", "shop")
+
+    assert status == 1
+    assert (summary["imported"], summary["duplicates"]) == (1, 1)
+    assert summary["conflicts"] == [
+        {"line": 2, "project": "shop", "external_id": "run-0002"}
+    ]
+    assert summary["conflicts_total"] == 1
+    assert Run.objects.get(external_id="run-0002").prompt == record(2)["prompt"]
+
+
+def test_duplicate_lines_in_one_file_are_stored_once(project, tmp_path):
+    changed = record(1, title="Task 1, again but different")
+    path = write(
+        tmp_path / "runs.jsonl", jsonl(record(1), record(2), record(1), changed)
+    )
+
+    status, summary = summary_of(str(path), "--project", "shop")
+
+    assert status == 1
+    assert (summary["imported"], summary["duplicates"]) == (2, 1)
+    assert [c["line"] for c in summary["conflicts"]] == [4]
+    assert Run.objects.get(external_id="run-0001").title == "Task 1"
+
+
+def test_duplicates_and_conflicts_are_found_across_batches(
+    project, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 3)
+    values = [record(n) for n in range(1, 8)]
+    values += [record(2), record(7, title="changed"), record(8)]
+    path = write(tmp_path / "runs.jsonl", jsonl(*values))
+
+    status, summary = summary_of(str(path), "--project", "shop", "--no-preflight")
+
+    assert status == 1
+    assert (summary["imported"], summary["duplicates"]) == (8, 1)
+    assert summary["conflicts"] == [
+        {"line": 9, "project": "shop", "external_id": "run-0007"}
+    ]
+    assert Run.objects.count() == 8
+
+
+def test_a_truncated_last_line_is_invalid_and_the_rest_is_imported(project, tmp_path):
+    cut = line(record(3))[:40]
+    path = write(tmp_path / "runs.jsonl", jsonl(record(1), record(2)) + cut)
+
+    status, summary = summary_of(str(path), "--project", "shop")
+
+    assert status == 1
+    assert summary["imported"] == 2
+    [invalid] = summary["invalid"]
+    assert invalid["line"] == 3
+    assert "the file was probably cut off" in invalid["error"]
+
+
+def test_a_last_line_without_a_newline_is_imported_when_it_is_complete(
+    project, tmp_path
+):
+    path = write(tmp_path / "runs.jsonl", jsonl(record(1)) + line(record(2))[:-1])
+    assert summary_of(str(path), "--project", "shop")[1]["imported"] == 2
+
+
+def test_an_invalid_utf8_line_is_reported_and_the_others_are_imported(
+    project, tmp_path
+):
+    bad = line(record(2)).replace(b"Fix bug", b"Fix \xff\xfe bug")
+    path = write(tmp_path / "runs.jsonl", line(record(1)) + bad + line(record(3)))
+
+    status, summary = summary_of(str(path), "--project", "shop")
+
+    assert status == 1
+    assert summary["imported"] == 2
+    assert summary["invalid"][0]["line"] == 2
+    assert summary["invalid"][0]["error"].startswith("not valid UTF-8")
+
+
+def test_every_kind_of_bad_line_is_reported_by_line_and_field(project, tmp_path):
+    lines = [
+        line(record(1)),
+        b"[1, 2, 3]\n",
+        line(record(3, drop=["started_at"])),
+        line(record(4, title=4)),
+        line(record(5, original_commit="HEAD~1")),
+        line(record(6, base_sha="--output=/tmp/x")),
+        line(record(7, prompt="p" * 2_000_000)),
+        line(record(8, project="nope")),
+        b"   \n",
+        line(record(10)),
+    ]
+    path = write(tmp_path / "runs.jsonl", b"".join(lines))
+
+    status, summary = summary_of(str(path), "--project", "shop")
+
+    assert status == 1
+    assert summary["imported"] == 2
+    errors = {entry["line"]: entry["error"] for entry in summary["invalid"]}
+    assert errors == {
+        2: "a record must be a JSON object, not an array",
+        3: "started_at: required field is missing",
+        4: "title: must be a string, not a number 4",
+        5: 'original_commit: "HEAD~1" is not a commit sha (7 to 64 lowercase hex '
+        "digits)",
+        6: 'base_sha: "--output=/tmp/x" is not a commit sha (7 to 64 lowercase hex '
+        "digits)",
+        7: "prompt: 2,000,000 bytes is above the limit of 1,048,576 bytes",
+        8: 'project: the record names "nope" but the import is into "shop"',
+    }
+    assert summary["invalid_total"] == 7
+
+
+def test_a_record_naming_an_unknown_project_is_invalid(project, tmp_path):
+    path = write(
+        tmp_path / "runs.jsonl",
+        jsonl(record(1, project="shop"), record(2, project="nope")),
+    )
+
+    status, summary = summary_of(str(path))
+
+    assert status == 1
+    assert summary["imported"] == 1
+    assert summary["invalid"] == [
+        {"line": 2, "error": 'project: there is no project "nope"'}
+    ]
+
+
+def test_records_can_name_several_projects(project, repo, tmp_path):
+    make_project(repo, slug="billing")
+    path = write(
+        tmp_path / "runs.jsonl",
+        jsonl(record(1, project="shop"), record(1, project="billing")),
+    )
+    assert summary_of(str(path))[1]["imported"] == 2
+    assert set(Run.objects.values_list("project__slug", flat=True)) == {
+        "shop",
+        "billing",
+    }
+
+
+def test_a_line_over_the_record_size_limit_is_invalid_and_the_next_line_imports(
+    project, tmp_path, settings
+):
+    settings.REPLAYHUB_MAX_RECORD_BYTES = 2000
+    huge = line(record(2, output="o" * 5000))
+    path = write(tmp_path / "runs.jsonl", line(record(1)) + huge + line(record(3)))
+
+    status, summary = summary_of(str(path), "--project", "shop")
+
+    assert status == 1
+    assert summary["imported"] == 2
+    assert summary["invalid"] == [
+        {"line": 2, "error": "the line is longer than the limit of 2,000 bytes"}
+    ]
+
+
+def test_html_and_sql_looking_content_is_stored_verbatim(project, tmp_path):
+    nasty = "<script>alert('x')</script>\"; DROP TABLE replayhub_run; --"
+    value = record(1, title=nasty, prompt=nasty, output=nasty, external_id=nasty)
+    write(tmp_path / "runs.jsonl", jsonl(value))
+
+    assert summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")[0] == 0
+
+    run = Run.objects.get()
+    assert (run.external_id, run.title, run.prompt, run.output) == (nasty,) * 4
+    assert run.raw == value
+
+
+def test_unknown_keys_are_kept_in_the_raw_record(project, tmp_path):
+    value = record(1, platform={"job": 88412}, tags=["nightly", "canary"])
+    write(tmp_path / "runs.jsonl", jsonl(value))
+    summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")
+    assert Run.objects.get().raw == value
+
+
+def test_standard_input_is_read_with_a_dash(project):
+    status, summary = summary_of("-", "--project", "shop", stdin=jsonl(record(1)))
+    assert (status, summary["imported"]) == (0, 1)
+
+
+def test_the_json_output_is_exactly_the_summary_object(project, tmp_path):
+    path = write(tmp_path / "runs.jsonl", jsonl(record(1)) + b"{bad\n")
+    status, out = import_runs(str(path), "--project", "shop", "--json")
+    assert status == 1
+    assert set(json.loads(out)) == SUMMARY_KEYS
+
+
+def test_the_human_output_is_a_short_table_with_the_problems(project, tmp_path):
+    odd = 'run-0001"\u202e'  # a quote and a right-to-left override
+    write(tmp_path / "first.jsonl", jsonl(record(1, external_id=odd)))
+    import_runs(str(tmp_path / "first.jsonl"), "--project", "shop")
+    changed = record(1, external_id=odd, title="changed")
+    path = write(tmp_path / "runs.jsonl", jsonl(record(2), changed) + b"{bad\n")
+
+    status, out = import_runs(str(path), "--project", "shop", "--no-preflight")
+
+    assert status == 1
+    assert out.splitlines() == [
+        "imported    1",
+        "duplicates  0",
+        "conflicts   1",
+        "invalid     1",
+        "line 3: invalid: not valid JSON: Expecting property name enclosed in "
+        "double quotes at column 2",
+        'line 2: conflict: shop "run-0001\\"\\u202e" was imported before with '
+        "other content; the stored run was kept",
+    ]
+
+
+def test_an_unknown_project_is_a_usage_error(project, tmp_path):
+    path = write(tmp_path / "runs.jsonl", jsonl(record(1)))
+    with pytest.raises(CommandError, match="there is no project 'nope'") as caught:
+        call_command("import_runs", str(path), "--project", "nope")
+    assert caught.value.returncode == 2
+    assert not Run.objects.exists()
+
+
+def test_an_unreadable_file_is_a_usage_error(project, tmp_path):
+    with pytest.raises(CommandError, match="cannot read") as caught:
+        call_command("import_runs", str(tmp_path / "missing.jsonl"))
+    assert caught.value.returncode == 2
+    with pytest.raises(CommandError, match="Is a directory") as caught:
+        call_command("import_runs", str(tmp_path))
+    assert caught.value.returncode == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_exit_status_is_1_for_an_invalid_line_and_2_for_a_usage_error(
+    repo, tmp_path
+):
+    make_project(repo)
+    path = write(tmp_path / "runs.jsonl", jsonl(record(1)) + b"[]\n")
+
+    def run(*args):
+        return subprocess.run(
+            [sys.executable, "manage.py", "import_runs", *args],
+            cwd=ROOT,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    invalid = run(str(path), "--project", "shop", "--no-preflight")
+    assert invalid.returncode == 1
+    assert invalid.stdout.splitlines()[0] == "imported    1"
+    usage = run(str(path), "--project", "nope")
+    assert usage.returncode == 2
+    assert usage.stderr.strip() == "CommandError: there is no project 'nope'."
+    assert run(str(path), "--project", "shop").returncode == 1  # now a duplicate too
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_imports_of_the_same_file_at_once_store_each_run_once(
+    repo, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 20)
+    project = make_project(repo)
+    data = jsonl(*(record(n) for n in range(200)))
+    results = []
+
+    def one_import():
+        try:
+            results.append(importer.import_stream(chunks=[data], project=project))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=one_import) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert len(results) == 2
+    assert sum(r.imported for r in results) == 200
+    assert sum(r.duplicates for r in results) == 200
+    assert not any(r.conflicts_total or r.invalid_total for r in results)
+    assert Run.objects.count() == 200
+
+
+def test_a_record_without_a_project_needs_one_on_the_command_line(project, tmp_path):
+    path = write(tmp_path / "runs.jsonl", jsonl(record(1)))
+    status, summary = summary_of(str(path))
+    assert status == 1
+    assert summary["invalid"][0]["error"].startswith("project: required field")

@@ -1,0 +1,103 @@
+"""The upload page: admins import a JSONL file and see the summary, escaped."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from replayhub.models import Run
+from tests.ingest.records import EXAMPLE, jsonl, line, record
+
+URL = "runs_upload"
+
+
+def upload(client, data: bytes, project="shop", name="runs.jsonl"):
+    return client.post(
+        reverse(URL),
+        {"project": project, "file": SimpleUploadedFile(name, data)},
+    )
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(client, db):
+    response = client.get(reverse(URL))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [("reviewer", 403), ("lead", 403), ("nobody", 403), ("admin_user", 200)],
+)
+def test_only_admins_may_upload(client, request, project, role, expected):
+    client.force_login(request.getfixturevalue(role))
+    assert client.get(reverse(URL)).status_code == expected
+    posted = upload(client, jsonl(record()))
+    assert posted.status_code == (403 if expected == 403 else 200)
+    assert Run.objects.exists() is (expected == 200)
+
+
+def test_the_example_file_uploads_and_the_summary_is_shown(client, admin_user, project):
+    client.force_login(admin_user)
+
+    response = upload(client, EXAMPLE.read_bytes(), name="runs.jsonl")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "runs.jsonl into shop" in html
+    assert '<th scope="row">Imported</th><td>4</td>' in html
+    assert Run.objects.count() == 4
+    again = upload(client, EXAMPLE.read_bytes()).content.decode()
+    assert '<th scope="row">Duplicates</th><td>4</td>' in again
+
+
+def test_record_content_in_the_summary_is_escaped(client, admin_user, project):
+    client.force_login(admin_user)
+    script = "<script>alert(1)</script>"
+    upload(client, jsonl(record(1, external_id=script)))
+    bad = line(record(1, external_id=script, title="changed"))
+    bad += line(record(2, started_at=script))
+
+    html = upload(client, bad).content.decode()
+
+    assert script not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert Run.objects.get().external_id == script  # stored verbatim
+
+
+def test_invalid_lines_are_listed_and_the_valid_lines_imported(
+    client, admin_user, project
+):
+    client.force_login(admin_user)
+    data = line(record(1)) + b"{oops\n" + line(record(3))
+
+    html = upload(client, data).content.decode()
+
+    assert "Invalid lines" in html
+    assert "<td>2</td><td><code>not valid JSON" in html
+    assert Run.objects.count() == 2
+
+
+def test_the_upload_needs_the_csrf_token(admin_user, project):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    assert upload(client, jsonl(record())).status_code == 403
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("records", [2, 2000], ids=["by-file-size", "by-body-size"])
+def test_a_file_above_the_limit_is_refused_with_413(
+    client, admin_user, project, settings, records
+):
+    settings.REPLAYHUB_UPLOAD_MAX_BYTES = 100
+    client.force_login(admin_user)
+    response = upload(client, jsonl(*(record(n) for n in range(records))))
+    assert response.status_code == 413
+    assert "larger than the limit" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_an_unknown_project_is_a_form_error(client, admin_user, project):
+    client.force_login(admin_user)
+    response = upload(client, jsonl(record()), project="nope")
+    assert response.status_code == 400
+    assert not Run.objects.exists()

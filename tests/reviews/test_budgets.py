@@ -1,0 +1,133 @@
+"""The budgets page: admins edit (audited), leads read, reviewers never see money."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.models import Budget, Night, Project
+from reviews.models import AuditEvent
+
+
+@pytest.fixture
+def project(db):
+    project = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
+    Budget.objects.create(project=project, max_cost_usd=Decimal("12.50"))
+    now = timezone.now()
+    Night.objects.create(
+        project=project,
+        date=now.date(),
+        window_start=now - timedelta(hours=1),
+        window_end=now + timedelta(hours=3),
+        limit_replays=20,
+        limit_sandbox_seconds=14_400,
+        limit_tokens=2_000_000,
+        limit_cost_usd=Decimal("12.50"),
+        used_replays=5,
+        reserved_replays=2,
+        used_cost_usd=Decimal("3.25"),
+        deferred=4,
+    )
+    return project
+
+
+def form_data(**overrides):
+    data = {
+        "budget-max_replays": "30",
+        "budget-max_sandbox_minutes": "240",
+        "budget-max_tokens": "2000000",
+        "budget-max_cost_usd": "12.50",
+        "budget-window_start_hour": "1",
+        "budget-window_end_hour": "6",
+        "budget-timezone": "Europe/Berlin",
+        "caps-agentic_enabled": "on",
+        "caps-time_limit_seconds": "900",
+        "caps-test_time_limit_seconds": "",
+        "caps-memory_limit_mb": "2048",
+        "caps-max_processes": "256",
+        "caps-max_tokens": "",
+        "caps-max_turns": "40",
+        "caps-flake_reruns": "2",
+        "caps-evidence_floor": "1",
+        "caps-max_attempts": "3",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_an_admin_edits_a_budget_and_the_change_is_audited(client, admin_user, project):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(),
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert b"Saved." in response.content
+
+    budget = Budget.objects.get(project=project)
+    project.refresh_from_db()
+    assert (budget.max_replays, budget.timezone) == (30, "Europe/Berlin")
+    assert (project.time_limit_seconds, project.max_turns) == (900, 40)
+    assert project.agentic_enabled
+    event = AuditEvent.objects.get(action="budget.update")
+    assert event.actor == admin_user
+    assert event.before["max_replays"] == 20 and event.after["max_replays"] == 30
+    assert event.before["timezone"] == "UTC"
+    assert "max_cost_usd" not in event.after  # unchanged fields are not listed
+
+
+def test_saving_without_a_change_writes_no_audit_event(client, admin_user, project):
+    client.force_login(admin_user)
+    data = form_data(
+        **{
+            "budget-max_replays": "20",
+            "budget-timezone": "UTC",
+            "caps-agentic_enabled": "",
+            "caps-time_limit_seconds": "600",
+            "caps-max_turns": "",
+            "caps-memory_limit_mb": "2048",
+        }
+    )
+    data.pop("caps-agentic_enabled")
+    client.post(reverse("reviews:budget_edit", args=["shop"]), data)
+    assert not AuditEvent.objects.exists()
+
+
+def test_a_bad_value_is_refused_and_nothing_changes(client, admin_user, project):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**{"budget-timezone": "Mars/Olympus", "budget-max_replays": "99"}),
+    )
+    assert response.status_code == 400
+    assert b"is not a known time zone" in response.content
+    assert Budget.objects.get(project=project).max_replays == 20
+    assert not AuditEvent.objects.exists()
+
+
+def test_a_lead_reads_the_page_but_cannot_edit(client, lead, project):
+    client.force_login(lead)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "Night of" in page and "12.50" in page
+    assert 'name="budget-max_replays"' not in page
+    response = client.post(reverse("reviews:budget_edit", args=["shop"]), form_data())
+    assert response.status_code == 403
+    assert Budget.objects.get(project=project).max_replays == 20
+
+
+def test_a_reviewer_never_sees_money(client, reviewer, project):
+    client.force_login(reviewer)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "Replays" in page and "Sandbox minutes" in page
+    assert "Money" not in page
+    assert "12.50" not in page and "3.25" not in page
+
+
+def test_tonight_shows_usage_reservations_and_deferrals(client, admin_user, project):
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "5 used · 2 reserved / 20" in page
+    assert "<strong>4</strong>" in page  # deferred runs stand out
