@@ -144,7 +144,8 @@ def main() -> int:
             floor.append(t_floor)
     last = run.replays.order_by("-id").first()
     print(
-        f"repository: {args.files} files; last verdict {last.verdict}/{last.reason_code}"
+        f"repository: {args.files} files; "
+        f"last verdict {last.verdict}/{last.reason_code}"
     )
     print(summary("replay", figure))
     print(summary("floor", floor))

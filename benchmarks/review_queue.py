@@ -402,7 +402,7 @@ def main() -> int:
 
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
-        print("benchmarks/review_queue.py needs PostgreSQL: set DATABASE_URL", file=sys.stderr)
+        print("review_queue.py needs PostgreSQL: set DATABASE_URL", file=sys.stderr)
         return 2
     admin = admin_connect(url)
     admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}"')
