@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class ReplayhubConfig(AppConfig):
     name = "replayhub"
     verbose_name = "ReplayHub"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401 - registers the deploy checks

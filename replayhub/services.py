@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .gitops import remove_tree
+from .logs import replay_context
 from .models import Phase, Replay, ReplayStatus, Run, Trigger, WorkerCheck
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,11 @@ def replay_execute(*, replay_id: int, owner: str | None = None):
     None when the replay is not queued (another worker has it, or it is done) or
     when the lease was lost before the result could be stored.
     """
+    with replay_context(replay_id):
+        return _replay_execute(replay_id=replay_id, owner=owner)
+
+
+def _replay_execute(*, replay_id: int, owner: str | None):
     from . import reproduce
 
     owner = owner or lease_owner_name()

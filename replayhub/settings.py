@@ -84,9 +84,9 @@ def database_from_url(url: str) -> dict:
 VAR_DIR = Path(env_str("REPLAYHUB_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-SECRET_KEY = env_str(
-    "SECRET_KEY", "replayhub-dev-only-secret-key-change-me-in-production"
-)
+# Known on purpose so a fresh checkout runs; `check --deploy` refuses it.
+DEV_SECRET_KEY = "replayhub-dev-only-secret-key-change-me-in-production"  # noqa: S105
+SECRET_KEY = env_str("SECRET_KEY", DEV_SECRET_KEY)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -281,18 +281,33 @@ def default_work_dir() -> Path:
 
 
 REPLAYHUB_WORK_DIR = Path(env_str("REPLAYHUB_WORK_DIR", str(default_work_dir())))
+# The runner /healthz checks; each project names its own runner.
+REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+# "json" (default): one JSON object per line, the replay id on every line of a
+# replay; "plain" for reading in a terminal.
+LOG_FORMAT = env_str("LOG_FORMAT", "json")
+if LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not json or plain.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"replay_id": {"()": "replayhub.logs.ReplayIdFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "replayhub.logs.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["replay_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 

@@ -4,7 +4,7 @@ from django.urls import include, path
 
 from reviews import upload
 
-from . import api
+from . import api, health
 
 admin.site.site_header = "ReplayHub administration"
 admin.site.site_title = "ReplayHub"
@@ -13,6 +13,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("healthz", health.healthz, name="healthz"),
     path("", include("reviews.urls")),
     # Ingest: the HTTP API (token auth for pushes, session for reads) and the
     # upload page.

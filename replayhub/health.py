@@ -1,0 +1,59 @@
+"""``/healthz``: can this installation run replays right now?"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_GET
+
+from .sandbox import SandboxUnavailable, get_runner
+
+
+def check_database() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as exc:  # any failure means down; its class names it
+        return f"error: {exc.__class__.__name__}"
+    return "ok"
+
+
+def check_broker() -> str:
+    from .celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:
+        return f"error: {exc.__class__.__name__}"
+    return "ok"
+
+
+def check_sandbox() -> str:
+    try:
+        get_runner(settings.REPLAYHUB_DEFAULT_RUNNER).check()
+    except SandboxUnavailable as exc:
+        return f"unavailable: {exc}"
+    return "ok"
+
+
+@require_GET
+@login_not_required
+def healthz(request: HttpRequest) -> JsonResponse:
+    """200 when the database and the broker answer; the sandbox is reported too.
+
+    No sandbox means replays end ``inconclusive / sandbox_unavailable``, which is
+    degraded service, not an outage of the web app: it does not fail the check.
+    """
+    checks = {
+        "database": check_database(),
+        "broker": check_broker(),
+        "sandbox": check_sandbox(),
+    }
+    healthy = checks["database"] == "ok" and checks["broker"] == "ok"
+    return JsonResponse(
+        {"status": "ok" if healthy else "error", **checks},
+        status=200 if healthy else 503,
+    )

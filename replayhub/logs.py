@@ -1,0 +1,51 @@
+"""Structured logs: one JSON object per line, the replay id on each line of a replay."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+_replay_id: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "replay_id", default=None
+)
+
+
+@contextmanager
+def replay_context(replay_id: int) -> Iterator[None]:
+    """Every log line written inside carries ``replay_id``."""
+    token = _replay_id.set(replay_id)
+    try:
+        yield
+    finally:
+        _replay_id.reset(token)
+
+
+class ReplayIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "replay_id", None) is None:
+            record.replay_id = _replay_id.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """A log record as one line of JSON; messages from agents stay data, not markup."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        replay_id = getattr(record, "replay_id", None)
+        if replay_id is not None:
+            entry["replay_id"] = replay_id
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
