@@ -1,0 +1,40 @@
+"""The newcomer's path: the demo, replayed by a real worker, walked in a browser.
+
+The demo imports its recorded runs through the ingest command and replays them
+through the real worker and sandbox; one reproduction of each verdict is then
+opened from the queue (or its verdict filter) in Chromium.
+"""
+
+import pytest
+from django.core.management import call_command
+
+from replayhub.models import Replay
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_one_reproduction_of_each_verdict_opens_from_the_queue(
+    celery_worker, admin_user, login, screenshot, capsys
+):
+    call_command("demo", "--wait", "240")
+    out = capsys.readouterr().out
+    assert "replays finished: 12/12" in out
+    assert "demo login: reviewer /" in out and "demo login: lead /" in out
+
+    page = login(admin_user)
+    page.goto("/")
+    screenshot(page, "demo-queue")
+    for verdict in ["identical", "equivalent", "divergent", "inconclusive"]:
+        replay = Replay.objects.filter(verdict=verdict).order_by("id").first()
+        assert replay is not None, f"the demo produced no {verdict} replay"
+        page.goto(f"/?verdict={verdict}")
+        page.locator(f'a[href="/replays/{replay.pk}/"]').first.click()
+        page.wait_for_url(f"**/replays/{replay.pk}/")
+        heading = page.locator("h1").inner_text()
+        assert verdict in heading.lower()
+        assert replay.reason_code in page.content()
+        screenshot(page, f"demo-{verdict}")
+
+    # Running the demo again duplicates nothing.
+    call_command("demo", "--wait", "0")
+    assert Replay.objects.count() == 12
