@@ -28,25 +28,20 @@ The script creates a scratch database ``replayhub_bench_ingest`` on the server o
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-# benchmarks/queue.py would shadow the standard library's queue module (which
-# psycopg and the importer use) if this script's own folder led sys.path.
-HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-ROOT = HERE.parent
+ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from urllib.parse import urlsplit, urlunsplit  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_ingest"
 GOAL_RECORDS_PER_S = 20_000

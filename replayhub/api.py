@@ -52,7 +52,7 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
 
     limit = settings.REPLAYHUB_API_MAX_BODY_BYTES
     declared = request.META.get("CONTENT_LENGTH", "")
-    if not declared.isdigit():
+    if not (declared.isascii() and declared.isdigit()):
         return _error(411, "send a Content-Length header (chunked bodies are refused)")
     if int(declared) > limit:
         return _error(413, f"the body is larger than the limit of {limit:,} bytes")

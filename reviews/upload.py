@@ -38,6 +38,7 @@ def runs_upload(request: HttpRequest) -> HttpResponse:
     # The multipart envelope adds a little to the file itself.
     if (
         request.method == "POST"
+        and declared.isascii()
         and declared.isdigit()
         and int(declared) > limit + 65536
     ):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -115,21 +116,20 @@ def import_stream(
 
 def import_lines(*, lines: Iterable[Line], project: Project | None = None) -> Summary:
     summary = Summary()
-    importer = _Importer(summary, project)
     limit = settings.REPLAYHUB_MAX_RECORD_BYTES
-    for number, data, terminated in lines:
-        if data is None:
-            summary.add_invalid(
-                number, f"the line is longer than the limit of {limit:,} bytes"
-            )
-        elif data and not data.isspace():
-            try:
-                value = parse_line(data, terminated=terminated)
-            except RecordError as error:
-                summary.add_invalid(number, str(error))
-            else:
-                importer.add(number, value)
-    importer.flush()
+    with _Importer(summary, project) as importer:
+        for number, data, terminated in lines:
+            if data is None:
+                summary.add_invalid(
+                    number, f"the line is longer than the limit of {limit:,} bytes"
+                )
+            elif data and not data.isspace():
+                try:
+                    value = parse_line(data, terminated=terminated)
+                except RecordError as error:
+                    summary.add_invalid(number, str(error))
+                else:
+                    importer.add(number, value)
     return summary
 
 
@@ -141,16 +141,25 @@ def import_body(*, body: IO[bytes], project: Project) -> Summary:
     in the summary is the 1-based position of the element.
     """
     head = body.read(READ_SIZE)
-    if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
-        return _import_array(head + body.read(), project)
-    return import_stream(
-        chunks=itertools.chain([head], read_chunks(body)), project=project
-    )
-
-
-def _import_array(data: bytes, project: Project) -> Summary:
+    if not head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
+        return import_stream(
+            chunks=itertools.chain([head], read_chunks(body)), project=project
+        )
     summary = Summary()
-    importer = _Importer(summary, project)
+    with _Importer(summary, project) as importer:
+        for position, element in _array_elements(head + body.read()):
+            try:
+                if isinstance(element, RecordError):
+                    raise element
+                importer.add(position, parse_line(element))
+            except RecordError as error:
+                summary.add_invalid(position, str(error))
+    return summary
+
+
+def _array_elements(data: bytes) -> Iterator[tuple[int, bytes | RecordError]]:
+    """The elements of a JSON array as bytes, by position; a RecordError where
+    the array itself is broken (nothing after that point can be read)."""
     # Bytes that are not UTF-8 survive decoding as lone surrogates and are
     # turned back into bytes per element, so only that element is refused.
     text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
@@ -165,37 +174,36 @@ def _import_array(data: bytes, project: Project) -> Summary:
             message = (
                 str(error) if isinstance(error, ValueError) else "nested too deeply"
             )
-            summary.add_invalid(
+            yield (
                 position,
-                f"not valid JSON: {message}; the rest of the array was not read",
+                RecordError(
+                    f"not valid JSON: {message}; the rest of the array was not read"
+                ),
             )
-            break
-        element = text[index:end].encode("utf-8", errors="surrogateescape")
-        try:
-            importer.add(position, parse_line(element))
-        except RecordError as error:
-            summary.add_invalid(position, str(error))
+            return
+        yield position, text[index:end].encode("utf-8", errors="surrogateescape")
         index = _skip_space(text, end)
         if text.startswith(",", index):
             index = _skip_space(text, index + 1)
         elif not text.startswith("]", index):
-            summary.add_invalid(
+            yield (
                 position + 1,
-                "not valid JSON: expected ',' or ']' after an element; the rest "
-                "of the array was not read",
+                RecordError(
+                    "not valid JSON: expected ',' or ']' after an element; the rest "
+                    "of the array was not read"
+                ),
             )
-            break
-    else:
-        if index >= len(text):
-            summary.add_invalid(
-                position + 1, "not valid JSON: the array is not closed with ']'"
-            )
-        elif text[index + 1 :].strip():
-            summary.add_invalid(
-                position + 1, "not valid JSON: there is more after the closing ']'"
-            )
-    importer.flush()
-    return summary
+            return
+    if index >= len(text):
+        yield (
+            position + 1,
+            RecordError("not valid JSON: the array is not closed with ']'"),
+        )
+    elif text[index + 1 :].strip():
+        yield (
+            position + 1,
+            RecordError("not valid JSON: there is more after the closing ']'"),
+        )
 
 
 def _skip_space(text: str, index: int) -> int:
@@ -205,6 +213,15 @@ def _skip_space(text: str, index: int) -> int:
 
 
 class _Importer:
+    """Collects checked records into batches and stores them; a context manager.
+
+    A batch is left open (its rows sent, its transaction not yet committed)
+    while the next one is read: the database stores one batch while this
+    process parses the next, instead of each waiting for the other. It is
+    finished before the next batch is classified, so that lookup sees it, and
+    nothing touches the connection while it is open.
+    """
+
     def __init__(self, summary: Summary, project: Project | None) -> None:
         self.summary = summary
         self.default = project
@@ -212,8 +229,23 @@ class _Importer:
         if project is not None:
             self.projects[project.slug] = project
         self.max_prompt_bytes = settings.REPLAYHUB_MAX_PROMPT_BYTES
-        self.batch: list[_Item] = []
+        self.pending: list[tuple[int, Record]] = []
+        self.open: _Batch | None = None
         self.statistics = _Statistics()
+
+    def __enter__(self) -> _Importer:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if error is None:
+            self.flush()
+            self.finish()
+            # Unknown projects are found when a batch is stored, after later
+            # lines were parsed.
+            self.summary.invalid.sort(key=lambda entry: entry["line"])
+        elif self.open is not None:
+            self.open.abort(error)
+            self.open = None
 
     def add(self, number: int, value: Any) -> None:
         try:
@@ -225,17 +257,58 @@ class _Importer:
         except RecordError as error:
             self.summary.add_invalid(number, str(error))
             return
-        self.add_record(number, record)
-
-    def add_record(self, number: int, record: Record) -> None:
-        try:
-            project = self.project(record.project)
-        except RecordError as error:
-            self.summary.add_invalid(number, str(error))
-            return
-        self.batch.append(_Item(number, project, record))
-        if len(self.batch) >= BATCH_SIZE:
+        self.pending.append((number, record))
+        if len(self.pending) >= BATCH_SIZE:
             self.flush()
+
+    def flush(self) -> None:
+        """Finish the open batch, then start storing the records collected since."""
+        self.finish()
+        items = self.resolve(self.pending)
+        self.pending = []
+        if not items:
+            return
+        try:
+            self.open = _Batch.start(items)
+        except IntegrityError:
+            self.store(items)
+
+    def finish(self) -> None:
+        if self.open is None:
+            return
+        batch, self.open = self.open, None
+        try:
+            batch.finish()
+        except IntegrityError:
+            self.store(batch.items)
+        else:
+            self.account(batch)
+
+    def store(self, items: list[_Item]) -> None:
+        """Store a batch that collided with a concurrent import of the same ids.
+
+        It is classified again against what that import stored, and finished
+        at once.
+        """
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                batch = _Batch.start(items)
+                batch.finish()
+            except IntegrityError:
+                if attempt == _ATTEMPTS:
+                    raise
+                continue
+            self.account(batch)
+            return
+
+    def resolve(self, pending: list[tuple[int, Record]]) -> list[_Item]:
+        items = []
+        for number, record in pending:
+            try:
+                items.append(_Item(number, self.project(record.project), record))
+            except RecordError as error:
+                self.summary.add_invalid(number, str(error))
+        return items
 
     def project(self, slug: str | None) -> Project:
         if slug in self.projects:
@@ -248,27 +321,70 @@ class _Importer:
             raise RecordError(f"project: there is no project {json.dumps(slug)}")
         return found
 
-    def flush(self) -> None:
-        if not self.batch:
-            return
-        for attempt in range(1, _ATTEMPTS + 1):
-            try:
-                with transaction.atomic():
-                    fresh, duplicates, conflicts = _classify(self.batch)
-                    _insert(fresh)
-            except IntegrityError:
-                if attempt == _ATTEMPTS:
-                    raise
-                continue
-            break
-        self.statistics.grew(len(fresh))
+    def account(self, batch: _Batch) -> None:
+        self.statistics.grew(len(batch.fresh))
         summary = self.summary
-        summary.imported += len(fresh)
-        summary.duplicates += duplicates
-        for item in conflicts:
+        summary.imported += len(batch.fresh)
+        summary.duplicates += batch.duplicates
+        for item in batch.conflicts:
             summary.add_conflict(item.line, item.project.slug, item.record.external_id)
-        summary.project_ids.update(item.project.pk for item in self.batch)
-        self.batch = []
+        summary.project_ids.update(item.project.pk for item in batch.items)
+
+
+class _Batch:
+    """One batch in its own transaction: classified, then its new runs written.
+
+    ``start`` opens the transaction, looks up the stored hashes and sends the
+    new runs; ``finish`` waits for the database and commits. A unique violation
+    (another import stored one of the ids meanwhile) rolls back and surfaces
+    as IntegrityError from either.
+    """
+
+    def __init__(self, items: list[_Item]) -> None:
+        self.items = items
+        self.fresh: list[_Item] = []
+        self.duplicates = 0
+        self.conflicts: list[_Item] = []
+        self.stack = ExitStack()
+
+    @classmethod
+    def start(cls, items: list[_Item]) -> _Batch:
+        batch = cls(items)
+        try:
+            batch.stack.enter_context(transaction.atomic())
+            batch.fresh, batch.duplicates, batch.conflicts = _classify(items)
+            _write(batch.fresh, batch.stack)
+        except BaseException as error:
+            batch.abort(error)
+            converted = _as_integrity_error(error)
+            if converted is error:
+                raise
+            raise converted from error
+        return batch
+
+    def finish(self) -> None:
+        try:
+            self.stack.close()
+        except Exception as error:
+            converted = _as_integrity_error(error)
+            if converted is error:
+                raise
+            raise converted from error
+
+    def abort(self, error: BaseException) -> None:
+        # Ends the COPY with an error and rolls the transaction back.
+        self.stack.__exit__(type(error), error, error.__traceback__)
+
+
+def _as_integrity_error(error: BaseException) -> BaseException:
+    """The IntegrityError the ORM would raise for psycopg's own unique violation
+    (COPY bypasses Django's error wrapping); any other error unchanged."""
+    if connection.vendor == "postgresql":
+        from psycopg.errors import UniqueViolation
+
+        if isinstance(error, UniqueViolation):
+            return IntegrityError(str(error))
+    return error
 
 
 class _Statistics:
@@ -382,14 +498,16 @@ _FROM_RECORD = (
 )
 
 
-def _insert(items: list[_Item]) -> None:
+def _write(items: list[_Item], stack: ExitStack) -> None:
+    """Send the new runs: COPY on PostgreSQL (left open on ``stack``), else
+    ``bulk_create``."""
     if not items:
         return
     now = timezone.now()
-    if connection.vendor == "postgresql":
-        _copy(items, now)
+    if connection.vendor != "postgresql":
+        Run.objects.bulk_create([_run(item, now) for item in items])
         return
-    Run.objects.bulk_create([_run(item, now) for item in items])
+    _copy(items, now, stack)
 
 
 def _run(item: _Item, now) -> Run:
@@ -417,15 +535,15 @@ def _run(item: _Item, now) -> Run:
     )
 
 
-def _copy(items: list[_Item], now) -> None:
-    """Insert with PostgreSQL's COPY: the ORM's per-row cost is most of an import.
+def _copy(items: list[_Item], now, stack: ExitStack) -> None:
+    """COPY the new runs; the ORM's per-row cost would be most of an import.
 
     The canonical JSON already computed for the hash is sent as ``raw`` as is,
     so no record is serialized twice. Columns not filled from the record get
-    the model default, so a field added to Run later is still filled.
+    the model default, so a field added to Run later is still filled. The COPY
+    is left open on ``stack``: the rows are on their way, the database works
+    through them while the caller reads the next batch.
     """
-    import psycopg
-
     fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
     column = {f.attname: f.column for f in fields}
     others = [f for f in fields if f.attname not in _FROM_RECORD]
@@ -440,33 +558,31 @@ def _copy(items: list[_Item], now) -> None:
     sql = "COPY {} ({}) FROM STDIN".format(
         quote(Run._meta.db_table), ", ".join(quote(name) for name in names)
     )
-    try:
-        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-            for item in items:
-                record = item.record
-                copy.write_row(
-                    (
-                        item.project.pk,
-                        record.external_id,
-                        record.title,
-                        record.prompt,
-                        record.provider,
-                        record.model,
-                        record.effort,
-                        record.base_sha,
-                        record.original_commit,
-                        record.original_branch,
-                        record.original_tests_passed,
-                        record.sandbox_image,
-                        record.sandbox_config_sha256,
-                        record.started_at,
-                        record.output,
-                        canonical_json(record.usage),
-                        record.raw_json,
-                        record.sha256,
-                        now,
-                        *defaults,
-                    )
-                )
-    except psycopg.errors.UniqueViolation as error:
-        raise IntegrityError(str(error)) from error
+    cursor = stack.enter_context(connection.cursor())
+    copy = stack.enter_context(cursor.cursor.copy(sql))
+    for item in items:
+        record = item.record
+        copy.write_row(
+            (
+                item.project.pk,
+                record.external_id,
+                record.title,
+                record.prompt,
+                record.provider,
+                record.model,
+                record.effort,
+                record.base_sha,
+                record.original_commit,
+                record.original_branch,
+                record.original_tests_passed,
+                record.sandbox_image,
+                record.sandbox_config_sha256,
+                record.started_at,
+                record.output,
+                canonical_json(record.usage),
+                record.raw_json,
+                record.sha256,
+                now,
+                *defaults,
+            )
+        )

@@ -246,7 +246,8 @@ def test_an_empty_body_is_400(client, project, token):
     assert "the body is empty" in response.json()["error"]
 
 
-def test_a_body_without_a_length_is_411(rf, project, token):
+@pytest.mark.parametrize("length", [None, "", "-1", "1e3", "\u00b2"])
+def test_a_body_without_a_usable_length_is_411(rf, project, token, length):
     from replayhub.api import runs_create
 
     request = rf.post(
@@ -255,7 +256,10 @@ def test_a_body_without_a_length_is_411(rf, project, token):
         content_type=NDJSON,
         headers={"Authorization": f"Bearer {token}"},
     )
-    del request.META["CONTENT_LENGTH"]
+    if length is None:
+        del request.META["CONTENT_LENGTH"]
+    else:
+        request.META["CONTENT_LENGTH"] = length
     assert runs_create(request, slug="shop").status_code == 411
 
 

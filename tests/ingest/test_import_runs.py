@@ -385,3 +385,38 @@ def test_a_record_without_a_project_needs_one_on_the_command_line(project, tmp_p
     status, summary = summary_of(str(path))
     assert status == 1
     assert summary["invalid"][0]["error"].startswith("project: required field")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_that_collides_with_another_import_is_classified_again(
+    repo, monkeypatch, require_postgres
+):
+    project = make_project(repo)
+    real_classify = importer._classify
+    raced = []
+
+    def classify_then_race(items):
+        result = real_classify(items)
+        if not raced:
+            raced.append(True)
+
+            # Another import stores run-0002 after this batch looked it up.
+            def other_import():
+                try:
+                    importer.import_stream(chunks=[jsonl(record(2))], project=project)
+                finally:
+                    connection.close()
+
+            thread = threading.Thread(target=other_import)
+            thread.start()
+            thread.join(timeout=60)
+        return result
+
+    monkeypatch.setattr(importer, "_classify", classify_then_race)
+
+    summary = importer.import_stream(
+        chunks=[jsonl(record(1), record(2), record(3))], project=project
+    )
+
+    assert (summary.imported, summary.duplicates, summary.conflicts_total) == (2, 1, 0)
+    assert Run.objects.count() == 3
