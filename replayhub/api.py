@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviews import roles
 
+from . import tasks
 from .ingest.importer import READ_SIZE, import_body
 from .ingest.preflight import preflight_pending
 from .ingest.tokens import Denied, token_authenticate
@@ -76,6 +77,9 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
         project_ids=[token.project_id], limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX
     )
     summary.preflight = preflight.to_dict()
+    if preflight.pending:
+        # The rest is preflighted by a worker rather than in this request.
+        tasks.preflight_pending.delay_on_commit(token.project_id)
     payload = summary.to_dict()
     if summary.invalid_total:
         payload["error"] = (

@@ -31,3 +31,11 @@ def reap_expired_leases() -> None:
 @shared_task
 def nightly_tick() -> None:
     nightly.tick()
+
+
+@shared_task
+def preflight_pending(project_id: int) -> None:
+    # Idempotent: only runs still pending are looked at.
+    from .ingest.preflight import preflight_pending as run_preflight
+
+    run_preflight(project_ids=[project_id])

@@ -10,5 +10,6 @@ def user_roles(request):
         "can_view_trends": user.has_perm(roles.VIEW_TRENDS),
         "can_view_money": user.has_perm(roles.VIEW_MONEY),
         "can_manage_budgets": user.has_perm(roles.MANAGE_BUDGETS),
+        "can_upload": user.has_perm("replayhub.add_run"),
         "user_role": roles.role_of(user),
     }

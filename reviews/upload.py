@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
+from replayhub import tasks
 from replayhub.ingest.importer import import_stream
 from replayhub.ingest.preflight import preflight_pending
 from replayhub.models import Project
@@ -59,9 +60,13 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
     project = form.cleaned_data["project"]
     # chunks() reads the uploaded file piece by piece: memory stays flat.
     summary = import_stream(chunks=upload.chunks(), project=project)
-    summary.preflight = preflight_pending(
+    preflight = preflight_pending(
         project_ids=[project.pk], limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX
-    ).to_dict()
+    )
+    summary.preflight = preflight.to_dict()
+    if preflight.pending:
+        # The rest is preflighted by a worker rather than in this request.
+        tasks.preflight_pending.delay_on_commit(project.pk)
     # A fresh form: submitting the same file again is harmless (all duplicates).
     return _page(
         request,
