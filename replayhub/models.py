@@ -265,6 +265,9 @@ class Replay(models.Model):
     caps = models.JSONField(default=dict, blank=True)
     settled = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
+    # When a message for it was last handed to the broker; a queued replay
+    # whose message is long gone (a broker restart) is sent again.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

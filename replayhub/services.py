@@ -60,9 +60,40 @@ def replay_request(
     """Queue a replay of ``run``; a worker gets it once the transaction commits."""
     from . import tasks
 
-    replay = replay_create(run=run, trigger=trigger, user=user, **budget)
+    replay = replay_create(
+        run=run, trigger=trigger, user=user, enqueued_at=timezone.now(), **budget
+    )
     tasks.run_replay.delay_on_commit(replay.pk)
     return replay
+
+
+def replay_requeue_stale(*, older_than: timedelta, now=None) -> list[int]:
+    """Send again the queued replays whose message was handed over long ago.
+
+    A broker that restarts without persistence loses its messages; the replay
+    rows say what should still run. A duplicate message is harmless (only a
+    queued replay can be claimed), and ``enqueued_at`` moves on so one replay is
+    sent again at most once per ``older_than``.
+    """
+    from . import tasks
+
+    now = now or timezone.now()
+    stale = list(
+        Replay.objects.filter(
+            status=ReplayStatus.QUEUED, enqueued_at__lt=now - older_than
+        ).values_list("pk", flat=True)[:10_000]
+    )
+    for replay_id in stale:
+        sent = Replay.objects.filter(
+            pk=replay_id,
+            status=ReplayStatus.QUEUED,
+            enqueued_at__lt=now - older_than,
+        ).update(enqueued_at=now)
+        if sent:
+            tasks.run_replay.delay(replay_id)
+    if stale:
+        log.warning("sent %d queued replays to the broker again", len(stale))
+    return stale
 
 
 def replay_claim(*, replay_id: int, owner: str) -> bool:

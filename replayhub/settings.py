@@ -283,6 +283,9 @@ def default_work_dir() -> Path:
 REPLAYHUB_WORK_DIR = Path(env_str("REPLAYHUB_WORK_DIR", str(default_work_dir())))
 # The runner /healthz checks; each project names its own runner.
 REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
+# A queued replay whose broker message is older than this is sent again (a broker
+# restart without persistence loses messages; the database does not).
+REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 1800)
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)

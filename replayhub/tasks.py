@@ -1,8 +1,10 @@
 """Celery tasks: thin adapters that take ids, re-read rows and call services."""
 
 import socket
+from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from . import nightly, services
@@ -26,6 +28,9 @@ def run_replay(replay_id: int) -> None:
 @shared_task
 def reap_expired_leases() -> None:
     services.replay_reap_expired()
+    services.replay_requeue_stale(
+        older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
+    )
 
 
 @shared_task

@@ -91,12 +91,8 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    """A real worker process consuming the test broker, for the whole session."""
-    log = tmp_path_factory.mktemp("worker") / "worker.log"
-    with django_db_blocker.unblock():
-        env = child_env()
+def spawn_worker(log: Path, **env: str) -> subprocess.Popen:
+    """Start a real Celery worker process and wait until it is ready."""
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
@@ -117,10 +113,10 @@ def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
                 "--without-mingle",
                 "--without-gossip",
                 "--hostname",
-                f"test-worker-{os.getpid()}@%h",
+                f"test-worker-{os.getpid()}-{log.parent.name}@%h",
             ],
             cwd=ROOT,
-            env=env,
+            env=child_env(**env),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -131,13 +127,26 @@ def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
             proc.kill()
             pytest.fail("the Celery worker did not start:\n" + log.read_text()[-3000:])
         time.sleep(0.2)
-    yield proc
+    return proc
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
     os.killpg(proc.pid, 15)
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, 9)
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A real worker process consuming the test broker, for the whole session."""
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    with django_db_blocker.unblock():
+        proc = spawn_worker(log)
+    yield proc
+    stop_worker(proc)
 
 
 def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
