@@ -37,6 +37,9 @@ class Amounts:
     def __sub__(self, other: Amounts) -> Amounts:
         return Amounts(*(getattr(self, d) - getattr(other, d) for d in DIMENSIONS))
 
+    def __mul__(self, times: int) -> Amounts:
+        return Amounts(*(getattr(self, d) * times for d in DIMENSIONS))
+
     def clamp(self) -> Amounts:
         """No dimension below zero."""
         return Amounts(*(max(getattr(self, d), 0) for d in DIMENSIONS))
@@ -66,6 +69,16 @@ def blocking_dimensions(estimate: Amounts, left: Amounts) -> list[str]:
 
 def fits(estimate: Amounts, left: Amounts) -> bool:
     return not blocking_dimensions(estimate, left)
+
+
+def how_many_fit(estimate: Amounts, left: Amounts, wanted: int) -> int:
+    """How many replays of ``estimate`` fit in ``left`` (at most ``wanted``)."""
+    count = wanted
+    for dimension in DIMENSIONS:
+        per_replay = getattr(estimate, dimension)
+        if per_replay > 0:
+            count = min(count, int(getattr(left, dimension) // per_replay))
+    return max(count, 0)
 
 
 def estimate(*, recent: list[Amounts], caps: Amounts) -> Amounts:

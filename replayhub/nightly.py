@@ -10,14 +10,15 @@ run, and first in line next night.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from . import budgets
@@ -31,6 +32,7 @@ from .models import (
     Replay,
     ReplayStatus,
     Run,
+    Tier,
     Trigger,
     Verdict,
 )
@@ -307,17 +309,25 @@ def night_run(
         report.skipped_reason = "the night's window has ended"
         return report
     estimate = budgets.estimate(recent=recent_actuals(project), caps=caps_of(project))
-    deferred_ids = []
-    for run in candidates(project, now).iterator(chunk_size=2000):
-        if deferred_ids or not _admit(run, night, estimate, now, report):
-            # Once one candidate does not fit, later ones (same estimate) cannot.
-            deferred_ids.append(run.pk)
-    if deferred_ids:
-        Run.objects.filter(pk__in=deferred_ids, deferred_at__isnull=True).update(
-            deferred_at=now
-        )
-        Night.objects.filter(pk=night.pk).update(deferred=len(deferred_ids))
-        report.deferred = len(deferred_ids)
+    wanted = list(candidates(project, now).values_list("pk", flat=True))
+    with transaction.atomic():
+        # Every candidate shares one estimate, so the night admits the first k
+        # at once: one conditional UPDATE reserves k estimates, or nothing.
+        night = Night.objects.get(pk=night.pk)
+        count = budgets.how_many_fit(estimate, remaining_of(night), len(wanted))
+        while count and not reserve(night=night, amount=estimate * count, now=now):
+            # Someone else reserved meanwhile: look again at what is left.
+            night = Night.objects.get(pk=night.pk)
+            count = budgets.how_many_fit(estimate, remaining_of(night), count)
+        admitted, deferred = wanted[:count], wanted[count:]
+        report.admitted = _create_replays(project, night, admitted, estimate, now)
+        Run.objects.filter(pk__in=admitted).update(deferred_at=None)
+        if deferred:
+            Run.objects.filter(pk__in=deferred, deferred_at__isnull=True).update(
+                deferred_at=now
+            )
+        Night.objects.filter(pk=night.pk).update(deferred=len(deferred))
+        report.deferred = len(deferred)
     log.info(
         "night %s of %s: admitted %d, deferred %d",
         night.date,
@@ -328,29 +338,105 @@ def night_run(
     return report
 
 
-def _admit(run: Run, night: Night, estimate: Amounts, now, report) -> bool:
-    from . import services
+def _create_replays(
+    project: Project, night: Night, run_ids: list[int], estimate: Amounts, now
+) -> list[int]:
+    """Queue one replay per run, each with its reservation and caps."""
+    from . import tasks
 
-    with transaction.atomic():
-        if not reserve(night=night, amount=estimate, now=now):
-            return False
-        night.refresh_from_db()
-        left = remaining_of(night) + estimate
-        caps = budgets.caps_for_replay(
-            time_limit_seconds=run.project.time_limit_seconds,
-            max_tokens=run.project.max_tokens,
-            left=left,
+    if not run_ids:
+        return []
+    attempts = dict(
+        Replay.objects.filter(run_id__in=run_ids)
+        .values("run_id")
+        .annotate(n=Count("id"))
+        .values_list("run_id", "n")
+    )
+    # What remains once this batch is reserved; the i-th replay's caps may use
+    # the estimates of those admitted after it, never more.
+    after = remaining_of(Night.objects.get(pk=night.pk))
+    caps = [
+        budgets.caps_for_replay(
+            time_limit_seconds=project.time_limit_seconds,
+            max_tokens=project.max_tokens,
+            left=after + estimate * (len(run_ids) - i),
         )
-        replay = services.replay_request(
-            run=run,
-            trigger=Trigger.SCHEDULER,
-            night=night,
-            reservation=_json(estimate),
-            caps={"wall_seconds": caps.wall_seconds, "max_tokens": caps.max_tokens},
+        for i in range(len(run_ids))
+    ]
+    if caps[0] == caps[-1]:
+        # The usual night: the budget is roomy, every replay gets the same caps,
+        # and one INSERT ... SELECT creates them all (a bulk_create of 10,000
+        # model instances costs seconds in Python alone).
+        _insert_uniform(project, night, run_ids, estimate, caps[0], now)
+        tasks.dispatch_night.delay_on_commit(night.pk)
+        return list(
+            Replay.objects.filter(night=night, run_id__in=run_ids)
+            .order_by("id")
+            .values_list("pk", flat=True)
         )
-        Run.objects.filter(pk=run.pk).update(deferred_at=None)
-    report.admitted.append(replay.pk)
-    return True
+    replays = []
+    for run_id, cap in zip(run_ids, caps, strict=True):
+        replays.append(
+            Replay(
+                run_id=run_id,
+                project=project,
+                trigger=Trigger.SCHEDULER,
+                attempt=attempts.get(run_id, 0) + 1,
+                night=night,
+                reservation=_json(estimate),
+                caps={"wall_seconds": cap.wall_seconds, "max_tokens": cap.max_tokens},
+                enqueued_at=now,
+            )
+        )
+    created = Replay.objects.bulk_create(replays, batch_size=2000)
+    # Sending thousands of broker messages is a worker's job, not the
+    # scheduler's: one task hands this night's queued replays to the queue.
+    tasks.dispatch_night.delay_on_commit(night.pk)
+    return [r.pk for r in created]
+
+
+def _insert_uniform(project, night, run_ids, estimate, caps, now) -> None:
+    """Create one queued replay per run in SQL; the rows match ``Replay``'s defaults."""
+    table = Replay._meta.db_table
+    runs = Run._meta.db_table
+    jsonb = "::jsonb" if connection.vendor == "postgresql" else ""
+    caps_json = json.dumps(
+        {"wall_seconds": caps.wall_seconds, "max_tokens": caps.max_tokens}
+    )
+    # Only table names and a cast are interpolated; every value is a parameter.
+    prefix = (
+        f"INSERT INTO {table} (run_id, project_id, tier, status, phase, attempt, "  # noqa: S608
+        "trigger, verdict, reason_code, reason, evidence, provenance, agent_output, "
+        "agent_output_truncated, usage, tokens, cost_usd, sandbox_seconds, "
+        "lease_owner, reservation, caps, settled, night_id, created_at, enqueued_at) "
+        "SELECT r.id, r.project_id, %s, %s, %s, "
+        f"(SELECT COUNT(*) FROM {table} p WHERE p.run_id = r.id) + 1, "
+        f"%s, '', '', '', %s{jsonb}, %s{jsonb}, '', %s, %s{jsonb}, 0, 0, 0, '', "
+        f"%s{jsonb}, %s{jsonb}, %s, %s, %s, %s "
+        f"FROM {runs} r WHERE r.id IN "
+    )
+    values = [
+        Tier.AGENTIC,
+        ReplayStatus.QUEUED,
+        "queued",
+        Trigger.SCHEDULER,
+        "{}",
+        "{}",
+        False,
+        "{}",
+        json.dumps(_json(estimate)),
+        caps_json,
+        False,
+        night.pk,
+        now,
+        now,
+    ]
+    with connection.cursor() as cursor:
+        # Chunks keep the parameter count under every backend's limit.
+        for start in range(0, len(run_ids), 5000):
+            chunk = run_ids[start : start + 5000]
+            placeholders = "(" + ", ".join(["%s"] * len(chunk)) + ")"
+            cursor.execute(prefix + placeholders, [*values, *chunk])
 
 
 def _json(amount: Amounts) -> dict:
@@ -389,10 +475,27 @@ def tick(*, now: datetime | None = None) -> list[NightReport]:
 
 
 def night_close_ended(*, now: datetime) -> list[Night]:
-    """Close the nights whose window has ended; no new replay is admitted there."""
-    ended = list(Night.objects.filter(status=NightStatus.OPEN, window_end__lte=now))
+    """Close the nights whose window has ended; no new replay is admitted there.
+
+    Each night this call closes is rolled up for the trends dashboard.
+    """
+    from .rollups import rollup_closed_night
+
+    ended = list(
+        Night.objects.filter(
+            status=NightStatus.OPEN, window_end__lte=now
+        ).select_related("project")
+    )
     for night in ended:
-        Night.objects.filter(pk=night.pk, status=NightStatus.OPEN).update(
+        closed = Night.objects.filter(pk=night.pk, status=NightStatus.OPEN).update(
             status=NightStatus.CLOSED
         )
+        if not closed:
+            continue  # another tick closed it and rolls it up
+        try:
+            rollup_closed_night(night)
+        except Exception:
+            # A failed rollup must not keep the remaining nights open; the
+            # night can be counted again with `manage.py rollup --since`.
+            log.exception("rollup of %s failed", night)
     return ended

@@ -44,3 +44,17 @@ def preflight_pending(project_id: int) -> None:
     from .ingest.preflight import preflight_pending as run_preflight
 
     run_preflight(project_ids=[project_id])
+
+
+@shared_task
+def dispatch_night(night_id: int) -> None:
+    """Send every queued replay a night admitted to the replay queue."""
+    from .models import Replay, ReplayStatus
+
+    ids = Replay.objects.filter(
+        night_id=night_id, status=ReplayStatus.QUEUED
+    ).values_list("pk", flat=True)
+    with run_replay.app.producer_or_acquire() as producer:
+        for replay_id in ids.iterator(chunk_size=2000):
+            # A duplicate message is harmless: only a queued replay is claimed.
+            run_replay.apply_async((replay_id,), producer=producer)

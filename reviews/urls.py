@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import budgets, views
+from . import budgets, trends, views
 
 app_name = "reviews"
 
@@ -10,6 +10,11 @@ urlpatterns = [
     path("next/", views.next_item, name="next"),
     path("replays/<int:replay_id>/", views.replay_detail, name="replay_detail"),
     path("replays/<int:replay_id>/claim/", views.replay_claim, name="replay_claim"),
+    path(
+        "replays/<int:replay_id>/progress/",
+        views.replay_progress,
+        name="replay_progress",
+    ),
     path(
         "replays/<int:replay_id>/release/",
         views.replay_release,
@@ -22,6 +27,11 @@ urlpatterns = [
         name="replay_diff_file",
     ),
     path("trends/", views.trends, name="trends"),
+    path("trends/export.csv", views.trends_export_csv, name="trends_export_csv"),
+    path("trends/export.json", views.trends_export_json, name="trends_export_json"),
+    # The same JSON as the export, for scripts; answers 401 rather than
+    # redirecting (reviews' URLs are mounted at the root).
+    path("api/v1/trends", trends.api_trends, name="api_trends"),
     path("budgets/", budgets.budgets_page, name="budgets"),
     path("budgets/<slug:slug>/", budgets.budget_edit, name="budget_edit"),
     path("projects/", views.projects, name="projects"),

@@ -1,9 +1,16 @@
 import hashlib
 from collections import defaultdict
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,6 +34,7 @@ from replayhub.verdicts import REASON_TEXT
 
 from . import queue as review_queue
 from . import roles
+from . import trends as dashboard
 from .diffs import pair_by_path, split_files
 from .forms import DecisionForm, QueueFilterForm
 from .models import AuditEvent, Claim, Review
@@ -157,7 +165,62 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 @permission_required(roles.VIEW_TRENDS, raise_exception=True)
 def trends(request: HttpRequest) -> HttpResponse:
-    return render(request, "reviews/trends.html", {"page": "trends"})
+    form = dashboard.TrendsFilterForm(request.GET)
+    form.is_valid()
+    filters = form.filters()
+    context = {
+        "page": "trends",
+        "form": form,
+        "query": urlencode(filters.query()),
+        **dashboard.dashboard_context(filters),
+    }
+    response = render(
+        request, _partial(request, "reviews/trends.html", "results"), context
+    )
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _export_filters(request: HttpRequest) -> dashboard.Filters | HttpResponse:
+    form = dashboard.TrendsFilterForm(request.GET)
+    if not form.is_valid():
+        errors = "; ".join(e for field in form.errors.values() for e in field)
+        return HttpResponseBadRequest(
+            f"Invalid filters: {errors}", content_type="text/plain; charset=utf-8"
+        )
+    return form.filters()
+
+
+def _export_name(filters: dashboard.Filters, extension: str) -> str:
+    scope = filters.project or "all-projects"
+    return f"replayhub-trends-{scope}-{filters.since}-{filters.until}.{extension}"
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends_export_csv(request: HttpRequest) -> HttpResponse:
+    filters = _export_filters(request)
+    if isinstance(filters, HttpResponse):
+        return filters
+    response = HttpResponse(
+        dashboard.export_csv(dashboard.export_rows(filters)),
+        content_type="text/csv; charset=utf-8",
+    )
+    name = _export_name(filters, "csv")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends_export_json(request: HttpRequest) -> HttpResponse:
+    filters = _export_filters(request)
+    if isinstance(filters, HttpResponse):
+        return filters
+    response = JsonResponse(dashboard.export_payload(filters))
+    name = _export_name(filters, "json")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @require_GET
@@ -342,6 +405,25 @@ def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
     return render(
         request, "reviews/replay_detail.html", _detail_context(request, replay)
     )
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def replay_progress(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """The phase line of a replay still running, polled by its detail page."""
+    replay = get_object_or_404(
+        Replay.objects.only("id", "status", "phase", "started_at"), pk=replay_id
+    )
+    response = render(
+        request,
+        "reviews/replay_detail.html#progress",
+        {"replay": replay, "now": timezone.now()},
+    )
+    if replay.status in (ReplayStatus.FINISHED, ReplayStatus.CANCELLED):
+        # Done: stop polling and reload, so the verdict and evidence appear.
+        response.status_code = HTMX_STOP_POLLING
+        response["HX-Refresh"] = "true"
+    return response
 
 
 @require_GET

@@ -143,3 +143,14 @@ def test_the_night_containing_a_moment_uses_the_local_date():
     assert night_containing(
         now, start_hour=22, end_hour=6, tz="America/New_York"
     ) == date(2026, 6, 1)
+
+
+def test_how_many_fit_is_bounded_by_the_tightest_dimension():
+    from replayhub.budgets import how_many_fit
+
+    estimate = Amounts(1, 100, 1_000, Decimal("0.5"))
+    left = Amounts(50, 450, 100_000, Decimal("10"))
+    assert how_many_fit(estimate, left, wanted=100) == 4  # sandbox seconds
+    assert how_many_fit(estimate, left, wanted=3) == 3
+    assert how_many_fit(Amounts(1, 0, 0, 0), left, wanted=100) == 50
+    assert how_many_fit(estimate, Amounts(), wanted=5) == 0

@@ -257,3 +257,22 @@ def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
     assert len(admitted) == 11
     assert night.reserved_tokens == 55_000
     assert night.reserved_sandbox_seconds == 7_700 <= night.limit_sandbox_seconds
+
+
+def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(project):
+    project.budget.max_sandbox_minutes = 9  # 540 s
+    project.budget.save()
+    old = make_runs(project, 3, prefix="hist")
+    for run in old:
+        finish(nightly_replay(run), seconds=250)  # estimate: 250 s each
+    make_runs(project, 3)
+
+    report = nightly.night_run(project=project, now=NOW)
+
+    caps = [Replay.objects.get(pk=pk).caps["wall_seconds"] for pk in report.admitted]
+    # 540 s admit two replays of 250 s; 40 s are left over. The first may run
+    # its full 300 s limit, the last only its own 250 s and the 40 s spare.
+    assert caps == [300, 290]
+    admitted = Replay.objects.filter(pk__in=report.admitted)
+    assert {r.run.external_id for r in admitted} == {"run-0", "run-1"}
+    assert report.deferred == 4  # run-2 and the three re-checks

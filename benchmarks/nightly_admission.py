@@ -1,0 +1,174 @@
+"""Selecting and admitting a night of 10,000 candidates, beside its floor.
+
+The figure: ``nightly.night_run`` for a project with 10,000 runs that passed
+preflight and a budget that fits them all — candidate selection, the
+conditional reservation, 10,000 replays created, runs updated, the broker
+messages sent after commit.
+
+The floor, in the same run: the bare SQL of the same database work — one
+SELECT of the candidate ids, one UPDATE of the night, one INSERT … SELECT of
+the replays — with no Python per row.
+
+Goal: at most 2 s. PostgreSQL only (a scratch database is created and dropped):
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python benchmarks/nightly_admission.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, sys.path[0] is benchmarks/; the project root replaces it.
+sys.path[0] = str(ROOT)
+
+GOAL_SECONDS = 2.0
+CANDIDATES = 10_000
+SCRATCH = "replayhub_bench_nightly"
+
+
+def scratch_url(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{SCRATCH}"))
+
+
+def main() -> int:
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        print(
+            "nightly_admission.py needs PostgreSQL: set DATABASE_URL", file=sys.stderr
+        )
+        return 2
+    import psycopg
+
+    admin = psycopg.connect(
+        url.replace("postgres://", "postgresql://"), autocommit=True
+    )
+    admin.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
+    admin.execute(f"CREATE DATABASE {SCRATCH}")
+    os.environ["DATABASE_URL"] = scratch_url(url)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
+    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
+    os.environ["LOG_FORMAT"] = "plain"
+    os.environ["LOG_LEVEL"] = "WARNING"
+    try:
+        return run()
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        admin.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
+
+
+def run() -> int:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.utils import timezone
+
+    from replayhub import nightly
+    from replayhub.models import Budget, Night, Project, Replay, Run
+
+    call_command("migrate", verbosity=0)
+    project = Project.objects.create(
+        slug="bench", repo_path="/srv/bench.git", agentic_enabled=True
+    )
+    Budget.objects.create(
+        project=project,
+        max_replays=CANDIDATES,
+        max_sandbox_minutes=10**7,
+        max_tokens=10**12,
+        max_cost_usd=10**6,
+        window_start_hour=0,
+        window_end_hour=0,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO replayhub_run (project_id, external_id, title, prompt, "
+            "provider, model, effort, base_sha, original_commit, original_branch, "
+            "sandbox_image, sandbox_config_sha256, output, usage, raw, "
+            "record_sha256, preflight, preflight_reason, provenance, imported_at) "
+            "SELECT %s, 'run-' || g, '', '', '', '', '', '', repeat('a', 40), '', "
+            "'', '', '', '{}', '{}', '', 'ready', '', '{}', now() "
+            "FROM generate_series(1, %s) g",
+            [project.pk, CANDIDATES],
+        )
+
+    def reset() -> None:
+        Replay.objects.all().delete()
+        Night.objects.all().delete()
+        Run.objects.update(deferred_at=None)
+
+    def figure() -> float:
+        reset()
+        start = time.perf_counter()
+        report = nightly.night_run(project=project, now=timezone.now())
+        elapsed = time.perf_counter() - start
+        assert len(report.admitted) == CANDIDATES, len(report.admitted)
+        return elapsed
+
+    def floor() -> float:
+        reset()
+        night = nightly.night_open(project=project, now=timezone.now())
+        start = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id FROM replayhub_run WHERE project_id = %s "
+                "AND preflight = 'ready' ORDER BY imported_at, id",
+                [project.pk],
+            )
+            cursor.fetchall()
+            cursor.execute(
+                "UPDATE replayhub_night SET reserved_replays = reserved_replays + %s "
+                "WHERE id = %s",
+                [CANDIDATES, night.pk],
+            )
+            cursor.execute(
+                "INSERT INTO replayhub_replay (run_id, project_id, tier, status, "
+                "phase, attempt, trigger, verdict, reason_code, reason, evidence, "
+                "provenance, agent_output, agent_output_truncated, usage, tokens, "
+                "cost_usd, sandbox_seconds, lease_owner, reservation, caps, settled, "
+                "night_id, created_at, enqueued_at) "
+                "SELECT id, project_id, 'agentic', 'queued', 'queued', 1, "
+                "'scheduler', '', '', '', '{}', '{}', '', false, '{}', 0, 0, 0, '', "
+                "'{}', '{}', false, %s, now(), now() "
+                "FROM replayhub_run WHERE project_id = %s",
+                [night.pk, project.pk],
+            )
+        return time.perf_counter() - start
+
+    figures, floors = [], []
+    for i in range(6):
+        f, g = figure(), floor()
+        if i:  # the first round warms caches
+            figures.append(f)
+            floors.append(g)
+
+    def line(name, samples):
+        return (
+            f"{name:<10} median {statistics.median(samples):6.3f} s   "
+            f"min {min(samples):6.3f} s   max {max(samples):6.3f} s"
+        )
+
+    print(f"{CANDIDATES:,} candidates, all admitted")
+    print(line("night_run", figures))
+    print(line("floor", floors))
+    median = statistics.median(figures)
+    print(
+        f"ratio      {median / statistics.median(floors):.1f}x; "
+        f"goal <= {GOAL_SECONDS:.0f} s: {'met' if median <= GOAL_SECONDS else 'MISSED'}"
+    )
+    return 0 if median <= GOAL_SECONDS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""Nightly rollups: the replays of each night counted once, for the trends dashboard.
+
+The rules every row follows (the dashboard and the exports rely on them):
+
+* **Which night.** A finished replay belongs to the date of the night that
+  admitted it (``Replay.night.date``). A replay no night admitted (an explicit
+  ``reproduce``, a reviewer's rerun, an automatic retry outside a window, a
+  replay from before budgets existed) belongs to the night that most recently
+  started before it finished: see ``night_of``. A project without a Budget row
+  uses Budget's defaults (start hour 1, UTC).
+* **What counts.** Only finished replays: ``attempted`` is the number of
+  finished replays and always equals the sum of the four verdicts (the
+  ``rollup_verdicts_add_up`` constraint). Queued, running and cancelled replays
+  are not attempts; a replay still running when its night closes is counted
+  when a later rollup covers that night (closing a night recomputes the
+  previous one too, see ``rollup_closed_night``).
+* **Reasons.** ``by_reason`` counts the reason codes of *inconclusive* replays
+  only, so its values add up to ``inconclusive``. That is the harness-health
+  signal the dashboard stacks; the codes of the other verdicts follow from the
+  verdict almost one to one and are left out.
+* **Human decisions.** ``confirmed`` and ``overturned`` map an automated verdict
+  to the number of that night's replays whose *latest* review confirmed or
+  overturned it. A replay whose latest decision is a rerun counts in neither.
+* **Models.** One row per (night, project, ``Run.model``). The row with model
+  ``""`` carries the night's ``deferred`` count (``Night.deferred``: runs the
+  budget pushed to a later night have no replay, so no model to count under),
+  together with the replays of runs that recorded no model. It exists for
+  every night that has a Night row, even with all counts zero, so a night that
+  ran nothing still shows. A night's totals are the sums over all its rows;
+  deferred lives only on the ``""`` row.
+
+Recomputation is idempotent: for each project, the rows of the whole date
+range are deleted and inserted again in one transaction, from one aggregate
+query over the replays (no per-replay work in Python).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from django.db import transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import ExtractHour, TruncDate
+from django.utils import timezone
+
+from reviews.models import Decision, Review
+
+from .models import Budget, Night, Project, Replay, ReplayStatus, Rollup, Verdict
+
+log = logging.getLogger(__name__)
+
+# Budget's own defaults, for projects that never had a Budget row.
+DEFAULT_START_HOUR = 1
+DEFAULT_TIMEZONE = "UTC"
+
+
+def night_of(finished_at: datetime, *, start_hour: int, tz: str) -> date:
+    """The local date of the night that most recently started before ``finished_at``.
+
+    That is the local date of ``finished_at - start_hour`` hours, counted on
+    the local wall clock: with nights starting at 01:00 in Europe/Berlin, a
+    replay finishing at 00:30 local time on the 5th belongs to the night of the
+    4th, one finishing at 01:00 to the night of the 5th. Wall-clock hours keep
+    the rule right across DST changes, where a fixed UTC offset would move the
+    boundary by an hour.
+    """
+    local = finished_at.astimezone(ZoneInfo(tz))
+    if local.hour < start_hour:
+        return local.date() - timedelta(days=1)
+    return local.date()
+
+
+def night_start(day: date, *, start_hour: int, tz: str) -> datetime:
+    """When the night of local date ``day`` starts, in UTC.
+
+    A start hour skipped by DST maps to the instant right after the gap, as
+    ``budgets.window_for`` does, so the two never disagree about a boundary.
+    """
+    return datetime.combine(day, time(start_hour), tzinfo=ZoneInfo(tz)).astimezone(UTC)
+
+
+@dataclass
+class Counts:
+    """The counters of one (night, model) row while it is being built."""
+
+    verdicts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    confirmed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    overturned: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    deferred: int = 0
+
+    def add(self, *, verdict: str, reason: str, decision: str | None, n: int):
+        self.verdicts[verdict] += n
+        if verdict == Verdict.INCONCLUSIVE:
+            self.by_reason[reason] += n
+        if decision == Decision.CONFIRM:
+            self.confirmed[verdict] += n
+        elif decision == Decision.OVERTURN:
+            self.overturned[verdict] += n
+
+    def row(self, *, day: date, project_id: int, model: str, now: datetime) -> Rollup:
+        verdicts = {v: self.verdicts.get(v, 0) for v in Verdict.values}
+        return Rollup(
+            date=day,
+            project_id=project_id,
+            model=model,
+            attempted=sum(verdicts.values()),
+            **verdicts,
+            by_reason=_sorted(self.by_reason),
+            confirmed=_sorted(self.confirmed),
+            overturned=_sorted(self.overturned),
+            deferred=self.deferred,
+            computed_at=now,
+        )
+
+
+def _sorted(counts: dict[str, int]) -> dict[str, int]:
+    return {key: counts[key] for key in sorted(counts) if counts[key]}
+
+
+def rollup_range(
+    *, since: date, until: date | None = None, project: Project | None = None
+) -> int:
+    """Recompute the Rollup rows of the nights ``since``..``until`` (inclusive).
+
+    ``until`` defaults to tomorrow in UTC, the latest local date any time zone
+    can have reached. Without ``project``, every project is recomputed. The
+    rows of the range are replaced whole, so running it twice writes the same
+    rows, and a night that no longer has anything to count loses its rows.
+    Returns the number of rows written.
+    """
+    if until is None:
+        until = timezone.now().astimezone(UTC).date() + timedelta(days=1)
+    if until < since:
+        raise ValueError(f"until ({until}) is before since ({since})")
+    projects = [project] if project is not None else list(Project.objects.all())
+    budgets = {
+        b.project_id: b
+        for b in Budget.objects.filter(project_id__in=[p.pk for p in projects])
+    }
+    written = 0
+    now = timezone.now()
+    with transaction.atomic():
+        for item in sorted(projects, key=lambda p: p.pk):
+            # A project-row lock orders two recomputations of the same project
+            # (the nightly close and a manual command): without it both could
+            # delete, then both insert, and the second insert would hit the
+            # unique constraint. NO KEY UPDATE leaves inserts that reference
+            # the project (replays, runs) unblocked.
+            list(
+                Project.objects.select_for_update(no_key=True)
+                .filter(pk=item.pk)
+                .values_list("pk", flat=True)
+            )
+            rows = _project_rows(
+                project_id=item.pk,
+                budget=budgets.get(item.pk),
+                since=since,
+                until=until,
+                now=now,
+            )
+            Rollup.objects.filter(
+                project_id=item.pk, date__gte=since, date__lte=until
+            ).delete()
+            Rollup.objects.bulk_create(rows)
+            written += len(rows)
+    return written
+
+
+def rollup_closed_night(night: Night) -> int:
+    """Roll up a night that just closed, and the night before it again.
+
+    Replays admitted near the end of a window may still be running when it
+    closes; by the next close they have finished, and the second pass counts
+    them. Both passes together cost about twice one night.
+    """
+    return rollup_range(
+        since=night.date - timedelta(days=1),
+        until=night.date,
+        project=night.project,
+    )
+
+
+def _project_rows(
+    *, project_id: int, budget: Budget | None, since: date, until: date, now
+) -> list[Rollup]:
+    start_hour = budget.window_start_hour if budget else DEFAULT_START_HOUR
+    tz = budget.timezone if budget else DEFAULT_TIMEZONE
+    zone = ZoneInfo(tz)
+    nights = {
+        pk: (day, deferred)
+        for pk, day, deferred in Night.objects.filter(
+            project_id=project_id, date__gte=since, date__lte=until
+        ).values_list("pk", "date", "deferred")
+    }
+    counts: dict[tuple[date, str], Counts] = defaultdict(Counts)
+    for day, deferred in nights.values():
+        counts[(day, "")].deferred = deferred
+
+    latest_decision = (
+        Review.objects.filter(replay=OuterRef("pk"))
+        .order_by("-created_at", "-id")
+        .values("decision")[:1]
+    )
+    # A replay without a night is placed by its local finishing time: the local
+    # date, moved one day back when it finished before the night's start hour
+    # (see night_of). Both parts are computed by the database and grouped on,
+    # so the rows never travel to Python one by one.
+    early = (
+        Case(
+            When(local_hour__lt=start_hour, then=Value(True)),
+            default=Value(False),
+            output_field=BooleanField(),
+        )
+        if start_hour
+        else Value(False, output_field=BooleanField())
+    )
+    groups = (
+        Replay.objects.filter(project_id=project_id, status=ReplayStatus.FINISHED)
+        .filter(
+            Q(night_id__in=list(nights))
+            | Q(
+                night__isnull=True,
+                finished_at__gte=night_start(since, start_hour=start_hour, tz=tz),
+                finished_at__lt=night_start(
+                    until + timedelta(days=1), start_hour=start_hour, tz=tz
+                ),
+            )
+        )
+        .annotate(
+            local_date=TruncDate("finished_at", tzinfo=zone),
+            local_hour=ExtractHour("finished_at", tzinfo=zone),
+        )
+        .annotate(
+            early=early,
+            model=F("run__model"),
+            inconclusive_reason=Case(
+                When(verdict=Verdict.INCONCLUSIVE, then=F("reason_code")),
+                default=Value(""),
+            ),
+            decision=Subquery(latest_decision),
+        )
+        .values(
+            "night_id",
+            "local_date",
+            "early",
+            "model",
+            "verdict",
+            "inconclusive_reason",
+            "decision",
+        )
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for group in groups:
+        if group["night_id"] is not None:
+            day = nights[group["night_id"]][0]
+        else:
+            day = group["local_date"] - timedelta(days=1 if group["early"] else 0)
+            if not since <= day <= until:
+                continue
+        counts[(day, group["model"])].add(
+            verdict=group["verdict"],
+            reason=group["inconclusive_reason"],
+            decision=group["decision"],
+            n=group["n"],
+        )
+    return [
+        c.row(day=day, project_id=project_id, model=model, now=now)
+        for (day, model), c in sorted(counts.items())
+    ]
