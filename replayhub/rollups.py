@@ -15,7 +15,8 @@ The rules every row follows (the dashboard and the exports rely on them):
   when a later rollup covers that night (closing a night recomputes the
   previous one too, see ``rollup_closed_night``).
 * **Reasons.** ``by_reason`` counts the reason codes of *inconclusive* replays
-  only, so its values add up to ``inconclusive``. That is the harness-health
+  only (a replay without a code counts under ``""``), so its values add up to
+  ``inconclusive``. That is the harness-health
   signal the dashboard stacks; the codes of the other verdicts follow from the
   verdict almost one to one and are left out.
 * **Human decisions.** ``confirmed`` and ``overturned`` map an automated verdict

@@ -554,6 +554,8 @@ def day_label(night: date) -> str:
 def reason_label(code: str) -> str:
     if code == OTHER:
         return "Other reasons"
+    if not code:
+        return "No reason code"
     return REASON_TEXT.get(code, code)
 
 

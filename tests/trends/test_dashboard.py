@@ -341,3 +341,9 @@ def test_reasons_past_the_top_six_are_stacked_together_as_other():
         by_reason={f"r{i}": i for i in range(1, 8)},
     )
     assert trends.top_reasons([night]) == ["r7", "r6", "r5", "r4", "r3", "r2", "other"]
+
+
+def test_a_missing_reason_code_is_named_as_such():
+    assert trends.reason_label("") == "No reason code"
+    assert trends.reason_label("timeout") == "Time limit reached"
+    assert trends.reason_label("gpu_melted") == "gpu_melted"

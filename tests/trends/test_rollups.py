@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from replayhub import nightly
-from replayhub.models import Night, Rollup
+from replayhub.models import Night, Replay, Rollup
 from replayhub.rollups import rollup_closed_night, rollup_range
 
 from . import data
@@ -280,3 +280,14 @@ def test_the_command_recomputes_a_range_and_says_how_many_rows_it_wrote(
 def test_the_command_refuses_bad_arguments_with_a_clear_message(db, args, message):
     with pytest.raises(CommandError, match=message):
         call_command("rollup", *args)
+
+
+def test_an_inconclusive_replay_without_a_reason_code_still_adds_up(db):
+    shop = data.project("shop")
+    replay = data.replay(shop, verdict="inconclusive", finished_at=IN_NIGHT)
+    Replay.objects.filter(pk=replay.pk).update(reason_code="")
+
+    rollup_range(since=MARCH_2, until=MARCH_2)
+
+    (row,) = Rollup.objects.all()
+    assert (row.inconclusive, row.by_reason) == (1, {"": 1})
