@@ -20,6 +20,7 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
     out = capsys.readouterr().out
     assert "replays finished: 12/12" in out
     assert "demo login: reviewer /" in out and "demo login: lead /" in out
+    assert "trends: " in out
 
     page = login(admin_user)
     page.goto("/")
@@ -34,6 +35,10 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
         assert verdict in heading.lower()
         assert replay.reason_code in page.content()
         screenshot(page, f"demo-{verdict}")
+
+    page.goto("/trends/")
+    assert "No rollups" not in page.content()
+    screenshot(page, "demo-trends")
 
     # Running the demo again duplicates nothing.
     call_command("demo", "--wait", "0")

@@ -3,6 +3,7 @@ import json
 import secrets
 import time
 from collections import Counter
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -10,9 +11,11 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from replayhub import demo, services
 from replayhub.models import Project, Replay, ReplayStatus, Run, Trigger
+from replayhub.rollups import rollup_range
 from reviews import roles
 
 
@@ -65,6 +68,11 @@ class Command(BaseCommand):
             self.say(f"queued {len(fresh)} replays for the worker")
         if wait:
             self.wait_for_replays(project, wait)
+        # The trends dashboard reads rollups; count what the demo replayed.
+        rows = rollup_range(
+            since=timezone.now().date() - timedelta(days=2), project=project
+        )
+        self.say(f"trends: {rows} rollup rows")
         self.print_logins()
 
     def project(self, repo) -> Project:
