@@ -50,36 +50,21 @@ def budget_of(project: Project) -> Budget:
     return budget
 
 
-def limits_of(night: Night) -> Amounts:
+def _amounts(night: Night, kind: str) -> Amounts:
+    """The night's ``limit``, ``reserved`` or ``used`` amounts."""
     return Amounts(
-        night.limit_replays,
-        night.limit_sandbox_seconds,
-        night.limit_tokens,
-        night.limit_cost_usd,
-    )
-
-
-def reserved_of(night: Night) -> Amounts:
-    return Amounts(
-        night.reserved_replays,
-        night.reserved_sandbox_seconds,
-        night.reserved_tokens,
-        night.reserved_cost_usd,
-    )
-
-
-def used_of(night: Night) -> Amounts:
-    return Amounts(
-        night.used_replays,
-        night.used_sandbox_seconds,
-        night.used_tokens,
-        night.used_cost_usd,
+        getattr(night, f"{kind}_replays"),
+        getattr(night, f"{kind}_sandbox_seconds"),
+        getattr(night, f"{kind}_tokens"),
+        getattr(night, f"{kind}_cost_usd"),
     )
 
 
 def remaining_of(night: Night) -> Amounts:
     return budgets.remaining(
-        limits=limits_of(night), reserved=reserved_of(night), used=used_of(night)
+        limits=_amounts(night, "limit"),
+        reserved=_amounts(night, "reserved"),
+        used=_amounts(night, "used"),
     )
 
 
