@@ -31,9 +31,7 @@ from .native import (
     Line,
     Record,
     RecordError,
-    canonical_json,
-    check_record,
-    parse_line,
+    read_record,
     split_lines,
 )
 
@@ -124,12 +122,7 @@ def import_lines(*, lines: Iterable[Line], project: Project | None = None) -> Su
                     number, f"the line is longer than the limit of {limit:,} bytes"
                 )
             elif data and not data.isspace():
-                try:
-                    value = parse_line(data, terminated=terminated)
-                except RecordError as error:
-                    summary.add_invalid(number, str(error))
-                else:
-                    importer.add(number, value)
+                importer.add_line(number, data, terminated)
     return summary
 
 
@@ -151,9 +144,10 @@ def import_body(*, body: IO[bytes], project: Project) -> Summary:
             try:
                 if isinstance(element, RecordError):
                     raise element
-                importer.add(position, parse_line(element))
             except RecordError as error:
                 summary.add_invalid(position, str(error))
+            else:
+                importer.add_line(position, element, True)
     return summary
 
 
@@ -229,6 +223,7 @@ class _Importer:
         if project is not None:
             self.projects[project.slug] = project
         self.max_prompt_bytes = settings.REPLAYHUB_MAX_PROMPT_BYTES
+        self.slug = project.slug if project is not None else None
         self.pending: list[tuple[int, Record]] = []
         self.open: _Batch | None = None
         self.statistics = _Statistics()
@@ -247,16 +242,21 @@ class _Importer:
             self.open.abort(error)
             self.open = None
 
-    def add(self, number: int, value: Any) -> None:
+    def add_line(self, number: int, data: bytes, terminated: bool) -> None:
+        """Parse and check one line; store the record or report why it is none."""
         try:
-            record = check_record(
-                value,
+            record = read_record(
+                data,
+                terminated=terminated,
                 max_prompt_bytes=self.max_prompt_bytes,
-                project=self.default.slug if self.default else None,
+                project=self.slug,
             )
         except RecordError as error:
             self.summary.add_invalid(number, str(error))
             return
+        self.append(number, record)
+
+    def append(self, number: int, record: Record) -> None:
         self.pending.append((number, record))
         if len(self.pending) >= BATCH_SIZE:
             self.flush()
@@ -579,7 +579,7 @@ def _copy(items: list[_Item], now, stack: ExitStack) -> None:
                 record.sandbox_config_sha256,
                 record.started_at,
                 record.output,
-                canonical_json(record.usage),
+                record.usage_json,
                 record.raw_json,
                 record.sha256,
                 now,

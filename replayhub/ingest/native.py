@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import orjson
+
 SHA = re.compile(r"[0-9a-f]{7,64}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
@@ -81,6 +83,8 @@ class Record:
     # ``raw`` as canonical JSON text (sorted keys, no whitespace), and its hash.
     raw_json: str
     sha256: str
+    # ``usage`` as canonical JSON text, as it is sent to the database.
+    usage_json: str
 
 
 def split_lines(chunks: Iterable[bytes], *, max_line_bytes: int) -> Iterator[Line]:
@@ -128,6 +132,62 @@ def parse_line(data: bytes, *, terminated: bool = True) -> Any:
     line of a file that did not end with a newline, so a parse failure there is
     reported as a probable cut-off.
     """
+    value = _fast_parse(data)
+    if value is not None:
+        return value
+    return _parse_strictly(data, terminated=terminated)
+
+
+def read_record(
+    data: bytes,
+    *,
+    terminated: bool = True,
+    max_prompt_bytes: int,
+    project: str | None = None,
+) -> Record:
+    """:func:`parse_line` then :func:`check_record`, as one step: the same
+    record or the same RecordError, faster (what the fast parse proved about
+    the numbers is not proved again)."""
+    value = _fast_parse(data)
+    if value is None:
+        value = _parse_strictly(data, terminated=terminated)
+        return check_record(value, max_prompt_bytes=max_prompt_bytes, project=project)
+    return _check(value, max_prompt_bytes, project, plain=True)
+
+
+def _fast_parse(data: bytes) -> dict[str, Any] | None:
+    """The line read by orjson when that is provably what :func:`_parse_strictly`
+    reads: a JSON object without a repeated key whose numbers orjson reads and
+    writes as the stdlib does. None for anything else -- invalid JSON, a byte
+    order mark, a possible repeated key, an integer outside 64 bits (orjson
+    makes it a float): the strict parser then decides, and words the error.
+
+    Each member of an object in the text has a key ending in ``"`` and ``:``
+    (whitespace between). The text holds at least as many such endings as its
+    objects have members, and the value fewer members than the text when a
+    repeated key was dropped: equal counts prove no key repeats. An ending
+    inside a string (an escaped quote before a colon) only costs the fast path.
+    """
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not dict:
+        return None
+    try:
+        members = _members(value)
+    except RecursionError:
+        return None
+    if members < 0:
+        return None
+    if members == data.count(b'":') and not _QUOTE_SPACE.search(data):
+        return value
+    if members == len(_KEY_END.findall(data)):
+        return value
+    return None
+
+
+def _parse_strictly(data: bytes, *, terminated: bool) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -176,8 +236,83 @@ _DECODER = json.JSONDecoder(
 )
 
 
+# A key ends with its closing quote, optional whitespace and the colon.
+_KEY_END = re.compile(rb'"[ \t\n\r]*:')
+# Without a quote followed by whitespace every key ending is a plain '":'.
+_QUOTE_SPACE = re.compile(rb'"[ \t\n\r]')
+# The floats orjson reads and writes exactly as the stdlib does (``repr``):
+# zero and magnitudes in [1e-4, 1e16), where ``repr`` uses no exponent. Outside,
+# orjson writes exponents its own way (``0.00001`` for ``1e-05``; 3.11 and older
+# ``1e16`` for ``1e+16``), NaN and infinities as null, and reads an integer
+# outside 64 bits as a float (at least 9.2e18): such values take the stdlib path.
+_REPR_FLOOR = 1e-4
+_REPR_CEILING = 1e16
+
+
+def _members(value: dict[str, Any] | list[Any]) -> int:
+    """The number of object members in ``value``, nested ones included; -1 when
+    it holds a float orjson may not read or write as the stdlib does."""
+    if type(value) is dict:
+        count = len(value)
+        items = value.values()
+    else:
+        count = 0
+        items = value
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float:
+            if not (_REPR_FLOOR <= abs(item) < _REPR_CEILING or item == 0.0):
+                return -1
+        elif kind is dict or kind is list:
+            nested = _members(item)
+            if nested < 0:
+                return -1
+            count += nested
+        else:
+            return -1
+    return count
+
+
 def canonical_json(value: Any) -> str:
     """The one text of a JSON value that ``record_sha256`` is computed over."""
+    data = _orjson_canonical(value)
+    if data is None:
+        return _stdlib_canonical_json(value)
+    return data.decode("utf-8")
+
+
+def _canonical_bytes(value: Any, *, plain: bool = False) -> bytes:
+    """:func:`canonical_json` as UTF-8 (a lone surrogate: UnicodeEncodeError)."""
+    data = _orjson_canonical(value, plain=plain)
+    if data is None:
+        return _stdlib_canonical_json(value).encode("utf-8")
+    return data
+
+
+def _orjson_canonical(value: Any, *, plain: bool = False) -> bytes | None:
+    """The canonical text by orjson, or None where it could differ.
+
+    orjson sorts keys by code point, writes ``,``/``:`` and non-ASCII as is and
+    escapes as the stdlib does; it refuses lone surrogates and integers outside
+    64 bits (None here). :func:`_members` sends a float it may write otherwise
+    to the stdlib, which writes it or raises as it always did. ``plain``:
+    :func:`_members` already passed ``value``.
+    """
+    kind = type(value)
+    if kind is not dict and kind is not list and kind is not str:
+        return None
+    try:
+        if not plain and kind is not str and _members(value) < 0:
+            return None
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, RecursionError):
+        return None
+
+
+def _stdlib_canonical_json(value: Any) -> str:
+    """The definition of the canonical text; :func:`canonical_json` is faster."""
     return json.dumps(
         value,
         sort_keys=True,
@@ -196,6 +331,17 @@ def check_record(
     URL); a record naming another one is refused. All problems of the line are
     reported together, ``; ``-separated, each starting with the field name.
     """
+    return _check(value, max_prompt_bytes, project, plain=False)
+
+
+def _check(
+    value: Any, max_prompt_bytes: int, project: str | None, *, plain: bool
+) -> Record:
+    """:func:`check_record`; ``plain``: :func:`_members` already passed ``value``."""
+    if type(value) is dict:
+        record = _check_usual(value, max_prompt_bytes, project, plain)
+        if record is not None:
+            return record
     if not isinstance(value, dict):
         raise RecordError(f"a record must be a JSON object, not {_json_type(value)}")
     errors: list[str] = []
@@ -241,7 +387,7 @@ def check_record(
 
     if errors:
         raise RecordError("; ".join(errors))
-    raw_json, digest = _fingerprint(value)
+    raw_json, digest = _fingerprint(value, plain=plain)
     return Record(
         project=named_project or project,
         external_id=external_id,
@@ -262,10 +408,142 @@ def check_record(
         raw=value,
         raw_json=raw_json,
         sha256=digest,
+        usage_json=canonical_json(usage),
     )
 
 
-def _fingerprint(value: dict[str, Any]) -> tuple[str, str]:
+def _check_usual(
+    value: dict[str, Any], max_prompt_bytes: int, project: str | None, plain: bool
+) -> Record | None:
+    """The record when every field is of the usual, valid kind; else None.
+
+    The same checks as :func:`check_record` below, in straight-line code with
+    exact types, for a line that passes them all -- the case that decides how
+    fast a large import is. It never refuses: anything unusual (a wrong type,
+    a value over a limit, a str subclass from a Python caller) returns None
+    and the full checks run, to refuse with every reason or to accept.
+    """
+    get = value.get
+    named = get("project")
+    if named is None:
+        if project is None:
+            return None
+    elif (
+        type(named) is not str
+        or not SLUG.fullmatch(named)
+        or (project is not None and named != project)
+    ):
+        return None
+    external_id = get("external_id")
+    if (
+        type(external_id) is not str
+        or len(external_id) > EXTERNAL_ID_LIMIT
+        or not external_id.strip()
+        or CONTROL.search(external_id)
+    ):
+        return None
+    prompt = get("prompt")
+    if (
+        type(prompt) is not str
+        or len(prompt) > max_prompt_bytes // 4
+        or not prompt.strip()
+    ):
+        return None
+    title = get("title")
+    provider = get("provider")
+    model = get("model")
+    effort = get("effort")
+    branch = get("original_branch")
+    base_sha = get("base_sha")
+    commit = get("original_commit")
+    passed = get("original_tests_passed")
+    started = get("started_at")
+    output = get("output")
+    sandbox = get("sandbox")
+    usage = get("usage")
+    if not (
+        (title is None or (type(title) is str and len(title) <= _TITLE))
+        and (provider is None or (type(provider) is str and len(provider) <= _PROV))
+        and (model is None or (type(model) is str and len(model) <= _MODEL))
+        and (effort is None or (type(effort) is str and len(effort) <= _EFFORT))
+        and (branch is None or (type(branch) is str and len(branch) <= _BRANCH))
+        and (base_sha is None or (type(base_sha) is str and SHA.fullmatch(base_sha)))
+        and (commit is None or (type(commit) is str and SHA.fullmatch(commit)))
+        and (passed is None or type(passed) is bool)
+        and type(started) is str
+        and (output is None or type(output) is str)
+    ):
+        return None
+    try:
+        moment = datetime.fromisoformat(started)
+    except ValueError:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return None
+    image = config = ""
+    if sandbox is not None:
+        if type(sandbox) is not dict:
+            return None
+        image = sandbox.get("image")
+        config = sandbox.get("config_sha256")
+        if image is None:
+            image = ""
+        elif type(image) is not str or len(image) > IMAGE_LIMIT:
+            return None
+        if config is None:
+            config = ""
+        elif type(config) is not str or not SHA256.fullmatch(config):
+            return None
+    if usage is None:
+        usage = {}
+    elif type(usage) is not dict or not _usual_usage(usage):
+        return None
+    raw_json, digest = _fingerprint(value, plain=plain)
+    usage_json = _canonical_bytes(usage, plain=plain).decode("utf-8") if usage else "{}"
+    return Record(
+        project=named or project,
+        external_id=external_id,
+        title=title or "",
+        prompt=prompt,
+        provider=provider or "",
+        model=model or "",
+        effort=effort or "",
+        base_sha=base_sha or "",
+        original_commit=commit or "",
+        original_branch=branch or "",
+        original_tests_passed=passed,
+        sandbox_image=image,
+        sandbox_config_sha256=config,
+        started_at=moment,
+        output=output or "",
+        usage=usage,
+        raw=value,
+        raw_json=raw_json,
+        sha256=digest,
+        usage_json=usage_json,
+    )
+
+
+_TITLE, _PROV, _MODEL, _EFFORT, _BRANCH = (
+    TEXT_LIMITS[name]
+    for name in ("title", "provider", "model", "effort", "original_branch")
+)
+
+
+def _usual_usage(usage: dict[str, Any]) -> bool:
+    for key in USAGE_COUNTS:
+        count = usage.get(key)
+        if count is not None and (
+            type(count) is not int or not 0 <= count <= BIGINT_MAX
+        ):
+            return False
+    cost = usage.get("cost_usd")
+    return cost is None or (
+        (type(cost) is float or type(cost) is int) and math.isfinite(cost) and cost >= 0
+    )
+
+
+def _fingerprint(value: dict[str, Any], *, plain: bool = False) -> tuple[str, str]:
     """The canonical text of the record and the sha256 that identifies it.
 
     The hash leaves out ``project``: it names where a record goes, not what it
@@ -276,12 +554,14 @@ def _fingerprint(value: dict[str, Any]) -> tuple[str, str]:
     try:
         if "project" in value:
             rest = {k: v for k, v in value.items() if k != "project"}
-            text = canonical_json(rest)
+            data = _canonical_bytes(rest, plain=plain)
             project = canonical_json(value["project"])
-            raw_json = '{"project":' + project + ("," if rest else "") + text[1:]
+            raw_json = (
+                '{"project":' + project + ("," if rest else "") + data[1:].decode()
+            )
         else:
-            text = raw_json = canonical_json(value)
-        data = text.encode("utf-8")
+            data = _canonical_bytes(value, plain=plain)
+            raw_json = data.decode("utf-8")
     except ValueError as error:
         if isinstance(error, UnicodeEncodeError):
             raise RecordError(

@@ -1,0 +1,195 @@
+"""The fast path (orjson, straight-line checks) reads and refuses exactly as the
+strict path (stdlib ``json``, the field checker) does."""
+
+import json
+
+import pytest
+
+from replayhub.ingest.native import (
+    RecordError,
+    _parse_strictly,
+    check_record,
+    parse_line,
+    read_record,
+)
+from tests.ingest.records import record
+
+LIMIT = 1024
+
+
+def outcome(function, *args, **kw):
+    try:
+        return ("ok", function(*args, **kw))
+    except RecordError as error:
+        return ("refused", str(error))
+
+
+def strict(data: bytes, terminated: bool = True):
+    return outcome(_parse_strictly, data, terminated=terminated)
+
+
+def fields(checked):
+    return {name: getattr(checked, name) for name in checked.__slots__}
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"a" : 1, "a": 2}',
+        b'{"a"\t:1,"a"\n:\r2}',
+        b'{"x": {"b": 1, "b": 1}}',
+        b'{"x": [{"b": 1}, {"c": 1, "c": 2}]}',
+        b'{"x": {"y": {"z": 1, "z": 1}}, "w": "\\":"}',
+        b'{"note": "he said \\": yes\\" : no", "a": 1, "a": 1}',
+        b'{"note": "he said \\": yes"}',
+        b'{"n": 18446744073709551616}',
+        b'{"n": -9223372036854775809}',
+        b'{"n": 123456789012345678901234567890}',
+        b'{"n": 1e999}',
+        b'{"n": -1e999}',
+        b'{"n": NaN}',
+        b'{"n": Infinity}',
+        b'{"n": 0.00001}',
+        b'{"n": 1.5e-7}',
+        b'{"n": 1e16, "m": 1E+3, "k": -0.0, "j": -0}',
+        b'{"s": "\\ud800"}',
+        b'{"s": "\\udc00\\ud800"}',
+        b'{"s": "\\ud83d\\ude00"}',
+        b'{"s": "\xed\xa0\x80"}',
+        b'{"s": "caf\xe9"}',
+        b'\xef\xbb\xbf{"a": 1}',
+        b'{"a": 1} x',
+        b'{"a": 1,}',
+        b"[1, 2]",
+        b'"text"',
+        b"42",
+        b"null",
+        b'{"s": "a\x01b"}',
+        b'{"s": "\\u0000"}',
+        b'{"external_id": "run-1", "prom',
+        b"[" * 5000,
+        b'{"a": ' + b"[" * 300 + b"]" * 300 + b"}",
+        b'{"a": ' + b"[" * 990 + b"]" * 990 + b"}",
+        b'{"a": ' + b'{"b": ' * 700 + b"1" + b"}" * 700 + b"}",
+    ],
+)
+@pytest.mark.parametrize("terminated", [True, False])
+def test_parse_line_reads_and_refuses_as_the_strict_parser(data, terminated):
+    fast = outcome(parse_line, data, terminated=terminated)
+    expected = strict(data, terminated)
+    assert fast[0] == expected[0]
+    if fast[0] == "ok":
+        assert json.dumps(fast[1]) == json.dumps(expected[1])
+        assert type(fast[1]) is type(expected[1])
+    else:
+        assert fast == expected
+
+
+def both_ways(value, project="shop", max_prompt_bytes=LIMIT, ensure_ascii=True):
+    """read_record on the line against parse_line + check_record on the value."""
+    data = json.dumps(value, ensure_ascii=ensure_ascii).encode()
+    fast = outcome(
+        read_record, data, max_prompt_bytes=max_prompt_bytes, project=project
+    )
+    slow = outcome(
+        lambda: check_record(
+            _parse_strictly(data, terminated=True),
+            max_prompt_bytes=max_prompt_bytes,
+            project=project,
+        )
+    )
+    return fast, slow
+
+
+@pytest.mark.parametrize(
+    "fields_",
+    [
+        {},
+        {"project": "shop"},
+        {"project": "other"},
+        {"project": 5},
+        {"project": "not a slug"},
+        {"external_id": " "},
+        {"external_id": "x" * 256},
+        {"external_id": "a\tb"},
+        {"prompt": "é" * 300},
+        {"prompt": "é" * 600},
+        {"prompt": ""},
+        {"title": "t" * 500},
+        {"title": "t" * 501},
+        {"title": ""},
+        {"model": 3},
+        {"base_sha": "abc1234"},
+        {"base_sha": "ABC1234"},
+        {"original_commit": None},
+        {"original_tests_passed": None},
+        {"original_tests_passed": 1},
+        {"started_at": "2024-11-03T02:14:07"},
+        {"started_at": "2024-11-03 02:14:07-05:00"},
+        {"started_at": "soon"},
+        {"output": None},
+        {"output": 1},
+        {"sandbox": None},
+        {"sandbox": {}},
+        {"sandbox": {"image": "i" * 513}},
+        {"sandbox": {"config_sha256": "C" * 64}},
+        {"sandbox": "docker"},
+        {"usage": None},
+        {"usage": {}},
+        {"usage": {"turns": 2**63}},
+        {"usage": {"turns": True}},
+        {"usage": {"cost_usd": 0}},
+        {"usage": {"cost_usd": 0.00001}},
+        {"usage": {"cost_usd": -1}},
+        {"usage": {"cost_usd": 2**70}},
+        {"usage": {"extra": [1e-9, {"k": "v"}]}},
+        {"extra": {"note": "a\x00b"}},
+        {"extra": "literally \\u0000"},
+        {"extra": "\U0001f600 \u2028 caf\u00e9"},
+        {"extra": 10**30},
+        {"drop": ["title", "usage", "sandbox", "output"]},
+        {"extra": json.loads("[" * 30 + "1.5" + "]" * 30)},
+        {"extra": json.loads("[" * 400 + "]" * 400)},
+        {"drop": ["external_id", "prompt", "started_at"]},
+    ],
+)
+@pytest.mark.parametrize("project", ["shop", None])
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_read_record_accepts_and_refuses_as_the_full_checks(
+    fields_, project, ensure_ascii
+):
+    fast, slow = both_ways(
+        record(**fields_), project=project, ensure_ascii=ensure_ascii
+    )
+    assert fast[0] == slow[0]
+    if fast[0] == "ok":
+        assert fields(fast[1]) == fields(slow[1])
+    else:
+        assert fast == slow
+
+
+def test_a_record_from_a_python_caller_with_a_str_subclass_is_checked_in_full():
+    class Text(str):
+        pass
+
+    checked = check_record(
+        record(title=Text("Task")), max_prompt_bytes=LIMIT, project="shop"
+    )
+    assert checked.title == "Task"
+    assert (
+        checked.sha256
+        == check_record(
+            record(title="Task"), max_prompt_bytes=LIMIT, project="shop"
+        ).sha256
+    )
+
+
+def test_the_usual_record_takes_the_fast_path():
+    from replayhub.ingest.native import _check_usual, _fast_parse
+
+    for ensure_ascii in (True, False):
+        data = json.dumps(record(title="Café"), ensure_ascii=ensure_ascii).encode()
+        value = _fast_parse(data)
+        assert value is not None
+        assert _check_usual(value, LIMIT, "shop", True) is not None
