@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # standard library; the project root replaces it.
 sys.path[0] = str(ROOT)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
-BENCH_VAR = Path(tempfile.mkdtemp(prefix="replayhub-bench-"))
+# Under the project's var/, the file system the app itself uses.
+(ROOT / "var").mkdir(exist_ok=True)
+BENCH_VAR = Path(tempfile.mkdtemp(prefix="bench-", dir=ROOT / "var"))
 BENCH_VAR.chmod(0o755)  # the sandbox uid must reach the workspaces inside
 os.environ["REPLAYHUB_VAR_DIR"] = str(BENCH_VAR)
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{BENCH_VAR / 'bench.sqlite3'}")
