@@ -93,7 +93,11 @@ class Preflight(models.TextChoices):
 class Run(models.Model):
     """One recorded original agent execution. ``raw`` keeps the record whole."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    # No index of its own: the unique (project, external_id) index leads with it,
+    # and every index costs the bulk import time per row.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
     external_id = models.CharField(max_length=255)
     title = models.CharField(max_length=500, blank=True)
     prompt = models.TextField(blank=True)
@@ -132,8 +136,12 @@ class Run(models.Model):
             # Runs of a project, newest first (project pages, the scheduler).
             models.Index(fields=["project", "-imported_at"], name="run_project_recent"),
             # The nightly scheduler's candidates: a project's runs that can reach
-            # a verdict.
-            models.Index(fields=["project", "preflight"], name="run_project_preflight"),
+            # a verdict. Partial, so imports (runs arrive pending) skip it.
+            models.Index(
+                fields=["project", "imported_at"],
+                name="run_project_ready",
+                condition=Q(preflight="ready"),
+            ),
         ]
 
     def __str__(self) -> str:
