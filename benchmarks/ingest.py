@@ -38,10 +38,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.support import admin_connect, scratch_url  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_ingest"
 GOAL_RECORDS_PER_S = 20_000
@@ -54,17 +55,6 @@ TEXT = (
     "coupon code rounding error when a discount applies to several lines"
 )
 WORDS = TEXT.split(" ")
-
-
-def scratch_url(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
-
-
-def admin_connect(url: str):
-    """A connection to the server's maintenance database, for CREATE/DROP."""
-    import psycopg
-
-    return psycopg.connect(scratch_url(url, "postgres"), autocommit=True)
 
 
 # --- the records ------------------------------------------------------------------

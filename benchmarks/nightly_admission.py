@@ -23,20 +23,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 # Run as a script, sys.path[0] is benchmarks/; the project root replaces it.
 sys.path[0] = str(ROOT)
 
+from benchmarks.support import scratch_url  # noqa: E402
+
 GOAL_SECONDS = 2.0
 CANDIDATES = 10_000
 SCRATCH = "replayhub_bench_nightly"
-
-
-def scratch_url(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{SCRATCH}"))
 
 
 def main() -> int:
@@ -53,7 +49,7 @@ def main() -> int:
     )
     admin.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
     admin.execute(f"CREATE DATABASE {SCRATCH}")
-    os.environ["DATABASE_URL"] = scratch_url(url)
+    os.environ["DATABASE_URL"] = scratch_url(url, SCRATCH)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
     os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
     os.environ["LOG_FORMAT"] = "plain"

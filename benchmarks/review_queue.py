@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT))
 import argparse  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
-import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import timedelta  # noqa: E402
-from urllib.parse import urlsplit, urlunsplit  # noqa: E402
+
+from benchmarks.support import admin_connect, scratch_url, stats, timed  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_queue"
 ROW = re.compile(r'<tr class="row" data-href="/replays/(\d+)/"')
@@ -50,57 +50,11 @@ MODELS = ["gpt-5", "claude-opus-4", "gemini-2.5-pro", "o3"]
 PROJECTS = 8
 
 
-def scratch_url(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path="/" + name))
-
-
-def admin_connect(url: str):
-    """A connection to the server's maintenance database, for CREATE/DROP."""
-    import psycopg
-
-    parts = urlsplit(scratch_url(url, "postgres"))
-    return psycopg.connect(
-        host=parts.hostname,
-        port=parts.port or 5432,
-        user=parts.username,
-        password=parts.password,
-        dbname="postgres",
-        autocommit=True,
-    )
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def stats(samples: list[float]) -> dict[str, float]:
-    return {
-        "p50": statistics.median(samples) * 1000,
-        "p95": percentile(samples, 0.95) * 1000,
-        "min": min(samples) * 1000,
-        "max": max(samples) * 1000,
-    }
-
-
 def line(name: str, s: dict[str, float]) -> str:
     return (
         f"{name:<22} p50 {s['p50']:7.2f} ms  p95 {s['p95']:7.2f} ms  "
         f"min {s['min']:7.2f} ms  max {s['max']:8.2f} ms"
     )
-
-
-def timed(fn, iterations: int, warmup: int = 20) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
 def insert_generated(cursor, model, count_sql: str, overrides: dict, source: str):

@@ -38,16 +38,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.support import admin_connect, scratch_url, stats, timed  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_trends"
 PAGE_GOAL_MS = 50.0
@@ -60,56 +61,11 @@ NIGHT_REPLAYS = 10_000
 OTHER_REPLAYS = 90_000
 
 
-def scratch_url(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path="/" + name))
-
-
-def admin_connect(url: str):
-    """A connection to the server's maintenance database, for CREATE/DROP."""
-    import psycopg
-
-    parts = urlsplit(url)
-    return psycopg.connect(
-        host=parts.hostname,
-        port=parts.port or 5432,
-        user=parts.username,
-        password=parts.password,
-        dbname="postgres",
-        autocommit=True,
-    )
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def stats(samples: list[float]) -> dict[str, float]:
-    return {
-        "p50": statistics.median(samples) * 1000,
-        "p95": percentile(samples, 0.95) * 1000,
-        "min": min(samples) * 1000,
-        "max": max(samples) * 1000,
-    }
-
-
 def line(name: str, s: dict[str, float]) -> str:
     return (
         f"{name:<26} median {s['p50']:8.2f} ms  p95 {s['p95']:8.2f} ms  "
         f"min {s['min']:8.2f} ms  max {s['max']:8.2f} ms"
     )
-
-
-def timed(fn, iterations: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return samples
 
 
 def insert_generated(cursor, model, overrides: dict, source: str) -> None:
