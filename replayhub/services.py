@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from .gitops import remove_tree
@@ -172,7 +173,10 @@ def _replay_execute(*, replay_id: int, owner: str | None):
     if not replay_claim(replay_id=replay_id, owner=owner):
         log.info("replay %s is not queued; nothing to do", replay_id)
         return None
-    replay = Replay.objects.select_related("run", "project").get(pk=replay_id)
+    replay = Replay.objects.select_related("run", "project", "night").get(pk=replay_id)
+    if _night_over(replay):
+        replay_cancel_after_window(replay=replay, owner=owner)
+        return None
     with LeaseKeeper(replay_id=replay_id, owner=owner):
         report = reproduce.execute(
             project=replay.project,
@@ -187,6 +191,47 @@ def _replay_execute(*, replay_id: int, owner: str | None):
         log.warning("replay %s lost its lease; its result is discarded", replay_id)
         return None
     return report
+
+
+def _night_over(replay: Replay) -> bool:
+    # Only what the scheduler admitted is bound to its night's window; an
+    # explicit reproduce or a reviewer's rerun always runs.
+    return (
+        replay.trigger == Trigger.SCHEDULER
+        and replay.night is not None
+        and replay.night.window_end <= timezone.now()
+    )
+
+
+def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
+    """The night ended before a worker reached this replay: no new replay starts.
+
+    Its reservation goes back to the night, and the run is deferred, so it is
+    first in line next night.
+    """
+    from . import nightly
+    from .budgets import Amounts
+    from .models import Night
+
+    now = timezone.now()
+    with transaction.atomic():
+        cancelled = Replay.objects.filter(
+            pk=replay.pk, status=ReplayStatus.RUNNING, lease_owner=owner
+        ).update(
+            status=ReplayStatus.CANCELLED,
+            phase=Phase.DONE,
+            lease_owner="",
+            lease_expires_at=None,
+            finished_at=now,
+        )
+        if not cancelled:
+            return
+        nightly.settle(replay=replay, actual=Amounts(), now=now)
+        Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
+            deferred_at=now
+        )
+        Night.objects.filter(pk=replay.night_id).update(deferred=F("deferred") + 1)
+    log.info("replay %s not started: its night's window has ended", replay.pk)
 
 
 def replay_reap_expired(*, now=None) -> list[int]:

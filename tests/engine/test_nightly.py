@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
 from replayhub import nightly
 from replayhub.budgets import Amounts
@@ -276,3 +277,22 @@ def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(project):
     admitted = Replay.objects.filter(pk__in=report.admitted)
     assert {r.run.external_id for r in admitted} == {"run-0", "run-1"}
     assert report.deferred == 4  # run-2 and the three re-checks
+
+
+def test_no_admitted_replay_starts_after_its_night_has_ended(project):
+    from replayhub import services
+
+    make_runs(project, 2)
+    report = nightly.night_run(project=project, now=NOW)
+    night = Night.objects.get()
+    Night.objects.filter(pk=night.pk).update(window_end=timezone.now())
+
+    assert services.replay_execute(replay_id=report.admitted[0]) is None
+
+    replay = Replay.objects.get(pk=report.admitted[0])
+    assert replay.status == "cancelled"
+    night.refresh_from_db()
+    assert night.reserved_replays == 1  # the other one still holds its share
+    assert night.used_replays == 0
+    assert night.deferred == 1
+    assert Run.objects.get(pk=replay.run_id).deferred_at is not None
