@@ -41,7 +41,13 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import timedelta  # noqa: E402
 
-from benchmarks.support import admin_connect, scratch_url, stats, timed  # noqa: E402
+from benchmarks.support import (  # noqa: E402
+    admin_connect,
+    insert_generated,
+    scratch_url,
+    stats,
+    timed,
+)
 
 SCRATCH_DB = "replayhub_bench_queue"
 ROW = re.compile(r'<tr class="row" data-href="/replays/(\d+)/"')
@@ -54,34 +60,6 @@ def line(name: str, s: dict[str, float]) -> str:
     return (
         f"{name:<22} p50 {s['p50']:7.2f} ms  p95 {s['p95']:7.2f} ms  "
         f"min {s['min']:7.2f} ms  max {s['max']:8.2f} ms"
-    )
-
-
-def insert_generated(cursor, model, count_sql: str, overrides: dict, source: str):
-    """``INSERT ... SELECT`` every concrete column of ``model`` from ``source``.
-
-    Columns not in ``overrides`` take the model field's default (or NULL), so
-    a column added to the model later does not break the seeding.
-    """
-    from django.db import connection
-
-    columns, exprs, params = [], [], []
-    for field in model._meta.concrete_fields:
-        columns.append(connection.ops.quote_name(field.column))
-        if field.column in overrides:
-            exprs.append(overrides[field.column])
-        else:
-            # A blank-able text field's default is "", a nullable one's None.
-            value = field.get_default()
-            if value is None and not field.null:
-                raise RuntimeError(f"no value for {model.__name__}.{field.name}")
-            exprs.append("%s")
-            params.append(field.get_db_prep_save(value, connection=connection))
-    table = connection.ops.quote_name(model._meta.db_table)
-    cursor.execute(
-        f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608 -- names from the model
-        f"SELECT {', '.join(exprs)} FROM {source.format(count=count_sql)}",
-        params,
     )
 
 
@@ -108,7 +86,6 @@ def seed(replays: int, queued_window: int, running: int) -> dict:
         insert_generated(
             cursor,
             Run,
-            str(runs),
             {
                 "id": "g",
                 "project_id": f"({project_ids})[1 + mod(g, {PROJECTS})]",
@@ -120,7 +97,7 @@ def seed(replays: int, queued_window: int, running: int) -> dict:
                 "original_commit": "md5(g::text) || 'abcdef01'",
                 "imported_at": "now() - make_interval(secs => g * 60)",
             },
-            "generate_series(1, {count}) AS g",
+            f"generate_series(1, {runs}) AS g",
         )
         # Verdict mix: 40% identical, 25% equivalent, 20% divergent, 15%
         # inconclusive. The newest ``queued_window`` replays still await review
@@ -135,7 +112,6 @@ def seed(replays: int, queued_window: int, running: int) -> dict:
         insert_generated(
             cursor,
             Replay,
-            str(replays),
             {
                 "id": "g",
                 "run_id": "(g + 1) / 2",
@@ -164,12 +140,11 @@ def seed(replays: int, queued_window: int, running: int) -> dict:
                 ),
             },
             # Built from integers and literals above, never from input.
-            f"(SELECT g, {verdict} AS v FROM generate_series(1, {{count}}) AS g) AS s",  # noqa: S608
+            f"(SELECT g, {verdict} AS v FROM generate_series(1, {replays}) AS g) AS s",  # noqa: S608
         )
         insert_generated(
             cursor,
             Comparison,
-            str(replays),
             {
                 "id": "g",
                 "replay_id": "g",
@@ -183,7 +158,7 @@ def seed(replays: int, queued_window: int, running: int) -> dict:
                 "insertions": "mod(g * 7, 300)",
                 "deletions": "mod(g * 3, 120)",
             },
-            f"generate_series(1, {{count}}) AS g WHERE g <= {replays - running}",
+            f"generate_series(1, {replays}) AS g WHERE g <= {replays - running}",
         )
         for table in ("replayhub_run", "replayhub_replay", "replayhub_comparison"):
             cursor.execute(

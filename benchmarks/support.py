@@ -53,3 +53,33 @@ def timed(fn, iterations: int, warmup: int = 20) -> list[float]:
         fn()
         samples.append(time.perf_counter() - start)
     return samples
+
+
+def insert_generated(cursor, model, overrides: dict, source: str) -> None:
+    """``INSERT ... SELECT`` every concrete column of ``model`` from ``source``.
+
+    Columns not in ``overrides`` take the model field's default (or NULL), so
+    a column added to the model later does not break the seeding; a column
+    overridden with None is left out (the serial primary key).
+    """
+    from django.db import connection
+
+    columns, exprs, params = [], [], []
+    for field in model._meta.concrete_fields:
+        if field.column in overrides and overrides[field.column] is None:
+            continue
+        columns.append(connection.ops.quote_name(field.column))
+        if field.column in overrides:
+            exprs.append(overrides[field.column])
+        else:
+            value = field.get_default()
+            if value is None and not field.null:
+                raise RuntimeError(f"no value for {model.__name__}.{field.name}")
+            exprs.append("%s")
+            params.append(field.get_db_prep_save(value, connection=connection))
+    table = connection.ops.quote_name(model._meta.db_table)
+    cursor.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608 -- names from the model
+        f"SELECT {', '.join(exprs)} FROM {source}",
+        params,
+    )
