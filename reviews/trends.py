@@ -871,38 +871,49 @@ def deferred_chart(nights: Sequence[NightTotals], frame: Frame) -> Chart:
     return chart
 
 
+def _segments(
+    points: Sequence[tuple[date, float]],
+) -> list[list[tuple[date, float]]]:
+    """The points split into runs of consecutive nights (a gap breaks a line)."""
+    segments: list[list[tuple[date, float]]] = []
+    previous = None
+    for night, value in points:
+        if previous is None or (night - previous).days > 1:
+            segments.append([])
+        segments[-1].append((night, value))
+        previous = night
+    return segments
+
+
 def _lines(
     points: Sequence[tuple[date, float]], frame: Frame, top: float, cls: str
 ) -> list[Polyline]:
     """A line through the points, broken where a night has no value."""
-    lines, run, previous = [], [], None
-    for night, value in points:
-        if previous is not None and (night - previous).days > 1 and run:
-            lines.append(run)
-            run = []
-        run.append(f"{frame.center_x(night):.1f},{frame.y(value, top):.1f}")
-        previous = night
-    if run:
-        lines.append(run)
-    return [Polyline(" ".join(line), cls) for line in lines if len(line) > 1]
+    return [
+        Polyline(
+            " ".join(
+                f"{frame.center_x(night):.1f},{frame.y(value, top):.1f}"
+                for night, value in segment
+            ),
+            cls,
+        )
+        for segment in _segments(points)
+        if len(segment) > 1
+    ]
 
 
 def _steps(
     points: Sequence[tuple[date, float]], frame: Frame, top: float, cls: str
 ) -> list[Polyline]:
     """A limit drawn flat across each night's slot (limits move with sample size)."""
-    lines, run, previous = [], [], None
-    for night, value in points:
-        if previous is not None and (night - previous).days > 1 and run:
-            lines.append(run)
-            run = []
-        x = frame.slot_x(night)
-        y = frame.y(value, top)
-        run.extend([f"{x:.1f},{y:.1f}", f"{x + frame.slot_width:.1f},{y:.1f}"])
-        previous = night
-    if run:
-        lines.append(run)
-    return [Polyline(" ".join(line), cls) for line in lines]
+    lines = []
+    for segment in _segments(points):
+        coords = []
+        for night, value in segment:
+            x, y = frame.slot_x(night), frame.y(value, top)
+            coords += [f"{x:.1f},{y:.1f}", f"{x + frame.slot_width:.1f},{y:.1f}"]
+        lines.append(Polyline(" ".join(coords), cls))
+    return lines
 
 
 def control_chart(points: Sequence[ChartPoint], frame: Frame) -> Chart:
