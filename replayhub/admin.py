@@ -1,6 +1,9 @@
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
+from django.utils.html import format_html
 
 from .ingest.tokens import token_issue
 from .models import (
@@ -50,8 +53,14 @@ class RunAdmin(admin.ModelAdmin):
     search_fields = ["external_id", "title", "original_commit"]
     date_hierarchy = "imported_at"
     list_select_related = ["project"]
-    readonly_fields = ["raw", "record_sha256", "provenance"]
+    exclude = ["raw"]
+    readonly_fields = ["record", "record_sha256", "provenance"]
     show_full_result_count = False
+
+    @admin.display(description="record as received")
+    def record(self, run: Run) -> str:
+        text = json.dumps(run.record, indent=2, ensure_ascii=False, sort_keys=True)
+        return format_html('<pre class="readonly">{}</pre>', text)
 
 
 class TestOutcomeInline(admin.TabularInline):

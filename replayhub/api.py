@@ -160,7 +160,7 @@ def _run_json(run: Run) -> dict[str, Any]:
         "preflight": run.preflight,
         "preflight_reason": run.preflight_reason,
         "provenance": run.provenance,
-        "raw": run.raw,
+        "raw": run.record,
         "replays": [
             {
                 "id": replay.pk,

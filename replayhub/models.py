@@ -9,6 +9,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.ingest.native import whole_record
+
 
 def _choices_check(
     field: str, choices: type[models.TextChoices], name: str, blank=False
@@ -91,7 +93,7 @@ class Preflight(models.TextChoices):
 
 
 class Run(models.Model):
-    """One recorded original agent execution. ``raw`` keeps the record whole."""
+    """One recorded original agent execution; :attr:`record` is the record whole."""
 
     # No index of its own: the unique (project, external_id) index leads with it,
     # and every index costs the bulk import time per row.
@@ -113,7 +115,11 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     output = models.TextField(blank=True)
     usage = models.JSONField(default=dict, blank=True)
-    raw = models.JSONField(default=dict, help_text="The record exactly as received.")
+    raw = models.JSONField(
+        default=dict,
+        help_text="The record as received, less the prompt and output kept verbatim "
+        "in their own columns.",
+    )
     record_sha256 = models.CharField(max_length=64, blank=True)
     preflight = models.CharField(
         max_length=16, choices=Preflight, default=Preflight.PENDING
@@ -146,6 +152,11 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug}/{self.external_id}"
+
+    @property
+    def record(self) -> dict:
+        """The record exactly as received, unknown keys included."""
+        return whole_record(self.raw, {"prompt": self.prompt, "output": self.output})
 
 
 class Tier(models.TextChoices):

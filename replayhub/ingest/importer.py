@@ -33,6 +33,7 @@ from .native import (
     RecordError,
     read_record,
     split_lines,
+    stored_part,
 )
 
 BATCH_SIZE = 1000
@@ -529,7 +530,7 @@ def _run(item: _Item, now) -> Run:
         started_at=record.started_at,
         output=record.output,
         usage=record.usage,
-        raw=record.raw,
+        raw=stored_part(record.raw),
         record_sha256=record.sha256,
         imported_at=now,
     )
@@ -538,9 +539,10 @@ def _run(item: _Item, now) -> Run:
 def _copy(items: list[_Item], now, stack: ExitStack) -> None:
     """COPY the new runs; the ORM's per-row cost would be most of an import.
 
-    The canonical JSON already computed for the hash is sent as ``raw`` as is,
-    so no record is serialized twice. Columns not filled from the record get
-    the model default, so a field added to Run later is still filled. The COPY
+    The canonical JSON of the stored part, made with the hash, is sent as
+    ``raw`` as is, so nothing is serialized again here. Columns not filled from
+    the record get the model default, so a field added to Run later is still
+    filled. The COPY
     is left open on ``stack``: the rows are on their way, the database works
     through them while the caller reads the next batch.
     """
@@ -580,7 +582,7 @@ def _copy(items: list[_Item], now, stack: ExitStack) -> None:
                 record.started_at,
                 record.output,
                 record.usage_json,
-                record.raw_json,
+                record.stored_json,
                 record.sha256,
                 now,
                 *defaults,

@@ -80,8 +80,10 @@ class Record:
     output: str
     usage: dict[str, Any]
     raw: dict[str, Any]
-    # ``raw`` as canonical JSON text (sorted keys, no whitespace), and its hash.
-    raw_json: str
+    # What ``Run.raw`` stores -- ``raw`` less the text its columns keep verbatim
+    # (:func:`stored_part`) -- as canonical JSON text, sorted keys and no
+    # whitespace; and the hash of the whole record's canonical text.
+    stored_json: str
     sha256: str
     # ``usage`` as canonical JSON text, as it is sent to the database.
     usage_json: str
@@ -387,7 +389,7 @@ def _check(
 
     if errors:
         raise RecordError("; ".join(errors))
-    raw_json, digest = _fingerprint(value, plain=plain)
+    stored_json, digest = _fingerprint(value, plain=plain)
     return Record(
         project=named_project or project,
         external_id=external_id,
@@ -406,7 +408,7 @@ def _check(
         output=output,
         usage=usage,
         raw=value,
-        raw_json=raw_json,
+        stored_json=stored_json,
         sha256=digest,
         usage_json=canonical_json(usage),
     )
@@ -498,7 +500,7 @@ def _check_usual(
         usage = {}
     elif type(usage) is not dict or not _usual_usage(usage):
         return None
-    raw_json, digest = _fingerprint(value, plain=plain)
+    stored_json, digest = _fingerprint(value, plain=plain)
     usage_json = _canonical_bytes(usage, plain=plain).decode("utf-8") if usage else "{}"
     return Record(
         project=named or project,
@@ -518,7 +520,7 @@ def _check_usual(
         output=output or "",
         usage=usage,
         raw=value,
-        raw_json=raw_json,
+        stored_json=stored_json,
         sha256=digest,
         usage_json=usage_json,
     )
@@ -544,7 +546,8 @@ def _usual_usage(usage: dict[str, Any]) -> bool:
 
 
 def _fingerprint(value: dict[str, Any], *, plain: bool = False) -> tuple[str, str]:
-    """The canonical text of the record and the sha256 that identifies it.
+    """The stored part of the record as canonical text, and the sha256 of the
+    whole record's canonical text, which identifies it.
 
     The hash leaves out ``project``: it names where a record goes, not what it
     says, so the same record sent with the key and with ``--project`` is one
@@ -554,14 +557,10 @@ def _fingerprint(value: dict[str, Any], *, plain: bool = False) -> tuple[str, st
     try:
         if "project" in value:
             rest = {k: v for k, v in value.items() if k != "project"}
-            data = _canonical_bytes(rest, plain=plain)
-            project = canonical_json(value["project"])
-            raw_json = (
-                '{"project":' + project + ("," if rest else "") + data[1:].decode()
-            )
         else:
-            data = _canonical_bytes(value, plain=plain)
-            raw_json = data.decode("utf-8")
+            rest = value
+        data = _canonical_bytes(rest, plain=plain)
+        stored = _canonical_bytes(stored_part(value), plain=plain).decode("utf-8")
     except ValueError as error:
         if isinstance(error, UnicodeEncodeError):
             raise RecordError(
@@ -570,11 +569,44 @@ def _fingerprint(value: dict[str, Any], *, plain: bool = False) -> tuple[str, st
             ) from None
         # allow_nan=False: 1e999 parses as infinity, which JSON cannot hold.
         raise RecordError("contains a number too large to store") from None
-    if "\\u0000" in raw_json and _NUL_ESCAPE.search(raw_json):
+    if b"\\u0000" in data and _NUL_ESCAPE.search(data.decode("utf-8")):
         raise RecordError(
             "contains a NUL character (\\u0000), which the database cannot store"
         )
-    return raw_json, hashlib.sha256(data).hexdigest()
+    return stored, hashlib.sha256(data).hexdigest()
+
+
+# The text fields a run keeps verbatim in columns of their own, the largest
+# values of a record. ``Run.raw`` stores the rest of the record, so they are not
+# stored (and compressed, and written) twice; :func:`whole_record` puts the
+# record back together exactly.
+VERBATIM = ("prompt", "output")
+
+
+def stored_part(record: dict[str, Any]) -> dict[str, Any]:
+    """The record less each :data:`VERBATIM` field holding non-empty text (its
+    column holds that text as is); any other value of those fields -- empty,
+    null, a wrong type in an old row -- stays, so nothing is ambiguous."""
+    stored = record.copy()
+    for name in VERBATIM:
+        value = stored.get(name)
+        if value and isinstance(value, str):
+            del stored[name]
+    return stored
+
+
+def whole_record(stored: dict[str, Any], columns: dict[str, str]) -> dict[str, Any]:
+    """The record :func:`stored_part` was taken from, given its ``columns``.
+
+    A field is put back when it is absent and its column holds text: the column
+    is empty exactly when the field was absent, null or empty, and the last two
+    stayed in ``stored``. Rows that stored the whole record read the same.
+    """
+    record = dict(stored)
+    for name in VERBATIM:
+        if name not in record and columns.get(name):
+            record[name] = columns[name]
+    return record
 
 
 class _Checker:

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from replayhub.ingest.native import canonical_json, check_record
+from replayhub.ingest.native import canonical_json, check_record, stored_part
 from replayhub.ingest.native import parse_line as parse
 from tests.ingest.records import record
 
@@ -68,10 +68,22 @@ def stdlib_canonical(value) -> str:
     )
 
 
+def stored_text(canonical: str) -> str:
+    """The stored part of a canonical text: the prompt and output, kept in their
+    own columns, taken out."""
+    value = json.loads(canonical)
+    for name in ("prompt", "output"):
+        if isinstance(value.get(name), str) and value[name]:
+            del value[name]
+    return stdlib_canonical(value)
+
+
 def test_the_hash_of_a_known_record_is_pinned():
     checked = check(record())
-    assert checked.raw_json == KNOWN_RAW_JSON
     assert checked.sha256 == KNOWN_SHA256
+    assert checked.sha256 == hashlib.sha256(KNOWN_RAW_JSON.encode()).hexdigest()
+    assert checked.stored_json == stored_text(KNOWN_RAW_JSON)
+    assert '"prompt"' not in checked.stored_json
 
 
 def test_the_hash_of_a_known_line_is_pinned():
@@ -81,7 +93,7 @@ def test_the_hash_of_a_known_line_is_pinned():
 
 def test_the_hash_of_a_tricky_record_is_pinned():
     checked = check(parse(TRICKY_LINE.encode()), project=None)
-    assert checked.raw_json == TRICKY_RAW_JSON
+    assert checked.stored_json == stored_text(TRICKY_RAW_JSON)
     assert checked.sha256 == TRICKY_SHA256
     without_project = TRICKY_RAW_JSON.replace('"project":"shop",', "")
     assert checked.sha256 == hashlib.sha256(without_project.encode()).hexdigest()
@@ -161,5 +173,5 @@ def test_the_canonical_text_matches_the_stdlib_definition(seed):
         assert parsed == value
         assert canonical_json(parsed) == expected
         checked = check(parsed)
-        assert checked.raw_json == expected
+        assert checked.stored_json == stdlib_canonical(stored_part(value))
         assert checked.sha256 == hashlib.sha256(expected.encode()).hexdigest()

@@ -265,14 +265,39 @@ def test_html_and_sql_looking_content_is_stored_verbatim(project, tmp_path):
 
     run = Run.objects.get()
     assert (run.external_id, run.title, run.prompt, run.output) == (nasty,) * 4
-    assert run.raw == value
+    assert run.record == value
 
 
 def test_unknown_keys_are_kept_in_the_raw_record(project, tmp_path):
     value = record(1, platform={"job": 88412}, tags=["nightly", "canary"])
     write(tmp_path / "runs.jsonl", jsonl(value))
     summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")
-    assert Run.objects.get().raw == value
+    assert Run.objects.get().record == value
+
+
+@pytest.mark.parametrize(
+    "output", ["Done.", "", None, "absent"], ids=["text", "empty", "null", "absent"]
+)
+def test_the_prompt_and_output_are_stored_once_and_the_record_reads_back_whole(
+    project, tmp_path, output
+):
+    value = record(1, prompt="Fix the cart.\n" * 50)
+    if output == "absent":
+        del value["output"]
+    else:
+        value["output"] = output
+    write(tmp_path / "runs.jsonl", jsonl(value))
+    summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")
+
+    run = Run.objects.get()
+    assert run.record == value
+    assert "prompt" not in run.raw
+    assert ("output" in run.raw) == (output in ("", None))
+    # Importing the same file again finds the same record: a duplicate.
+    assert (
+        summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")[1]["duplicates"]
+        == 1
+    )
 
 
 def test_standard_input_is_read_with_a_dash(project):

@@ -12,6 +12,8 @@ from replayhub.ingest.native import (
     check_record,
     parse_line,
     split_lines,
+    stored_part,
+    whole_record,
 )
 from tests.ingest.records import record
 
@@ -298,7 +300,33 @@ def test_unknown_keys_are_kept_in_the_raw_record():
     value = record(platform={"job": 88412, "tags": ["nightly"]}, reviewed=None)
     checked = check(value)
     assert checked.raw == value
-    assert json.loads(checked.raw_json) == value
+    stored = json.loads(checked.stored_json)
+    assert stored["platform"] == value["platform"] and stored["reviewed"] is None
+    assert whole_record(stored, {"prompt": checked.prompt, "output": checked.output})
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"prompt": "p", "output": "o"},
+        {"prompt": "p", "output": ""},
+        {"prompt": "p", "output": None},
+        {"prompt": "p"},
+        {"prompt": "", "output": 3},
+    ],
+)
+def test_the_stored_part_and_the_columns_give_back_the_record_exactly(fields):
+    value = {"external_id": "run-1", "extra": {"prompt": "nested stays"}, **fields}
+    columns = {
+        name: fields[name] if isinstance(fields.get(name), str) else ""
+        for name in ("prompt", "output")
+    }
+    stored = stored_part(value)
+    # Text its column holds is not stored again.
+    assert all(name not in stored for name, text in columns.items() if text)
+    assert whole_record(stored, columns) == value
+    # A row that stored the whole record reads the same.
+    assert whole_record(value, columns) == value
 
 
 def test_content_that_looks_like_html_or_sql_is_kept_verbatim():
