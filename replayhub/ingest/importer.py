@@ -24,6 +24,9 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import JSONField
 from django.utils import timezone
+from psycopg import postgres
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 
 from replayhub.models import Project, Run
 
@@ -539,12 +542,14 @@ def _run(item: _Item, now) -> Run:
 def _copy(items: list[_Item], now, stack: ExitStack) -> None:
     """COPY the new runs; the ORM's per-row cost would be most of an import.
 
-    The canonical JSON of the stored part, made with the hash, is sent as
-    ``raw`` as is, so nothing is serialized again here. Columns not filled from
-    the record get the model default, so a field added to Run later is still
-    filled. The COPY
-    is left open on ``stack``: the rows are on their way, the database works
-    through them while the caller reads the next batch.
+    Binary COPY: text goes as its UTF-8 bytes, with no escaping on either side,
+    which halves the client's cost per row and cuts the server's. The canonical
+    JSON of ``usage`` and of the stored part of the record, made with the hash,
+    go as they are (:class:`_JsonbText`), so nothing is serialized again here.
+    Columns not filled from the record get the model default, so a field added
+    to Run later is still filled. The COPY is left open on ``stack``: the rows
+    are on their way, the database works through them while the caller reads
+    the next batch.
     """
     fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
     column = {f.attname: f.column for f in fields}
@@ -556,12 +561,19 @@ def _copy(items: list[_Item], now, stack: ExitStack) -> None:
         for f in others
     )
     quote = connection.ops.quote_name
-    names = [column[name] for name in _FROM_RECORD] + [f.column for f in others]
-    sql = "COPY {} ({}) FROM STDIN".format(
-        quote(Run._meta.db_table), ", ".join(quote(name) for name in names)
+    table = quote(Run._meta.db_table)
+    names = ", ".join(
+        quote(name)
+        for name in [column[n] for n in _FROM_RECORD] + [f.column for f in others]
     )
     cursor = stack.enter_context(connection.cursor())
-    copy = stack.enter_context(cursor.cursor.copy(sql))
+    raw_cursor = cursor.cursor
+    raw_cursor.adapters.register_dumper(None, _JsonbText)
+    types = _column_types(raw_cursor, table, names)
+    copy = stack.enter_context(
+        raw_cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)")
+    )
+    copy.set_types(types)
     for item in items:
         record = item.record
         copy.write_row(
@@ -588,3 +600,26 @@ def _copy(items: list[_Item], now, stack: ExitStack) -> None:
                 *defaults,
             )
         )
+
+
+_TYPES: dict[tuple[str, str], list[int]] = {}
+
+
+def _column_types(cursor, table: str, names: str) -> list[int]:
+    """The type oids of the columns, as binary COPY needs them (once a process)."""
+    key = (table, names)
+    if key not in _TYPES:
+        cursor.execute(f"SELECT {names} FROM {table} LIMIT 0")  # noqa: S608 -- quoted model names
+        _TYPES[key] = [column.type_code for column in cursor.description]
+    return _TYPES[key]
+
+
+class _JsonbText(Dumper):
+    """A jsonb value from JSON text already made, for binary COPY: the format is
+    a version byte, then the text."""
+
+    format = Format.BINARY
+    oid = postgres.types["jsonb"].oid
+
+    def dump(self, obj: str) -> bytes:
+        return b"\x01" + obj.encode()

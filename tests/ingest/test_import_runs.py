@@ -300,6 +300,29 @@ def test_the_prompt_and_output_are_stored_once_and_the_record_reads_back_whole(
     )
 
 
+def test_text_that_copy_formats_treat_specially_comes_back_byte_for_byte(
+    project, tmp_path
+):
+    # Tabs, newlines and backslashes delimit and escape COPY's text format; \\N
+    # is its null. The run table is written with binary COPY on PostgreSQL.
+    tricky = 'a\tb\nc\r\\N \\ \\t é 😀 \u2028 \x7f "q" \' <&>'
+    value = record(
+        1,
+        title=tricky,
+        prompt=tricky,
+        output=tricky,
+        original_branch=tricky,
+        extra={"text": tricky, "numbers": [0.1, 1e22, -0.0, 12], "none": None},
+    )
+    write(tmp_path / "runs.jsonl", jsonl(value))
+    assert summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")[0] == 0
+
+    run = Run.objects.get()
+    assert (run.title, run.prompt, run.output, run.original_branch) == (tricky,) * 4
+    assert run.record == value
+    assert run.usage == value["usage"]
+
+
 def test_standard_input_is_read_with_a_dash(project):
     status, summary = summary_of("-", "--project", "shop", stdin=jsonl(record(1)))
     assert (status, summary["imported"]) == (0, 1)
