@@ -204,7 +204,8 @@ X_FRAME_OPTIONS = "DENY"
 # broker's visibility timeout outlives the hard time limit, so Redis never hands
 # a running replay to a second worker. Tasks claim their row with a conditional
 # UPDATE, so a redelivery is harmless. Never eager: tasks run in a real worker.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+# The filesystem transport has no host; naming one keeps kombu from warning.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -9,6 +9,7 @@ import threading
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.urls import reverse
 
 from replayhub.ingest import importer
 from replayhub.models import Preflight, Run
@@ -321,6 +322,28 @@ def test_text_that_copy_formats_treat_specially_comes_back_byte_for_byte(
     assert (run.title, run.prompt, run.output, run.original_branch) == (tricky,) * 4
     assert run.record == value
     assert run.usage == value["usage"]
+
+
+def test_the_admin_shows_the_record_as_received_escaped(
+    client, admin_user, project, tmp_path
+):
+    value = record(1, prompt="<script>alert(1)</script>", platform={"job": "<b>7</b>"})
+    write(tmp_path / "runs.jsonl", jsonl(value))
+    summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")
+    admin_user.is_staff = True
+    admin_user.save()
+    client.force_login(admin_user)
+
+    run = Run.objects.get()
+    page = client.get(reverse("admin:replayhub_run_change", args=[run.pk]))
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Record as received" in html
+    # The prompt, stored once in its column, is part of the record shown.
+    assert "&quot;prompt&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;b&gt;7&lt;/b&gt;" in html
+    assert "<script>alert(1)" not in html and "<b>7</b>" not in html
 
 
 def test_standard_input_is_read_with_a_dash(project):
