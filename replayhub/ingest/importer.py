@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import queue
+import sys
+import threading
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -213,11 +215,10 @@ def _skip_space(text: str, index: int) -> int:
 class _Importer:
     """Collects checked records into batches and stores them; a context manager.
 
-    A batch is left open (its rows sent, its transaction not yet committed)
-    while the next one is read: the database stores one batch while this
-    process parses the next, instead of each waiting for the other. It is
-    finished before the next batch is classified, so that lookup sees it, and
-    nothing touches the connection while it is open.
+    On PostgreSQL, outside a transaction, batches after the first are stored by
+    a :class:`_Writer` thread while this one parses the next: the database
+    stores one batch while Python parses another, instead of each waiting for
+    the other. Otherwise each batch is stored when it is full.
     """
 
     def __init__(self, summary: Summary, project: Project | None) -> None:
@@ -229,22 +230,23 @@ class _Importer:
         self.max_prompt_bytes = settings.REPLAYHUB_MAX_PROMPT_BYTES
         self.slug = project.slug if project is not None else None
         self.pending: list[tuple[int, Record]] = []
-        self.open: _Batch | None = None
+        self.writer: _Writer | None = None
         self.statistics = _Statistics()
 
     def __enter__(self) -> _Importer:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
-        if error is None:
-            self.flush()
-            self.finish()
-            # Unknown projects are found when a batch is stored, after later
-            # lines were parsed.
-            self.summary.invalid.sort(key=lambda entry: entry["line"])
-        elif self.open is not None:
-            self.open.abort(error)
-            self.open = None
+        if error is not None:
+            if self.writer is not None:
+                self.writer.stop()
+            return
+        self.flush(last=True)
+        if self.writer is not None:
+            self.writer.close()
+        # Unknown projects are found when a batch is stored, after later lines
+        # were parsed.
+        self.summary.invalid.sort(key=lambda entry: entry["line"])
 
     def add_line(self, number: int, data: bytes, terminated: bool) -> None:
         """Parse and check one line; store the record or report why it is none."""
@@ -265,44 +267,37 @@ class _Importer:
         if len(self.pending) >= BATCH_SIZE:
             self.flush()
 
-    def flush(self) -> None:
-        """Finish the open batch, then start storing the records collected since."""
-        self.finish()
+    def flush(self, *, last: bool = False) -> None:
+        """Store the records collected since the last batch, or hand them to
+        the writer thread (started for a second batch, when there can be one)."""
         items = self.resolve(self.pending)
         self.pending = []
         if not items:
             return
-        try:
-            self.open = _Batch.start(items)
-        except IntegrityError:
+        if self.writer is None and not last and _Writer.usable():
+            self.writer = _Writer(self)
+        if self.writer is not None:
+            self.writer.put(items)
+        else:
             self.store(items)
 
-    def finish(self) -> None:
-        if self.open is None:
-            return
-        batch, self.open = self.open, None
-        try:
-            batch.finish()
-        except IntegrityError:
-            self.store(batch.items)
-        else:
-            self.account(batch)
-
     def store(self, items: list[_Item]) -> None:
-        """Store a batch that collided with a concurrent import of the same ids.
+        """Classify a batch and write its new runs, in one transaction.
 
-        It is classified again against what that import stored, and finished
-        at once.
+        A batch that collides with a concurrent import of the same ids (a
+        unique violation) is rolled back and classified again against what
+        that import stored.
         """
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                batch = _Batch.start(items)
-                batch.finish()
+                with transaction.atomic():
+                    fresh, duplicates, conflicts = _classify(items)
+                    _write(fresh)
             except IntegrityError:
                 if attempt == _ATTEMPTS:
                     raise
                 continue
-            self.account(batch)
+            self.account(items, fresh, duplicates, conflicts)
             return
 
     def resolve(self, pending: list[tuple[int, Record]]) -> list[_Item]:
@@ -325,59 +320,80 @@ class _Importer:
             raise RecordError(f"project: there is no project {json.dumps(slug)}")
         return found
 
-    def account(self, batch: _Batch) -> None:
-        self.statistics.grew(len(batch.fresh))
+    def account(
+        self,
+        items: list[_Item],
+        fresh: list[_Item],
+        duplicates: int,
+        conflicts: list[_Item],
+    ) -> None:
+        self.statistics.grew(len(fresh))
         summary = self.summary
-        summary.imported += len(batch.fresh)
-        summary.duplicates += batch.duplicates
-        for item in batch.conflicts:
+        summary.imported += len(fresh)
+        summary.duplicates += duplicates
+        for item in conflicts:
             summary.add_conflict(item.line, item.project.slug, item.record.external_id)
-        summary.project_ids.update(item.project.pk for item in batch.items)
+        summary.project_ids.update(item.project.pk for item in items)
 
 
-class _Batch:
-    """One batch in its own transaction: classified, then its new runs written.
+class _Writer:
+    """Stores an import's batches on a thread of its own, in order, with its own
+    database connection, while the importing thread parses the next batch.
 
-    ``start`` opens the transaction, looks up the stored hashes and sends the
-    new runs; ``finish`` waits for the database and commits. A unique violation
-    (another import stored one of the ids meanwhile) rolls back and surfaces
-    as IntegrityError from either.
+    One batch waits in the queue at most, so memory stays flat. The importing
+    thread holds the GIL while it parses; the writer needs it only briefly,
+    after each wait on the database, and gets it sooner with a shorter switch
+    interval (Python's 5 ms default made the writer wait longer than the
+    database did). An error in the writer surfaces in the importing thread at
+    its next batch or at the end.
     """
 
-    def __init__(self, items: list[_Item]) -> None:
-        self.items = items
-        self.fresh: list[_Item] = []
-        self.duplicates = 0
-        self.conflicts: list[_Item] = []
-        self.stack = ExitStack()
+    SWITCH_INTERVAL = 0.001
 
-    @classmethod
-    def start(cls, items: list[_Item]) -> _Batch:
-        batch = cls(items)
+    @staticmethod
+    def usable() -> bool:
+        # Inside a transaction, the writer's own connection would see none of
+        # the caller's uncommitted rows and commit outside its transaction.
+        return connection.vendor == "postgresql" and not connection.in_atomic_block
+
+    def __init__(self, importer: _Importer) -> None:
+        self.importer = importer
+        self.queue: queue.Queue[list[_Item] | None] = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self.interval, self.SWITCH_INTERVAL))
+        self.thread = threading.Thread(
+            target=self.run, name="replayhub-import-writer", daemon=True
+        )
+        self.thread.start()
+
+    def run(self) -> None:
         try:
-            batch.stack.enter_context(transaction.atomic())
-            batch.fresh, batch.duplicates, batch.conflicts = _classify(items)
-            _write(batch.fresh, batch.stack)
-        except BaseException as error:
-            batch.abort(error)
-            converted = _as_integrity_error(error)
-            if converted is error:
-                raise
-            raise converted from error
-        return batch
+            while (items := self.queue.get()) is not None:
+                if self.error is None:
+                    try:
+                        self.importer.store(items)
+                    except BaseException as error:  # handed to the importing thread
+                        self.error = error
+        finally:
+            connection.close()
 
-    def finish(self) -> None:
-        try:
-            self.stack.close()
-        except Exception as error:
-            converted = _as_integrity_error(error)
-            if converted is error:
-                raise
-            raise converted from error
+    def put(self, items: list[_Item]) -> None:
+        if self.error is not None:
+            self.close()
+        self.queue.put(items)
 
-    def abort(self, error: BaseException) -> None:
-        # Ends the COPY with an error and rolls the transaction back.
-        self.stack.__exit__(type(error), error, error.__traceback__)
+    def close(self) -> None:
+        """Wait for the batches handed over; raise what the writer raised."""
+        self.stop()
+        if self.error is not None:
+            raise self.error
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        sys.setswitchinterval(self.interval)
 
 
 def _as_integrity_error(error: BaseException) -> BaseException:
@@ -502,16 +518,21 @@ _FROM_RECORD = (
 )
 
 
-def _write(items: list[_Item], stack: ExitStack) -> None:
-    """Send the new runs: COPY on PostgreSQL (left open on ``stack``), else
-    ``bulk_create``."""
+def _write(items: list[_Item]) -> None:
+    """Write the new runs: COPY on PostgreSQL, else ``bulk_create``."""
     if not items:
         return
     now = timezone.now()
     if connection.vendor != "postgresql":
         Run.objects.bulk_create([_run(item, now) for item in items])
         return
-    _copy(items, now, stack)
+    try:
+        _copy(items, now)
+    except Exception as error:
+        converted = _as_integrity_error(error)
+        if converted is error:
+            raise
+        raise converted from error
 
 
 def _run(item: _Item, now) -> Run:
@@ -539,7 +560,7 @@ def _run(item: _Item, now) -> Run:
     )
 
 
-def _copy(items: list[_Item], now, stack: ExitStack) -> None:
+def _copy(items: list[_Item], now) -> None:
     """COPY the new runs; the ORM's per-row cost would be most of an import.
 
     Binary COPY: text goes as its UTF-8 bytes, with no escaping on either side,
@@ -547,9 +568,7 @@ def _copy(items: list[_Item], now, stack: ExitStack) -> None:
     JSON of ``usage`` and of the stored part of the record, made with the hash,
     go as they are (:class:`_JsonbText`), so nothing is serialized again here.
     Columns not filled from the record get the model default, so a field added
-    to Run later is still filled. The COPY is left open on ``stack``: the rows
-    are on their way, the database works through them while the caller reads
-    the next batch.
+    to Run later is still filled.
     """
     fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
     column = {f.attname: f.column for f in fields}
@@ -566,14 +585,18 @@ def _copy(items: list[_Item], now, stack: ExitStack) -> None:
         quote(name)
         for name in [column[n] for n in _FROM_RECORD] + [f.column for f in others]
     )
-    cursor = stack.enter_context(connection.cursor())
-    raw_cursor = cursor.cursor
-    raw_cursor.adapters.register_dumper(None, _JsonbText)
-    types = _column_types(raw_cursor, table, names)
-    copy = stack.enter_context(
-        raw_cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)")
-    )
-    copy.set_types(types)
+    with connection.cursor() as cursor:
+        raw_cursor = cursor.cursor
+        raw_cursor.adapters.register_dumper(None, _JsonbText)
+        types = _column_types(raw_cursor, table, names)
+        with raw_cursor.copy(
+            f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(types)
+            _send(copy, items, now, defaults)
+
+
+def _send(copy, items: list[_Item], now, defaults: tuple) -> None:
     for item in items:
         record = item.record
         copy.write_row(

@@ -459,9 +459,11 @@ def test_a_record_without_a_project_needs_one_on_the_command_line(project, tmp_p
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("batch", [1000, 1], ids=["in-line", "writer-thread"])
 def test_a_batch_that_collides_with_another_import_is_classified_again(
-    repo, monkeypatch, require_postgres
+    repo, monkeypatch, require_postgres, batch
 ):
+    monkeypatch.setattr(importer, "BATCH_SIZE", batch)
     project = make_project(repo)
     real_classify = importer._classify
     raced = []
@@ -491,3 +493,68 @@ def test_a_batch_that_collides_with_another_import_is_classified_again(
 
     assert (summary.imported, summary.duplicates, summary.conflicts_total) == (2, 1, 0)
     assert Run.objects.count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_batches_are_stored_by_a_writer_thread_with_the_same_result(
+    repo, monkeypatch, require_postgres
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 3)
+    project = make_project(repo)
+    stored_by = set()
+    real_write = importer._write
+
+    def write(items):
+        stored_by.add(threading.current_thread().name)
+        return real_write(items)
+
+    monkeypatch.setattr(importer, "_write", write)
+    changed = record(3, output="Something else.")
+    lines = [record(n) for n in range(1, 8)]
+    lines += [record(2), changed, {**record(20), "project": "nope"}, {"x": 1}]
+    interval = sys.getswitchinterval()
+
+    summary = importer.import_stream(chunks=[jsonl(*lines)], project=project)
+
+    assert "replayhub-import-writer" in stored_by
+    assert summary.imported == 7 and summary.duplicates == 1
+    assert summary.conflicts == [
+        {"line": 9, "project": "shop", "external_id": "run-0003"}
+    ]
+    assert [entry["line"] for entry in summary.invalid] == [10, 11]
+    assert Run.objects.count() == 7
+    assert Run.objects.get(external_id="run-0003").output == record(3)["output"]
+    assert sys.getswitchinterval() == interval
+    assert not any(t.name == "replayhub-import-writer" for t in threading.enumerate())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_error_on_the_writer_thread_reaches_the_caller_and_keeps_whole_batches(
+    repo, monkeypatch, require_postgres
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 2)
+    project = make_project(repo)
+    real_write = importer._write
+    calls = []
+
+    def write(items):
+        calls.append(len(items))
+        if len(calls) == 2:
+            raise RuntimeError("the disk is full")
+        return real_write(items)
+
+    monkeypatch.setattr(importer, "_write", write)
+    interval = sys.getswitchinterval()
+
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        importer.import_stream(
+            chunks=[jsonl(*(record(n) for n in range(1, 11)))], project=project
+        )
+
+    # The first batch was committed; the failed one left nothing behind.
+    assert sorted(Run.objects.values_list("external_id", flat=True)) == [
+        "run-0001",
+        "run-0002",
+    ]
+    assert sys.getswitchinterval() == interval
+    assert not any(t.name == "replayhub-import-writer" for t in threading.enumerate())
