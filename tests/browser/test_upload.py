@@ -1,0 +1,72 @@
+"""The upload page in a real Chromium: progress while the file goes up and is
+imported, the summary in place, a refused file explained in place."""
+
+import pytest
+from playwright.sync_api import expect
+
+from replayhub.models import Run
+from tests.ingest.records import EXAMPLE, jsonl, make_project, project_repo, record
+
+pytestmark = pytest.mark.browser
+
+# Each state the page shows, in order, as the request goes.
+RECORD_STATES = """
+window.__states = [];
+document.addEventListener("htmx:xhr:progress", function () {
+  var state = document.querySelector("[data-upload-state]");
+  if (state) window.__states.push(state.textContent);
+});
+"""
+
+
+@pytest.fixture
+def shop(tmp_path):
+    return make_project(project_repo(tmp_path))
+
+
+def test_an_upload_shows_its_progress_then_the_summary_in_place(
+    login, admin_user, shop, tmp_path, screenshot
+):
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(EXAMPLE.read_bytes() + jsonl(record(99, prompt="x" * 200_000)))
+    page = login(admin_user)
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto("/runs/upload/")
+    page.evaluate(RECORD_STATES)
+
+    page.select_option("select[name=project]", "shop")
+    page.set_input_files("input[name=file]", str(path))
+    page.get_by_role("button", name="Import").click()
+
+    summary = page.locator("#summary")
+    expect(summary).to_contain_text("runs.jsonl into shop")
+    expect(summary.locator("tr", has_text="Imported")).to_contain_text("5")
+    states = page.evaluate("window.__states")
+    assert any(state.startswith("Importing") for state in states), states
+    # Swapped in place: the page was not reloaded, so the recorder is still there.
+    assert page.evaluate("Array.isArray(window.__states)")
+    # A fresh form, ready for the next file.
+    expect(page.get_by_role("button", name="Import")).to_be_enabled()
+    expect(page.locator("[data-upload-state]")).to_have_text("")
+    assert Run.objects.filter(project=shop).count() == 5
+    assert not errors
+    screenshot(page, "upload-summary")
+
+
+def test_a_file_above_the_limit_is_explained_in_place(
+    login, admin_user, shop, tmp_path, settings
+):
+    settings.REPLAYHUB_UPLOAD_MAX_BYTES = 1024
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(jsonl(*(record(n) for n in range(1, 40))))
+    page = login(admin_user)
+    page.goto("/runs/upload/")
+
+    page.select_option("select[name=project]", "shop")
+    page.set_input_files("input[name=file]", str(path))
+    page.get_by_role("button", name="Import").click()
+
+    expect(page.get_by_role("alert")).to_contain_text("larger than the limit of 1.0")
+    expect(page.get_by_role("button", name="Import")).to_be_enabled()
+    assert not Run.objects.exists()
