@@ -18,7 +18,7 @@ import json
 import queue
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -106,8 +106,15 @@ def read_chunks(stream: IO[bytes], size: int = READ_SIZE) -> Iterator[bytes]:
         yield chunk
 
 
+# Called after each batch with the number of lines read and the summary so far.
+Progress = Callable[[int, Summary], None]
+
+
 def import_stream(
-    *, chunks: Iterable[bytes], project: Project | None = None
+    *,
+    chunks: Iterable[bytes],
+    project: Project | None = None,
+    progress: Progress | None = None,
 ) -> Summary:
     """Import a JSONL byte stream (a file, stdin, an upload, a request body).
 
@@ -115,13 +122,18 @@ def import_stream(
     only one they may name when given.
     """
     lines = split_lines(chunks, max_line_bytes=settings.REPLAYHUB_MAX_RECORD_BYTES)
-    return import_lines(lines=lines, project=project)
+    return import_lines(lines=lines, project=project, progress=progress)
 
 
-def import_lines(*, lines: Iterable[Line], project: Project | None = None) -> Summary:
+def import_lines(
+    *,
+    lines: Iterable[Line],
+    project: Project | None = None,
+    progress: Progress | None = None,
+) -> Summary:
     summary = Summary()
     limit = settings.REPLAYHUB_MAX_RECORD_BYTES
-    with _Importer(summary, project) as importer:
+    with _Importer(summary, project, progress) as importer:
         for number, data, terminated in lines:
             if data is None:
                 summary.add_invalid(
@@ -221,8 +233,14 @@ class _Importer:
     the other. Otherwise each batch is stored when it is full.
     """
 
-    def __init__(self, summary: Summary, project: Project | None) -> None:
+    def __init__(
+        self,
+        summary: Summary,
+        project: Project | None,
+        progress: Progress | None = None,
+    ) -> None:
         self.summary = summary
+        self.progress = progress
         self.default = project
         self.projects: dict[str, Project | None] = {}
         if project is not None:
@@ -266,6 +284,8 @@ class _Importer:
         self.pending.append((number, record))
         if len(self.pending) >= BATCH_SIZE:
             self.flush()
+            if self.progress is not None:
+                self.progress(number, self.summary)
 
     def flush(self, *, last: bool = False) -> None:
         """Store the records collected since the last batch, or hand them to

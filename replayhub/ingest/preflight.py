@@ -16,7 +16,7 @@ with the same inputs share one resolution.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
@@ -66,18 +66,25 @@ def preflight_runs(*, run_ids: Iterable[int]) -> PreflightResult:
 
 
 def preflight_pending(
-    *, project_ids: Iterable[int], limit: int | None = None
+    *,
+    project_ids: Iterable[int],
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> PreflightResult:
     """Preflight the pending runs of some projects, oldest first, at most ``limit``.
 
     Runs whose repository cannot be read stay pending and are skipped, so a
-    broken repository never makes this loop forever.
+    broken repository never makes this loop forever. ``progress`` is called
+    after each chunk with the runs done and the runs there were to do.
     """
     project_ids = list(project_ids)
     pending = Run.objects.filter(
         project_id__in=project_ids, preflight=Preflight.PENDING
     )
     result = PreflightResult()
+    total = 0
+    if progress is not None:
+        total = pending.count() if limit is None else min(limit, pending.count())
     last = 0
     done = 0
     with ThreadPoolExecutor(THREADS) as pool:
@@ -93,6 +100,8 @@ def preflight_pending(
             _preflight_chunk(ids, result, pool)
             last = ids[-1]
             done += len(ids)
+            if progress is not None:
+                progress(done, total)
     result.pending = pending.count()
     return result
 

@@ -12,6 +12,7 @@ from django.db import connection
 from django.urls import reverse
 
 from replayhub.ingest import importer
+from replayhub.management.commands import import_runs as import_runs_command
 from replayhub.models import Preflight, Run
 from tests.conftest import ROOT, child_env
 from tests.ingest.records import EXAMPLE, jsonl, line, make_project, record, write
@@ -344,6 +345,37 @@ def test_the_admin_shows_the_record_as_received_escaped(
     assert "&quot;prompt&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;b&gt;7&lt;/b&gt;" in html
     assert "<script>alert(1)" not in html and "<b>7</b>" not in html
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_import_shows_its_progress_on_a_terminal_and_only_there(
+    project, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 4)
+    monkeypatch.setattr(import_runs_command._Status, "INTERVAL", 0)
+    path = write(tmp_path / "runs.jsonl", jsonl(*(record(n) for n in range(1, 11))))
+    terminal, out = Terminal(), io.StringIO()
+
+    call_command(
+        "import_runs", str(path), "--project", "shop", stdout=out, stderr=terminal
+    )
+
+    shown = terminal.getvalue()
+    assert "\rimport: 4 lines read" in shown and "\rimport: 8 lines read" in shown
+    assert "\rpreflight: 10 of 10 new runs" in shown
+    # The status line is wiped before the summary is printed.
+    assert shown.endswith("\r\x1b[K")
+    assert out.getvalue().startswith("imported    10")
+
+    piped = io.StringIO()
+    call_command(
+        "import_runs", str(path), "--project", "shop", stdout=out, stderr=piped
+    )
+    assert piped.getvalue() == ""
 
 
 def test_standard_input_is_read_with_a_dash(project):

@@ -1,5 +1,6 @@
 import json
 import sys
+import time
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -43,6 +44,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, project, as_json, no_preflight, preflight_only, **_):
         target = _project(project) if project else None
+        status = _Status(self.stderr)
         if preflight_only:
             if file or target is None or no_preflight:
                 raise CommandError(
@@ -52,15 +54,16 @@ class Command(BaseCommand):
         elif not file:
             raise CommandError("give a FILE to import, or - for stdin.", returncode=2)
         else:
-            summary = _import(file, target)
+            summary = _import(file, target, status.importing)
         # The pending runs of every project touched, including runs left pending
         # by an earlier --no-preflight import.
         projects = summary.project_ids | ({target.pk} if target else set())
         if projects and not no_preflight:
-            result = preflight_pending(project_ids=projects)
+            result = preflight_pending(project_ids=projects, progress=status.preflight)
             summary.preflight = result.to_dict()
             for error in result.errors:
                 self.stderr.write(f"preflight: {error}")
+        status.clear()
         self.stdout.write(_render(summary, as_json=as_json))
         if not summary.complete:
             sys.exit(1)
@@ -73,9 +76,47 @@ def _project(slug: str) -> Project:
         raise CommandError(f"there is no project {slug!r}.", returncode=2) from None
 
 
-def _import(path: str, project: Project | None) -> Summary:
+class _Status:
+    """A status line for a long import on a terminal's stderr, rewritten in
+    place at most a few times a second; nothing when stderr is not a terminal
+    (logs and pipes get the summary alone)."""
+
+    INTERVAL = 0.5
+
+    def __init__(self, stream) -> None:
+        self.stream = stream if stream.isatty() else None
+        self.last = 0.0
+        self.shown = False
+
+    def importing(self, lines: int, summary: Summary) -> None:
+        self.show(
+            f"import: {lines:,} lines read, {summary.imported:,} imported, "
+            f"{summary.duplicates:,} duplicates, {summary.invalid_total:,} invalid"
+        )
+
+    def preflight(self, done: int, total: int) -> None:
+        self.show(f"preflight: {done:,} of {total:,} new runs")
+
+    def show(self, text: str) -> None:
+        now = time.monotonic()
+        if self.stream is None or now - self.last < self.INTERVAL:
+            return
+        self.last = now
+        self.shown = True
+        self.stream.write(f"\r{text}\x1b[K", ending="")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K", ending="")
+            self.stream.flush()
+
+
+def _import(path: str, project: Project | None, progress) -> Summary:
     if path == "-":
-        return import_stream(chunks=read_chunks(sys.stdin.buffer), project=project)
+        return import_stream(
+            chunks=read_chunks(sys.stdin.buffer), project=project, progress=progress
+        )
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed below; open errors are usage
     except OSError as error:
@@ -83,7 +124,9 @@ def _import(path: str, project: Project | None) -> Summary:
             f"cannot read {path}: {error.strerror}.", returncode=2
         ) from None
     with stream:
-        return import_stream(chunks=read_chunks(stream), project=project)
+        return import_stream(
+            chunks=read_chunks(stream), project=project, progress=progress
+        )
 
 
 def _render(summary: Summary, *, as_json: bool) -> str:
