@@ -4,6 +4,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.db.models import Count, Max, Q
 from django.http import (
     Http404,
     HttpRequest,
@@ -22,6 +23,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 from replayhub import services
 from replayhub.models import (
     Comparison,
+    Preflight,
     Project,
     Replay,
     ReplayStatus,
@@ -226,10 +228,16 @@ def trends_export_json(request: HttpRequest) -> HttpResponse:
 @require_GET
 @permission_required(roles.VIEW_PROJECTS, raise_exception=True)
 def projects(request: HttpRequest) -> HttpResponse:
+    # One grouped query: each project's runs by preflight state, and the newest.
+    by_state = {
+        f"runs_{state}": Count("runs", filter=Q(runs__preflight=state))
+        for state in Preflight.values
+    }
+    listed = Project.objects.annotate(
+        runs_total=Count("runs"), last_import=Max("runs__imported_at"), **by_state
+    ).order_by("slug")
     return render(
-        request,
-        "reviews/projects.html",
-        {"page": "projects", "projects": Project.objects.all()},
+        request, "reviews/projects.html", {"page": "projects", "projects": listed}
     )
 
 

@@ -1,0 +1,46 @@
+"""The projects page: each project's set-up and where its runs stand."""
+
+from datetime import timedelta
+
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.models import Preflight, Run
+from tests.reviews.replays import make_project
+
+
+def add_runs(project, state, count, *, ago=timedelta(hours=1)):
+    for _ in range(count):
+        number = Run.objects.count() + 1
+        Run.objects.create(
+            project=project,
+            external_id=f"run-{number}",
+            preflight=state,
+            imported_at=timezone.now() - ago,
+        )
+
+
+def test_each_project_shows_its_runs_by_preflight_state_and_its_last_import(
+    client, reviewer
+):
+    shop, billing = make_project("shop"), make_project("billing")
+    make_project("<b>empty</b>")
+    add_runs(shop, Preflight.READY, 3, ago=timedelta(hours=2))
+    add_runs(shop, Preflight.UNREPRODUCIBLE, 2, ago=timedelta(minutes=5))
+    add_runs(shop, Preflight.PENDING, 1, ago=timedelta(days=3))
+    add_runs(billing, Preflight.READY, 1, ago=timedelta(days=2))
+    client.force_login(reviewer)
+
+    html = client.get(reverse("reviews:projects")).content.decode()
+
+    rows = {
+        row.split("</td>", 1)[0].rsplit(">", 1)[-1]: row
+        for row in html.split("<tr>")[2:]
+    }
+    assert (
+        "3 ready · 2 can never reach a verdict · 1 not yet preflighted" in rows["shop"]
+    )
+    assert ">6" in rows["shop"] and "5m ago" in rows["shop"]
+    assert "1 ready</div>" in rows["billing"] and "2d ago" in rows["billing"]
+    assert "never" in rows["&lt;b&gt;empty&lt;/b&gt;"]
+    assert "<b>empty</b>" not in html
