@@ -1,6 +1,6 @@
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git bubblewrap util-linux \
+ && apt-get install -y --no-install-recommends git bubblewrap util-linux libseccomp2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md ./

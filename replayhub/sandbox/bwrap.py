@@ -2,7 +2,8 @@
 
 Isolation. Each run gets new user, pid, network, ipc, uts and cgroup namespaces,
 nested user namespaces disabled (most kernel privilege escalations start by
-creating one), no capabilities, no_new_privs, `--die-with-parent` and
+creating one), no capabilities, no_new_privs, a seccomp filter refusing the
+system calls in :mod:`replayhub.sandbox.seccomp`, `--die-with-parent` and
 `--new-session`. Inside, the command runs as uid/gid 1000 ("sandbox" in a
 synthetic /etc/passwd); on the host that is `sandbox_uid` (default 65534) when
 the worker is root, else the worker's own uid. As root, the launcher drops to
@@ -71,6 +72,7 @@ from replayhub.sandbox.base import (
 )
 from replayhub.sandbox.cgroups import CGROUP_ROOT, Backend, Confinement, detect_backend
 from replayhub.sandbox.output import HeadTailBuffer
+from replayhub.sandbox.seccomp import filter_bpf
 
 logger = logging.getLogger(__name__)
 
@@ -240,22 +242,25 @@ class BwrapRunner:
                 f"bubblewrap at {bwrap} is too old: 0.8.0 or newer is needed for "
                 "--disable-userns and --size."
             )
-        probe = [
-            *launcher,
-            bwrap,
-            *_isolation_flags(),
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            *_root_links(),
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--",
-            "true",
-        ]
+        fds: list[int] = []
         try:
+            probe = [
+                *launcher,
+                bwrap,
+                *_isolation_flags(),
+                "--seccomp",
+                str(_memfd("seccomp", filter_bpf(), fds)),
+                "--ro-bind",
+                "/usr",
+                "/usr",
+                *_root_links(),
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--",
+                "true",
+            ]
             result = subprocess.run(
                 probe,
                 capture_output=True,
@@ -264,12 +269,16 @@ class BwrapRunner:
                 env={"PATH": LAUNCH_PATH},
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                pass_fds=fds,
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             raise SandboxUnavailable(
                 f"bubblewrap is installed but cannot create a sandbox here ({error})."
             ) from error
+        finally:
+            for fd in fds:
+                os.close(fd)
         if result.returncode != 0:
             reason = (result.stderr.strip().splitlines() or ["no error message"])[0]
             raise SandboxUnavailable(
@@ -428,6 +437,7 @@ class BwrapRunner:
         # The root itself is a bwrap-made tmpfs; left writable, the command could
         # fill memory through it or create files next to /etc and /usr.
         args += ["--remount-ro", "/", "--chdir", WORKSPACE]
+        args += ["--seccomp", str(_memfd("seccomp", filter_bpf(), fds))]
         return args
 
     def _launch(

@@ -286,3 +286,41 @@ def test_host_processes_are_invisible(run_in_sandbox: RunInSandbox) -> None:
     )
     # bwrap's monitor (1) and the command (2); nothing from the host.
     assert outcome.output == "[1, 2]\n"
+
+
+def test_the_seccomp_filter_refuses_risky_system_calls_with_eperm(
+    run_in_sandbox: RunInSandbox,
+) -> None:
+    # Raw syscall numbers (x86_64): io_uring_setup, userfaultfd, bpf,
+    # perf_event_open, keyctl, open_by_handle_at, unshare; then getpid, allowed.
+    outcome = run_in_sandbox(
+        *python(
+            """
+            import ctypes, os
+            libc = ctypes.CDLL(None, use_errno=True)
+            calls = {"io_uring_setup": 425, "userfaultfd": 323, "bpf": 321,
+                     "perf_event_open": 298, "keyctl": 250,
+                     "open_by_handle_at": 304, "unshare": 272}
+            for name, number in calls.items():
+                ctypes.set_errno(0)
+                result = libc.syscall(number, 0, 0, 0, 0, 0)
+                print(name, result, os.strerror(ctypes.get_errno()))
+            print("getpid", libc.syscall(39) > 0)
+            """
+        )
+    )
+    assert outcome.exit_code == 0, outcome.output
+    lines = outcome.output.splitlines()
+    assert lines[:-1] == [
+        f"{name} -1 Operation not permitted"
+        for name in (
+            "io_uring_setup",
+            "userfaultfd",
+            "bpf",
+            "perf_event_open",
+            "keyctl",
+            "open_by_handle_at",
+            "unshare",
+        )
+    ]
+    assert lines[-1] == "getpid True"
