@@ -11,4 +11,5 @@ COPY . .
 ENV DJANGO_SETTINGS_MODULE=replayhub.settings REPLAYHUB_VAR_DIR=/var/lib/replayhub
 RUN SECRET_KEY=build-only python manage.py collectstatic --no-input -v0
 EXPOSE 8000
-CMD ["gunicorn", "replayhub.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
+# --timeout: an upload of the largest allowed file is imported in the request.
+CMD ["gunicorn", "replayhub.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "300"]
