@@ -227,8 +227,8 @@ def _skip_space(text: str, index: int) -> int:
 class _Importer:
     """Collects checked records into batches and stores them; a context manager.
 
-    On PostgreSQL, outside a transaction, batches after the first are stored by
-    a :class:`_Writer` thread while this one parses the next: the database
+    On PostgreSQL, outside a transaction, an import of more than one batch is
+    stored by a :class:`_Writer` thread while this one parses on: the database
     stores one batch while Python parses another, instead of each waiting for
     the other. Otherwise each batch is stored when it is full.
     """
@@ -289,7 +289,8 @@ class _Importer:
 
     def flush(self, *, last: bool = False) -> None:
         """Store the records collected since the last batch, or hand them to
-        the writer thread (started for a second batch, when there can be one)."""
+        the writer thread (started with the first full batch, as more may
+        follow; an import that fits in one batch is stored in line)."""
         items = self.resolve(self.pending)
         self.pending = []
         if not items:
