@@ -370,6 +370,11 @@ class _Writer:
     """
 
     SWITCH_INTERVAL = 0.001
+    # The interval is the process's: the first writer running shortens it, the
+    # last one to stop puts the previous value back.
+    _switch_lock = threading.Lock()
+    _switch_users = 0
+    _switch_saved = 0.0
 
     @staticmethod
     def usable() -> bool:
@@ -381,8 +386,12 @@ class _Writer:
         self.importer = importer
         self.queue: queue.Queue[list[_Item] | None] = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
-        self.interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self.interval, self.SWITCH_INTERVAL))
+        self.stopped = False
+        with _Writer._switch_lock:
+            if _Writer._switch_users == 0:
+                _Writer._switch_saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(_Writer._switch_saved, self.SWITCH_INTERVAL))
+            _Writer._switch_users += 1
         self.thread = threading.Thread(
             target=self.run, name="replayhub-import-writer", daemon=True
         )
@@ -411,10 +420,16 @@ class _Writer:
             raise self.error
 
     def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
         if self.thread.is_alive():
             self.queue.put(None)
             self.thread.join()
-        sys.setswitchinterval(self.interval)
+        with _Writer._switch_lock:
+            _Writer._switch_users -= 1
+            if _Writer._switch_users == 0:
+                sys.setswitchinterval(_Writer._switch_saved)
 
 
 def _as_integrity_error(error: BaseException) -> BaseException:

@@ -470,6 +470,7 @@ def test_two_imports_of_the_same_file_at_once_store_each_run_once(
         finally:
             connection.close()
 
+    interval = sys.getswitchinterval()
     threads = [threading.Thread(target=one_import) for _ in range(2)]
     for thread in threads:
         thread.start()
@@ -477,6 +478,8 @@ def test_two_imports_of_the_same_file_at_once_store_each_run_once(
         thread.join(timeout=120)
 
     assert len(results) == 2
+    # Two writers ran at once in this process; the switch interval is back.
+    assert sys.getswitchinterval() == interval
     assert sum(r.imported for r in results) == 200
     assert sum(r.duplicates for r in results) == 200
     assert not any(r.conflicts_total or r.invalid_total for r in results)
