@@ -9,6 +9,7 @@ from .ingest.tokens import token_issue
 from .models import (
     Budget,
     Comparison,
+    ImportJob,
     IngestToken,
     Night,
     Project,
@@ -233,3 +234,11 @@ class RollupAdmin(admin.ModelAdmin):
     ]
     list_filter = ["project"]
     date_hierarchy = "date"
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["filename", "project", "status", "imported", "created_at"]
+    list_filter = ["status", "project"]
+    list_select_related = ["project"]
+    readonly_fields = [f.name for f in ImportJob._meta.fields]

@@ -536,6 +536,59 @@ class WorkerCheck(models.Model):
         return (self.answered_at - self.requested_at).total_seconds()
 
 
+class ImportStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    IMPORTING = "importing", "Importing"
+    PREFLIGHT = "preflight", "Preflighting"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ImportJob(models.Model):
+    """An uploaded file imported by a worker, too large to import in the request.
+
+    The counts are updated as it goes, for the page that shows its progress;
+    ``summary`` is the import's summary object once done.
+    """
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="import_jobs"
+    )
+    filename = models.CharField(max_length=255)
+    size_bytes = models.BigIntegerField()
+    # The uploaded file under the var directory, removed once imported.
+    path = models.CharField(max_length=1024)
+    status = models.CharField(
+        max_length=16, choices=ImportStatus, default=ImportStatus.QUEUED
+    )
+    lines_read = models.BigIntegerField(default=0)
+    imported = models.BigIntegerField(default=0)
+    duplicates = models.BigIntegerField(default=0)
+    invalid = models.BigIntegerField(default=0)
+    preflight_done = models.BigIntegerField(default=0)
+    preflight_total = models.BigIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            _choices_check("status", ImportStatus, "importjob_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"import {self.pk}: {self.filename} into {self.project.slug}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (ImportStatus.DONE, ImportStatus.FAILED)
+
+
 class IngestTokenQuerySet(models.QuerySet):
     def active(self):
         return self.filter(revoked_at__isnull=True)

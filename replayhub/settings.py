@@ -325,6 +325,11 @@ REPLAYHUB_MAX_RECORD_BYTES = env_int("REPLAYHUB_MAX_RECORD_BYTES", 8 * 1024 * 10
 REPLAYHUB_API_MAX_BODY_BYTES = env_int("REPLAYHUB_API_MAX_BODY_BYTES", 16 * 1024 * 1024)
 # The upload page answers 413 above this file size.
 REPLAYHUB_UPLOAD_MAX_BYTES = env_int("REPLAYHUB_UPLOAD_MAX_BYTES", 256 * 1024 * 1024)
+# Files up to this size are imported in the request; larger ones by a worker,
+# with a page that shows the progress.
+REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = env_int(
+    "REPLAYHUB_UPLOAD_INLINE_MAX_BYTES", 8 * 1024 * 1024
+)
 # The API and the upload page preflight at most this many pending runs per
 # request (git runs per run); the rest stay pending for the next import.
 REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)

@@ -58,3 +58,12 @@ def dispatch_night(night_id: int) -> None:
         for replay_id in ids.iterator(chunk_size=2000):
             # A duplicate message is harmless: only a queued replay is claimed.
             run_replay.apply_async((replay_id,), producer=producer)
+
+
+@shared_task
+def import_upload(job_id: int) -> None:
+    # Safe to deliver twice: a finished job is left alone, and importing the
+    # same file again stores nothing twice.
+    from .ingest.jobs import run
+
+    run(job_id)

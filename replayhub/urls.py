@@ -29,4 +29,5 @@ urlpatterns = [
         name="api_replay_detail",
     ),
     path("runs/upload/", upload.runs_upload, name="runs_upload"),
+    path("runs/upload/<int:job_id>/", upload.upload_job, name="runs_upload_job"),
 ]

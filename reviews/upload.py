@@ -6,14 +6,17 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from replayhub import tasks
+from replayhub.ingest import jobs
 from replayhub.ingest.importer import import_stream
 from replayhub.ingest.preflight import preflight_pending
-from replayhub.models import Project
+from replayhub.models import ImportJob, Project
 
 IMPORT_RUNS = "replayhub.add_run"
 
@@ -58,6 +61,11 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
     if upload.size > limit:
         return _page(request, UploadForm(), too_big=limit, status=413)
     project = form.cleaned_data["project"]
+    if upload.size > settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES:
+        job = jobs.save_upload(upload, project, request.user)
+        tasks.import_upload.delay_on_commit(job.pk)
+        url = reverse("runs_upload_job", args=[job.pk])
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     # chunks() reads the uploaded file piece by piece: memory stays flat.
     summary = import_stream(chunks=upload.chunks(), project=project)
     preflight = preflight_pending(
@@ -82,6 +90,25 @@ def _page(request: HttpRequest, form: UploadForm, *, status: int = 200, **contex
         page="upload",
         form=form,
         max_bytes=settings.REPLAYHUB_UPLOAD_MAX_BYTES,
+        inline_max_bytes=settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES,
         max_prompt_bytes=settings.REPLAYHUB_MAX_PROMPT_BYTES,
     )
     return render(request, "reviews/upload.html", context, status=status)
+
+
+@require_GET
+@permission_required(IMPORT_RUNS, raise_exception=True)
+def upload_job(request: HttpRequest, job_id: int) -> HttpResponse:
+    """An upload being imported by a worker: its progress, then its summary.
+
+    The progress part polls itself every second and stops (286) once the job
+    has finished.
+    """
+    job = get_object_or_404(ImportJob.objects.select_related("project"), pk=job_id)
+    context = {"page": "upload", "job": job, "project": job.project}
+    if request.htmx:
+        response = render(request, "reviews/upload_job.html#progress", context)
+        if job.finished:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return render(request, "reviews/upload_job.html", context)

@@ -1,6 +1,8 @@
 """The upload page in a real Chromium: progress while the file goes up and is
 imported, the summary in place, a refused file explained in place."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -37,7 +39,7 @@ def test_an_upload_shows_its_progress_then_the_summary_in_place(
 
     page.select_option("select[name=project]", "shop")
     page.set_input_files("input[name=file]", str(path))
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
 
     summary = page.locator("#summary")
     expect(summary).to_contain_text("runs.jsonl into shop")
@@ -47,7 +49,7 @@ def test_an_upload_shows_its_progress_then_the_summary_in_place(
     # Swapped in place: the page was not reloaded, so the recorder is still there.
     assert page.evaluate("Array.isArray(window.__states)")
     # A fresh form, ready for the next file.
-    expect(page.get_by_role("button", name="Import")).to_be_enabled()
+    expect(page.get_by_role("button", name="Import", exact=True)).to_be_enabled()
     expect(page.locator("[data-upload-state]")).to_have_text("")
     assert Run.objects.filter(project=shop).count() == 5
     assert not errors
@@ -65,8 +67,32 @@ def test_a_file_above_the_limit_is_explained_in_place(
 
     page.select_option("select[name=project]", "shop")
     page.set_input_files("input[name=file]", str(path))
-    page.get_by_role("button", name="Import").click()
+    page.get_by_role("button", name="Import", exact=True).click()
 
     expect(page.get_by_role("alert")).to_contain_text("larger than the limit of 1.0")
-    expect(page.get_by_role("button", name="Import")).to_be_enabled()
+    expect(page.get_by_role("button", name="Import", exact=True)).to_be_enabled()
     assert not Run.objects.exists()
+
+
+def test_a_large_file_goes_to_a_worker_and_its_page_follows_it_to_the_summary(
+    login, admin_user, shop, tmp_path, settings, celery_worker
+):
+    settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 1024
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(jsonl(*(record(n) for n in range(1, 31))))
+    page = login(admin_user)
+    page.goto("/runs/upload/")
+
+    page.select_option("select[name=project]", "shop")
+    page.set_input_files("input[name=file]", str(path))
+    page.get_by_role("button", name="Import", exact=True).click()
+
+    expect(page).to_have_url(re.compile(r".*/runs/upload/\d+/$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        "Import of big.jsonl into shop"
+    )
+    summary = page.locator("#summary")
+    expect(summary.locator("tr", has_text="Imported")).to_contain_text(
+        "30", timeout=60_000
+    )
+    assert Run.objects.filter(project=shop).count() == 30

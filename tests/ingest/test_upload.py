@@ -1,12 +1,23 @@
 """The upload page: admins import a JSONL file and see the summary, escaped."""
 
+from pathlib import Path
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from replayhub.models import Run
-from tests.ingest.records import EXAMPLE, jsonl, line, record
+from replayhub.ingest import jobs
+from replayhub.models import ImportJob, Run
+from tests.conftest import wait_for
+from tests.ingest.records import (
+    EXAMPLE,
+    jsonl,
+    line,
+    make_project,
+    project_repo,
+    record,
+)
 
 URL = "runs_upload"
 
@@ -101,3 +112,82 @@ def test_an_unknown_project_is_a_form_error(client, admin_user, project):
     response = upload(client, jsonl(record()), project="nope")
     assert response.status_code == 400
     assert not Run.objects.exists()
+
+
+# --- files imported by a worker ---------------------------------------------------
+
+
+def test_a_large_file_is_imported_by_a_job_whose_page_shows_progress_then_summary(
+    client, admin_user, project, settings
+):
+    settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 1000
+    client.force_login(admin_user)
+    data = jsonl(*(record(n) for n in range(1, 6))) + b'{"external_id": 7}\n'
+
+    response = upload(client, data, name="<i>big.jsonl")
+
+    job = ImportJob.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("runs_upload_job", args=[job.pk])
+    assert not Run.objects.exists()  # nothing imported in the request
+    assert Path(job.path).read_bytes() == data
+    waiting = client.get(response["Location"]).content.decode()
+    assert "waiting for a worker" in waiting and 'hx-trigger="every 1s"' in waiting
+    assert "&lt;i&gt;big.jsonl" in waiting and "<i>big" not in waiting
+
+    jobs.run(job.pk)  # what the worker does
+
+    job.refresh_from_db()
+    assert (job.status, job.imported, job.invalid) == ("done", 5, 1)
+    assert job.summary["invalid"][0]["line"] == 6
+    assert not Path(job.path).exists()
+    poll = client.get(response["Location"], headers={"HX-Request": "true"})
+    assert poll.status_code == 286  # htmx stops polling
+    html = poll.content.decode()
+    assert '<th scope="row">Imported</th><td>5</td>' in html
+    assert "every 1s" not in html
+    assert Run.objects.count() == 5
+
+
+def test_a_job_whose_file_is_gone_fails_with_a_reason(client, admin_user, project):
+    client.force_login(admin_user)
+    job = ImportJob.objects.create(
+        project=project, filename="runs.jsonl", size_bytes=10, path="/nonexistent/x"
+    )
+
+    jobs.run(job.pk)
+
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert (
+        job.error == "the uploaded file could not be read (No such file or directory)."
+    )
+    html = client.get(reverse("runs_upload_job", args=[job.pk])).content.decode()
+    assert "The import failed: the uploaded file could not be read" in html
+
+
+def test_a_job_is_imported_by_a_real_worker(
+    celery_worker, admin_user, transactional_db, settings, tmp_path
+):
+    settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 100
+    make_project(project_repo(tmp_path))
+    client = Client()
+    client.force_login(admin_user)
+
+    response = upload(client, jsonl(*(record(n) for n in range(1, 4))))
+
+    job = ImportJob.objects.get()
+    done = wait_for(
+        lambda: ImportJob.objects.filter(pk=job.pk, status="done").first(), timeout=60
+    )
+    assert done.summary["imported"] == 3
+    assert response.status_code == 302
+    assert Run.objects.count() == 3
+
+
+def test_only_admins_may_see_an_import_job(client, reviewer, project):
+    job = ImportJob.objects.create(
+        project=project, filename="runs.jsonl", size_bytes=10, path="/x"
+    )
+    client.force_login(reviewer)
+    assert client.get(reverse("runs_upload_job", args=[job.pk])).status_code == 403
