@@ -330,6 +330,9 @@ REPLAYHUB_UPLOAD_MAX_BYTES = env_int("REPLAYHUB_UPLOAD_MAX_BYTES", 256 * 1024 * 
 REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = env_int(
     "REPLAYHUB_UPLOAD_INLINE_MAX_BYTES", 8 * 1024 * 1024
 )
+# An import job whose progress has not moved for this long lost its worker: it
+# is queued again (importing a file twice stores nothing twice).
+REPLAYHUB_IMPORT_STALE_SECONDS = env_int("REPLAYHUB_IMPORT_STALE_SECONDS", 600)
 # The API and the upload page preflight at most this many pending runs per
 # request (git runs per run); the rest stay pending for the next import.
 REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)

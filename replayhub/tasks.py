@@ -31,6 +31,9 @@ def reap_expired_leases() -> None:
     services.replay_requeue_stale(
         older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
     )
+    from .ingest.jobs import requeue_stale
+
+    requeue_stale()
 
 
 @shared_task

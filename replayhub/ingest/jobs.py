@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.models import ImportJob, ImportStatus, Project
@@ -46,11 +48,21 @@ def save_upload(upload: UploadedFile, project: Project, user) -> ImportJob:
 
 
 def run(job_id: int) -> None:
-    """Import the job's file, preflight the new runs, record the summary."""
-    job = ImportJob.objects.select_related("project").filter(pk=job_id).first()
-    if job is None or job.finished:
+    """Import the job's file, preflight the new runs, record the summary.
+
+    The job is claimed with a conditional UPDATE: queued, or started by a
+    worker that has gone silent. A second delivery while it runs does nothing.
+    """
+    now = timezone.now()
+    claimed = (
+        ImportJob.objects.filter(pk=job_id)
+        .filter(Q(status=ImportStatus.QUEUED) | _stale(now))
+        .update(status=ImportStatus.IMPORTING, updated_at=now)
+    )
+    if not claimed:
         return
-    rows = ImportJob.objects.filter(pk=job.pk)
+    job = ImportJob.objects.select_related("project").get(pk=job_id)
+    rows = _Progress(job.pk)
     last = 0.0
 
     def due() -> bool:
@@ -69,7 +81,6 @@ def run(job_id: int) -> None:
         if due():
             rows.update(preflight_done=done, preflight_total=total)
 
-    rows.update(status=ImportStatus.IMPORTING)
     try:
         with open(job.path, "rb") as stream:
             summary = import_stream(
@@ -93,6 +104,42 @@ def run(job_id: int) -> None:
             **_counts(summary),
         )
     Path(job.path).unlink(missing_ok=True)
+
+
+def requeue_stale() -> int:
+    """Queue again the jobs a worker should have taken or finished by now.
+
+    A job still queued is moved on, so it is queued again once a period, not
+    every time this runs; a silent started job is left as it is, for
+    :func:`run` to claim.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.REPLAYHUB_IMPORT_STALE_SECONDS)
+    waiting = ImportJob.objects.filter(status=ImportStatus.QUEUED, updated_at__lt=stale)
+    ids = list(waiting.values_list("pk", flat=True))
+    waiting.filter(pk__in=ids).update(updated_at=now)
+    ids += ImportJob.objects.filter(_stale(now)).values_list("pk", flat=True)
+    from replayhub import tasks
+
+    for job_id in ids:
+        tasks.import_upload.delay_on_commit(job_id)
+    return len(ids)
+
+
+def _stale(now) -> Q:
+    silent = now - timedelta(seconds=settings.REPLAYHUB_IMPORT_STALE_SECONDS)
+    running = [ImportStatus.IMPORTING, ImportStatus.PREFLIGHT]
+    return Q(status__in=running, updated_at__lt=silent)
+
+
+class _Progress:
+    """Updates of one job's row; each one shows the job is alive."""
+
+    def __init__(self, job_id: int) -> None:
+        self.rows = ImportJob.objects.filter(pk=job_id)
+
+    def update(self, **fields) -> None:
+        self.rows.update(updated_at=timezone.now(), **fields)
 
 
 def _counts(summary: Summary) -> dict[str, int]:

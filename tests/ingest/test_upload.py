@@ -1,11 +1,13 @@
 """The upload page: admins import a JSONL file and see the summary, escaped."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from replayhub.ingest import jobs
 from replayhub.models import ImportJob, Run
@@ -191,3 +193,57 @@ def test_only_admins_may_see_an_import_job(client, reviewer, project):
     )
     client.force_login(reviewer)
     assert client.get(reverse("runs_upload_job", args=[job.pk])).status_code == 403
+
+
+def saved_job(project, tmp_path, status, silent_for, data=None):
+    path = tmp_path / "saved.jsonl"
+    path.write_bytes(data if data is not None else jsonl(record(1), record(2)))
+    return ImportJob.objects.create(
+        project=project,
+        filename="runs.jsonl",
+        size_bytes=path.stat().st_size,
+        path=str(path),
+        status=status,
+        updated_at=timezone.now() - silent_for,
+    )
+
+
+def test_a_job_a_live_worker_is_importing_is_left_alone_by_a_second_delivery(
+    project, tmp_path
+):
+    job = saved_job(project, tmp_path, "importing", timedelta(seconds=5))
+
+    jobs.run(job.pk)
+
+    job.refresh_from_db()
+    assert job.status == "importing" and Path(job.path).exists()
+    assert not Run.objects.exists()
+
+
+def test_a_queued_job_is_queued_again_once_a_period_while_no_worker_takes_it(
+    project, tmp_path, settings
+):
+    settings.REPLAYHUB_IMPORT_STALE_SECONDS = 600
+    job = saved_job(project, tmp_path, "queued", timedelta(hours=1))
+    fresh = saved_job(project, tmp_path, "queued", timedelta(seconds=5))
+
+    assert jobs.requeue_stale() == 1
+    assert jobs.requeue_stale() == 0  # moved on: not again before a period
+    job.refresh_from_db()
+    assert timezone.now() - job.updated_at < timedelta(minutes=1)
+    assert ImportJob.objects.get(pk=fresh.pk).status == "queued"
+
+
+def test_a_job_whose_worker_went_silent_is_finished_by_another_worker(
+    celery_worker, transactional_db, tmp_path
+):
+    project = make_project(project_repo(tmp_path))
+    job = saved_job(project, tmp_path, "importing", timedelta(hours=1))
+
+    assert jobs.requeue_stale() == 1
+
+    done = wait_for(
+        lambda: ImportJob.objects.filter(pk=job.pk, status="done").first(), timeout=60
+    )
+    assert done.summary["imported"] == 2
+    assert not Path(job.path).exists()
