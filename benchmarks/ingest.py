@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.support import admin_connect, scratch_url  # noqa: E402
+from benchmarks.support import in_scratch_database  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_ingest"
 GOAL_RECORDS_PER_S = 20_000
@@ -407,29 +407,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
 
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        print(
-            "benchmarks/ingest.py needs PostgreSQL (it refuses SQLite): "
-            "set DATABASE_URL",
-            file=sys.stderr,
-        )
-        return 2
-    admin = admin_connect(url)
-    admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}"')
-    admin.execute(f'CREATE DATABASE "{SCRATCH_DB}"')
-    os.environ["DATABASE_URL"] = scratch_url(url, SCRATCH_DB)
-    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "replayhub.settings"
-    try:
-        return run(args)
-    finally:
-        if "django.db" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}" WITH (FORCE)')
-        admin.close()
+    return in_scratch_database(SCRATCH_DB, "benchmarks/ingest.py", lambda: run(args))
 
 
 if __name__ == "__main__":

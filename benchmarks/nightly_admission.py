@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Run as a script, sys.path[0] is benchmarks/; the project root replaces it.
 sys.path[0] = str(ROOT)
 
-from benchmarks.support import scratch_url  # noqa: E402
+from benchmarks.support import in_scratch_database  # noqa: E402
 
 GOAL_SECONDS = 2.0
 CANDIDATES = 10_000
@@ -36,31 +35,9 @@ SCRATCH = "replayhub_bench_nightly"
 
 
 def main() -> int:
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        print(
-            "nightly_admission.py needs PostgreSQL: set DATABASE_URL", file=sys.stderr
-        )
-        return 2
-    import psycopg
-
-    admin = psycopg.connect(
-        url.replace("postgres://", "postgresql://"), autocommit=True
-    )
-    admin.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
-    admin.execute(f"CREATE DATABASE {SCRATCH}")
-    os.environ["DATABASE_URL"] = scratch_url(url, SCRATCH)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
-    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
     os.environ["LOG_FORMAT"] = "plain"
     os.environ["LOG_LEVEL"] = "WARNING"
-    try:
-        return run()
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        admin.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
+    return in_scratch_database(SCRATCH, "benchmarks/nightly_admission.py", run)
 
 
 def run() -> int:

@@ -35,16 +35,13 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import argparse  # noqa: E402
-import os  # noqa: E402
 import re  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import timedelta  # noqa: E402
 
 from benchmarks.support import (  # noqa: E402
-    admin_connect,
+    in_scratch_database,
     insert_generated,
-    scratch_url,
     stats,
     timed,
 )
@@ -329,25 +326,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        print("review_queue.py needs PostgreSQL: set DATABASE_URL", file=sys.stderr)
-        return 2
-    admin = admin_connect(url)
-    admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}"')
-    admin.execute(f'CREATE DATABASE "{SCRATCH_DB}"')
-    os.environ["DATABASE_URL"] = scratch_url(url, SCRATCH_DB)
-    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
-    try:
-        return run(args)
-    finally:
-        if "django.db" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}" WITH (FORCE)')
-        admin.close()
+    return in_scratch_database(
+        SCRATCH_DB, "benchmarks/review_queue.py", lambda: run(args)
+    )
 
 
 def run(args) -> int:

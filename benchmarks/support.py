@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
+import tempfile
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -25,6 +29,38 @@ def admin_connect(url: str):
         dbname="postgres",
         autocommit=True,
     )
+
+
+def in_scratch_database(
+    name: str, script: str, run: Callable[[], int], *, keep: bool = False
+) -> int:
+    """``run()`` against a fresh database ``name`` on the server of DATABASE_URL.
+
+    The database is created empty (an earlier one of the name is dropped),
+    DATABASE_URL and a temporary REPLAYHUB_VAR_DIR point the script and its
+    children at it, and it is dropped afterwards unless ``keep``. Exit status 2
+    with a message when DATABASE_URL is not PostgreSQL.
+    """
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        print(f"{script} needs PostgreSQL: set DATABASE_URL", file=sys.stderr)
+        return 2
+    admin = admin_connect(url)
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin.execute(f'CREATE DATABASE "{name}"')
+    os.environ["DATABASE_URL"] = scratch_url(url, name)
+    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
+    try:
+        return run()
+    finally:
+        if "django.db" in sys.modules:
+            from django.db import connections
+
+            connections.close_all()
+        if not keep:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -37,9 +37,7 @@ the p95.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -49,9 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.support import (  # noqa: E402
-    admin_connect,
+    in_scratch_database,
     insert_generated,
-    scratch_url,
     stats,
     timed,
 )
@@ -422,28 +419,9 @@ def main() -> int:
     )
     args = parser.parse_args()
 
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        print(
-            "benchmarks/trends.py needs PostgreSQL: set DATABASE_URL", file=sys.stderr
-        )
-        return 2
-    admin = admin_connect(url)
-    admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}"')
-    admin.execute(f'CREATE DATABASE "{SCRATCH_DB}"')
-    os.environ["DATABASE_URL"] = scratch_url(url, SCRATCH_DB)
-    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
-    try:
-        return run(args)
-    finally:
-        if "django.db" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        if not args.keep:
-            admin.execute(f'DROP DATABASE IF EXISTS "{SCRATCH_DB}" WITH (FORCE)')
-        admin.close()
+    return in_scratch_database(
+        SCRATCH_DB, "benchmarks/trends.py", lambda: run(args), keep=args.keep
+    )
 
 
 if __name__ == "__main__":
