@@ -18,6 +18,7 @@ import json
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -108,6 +109,22 @@ def read_chunks(stream: IO[bytes], size: int = READ_SIZE) -> Iterator[bytes]:
 
 # Called after each batch with the number of lines read and the summary so far.
 Progress = Callable[[int, Summary], None]
+
+
+class Throttle:
+    """True at most once every ``seconds``: for showing progress while work goes
+    on without the showing costing more than the work."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.last = float("-inf")
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self.last < self.seconds:
+            return False
+        self.last = now
+        return True
 
 
 def import_stream(

@@ -9,7 +9,6 @@ which is harmless (what was stored is found as duplicates).
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -21,7 +20,7 @@ from django.utils import timezone
 
 from replayhub.models import ImportJob, ImportStatus, Project
 
-from .importer import Summary, import_stream, read_chunks
+from .importer import Summary, Throttle, import_stream, read_chunks
 from .preflight import preflight_pending
 
 logger = logging.getLogger(__name__)
@@ -63,15 +62,7 @@ def run(job_id: int) -> None:
         return
     job = ImportJob.objects.select_related("project").get(pk=job_id)
     rows = _Progress(job.pk)
-    last = 0.0
-
-    def due() -> bool:
-        nonlocal last
-        now = time.monotonic()
-        if now - last < PROGRESS_INTERVAL:
-            return False
-        last = now
-        return True
+    due = Throttle(PROGRESS_INTERVAL)
 
     def importing(lines: int, summary: Summary) -> None:
         if due():

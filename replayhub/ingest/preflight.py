@@ -84,7 +84,9 @@ def preflight_pending(
     result = PreflightResult()
     total = 0
     if progress is not None:
-        total = pending.count() if limit is None else min(limit, pending.count())
+        total = pending.count()
+        if limit is not None:
+            total = min(limit, total)
     last = 0
     done = 0
     with ThreadPoolExecutor(THREADS) as pool:

@@ -21,6 +21,13 @@ document.addEventListener("htmx:xhr:progress", function () {
 """
 
 
+def submit(page, path):
+    """Upload ``path`` into "shop" through the form on the page."""
+    page.select_option("select[name=project]", "shop")
+    page.set_input_files("input[name=file]", str(path))
+    page.get_by_role("button", name="Import", exact=True).click()
+
+
 @pytest.fixture
 def shop(tmp_path):
     return make_project(project_repo(tmp_path))
@@ -37,9 +44,7 @@ def test_an_upload_shows_its_progress_then_the_summary_in_place(
     page.goto("/runs/upload/")
     page.evaluate(RECORD_STATES)
 
-    page.select_option("select[name=project]", "shop")
-    page.set_input_files("input[name=file]", str(path))
-    page.get_by_role("button", name="Import", exact=True).click()
+    submit(page, path)
 
     summary = page.locator("#summary")
     expect(summary).to_contain_text("runs.jsonl into shop")
@@ -64,10 +69,7 @@ def test_a_file_above_the_limit_is_explained_in_place(
     path.write_bytes(jsonl(*(record(n) for n in range(1, 40))))
     page = login(admin_user)
     page.goto("/runs/upload/")
-
-    page.select_option("select[name=project]", "shop")
-    page.set_input_files("input[name=file]", str(path))
-    page.get_by_role("button", name="Import", exact=True).click()
+    submit(page, path)
 
     expect(page.get_by_role("alert")).to_contain_text("larger than the limit of 1.0")
     expect(page.get_by_role("button", name="Import", exact=True)).to_be_enabled()
@@ -82,10 +84,7 @@ def test_a_large_file_goes_to_a_worker_and_its_page_follows_it_to_the_summary(
     path.write_bytes(jsonl(*(record(n) for n in range(1, 31))))
     page = login(admin_user)
     page.goto("/runs/upload/")
-
-    page.select_option("select[name=project]", "shop")
-    page.set_input_files("input[name=file]", str(path))
-    page.get_by_role("button", name="Import", exact=True).click()
+    submit(page, path)
 
     expect(page).to_have_url(re.compile(r".*/runs/upload/\d+/$"))
     expect(page.get_by_role("heading", level=1)).to_have_text(

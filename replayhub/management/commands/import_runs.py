@@ -1,10 +1,9 @@
 import json
 import sys
-import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub.ingest.importer import Summary, import_stream, read_chunks
+from replayhub.ingest.importer import Summary, Throttle, import_stream, read_chunks
 from replayhub.ingest.preflight import preflight_pending
 from replayhub.models import Project
 
@@ -85,7 +84,7 @@ class _Status:
 
     def __init__(self, stream) -> None:
         self.stream = stream if stream.isatty() else None
-        self.last = 0.0
+        self.due = Throttle(self.INTERVAL)
         self.shown = False
 
     def importing(self, lines: int, summary: Summary) -> None:
@@ -98,10 +97,8 @@ class _Status:
         self.show(f"preflight: {done:,} of {total:,} new runs")
 
     def show(self, text: str) -> None:
-        now = time.monotonic()
-        if self.stream is None or now - self.last < self.INTERVAL:
+        if self.stream is None or not self.due():
             return
-        self.last = now
         self.shown = True
         self.stream.write(f"\r{text}\x1b[K", ending="")
         self.stream.flush()
