@@ -1,6 +1,6 @@
 """Selecting and admitting a night of 10,000 candidates, beside its floor.
 
-The figure: ``nightly.night_run`` for a project with 10,000 runs that passed
+The figure: ``services.night_run`` for a project with 10,000 runs that passed
 preflight and a budget that fits them all — candidate selection, the
 conditional reservation, 10,000 replays created, runs updated, the broker
 messages sent after commit.
@@ -48,7 +48,7 @@ def run() -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from replayhub import nightly
+    from replayhub import nightly, services
     from replayhub.models import Budget, Night, Project, Replay, Run
 
     call_command("migrate", verbosity=0)
@@ -84,7 +84,7 @@ def run() -> int:
     def figure() -> float:
         reset()
         start = time.perf_counter()
-        report = nightly.night_run(project=project, now=timezone.now())
+        report = services.night_run(project=project, now=timezone.now())
         elapsed = time.perf_counter() - start
         assert len(report.admitted) == CANDIDATES, len(report.admitted)
         return elapsed

@@ -65,8 +65,8 @@ def seed(replays: int, queued_window: int, running: int) -> dict:
     from django.db import connection
     from django.utils import timezone
 
+    from replayhub import roles
     from replayhub.models import Comparison, Project, Replay, Run
-    from reviews import roles
     from reviews.models import Claim
 
     projects = [
@@ -184,8 +184,8 @@ def offset_queue(request):
     from django.core.paginator import Paginator
     from django.shortcuts import render
 
+    from replayhub import roles
     from reviews import queue as review_queue
-    from reviews import roles
     from reviews.forms import QueueFilterForm
     from reviews.views import queue_context
 

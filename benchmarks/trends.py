@@ -341,7 +341,7 @@ def measure_rollup(args, project, night_id) -> bool:
     from django.db import connection
 
     from replayhub.models import Rollup
-    from replayhub.rollups import rollup_range
+    from reviews.rollups import rollup_range
 
     def rollup():
         return rollup_range(since=LAST_NIGHT, until=LAST_NIGHT, project=project)
@@ -387,8 +387,8 @@ def run(args) -> int:
     from django.core.management import call_command
     from django.db import connection
 
+    from replayhub import roles
     from replayhub.models import Project
-    from reviews import roles
 
     call_command("migrate", verbosity=0)
     projects = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -220,7 +220,21 @@ class Trigger(models.TextChoices):
     RETRY = "retry", "Automatic retry"
 
 
+def lease_deadline(now=None):
+    """When a worker's lease taken or renewed at ``now`` runs out."""
+    return (now or timezone.now()) + timedelta(seconds=settings.REPLAYHUB_LEASE_SECONDS)
+
+
 class ReplayQuerySet(models.QuerySet):
+    """Reads, and every change of a replay's state.
+
+    A replay moves queued → running → finished (or cancelled), and a finished
+    one may sit in the review queue until a human decides. Each transition is
+    one conditional UPDATE that names the state it starts from and returns
+    whether it happened, so two workers, a worker and the reaper, or two
+    reviewers can race on a row and exactly one wins.
+    """
+
     def finished(self):
         return self.filter(status=ReplayStatus.FINISHED)
 
@@ -233,6 +247,126 @@ class ReplayQuerySet(models.QuerySet):
     def lease_expired(self, now=None):
         now = now or timezone.now()
         return self.filter(status=ReplayStatus.RUNNING, lease_expires_at__lt=now)
+
+    def queue_for_runs(self, run_ids: list[int], **values) -> None:
+        """Queue one replay per run, every row with the same ``values``.
+
+        One ``INSERT … SELECT`` per 5,000 runs, numbering attempts in the
+        database: a night admits thousands of runs, and ``bulk_create`` spends
+        most of a second per 10,000 instances in Python alone. The column list
+        is made from the model, so a new field takes its default here as it
+        would through the ORM.
+        """
+        table = self.model._meta.db_table
+        runs = Run._meta.db_table
+        columns, sql_values, params = [], [], []
+        for f in self.model._meta.concrete_fields:
+            if f.primary_key:
+                continue
+            columns.append(connection.ops.quote_name(f.column))
+            if f.name == "run":
+                sql_values.append("r.id")
+            elif f.name == "project":
+                sql_values.append("r.project_id")
+            elif f.name == "attempt":
+                count = f"SELECT COUNT(*) FROM {table} p WHERE p.run_id = r.id"  # noqa: S608
+                sql_values.append(f"({count}) + 1")
+            else:
+                value = values.pop(f.attname, values.pop(f.name, f.get_default()))
+                if isinstance(value, models.Model):
+                    value = value.pk
+                sql_values.append("%s")
+                params.append(f.get_db_prep_save(value, connection))
+        if values:
+            raise TypeError(f"Replay has no fields {sorted(values)}")
+        # Table and column names come from the model; every value is a parameter.
+        prefix = (
+            f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608
+            f"SELECT {', '.join(sql_values)} FROM {runs} r WHERE r.id IN "
+        )
+        with connection.cursor() as cursor:
+            # Chunks keep the parameter count under every backend's limit.
+            for start in range(0, len(run_ids), 5000):
+                chunk = run_ids[start : start + 5000]
+                placeholders = "(" + ", ".join(["%s"] * len(chunk)) + ")"
+                cursor.execute(prefix + placeholders, [*params, *chunk])
+
+    def _leased(self, pk: int, owner: str):
+        return self.filter(pk=pk, status=ReplayStatus.RUNNING, lease_owner=owner)
+
+    def requeue(self, pk: int, *, sent_before, now) -> bool:
+        """Queued, and its message handed to the broker before ``sent_before``:
+        mark it sent again at ``now`` (at most once per period)."""
+        return bool(
+            self.filter(
+                pk=pk, status=ReplayStatus.QUEUED, enqueued_at__lt=sent_before
+            ).update(enqueued_at=now)
+        )
+
+    def claim(self, pk: int, *, owner: str, now=None) -> bool:
+        """Queued → running, leased to ``owner``."""
+        now = now or timezone.now()
+        return bool(
+            self.filter(pk=pk, status=ReplayStatus.QUEUED).update(
+                status=ReplayStatus.RUNNING,
+                phase=Phase.PROVISIONING,
+                lease_owner=owner,
+                lease_expires_at=lease_deadline(now),
+                started_at=now,
+            )
+        )
+
+    def heartbeat(self, pk: int, *, owner: str, phase: str | None = None) -> bool:
+        """Renew ``owner``'s lease (and record the phase); False once it is lost."""
+        fields: dict = {"lease_expires_at": lease_deadline()}
+        if phase:
+            fields["phase"] = phase
+        return bool(self._leased(pk, owner).update(**fields))
+
+    def finish(self, pk: int, *, owner: str, expired_before=None, **result) -> bool:
+        """Running and leased to ``owner`` → finished with ``result`` (the verdict,
+        its evidence, usage, review band).
+
+        The lease reaper passes ``expired_before``: a heartbeat that renewed the
+        lease in the meantime wins over it.
+        """
+        rows = self._leased(pk, owner)
+        if expired_before is not None:
+            rows = rows.filter(lease_expires_at__lt=expired_before)
+        return bool(
+            rows.update(
+                status=ReplayStatus.FINISHED,
+                phase=Phase.DONE,
+                lease_owner="",
+                lease_expires_at=None,
+                finished_at=timezone.now(),
+                **result,
+            )
+        )
+
+    def cancel(self, pk: int, *, owner: str) -> bool:
+        """Running and leased to ``owner`` → cancelled, with no verdict."""
+        return bool(
+            self._leased(pk, owner).update(
+                status=ReplayStatus.CANCELLED,
+                phase=Phase.DONE,
+                lease_owner="",
+                lease_expires_at=None,
+                finished_at=timezone.now(),
+            )
+        )
+
+    def settle(self, pk: int, *, night_id: int) -> bool:
+        """Mark the replay's cost as settled on ``night_id``; once per replay."""
+        return bool(
+            self.filter(pk=pk, settled=False).update(settled=True, night_id=night_id)
+        )
+
+    def leave_review_queue(self, pk: int) -> bool:
+        """Take a replay out of the review queue (``review_band`` is the flag)."""
+        return bool(
+            self.filter(pk=pk, review_band__isnull=False).update(review_band=None)
+        )
 
 
 class Replay(models.Model):
@@ -358,9 +492,6 @@ class Replay(models.Model):
 
     def __str__(self) -> str:
         return f"replay {self.pk} of {self.run}"
-
-    def lease_deadline(self):
-        return timezone.now() + timedelta(seconds=settings.REPLAYHUB_LEASE_SECONDS)
 
 
 class Comparison(models.Model):

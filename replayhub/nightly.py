@@ -10,18 +10,17 @@ run, and first in line next night.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
-from . import budgets
+from . import budgets, signals
 from .budgets import Amounts
 from .models import (
     Budget,
@@ -32,7 +31,6 @@ from .models import (
     Replay,
     ReplayStatus,
     Run,
-    Tier,
     Trigger,
     Verdict,
 )
@@ -188,10 +186,7 @@ def settle(*, replay: Replay, actual: Amounts, now: datetime) -> None:
         )
         if night_id is None:
             return
-    claimed = Replay.objects.filter(pk=replay.pk, settled=False).update(
-        settled=True, night_id=night_id
-    )
-    if not claimed:
+    if not Replay.objects.settle(replay.pk, night_id=night_id):
         return
     reserved = Amounts.from_dict(replay.reservation or {})
     Night.objects.filter(pk=night_id).update(
@@ -265,13 +260,14 @@ class NightReport:
     skipped_reason: str = ""
 
 
-def night_run(
+def night_admit(
     *, project: Project, now: datetime | None = None, immediate: bool = False
 ) -> NightReport:
     """Admit this night's replays for ``project`` while the budget lasts.
 
     Agentic replays are spent only on opted-in projects. Whatever does not fit
-    is deferred, never dropped.
+    is deferred, never dropped. The admitted replays are queued rows; sending
+    them to the workers is ``services.night_run``'s part.
     """
     now = now or timezone.now()
     if not project.agentic_enabled:
@@ -327,8 +323,6 @@ def _create_replays(
     project: Project, night: Night, run_ids: list[int], estimate: Amounts, now
 ) -> list[int]:
     """Queue one replay per run, each with its reservation and caps."""
-    from . import tasks
-
     if not run_ids:
         return []
     attempts = dict(
@@ -348,80 +342,40 @@ def _create_replays(
         )
         for i in range(len(run_ids))
     ]
+    common = {
+        "trigger": Trigger.SCHEDULER,
+        "night": night,
+        "reservation": _json(estimate),
+        "created_at": now,
+        "enqueued_at": now,
+    }
     if caps[0] == caps[-1]:
-        # The usual night: the budget is roomy, every replay gets the same caps,
-        # and one INSERT ... SELECT creates them all (a bulk_create of 10,000
-        # model instances costs seconds in Python alone).
-        _insert_uniform(project, night, run_ids, estimate, caps[0], now)
-        tasks.dispatch_night.delay_on_commit(night.pk)
+        # The usual night: the budget is roomy and every replay gets the same
+        # caps, so one statement creates them all.
+        Replay.objects.queue_for_runs(run_ids, caps=_caps(caps[0]), **common)
         return list(
             Replay.objects.filter(night=night, run_id__in=run_ids)
             .order_by("id")
             .values_list("pk", flat=True)
         )
-    replays = []
-    for run_id, cap in zip(run_ids, caps, strict=True):
-        replays.append(
+    created = Replay.objects.bulk_create(
+        [
             Replay(
                 run_id=run_id,
                 project=project,
-                trigger=Trigger.SCHEDULER,
                 attempt=attempts.get(run_id, 0) + 1,
-                night=night,
-                reservation=_json(estimate),
-                caps={"wall_seconds": cap.wall_seconds, "max_tokens": cap.max_tokens},
-                enqueued_at=now,
+                caps=_caps(cap),
+                **common,
             )
-        )
-    created = Replay.objects.bulk_create(replays, batch_size=2000)
-    # Sending thousands of broker messages is a worker's job, not the
-    # scheduler's: one task hands this night's queued replays to the queue.
-    tasks.dispatch_night.delay_on_commit(night.pk)
+            for run_id, cap in zip(run_ids, caps, strict=True)
+        ],
+        batch_size=2000,
+    )
     return [r.pk for r in created]
 
 
-def _insert_uniform(project, night, run_ids, estimate, caps, now) -> None:
-    """Create one queued replay per run in SQL; the rows match ``Replay``'s defaults."""
-    table = Replay._meta.db_table
-    runs = Run._meta.db_table
-    jsonb = "::jsonb" if connection.vendor == "postgresql" else ""
-    caps_json = json.dumps(
-        {"wall_seconds": caps.wall_seconds, "max_tokens": caps.max_tokens}
-    )
-    # Only table names and a cast are interpolated; every value is a parameter.
-    prefix = (
-        f"INSERT INTO {table} (run_id, project_id, tier, status, phase, attempt, "  # noqa: S608
-        "trigger, verdict, reason_code, reason, evidence, provenance, agent_output, "
-        "agent_output_truncated, usage, tokens, cost_usd, sandbox_seconds, "
-        "lease_owner, reservation, caps, settled, night_id, created_at, enqueued_at) "
-        "SELECT r.id, r.project_id, %s, %s, %s, "
-        f"(SELECT COUNT(*) FROM {table} p WHERE p.run_id = r.id) + 1, "
-        f"%s, '', '', '', %s{jsonb}, %s{jsonb}, '', %s, %s{jsonb}, 0, 0, 0, '', "
-        f"%s{jsonb}, %s{jsonb}, %s, %s, %s, %s "
-        f"FROM {runs} r WHERE r.id IN "
-    )
-    values = [
-        Tier.AGENTIC,
-        ReplayStatus.QUEUED,
-        "queued",
-        Trigger.SCHEDULER,
-        "{}",
-        "{}",
-        False,
-        "{}",
-        json.dumps(_json(estimate)),
-        caps_json,
-        False,
-        night.pk,
-        now,
-        now,
-    ]
-    with connection.cursor() as cursor:
-        # Chunks keep the parameter count under every backend's limit.
-        for start in range(0, len(run_ids), 5000):
-            chunk = run_ids[start : start + 5000]
-            placeholders = "(" + ", ".join(["%s"] * len(chunk)) + ")"
-            cursor.execute(prefix + placeholders, [*values, *chunk])
+def _caps(cap) -> dict:
+    return {"wall_seconds": cap.wall_seconds, "max_tokens": cap.max_tokens}
 
 
 def _json(amount: Amounts) -> dict:
@@ -430,42 +384,33 @@ def _json(amount: Amounts) -> dict:
     return data
 
 
-def tick(*, now: datetime | None = None) -> list[NightReport]:
-    """What beat runs every few minutes: start nights that began, close ended ones.
-
-    Each night's selection runs once: the night is claimed by a conditional
-    UPDATE of ``scheduled_at``, so two beats (or a beat and a command) cannot
-    both spend its budget.
-    """
-    now = now or timezone.now()
-    reports = []
-    for project in Project.objects.filter(agentic_enabled=True):
-        budget = budget_of(project)
-        day = budgets.night_containing(
-            now,
-            start_hour=budget.window_start_hour,
-            end_hour=budget.window_end_hour,
-            tz=budget.timezone,
-        )
-        if day is None:
-            continue
-        night = night_open(project=project, now=now)
-        claimed = Night.objects.filter(pk=night.pk, scheduled_at__isnull=True).update(
+def night_claim(*, project: Project, now: datetime) -> bool:
+    """Whether ``now`` is in the project's night and this caller is the one to
+    run its selection: the night is claimed once, by a conditional UPDATE of
+    ``scheduled_at``."""
+    budget = budget_of(project)
+    day = budgets.night_containing(
+        now,
+        start_hour=budget.window_start_hour,
+        end_hour=budget.window_end_hour,
+        tz=budget.timezone,
+    )
+    if day is None:
+        return False
+    night = night_open(project=project, now=now)
+    return bool(
+        Night.objects.filter(pk=night.pk, scheduled_at__isnull=True).update(
             scheduled_at=now
         )
-        if claimed:
-            reports.append(night_run(project=project, now=now))
-    night_close_ended(now=now)
-    return reports
+    )
 
 
 def night_close_ended(*, now: datetime) -> list[Night]:
     """Close the nights whose window has ended; no new replay is admitted there.
 
-    Each night this call closes is rolled up for the trends dashboard.
+    Each night this call closes is announced with ``signals.night_closed``
+    (the trends rollup counts it).
     """
-    from .rollups import rollup_closed_night
-
     ended = list(
         Night.objects.filter(
             status=NightStatus.OPEN, window_end__lte=now
@@ -476,11 +421,15 @@ def night_close_ended(*, now: datetime) -> list[Night]:
             status=NightStatus.CLOSED
         )
         if not closed:
-            continue  # another tick closed it and rolls it up
-        try:
-            rollup_closed_night(night)
-        except Exception:
-            # A failed rollup must not keep the remaining nights open; the
-            # night can be counted again with `manage.py rollup --since`.
-            log.exception("rollup of %s failed", night)
+            continue  # another tick closed it and announces it
+        # A failing receiver must not keep the remaining nights open; a night
+        # can be counted again with `manage.py rollup --since`.
+        for receiver, result in signals.night_closed.send_robust(Night, night=night):
+            if isinstance(result, Exception):
+                log.error(
+                    "%s failed on the close of %s",
+                    getattr(receiver, "__qualname__", receiver),
+                    night,
+                    exc_info=result,
+                )
     return ended

@@ -1,8 +1,8 @@
 """One replay end to end: provenance, sandboxed agent, capture, compare, tests, verdict.
 
-``execute`` does the work and returns plain data; it touches the database only
-through the ``on_phase`` callback. ``persist`` writes everything in one
-transaction, and only while the caller still holds the replay's lease.
+``execute`` does the work and returns a ``Report`` of plain data; it touches the
+database only through the ``on_phase`` callback. Storing the report is
+``services.replay_finish``'s job.
 """
 
 from __future__ import annotations
@@ -17,23 +17,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
-from . import gitops, nightly
+from . import gitops
 from .budgets import Amounts
-from .models import (
-    Comparison,
-    Phase,
-    Project,
-    Replay,
-    ReplayStatus,
-    ReviewBand,
-    Run,
-    TestOutcome,
-)
-from .provenance import resolve_provenance
-from .sandbox import Bind, Limits, SandboxSpec, SandboxUnavailable, get_runner
+from .models import Phase, Project, Run
+from .provenance import Provenance, resolve_provenance
+from .sandbox import Bind, Limits, Runner, SandboxSpec, SandboxUnavailable, get_runner
 from .testgate import GateResult, read_small_file, run_gate
 from .verdicts import Decision, Facts, Reason, decide
 
@@ -99,13 +88,17 @@ class Report:
             "comparison": comparison,
             "original_test": suites["original"],
             "replay_test": suites["replay"],
-            "evidence": [_check_dict(c) for c in self.decision.checks],
-            "agent": {k: v for k, v in asdict(self.agent).items() if k != "output"},
+            "evidence": [check_dict(c) for c in self.decision.checks],
+            "agent": self.agent_summary(),
             "usage": self.usage,
         }
 
+    def agent_summary(self) -> dict:
+        """What the agent phase did, without its output."""
+        return {k: v for k, v in asdict(self.agent).items() if k != "output"}
 
-def _check_dict(check) -> dict:
+
+def check_dict(check) -> dict:
     return {
         "name": check.name,
         "outcome": str(check.outcome),
@@ -189,6 +182,26 @@ def _inconclusive(reason: Reason, detail: str, **facts) -> Decision:
     return decide(Facts(harness_failure=reason, harness_detail=detail, **facts))
 
 
+@dataclass(frozen=True)
+class Context:
+    """What one replay's execution works with, fixed before the sandbox starts."""
+
+    project: Project
+    run: Run
+    runner: Runner
+    provenance: Provenance
+    scratch: gitops.Scratch
+    base_facts: dict
+    caps: dict = field(default_factory=dict)
+    on_phase: Callable[[str], object] = lambda phase: None
+
+    @property
+    def base(self) -> str:
+        sha = self.provenance.base.sha
+        assert sha is not None  # a context is made only once the base is known
+        return sha
+
+
 def execute(
     *,
     project: Project,
@@ -237,33 +250,33 @@ def execute(
         Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
     )
     scratch.remove()  # a previous delivery of this replay may have left it behind
+    context = Context(
+        project=project,
+        run=run,
+        runner=runner,
+        provenance=prov,
+        scratch=scratch,
+        base_facts=base_facts,
+        caps=caps or {},
+        on_phase=on_phase,
+    )
     try:
-        report.decision = _execute_in(
-            scratch,
-            project,
-            run,
-            runner,
-            prov,
-            report,
-            base_facts,
-            caps or {},
-            on_phase,
-        )
+        report.decision = _execute_in(context, report)
     finally:
         scratch.remove()
     return report
 
 
-def _execute_in(
-    scratch, project, run, runner, prov, report, base_facts, caps, on_phase
-):
+def _execute_in(ctx: Context, report: Report) -> Decision:
+    project, run, runner, scratch = ctx.project, ctx.run, ctx.runner, ctx.scratch
+    caps, on_phase, base_facts = ctx.caps, ctx.on_phase, ctx.base_facts
     on_phase(Phase.PROVISIONING)
     try:
-        workspace = scratch.provision(prov.base.sha)
+        workspace = scratch.provision(ctx.base)
     except (gitops.GitError, OSError) as exc:
         return _inconclusive(
             Reason.FIXTURE_FAILED,
-            f"the workspace could not be provisioned at {prov.base.sha[:12]}: {exc}",
+            f"the workspace could not be provisioned at {ctx.base[:12]}: {exc}",
             **base_facts,
         )
     io_dir = scratch.root / "io"
@@ -325,8 +338,8 @@ def _execute_in(
         )
     comparison = gitops.compare(
         scratch,
-        base=prov.base.sha,
-        original_commit=prov.original_commit,
+        base=ctx.base,
+        original_commit=ctx.provenance.original_commit,
         replay_tree=replay_tree,
         allowed_globs=project.allowed_paths,
     )
@@ -348,7 +361,9 @@ def _execute_in(
         **base_facts,
     )
     needs_tests = (
-        facts.has_test_command and prov.base.confirmed and not comparison.identical
+        facts.has_test_command
+        and ctx.provenance.base.confirmed
+        and not comparison.identical
     )
     if not needs_tests:
         return decide(facts)
@@ -376,94 +391,3 @@ def _execute_in(
             }
         )
     )
-
-
-def persist(replay: Replay, report: Report, *, owner: str, expired_before=None) -> bool:
-    """Store the outcome in one transaction; False if the lease was lost meanwhile.
-
-    Only a running replay still leased to ``owner`` is written. The lease reaper
-    passes ``expired_before`` so a heartbeat that renewed the lease in the
-    meantime wins over it.
-    """
-    decision = report.decision
-    run = replay.run
-    retries_exhausted = replay.attempt >= replay.project.max_attempts
-    usage = report.usage
-    actual = report.actual()
-    evidence = {
-        "checks": [_check_dict(c) for c in decision.checks],
-        "agent": {k: v for k, v in asdict(report.agent).items() if k != "output"},
-        "warnings": report.provenance.get("warnings", []),
-    }
-    with transaction.atomic():
-        rows = Replay.objects.filter(
-            pk=replay.pk, status=ReplayStatus.RUNNING, lease_owner=owner
-        )
-        if expired_before is not None:
-            rows = rows.filter(lease_expires_at__lt=expired_before)
-        updated = rows.update(
-            status=ReplayStatus.FINISHED,
-            phase=Phase.DONE,
-            verdict=decision.verdict,
-            reason_code=decision.reason_code,
-            reason=decision.reason,
-            evidence=evidence,
-            provenance=report.provenance,
-            agent_exit_code=report.agent.exit_code,
-            agent_output=report.agent.output,
-            agent_output_truncated=report.agent.output_truncated,
-            usage=usage,
-            tokens=actual.tokens,
-            cost_usd=actual.cost_usd,
-            sandbox_seconds=report.sandbox_seconds,
-            lease_owner="",
-            lease_expires_at=None,
-            review_band=ReviewBand.for_verdict(decision.verdict, retries_exhausted),
-            finished_at=timezone.now(),
-        )
-        if not updated:
-            return False
-        if report.comparison is not None:
-            c = report.comparison
-            Comparison.objects.create(
-                replay=replay,
-                identical=c.identical,
-                original_tree=c.original_tree,
-                replay_tree=c.replay_tree,
-                diff_of_diffs=c.diff_of_diffs,
-                diffstat=c.diffstat,
-                files_changed=c.files_changed,
-                insertions=c.insertions,
-                deletions=c.deletions,
-                differing_paths=c.differing_paths,
-                original_patch=c.original_patch,
-                replay_patch=c.replay_patch,
-                replay_paths=c.replay_paths,
-                disallowed_paths=c.disallowed_paths,
-                truncated=c.truncated,
-            )
-        if report.gate is not None:
-            TestOutcome.objects.bulk_create(
-                TestOutcome(
-                    replay=replay,
-                    tree=a.tree,
-                    attempt=a.attempt,
-                    ran=a.ran,
-                    passed=a.passed,
-                    exit_code=a.exit_code,
-                    tests_executed=a.tests_executed,
-                    tests_failed=a.tests_failed,
-                    timed_out=a.timed_out,
-                    output_tail=a.output_tail,
-                    output_truncated=a.output_truncated,
-                    duration_s=a.duration_s,
-                )
-                for a in report.gate.attempts
-            )
-        if report.provenance and not run.provenance:
-            Run.objects.filter(pk=run.pk).update(provenance=report.provenance)
-        nightly.settle(replay=replay, actual=actual, now=timezone.now())
-    log.info(
-        "replay %s finished: %s / %s", replay.pk, decision.verdict, decision.reason_code
-    )
-    return True

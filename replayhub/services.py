@@ -1,4 +1,10 @@
-"""Workflows across models, or that enqueue work: keyword-only functions."""
+"""Workflows across models, or that enqueue work: keyword-only functions.
+
+The import chain runs one way: views, commands and tasks call these services;
+services call the domain (``reproduce``, ``nightly``, ``ingest``) and the
+models. Only services modules enqueue tasks, always after the transaction
+commits.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ import os
 import socket
 import threading
 import uuid
-from datetime import timedelta
+from dataclasses import asdict
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -15,16 +22,29 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from . import nightly, reproduce, tasks
+from .budgets import Amounts
 from .gitops import remove_tree
 from .logs import replay_context
-from .models import Phase, Replay, ReplayStatus, Run, Trigger, WorkerCheck
+from .models import (
+    Comparison,
+    Night,
+    Project,
+    Replay,
+    ReplayStatus,
+    ReviewBand,
+    Run,
+    TestOutcome,
+    Trigger,
+    WorkerCheck,
+)
+from .reproduce import Report, check_dict
+from .verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
 
 
 def worker_check_request(*, user) -> WorkerCheck:
-    from . import tasks
-
     check = WorkerCheck.objects.create(requested_by=user)
     tasks.answer_worker_check.delay_on_commit(check.pk)
     return check
@@ -32,10 +52,6 @@ def worker_check_request(*, user) -> WorkerCheck:
 
 def lease_owner_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _lease_deadline():
-    return timezone.now() + timedelta(seconds=settings.REPLAYHUB_LEASE_SECONDS)
 
 
 def replay_create(*, run: Run, trigger: str, user=None, **budget) -> Replay:
@@ -59,8 +75,6 @@ def replay_request(
     *, run: Run, trigger: str = Trigger.COMMAND, user=None, **budget
 ) -> Replay:
     """Queue a replay of ``run``; a worker gets it once the transaction commits."""
-    from . import tasks
-
     replay = replay_create(
         run=run, trigger=trigger, user=user, enqueued_at=timezone.now(), **budget
     )
@@ -76,21 +90,15 @@ def replay_requeue_stale(*, older_than: timedelta, now=None) -> list[int]:
     queued replay can be claimed), and ``enqueued_at`` moves on so one replay is
     sent again at most once per ``older_than``.
     """
-    from . import tasks
-
     now = now or timezone.now()
+    sent_before = now - older_than
     stale = list(
         Replay.objects.filter(
-            status=ReplayStatus.QUEUED, enqueued_at__lt=now - older_than
+            status=ReplayStatus.QUEUED, enqueued_at__lt=sent_before
         ).values_list("pk", flat=True)[:10_000]
     )
     for replay_id in stale:
-        sent = Replay.objects.filter(
-            pk=replay_id,
-            status=ReplayStatus.QUEUED,
-            enqueued_at__lt=now - older_than,
-        ).update(enqueued_at=now)
-        if sent:
+        if Replay.objects.requeue(replay_id, sent_before=sent_before, now=now):
             tasks.run_replay.delay(replay_id)
     if stale:
         log.warning("sent %d queued replays to the broker again", len(stale))
@@ -99,28 +107,12 @@ def replay_requeue_stale(*, older_than: timedelta, now=None) -> list[int]:
 
 def replay_claim(*, replay_id: int, owner: str) -> bool:
     """Take a queued replay for this worker. A conditional UPDATE, so only one wins."""
-    now = timezone.now()
-    return bool(
-        Replay.objects.filter(pk=replay_id, status=ReplayStatus.QUEUED).update(
-            status=ReplayStatus.RUNNING,
-            phase=Phase.PROVISIONING,
-            lease_owner=owner,
-            lease_expires_at=_lease_deadline(),
-            started_at=now,
-        )
-    )
+    return Replay.objects.claim(replay_id, owner=owner)
 
 
 def replay_heartbeat(*, replay_id: int, owner: str, phase: str | None = None) -> bool:
     """Extend the lease (and record the phase); False when the lease was lost."""
-    fields = {"lease_expires_at": _lease_deadline()}
-    if phase:
-        fields["phase"] = phase
-    return bool(
-        Replay.objects.filter(
-            pk=replay_id, status=ReplayStatus.RUNNING, lease_owner=owner
-        ).update(**fields)
-    )
+    return Replay.objects.heartbeat(replay_id, owner=owner, phase=phase)
 
 
 class LeaseKeeper:
@@ -167,8 +159,6 @@ def replay_execute(*, replay_id: int, owner: str | None = None):
 
 
 def _replay_execute(*, replay_id: int, owner: str | None):
-    from . import reproduce
-
     owner = owner or lease_owner_name()
     if not replay_claim(replay_id=replay_id, owner=owner):
         log.info("replay %s is not queued; nothing to do", replay_id)
@@ -187,7 +177,7 @@ def _replay_execute(*, replay_id: int, owner: str | None):
                 replay_id=replay_id, owner=owner, phase=phase
             ),
         )
-    if not reproduce.persist(replay, report, owner=owner):
+    if not replay_finish(replay=replay, outcome=report, owner=owner):
         log.warning("replay %s lost its lease; its result is discarded", replay_id)
         return None
     return report
@@ -209,22 +199,9 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
     Its reservation goes back to the night, and the run is deferred, so it is
     first in line next night.
     """
-    from . import nightly
-    from .budgets import Amounts
-    from .models import Night
-
     now = timezone.now()
     with transaction.atomic():
-        cancelled = Replay.objects.filter(
-            pk=replay.pk, status=ReplayStatus.RUNNING, lease_owner=owner
-        ).update(
-            status=ReplayStatus.CANCELLED,
-            phase=Phase.DONE,
-            lease_owner="",
-            lease_expires_at=None,
-            finished_at=now,
-        )
-        if not cancelled:
+        if not Replay.objects.cancel(replay.pk, owner=owner):
             return
         nightly.settle(replay=replay, actual=Amounts(), now=now)
         Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
@@ -241,9 +218,6 @@ def replay_reap_expired(*, now=None) -> list[int]:
     loss is a harness-health signal); a new attempt is queued when the run has
     attempts left. Returns the ids of the reaped replays.
     """
-    from . import reproduce
-    from .verdicts import Facts, Reason, decide
-
     reaped = []
     now = now or timezone.now()
     for replay in Replay.objects.lease_expired(now).select_related("run", "project"):
@@ -254,10 +228,12 @@ def replay_reap_expired(*, now=None) -> list[int]:
             )
         )
         with transaction.atomic():
-            report = reproduce.Report(decision=decision, provenance=replay.provenance)
             # The lease owner must still be the dead one: a late heartbeat wins.
-            if not reproduce.persist(
-                replay, report, owner=replay.lease_owner, expired_before=now
+            if not replay_finish(
+                replay=replay,
+                outcome=decision,
+                owner=replay.lease_owner,
+                expired_before=now,
             ):
                 continue
             if replay.attempt < replay.project.max_attempts:
@@ -267,3 +243,108 @@ def replay_reap_expired(*, now=None) -> list[int]:
         reaped.append(replay.pk)
         log.warning("replay %s: worker lost (%s)", replay.pk, replay.lease_owner)
     return reaped
+
+
+def replay_finish(
+    *,
+    replay: Replay,
+    outcome: Report | Decision,
+    owner: str,
+    expired_before: datetime | None = None,
+) -> bool:
+    """End a running replay with its verdict, from any path; False if it was not
+    ``owner``'s to end (the lease was lost, or a heartbeat beat the reaper).
+
+    ``outcome`` is what the execution found, or a bare ``Decision`` when the
+    replay ended without executing (its worker was lost). Everything is
+    written in one transaction: the replay's verdict and evidence, the
+    comparison, the test runs, the run's provenance, and the night's budget.
+    """
+    report = outcome if isinstance(outcome, Report) else None
+    decision = report.decision if report else outcome
+    assert isinstance(decision, Decision)
+    provenance = report.provenance if report else replay.provenance
+    actual = report.actual() if report else Amounts()
+    retries_exhausted = replay.attempt >= replay.project.max_attempts
+    result: dict = {
+        "verdict": decision.verdict,
+        "reason_code": decision.reason_code,
+        "reason": decision.reason,
+        "evidence": {
+            "checks": [check_dict(c) for c in decision.checks],
+            "agent": report.agent_summary() if report else {},
+            "warnings": provenance.get("warnings", []),
+        },
+        "provenance": provenance,
+        "review_band": ReviewBand.for_verdict(decision.verdict, retries_exhausted),
+    }
+    if report is not None:
+        result.update(
+            agent_exit_code=report.agent.exit_code,
+            agent_output=report.agent.output,
+            agent_output_truncated=report.agent.output_truncated,
+            usage=report.usage,
+            tokens=actual.tokens,
+            cost_usd=actual.cost_usd,
+            sandbox_seconds=report.sandbox_seconds,
+        )
+    with transaction.atomic():
+        if not Replay.objects.finish(
+            replay.pk, owner=owner, expired_before=expired_before, **result
+        ):
+            return False
+        if report is not None:
+            _store_findings(replay, report)
+        nightly.settle(replay=replay, actual=actual, now=timezone.now())
+    log.info(
+        "replay %s finished: %s / %s", replay.pk, decision.verdict, decision.reason_code
+    )
+    return True
+
+
+# What a test-gate attempt keeps: the fields TestOutcome has columns for.
+_OUTCOME_FIELDS = {f.name for f in TestOutcome._meta.concrete_fields}
+
+
+def _store_findings(replay: Replay, report: Report) -> None:
+    if report.comparison is not None:
+        found = report.comparison.to_dict()
+        found.pop("base_tree")
+        Comparison.objects.create(replay=replay, **found)
+    if report.gate is not None:
+        TestOutcome.objects.bulk_create(
+            TestOutcome(
+                replay=replay,
+                **{k: v for k, v in asdict(a).items() if k in _OUTCOME_FIELDS},
+            )
+            for a in report.gate.attempts
+        )
+    if report.provenance and not replay.run.provenance:
+        Run.objects.filter(pk=replay.run_id).update(provenance=report.provenance)
+
+
+def night_run(
+    *, project: Project, now: datetime | None = None, immediate: bool = False
+) -> nightly.NightReport:
+    """Admit this night's replays for ``project``; a worker sends them to the
+    replay queue once the admission commits."""
+    report = nightly.night_admit(project=project, now=now, immediate=immediate)
+    if report.admitted and report.night is not None:
+        tasks.dispatch_night.delay_on_commit(report.night.pk)
+    return report
+
+
+def nights_tick(*, now: datetime | None = None) -> list[nightly.NightReport]:
+    """What beat runs every few minutes: start nights that began, close ended ones.
+
+    Each night's selection runs once: the night is claimed by a conditional
+    UPDATE of ``scheduled_at``, so two beats (or a beat and a command) cannot
+    both spend its budget.
+    """
+    now = now or timezone.now()
+    reports = []
+    for project in Project.objects.filter(agentic_enabled=True):
+        if nightly.night_claim(project=project, now=now):
+            reports.append(night_run(project=project, now=now))
+    nightly.night_close_ended(now=now)
+    return reports

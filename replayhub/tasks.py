@@ -1,5 +1,7 @@
 """Celery tasks: thin adapters that take ids, re-read rows and call services."""
 
+from __future__ import annotations
+
 import socket
 from datetime import timedelta
 
@@ -7,7 +9,9 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from . import nightly, services
+from . import services
+from .ingest import preflight
+from .ingest import services as ingest_services
 from .models import WorkerCheck
 
 
@@ -31,22 +35,18 @@ def reap_expired_leases() -> None:
     services.replay_requeue_stale(
         older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
     )
-    from .ingest.jobs import requeue_stale
-
-    requeue_stale()
+    ingest_services.import_job_requeue_stale()
 
 
 @shared_task
 def nightly_tick() -> None:
-    nightly.tick()
+    services.nights_tick()
 
 
 @shared_task
 def preflight_pending(project_id: int) -> None:
     # Idempotent: only runs still pending are looked at.
-    from .ingest.preflight import preflight_pending as run_preflight
-
-    run_preflight(project_ids=[project_id])
+    preflight.preflight_pending(project_ids=[project_id])
 
 
 @shared_task
@@ -67,6 +67,4 @@ def dispatch_night(night_id: int) -> None:
 def import_upload(job_id: int) -> None:
     # Safe to deliver twice: a finished job is left alone, and importing the
     # same file again stores nothing twice.
-    from .ingest.jobs import run
-
-    run(job_id)
+    ingest_services.import_job_run(job_id=job_id)

@@ -12,10 +12,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from replayhub import nightly
+from replayhub import nightly, roles
 from replayhub.models import Budget, Night, Project
 
-from . import roles, services
+from . import services
 from .models import AuditEvent
 
 HISTORY_NIGHTS = 14

@@ -1,4 +1,4 @@
-from . import roles
+from replayhub import roles
 
 
 def user_roles(request):

@@ -1,11 +1,26 @@
 """The people's side: who holds which replay, what they decided, and the audit trail."""
 
+from __future__ import annotations
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub import roles
 from replayhub.models import Replay, Verdict
+
+
+class Ability(models.Model):
+    """No table and no rows: it carries the app-wide permissions of the roles."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        permissions = roles.ABILITIES
+
+    def __str__(self) -> str:
+        return "app-wide permissions"
 
 
 class Claim(models.Model):
@@ -53,11 +68,6 @@ class Review(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        permissions = [
-            ("decide_replay", "Can confirm, overturn or rerun a replay"),
-            ("view_trends", "Can read the trends dashboard"),
-            ("view_money", "Can see money budgets and costs"),
-        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(decision__in=Decision.values), name="review_decision_valid"

@@ -229,9 +229,7 @@ def review_decide(
             rerun = replay_services.replay_request(
                 run=run, trigger=Trigger.RERUN, user=reviewer
             )
-        # review_band is the queue membership flag: clearing it is what takes
-        # the replay out of the queue.
-        Replay.objects.filter(pk=locked.pk).update(review_band=None)
+        Replay.objects.leave_review_queue(locked.pk)
         Claim.objects.filter(replay=locked).delete()
         review = Review.objects.create(
             replay=locked,

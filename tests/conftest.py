@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 
-from reviews import roles
+from replayhub import roles
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("REPLAYHUB_REQUIRE_SERVICES") == "1"

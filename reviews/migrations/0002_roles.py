@@ -1,8 +1,60 @@
-"""Create the reviewer, lead and admin groups with their permissions."""
+"""Create the reviewer, lead and admin groups with their permissions.
+
+The role lists are frozen here as they stood when this migration was written:
+a migration must not change meaning when the live roles module does. Later
+migrations that only refresh the admin group reuse ``sync_groups`` from here.
+"""
 
 from django.db import migrations
 
-from reviews.roles import sync_groups
+_READ = [
+    "replayhub.view_project",
+    "replayhub.view_run",
+    "replayhub.view_replay",
+    "replayhub.view_comparison",
+    "replayhub.view_testoutcome",
+    "replayhub.view_budget",
+    "replayhub.view_night",
+    "reviews.view_claim",
+    "reviews.view_review",
+    "reviews.view_auditevent",
+]
+
+ROLE_PERMISSIONS = {
+    "reviewer": [*_READ, "reviews.decide_replay"],
+    "lead": [*_READ, "reviews.view_trends", "reviews.view_money"],
+    # Admins get every permission of both apps as they stand.
+    "admin": [],
+}
+
+
+def sync_groups(apps, schema_editor=None) -> None:
+    from django.contrib.auth.management import create_permissions
+
+    # Permissions are normally created after all migrations ran; they must
+    # exist now so the groups can reference them on a fresh database.
+    for app_config in apps.get_app_configs():
+        app_config.models_module = True
+        create_permissions(app_config, apps=apps, verbosity=0)
+        app_config.models_module = None
+
+    group_model = apps.get_model("auth", "Group")
+    permission_model = apps.get_model("auth", "Permission")
+    for role, names in ROLE_PERMISSIONS.items():
+        group, _ = group_model.objects.get_or_create(name=role)
+        if role == "admin":
+            perms = permission_model.objects.filter(
+                content_type__app_label__in=["replayhub", "reviews"]
+            )
+        else:
+            perms = [
+                permission_model.objects.get(
+                    content_type__app_label=name.split(".")[0],
+                    codename=name.split(".")[1],
+                )
+                for name in names
+            ]
+        group.permissions.set(perms)
 
 
 class Migration(migrations.Migration):

@@ -57,7 +57,7 @@ def test_a_lost_worker_gives_its_reservation_back(calc):
     run = make_run(project, prompt="same", original=good, base=base, preflight="ready")
     now = timezone.now()
     night = open_night(project, now)
-    report = nightly.night_run(project=project, now=now)
+    report = services.night_run(project=project, now=now)
     lost = Replay.objects.get(pk=report.admitted[0])
     night.refresh_from_db()
     assert night.reserved_replays == 1

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from replayhub import nightly
+from replayhub import nightly, services
 from replayhub.budgets import Amounts
 from replayhub.models import Budget, Night, Project, Replay, Run
 
@@ -66,7 +66,7 @@ def finish(replay, verdict="equivalent", when=None, seconds=100):
 def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(project):
     runs = make_runs(project, 5)
 
-    report = nightly.night_run(project=project, now=NOW)
+    report = services.night_run(project=project, now=NOW)
 
     night = Night.objects.get()
     assert len(report.admitted) == 3
@@ -81,13 +81,13 @@ def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(project):
 
 def test_deferred_runs_are_first_in_line_the_next_night(project):
     make_runs(project, 5)
-    nightly.night_run(project=project, now=NOW)
+    services.night_run(project=project, now=NOW)
     for replay in Replay.objects.all():
         finish(replay, when=NOW + timedelta(hours=1))
     make_runs(project, 3, prefix="newer")  # never replayed, but not deferred
 
     next_night = NOW + timedelta(days=1)
-    report = nightly.night_run(project=project, now=next_night)
+    report = services.night_run(project=project, now=next_night)
 
     admitted = Replay.objects.filter(pk__in=report.admitted)
     assert {r.run.external_id for r in admitted} == {"run-3", "run-4", "newer-0"}
@@ -129,7 +129,7 @@ def test_a_project_not_opted_in_spends_nothing(project):
     project.refresh_from_db()
     make_runs(project, 2)
 
-    report = nightly.night_run(project=project, now=NOW)
+    report = services.night_run(project=project, now=NOW)
 
     assert report.admitted == [] and "off" in report.skipped_reason
     assert not Replay.objects.exists()
@@ -137,7 +137,7 @@ def test_a_project_not_opted_in_spends_nothing(project):
 
 def test_outside_the_window_nothing_starts(project):
     make_runs(project, 2)
-    report = nightly.night_run(project=project, now=NOW.replace(hour=12))
+    report = services.night_run(project=project, now=NOW.replace(hour=12))
     assert report.admitted == []
     assert "window" in report.skipped_reason
 
@@ -151,7 +151,7 @@ def test_a_replay_is_started_with_caps_no_larger_than_what_remains(project):
     for run in old:
         finish(nightly_replay(run), seconds=60)
 
-    report = nightly.night_run(project=project, now=NOW)
+    report = services.night_run(project=project, now=NOW)
 
     replay = Replay.objects.get(pk=report.admitted[0])
     assert replay.reservation["sandbox_seconds"] == 60
@@ -161,7 +161,7 @@ def test_a_replay_is_started_with_caps_no_larger_than_what_remains(project):
 
 def test_settling_returns_the_reservation_and_records_the_actual(project):
     make_runs(project, 1)
-    report = nightly.night_run(project=project, now=NOW)
+    report = services.night_run(project=project, now=NOW)
     replay = Replay.objects.get(pk=report.admitted[0])
     estimate = Amounts.from_dict(replay.reservation)
 
@@ -204,12 +204,12 @@ def test_an_explicit_replay_is_charged_to_the_open_night(project):
 def test_the_tick_runs_each_night_once_and_closes_it_after_its_window(project):
     make_runs(project, 5)
 
-    first = nightly.tick(now=NOW)
-    again = nightly.tick(now=NOW + timedelta(minutes=5))
+    first = services.nights_tick(now=NOW)
+    again = services.nights_tick(now=NOW + timedelta(minutes=5))
 
     assert len(first) == 1 and len(first[0].admitted) == 3
     assert again == []
-    nightly.tick(now=NOW + timedelta(hours=8))
+    services.nights_tick(now=NOW + timedelta(hours=8))
     assert Night.objects.get(date=NOW.date()).status == "closed"
 
 
@@ -268,7 +268,7 @@ def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(project):
         finish(nightly_replay(run), seconds=250)  # estimate: 250 s each
     make_runs(project, 3)
 
-    report = nightly.night_run(project=project, now=NOW)
+    report = services.night_run(project=project, now=NOW)
 
     caps = [Replay.objects.get(pk=pk).caps["wall_seconds"] for pk in report.admitted]
     # 540 s admit two replays of 250 s; 40 s are left over. The first may run
@@ -283,7 +283,7 @@ def test_no_admitted_replay_starts_after_its_night_has_ended(project):
     from replayhub import services
 
     make_runs(project, 2)
-    report = nightly.night_run(project=project, now=NOW)
+    report = services.night_run(project=project, now=NOW)
     night = Night.objects.get()
     Night.objects.filter(pk=night.pk).update(window_end=timezone.now())
 

@@ -5,7 +5,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from replayhub.models import Rollup
-from replayhub.rollups import night_of, night_start, rollup_range
+from reviews.rollups import night_of, night_start, rollup_range
 
 from . import data
 

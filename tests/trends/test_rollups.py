@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from replayhub import nightly
 from replayhub.models import Night, Replay, Rollup
-from replayhub.rollups import rollup_closed_night, rollup_range
+from reviews.rollups import rollup_closed_night, rollup_range
 
 from . import data
 

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from reviews.roles import ADMIN
+from replayhub.roles import ADMIN
 
 
 class Command(BaseCommand):

@@ -13,10 +13,9 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from replayhub import demo, services
+from replayhub import demo, roles, services
 from replayhub.models import Project, Replay, ReplayStatus, Run, Trigger
-from replayhub.rollups import rollup_range
-from reviews import roles
+from reviews.rollups import rollup_range
 
 
 class Command(BaseCommand):

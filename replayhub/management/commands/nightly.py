@@ -1,8 +1,10 @@
+from __future__ import annotations
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub import nightly
+from replayhub import services
 from replayhub.models import Project
 
 
@@ -17,9 +19,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--now", action="store_true", help="Open tonight's window now and run it."
         )
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *args, project, now, json: bool, **options):
+    def handle(self, *args, project, now, as_json: bool, **options):
         projects = Project.objects.all()
         if project:
             projects = projects.filter(slug=project)
@@ -27,7 +29,7 @@ class Command(BaseCommand):
                 raise CommandError(f"there is no project {project!r}.", returncode=2)
         results = []
         for item in projects:
-            report = nightly.night_run(project=item, immediate=now)
+            report = services.night_run(project=item, immediate=now)
             result = {
                 "project": item.slug,
                 "admitted": len(report.admitted),
@@ -43,8 +45,8 @@ class Command(BaseCommand):
                     limit_replays=night.limit_replays,
                 )
             results.append(result)
-        if json:
-            self.stdout.write(_dumps(results))
+        if as_json:
+            self.stdout.write(json.dumps(results, sort_keys=True))
             return
         for r in results:
             if r["skipped"]:
@@ -55,7 +57,3 @@ class Command(BaseCommand):
                     f"deferred {r['deferred']} (replays reserved "
                     f"{r['reserved_replays']}/{r['limit_replays']})"
                 )
-
-
-def _dumps(data) -> str:
-    return json.dumps(data, sort_keys=True)

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError
@@ -18,16 +20,16 @@ class Command(BaseCommand):
         parser.add_argument("--external-id", metavar="ID")
         parser.add_argument("--sync", action="store_true", help="Run in this process.")
         parser.add_argument(
-            "--json", action="store_true", help="Print one JSON object."
+            "--json", action="store_true", dest="as_json", help="Print one JSON object."
         )
 
-    def handle(self, *args, run_id, project, external_id, sync, json: bool, **options):
+    def handle(self, *args, run_id, project, external_id, sync, as_json, **options):
         run = self._find_run(run_id, project, external_id)
         if not sync:
             replay = services.replay_request(run=run, trigger=Trigger.COMMAND)
             self._print(
                 {"replay": replay.pk, "status": replay.status},
-                json,
+                as_json,
                 f"queued replay {replay.pk} of {run}",
             )
             return
@@ -38,13 +40,15 @@ class Command(BaseCommand):
         summary = {"replay": replay.pk, **report.summary()}
         self._print(
             summary,
-            json,
+            as_json,
             f"replay {replay.pk}: {summary['verdict']} "
             f"({summary['reason_code']}) — {summary['reason']}",
         )
 
     def _print(self, data, as_json, text):
-        self.stdout.write(json_dumps(data) if as_json else text)
+        self.stdout.write(
+            json.dumps(data, default=str, sort_keys=True) if as_json else text
+        )
 
     def _find_run(self, run_id, project, external_id) -> Run:
         if run_id is not None:
@@ -64,7 +68,3 @@ class Command(BaseCommand):
         if run is None:
             raise CommandError(f"project {project!r} has no run {external_id!r}.")
         return run
-
-
-def json_dumps(data) -> str:
-    return json.dumps(data, default=str, sort_keys=True)

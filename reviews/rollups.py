@@ -58,9 +58,17 @@ from django.db.models import (
 from django.db.models.functions import ExtractHour, TruncDate
 from django.utils import timezone
 
-from reviews.models import Decision, Review
+from replayhub.models import (
+    Budget,
+    Night,
+    Project,
+    Replay,
+    ReplayStatus,
+    Rollup,
+    Verdict,
+)
 
-from .models import Budget, Night, Project, Replay, ReplayStatus, Rollup, Verdict
+from .models import Decision, Review
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +188,11 @@ def rollup_range(
             Rollup.objects.bulk_create(rows)
             written += len(rows)
     return written
+
+
+def on_night_closed(sender, *, night: Night, **kwargs) -> None:
+    """Receiver of ``replayhub.signals.night_closed``."""
+    rollup_closed_night(night)
 
 
 def rollup_closed_night(night: Night) -> int:

@@ -2,11 +2,23 @@
 
 Views check permissions (``user.has_perm``), never group names, so an admin can
 grant a single ability to one person without inventing a role.
+
+Most permissions are Django's per-model ones (``replayhub.view_replay``). The
+app-wide abilities below belong to no model's rows; ``reviews.models.Ability``
+(a model without a table) carries them, so they are named ``reviews.<codename>``.
 """
+
+from __future__ import annotations
 
 REVIEWER = "reviewer"
 LEAD = "lead"
 ADMIN = "admin"
+
+ABILITIES = [
+    ("decide_replay", "Can confirm, overturn or rerun a replay"),
+    ("view_trends", "Can read the trends dashboard"),
+    ("view_money", "Can see money budgets and costs"),
+]
 
 _READ = [
     "replayhub.view_project",
