@@ -1,6 +1,6 @@
 """Native record import into PostgreSQL: records per second and peak memory.
 
-The figure: ``import_stream`` exactly as ``manage.py import_runs --no-preflight``
+The figure: ``runs_import`` exactly as ``manage.py import_runs --no-preflight``
 calls it — streaming the file, parsing and checking every line, one query per
 batch for the stored hashes, ``COPY`` per batch — on 10,000- and 100,000-line
 files of realistic records (about 1 KiB a line), each run in a fresh child
@@ -125,7 +125,8 @@ def child_import(path: str) -> dict:
     django.setup()
     from django.db import connection
 
-    from replayhub.ingest.importer import import_stream, read_chunks
+    from replayhub.ingest.importer import read_chunks
+    from replayhub.ingest.services import PreflightMode, runs_import
     from replayhub.models import Project
 
     project = Project.objects.get(slug="bench")
@@ -133,7 +134,9 @@ def child_import(path: str) -> dict:
     before = memory_kib("VmRSS")
     start = time.perf_counter()
     with open(path, "rb") as stream:
-        summary = import_stream(chunks=read_chunks(stream), project=project)
+        summary = runs_import(
+            project=project, source=read_chunks(stream), preflight=PreflightMode.SKIP
+        )
     seconds = time.perf_counter() - start
     return {
         "seconds": seconds,

@@ -20,9 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviews import roles
 
-from . import tasks
-from .ingest.importer import READ_SIZE, import_body
-from .ingest.preflight import preflight_pending
+from .ingest.importer import READ_SIZE, read_chunks
+from .ingest.services import PreflightMode, runs_import
 from .ingest.tokens import Denied, token_authenticate
 from .models import Comparison, Replay, Run, TestOutcome
 
@@ -71,15 +70,12 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
                 )
             body.write(chunk)
         body.seek(0)
-        summary = import_body(body=body, project=token.project)
-
-    preflight = preflight_pending(
-        project_ids=[token.project_id], limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX
-    )
-    summary.preflight = preflight.to_dict()
-    if preflight.pending:
-        # The rest is preflighted by a worker rather than in this request.
-        tasks.preflight_pending.delay_on_commit(token.project_id)
+        summary = runs_import(
+            project=token.project,
+            source=read_chunks(body),
+            allow_array=True,
+            preflight=PreflightMode.BOUNDED,
+        )
     payload = summary.to_dict()
     if summary.invalid_total:
         payload["error"] = (

@@ -12,10 +12,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from replayhub import tasks
-from replayhub.ingest import jobs
-from replayhub.ingest.importer import import_stream
-from replayhub.ingest.preflight import preflight_pending
+from replayhub.ingest.services import PreflightMode, import_job_create, runs_import
 from replayhub.models import ImportJob, Project
 
 IMPORT_RUNS = "replayhub.add_run"
@@ -62,19 +59,13 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
         return _page(request, UploadForm(), too_big=limit, status=413)
     project = form.cleaned_data["project"]
     if upload.size > settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES:
-        job = jobs.save_upload(upload, project, request.user)
-        tasks.import_upload.delay_on_commit(job.pk)
+        job = import_job_create(project=project, upload=upload, actor=request.user)
         url = reverse("runs_upload_job", args=[job.pk])
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     # chunks() reads the uploaded file piece by piece: memory stays flat.
-    summary = import_stream(chunks=upload.chunks(), project=project)
-    preflight = preflight_pending(
-        project_ids=[project.pk], limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX
+    summary = runs_import(
+        project=project, source=upload.chunks(), preflight=PreflightMode.BOUNDED
     )
-    summary.preflight = preflight.to_dict()
-    if preflight.pending:
-        # The rest is preflighted by a worker rather than in this request.
-        tasks.preflight_pending.delay_on_commit(project.pk)
     # A fresh form: submitting the same file again is harmless (all duplicates).
     return _page(
         request,

@@ -64,6 +64,9 @@ class Summary:
     conflicts_total: int = 0
     invalid_total: int = 0
     preflight: dict[str, int] | None = None
+    # Not part of the summary object: why preflight left runs pending, and
+    # which projects the records went to.
+    preflight_errors: list[str] = field(default_factory=list)
     project_ids: set[int] = field(default_factory=set)
 
     def add_invalid(self, line: int, error: str) -> None:
@@ -161,21 +164,33 @@ def import_lines(
     return summary
 
 
-def import_body(*, body: IO[bytes], project: Project) -> Summary:
+def import_body(
+    *,
+    chunks: Iterable[bytes],
+    project: Project,
+    progress: Progress | None = None,
+) -> Summary:
     """Import an HTTP request body: a JSON array of records, or JSONL.
 
-    The first non-blank byte decides: ``[`` is an array, read whole (the caller
-    bounds its size), anything else is JSONL, streamed. For an array, ``line``
-    in the summary is the 1-based position of the element.
+    The first non-blank byte decides (looked for in the first
+    :data:`READ_SIZE` bytes): ``[`` is an array, read whole (the caller bounds
+    its size), anything else is JSONL, streamed. For an array, ``line`` in the
+    summary is the 1-based position of the element.
     """
-    head = body.read(READ_SIZE)
-    if not head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
+    chunks = iter(chunks)
+    head = b""
+    while len(head) < READ_SIZE and not head.lstrip(_BLANK):
+        chunk = next(chunks, None)
+        if chunk is None:
+            break
+        head += chunk
+    if not head.lstrip(_BLANK).startswith(b"["):
         return import_stream(
-            chunks=itertools.chain([head], read_chunks(body)), project=project
+            chunks=itertools.chain([head], chunks), project=project, progress=progress
         )
     summary = Summary()
-    with _Importer(summary, project) as importer:
-        for position, element in _array_elements(head + body.read()):
+    with _Importer(summary, project, progress) as importer:
+        for position, element in _array_elements(head + b"".join(chunks)):
             try:
                 if isinstance(element, RecordError):
                     raise element
@@ -184,6 +199,10 @@ def import_body(*, body: IO[bytes], project: Project) -> Summary:
             else:
                 importer.add_line(position, element, True)
     return summary
+
+
+# Blank before the first record: whitespace and a UTF-8 byte order mark.
+_BLANK = b" \t\r\n\xef\xbb\xbf"
 
 
 def _array_elements(data: bytes) -> Iterator[tuple[int, bytes | RecordError]]:

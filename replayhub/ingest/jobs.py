@@ -1,14 +1,14 @@
 """Uploaded files imported by a worker: a file too large to import in the request.
 
-The web process saves the upload under the var directory and queues
-:func:`run`; the job's row carries the progress the upload page polls. A worker
-lost half way gives the task back and the next attempt imports the file again,
-which is harmless (what was stored is found as duplicates).
+The web process saves the upload under the var directory and a worker imports it
+(:func:`replayhub.ingest.services.import_job_run`); the job's row carries the
+progress the upload page polls. A worker lost half way gives the task back and
+the next attempt imports the file again, which is harmless (what was stored is
+found as duplicates).
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -20,16 +20,13 @@ from django.utils import timezone
 
 from replayhub.models import ImportJob, ImportStatus, Project
 
-from .importer import Summary, Throttle, import_stream, read_chunks
-from .preflight import preflight_pending
-
-logger = logging.getLogger(__name__)
+from .importer import Summary, Throttle
 
 # The progress written to the job's row at most this often.
 PROGRESS_INTERVAL = 0.5
 
 
-def save_upload(upload: UploadedFile, project: Project, user) -> ImportJob:
+def save_upload(*, upload: UploadedFile, project: Project, user) -> ImportJob:
     """Keep the uploaded file where a worker can read it; a job to import it."""
     folder = Path(settings.VAR_DIR) / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
@@ -46,11 +43,11 @@ def save_upload(upload: UploadedFile, project: Project, user) -> ImportJob:
     )
 
 
-def run(job_id: int) -> None:
-    """Import the job's file, preflight the new runs, record the summary.
+def claim(*, job_id: int) -> ImportJob | None:
+    """The job, now importing; None when it is not this caller's to import.
 
-    The job is claimed with a conditional UPDATE: queued, or started by a
-    worker that has gone silent. A second delivery while it runs does nothing.
+    A conditional UPDATE: a job queued, or started by a worker that has gone
+    silent, is taken; one a live worker is importing, or one finished, is not.
     """
     now = timezone.now()
     claimed = (
@@ -59,50 +56,16 @@ def run(job_id: int) -> None:
         .update(status=ImportStatus.IMPORTING, updated_at=now)
     )
     if not claimed:
-        return
-    job = ImportJob.objects.select_related("project").get(pk=job_id)
-    rows = _Progress(job.pk)
-    due = Throttle(PROGRESS_INTERVAL)
-
-    def importing(lines: int, summary: Summary) -> None:
-        if due():
-            rows.update(lines_read=lines, **_counts(summary))
-
-    def preflighting(done: int, total: int) -> None:
-        if due():
-            rows.update(preflight_done=done, preflight_total=total)
-
-    try:
-        with open(job.path, "rb") as stream:
-            summary = import_stream(
-                chunks=read_chunks(stream), project=job.project, progress=importing
-            )
-        rows.update(status=ImportStatus.PREFLIGHT, **_counts(summary))
-        result = preflight_pending(
-            project_ids=summary.project_ids | {job.project_id}, progress=preflighting
-        )
-        summary.preflight = result.to_dict()
-    except OSError as error:
-        _fail(rows, f"the uploaded file could not be read ({error.strerror}).")
-    except Exception as error:
-        logger.exception("import job %s failed", job.pk)
-        _fail(rows, f"the import stopped: {type(error).__name__}: {error}")
-    else:
-        rows.update(
-            status=ImportStatus.DONE,
-            summary=summary.to_dict(),
-            finished_at=timezone.now(),
-            **_counts(summary),
-        )
-    Path(job.path).unlink(missing_ok=True)
+        return None
+    return ImportJob.objects.select_related("project").get(pk=job_id)
 
 
-def requeue_stale() -> int:
-    """Queue again the jobs a worker should have taken or finished by now.
+def due_again() -> list[int]:
+    """The jobs a worker should have taken or finished by now, to queue again.
 
     A job still queued is moved on, so it is queued again once a period, not
     every time this runs; a silent started job is left as it is, for
-    :func:`run` to claim.
+    :func:`claim` to take.
     """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.REPLAYHUB_IMPORT_STALE_SECONDS)
@@ -110,11 +73,7 @@ def requeue_stale() -> int:
     ids = list(waiting.values_list("pk", flat=True))
     waiting.filter(pk__in=ids).update(updated_at=now)
     ids += ImportJob.objects.filter(_stale(now)).values_list("pk", flat=True)
-    from replayhub import tasks
-
-    for job_id in ids:
-        tasks.import_upload.delay_on_commit(job_id)
-    return len(ids)
+    return ids
 
 
 def _stale(now) -> Q:
@@ -123,11 +82,40 @@ def _stale(now) -> Q:
     return Q(status__in=running, updated_at__lt=silent)
 
 
-class _Progress:
-    """Updates of one job's row; each one shows the job is alive."""
+class JobProgress:
+    """A claimed job's row as its import goes on: progress at most every
+    :data:`PROGRESS_INTERVAL`, then the summary or the reason it failed. Each
+    update shows the job is alive."""
 
-    def __init__(self, job_id: int) -> None:
-        self.rows = ImportJob.objects.filter(pk=job_id)
+    def __init__(self, job: ImportJob) -> None:
+        self.rows = ImportJob.objects.filter(pk=job.pk)
+        self.due = Throttle(PROGRESS_INTERVAL)
+
+    def importing(self, lines: int, summary: Summary) -> None:
+        if self.due():
+            self.update(lines_read=lines, **_counts(summary))
+
+    def imported(self, summary: Summary) -> None:
+        self.update(status=ImportStatus.PREFLIGHT, **_counts(summary))
+
+    def preflighting(self, done: int, total: int) -> None:
+        if self.due():
+            self.update(preflight_done=done, preflight_total=total)
+
+    def finish(self, summary: Summary) -> None:
+        self.update(
+            status=ImportStatus.DONE,
+            summary=summary.to_dict(),
+            finished_at=timezone.now(),
+            **_counts(summary),
+        )
+
+    def fail(self, message: str) -> None:
+        self.update(
+            status=ImportStatus.FAILED,
+            error=message[:2000],
+            finished_at=timezone.now(),
+        )
 
     def update(self, **fields) -> None:
         self.rows.update(updated_at=timezone.now(), **fields)
@@ -139,9 +127,3 @@ def _counts(summary: Summary) -> dict[str, int]:
         "duplicates": summary.duplicates,
         "invalid": summary.invalid_total,
     }
-
-
-def _fail(rows, message: str) -> None:
-    rows.update(
-        status=ImportStatus.FAILED, error=message[:2000], finished_at=timezone.now()
-    )

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.ingest import jobs
+from replayhub.ingest.services import import_job_requeue_stale, import_job_run
 from replayhub.models import ImportJob, Run
 from tests.conftest import wait_for
 from tests.ingest.records import (
@@ -137,7 +137,7 @@ def test_a_large_file_is_imported_by_a_job_whose_page_shows_progress_then_summar
     assert "waiting for a worker" in waiting and 'hx-trigger="every 1s"' in waiting
     assert "&lt;i&gt;big.jsonl" in waiting and "<i>big" not in waiting
 
-    jobs.run(job.pk)  # what the worker does
+    import_job_run(job_id=job.pk)  # what the worker does
 
     job.refresh_from_db()
     assert (job.status, job.imported, job.invalid) == ("done", 5, 1)
@@ -157,7 +157,7 @@ def test_a_job_whose_file_is_gone_fails_with_a_reason(client, admin_user, projec
         project=project, filename="runs.jsonl", size_bytes=10, path="/nonexistent/x"
     )
 
-    jobs.run(job.pk)
+    import_job_run(job_id=job.pk)
 
     job.refresh_from_db()
     assert job.status == "failed"
@@ -213,7 +213,7 @@ def test_a_job_a_live_worker_is_importing_is_left_alone_by_a_second_delivery(
 ):
     job = saved_job(project, tmp_path, "importing", timedelta(seconds=5))
 
-    jobs.run(job.pk)
+    import_job_run(job_id=job.pk)
 
     job.refresh_from_db()
     assert job.status == "importing" and Path(job.path).exists()
@@ -227,8 +227,8 @@ def test_a_queued_job_is_queued_again_once_a_period_while_no_worker_takes_it(
     job = saved_job(project, tmp_path, "queued", timedelta(hours=1))
     fresh = saved_job(project, tmp_path, "queued", timedelta(seconds=5))
 
-    assert jobs.requeue_stale() == 1
-    assert jobs.requeue_stale() == 0  # moved on: not again before a period
+    assert import_job_requeue_stale() == 1
+    assert import_job_requeue_stale() == 0  # moved on: not again before a period
     job.refresh_from_db()
     assert timezone.now() - job.updated_at < timedelta(minutes=1)
     assert ImportJob.objects.get(pk=fresh.pk).status == "queued"
@@ -240,7 +240,7 @@ def test_a_job_whose_worker_went_silent_is_finished_by_another_worker(
     project = make_project(project_repo(tmp_path))
     job = saved_job(project, tmp_path, "importing", timedelta(hours=1))
 
-    assert jobs.requeue_stale() == 1
+    assert import_job_requeue_stale() == 1
 
     done = wait_for(
         lambda: ImportJob.objects.filter(pk=job.pk, status="done").first(), timeout=60

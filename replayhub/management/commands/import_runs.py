@@ -1,10 +1,12 @@
+import contextlib
 import json
 import sys
+from typing import IO
 
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub.ingest.importer import Summary, Throttle, import_stream, read_chunks
-from replayhub.ingest.preflight import preflight_pending
+from replayhub.ingest.importer import Summary, Throttle, read_chunks
+from replayhub.ingest.services import PreflightMode, runs_import
 from replayhub.models import Project
 
 
@@ -43,25 +45,25 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, project, as_json, no_preflight, preflight_only, **_):
         target = _project(project) if project else None
-        status = _Status(self.stderr)
-        if preflight_only:
-            if file or target is None or no_preflight:
-                raise CommandError(
-                    "--preflight-only takes --project and no FILE.", returncode=2
-                )
-            summary = Summary()
-        elif not file:
+        if preflight_only and (file or target is None or no_preflight):
+            raise CommandError(
+                "--preflight-only takes --project and no FILE.", returncode=2
+            )
+        if not (file or preflight_only):
             raise CommandError("give a FILE to import, or - for stdin.", returncode=2)
-        else:
-            summary = _import(file, target, status.importing)
-        # The pending runs of every project touched, including runs left pending
-        # by an earlier --no-preflight import.
-        projects = summary.project_ids | ({target.pk} if target else set())
-        if projects and not no_preflight:
-            result = preflight_pending(project_ids=projects, progress=status.preflight)
-            summary.preflight = result.to_dict()
-            for error in result.errors:
-                self.stderr.write(f"preflight: {error}")
+        status = _Status(self.stderr)
+        # Preflight covers the pending runs of every project touched, runs left
+        # pending by an earlier --no-preflight import included: with
+        # --preflight-only, nothing is read and those of --project are done.
+        with _open(file) as stream:
+            summary = runs_import(
+                project=target,
+                source=() if stream is None else read_chunks(stream),
+                preflight=PreflightMode.SKIP if no_preflight else PreflightMode.ALL,
+                progress=status,
+            )
+        for error in summary.preflight_errors:
+            self.stderr.write(f"preflight: {error}")
         status.clear()
         self.stdout.write(_render(summary, as_json=as_json))
         if not summary.complete:
@@ -93,7 +95,10 @@ class _Status:
             f"{summary.duplicates:,} duplicates, {summary.invalid_total:,} invalid"
         )
 
-    def preflight(self, done: int, total: int) -> None:
+    def imported(self, summary: Summary) -> None:
+        pass
+
+    def preflighting(self, done: int, total: int) -> None:
         self.show(f"preflight: {done:,} of {total:,} new runs")
 
     def show(self, text: str) -> None:
@@ -109,21 +114,19 @@ class _Status:
             self.stream.flush()
 
 
-def _import(path: str, project: Project | None, progress) -> Summary:
+def _open(path: str | None) -> contextlib.AbstractContextManager[IO[bytes] | None]:
+    """The file to import, to use in a ``with``: standard input for ``-`` (left
+    open), None for no file. A file that cannot be opened is a usage error."""
+    if not path:
+        return contextlib.nullcontext()
     if path == "-":
-        return import_stream(
-            chunks=read_chunks(sys.stdin.buffer), project=project, progress=progress
-        )
+        return contextlib.nullcontext(sys.stdin.buffer)
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed below; open errors are usage
+        return open(path, "rb")
     except OSError as error:
         raise CommandError(
             f"cannot read {path}: {error.strerror}.", returncode=2
         ) from None
-    with stream:
-        return import_stream(
-            chunks=read_chunks(stream), project=project, progress=progress
-        )
 
 
 def _render(summary: Summary, *, as_json: bool) -> str:

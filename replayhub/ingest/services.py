@@ -1,0 +1,148 @@
+"""Import workflows: one entry for the API, the upload page, its worker and the
+command, and the upload jobs a worker imports. Keyword-only functions.
+
+This module enqueues, so it imports :mod:`replayhub.tasks`, and the tasks call
+these services: each module takes the other whole and reads its attributes only
+when called, so either can be imported first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from replayhub import tasks
+from replayhub.models import ImportJob, Project
+
+from . import jobs
+from .importer import Summary, import_body, import_stream, read_chunks
+from .preflight import preflight_pending
+
+logger = logging.getLogger(__name__)
+
+
+class PreflightMode(StrEnum):
+    """How much of the preflight :func:`runs_import` does before it returns."""
+
+    # The new runs stay pending.
+    SKIP = "skip"
+    # Someone waits on the answer (a request): up to REPLAYHUB_SYNC_PREFLIGHT_MAX
+    # runs here, the rest by a worker.
+    BOUNDED = "bounded"
+    # Every pending run here: a worker or a command.
+    ALL = "all"
+
+
+class ImportProgress(Protocol):
+    """What a long import reports as it goes: a terminal's status line, a job's
+    row. Calls come from the importing thread."""
+
+    def importing(self, lines: int, summary: Summary) -> None:
+        """After each batch: the lines read and the counts so far."""
+
+    def imported(self, summary: Summary) -> None:
+        """Once every record is stored or refused; preflight comes next."""
+
+    def preflighting(self, done: int, total: int) -> None:
+        """After each chunk of preflight: the runs done and the runs to do."""
+
+
+def runs_import(
+    *,
+    project: Project | None,
+    source: Iterable[bytes],
+    preflight: PreflightMode,
+    allow_array: bool = False,
+    progress: ImportProgress | None = None,
+) -> Summary:
+    """Import native run records, then preflight the pending runs they touched.
+
+    ``source`` is the JSONL file as byte chunks; with ``allow_array`` (a request
+    body) it may be a JSON array of records instead. ``project`` is where
+    records without one go, and the only project they may name when given
+    (``allow_array`` needs one).
+
+    Preflight covers every pending run of the projects the records went to and
+    of ``project``, runs left pending by an earlier import included. With
+    :attr:`PreflightMode.BOUNDED`, the runs still pending are queued for a
+    worker once the caller's transaction commits. The summary's ``preflight``
+    counts are ``None`` when nothing was preflighted.
+    """
+    importing = progress.importing if progress is not None else None
+    if allow_array:
+        if project is None:
+            raise ValueError("a body that may be a JSON array needs a project")
+        summary = import_body(chunks=source, project=project, progress=importing)
+    else:
+        summary = import_stream(chunks=source, project=project, progress=importing)
+    if progress is not None:
+        progress.imported(summary)
+
+    project_ids = summary.project_ids | ({project.pk} if project is not None else set())
+    if preflight == PreflightMode.SKIP or not project_ids:
+        return summary
+    bounded = preflight == PreflightMode.BOUNDED
+    result = preflight_pending(
+        project_ids=project_ids,
+        limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX if bounded else None,
+        progress=progress.preflighting if progress is not None else None,
+    )
+    summary.preflight = result.to_dict()
+    summary.preflight_errors = result.errors
+    if bounded and result.pending:
+        for project_id in sorted(project_ids):
+            tasks.preflight_pending.delay_on_commit(project_id)
+    return summary
+
+
+def import_job_create(*, project: Project, upload: UploadedFile, actor) -> ImportJob:
+    """Keep an upload too large to import in the request; a worker imports it
+    once the caller's transaction commits."""
+    job = jobs.save_upload(upload=upload, project=project, user=actor)
+    tasks.import_upload.delay_on_commit(job.pk)
+    return job
+
+
+def import_job_run(*, job_id: int) -> None:
+    """Import a job's file and preflight every new run; the job's row follows.
+
+    Safe to call twice: a job is claimed with a conditional UPDATE (queued, or
+    started by a worker gone silent), so a second delivery while it runs does
+    nothing, and importing the file again stores nothing twice. The file is
+    removed once the job has ended, done or failed.
+    """
+    job = jobs.claim(job_id=job_id)
+    if job is None:
+        return
+    row = jobs.JobProgress(job)
+    try:
+        with open(job.path, "rb") as stream:
+            summary = runs_import(
+                project=job.project,
+                source=read_chunks(stream),
+                preflight=PreflightMode.ALL,
+                progress=row,
+            )
+    except OSError as error:
+        row.fail(f"the uploaded file could not be read ({error.strerror}).")
+    except Exception as error:
+        logger.exception("import job %s failed", job.pk)
+        row.fail(f"the import stopped: {type(error).__name__}: {error}")
+    else:
+        row.finish(summary)
+    Path(job.path).unlink(missing_ok=True)
+
+
+def import_job_requeue_stale() -> int:
+    """Queue again the jobs a worker should have taken or finished by now; how
+    many were queued."""
+    job_ids = jobs.due_again()
+    for job_id in job_ids:
+        tasks.import_upload.delay_on_commit(job_id)
+    return len(job_ids)
