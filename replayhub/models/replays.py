@@ -1,4 +1,4 @@
-"""The domain: projects, recorded runs, their replays and what the replays found."""
+"""Replays, their state machine, and what they found: comparisons and test runs."""
 
 from __future__ import annotations
 
@@ -9,154 +9,7 @@ from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
 
-from replayhub.ingest.native import whole_record
-
-
-def _choices_check(
-    field: str, choices: type[models.TextChoices], name: str, blank=False
-):
-    allowed = Q(**{f"{field}__in": choices.values})
-    if blank:
-        allowed |= Q(**{field: ""})
-    return models.CheckConstraint(condition=allowed, name=name)
-
-
-class Runner(models.TextChoices):
-    BWRAP = "bwrap", "bubblewrap"
-    DOCKER = "docker", "Docker"
-
-
-class Project(models.Model):
-    slug = models.SlugField(max_length=64, unique=True)
-    name = models.CharField(max_length=200, blank=True)
-    repo_path = models.CharField(
-        max_length=1024, help_text="Path of the git repository."
-    )
-    default_branch = models.CharField(
-        max_length=255, blank=True, help_text="Empty: the repository's HEAD branch."
-    )
-    # argv lists, never shell strings: they are executed without a shell.
-    test_command = models.JSONField(default=list, blank=True)
-    agent_command = models.JSONField(default=list, blank=True)
-    allowed_paths = models.JSONField(
-        default=list, blank=True, help_text="Globs relative to the repository root."
-    )
-    runner = models.CharField(max_length=16, choices=Runner, default=Runner.BWRAP)
-    sandbox_image = models.CharField(max_length=512, blank=True)
-    sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
-    # Per-replay caps.
-    time_limit_seconds = models.PositiveIntegerField(default=600)
-    test_time_limit_seconds = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Per test-gate run. Empty: the time limit."
-    )
-    memory_limit_mb = models.PositiveIntegerField(default=2048)
-    max_processes = models.PositiveIntegerField(default=256)
-    max_output_bytes = models.PositiveIntegerField(default=1024 * 1024)
-    max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    max_turns = models.PositiveIntegerField(null=True, blank=True)
-    # The test gate and the verdict.
-    flake_reruns = models.PositiveSmallIntegerField(default=2)
-    evidence_floor = models.PositiveIntegerField(default=1)
-    max_attempts = models.PositiveSmallIntegerField(default=3)
-    agentic_enabled = models.BooleanField(
-        default=False,
-        help_text="Let the nightly scheduler spend budget on agentic replays.",
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["slug"]
-        constraints = [
-            _choices_check("runner", Runner, "project_runner_valid"),
-            models.CheckConstraint(
-                condition=Q(time_limit_seconds__gt=0),
-                name="project_time_limit_positive",
-            ),
-            models.CheckConstraint(
-                condition=Q(max_attempts__gt=0), name="project_max_attempts_positive"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.slug
-
-    @property
-    def test_time_limit(self) -> int:
-        return self.test_time_limit_seconds or self.time_limit_seconds
-
-
-class Preflight(models.TextChoices):
-    PENDING = "pending", "Pending"
-    READY = "ready", "Can reach a verdict"
-    UNREPRODUCIBLE = "unreproducible", "Can never reach a verdict"
-
-
-class Run(models.Model):
-    """One recorded original agent execution; :attr:`record` is the record whole."""
-
-    # No index of its own: the unique (project, external_id) index leads with it,
-    # and every index costs the bulk import time per row.
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="runs", db_index=False
-    )
-    external_id = models.CharField(max_length=255)
-    title = models.CharField(max_length=500, blank=True)
-    prompt = models.TextField(blank=True)
-    provider = models.CharField(max_length=100, blank=True)
-    model = models.CharField(max_length=200, blank=True)
-    effort = models.CharField(max_length=50, blank=True)
-    base_sha = models.CharField(max_length=64, blank=True)
-    original_commit = models.CharField(max_length=64, blank=True)
-    original_branch = models.CharField(max_length=255, blank=True)
-    original_tests_passed = models.BooleanField(null=True, blank=True)
-    sandbox_image = models.CharField(max_length=512, blank=True)
-    sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    output = models.TextField(blank=True)
-    usage = models.JSONField(default=dict, blank=True)
-    raw = models.JSONField(
-        default=dict,
-        help_text="The record as received, less the prompt and output kept verbatim "
-        "in their own columns.",
-    )
-    record_sha256 = models.CharField(max_length=64, blank=True)
-    preflight = models.CharField(
-        max_length=16, choices=Preflight, default=Preflight.PENDING
-    )
-    preflight_reason = models.TextField(blank=True)
-    provenance = models.JSONField(default=dict, blank=True)
-    imported_at = models.DateTimeField(default=timezone.now)
-    # Set when a night's budget ran out before this run; first in line next night.
-    deferred_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-imported_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "external_id"], name="run_unique_external_id"
-            ),
-            _choices_check("preflight", Preflight, "run_preflight_valid"),
-        ]
-        indexes = [
-            # Runs of a project, newest first (project pages, the scheduler).
-            models.Index(fields=["project", "-imported_at"], name="run_project_recent"),
-            # The nightly scheduler's candidates: a project's runs that can reach
-            # a verdict. Partial, so imports (runs arrive pending) skip it.
-            models.Index(
-                fields=["project", "imported_at"],
-                name="run_project_ready",
-                condition=Q(preflight="ready"),
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.project.slug}/{self.external_id}"
-
-    @property
-    def record(self) -> dict:
-        """The record exactly as received, unknown keys included."""
-        return whole_record(self.raw, {"prompt": self.prompt, "output": self.output})
+from .projects import Project, Run, choices_check
 
 
 class Tier(models.TextChoices):
@@ -429,11 +282,11 @@ class Replay(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            _choices_check("tier", Tier, "replay_tier_valid"),
-            _choices_check("status", ReplayStatus, "replay_status_valid"),
-            _choices_check("phase", Phase, "replay_phase_valid"),
-            _choices_check("trigger", Trigger, "replay_trigger_valid"),
-            _choices_check("verdict", Verdict, "replay_verdict_valid", blank=True),
+            choices_check("tier", Tier, "replay_tier_valid"),
+            choices_check("status", ReplayStatus, "replay_status_valid"),
+            choices_check("phase", Phase, "replay_phase_valid"),
+            choices_check("trigger", Trigger, "replay_trigger_valid"),
+            choices_check("verdict", Verdict, "replay_verdict_valid", blank=True),
             models.CheckConstraint(
                 condition=Q(review_band__isnull=True)
                 | Q(review_band__in=ReviewBand.values),
@@ -546,7 +399,7 @@ class TestOutcome(models.Model):
     class Meta:
         ordering = ["tree", "attempt"]
         constraints = [
-            _choices_check("tree", TreeKind, "testoutcome_tree_valid"),
+            choices_check("tree", TreeKind, "testoutcome_tree_valid"),
             models.UniqueConstraint(
                 fields=["replay", "tree", "attempt"], name="testoutcome_unique_attempt"
             ),
@@ -558,90 +411,6 @@ class TestOutcome(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tree} #{self.attempt} of replay {self.replay_id}"
-
-
-class Budget(models.Model):
-    """What one project may spend per night, and when its night is."""
-
-    project = models.OneToOneField(
-        Project, on_delete=models.CASCADE, related_name="budget"
-    )
-    max_replays = models.PositiveIntegerField(default=20)
-    max_sandbox_minutes = models.PositiveIntegerField(default=240)
-    max_tokens = models.PositiveBigIntegerField(default=2_000_000)
-    max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=20)
-    window_start_hour = models.PositiveSmallIntegerField(default=1)
-    window_end_hour = models.PositiveSmallIntegerField(default=6)
-    timezone = models.CharField(max_length=64, default="UTC")
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(window_start_hour__lte=23) & Q(window_end_hour__lte=23),
-                name="budget_window_hours_valid",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"budget of {self.project}"
-
-
-class NightStatus(models.TextChoices):
-    OPEN = "open", "Open"
-    CLOSED = "closed", "Closed"
-
-
-class Night(models.Model):
-    """One project's nightly window, with its limits and what was reserved and used."""
-
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="nights"
-    )
-    date = models.DateField()
-    status = models.CharField(
-        max_length=16, choices=NightStatus, default=NightStatus.OPEN
-    )
-    window_start = models.DateTimeField()
-    window_end = models.DateTimeField()
-    # Limits copied from the budget when the night opens.
-    limit_replays = models.PositiveIntegerField()
-    limit_sandbox_seconds = models.PositiveBigIntegerField()
-    limit_tokens = models.PositiveBigIntegerField()
-    limit_cost_usd = models.DecimalField(max_digits=12, decimal_places=4)
-    reserved_replays = models.PositiveIntegerField(default=0)
-    reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    reserved_tokens = models.PositiveBigIntegerField(default=0)
-    reserved_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    used_replays = models.PositiveIntegerField(default=0)
-    used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    used_tokens = models.PositiveBigIntegerField(default=0)
-    used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    deferred = models.PositiveIntegerField(default=0)
-    # When the scheduler ran this night's selection (once per night).
-    scheduled_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-date"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "date"], name="night_unique_date"
-            ),
-            _choices_check("status", NightStatus, "night_status_valid"),
-            # Admission reserves with a conditional UPDATE; this is the backstop
-            # that makes an overspend impossible even for a buggy caller.
-            models.CheckConstraint(
-                condition=(
-                    Q(reserved_replays__lte=models.F("limit_replays"))
-                    & Q(reserved_sandbox_seconds__lte=models.F("limit_sandbox_seconds"))
-                    & Q(reserved_tokens__lte=models.F("limit_tokens"))
-                    & Q(reserved_cost_usd__lte=models.F("limit_cost_usd"))
-                ),
-                name="night_reserved_within_limits",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.project} night of {self.date}"
 
 
 class WorkerCheck(models.Model):
@@ -665,147 +434,3 @@ class WorkerCheck(models.Model):
         if self.answered_at is None:
             return None
         return (self.answered_at - self.requested_at).total_seconds()
-
-
-class ImportStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    IMPORTING = "importing", "Importing"
-    PREFLIGHT = "preflight", "Preflighting"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-class ImportJob(models.Model):
-    """An uploaded file imported by a worker, too large to import in the request.
-
-    The counts are updated as it goes, for the page that shows its progress;
-    ``summary`` is the import's summary object once done.
-    """
-
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="import_jobs"
-    )
-    filename = models.CharField(max_length=255)
-    size_bytes = models.BigIntegerField()
-    # The uploaded file under the var directory, removed once imported.
-    path = models.CharField(max_length=1024)
-    status = models.CharField(
-        max_length=16, choices=ImportStatus, default=ImportStatus.QUEUED
-    )
-    lines_read = models.BigIntegerField(default=0)
-    imported = models.BigIntegerField(default=0)
-    duplicates = models.BigIntegerField(default=0)
-    invalid = models.BigIntegerField(default=0)
-    preflight_done = models.BigIntegerField(default=0)
-    preflight_total = models.BigIntegerField(default=0)
-    summary = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    created_at = models.DateTimeField(default=timezone.now)
-    # Moved on with every progress update: a job that stops moving lost its worker.
-    updated_at = models.DateTimeField(default=timezone.now)
-    finished_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            _choices_check("status", ImportStatus, "importjob_status_valid"),
-        ]
-
-    def __str__(self) -> str:
-        return f"import {self.pk}: {self.filename} into {self.project.slug}"
-
-    @property
-    def finished(self) -> bool:
-        return self.status in (ImportStatus.DONE, ImportStatus.FAILED)
-
-
-class IngestTokenQuerySet(models.QuerySet):
-    def active(self):
-        return self.filter(revoked_at__isnull=True)
-
-
-class IngestToken(models.Model):
-    """A bearer token that lets one producer push runs into one project.
-
-    Only the token's sha256 is stored; the secret is shown once when issued.
-    ``prefix`` is the public part of the token, for lookup and display.
-    """
-
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="ingest_tokens"
-    )
-    prefix = models.CharField(max_length=16, unique=True, editable=False)
-    token_sha256 = models.CharField(max_length=64, editable=False)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
-
-    objects = IngestTokenQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.project.slug})"
-
-    def revoke(self) -> None:
-        if self.revoked_at is None:
-            self.revoked_at = timezone.now()
-            self.save(update_fields=["revoked_at"])
-
-
-class Rollup(models.Model):
-    """One night of one project and one model, counted once for the dashboard.
-
-    Written when a night closes and recomputable for any range; the trends
-    dashboard reads only these rows, never the replays.
-    """
-
-    date = models.DateField()
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="rollups"
-    )
-    model = models.CharField(max_length=200, blank=True)
-    attempted = models.PositiveIntegerField(default=0)
-    identical = models.PositiveIntegerField(default=0)
-    equivalent = models.PositiveIntegerField(default=0)
-    divergent = models.PositiveIntegerField(default=0)
-    inconclusive = models.PositiveIntegerField(default=0)
-    by_reason = models.JSONField(default=dict, blank=True)
-    # Human decisions on this night's replays, per automated verdict.
-    confirmed = models.JSONField(default=dict, blank=True)
-    overturned = models.JSONField(default=dict, blank=True)
-    # Runs deferred by the budget; kept on the project's row with model "".
-    deferred = models.PositiveIntegerField(default=0)
-    computed_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["date", "project", "model"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["date", "project", "model"], name="rollup_unique_night_model"
-            ),
-            models.CheckConstraint(
-                condition=Q(
-                    attempted=models.F("identical")
-                    + models.F("equivalent")
-                    + models.F("divergent")
-                    + models.F("inconclusive")
-                ),
-                name="rollup_verdicts_add_up",
-            ),
-        ]
-        indexes = [
-            # The dashboard: a date range, optionally one project.
-            models.Index(fields=["project", "date"], name="rollup_project_date"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.project} {self.model or 'all models'} {self.date}"
-
-    @property
-    def reached(self) -> int:
-        return self.attempted - self.inconclusive

@@ -1,0 +1,51 @@
+"""The domain's models: projects, recorded runs, their replays and what the replays
+found, the nights that budget them, and how runs come in."""
+
+from __future__ import annotations
+
+from .ingest import ImportJob, ImportStatus, IngestToken, IngestTokenQuerySet
+from .nights import Budget, Night, NightStatus, Rollup
+from .projects import Preflight, Project, Run, Runner
+from .replays import (
+    Comparison,
+    Phase,
+    Replay,
+    ReplayQuerySet,
+    ReplayStatus,
+    ReviewBand,
+    TestOutcome,
+    Tier,
+    TreeKind,
+    Trigger,
+    Verdict,
+    WorkerCheck,
+    lease_deadline,
+)
+
+__all__ = [
+    "Budget",
+    "Comparison",
+    "ImportJob",
+    "ImportStatus",
+    "IngestToken",
+    "IngestTokenQuerySet",
+    "Night",
+    "NightStatus",
+    "Phase",
+    "Preflight",
+    "Project",
+    "Replay",
+    "ReplayQuerySet",
+    "ReplayStatus",
+    "ReviewBand",
+    "Rollup",
+    "Run",
+    "Runner",
+    "TestOutcome",
+    "Tier",
+    "TreeKind",
+    "Trigger",
+    "Verdict",
+    "WorkerCheck",
+    "lease_deadline",
+]

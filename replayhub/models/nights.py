@@ -1,0 +1,147 @@
+"""Budgets, the nights that spend them, and the nightly rollups."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from .projects import Project, choices_check
+
+
+class Budget(models.Model):
+    """What one project may spend per night, and when its night is."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="budget"
+    )
+    max_replays = models.PositiveIntegerField(default=20)
+    max_sandbox_minutes = models.PositiveIntegerField(default=240)
+    max_tokens = models.PositiveBigIntegerField(default=2_000_000)
+    max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=20)
+    window_start_hour = models.PositiveSmallIntegerField(default=1)
+    window_end_hour = models.PositiveSmallIntegerField(default=6)
+    timezone = models.CharField(max_length=64, default="UTC")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(window_start_hour__lte=23) & Q(window_end_hour__lte=23),
+                name="budget_window_hours_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"budget of {self.project}"
+
+
+class NightStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    CLOSED = "closed", "Closed"
+
+
+class Night(models.Model):
+    """One project's nightly window, with its limits and what was reserved and used."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="nights"
+    )
+    date = models.DateField()
+    status = models.CharField(
+        max_length=16, choices=NightStatus, default=NightStatus.OPEN
+    )
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    # Limits copied from the budget when the night opens.
+    limit_replays = models.PositiveIntegerField()
+    limit_sandbox_seconds = models.PositiveBigIntegerField()
+    limit_tokens = models.PositiveBigIntegerField()
+    limit_cost_usd = models.DecimalField(max_digits=12, decimal_places=4)
+    reserved_replays = models.PositiveIntegerField(default=0)
+    reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    reserved_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    used_replays = models.PositiveIntegerField(default=0)
+    used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    used_tokens = models.PositiveBigIntegerField(default=0)
+    used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    deferred = models.PositiveIntegerField(default=0)
+    # When the scheduler ran this night's selection (once per night).
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-date"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "date"], name="night_unique_date"
+            ),
+            choices_check("status", NightStatus, "night_status_valid"),
+            # Admission reserves with a conditional UPDATE; this is the backstop
+            # that makes an overspend impossible even for a buggy caller.
+            models.CheckConstraint(
+                condition=(
+                    Q(reserved_replays__lte=models.F("limit_replays"))
+                    & Q(reserved_sandbox_seconds__lte=models.F("limit_sandbox_seconds"))
+                    & Q(reserved_tokens__lte=models.F("limit_tokens"))
+                    & Q(reserved_cost_usd__lte=models.F("limit_cost_usd"))
+                ),
+                name="night_reserved_within_limits",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} night of {self.date}"
+
+
+class Rollup(models.Model):
+    """One night of one project and one model, counted once for the dashboard.
+
+    Written when a night closes and recomputable for any range; the trends
+    dashboard reads only these rows, never the replays.
+    """
+
+    date = models.DateField()
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="rollups"
+    )
+    model = models.CharField(max_length=200, blank=True)
+    attempted = models.PositiveIntegerField(default=0)
+    identical = models.PositiveIntegerField(default=0)
+    equivalent = models.PositiveIntegerField(default=0)
+    divergent = models.PositiveIntegerField(default=0)
+    inconclusive = models.PositiveIntegerField(default=0)
+    by_reason = models.JSONField(default=dict, blank=True)
+    # Human decisions on this night's replays, per automated verdict.
+    confirmed = models.JSONField(default=dict, blank=True)
+    overturned = models.JSONField(default=dict, blank=True)
+    # Runs deferred by the budget; kept on the project's row with model "".
+    deferred = models.PositiveIntegerField(default=0)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["date", "project", "model"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["date", "project", "model"], name="rollup_unique_night_model"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    attempted=models.F("identical")
+                    + models.F("equivalent")
+                    + models.F("divergent")
+                    + models.F("inconclusive")
+                ),
+                name="rollup_verdicts_add_up",
+            ),
+        ]
+        indexes = [
+            # The dashboard: a date range, optionally one project.
+            models.Index(fields=["project", "date"], name="rollup_project_date"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.model or 'all models'} {self.date}"
+
+    @property
+    def reached(self) -> int:
+        return self.attempted - self.inconclusive

@@ -1,0 +1,156 @@
+"""Projects and the recorded runs to replay."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from replayhub.ingest.native import whole_record
+
+
+def choices_check(
+    field: str, choices: type[models.TextChoices], name: str, blank=False
+):
+    allowed = Q(**{f"{field}__in": choices.values})
+    if blank:
+        allowed |= Q(**{field: ""})
+    return models.CheckConstraint(condition=allowed, name=name)
+
+
+class Runner(models.TextChoices):
+    BWRAP = "bwrap", "bubblewrap"
+    DOCKER = "docker", "Docker"
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    repo_path = models.CharField(
+        max_length=1024, help_text="Path of the git repository."
+    )
+    default_branch = models.CharField(
+        max_length=255, blank=True, help_text="Empty: the repository's HEAD branch."
+    )
+    # argv lists, never shell strings: they are executed without a shell.
+    test_command = models.JSONField(default=list, blank=True)
+    agent_command = models.JSONField(default=list, blank=True)
+    allowed_paths = models.JSONField(
+        default=list, blank=True, help_text="Globs relative to the repository root."
+    )
+    runner = models.CharField(max_length=16, choices=Runner, default=Runner.BWRAP)
+    sandbox_image = models.CharField(max_length=512, blank=True)
+    sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
+    # Per-replay caps.
+    time_limit_seconds = models.PositiveIntegerField(default=600)
+    test_time_limit_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Per test-gate run. Empty: the time limit."
+    )
+    memory_limit_mb = models.PositiveIntegerField(default=2048)
+    max_processes = models.PositiveIntegerField(default=256)
+    max_output_bytes = models.PositiveIntegerField(default=1024 * 1024)
+    max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    max_turns = models.PositiveIntegerField(null=True, blank=True)
+    # The test gate and the verdict.
+    flake_reruns = models.PositiveSmallIntegerField(default=2)
+    evidence_floor = models.PositiveIntegerField(default=1)
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    agentic_enabled = models.BooleanField(
+        default=False,
+        help_text="Let the nightly scheduler spend budget on agentic replays.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            choices_check("runner", Runner, "project_runner_valid"),
+            models.CheckConstraint(
+                condition=Q(time_limit_seconds__gt=0),
+                name="project_time_limit_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_attempts__gt=0), name="project_max_attempts_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def test_time_limit(self) -> int:
+        return self.test_time_limit_seconds or self.time_limit_seconds
+
+
+class Preflight(models.TextChoices):
+    PENDING = "pending", "Pending"
+    READY = "ready", "Can reach a verdict"
+    UNREPRODUCIBLE = "unreproducible", "Can never reach a verdict"
+
+
+class Run(models.Model):
+    """One recorded original agent execution; :attr:`record` is the record whole."""
+
+    # No index of its own: the unique (project, external_id) index leads with it,
+    # and every index costs the bulk import time per row.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="runs", db_index=False
+    )
+    external_id = models.CharField(max_length=255)
+    title = models.CharField(max_length=500, blank=True)
+    prompt = models.TextField(blank=True)
+    provider = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    effort = models.CharField(max_length=50, blank=True)
+    base_sha = models.CharField(max_length=64, blank=True)
+    original_commit = models.CharField(max_length=64, blank=True)
+    original_branch = models.CharField(max_length=255, blank=True)
+    original_tests_passed = models.BooleanField(null=True, blank=True)
+    sandbox_image = models.CharField(max_length=512, blank=True)
+    sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    raw = models.JSONField(
+        default=dict,
+        help_text="The record as received, less the prompt and output kept verbatim "
+        "in their own columns.",
+    )
+    record_sha256 = models.CharField(max_length=64, blank=True)
+    preflight = models.CharField(
+        max_length=16, choices=Preflight, default=Preflight.PENDING
+    )
+    preflight_reason = models.TextField(blank=True)
+    provenance = models.JSONField(default=dict, blank=True)
+    imported_at = models.DateTimeField(default=timezone.now)
+    # Set when a night's budget ran out before this run; first in line next night.
+    deferred_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-imported_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "external_id"], name="run_unique_external_id"
+            ),
+            choices_check("preflight", Preflight, "run_preflight_valid"),
+        ]
+        indexes = [
+            # Runs of a project, newest first (project pages, the scheduler).
+            models.Index(fields=["project", "-imported_at"], name="run_project_recent"),
+            # The nightly scheduler's candidates: a project's runs that can reach
+            # a verdict. Partial, so imports (runs arrive pending) skip it.
+            models.Index(
+                fields=["project", "imported_at"],
+                name="run_project_ready",
+                condition=Q(preflight="ready"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.external_id}"
+
+    @property
+    def record(self) -> dict:
+        """The record exactly as received, unknown keys included."""
+        return whole_record(self.raw, {"prompt": self.prompt, "output": self.output})
