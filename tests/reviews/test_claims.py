@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -204,3 +205,24 @@ def test_concurrent_next_presses_share_nothing_on_sqlite_either():
     assert got.count(None) == 2
     assert len({pk for pk in got if pk}) == 3
     assert Claim.objects.count() == 3
+
+
+@pytest.mark.parametrize(
+    ("action", "query_count"), [("replay_claim", 12), ("replay_release", 8)]
+)
+def test_claiming_and_releasing_read_no_diffs(client, reviewer, action, query_count):
+    replay = make_replay(verdict="equivalent")
+    client.force_login(reviewer)
+    client.get("/")  # the session and the user are loaded once, not counted
+    url = reverse(f"reviews:{action}", args=[replay.pk])
+
+    with CaptureQueriesContext(connection) as queries:
+        client.post(url)
+
+    assert len(queries) == query_count
+    selects = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
+    replay_reads = [sql for sql in selects if 'FROM "replayhub_replay"' in sql]
+    assert len(replay_reads) == 1
+    assert "diff_of_diffs" not in replay_reads[0]
+    assert "agent_output" not in replay_reads[0]
+    assert not [sql for sql in selects if "replayhub_comparison" in sql]
