@@ -3,7 +3,8 @@
 The inconclusive rate is a proportion (inconclusive verdicts / verdicts reached
 plus inconclusive, i.e. replays attempted), so it is watched on a p-chart: each
 night is compared with 3-sigma limits computed from the nights before it, with
-the sigma of that night's own sample size.
+the sigma of that night's own sample size. ``find_alarm`` picks the newest
+night out of control and the reasons that moved that night.
 """
 
 from __future__ import annotations
@@ -112,3 +113,74 @@ def reasons_that_moved(
         if rate > upper:
             shifts.append(ReasonShift(reason, rate, before, upper))
     return sorted(shifts, key=lambda s: (-s.change, s.reason))
+
+
+@dataclass(frozen=True)
+class Shift:
+    """A reason that moved on an alarm night: its count, rates and own limit."""
+
+    reason: str
+    count: int
+    rate: float
+    before: float
+    limit: float
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """The latest night out of control, and the reasons that moved that night."""
+
+    night: date
+    rate: float | None
+    center: float | None
+    upper: float | None
+    lower: float | None
+    inconclusive: int
+    attempted: int
+    high: bool
+    shifts: list[Shift]
+    latest: date
+    latest_in_control: bool
+
+
+def find_alarm(
+    nights: Sequence[NightRate], points: Sequence[ChartPoint], since: date
+) -> Alarm | None:
+    """The newest out-of-control night from ``since`` on, with its moved reasons.
+
+    ``points`` is ``p_chart(nights)``; ``nights`` may start before ``since``
+    (the trailing window the limits and the reasons' history come from).
+    """
+    shown = [p for p in points if p.night >= since]
+    breached = [p for p in shown if p.out_of_control]
+    if not breached:
+        return None
+    point = breached[-1]
+    ordered = sorted(nights, key=lambda n: n.night)
+    index = next(i for i, n in enumerate(ordered) if n.night == point.night)
+    night = ordered[index]
+    history = ordered[max(0, index - TRAILING_NIGHTS) : index]
+    shifts = [
+        Shift(
+            reason=s.reason,
+            count=night.by_reason.get(s.reason, 0),
+            rate=s.rate,
+            before=s.before,
+            limit=s.upper,
+        )
+        for s in reasons_that_moved(night, history)
+    ]
+    latest = max((p for p in shown if p.rate is not None), key=lambda p: p.night)
+    return Alarm(
+        night=point.night,
+        rate=point.rate,
+        center=point.center,
+        upper=point.upper,
+        lower=point.lower,
+        inconclusive=night.inconclusive,
+        attempted=night.attempted,
+        high=(point.rate or 0) > (point.upper or 0),
+        shifts=shifts,
+        latest=latest.night,
+        latest_in_control=not latest.out_of_control,
+    )

@@ -4,7 +4,13 @@ from datetime import date, timedelta
 
 import pytest
 
-from replayhub.trends import NightRate, limits, p_chart, reasons_that_moved
+from replayhub.trends import (
+    NightRate,
+    find_alarm,
+    limits,
+    p_chart,
+    reasons_that_moved,
+)
 
 START = date(2026, 1, 1)
 
@@ -97,3 +103,57 @@ def test_reasons_are_ranked_by_how_much_they_rose():
         "flaky_tests",
         "timeout",
     ]
+
+
+def bad_night(day: int) -> NightRate:
+    return NightRate(
+        START + timedelta(days=day), 100, 35, {"timeout": 10, "baseline_failed": 25}
+    )
+
+
+def test_the_alarm_is_the_newest_night_out_of_control_with_what_moved():
+    nights = [*steady(30), bad_night(30)]
+
+    alarm = find_alarm(nights, p_chart(nights), since=START + timedelta(days=2))
+
+    assert alarm.night == START + timedelta(days=30) and alarm.high
+    assert (alarm.inconclusive, alarm.attempted) == (35, 100)
+    assert alarm.rate == pytest.approx(0.35)
+    assert alarm.center == pytest.approx(0.10)
+    assert [(s.reason, s.count) for s in alarm.shifts] == [("baseline_failed", 25)]
+    assert alarm.shifts[0].rate == pytest.approx(0.25)
+    assert alarm.shifts[0].before == 0.0
+    assert alarm.latest == alarm.night and not alarm.latest_in_control
+
+
+def test_steady_nights_raise_no_alarm():
+    nights = steady(40)
+    assert find_alarm(nights, p_chart(nights), since=START) is None
+
+
+def test_a_bad_night_before_the_range_only_serves_as_history():
+    after = [
+        NightRate(START + timedelta(days=31 + i), 100, 10, {"timeout": 10})
+        for i in range(3)
+    ]
+    nights = [*steady(30), bad_night(30), *after]
+    assert find_alarm(nights, p_chart(nights), since=after[0].night) is None
+
+
+def test_the_alarm_says_when_the_latest_night_is_back_within_its_limits():
+    after = NightRate(START + timedelta(days=31), 100, 10, {"timeout": 10})
+    nights = [*steady(30), bad_night(30), after]
+
+    alarm = find_alarm(nights, p_chart(nights), since=START)
+
+    assert alarm.night == START + timedelta(days=30)
+    assert alarm.latest == after.night and alarm.latest_in_control
+
+
+def test_an_unusually_good_night_is_an_alarm_that_is_not_high():
+    good = NightRate(START + timedelta(days=30), 400, 0, {})
+    nights = [*steady(30), good]
+
+    alarm = find_alarm(nights, p_chart(nights), since=START)
+
+    assert alarm.night == good.night and not alarm.high and alarm.shifts == []
