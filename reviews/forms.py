@@ -9,8 +9,8 @@ from .models import Decision
 from .queue import Cursor, Filters
 
 
-class QueueFilterForm(forms.Form):
-    """The queue's query string: filters that combine, and the page cursor."""
+class ScopeFilterForm(forms.Form):
+    """The project and model filters the queue and the trends page share."""
 
     project = forms.ModelChoiceField(
         queryset=Project.objects.only("id", "slug"),
@@ -19,6 +19,19 @@ class QueueFilterForm(forms.Form):
         empty_label="All projects",
     )
     model = forms.CharField(required=False, max_length=200)
+
+    def clean_model(self) -> str:
+        return self.cleaned_data["model"].strip()
+
+    def scope(self) -> tuple[Project | None, str]:
+        """The valid project and model; a field that failed validation is empty."""
+        data = getattr(self, "cleaned_data", {})
+        return data.get("project"), data.get("model", "")
+
+
+class QueueFilterForm(ScopeFilterForm):
+    """The queue's query string: filters that combine, and the page cursor."""
+
     verdict = forms.ChoiceField(
         choices=[("", "Queue (by band)"), *Verdict.choices], required=False
     )
@@ -27,9 +40,6 @@ class QueueFilterForm(forms.Form):
         required=False,
     )
     after = forms.CharField(required=False, widget=forms.HiddenInput)
-
-    def clean_model(self) -> str:
-        return self.cleaned_data["model"].strip()
 
     def clean_after(self) -> Cursor | None:
         text = self.cleaned_data["after"]
@@ -43,10 +53,10 @@ class QueueFilterForm(forms.Form):
     def filters(self) -> Filters:
         """The valid filters; a field that failed validation filters nothing."""
         data = getattr(self, "cleaned_data", {})
-        project = data.get("project")
+        project, model = self.scope()
         return Filters(
             project_id=project.pk if project else None,
-            model=data.get("model", ""),
+            model=model,
             verdict=data.get("verdict", ""),
             reason_code=data.get("reason", ""),
         )
