@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
@@ -73,7 +74,7 @@ def night_open(*, project: Project, now: datetime, immediate: bool = False) -> N
     budget mid-night changes the next night, not this one.
     """
     budget = budget_of(project)
-    window = {
+    window: dict[str, Any] = {
         "start_hour": budget.window_start_hour,
         "end_hour": budget.window_end_hour,
         "tz": budget.timezone,

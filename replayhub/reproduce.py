@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -201,6 +202,12 @@ class Context:
         assert sha is not None  # a context is made only once the base is known
         return sha
 
+    @property
+    def original_commit(self) -> str:
+        sha = self.provenance.original_commit
+        assert sha is not None  # a reproducible provenance names the original
+        return sha
+
 
 def execute(
     *,
@@ -208,7 +215,7 @@ def execute(
     run: Run,
     replay_id: int,
     caps: dict | None = None,
-    on_phase: Callable[[str], None] = lambda phase: None,
+    on_phase: Callable[[str], object] = lambda phase: None,
 ) -> Report:
     """Run one replay in a fresh workspace, which is removed whatever happens."""
     prov = resolve_provenance(
@@ -222,7 +229,7 @@ def execute(
         test_command=shlex.join(project.test_command) or None,
     )
     report = Report(decision=None, provenance=prov.to_dict())  # type: ignore[arg-type]
-    base_facts = {
+    base_facts: dict[str, Any] = {
         "base_source": prov.base.source,
         "base_confirmed": prov.base.confirmed,
         "original_recorded_passed": run.original_tests_passed,
@@ -339,7 +346,7 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
     comparison = gitops.compare(
         scratch,
         base=ctx.base,
-        original_commit=ctx.provenance.original_commit,
+        original_commit=ctx.original_commit,
         replay_tree=replay_tree,
         allowed_globs=project.allowed_paths,
     )

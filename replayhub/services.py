@@ -207,7 +207,10 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
         Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
             deferred_at=now
         )
-        Night.objects.filter(pk=replay.night_id).update(deferred=F("deferred") + 1)
+        if replay.night_id is not None:
+            Night.objects.filter(pk=replay.night_id).update(
+                deferred=F("deferred") + 1
+            )
     log.info("replay %s not started: its night's window has ended", replay.pk)
 
 

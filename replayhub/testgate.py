@@ -177,7 +177,7 @@ def run_gate(
     argv: Sequence[str],
     limits: Limits,
     reruns: int,
-    on_tree: Callable[[str], None] | None = None,
+    on_tree: Callable[[str], object] | None = None,
 ) -> GateResult:
     """Run the suite on each tree (``{"original": sha, "replay": sha}``).
 

@@ -300,6 +300,7 @@ def parse_junit(
     The path is opened without following a final symlink, but the caller is
     still responsible for keeping it inside the workspace.
     """
+    data: bytes | None
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
     else:
