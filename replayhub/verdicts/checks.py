@@ -1,0 +1,165 @@
+"""The checks behind a decision, each labelled with the evidence class it rests on."""
+
+from __future__ import annotations
+
+from .facts import Check, EvidenceClass, Facts, Outcome, SuiteResult
+from .text import (
+    base_reason,
+    base_trusted,
+    count_text,
+    exit_text,
+    harness_reason,
+    paths_reason,
+)
+
+
+def checks_for(facts: Facts) -> tuple[Check, ...]:
+    ran = facts.harness_failure is None
+    observed = EvidenceClass.INDEPENDENTLY_OBSERVED
+    unavailable = EvidenceClass.UNAVAILABLE
+    checks = [
+        Check(
+            "replay run",
+            Outcome.PASS if ran else Outcome.FAIL,
+            observed,
+            "The replay ran and produced a result tree."
+            if ran
+            else harness_reason(facts),
+        ),
+        _recorded_base_check(facts),
+        _ancestry_check(facts),
+    ]
+    if ran:
+        checks.append(
+            Check(
+                "tree identity",
+                Outcome.PASS if facts.trees_identical else Outcome.FAIL,
+                EvidenceClass.CRYPTOGRAPHICALLY_VERIFIED,
+                "The two result trees have the same tree hash."
+                if facts.trees_identical
+                else "The two result trees have different tree hashes.",
+            )
+        )
+        checks.append(
+            Check(
+                "allowed paths",
+                Outcome.FAIL if facts.disallowed_paths else Outcome.PASS,
+                observed,
+                paths_reason(facts.disallowed_paths)
+                if facts.disallowed_paths
+                else "The replay touched only paths inside the allowed globs.",
+            )
+        )
+    else:
+        no_tree = "Not checked: the replay produced no result tree."
+        checks.append(Check("tree identity", Outcome.UNKNOWN, unavailable, no_tree))
+        checks.append(Check("allowed paths", Outcome.UNKNOWN, unavailable, no_tree))
+    checks.append(_recorded_result_check(facts))
+    checks.append(_suite_check(facts, "original", facts.original))
+    checks.append(_suite_check(facts, "replay", facts.replay))
+    return tuple(checks)
+
+
+def _recorded_base_check(facts: Facts) -> Check:
+    if facts.base_source == "recorded":
+        return Check(
+            "recorded base",
+            Outcome.PASS,
+            EvidenceClass.EXECUTOR_SUPPLIED,
+            "The record names the base commit.",
+        )
+    found = {
+        "fork-point": "the base is the fork point found in git history",
+        "first-parent": "the base is a first-parent guess",
+        "none": "no base could be resolved",
+    }[facts.base_source]
+    return Check(
+        "recorded base",
+        Outcome.UNKNOWN,
+        EvidenceClass.UNAVAILABLE,
+        f"The record names no base commit; {found}.",
+    )
+
+
+def _ancestry_check(facts: Facts) -> Check:
+    if facts.base_source == "none":
+        return Check(
+            "base ancestry",
+            Outcome.UNKNOWN,
+            EvidenceClass.UNAVAILABLE,
+            "No base commit to check the original against.",
+        )
+    if base_trusted(facts):
+        return Check(
+            "base ancestry",
+            Outcome.PASS,
+            EvidenceClass.INDEPENDENTLY_OBSERVED,
+            f"The original commit descends from the {facts.base_source} base.",
+        )
+    return Check(
+        "base ancestry",
+        Outcome.FAIL,
+        EvidenceClass.INDEPENDENTLY_OBSERVED,
+        base_reason(facts),
+    )
+
+
+def _recorded_result_check(facts: Facts) -> Check:
+    recorded = facts.original_recorded_passed
+    if recorded is None:
+        return Check(
+            "recorded test result",
+            Outcome.UNKNOWN,
+            EvidenceClass.UNAVAILABLE,
+            "The record has no test result for the original.",
+        )
+    return Check(
+        "recorded test result",
+        Outcome.PASS if recorded else Outcome.FAIL,
+        EvidenceClass.EXECUTOR_SUPPLIED,
+        f"The record says the original's tests {'passed' if recorded else 'failed'}.",
+    )
+
+
+def _suite_check(facts: Facts, tree: str, suite: SuiteResult | None) -> Check:
+    name = f"tests on {tree}"
+    unavailable = EvidenceClass.UNAVAILABLE
+    if suite is None:
+        outcome, detail = _why_no_suite(facts)
+        return Check(name, outcome, unavailable, detail)
+    if not suite.ran:
+        return Check(
+            name,
+            Outcome.UNKNOWN,
+            unavailable,
+            f"The test suite could not execute on this tree"
+            f"{exit_text(suite, ' (exit code {})')}.",
+        )
+    if suite.flaky:
+        return Check(
+            name,
+            Outcome.UNKNOWN,
+            EvidenceClass.INDEPENDENTLY_EXECUTED,
+            f"The outcome flipped across reruns ({count_text(suite)}).",
+        )
+    return Check(
+        name,
+        Outcome.PASS if suite.passed else Outcome.FAIL,
+        EvidenceClass.INDEPENDENTLY_EXECUTED,
+        f"{'Passed' if suite.passed else 'Failed'} in the sandbox ({count_text(suite)}"
+        f"{exit_text(suite, ', exit code {}')}).",
+    )
+
+
+def _why_no_suite(facts: Facts) -> tuple[Outcome, str]:
+    if facts.harness_failure is not None:
+        return Outcome.UNKNOWN, "Not run: the replay produced no result tree."
+    if not base_trusted(facts):
+        return Outcome.SKIPPED, "Not run: the base commit is not trusted."
+    if facts.trees_identical:
+        return Outcome.SKIPPED, "Not needed: the trees are identical."
+    if not facts.has_test_command:
+        return Outcome.SKIPPED, "Not run: the project has no test command."
+    if facts.tests_skipped:
+        return Outcome.SKIPPED, "Not run: skipped by request."
+    return Outcome.UNKNOWN, "The test gate gave no result for this tree."

@@ -1,0 +1,218 @@
+"""What a verdict is decided from and what it says: plain data, no Django."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class Verdict(StrEnum):
+    IDENTICAL = "identical"
+    EQUIVALENT = "equivalent"
+    DIVERGENT = "divergent"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Reason(StrEnum):
+    # Row 1: the replay could not run or produce a change.
+    SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+    FIXTURE_FAILED = "fixture_failed"
+    TIMEOUT = "timeout"
+    CAP_FIRED = "cap_fired"
+    NO_CHANGE = "no_change"
+    WORKER_LOST = "worker_lost"
+    HARNESS_ERROR = "harness_error"
+    # Rows 2-8: refusals.
+    BASE_UNTRUSTED = "base_untrusted"
+    SAME_TREE = "same_tree"
+    NO_TEST_COMMAND = "no_test_command"
+    TESTS_SKIPPED = "tests_skipped"
+    TESTS_NOT_RUN = "tests_not_run"
+    BELOW_EVIDENCE_FLOOR = "below_evidence_floor"
+    FLAKY_TESTS = "flaky_tests"
+    BASELINE_FAILED = "baseline_failed"
+    # Rows 9-12: the test gate decided.
+    DISALLOWED_PATHS = "disallowed_paths"
+    TESTS_AGREE = "tests_agree"
+    REPLAY_FAILS_TESTS = "replay_fails_tests"
+    REPLAY_PASSES_TESTS = "replay_passes_tests"
+    BOTH_FAIL = "both_fail"
+
+
+class EvidenceClass(StrEnum):
+    INDEPENDENTLY_EXECUTED = "independently_executed"
+    CRYPTOGRAPHICALLY_VERIFIED = "cryptographically_verified"
+    INDEPENDENTLY_OBSERVED = "independently_observed"
+    EXECUTOR_SUPPLIED = "executor_supplied"
+    AGENTICALLY_INFERRED = "agentically_inferred"
+    HUMAN_ATTESTED = "human_attested"
+    UNAVAILABLE = "unavailable"
+
+
+class Outcome(StrEnum):
+    """A check's own outcome; "fail" is not a judgement of the agent."""
+
+    PASS = "pass"  # noqa: S105 -- a check outcome, not a credential
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+
+HARNESS_REASONS: frozenset[Reason] = frozenset(
+    {
+        Reason.SANDBOX_UNAVAILABLE,
+        Reason.FIXTURE_FAILED,
+        Reason.TIMEOUT,
+        Reason.CAP_FIRED,
+        Reason.NO_CHANGE,
+        Reason.WORKER_LOST,
+        Reason.HARNESS_ERROR,
+    }
+)
+
+INCONCLUSIVE_REASONS: frozenset[Reason] = HARNESS_REASONS | {
+    Reason.BASE_UNTRUSTED,
+    Reason.NO_TEST_COMMAND,
+    Reason.TESTS_SKIPPED,
+    Reason.TESTS_NOT_RUN,
+    Reason.BELOW_EVIDENCE_FLOOR,
+    Reason.FLAKY_TESTS,
+    Reason.BASELINE_FAILED,
+}
+
+# The only verdict each reason code can come with; lets callers (admin overrides,
+# trend rollups) reject a verdict/code pair the table could never produce.
+REASON_VERDICT: Mapping[Reason, Verdict] = MappingProxyType(
+    {
+        **dict.fromkeys(INCONCLUSIVE_REASONS, Verdict.INCONCLUSIVE),
+        Reason.SAME_TREE: Verdict.IDENTICAL,
+        Reason.TESTS_AGREE: Verdict.EQUIVALENT,
+        Reason.DISALLOWED_PATHS: Verdict.DIVERGENT,
+        Reason.REPLAY_FAILS_TESTS: Verdict.DIVERGENT,
+        Reason.REPLAY_PASSES_TESTS: Verdict.DIVERGENT,
+        Reason.BOTH_FAIL: Verdict.DIVERGENT,
+    }
+)
+
+# Short labels for badges, filters and the trends dashboard.
+REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
+    {
+        Reason.SANDBOX_UNAVAILABLE: "Sandbox unavailable",
+        Reason.FIXTURE_FAILED: "Workspace provisioning failed",
+        Reason.TIMEOUT: "Time limit reached",
+        Reason.CAP_FIRED: "Replay cap fired",
+        Reason.NO_CHANGE: "Agent produced no change",
+        Reason.WORKER_LOST: "Worker lost",
+        Reason.HARNESS_ERROR: "Harness error",
+        Reason.BASE_UNTRUSTED: "Base commit not trusted",
+        Reason.SAME_TREE: "Identical trees",
+        Reason.NO_TEST_COMMAND: "No test command",
+        Reason.TESTS_SKIPPED: "Tests skipped",
+        Reason.TESTS_NOT_RUN: "Tests could not run",
+        Reason.BELOW_EVIDENCE_FLOOR: "Too few tests executed",
+        Reason.FLAKY_TESTS: "Flaky tests",
+        Reason.BASELINE_FAILED: "Original fails in sandbox",
+        Reason.DISALLOWED_PATHS: "Touched disallowed paths",
+        Reason.TESTS_AGREE: "Both trees pass",
+        Reason.REPLAY_FAILS_TESTS: "Replay fails tests",
+        Reason.REPLAY_PASSES_TESTS: "Replay passes, original failed",
+        Reason.BOTH_FAIL: "Both trees fail",
+    }
+)
+
+BASE_SOURCES: frozenset[str] = frozenset(
+    {"recorded", "fork-point", "first-parent", "none"}
+)
+# A first-parent base is right only for one-commit write-backs, and nothing in the
+# record says which kind this was, so it never counts as trusted.
+TRUSTED_BASE_SOURCES: frozenset[str] = frozenset({"recorded", "fork-point"})
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """One tree's test-gate result after any reruns.
+
+    ``ran`` means the command started and produced a pass/fail result, so
+    ``passed`` is a bool exactly when ``ran`` is true. ``tests_executed`` is None
+    when neither the runner's summary nor a JUnit report gave a count.
+    """
+
+    ran: bool
+    passed: bool | None
+    tests_executed: int | None
+    flaky: bool = False
+    exit_code: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.ran and self.passed is None:
+            raise ValueError("a suite that ran must have passed or failed")
+        if not self.ran and self.passed is not None:
+            raise ValueError("a suite that did not run has no pass/fail result")
+        if self.tests_executed is not None and self.tests_executed < 0:
+            raise ValueError("tests_executed cannot be negative")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything ``decide`` looks at, as observed for one replay.
+
+    ``harness_failure`` takes only row-1 codes (see ``HARNESS_REASONS``).
+    ``base_confirmed`` is true when the original strictly descends from the base;
+    a ``first-parent`` or ``none`` source is untrusted whatever it says.
+    ``original_recorded_passed`` is the record's own claim about the original,
+    None when the record has none. ``evidence_floor`` 0 means the project accepts
+    a suite whose test count could not be read (see ``decide``).
+    """
+
+    harness_failure: Reason | None = None
+    harness_detail: str = ""
+    base_source: str = "recorded"
+    base_confirmed: bool = True
+    trees_identical: bool = False
+    has_test_command: bool = True
+    tests_skipped: bool = False
+    original: SuiteResult | None = None
+    replay: SuiteResult | None = None
+    evidence_floor: int = 1
+    original_recorded_passed: bool | None = None
+    disallowed_paths: tuple[str, ...] = ()
+    cap_detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.harness_failure is not None and (
+            self.harness_failure not in HARNESS_REASONS
+        ):
+            raise ValueError(f"{self.harness_failure!r} is not a harness failure code")
+        if self.base_source not in BASE_SOURCES:
+            raise ValueError(f"unknown base source {self.base_source!r}")
+        if self.evidence_floor < 0:
+            raise ValueError("evidence_floor cannot be negative")
+        if isinstance(self.disallowed_paths, str):
+            # A bare string would otherwise be read as one path per character.
+            raise TypeError("disallowed_paths must be a sequence of paths")
+        object.__setattr__(self, "disallowed_paths", tuple(self.disallowed_paths))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One piece of evidence shown on the replay page.
+
+    ``outcome`` is the check's own result ("pass", "fail", "unknown" or
+    "skipped"): for "tree identity" a pass means the trees are identical, for
+    "allowed paths" that nothing outside the globs was touched.
+    """
+
+    name: str
+    outcome: str
+    evidence_class: EvidenceClass
+    detail: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason_code: Reason
+    reason: str
+    checks: tuple[Check, ...]

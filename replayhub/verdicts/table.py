@@ -1,0 +1,115 @@
+"""The verdict table: rows evaluated top to bottom, the first match wins."""
+
+from __future__ import annotations
+
+from .checks import checks_for
+from .facts import Decision, Facts, Reason, Verdict
+from .text import (
+    base_reason,
+    base_trusted,
+    baseline_reason,
+    count_text,
+    floor_shortfalls,
+    harness_reason,
+    not_run_reason,
+    paths_reason,
+    tests_text,
+    which_trees,
+)
+
+
+def decide(facts: Facts) -> Decision:
+    """Apply the verdict table to ``facts``; the first matching row wins.
+
+    Evidence floor: a suite meets it only when its count is known, non-zero and at
+    least ``facts.evidence_floor``. An unknown count is never taken to be one test
+    or more, since a command that exits without a readable summary may have run
+    nothing at all; so with the default floor of 1 an unknown count is
+    inconclusive. Only a floor of 0, set by a project whose runner prints no
+    count, accepts an unknown count, and a count known to be zero is refused
+    whatever the floor.
+    """
+    verdict, code, reason = _row(facts)
+    return Decision(
+        verdict=verdict, reason_code=code, reason=reason, checks=checks_for(facts)
+    )
+
+
+def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
+    inconclusive = Verdict.INCONCLUSIVE
+    if facts.harness_failure is not None:
+        return inconclusive, facts.harness_failure, harness_reason(facts)
+    if not base_trusted(facts):
+        return inconclusive, Reason.BASE_UNTRUSTED, base_reason(facts)
+    if facts.trees_identical:
+        return (
+            Verdict.IDENTICAL,
+            Reason.SAME_TREE,
+            "The replay's result tree has the same tree hash as the original's.",
+        )
+    if not facts.has_test_command:
+        return (
+            inconclusive,
+            Reason.NO_TEST_COMMAND,
+            "The trees differ and the project has no test command to compare "
+            "their behaviour.",
+        )
+    if facts.tests_skipped:
+        return (
+            inconclusive,
+            Reason.TESTS_SKIPPED,
+            "The trees differ and the tests were skipped by request, so their "
+            "behaviour was not compared.",
+        )
+    original, replay = facts.original, facts.replay
+    if original is None or replay is None or not original.ran or not replay.ran:
+        return inconclusive, Reason.TESTS_NOT_RUN, not_run_reason(original, replay)
+    short = floor_shortfalls(facts.evidence_floor, original, replay)
+    if short:
+        return (
+            inconclusive,
+            Reason.BELOW_EVIDENCE_FLOOR,
+            f"Not enough test evidence (evidence floor: "
+            f"{tests_text(facts.evidence_floor)}): {' and '.join(short)}.",
+        )
+    if original.flaky or replay.flaky:
+        where = which_trees(original.flaky, replay.flaky)
+        return (
+            inconclusive,
+            Reason.FLAKY_TESTS,
+            f"The test outcome flipped across reruns on {where}.",
+        )
+    if not original.passed and facts.original_recorded_passed is not False:
+        return inconclusive, Reason.BASELINE_FAILED, baseline_reason(facts)
+    counts = f"(original: {count_text(original)}, replay: {count_text(replay)})"
+    if facts.disallowed_paths:
+        return (
+            Verdict.DIVERGENT,
+            Reason.DISALLOWED_PATHS,
+            paths_reason(facts.disallowed_paths),
+        )
+    if original.passed and replay.passed:
+        return (
+            Verdict.EQUIVALENT,
+            Reason.TESTS_AGREE,
+            f"The trees differ but both pass the test suite {counts}.",
+        )
+    if original.passed:
+        return (
+            Verdict.DIVERGENT,
+            Reason.REPLAY_FAILS_TESTS,
+            f"The replay tree fails the test suite the original tree passes {counts}.",
+        )
+    # From here the original fails in the sandbox as its record says it did.
+    if replay.passed:
+        return (
+            Verdict.DIVERGENT,
+            Reason.REPLAY_PASSES_TESTS,
+            f"The replay tree passes the test suite the original tree fails, as "
+            f"recorded {counts}.",
+        )
+    return (
+        Verdict.DIVERGENT,
+        Reason.BOTH_FAIL,
+        f"Both trees fail the test suite, the original as recorded {counts}.",
+    )

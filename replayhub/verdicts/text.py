@@ -1,0 +1,148 @@
+"""The sentences of reasons and checks, from untrusted text made safe to show."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .facts import TRUSTED_BASE_SOURCES, Facts, Reason, SuiteResult
+
+# How many disallowed paths a reason sentence names before summarising the rest.
+_PATHS_NAMED = 5
+_DETAIL_LIMIT = 200
+
+
+def base_trusted(facts: Facts) -> bool:
+    return facts.base_source in TRUSTED_BASE_SOURCES and facts.base_confirmed
+
+
+_HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
+    {
+        Reason.SANDBOX_UNAVAILABLE: "No isolating sandbox runner was available, "
+        "so the replay was refused",
+        Reason.FIXTURE_FAILED: "The sandbox workspace could not be provisioned "
+        "at the base commit",
+        Reason.TIMEOUT: "The replay hit its time limit before producing a change",
+        Reason.CAP_FIRED: "A per-replay cap fired before the replay produced a change",
+        Reason.NO_CHANGE: "The agent finished without producing a change",
+        Reason.WORKER_LOST: "The worker running the replay was lost before it finished",
+        Reason.HARNESS_ERROR: "The replay harness failed before producing a change",
+    }
+)
+
+
+def harness_reason(facts: Facts) -> str:
+    assert facts.harness_failure is not None
+    sentence = _HARNESS_SENTENCE[facts.harness_failure]
+    cap = clean(facts.cap_detail)
+    if cap and facts.harness_failure in {Reason.TIMEOUT, Reason.CAP_FIRED}:
+        sentence += f" ({cap})"
+    # The sentence supplies its own full stop.
+    detail = clean(facts.harness_detail).rstrip(".")
+    if detail:
+        sentence += f": {detail}"
+    return sentence + "."
+
+
+def base_reason(facts: Facts) -> str:
+    if facts.base_source == "first-parent":
+        why = (
+            "The base commit is only a first-parent guess (the original's parent), "
+            "which is never trusted"
+        )
+    elif facts.base_source == "none":
+        why = "No base commit could be resolved for the original"
+    else:
+        why = (
+            f"The original commit does not descend from the {facts.base_source} "
+            f"base commit"
+        )
+    if facts.trees_identical:
+        why += ", so even identical trees prove nothing"
+    return why + "."
+
+
+def not_run_reason(original: SuiteResult | None, replay: SuiteResult | None) -> str:
+    original_missing = original is None or not original.ran
+    replay_missing = replay is None or not replay.ran
+    where = (
+        "either tree"
+        if original_missing and replay_missing
+        else which_trees(original_missing, replay_missing)
+    )
+    exits = [
+        f"{tree} exit code {suite.exit_code}"
+        for tree, suite, missing in (
+            ("original", original, original_missing),
+            ("replay", replay, replay_missing),
+        )
+        if missing and suite is not None and suite.exit_code is not None
+    ]
+    suffix = f" ({', '.join(exits)})" if exits else ""
+    return f"The test suite could not execute on {where}{suffix}."
+
+
+def floor_shortfalls(
+    floor: int, original: SuiteResult, replay: SuiteResult
+) -> list[str]:
+    shortfalls = []
+    for tree, suite in (("original", original), ("replay", replay)):
+        count = suite.tests_executed
+        if count is None:
+            if floor > 0:
+                shortfalls.append(f"the {tree} tree's suite reported no test count")
+        elif count == 0:
+            shortfalls.append(f"the {tree} tree's suite executed no tests")
+        elif count < floor:
+            shortfalls.append(f"the {tree} tree's suite executed {tests_text(count)}")
+    return shortfalls
+
+
+def baseline_reason(facts: Facts) -> str:
+    if facts.original_recorded_passed:
+        return (
+            "The original tree fails its tests in the sandbox although its "
+            "recorded result passed, so the sandbox does not reproduce the baseline."
+        )
+    return (
+        "The original tree fails its tests in the sandbox and the record has no "
+        "result for it, so the sandbox cannot be shown to reproduce the baseline."
+    )
+
+
+def paths_reason(paths: tuple[str, ...]) -> str:
+    named = ", ".join(clean(path) for path in paths[:_PATHS_NAMED])
+    rest = len(paths) - _PATHS_NAMED
+    if rest > 0:
+        named += f" and {rest} more"
+    noun = "path" if len(paths) == 1 else "paths"
+    return f"The replay touched {len(paths)} {noun} outside the allowed globs: {named}."
+
+
+def exit_text(suite: SuiteResult, template: str) -> str:
+    return "" if suite.exit_code is None else template.format(suite.exit_code)
+
+
+def tests_text(count: int) -> str:
+    return f"{count} test" if count == 1 else f"{count} tests"
+
+
+def which_trees(original: bool, replay: bool) -> str:
+    if original and replay:
+        return "both trees"
+    return "the original tree" if original else "the replay tree"
+
+
+def clean(text: str) -> str:
+    """Fold untrusted text (paths, harness messages) into part of one sentence."""
+    text = "".join(ch if ch.isprintable() else " " for ch in text[: _DETAIL_LIMIT * 2])
+    text = " ".join(text.split())
+    if len(text) > _DETAIL_LIMIT:
+        text = text[: _DETAIL_LIMIT - 1] + "…"
+    return text
+
+
+def count_text(suite: SuiteResult) -> str:
+    if suite.tests_executed is None:
+        return "test count unknown"
+    return tests_text(suite.tests_executed)
