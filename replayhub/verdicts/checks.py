@@ -6,9 +6,11 @@ from .facts import Check, EvidenceClass, Facts, Outcome, SuiteResult
 from .text import (
     base_reason,
     base_trusted,
+    clean,
     count_text,
     exit_text,
     harness_reason,
+    names_text,
     paths_reason,
 )
 
@@ -57,7 +59,115 @@ def checks_for(facts: Facts) -> tuple[Check, ...]:
     checks.append(_recorded_result_check(facts))
     checks.append(_suite_check(facts, "original", facts.original))
     checks.append(_suite_check(facts, "replay", facts.replay))
+    checks.append(_reference_check(facts))
+    checks.append(_test_changes_check(facts))
+    checks.append(_interference_check(facts))
+    checks.append(_per_test_check(facts))
     return tuple(checks)
+
+
+def _not_compared(facts: Facts) -> Check | None:
+    """Why the test evidence was not gathered at all, as a check's outcome."""
+    if facts.original is not None:
+        return None
+    outcome, detail = _why_no_suite(facts)
+    return Check("", outcome, EvidenceClass.UNAVAILABLE, detail)
+
+
+def _reference_check(facts: Facts) -> Check:
+    name = "tests on reference"
+    if facts.reference is None and facts.original is not None:
+        return Check(
+            name,
+            Outcome.SKIPPED,
+            EvidenceClass.UNAVAILABLE,
+            "Not needed: the replay's test files are the original's, so the "
+            "replay tree's run is the reference run.",
+        )
+    return _suite_check(facts, "reference", facts.reference, name=name)
+
+
+def _test_changes_check(facts: Facts) -> Check:
+    name = "test changes"
+    if (missing := _not_compared(facts)) is not None:
+        return Check(name, missing.outcome, missing.evidence_class, missing.detail)
+    if facts.test_changes:
+        return Check(
+            name,
+            Outcome.FAIL,
+            EvidenceClass.INDEPENDENTLY_OBSERVED,
+            _sentence(facts.test_changes),
+        )
+    return Check(
+        name,
+        Outcome.PASS,
+        EvidenceClass.INDEPENDENTLY_OBSERVED,
+        "No test file differs from the original's.",
+    )
+
+
+def _interference_check(facts: Facts) -> Check:
+    name = "test interference"
+    if (missing := _not_compared(facts)) is not None:
+        return Check(name, missing.outcome, missing.evidence_class, missing.detail)
+    observed = EvidenceClass.INDEPENDENTLY_OBSERVED
+    if not facts.interference:
+        return Check(
+            name,
+            Outcome.PASS,
+            observed,
+            "Nothing in the replay's change was found that could report a test "
+            "run's result itself.",
+        )
+    if facts.interference_allowed:
+        return Check(
+            name,
+            Outcome.UNKNOWN,
+            observed,
+            _sentence(facts.interference).rstrip(".") + " (the project allows it).",
+        )
+    return Check(name, Outcome.FAIL, observed, _sentence(facts.interference))
+
+
+def _per_test_check(facts: Facts) -> Check:
+    name = "test ids"
+    if (missing := _not_compared(facts)) is not None:
+        return Check(name, missing.outcome, missing.evidence_class, missing.detail)
+    executed = EvidenceClass.INDEPENDENTLY_EXECUTED
+    if facts.newly_failing:
+        flaky = set(facts.known_flaky)
+        failing = names_text(facts.newly_failing)
+        detail = f"Passed on the original, failed on the judging run: {failing}"
+        if flaky:
+            detail += f" (known to flip: {names_text(tuple(sorted(flaky)))})"
+        return Check(name, Outcome.FAIL, executed, detail + ".")
+    if facts.missing_tests:
+        return Check(
+            name,
+            Outcome.FAIL,
+            executed,
+            f"Reported by the original's run, missing from the judging run: "
+            f"{names_text(facts.missing_tests)}.",
+        )
+    if not facts.per_test:
+        return Check(
+            name,
+            Outcome.UNKNOWN,
+            EvidenceClass.UNAVAILABLE,
+            "The runs reported no test ids, so they were compared by their "
+            "totals only.",
+        )
+    return Check(
+        name,
+        Outcome.PASS,
+        executed,
+        "Every test that passed on the original passed on the judging run.",
+    )
+
+
+def _sentence(text: str) -> str:
+    text = clean(text)
+    return text if text.endswith(".") else text + "."
 
 
 def _recorded_base_check(facts: Facts) -> Check:
@@ -121,8 +231,10 @@ def _recorded_result_check(facts: Facts) -> Check:
     )
 
 
-def _suite_check(facts: Facts, tree: str, suite: SuiteResult | None) -> Check:
-    name = f"tests on {tree}"
+def _suite_check(
+    facts: Facts, tree: str, suite: SuiteResult | None, *, name: str = ""
+) -> Check:
+    name = name or f"tests on {tree}"
     unavailable = EvidenceClass.UNAVAILABLE
     if suite is None:
         outcome, detail = _why_no_suite(facts)
@@ -158,6 +270,8 @@ def _why_no_suite(facts: Facts) -> tuple[Outcome, str]:
         return Outcome.SKIPPED, "Not run: the base commit is not trusted."
     if facts.trees_identical:
         return Outcome.SKIPPED, "Not needed: the trees are identical."
+    if facts.disallowed_paths:
+        return Outcome.SKIPPED, "Not needed: the replay touched disallowed paths."
     if not facts.has_test_command:
         return Outcome.SKIPPED, "Not run: the project has no test command."
     if facts.tests_skipped:

@@ -33,10 +33,13 @@ class Reason(StrEnum):
     BELOW_EVIDENCE_FLOOR = "below_evidence_floor"
     FLAKY_TESTS = "flaky_tests"
     BASELINE_FAILED = "baseline_failed"
-    # Rows 9-12: the test gate decided.
+    TESTS_MISSING = "tests_missing"
+    TEST_INTERFERENCE = "test_interference"
+    # Decided on observed or executed evidence.
     DISALLOWED_PATHS = "disallowed_paths"
     TESTS_AGREE = "tests_agree"
     REPLAY_FAILS_TESTS = "replay_fails_tests"
+    REPLAY_FAILS_REFERENCE_TESTS = "replay_fails_reference_tests"
     REPLAY_PASSES_TESTS = "replay_passes_tests"
     BOTH_FAIL = "both_fail"
 
@@ -80,6 +83,8 @@ INCONCLUSIVE_REASONS: frozenset[Reason] = HARNESS_REASONS | {
     Reason.BELOW_EVIDENCE_FLOOR,
     Reason.FLAKY_TESTS,
     Reason.BASELINE_FAILED,
+    Reason.TESTS_MISSING,
+    Reason.TEST_INTERFERENCE,
 }
 
 # The only verdict each reason code can come with; lets callers (admin overrides,
@@ -91,6 +96,7 @@ REASON_VERDICT: Mapping[Reason, Verdict] = MappingProxyType(
         Reason.TESTS_AGREE: Verdict.EQUIVALENT,
         Reason.DISALLOWED_PATHS: Verdict.DIVERGENT,
         Reason.REPLAY_FAILS_TESTS: Verdict.DIVERGENT,
+        Reason.REPLAY_FAILS_REFERENCE_TESTS: Verdict.DIVERGENT,
         Reason.REPLAY_PASSES_TESTS: Verdict.DIVERGENT,
         Reason.BOTH_FAIL: Verdict.DIVERGENT,
     }
@@ -117,6 +123,9 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.DISALLOWED_PATHS: "Touched disallowed paths",
         Reason.TESTS_AGREE: "Both trees pass",
         Reason.REPLAY_FAILS_TESTS: "Replay fails tests",
+        Reason.REPLAY_FAILS_REFERENCE_TESTS: "Replay fails the original's tests",
+        Reason.TESTS_MISSING: "Tests missing from the run",
+        Reason.TEST_INTERFERENCE: "Change can subvert the test run",
         Reason.REPLAY_PASSES_TESTS: "Replay passes, original failed",
         Reason.BOTH_FAIL: "Both trees fail",
     }
@@ -154,6 +163,9 @@ class SuiteResult:
             raise ValueError("tests_executed cannot be negative")
 
 
+_SEQUENCES = ("disallowed_paths", "newly_failing", "missing_tests", "known_flaky")
+
+
 @dataclass(frozen=True)
 class Facts:
     """Everything ``decide`` looks at, as observed for one replay.
@@ -179,6 +191,24 @@ class Facts:
     original_recorded_passed: bool | None = None
     disallowed_paths: tuple[str, ...] = ()
     cap_detail: str = ""
+    # The original's test files run on the replay's code: the suite that judges
+    # the replay when the two trees differ in a test path. None when no test
+    # path differs, and the replay's own suite is then that same run.
+    reference: SuiteResult | None = None
+    # One line on the test files the replay added, changed or deleted relative
+    # to the original ("" when none differ).
+    test_changes: str = ""
+    # Code in the replay's change that can report a test run's success itself,
+    # one sentence naming files and lines ("" when none was found).
+    interference: str = ""
+    interference_allowed: bool = False
+    # Test ids, compared between the original's run and the judging run.
+    newly_failing: tuple[str, ...] = ()
+    missing_tests: tuple[str, ...] = ()
+    # Those of ``newly_failing`` seen both passing and failing on one tree before.
+    known_flaky: tuple[str, ...] = ()
+    # Whether both runs reported test ids, so the runs were compared test by test.
+    per_test: bool = False
 
     def __post_init__(self) -> None:
         if self.harness_failure is not None and (
@@ -189,10 +219,22 @@ class Facts:
             raise ValueError(f"unknown base source {self.base_source!r}")
         if self.evidence_floor < 0:
             raise ValueError("evidence_floor cannot be negative")
-        if isinstance(self.disallowed_paths, str):
-            # A bare string would otherwise be read as one path per character.
-            raise TypeError("disallowed_paths must be a sequence of paths")
-        object.__setattr__(self, "disallowed_paths", tuple(self.disallowed_paths))
+        for name in (
+            "disallowed_paths",
+            "newly_failing",
+            "missing_tests",
+            "known_flaky",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                # A bare string would otherwise be read as one item per character.
+                raise TypeError(f"{name} must be a sequence, not a string")
+            object.__setattr__(self, name, tuple(value))
+
+    @property
+    def judged(self) -> SuiteResult | None:
+        """The suite that judges the replay's code: the reference run if any."""
+        return self.reference if self.reference is not None else self.replay
 
 
 @dataclass(frozen=True)

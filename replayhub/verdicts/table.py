@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from .checks import checks_for
-from .facts import Decision, Facts, Reason, Verdict
+from .facts import Decision, Facts, Reason, SuiteResult, Verdict
 from .text import (
     base_reason,
     base_trusted,
     baseline_reason,
+    clean,
     count_text,
     floor_shortfalls,
     harness_reason,
+    judged_label,
+    names_text,
     not_run_reason,
     paths_reason,
     tests_text,
@@ -47,6 +50,14 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
             Reason.SAME_TREE,
             "The replay's result tree has the same tree hash as the original's.",
         )
+    # Observed without running anything the replay wrote, so no test refusal
+    # below can stand in for it.
+    if facts.disallowed_paths:
+        return (
+            Verdict.DIVERGENT,
+            Reason.DISALLOWED_PATHS,
+            paths_reason(facts.disallowed_paths),
+        )
     if not facts.has_test_command:
         return (
             inconclusive,
@@ -61,19 +72,26 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
             "The trees differ and the tests were skipped by request, so their "
             "behaviour was not compared.",
         )
-    original, replay = facts.original, facts.replay
-    if original is None or replay is None or not original.ran or not replay.ran:
-        return inconclusive, Reason.TESTS_NOT_RUN, not_run_reason(original, replay)
-    short = floor_shortfalls(facts.evidence_floor, original, replay)
-    if short:
+    # The replay is judged by the original's tests run on its code (the
+    # reference run) whenever its own test files differ from the original's.
+    original, judged = facts.original, facts.judged
+    short, label = judged_label(facts)
+    if original is None or judged is None or not original.ran or not judged.ran:
+        return (
+            inconclusive,
+            Reason.TESTS_NOT_RUN,
+            not_run_reason(original, judged, (short, label)),
+        )
+    shortfalls = floor_shortfalls(facts.evidence_floor, original, judged, label)
+    if shortfalls:
         return (
             inconclusive,
             Reason.BELOW_EVIDENCE_FLOOR,
             f"Not enough test evidence (evidence floor: "
-            f"{tests_text(facts.evidence_floor)}): {' and '.join(short)}.",
+            f"{tests_text(facts.evidence_floor)}): {' and '.join(shortfalls)}.",
         )
-    if original.flaky or replay.flaky:
-        where = which_trees(original.flaky, replay.flaky)
+    if original.flaky or judged.flaky:
+        where = which_trees(original.flaky, judged.flaky, label)
         return (
             inconclusive,
             Reason.FLAKY_TESTS,
@@ -81,35 +99,67 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
         )
     if not original.passed and facts.original_recorded_passed is not False:
         return inconclusive, Reason.BASELINE_FAILED, baseline_reason(facts)
-    counts = f"(original: {count_text(original)}, replay: {count_text(replay)})"
-    if facts.disallowed_paths:
-        return (
-            Verdict.DIVERGENT,
-            Reason.DISALLOWED_PATHS,
-            paths_reason(facts.disallowed_paths),
-        )
-    if original.passed and replay.passed:
-        return (
-            Verdict.EQUIVALENT,
-            Reason.TESTS_AGREE,
-            f"The trees differ but both pass the test suite {counts}.",
-        )
+    counts = f"(original: {count_text(original)}, {short}: {count_text(judged)})"
     if original.passed:
-        return (
-            Verdict.DIVERGENT,
-            Reason.REPLAY_FAILS_TESTS,
-            f"The replay tree fails the test suite the original tree passes {counts}.",
-        )
+        return _original_passed(facts, judged, counts)
     # From here the original fails in the sandbox as its record says it did.
-    if replay.passed:
+    if judged.passed:
         return (
             Verdict.DIVERGENT,
             Reason.REPLAY_PASSES_TESTS,
-            f"The replay tree passes the test suite the original tree fails, as "
+            f"The {label} passes the test suite the original tree fails, as "
             f"recorded {counts}.",
         )
     return (
         Verdict.DIVERGENT,
         Reason.BOTH_FAIL,
         f"Both trees fail the test suite, the original as recorded {counts}.",
+    )
+
+
+def _original_passed(
+    facts: Facts, judged: SuiteResult, counts: str
+) -> tuple[Verdict, Reason, str]:
+    failing = facts.newly_failing
+    if not judged.passed:
+        if failing and set(failing) <= set(facts.known_flaky):
+            return (
+                Verdict.INCONCLUSIVE,
+                Reason.FLAKY_TESTS,
+                "The replay fails only tests known to flip on this project: "
+                f"{names_text(failing)}.",
+            )
+        named = f"; failing: {names_text(failing)}" if failing else ""
+        if facts.reference is not None:
+            return (
+                Verdict.DIVERGENT,
+                Reason.REPLAY_FAILS_REFERENCE_TESTS,
+                "The replay's code fails the original's tests, which the "
+                f"original tree passes {counts}{named}.",
+            )
+        return (
+            Verdict.DIVERGENT,
+            Reason.REPLAY_FAILS_TESTS,
+            f"The replay tree fails the test suite the original tree passes "
+            f"{counts}{named}.",
+        )
+    if facts.missing_tests:
+        return (
+            Verdict.INCONCLUSIVE,
+            Reason.TESTS_MISSING,
+            f"The {judged_label(facts)[1]} did not report "
+            f"{tests_text(len(facts.missing_tests))} the original's run reported: "
+            f"{names_text(facts.missing_tests)}.",
+        )
+    if facts.interference and not facts.interference_allowed:
+        return (
+            Verdict.INCONCLUSIVE,
+            Reason.TEST_INTERFERENCE,
+            f"The tests pass, but {clean(facts.interference).rstrip('.')}, so the "
+            "passing run is not evidence.",
+        )
+    return (
+        Verdict.EQUIVALENT,
+        Reason.TESTS_AGREE,
+        f"The trees differ but both pass the test suite {counts}.",
     )

@@ -62,19 +62,23 @@ def base_reason(facts: Facts) -> str:
     return why + "."
 
 
-def not_run_reason(original: SuiteResult | None, replay: SuiteResult | None) -> str:
+def not_run_reason(
+    original: SuiteResult | None,
+    judged: SuiteResult | None,
+    label: tuple[str, str] = ("replay", "replay tree"),
+) -> str:
     original_missing = original is None or not original.ran
-    replay_missing = replay is None or not replay.ran
+    judged_missing = judged is None or not judged.ran
     where = (
         "either tree"
-        if original_missing and replay_missing
-        else which_trees(original_missing, replay_missing)
+        if original_missing and judged_missing
+        else which_trees(original_missing, judged_missing, label[1])
     )
     exits = [
         f"{tree} exit code {suite.exit_code}"
         for tree, suite, missing in (
             ("original", original, original_missing),
-            ("replay", replay, replay_missing),
+            (label[0], judged, judged_missing),
         )
         if missing and suite is not None and suite.exit_code is not None
     ]
@@ -83,18 +87,18 @@ def not_run_reason(original: SuiteResult | None, replay: SuiteResult | None) -> 
 
 
 def floor_shortfalls(
-    floor: int, original: SuiteResult, replay: SuiteResult
+    floor: int, original: SuiteResult, judged: SuiteResult, label: str = "replay tree"
 ) -> list[str]:
     shortfalls = []
-    for tree, suite in (("original", original), ("replay", replay)):
+    for tree, suite in (("original tree", original), (label, judged)):
         count = suite.tests_executed
         if count is None:
             if floor > 0:
-                shortfalls.append(f"the {tree} tree's suite reported no test count")
+                shortfalls.append(f"the {tree}'s suite reported no test count")
         elif count == 0:
-            shortfalls.append(f"the {tree} tree's suite executed no tests")
+            shortfalls.append(f"the {tree}'s suite executed no tests")
         elif count < floor:
-            shortfalls.append(f"the {tree} tree's suite executed {tests_text(count)}")
+            shortfalls.append(f"the {tree}'s suite executed {tests_text(count)}")
     return shortfalls
 
 
@@ -111,10 +115,7 @@ def baseline_reason(facts: Facts) -> str:
 
 
 def paths_reason(paths: tuple[str, ...]) -> str:
-    named = ", ".join(clean(path) for path in paths[:_PATHS_NAMED])
-    rest = len(paths) - _PATHS_NAMED
-    if rest > 0:
-        named += f" and {rest} more"
+    named = names_text(paths)
     noun = "path" if len(paths) == 1 else "paths"
     return f"The replay touched {len(paths)} {noun} outside the allowed globs: {named}."
 
@@ -127,10 +128,24 @@ def tests_text(count: int) -> str:
     return f"{count} test" if count == 1 else f"{count} tests"
 
 
-def which_trees(original: bool, replay: bool) -> str:
-    if original and replay:
+def which_trees(original: bool, judged: bool, label: str = "replay tree") -> str:
+    if original and judged:
         return "both trees"
-    return "the original tree" if original else "the replay tree"
+    return "the original tree" if original else f"the {label}"
+
+
+def judged_label(facts: Facts) -> tuple[str, str]:
+    """What the judging run is called in a sentence: a short and a long name."""
+    if facts.reference is not None:
+        return "reference", "replay's code with the original's tests"
+    return "replay", "replay tree"
+
+
+def names_text(names: tuple[str, ...]) -> str:
+    """Untrusted names (paths, test ids) as part of a sentence, the first few."""
+    named = ", ".join(clean(name) for name in names[:_PATHS_NAMED])
+    rest = len(names) - _PATHS_NAMED
+    return f"{named} and {rest} more" if rest > 0 else named
 
 
 def clean(text: str) -> str:
