@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import budgets, trends, views
+from . import budgets, views
+from .trends import views as trends
 
 app_name = "reviews"
 
@@ -26,9 +27,9 @@ urlpatterns = [
         views.replay_diff_file,
         name="replay_diff_file",
     ),
-    path("trends/", views.trends, name="trends"),
-    path("trends/export.csv", views.trends_export_csv, name="trends_export_csv"),
-    path("trends/export.json", views.trends_export_json, name="trends_export_json"),
+    path("trends/", trends.trends, name="trends"),
+    path("trends/export.csv", trends.trends_export_csv, name="trends_export_csv"),
+    path("trends/export.json", trends.trends_export_json, name="trends_export_json"),
     # The same JSON as the export, for scripts; answers 401 rather than
     # redirecting (reviews' URLs are mounted at the root).
     path("api/v1/trends", trends.api_trends, name="api_trends"),

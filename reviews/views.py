@@ -1,17 +1,10 @@
 import hashlib
 from collections import defaultdict
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.db.models import Count, Max, Q
-from django.http import (
-    Http404,
-    HttpRequest,
-    HttpResponse,
-    HttpResponseBadRequest,
-    JsonResponse,
-)
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -36,7 +29,6 @@ from replayhub.verdicts import REASON_TEXT
 
 from . import queue as review_queue
 from . import roles
-from . import trends as dashboard
 from .diffs import pair_by_path, split_files
 from .forms import DecisionForm, QueueFilterForm
 from .models import AuditEvent, Claim, Review
@@ -161,67 +153,6 @@ def queue(request: HttpRequest) -> HttpResponse:
         ),
     )
     patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-@require_GET
-@permission_required(roles.VIEW_TRENDS, raise_exception=True)
-def trends(request: HttpRequest) -> HttpResponse:
-    form = dashboard.TrendsFilterForm(request.GET)
-    form.is_valid()
-    filters = form.filters()
-    context = {
-        "page": "trends",
-        "form": form,
-        "query": urlencode(filters.query()),
-        **dashboard.dashboard_context(filters),
-    }
-    response = render(
-        request, _partial(request, "reviews/trends.html", "results"), context
-    )
-    patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-def _export_filters(request: HttpRequest) -> dashboard.Filters | HttpResponse:
-    form = dashboard.TrendsFilterForm(request.GET)
-    if not form.is_valid():
-        errors = "; ".join(e for field in form.errors.values() for e in field)
-        return HttpResponseBadRequest(
-            f"Invalid filters: {errors}", content_type="text/plain; charset=utf-8"
-        )
-    return form.filters()
-
-
-def _export_name(filters: dashboard.Filters, extension: str) -> str:
-    scope = filters.project or "all-projects"
-    return f"replayhub-trends-{scope}-{filters.since}-{filters.until}.{extension}"
-
-
-@require_GET
-@permission_required(roles.VIEW_TRENDS, raise_exception=True)
-def trends_export_csv(request: HttpRequest) -> HttpResponse:
-    filters = _export_filters(request)
-    if isinstance(filters, HttpResponse):
-        return filters
-    response = HttpResponse(
-        dashboard.export_csv(dashboard.export_rows(filters)),
-        content_type="text/csv; charset=utf-8",
-    )
-    name = _export_name(filters, "csv")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
-
-
-@require_GET
-@permission_required(roles.VIEW_TRENDS, raise_exception=True)
-def trends_export_json(request: HttpRequest) -> HttpResponse:
-    filters = _export_filters(request)
-    if isinstance(filters, HttpResponse):
-        return filters
-    response = JsonResponse(dashboard.export_payload(filters))
-    name = _export_name(filters, "json")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 

@@ -9,8 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.rollups import rollup_range
-from reviews import trends
+from reviews.rollups import rollup_range
+from reviews.trends.charts import Frame, mix_chart, rate_scale, reason_chart
+from reviews.trends.series import NightTotals, reason_label, top_reasons
 
 from . import data
 
@@ -300,7 +301,7 @@ def test_htmx_requests_get_only_the_results(as_lead, bad_night):
 
 def test_geometry_keeps_every_bar_inside_the_plot():
     nights = [
-        trends.NightTotals(
+        NightTotals(
             night=date(2026, 1, 1) + timedelta(days=i),
             attempted=50,
             identical=10,
@@ -311,17 +312,17 @@ def test_geometry_keeps_every_bar_inside_the_plot():
         )
         for i in range(56)
     ]
-    frame = trends.Frame(date(2026, 1, 1), date(2026, 2, 25))
+    frame = Frame(date(2026, 1, 1), date(2026, 2, 25))
     for chart in (
-        trends.reason_chart(nights, ["timeout", "other"], frame),
-        trends.mix_chart(nights, frame),
+        reason_chart(nights, ["timeout", "other"], frame),
+        mix_chart(nights, frame),
     ):
         for column in chart.columns:
             for rect in column.rects:
                 assert frame.left <= rect.x and rect.x + rect.w <= frame.width
                 assert frame.top - 0.1 <= rect.y
                 assert rect.y + rect.h <= frame.bottom_y + 0.1
-    stack = trends.reason_chart(nights, ["timeout", "other"], frame).columns[0]
+    stack = reason_chart(nights, ["timeout", "other"], frame).columns[0]
     heights = [r.h for r in stack.rects]
     assert heights[0] == pytest.approx(3 * heights[1], abs=0.3)
 
@@ -330,20 +331,20 @@ def test_geometry_keeps_every_bar_inside_the_plot():
     ("peak", "top"), [(0.0, 0.01), (0.04, 0.05), (0.1, 0.2), (0.35, 0.4), (0.99, 1.0)]
 )
 def test_the_rate_axis_tops_out_at_a_tidy_value_above_the_peak(peak, top):
-    assert trends.rate_scale(peak) == top
+    assert rate_scale(peak) == top
 
 
 def test_reasons_past_the_top_six_are_stacked_together_as_other():
-    night = trends.NightTotals(
+    night = NightTotals(
         date(2026, 1, 1),
         attempted=100,
         inconclusive=28,
         by_reason={f"r{i}": i for i in range(1, 8)},
     )
-    assert trends.top_reasons([night]) == ["r7", "r6", "r5", "r4", "r3", "r2", "other"]
+    assert top_reasons([night]) == ["r7", "r6", "r5", "r4", "r3", "r2", "other"]
 
 
 def test_a_missing_reason_code_is_named_as_such():
-    assert trends.reason_label("") == "No reason code"
-    assert trends.reason_label("timeout") == "Time limit reached"
-    assert trends.reason_label("gpu_melted") == "gpu_melted"
+    assert reason_label("") == "No reason code"
+    assert reason_label("timeout") == "Time limit reached"
+    assert reason_label("gpu_melted") == "gpu_melted"

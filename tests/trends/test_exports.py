@@ -9,7 +9,8 @@ from datetime import date, timedelta
 import pytest
 from django.urls import reverse
 
-from reviews import trends
+from reviews.trends.forms import Filters
+from reviews.trends.queries import nightly_sums
 
 from . import data
 from .test_dashboard import RANGE, table
@@ -186,9 +187,9 @@ def test_reason_codes_outside_the_verdict_table_are_still_counted(db):
         shop, NIGHT, attempted=5, by_reason={"gpu_melted": 1}, model="claude-opus-4"
     )
     data.rollup(shop, NIGHT - timedelta(days=1), attempted=10, by_reason={"timeout": 1})
-    filters = trends.Filters(since=NIGHT - timedelta(days=3), until=NIGHT)
+    filters = Filters(since=NIGHT - timedelta(days=3), until=NIGHT)
 
-    totals, _ = trends.nightly_sums(filters)
+    totals, _ = nightly_sums(filters)
 
     assert [(n.night, dict(n.by_reason)) for n in totals] == [
         (NIGHT - timedelta(days=1), {"timeout": 1}),
@@ -207,9 +208,9 @@ def test_decisions_count_only_the_nights_shown(db):
         confirmed={"identical": 5},
         overturned={"divergent": 1},
     )
-    filters = trends.Filters(since=NIGHT - timedelta(days=3), until=NIGHT)
+    filters = Filters(since=NIGHT - timedelta(days=3), until=NIGHT)
 
-    totals, decided = trends.nightly_sums(filters)
+    totals, decided = nightly_sums(filters)
 
     assert len(totals) == 2  # the earlier night is history for the p-chart
     assert decided == {"confirmed": {"identical": 2}, "overturned": {}}

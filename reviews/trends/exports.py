@@ -1,0 +1,118 @@
+"""The rollups as data: CSV and JSON downloads and ``GET /api/v1/trends``.
+
+The JSON export and the API share ``export_payload``; the rows are the
+filtered rollup rows themselves, not the dashboard's nightly sums.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from .forms import Filters
+from .queries import rollups
+from .series import VERDICTS
+
+EXPORT_COUNTS = [
+    "attempted",
+    "identical",
+    "equivalent",
+    "divergent",
+    "inconclusive",
+    "deferred",
+]
+
+
+def export_rows(filters: Filters) -> list[dict[str, Any]]:
+    """The filtered rollup rows as plain values, by night, project and model."""
+    rows = (
+        rollups(filters)
+        .values(
+            "date",
+            "project__slug",
+            "model",
+            *EXPORT_COUNTS,
+            "by_reason",
+            "confirmed",
+            "overturned",
+        )
+        .order_by("date", "project__slug", "model")
+    )
+    return [
+        {
+            "date": row["date"].isoformat(),
+            "project": row["project__slug"],
+            "model": row["model"],
+            **{name: row[name] for name in EXPORT_COUNTS},
+            "reached": row["attempted"] - row["inconclusive"],
+            "by_reason": row["by_reason"] or {},
+            "confirmed": row["confirmed"] or {},
+            "overturned": row["overturned"] or {},
+        }
+        for row in rows
+    ]
+
+
+def export_payload(filters: Filters) -> dict[str, Any]:
+    """The JSON export and ``GET /api/v1/trends``: the filters and their rows."""
+    return {
+        "filters": filters.as_json(),
+        "rules": {
+            "attempted": "finished replays; identical + equivalent + divergent "
+            "+ inconclusive",
+            "reached": "attempted - inconclusive",
+            "by_reason": "reason codes of inconclusive replays",
+            "confirmed/overturned": "latest human decision per replay, keyed by "
+            "the automated verdict",
+            "deferred": 'runs deferred by the budget; only on the row with model ""',
+        },
+        "rollups": export_rows(filters),
+    }
+
+
+# Spreadsheets run a cell that starts with one of these as a formula; model
+# names and reason codes are data from records, so such cells are quoted.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def export_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """One line per rollup row; reason and decision counts get a column each."""
+    reasons = sorted({key for row in rows for key in row["by_reason"]})
+    header = [
+        "date",
+        "project",
+        "model",
+        *EXPORT_COUNTS,
+        "reached",
+        *(f"reason:{reason}" for reason in reasons),
+        *(f"confirmed:{verdict}" for verdict in VERDICTS),
+        *(f"overturned:{verdict}" for verdict in VERDICTS),
+    ]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([_cell(name) for name in header])
+    for row in rows:
+        writer.writerow(
+            [
+                _cell(value)
+                for value in [
+                    row["date"],
+                    row["project"],
+                    row["model"],
+                    *(row[name] for name in EXPORT_COUNTS),
+                    row["reached"],
+                    *(row["by_reason"].get(reason, 0) for reason in reasons),
+                    *(row["confirmed"].get(v, 0) for v in VERDICTS),
+                    *(row["overturned"].get(v, 0) for v in VERDICTS),
+                ]
+            ]
+        )
+    return out.getvalue()

@@ -1,0 +1,216 @@
+"""The dashboard's reads: ``Rollup`` rows only, never the replays.
+
+``rollups_version`` is the one query a cached dashboard costs; a fresh build
+adds ``nightly_sums`` (counts, reasons and decisions per night, in one query)
+and ``model_choices``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import replace
+from datetime import date, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, Max, QuerySet
+
+from replayhub.models import Rollup
+from replayhub.trends import TRAILING_NIGHTS
+from replayhub.verdicts import INCONCLUSIVE_REASONS
+
+from .forms import Filters
+from .series import VERDICTS, NightTotals
+
+
+def rollups(filters: Filters, since: date | None = None) -> QuerySet[Rollup]:
+    """The rollup rows of the filters, from ``since`` if given."""
+    rows = Rollup.objects.filter(
+        date__gte=since or filters.since, date__lte=filters.until
+    )
+    if filters.project_id is not None:
+        rows = rows.filter(project_id=filters.project_id)
+    if filters.model:
+        rows = rows.filter(model=filters.model)
+    return rows
+
+
+def history_start(filters: Filters) -> date:
+    """The first night fetched: the p-chart's trailing window before ``since``."""
+    return filters.since - timedelta(days=TRAILING_NIGHTS)
+
+
+# Reason codes the verdict table can produce, summed as columns of one query;
+# any other code is found by the sums falling short of the inconclusive count.
+KNOWN_REASONS = sorted(str(reason) for reason in INCONCLUSIVE_REASONS)
+COUNT_COLUMNS = [
+    "attempted",
+    "identical",
+    "equivalent",
+    "divergent",
+    "inconclusive",
+    "deferred",
+]
+# One JSON key as an integer, per database. The keys written into the SQL are
+# the constants above (checked below), never data.
+_EXTRACT = {
+    "postgresql": "CAST(r.{column} ->> '{key}' AS INTEGER)",
+    "sqlite": "CAST(json_extract(r.{column}, '$.\"{key}\"') AS INTEGER)",
+}
+# Expanding a JSON object into (key, value) rows, for keys not known in advance.
+_EACH = {"postgresql": "jsonb_each_text", "sqlite": "json_each"}
+assert all(re.fullmatch(r"[a-z_]+", key) for key in [*KNOWN_REASONS, *VERDICTS])
+
+
+def _where(filters: Filters, since: date, until: date) -> tuple[str, list[Any]]:
+    adapt = connection.ops.adapt_datefield_value
+    where, params = ["r.date >= %s", "r.date <= %s"], [adapt(since), adapt(until)]
+    if filters.project_id is not None:
+        where.append("r.project_id = %s")
+        params.append(filters.project_id)
+    if filters.model:
+        where.append("r.model = %s")
+        params.append(filters.model)
+    return " AND ".join(where), params
+
+
+def nightly_sums(
+    filters: Filters,
+) -> tuple[list[NightTotals], dict[str, dict[str, int]]]:
+    """Totals per night (oldest first) and human decisions per verdict.
+
+    The nights start a trailing window before ``since``, for the p-chart's
+    limits; decisions count only from ``since``. One query, written out
+    rather than built by the ORM (compiling thirty aggregates cost more than
+    running them): the JSON counts are summed key by key in SQL, which costs
+    far less than expanding every JSON object into rows.
+    """
+    extract = _EXTRACT[connection.vendor]
+    adapt = connection.ops.adapt_datefield_value
+    where, params = _where(filters, history_start(filters), filters.until)
+    reasons_sql = [
+        f"SUM({extract.format(column='by_reason', key=reason)})"
+        for reason in KNOWN_REASONS
+    ]
+    decided_sql = [
+        f"SUM(CASE WHEN r.date >= %s THEN {extract.format(column=column, key=v)} END)"
+        for column in ("confirmed", "overturned")
+        for v in VERDICTS
+    ]
+    table = connection.ops.quote_name(Rollup._meta.db_table)
+    sql = (
+        "SELECT r.date, "  # noqa: S608 -- names and keys are the constants above
+        + ", ".join([f"SUM(r.{c})" for c in COUNT_COLUMNS] + reasons_sql + decided_sql)
+        + f" FROM {table} r WHERE {where} GROUP BY r.date ORDER BY r.date"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [adapt(filters.since)] * len(decided_sql) + params)
+        rows = cursor.fetchall()
+
+    counts = len(COUNT_COLUMNS)
+    known = len(KNOWN_REASONS)
+    decided: dict[str, dict[str, int]] = {"confirmed": {}, "overturned": {}}
+    totals = []
+    short = []
+    for row in rows:
+        night = _as_date(row[0])
+        attempted, identical, equivalent, divergent, inconclusive, deferred = row[
+            1 : 1 + counts
+        ]
+        reasons = {
+            reason: n
+            for reason, n in zip(
+                KNOWN_REASONS, row[1 + counts : 1 + counts + known], strict=True
+            )
+            if n
+        }
+        if sum(reasons.values()) < inconclusive:
+            short.append(night)
+        for i, n in enumerate(row[1 + counts + known :]):
+            if n:
+                column = "confirmed" if i < len(VERDICTS) else "overturned"
+                verdict = str(VERDICTS[i % len(VERDICTS)])
+                decided[column][verdict] = decided[column].get(verdict, 0) + n
+        totals.append(
+            NightTotals(
+                night=night,
+                attempted=attempted,
+                identical=identical,
+                equivalent=equivalent,
+                divergent=divergent,
+                inconclusive=inconclusive,
+                deferred=deferred,
+                by_reason=reasons,
+            )
+        )
+    if short:
+        # Codes outside the verdict table (data from elsewhere): count those
+        # nights key by key, whatever the keys are.
+        found = _reason_sums(filters, since=min(short), until=max(short))
+        totals = [
+            replace(n, by_reason=found.get(n.night, {})) if n.night in short else n
+            for n in totals
+        ]
+    return totals, decided
+
+
+def _reason_sums(
+    filters: Filters, *, since: date, until: date
+) -> dict[date, dict[str, int]]:
+    """Every reason key of the nights ``since``..``until``, summed per night."""
+    where, params = _where(filters, since, until)
+    table = connection.ops.quote_name(Rollup._meta.db_table)
+    each = _EACH[connection.vendor]
+    sql = (
+        "SELECT r.date, j.key, SUM(CAST(j.value AS INTEGER)) "  # noqa: S608
+        f"FROM {table} r, {each}(r.by_reason) j WHERE {where} GROUP BY r.date, j.key"
+    )
+    found: dict[date, dict[str, int]] = defaultdict(dict)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for night, key, n in cursor.fetchall():
+            if n:
+                found[_as_date(night)][key] = int(n)
+    return found
+
+
+def _as_date(value) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value))
+
+
+def model_choices(filters: Filters) -> list[str]:
+    """Models with rollups in the range (and project), for the filter."""
+    rows = Rollup.objects.filter(date__gte=filters.since, date__lte=filters.until)
+    if filters.project_id is not None:
+        rows = rows.filter(project_id=filters.project_id)
+    models = set(
+        rows.exclude(model="").values_list("model", flat=True).distinct().order_by()
+    )
+    if filters.model:
+        models.add(filters.model)
+    return sorted(models)
+
+
+def latest_rollup(filters: Filters) -> date | None:
+    rows = Rollup.objects.all()
+    if filters.project_id is not None:
+        rows = rows.filter(project_id=filters.project_id)
+    if filters.model:
+        rows = rows.filter(model=filters.model)
+    return rows.aggregate(latest=Max("date"))["latest"]
+
+
+def rollups_version(filters: Filters) -> tuple[int, int, str]:
+    """What changes whenever a rollup row the dashboard reads is rewritten.
+
+    Rollups are only ever deleted and inserted again (``rollup_range``), and an
+    inserted row always gets a higher id and a fresh ``computed_at``; a night
+    that lost its rows changes the count.
+    """
+    rows = rollups(filters, since=history_start(filters))
+    found = rows.aggregate(n=Count("id"), top=Max("id"), at=Max("computed_at"))
+    at = found["at"].isoformat() if found["at"] else ""
+    return found["n"], found["top"] or 0, at

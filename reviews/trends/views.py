@@ -1,0 +1,105 @@
+"""The trends page, its CSV and JSON exports, and ``GET /api/v1/trends``.
+
+The API's view lives here rather than in ``replayhub/api.py`` (the ingest
+API's): it serves the same payload as the JSON export.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_not_required, permission_required
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET
+
+from replayhub import roles
+
+from ..views import _partial
+from .dashboard import dashboard_context
+from .exports import export_csv, export_payload, export_rows
+from .forms import Filters, TrendsFilterForm
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends(request: HttpRequest) -> HttpResponse:
+    form = TrendsFilterForm(request.GET)
+    form.is_valid()
+    filters = form.filters()
+    context = {
+        "page": "trends",
+        "form": form,
+        "query": urlencode(filters.query()),
+        **dashboard_context(filters),
+    }
+    response = render(
+        request, _partial(request, "reviews/trends.html", "results"), context
+    )
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+def _export_filters(request: HttpRequest) -> Filters | HttpResponse:
+    form = TrendsFilterForm(request.GET)
+    if not form.is_valid():
+        errors = "; ".join(e for field in form.errors.values() for e in field)
+        return HttpResponseBadRequest(
+            f"Invalid filters: {errors}", content_type="text/plain; charset=utf-8"
+        )
+    return form.filters()
+
+
+def _export_name(filters: Filters, extension: str) -> str:
+    scope = filters.project or "all-projects"
+    return f"replayhub-trends-{scope}-{filters.since}-{filters.until}.{extension}"
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends_export_csv(request: HttpRequest) -> HttpResponse:
+    filters = _export_filters(request)
+    if isinstance(filters, HttpResponse):
+        return filters
+    response = HttpResponse(
+        export_csv(export_rows(filters)), content_type="text/csv; charset=utf-8"
+    )
+    name = _export_name(filters, "csv")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends_export_json(request: HttpRequest) -> HttpResponse:
+    filters = _export_filters(request)
+    if isinstance(filters, HttpResponse):
+        return filters
+    response = JsonResponse(export_payload(filters))
+    name = _export_name(filters, "json")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+# Session-authenticated like the pages, but an API answers 401 itself rather
+# than redirecting to the login page.
+@login_not_required
+@require_GET
+def api_trends(request: HttpRequest) -> JsonResponse:
+    if not request.user.is_authenticated:
+        return JsonResponse(
+            {"error": "log in first: this endpoint uses the browser session"},
+            status=401,
+        )
+    if not request.user.has_perm(roles.VIEW_TRENDS):
+        return JsonResponse(
+            {"error": "you do not have permission to read trends"}, status=403
+        )
+    form = TrendsFilterForm(request.GET)
+    if not form.is_valid():
+        return JsonResponse(
+            {"error": "invalid filters", "fields": form.errors.get_json_data()},
+            status=400,
+        )
+    return JsonResponse(export_payload(form.filters()))
