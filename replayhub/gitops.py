@@ -39,6 +39,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from replayhub import blobs, hunks
+
 DEFAULT_TIMEOUT = 120.0
 # Plumbing output (rev-list, name lists) is parsed whole, so exceeding this is an
 # error rather than a silent cut.
@@ -579,6 +581,9 @@ class Comparison:
     replay_paths: list[str] = field(default_factory=list)
     disallowed_paths: list[str] = field(default_factory=list)
     truncated: bool = False
+    # Path -> class (see ``hunks``) for each differing path, sorted by path.
+    hunk_classes: dict[str, str] = field(default_factory=dict)
+    substantive_files: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -610,6 +615,7 @@ def compare(
     touched (a move out of an allowed directory is still a disallowed path).
     ``truncated`` is set when any stored text (the three patches or the stat) was
     cut at ``cap_bytes``. An empty ``allowed_globs`` allows every path.
+    ``hunk_classes`` names the kind of difference of each differing path.
     """
     base_tree = scratch.resolve_tree(base)
     original_tree = scratch.resolve_tree(original_commit)
@@ -635,6 +641,7 @@ def compare(
         diff_of_diffs, diffstat, cut_dod, cut_stat = "", "", False, False
         files_changed = insertions = deletions = 0
         differing: list[str] = []
+        classes: dict[str, str] = {}
     else:
         diff_of_diffs, cut_dod = text(original_tree, replay_tree, "-M")
         diffstat, cut_stat = text(original_tree, replay_tree, "-M", "--stat=160")
@@ -643,6 +650,7 @@ def compare(
         ).stdout.decode()
         files_changed, insertions, deletions = _parse_shortstat(shortstat)
         differing = paths(original_tree, replay_tree)
+        classes = blobs.hunk_classes(scratch, original_tree, replay_tree)
 
     globs = [g for g in allowed_globs if g]
     disallowed = (
@@ -666,6 +674,8 @@ def compare(
         replay_paths=replay_paths,
         disallowed_paths=disallowed,
         truncated=cut_original or cut_replay or cut_dod or cut_stat,
+        hunk_classes=classes,
+        substantive_files=hunks.count_substantive(classes),
     )
 
 
