@@ -13,7 +13,7 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
-from replayhub import services
+from replayhub import roles, services
 from replayhub.models import (
     Comparison,
     Preflight,
@@ -28,8 +28,7 @@ from replayhub.models import (
 from replayhub.verdicts import REASON_TEXT
 
 from . import queue as review_queue
-from . import roles
-from .diffs import pair_by_path, split_files
+from .diffs import hunk_view, pair_by_path, split_files
 from .forms import DecisionForm, QueueFilterForm
 from .models import AuditEvent, Claim, Review
 from .services import (
@@ -96,6 +95,7 @@ def _queue_row(row: dict, now, project_slugs: dict[int, str]) -> dict:
         "files": files,
         "insertions": row["comparison__insertions"],
         "deletions": row["comparison__deletions"],
+        "substantive": row["comparison__substantive_files"],
         "holder": holder,
         "holder_left": holder and until(row["claim__expires_at"], now),
     }
@@ -277,6 +277,11 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
     except Comparison.DoesNotExist:
         comparison = None
     dod = _diff_section(replay, "dod")
+    hunks = hunk_view(
+        dod["by_index"],
+        getattr(comparison, "hunk_classes", None) or {},
+        hide_noise=request.GET.get("noise") == "hide",
+    )
     original = _diff_section(replay, "original")
     replayed = _diff_section(replay, "replay")
     decision_open = (
@@ -303,6 +308,7 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
         "config_drift": _config_drift(provenance),
         "prompt_sha256": hashlib.sha256(replay.run.prompt.encode()).hexdigest(),
         "dod": dod,
+        "hunks": hunks,
         "pairs": _side_by_side(original, replayed),
         "original": original,
         "replayed": replayed,
@@ -399,7 +405,8 @@ def replay_diff_file(
 @require_POST
 @permission_required(roles.DECIDE, raise_exception=True)
 def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay_or_404(replay_id)
+    # Only the id: a claim needs no diffs, and they can weigh megabytes.
+    replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
     try:
         claim_take(replay=replay, reviewer=request.user)
     except ClaimHeld as exc:
@@ -410,7 +417,7 @@ def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
 @require_POST
 @permission_required(roles.DECIDE, raise_exception=True)
 def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay_or_404(replay_id)
+    replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
     if claim_release(replay=replay, reviewer=request.user):
         messages.info(request, f"Released replay {replay.pk}.")
     return redirect("reviews:replay_detail", replay_id=replay.pk)
