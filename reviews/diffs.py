@@ -7,7 +7,10 @@ ever split and classified, and the templates escape it on the way out.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from replayhub import hunks
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"^diff --git (.+)$")
@@ -223,3 +226,79 @@ def pair_by_path(
     for index, item in enumerate(right):
         rows.setdefault(item.path, [None, None])[1] = index
     return [(path, pair[0], pair[1]) for path, pair in rows.items()]
+
+
+# What a reviewer reads for each noise class of ``replayhub.hunks``, and its
+# tooltip. Substantive files carry no badge: they are the ones to read.
+HUNK_LABELS = {
+    hunks.WHITESPACE: (
+        "whitespace only",
+        "Equal once whitespace, line endings and blank lines are ignored.",
+    ),
+    hunks.REORDERED: ("reordered lines", "The same lines in another order."),
+    hunks.PYTHON_EQUIVALENT: (
+        "same Python AST",
+        "Same syntax tree: only comments, docstrings or layout differ.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ShownFile:
+    """A file of the diff-of-diffs with its hunk class ("" when unknown)."""
+
+    index: int  # position in the whole diff, which loads the file on demand
+    file: FileDiff
+    hunk_class: str = ""
+    label: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class HunkView:
+    """The diff-of-diffs' files to show, and the counts over every class.
+
+    The counts cover every differing path that was classified, including any
+    the stored diff lost to its size cap.
+    """
+
+    files: list[ShownFile]
+    total: int
+    substantive: int
+    noise: int
+    hidden: int
+
+
+def hunk_view(
+    files: list[FileDiff], classes: Mapping[str, str], *, hide_noise: bool
+) -> HunkView:
+    """Label each file by its path's class; leave noise out when asked.
+
+    A file whose path has no class (a comparison stored before classes
+    existed, a name that decoded differently) is always shown.
+    """
+    shown = []
+    hidden = 0
+    for index, item in enumerate(files):
+        found = classes.get(item.path, "")
+        if found in hunks.NOISE and hide_noise:
+            hidden += 1
+            continue
+        label, title = HUNK_LABELS.get(found, ("", ""))
+        shown.append(
+            ShownFile(
+                index=index,
+                file=item,
+                hunk_class=found if found in hunks.CLASSES else "",
+                label=label,
+                title=title,
+            )
+        )
+    noise = sum(1 for found in classes.values() if found in hunks.NOISE)
+    return HunkView(
+        files=shown,
+        total=len(classes),
+        substantive=len(classes) - noise,
+        noise=noise,
+        hidden=hidden,
+    )

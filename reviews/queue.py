@@ -38,6 +38,8 @@ ROW_FIELDS = (
     "comparison__files_changed",
     "comparison__insertions",
     "comparison__deletions",
+    # A stored count: the per-path classes are JSON the queue never reads.
+    "comparison__substantive_files",
     "claim__expires_at",
     "claim__reviewer__username",
 )
