@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -397,20 +396,9 @@ class _Writer:
     """Stores an import's batches on a thread of its own, in order, with its own
     database connection, while the importing thread parses the next batch.
 
-    One batch waits in the queue at most, so memory stays flat. The importing
-    thread holds the GIL while it parses; the writer needs it only briefly,
-    after each wait on the database, and gets it sooner with a shorter switch
-    interval (Python's 5 ms default made the writer wait longer than the
-    database did). An error in the writer surfaces in the importing thread at
-    its next batch or at the end.
+    One batch waits in the queue at most, so memory stays flat. An error in
+    the writer surfaces in the importing thread at its next batch or at the end.
     """
-
-    SWITCH_INTERVAL = 0.001
-    # The interval is the process's: the first writer running shortens it, the
-    # last one to stop puts the previous value back.
-    _switch_lock = threading.Lock()
-    _switch_users = 0
-    _switch_saved = 0.0
 
     @staticmethod
     def usable() -> bool:
@@ -423,11 +411,6 @@ class _Writer:
         self.queue: queue.Queue[list[_Item] | None] = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
         self.stopped = False
-        with _Writer._switch_lock:
-            if _Writer._switch_users == 0:
-                _Writer._switch_saved = sys.getswitchinterval()
-                sys.setswitchinterval(min(_Writer._switch_saved, self.SWITCH_INTERVAL))
-            _Writer._switch_users += 1
         self.thread = threading.Thread(
             target=self.run, name="replayhub-import-writer", daemon=True
         )
@@ -462,10 +445,6 @@ class _Writer:
         if self.thread.is_alive():
             self.queue.put(None)
             self.thread.join()
-        with _Writer._switch_lock:
-            _Writer._switch_users -= 1
-            if _Writer._switch_users == 0:
-                sys.setswitchinterval(_Writer._switch_saved)
 
 
 def _as_integrity_error(error: BaseException) -> BaseException:

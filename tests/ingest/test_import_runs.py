@@ -478,7 +478,7 @@ def test_two_imports_of_the_same_file_at_once_store_each_run_once(
         thread.join(timeout=120)
 
     assert len(results) == 2
-    # Two writers ran at once in this process; the switch interval is back.
+    # Two writers ran at once in this process and left its switch interval alone.
     assert sys.getswitchinterval() == interval
     assert sum(r.imported for r in results) == 200
     assert sum(r.duplicates for r in results) == 200
