@@ -20,11 +20,13 @@ per second against a real repository, git included.
 Goal: at least 20,000 records/s at 100,000 lines, and the same peak memory at
 both sizes (within 16 MiB).
 
-The script creates a scratch database ``replayhub_bench_ingest`` on the server of
-``DATABASE_URL``, migrates it, and drops it when done.
+The script creates a scratch database (``replayhub_bench_ingest``, or the name
+given with ``--database``) on the server of ``DATABASE_URL``, migrates it, and
+drops it when done.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
-        .venv/bin/python benchmarks/ingest.py [--sizes 10000 100000] [--runs 5]
+        .venv/bin/python benchmarks/ingest.py [--sizes 10000 100000] [--runs 5] \\
+        [--database NAME]
 """
 
 from __future__ import annotations
@@ -408,9 +410,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--database",
+        default=SCRATCH_DB,
+        help="name of the scratch database, created and dropped (default: %(default)s)",
+    )
     args = parser.parse_args()
 
-    return in_scratch_database(SCRATCH_DB, "benchmarks/ingest.py", lambda: run(args))
+    return in_scratch_database(args.database, "benchmarks/ingest.py", lambda: run(args))
 
 
 if __name__ == "__main__":
