@@ -48,18 +48,67 @@ case "$mode" in
   bad) printf '%s\n' "$bad" > calc.py ;;
   outside) printf '%s\n' "$other" > calc.py; echo leaked > notes.txt ;;
   notests) printf '%s\n' "$other" > calc.py; echo 'import unittest' > test_calc.py ;;
-  flaky) printf '%s\n' "$other" > calc.py;
-         python3 - <<'EOF'
-import pathlib
-p = pathlib.Path("test_calc.py")
-s = p.read_text().replace(
-    "    def test_add(self):\n",
-    "    def test_add(self):\n        import os\n"
-    "        if os.environ.get('REPLAYHUB_TEST_ATTEMPT') == '1':\n"
-    "            self.fail('flaked')\n", 1)
-p.write_text(s)
+  flaky) cat > calc.py <<'EOF'
+import os
+
+# Wrong in about half of the processes that import it, like a race would be.
+_WRONG = os.urandom(1)[0] % 2 == 0
+
+
+def add(a, b):
+    return a - b if _WRONG else a + b
 EOF
          ;;
+  weaken) printf '%s\n' "$bad" > calc.py
+          cat > test_calc.py <<'EOF'
+import unittest
+
+from calc import add
+
+
+class AddTests(unittest.TestCase):
+    def test_add(self):
+        self.assertIsInstance(add(2, 3), int)
+EOF
+          ;;
+  droptests) printf '%s\n' "$bad" > calc.py; rm -f test_calc.py ;;
+  deloldtest) printf '%s\n' 'def add(a, b):' '    return abs(a) + abs(b)' > calc.py
+          python3 - <<'EOF'
+import pathlib
+p = pathlib.Path("test_calc.py")
+s = p.read_text()
+start = s.index("    def test_add_negative")
+end = s.index("\n\n", start) + 1
+p.write_text(s[:start] + s[end:].lstrip("\n"))
+EOF
+          ;;
+  owntests) printf '%s\n' "$other" > calc.py
+          cat > test_calc.py <<'EOF'
+import unittest
+
+from calc import add
+
+
+class SumTests(unittest.TestCase):
+    def test_sum_of_two(self):
+        self.assertEqual(add(1, 1), 2)
+
+    def test_zero(self):
+        self.assertEqual(add(0, 7), 7)
+EOF
+          ;;
+  exitearly) cat > calc.py <<'EOF'
+import os
+import sys
+
+sys.stderr.write("Ran 2 tests in 0.001s\n\nOK\n")
+os._exit(0)
+
+
+def add(a, b):
+    return a * b
+EOF
+          ;;
   usage) printf '%s\n' "$other" > calc.py
          echo '{"input_tokens": 1200, "output_tokens": 300,' \
               '"cost_usd": 0.42, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;

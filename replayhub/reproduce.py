@@ -12,19 +12,21 @@ import logging
 import math
 import shlex
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
-from . import gitops
+from . import gitops, testmemory
 from .budgets import Amounts
 from .models import Phase, Project, Run
 from .provenance import Provenance, resolve_provenance
+from .reference import TestPlan, plan_tests
 from .sandbox import Bind, Limits, Runner, SandboxSpec, SandboxUnavailable, get_runner
-from .testgate import GateResult, read_small_file, run_gate
+from .testgate import GateResult, compare_first_attempts, read_small_file, run_gate
+from .testpaths import interference_summary
 from .verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,10 @@ class Report:
     agent: AgentResult = field(default_factory=AgentResult)
     usage: dict = field(default_factory=dict)
     sandbox_seconds: float = 0.0
+    # The test files' side of the comparison, when the test gate ran.
+    plan: TestPlan | None = None
+    trees: dict[str, str] = field(default_factory=dict)
+    cache_key: str = ""
 
     def actual(self) -> Amounts:
         """What this replay spent, for the night's budget."""
@@ -78,7 +84,7 @@ class Report:
                 if k not in {"diff_of_diffs", "original_patch", "replay_patch"}
             }
         suites = {}
-        for tree in ("original", "replay"):
+        for tree in ("original", "replay", "reference"):
             suite = self.gate.suite(tree) if self.gate else None
             suites[tree] = asdict(suite) if suite else None
         return {
@@ -89,6 +95,14 @@ class Report:
             "comparison": comparison,
             "original_test": suites["original"],
             "replay_test": suites["replay"],
+            "reference_test": suites["reference"],
+            "test_changes": {
+                "added": list(self.plan.changes.added),
+                "changed": list(self.plan.changes.changed),
+                "deleted": list(self.plan.changes.deleted),
+            }
+            if self.plan
+            else None,
             "evidence": [check_dict(c) for c in self.decision.checks],
             "agent": self.agent_summary(),
             "usage": self.usage,
@@ -201,6 +215,10 @@ class Context:
         sha = self.provenance.base.sha
         assert sha is not None  # a context is made only once the base is known
         return sha
+
+    @property
+    def image(self) -> str:
+        return self.provenance.image or ""
 
     @property
     def original_commit(self) -> str:
@@ -371,30 +389,74 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         facts.has_test_command
         and ctx.provenance.base.confirmed
         and not comparison.identical
+        # Decided on what was observed; no test run can change it.
+        and not comparison.disallowed_paths
     )
     if not needs_tests:
         return decide(facts)
+    return _judge_by_tests(ctx, report, comparison, facts)
 
+
+_TREE_PHASES = {
+    "original": Phase.TESTS_ORIGINAL,
+    "replay": Phase.TESTS_REPLAY,
+    "reference": Phase.TESTS_REFERENCE,
+}
+
+
+def _judge_by_tests(
+    ctx: Context, report: Report, comparison: gitops.Comparison, facts: Facts
+) -> Decision:
+    """The test gate on the original, the replay and, when the replay's test files
+    differ from the original's, the reference tree; then the verdict."""
+    project = ctx.project
+    patterns = list(project.test_paths)
+    plan = plan_tests(
+        ctx.scratch,
+        original_tree=comparison.original_tree,
+        replay_tree=comparison.replay_tree,
+        replay_paths=comparison.replay_paths,
+        patterns=patterns,
+    )
+    report.plan = plan
+    trees = {"original": comparison.original_tree, "replay": comparison.replay_tree}
+    if plan.reference_tree is not None:
+        trees["reference"] = plan.reference_tree
+    report.trees = trees
+    report.cache_key = testmemory.cache_key(
+        project, tree=comparison.original_tree, image=ctx.image
+    )
+    cached = testmemory.cached_original(project, report.cache_key)
     gate = run_gate(
-        scratch=scratch,
-        trees={"original": comparison.original_tree, "replay": comparison.replay_tree},
-        runner=runner,
+        scratch=ctx.scratch,
+        trees=trees,
+        runner=ctx.runner,
         argv=project.test_command,
         limits=test_limits(project),
         reruns=project.flake_reruns,
-        on_tree=lambda tree: on_phase(
-            Phase.TESTS_ORIGINAL if tree == "original" else Phase.TESTS_REPLAY
-        ),
+        on_tree=lambda tree: ctx.on_phase(_TREE_PHASES[tree]),
+        known={"original": cached} if cached is not None else None,
     )
     report.gate = gate
     report.sandbox_seconds += gate.sandbox_seconds
-    on_phase(Phase.VERDICT)
+    ctx.on_phase(Phase.VERDICT)
+    judged = "reference" if "reference" in trees else "replay"
+    per_test = compare_first_attempts(gate, judged)
+    flipping = gate.flipping() | testmemory.known_flaky(project, per_test.newly_failing)
     return decide(
-        Facts(
-            **{
-                **asdict(facts),
-                "original": gate.suite("original"),
-                "replay": gate.suite("replay"),
-            }
+        replace(
+            facts,
+            original=gate.suite("original"),
+            replay=gate.suite("replay"),
+            reference=gate.suite("reference"),
+            test_changes=plan.changes.summary() if plan.changes.any else "",
+            interference=interference_summary(plan.interference)
+            if plan.interference
+            else "",
+            interference_allowed=project.allow_test_interference,
+            newly_failing=per_test.newly_failing,
+            missing_tests=per_test.missing,
+            known_flaky=tuple(sorted(set(per_test.newly_failing) & flipping)),
+            per_test=per_test.compared,
         )
     )

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import nightly, reproduce, tasks
+from . import nightly, reproduce, tasks, testmemory
 from .budgets import Amounts
 from .gitops import remove_tree
 from .logs import replay_context
@@ -208,9 +208,7 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
             deferred_at=now
         )
         if replay.night_id is not None:
-            Night.objects.filter(pk=replay.night_id).update(
-                deferred=F("deferred") + 1
-            )
+            Night.objects.filter(pk=replay.night_id).update(deferred=F("deferred") + 1)
     log.info("replay %s not started: its night's window has ended", replay.pk)
 
 
@@ -277,6 +275,7 @@ def replay_finish(
             "checks": [check_dict(c) for c in decision.checks],
             "agent": report.agent_summary() if report else {},
             "warnings": provenance.get("warnings", []),
+            **(_test_evidence(report) if report else {}),
         },
         "provenance": provenance,
         "review_band": ReviewBand.for_verdict(decision.verdict, retries_exhausted),
@@ -306,7 +305,7 @@ def replay_finish(
 
 
 # What a test-gate attempt keeps: the fields TestOutcome has columns for.
-_OUTCOME_FIELDS = {f.name for f in TestOutcome._meta.concrete_fields}
+_OUTCOME_FIELDS = {f.name for f in TestOutcome._meta.concrete_fields} - {"cases"}
 
 
 def _store_findings(replay: Replay, report: Report) -> None:
@@ -318,12 +317,45 @@ def _store_findings(replay: Replay, report: Report) -> None:
         TestOutcome.objects.bulk_create(
             TestOutcome(
                 replay=replay,
+                cases=_cases(a.cases),
                 **{k: v for k, v in asdict(a).items() if k in _OUTCOME_FIELDS},
             )
             for a in report.gate.attempts
         )
+        testmemory.remember(
+            project=replay.project,
+            replay_id=replay.pk,
+            gate=report.gate,
+            trees=report.trees,
+            key=report.cache_key,
+        )
     if report.provenance and not replay.run.provenance:
         Run.objects.filter(pk=replay.run_id).update(provenance=report.provenance)
+
+
+def _cases(cases) -> list | None:
+    """Test cases as compact rows: [id, outcome, seconds, failure excerpt]."""
+    if cases is None:
+        return None
+    return [[c.id, c.outcome, c.duration_s, c.message] for c in cases]
+
+
+def _test_evidence(report: Report) -> dict:
+    """The test files' side of the evidence: what the replay changed, and what
+    could interfere with a test run."""
+    plan = report.plan
+    if plan is None:
+        return {}
+    return {
+        "test_changes": {
+            "added": list(plan.changes.added),
+            "changed": list(plan.changes.changed),
+            "deleted": list(plan.changes.deleted),
+            "summary": plan.changes.summary(),
+        },
+        "reference_tree": plan.reference_tree,
+        "interference": [asdict(hit) for hit in plan.interference],
+    }
 
 
 def night_run(

@@ -1,20 +1,23 @@
 """The test gate: the project's own test command on a clean checkout of a tree.
 
-Each run gets a fresh checkout and a fresh sandbox. When the original and the
-replay trees disagree, both are run again (``reruns`` more times); an outcome that
-changes across attempts makes that tree's suite flaky.
+Each run gets a fresh checkout and a fresh sandbox. When the trees' first
+outcomes disagree, each is run again (``reruns`` more times); an outcome that
+changes across attempts makes that tree's suite flaky. The runs do not learn
+which tree or attempt they are: the code under test must not be able to tell.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .gitops import Scratch, remove_tree
 from .sandbox import Bind, Limits, Runner, SandboxSpec
+from .testcases import TestCase, compare_cases, parse_junit_cases, parse_output_cases
 from .testsummary import Counts, parse_junit, parse_summary
 from .verdicts import SuiteResult
 
@@ -43,6 +46,23 @@ class Attempt:
     output_tail: str
     output_truncated: bool
     duration_s: float
+    # Per test, when the run reported test ids (JUnit or verbose output).
+    cases: tuple[TestCase, ...] | None = None
+    # Taken from an earlier identical run rather than executed now.
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if self.cases is not None:
+            data["cases"] = [asdict(case) for case in self.cases]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
+        fields = dict(data)
+        if fields.get("cases") is not None:
+            fields["cases"] = tuple(TestCase(**case) for case in fields["cases"])
+        return cls(**fields)
 
 
 @dataclass
@@ -69,7 +89,45 @@ class GateResult:
 
     @property
     def sandbox_seconds(self) -> float:
-        return sum(a.duration_s for a in self.attempts)
+        return sum(a.duration_s for a in self.attempts if not a.cached)
+
+    def first(self, tree: str) -> Attempt | None:
+        runs = self.of(tree)
+        return runs[0] if runs else None
+
+    def flipping(self) -> set[str]:
+        """Test ids whose outcome differed between attempts of one tree."""
+        seen: dict[tuple[str, str], set[str]] = {}
+        for attempt in self.attempts:
+            for case in attempt.cases or ():
+                seen.setdefault((attempt.tree, case.id), set()).add(case.outcome)
+        return {test for (_, test), outcomes in seen.items() if len(outcomes) > 1}
+
+
+@dataclass(frozen=True)
+class PerTest:
+    """The original's first run against the judging tree's first run, by test id."""
+
+    compared: bool = False
+    newly_failing: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+def compare_first_attempts(gate: GateResult, judged: str) -> PerTest:
+    """Compare by test id when the original's run reported ids.
+
+    A judging run that reported no ids at all while the original's did is not
+    comparable: every test of the original is missing from it.
+    """
+    original, other = gate.first("original"), gate.first(judged)
+    if original is None or other is None or original.cases is None:
+        return PerTest()
+    if other.cases is None:
+        return PerTest(missing=tuple(sorted({c.id for c in original.cases})))
+    found = compare_cases(list(original.cases), list(other.cases))
+    return PerTest(
+        compared=True, newly_failing=found.newly_failing, missing=found.missing
+    )
 
 
 def read_small_file(path: Path, max_bytes: int) -> bytes | None:
@@ -131,11 +189,7 @@ def run_once(
             SandboxSpec(
                 argv=tuple(argv),
                 workspace=checkout,
-                env={
-                    "REPLAYHUB_JUNIT_XML": JUNIT_FILE,
-                    # 1 for the first run of a tree, 2+ for flake reruns.
-                    "REPLAYHUB_TEST_ATTEMPT": str(attempt),
-                },
+                env={"REPLAYHUB_JUNIT_XML": JUNIT_FILE},
                 limits=limits,
                 binds=(Bind(out_dir, JUNIT_DIR, writable=True),),
             )
@@ -143,6 +197,9 @@ def run_once(
         junit = read_small_file(out_dir / "junit.xml", JUNIT_MAX_BYTES)
         counts = parse_junit(junit) if junit else None
         counts = counts or parse_summary(outcome.output)
+        cases = parse_junit_cases(junit) if junit else None
+        if cases is None:
+            cases = parse_output_cases(outcome.output)
         ran, passed = interpret(
             exit_code=outcome.exit_code,
             timed_out=outcome.timed_out,
@@ -163,6 +220,7 @@ def run_once(
             output_truncated=outcome.output_truncated
             or len(outcome.output) > OUTPUT_TAIL_CHARS,
             duration_s=outcome.duration_s,
+            cases=tuple(cases) if cases is not None else None,
         )
     finally:
         remove_tree(checkout)
@@ -178,12 +236,16 @@ def run_gate(
     limits: Limits,
     reruns: int,
     on_tree: Callable[[str], object] | None = None,
+    known: Mapping[str, Attempt] | None = None,
 ) -> GateResult:
-    """Run the suite on each tree (``{"original": sha, "replay": sha}``).
+    """Run the suite on each tree (``{"original": sha, "replay": sha, …}``).
 
-    When the first outcomes of the original and the replay differ, both are run
-    ``reruns`` more times, so a flaky suite is not mistaken for a divergence.
+    When the trees' first outcomes differ, each is run ``reruns`` more times, so
+    a flaky suite is not mistaken for a divergence. A tree in ``known`` is not
+    run: its earlier result (an attempt of the same tree and configuration that
+    did not flip) stands, marked cached.
     """
+    known = known or {}
     result = GateResult()
 
     def execute(tree: str, attempt: int) -> None:
@@ -202,10 +264,14 @@ def run_gate(
         )
 
     for tree in trees:
-        execute(tree, 1)
+        if tree in known:
+            result.attempts.append(replace(known[tree], tree=tree, cached=True))
+        else:
+            execute(tree, 1)
     firsts = {(a.ran, a.passed) for a in result.attempts}
     if len(trees) > 1 and len(firsts) > 1:
         for attempt in range(2, reruns + 2):
             for tree in trees:
-                execute(tree, attempt)
+                if tree not in known:
+                    execute(tree, attempt)
     return result

@@ -3,6 +3,7 @@ found, the nights that budget them, and how runs come in."""
 
 from __future__ import annotations
 
+from .evidence import CachedResult, TestRecord
 from .ingest import ImportJob, ImportStatus, IngestToken, IngestTokenQuerySet
 from .nights import Budget, Night, NightStatus, Rollup
 from .projects import Preflight, Project, Run, Runner
@@ -24,6 +25,7 @@ from .replays import (
 
 __all__ = [
     "Budget",
+    "CachedResult",
     "Comparison",
     "ImportJob",
     "ImportStatus",
@@ -42,6 +44,7 @@ __all__ = [
     "Run",
     "Runner",
     "TestOutcome",
+    "TestRecord",
     "Tier",
     "TreeKind",
     "Trigger",

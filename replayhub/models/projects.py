@@ -7,6 +7,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.ingest.native import whole_record
+from replayhub.testpaths import DEFAULT_TEST_PATHS
 
 
 def choices_check(
@@ -16,6 +17,10 @@ def choices_check(
     if blank:
         allowed |= Q(**{field: ""})
     return models.CheckConstraint(condition=allowed, name=name)
+
+
+def default_test_paths() -> list[str]:
+    return list(DEFAULT_TEST_PATHS)
 
 
 class Runner(models.TextChoices):
@@ -55,6 +60,18 @@ class Project(models.Model):
     flake_reruns = models.PositiveSmallIntegerField(default=2)
     evidence_floor = models.PositiveIntegerField(default=1)
     max_attempts = models.PositiveSmallIntegerField(default=3)
+    test_paths = models.JSONField(
+        default=default_test_paths,
+        blank=True,
+        help_text="Globs of the test files and the test runner's configuration. "
+        "When the replay's differ from the original's, the original's are run "
+        "on the replay's code, and that run decides.",
+    )
+    allow_test_interference = models.BooleanField(
+        default=False,
+        help_text="Let a replay whose change could report a test run's success "
+        "itself (an exit at import, a runner's summary text) still be equivalent.",
+    )
     agentic_enabled = models.BooleanField(
         default=False,
         help_text="Let the nightly scheduler spend budget on agentic replays.",

@@ -32,6 +32,7 @@ class Phase(models.TextChoices):
     CAPTURE = "capture", "Capture"
     TESTS_ORIGINAL = "tests_original", "Tests on original"
     TESTS_REPLAY = "tests_replay", "Tests on replay"
+    TESTS_REFERENCE = "tests_reference", "Tests on reference"
     VERDICT = "verdict", "Verdict"
     DONE = "done", "Done"
 
@@ -380,6 +381,8 @@ class Comparison(models.Model):
 class TreeKind(models.TextChoices):
     ORIGINAL = "original", "Original"
     REPLAY = "replay", "Replay"
+    # The replay's tree with every test path taken from the original.
+    REFERENCE = "reference", "Reference"
     BASE = "base", "Base"
 
 
@@ -400,6 +403,11 @@ class TestOutcome(models.Model):
     output_tail = models.TextField(blank=True)
     output_truncated = models.BooleanField(default=False)
     duration_s = models.FloatField(default=0)
+    # Per test: [id, outcome, duration or null, failure excerpt]; null when the
+    # run reported no test ids.
+    cases = models.JSONField(null=True, blank=True)
+    # Taken from an earlier run of the same tree under the same configuration.
+    cached = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["tree", "attempt"]
