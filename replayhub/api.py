@@ -18,7 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from reviews import roles
+from replayhub import roles
 
 from .ingest.importer import READ_SIZE, read_chunks
 from .ingest.services import PreflightMode, runs_import
