@@ -1,8 +1,8 @@
 """Reconstruct a replay's input state: the base commit, the image, what drifted.
 
-The project repository is only read (``rev-parse``, ``merge-base``, ``rev-list``,
-``symbolic-ref``), always through :func:`replayhub.gitops.git` so the same pinned
-environment applies. Nothing a record says reaches git unless it is a hex sha.
+The project repository is only read, through :class:`replayhub.history.History`
+(GitPython with the same pinned environment as the git CLI wrapper). Nothing a
+record says reaches git unless it is a hex sha.
 
 The base rule (:func:`choose_base`) is a pure function; :func:`resolve_provenance`
 gathers its inputs from the repository.
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from replayhub.gitops import GitError, git, repository_git_dir
+from replayhub.history import History
 
 BaseSource = Literal["recorded", "fork-point", "first-parent", "none"]
 
@@ -171,6 +172,7 @@ def resolve_provenance(
     recorded_config_sha256: str | None = None,
     project_config_sha256: str | None = None,
     test_command: str | None = None,
+    history: History | None = None,
 ) -> Provenance:
     """Work out the base and the provenance warnings for one run.
 
@@ -178,8 +180,37 @@ def resolve_provenance(
     repository, no base at all) is answered with ``reproducible=False`` and a
     reason, not an exception. GitError is raised only when the repository itself
     cannot be read.
+
+    ``history`` is an open History of ``repo_path`` the caller keeps for several
+    runs (on the calling thread only: a History is not thread-safe); without
+    one, a History is opened for this call and closed before it returns, so
+    threads resolving runs side by side never share one.
     """
-    repo = _Repository(repository_git_dir(repo_path))
+    opened = History(repo_path) if history is None else nullcontext(history)
+    with opened as repo:
+        return _resolve(
+            repo,
+            original_commit=original_commit,
+            recorded_base=recorded_base,
+            default_branch=default_branch,
+            image=image,
+            recorded_config_sha256=recorded_config_sha256,
+            project_config_sha256=project_config_sha256,
+            test_command=test_command,
+        )
+
+
+def _resolve(
+    repo: History,
+    *,
+    original_commit: str | None,
+    recorded_base: str | None,
+    default_branch: str | None,
+    image: str | None,
+    recorded_config_sha256: str | None,
+    project_config_sha256: str | None,
+    test_command: str | None,
+) -> Provenance:
     warnings = _environment_warnings(
         image=image,
         recorded_config_sha256=recorded_config_sha256,
@@ -247,7 +278,7 @@ def resolve_provenance(
 
     fork_point, merge = (None, None)
     if default_tip is not None:
-        fork_point, merge = repo.fork_point(default_tip, original)
+        fork_point, merge = _fork_point(repo, default_tip, original)
     base = choose_base(
         original=original,
         recorded=recorded,
@@ -306,113 +337,51 @@ def _environment_warnings(
     return warnings
 
 
-class _Repository:
-    """Read-only queries on the project repository."""
+def _fork_point(
+    repo: History, default_tip: str, original: str
+) -> tuple[str | None, str | None]:
+    """Where the original's line of work left the default branch.
 
-    def __init__(self, git_dir: Path) -> None:
-        self.git_dir = git_dir
-        self._ancestry: dict[tuple[str, str], bool] = {}
+    Returns ``(fork_point, merge)``; ``merge`` is set when the original was
+    already merged and the fork point was found through the merge commit.
+    ``(None, None)`` when the original sits on the default branch's
+    first-parent line (committed straight onto it, or fast-forwarded), where
+    no fork point exists.
+    """
+    merge_base = repo.merge_base(default_tip, original)
+    if merge_base is None:
+        return None, None
+    if merge_base != original:
+        return merge_base, None
+    merge = _merging_commit(repo, default_tip, original)
+    if merge is None:
+        return None, None
+    first_parent = repo.commit(f"{merge}^1")
+    if first_parent is None:
+        return None, None
+    return repo.merge_base(first_parent, original), merge
 
-    def run(self, *args: str, check: bool = True) -> tuple[int, str]:
-        result = git(*args, git_dir=self.git_dir, check=check)
-        return result.returncode, result.stdout.decode("utf-8", errors="replace")
 
-    def head_branch(self) -> str | None:
-        code, out = self.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False)
-        return (out.strip() or None) if code == 0 else None
+def _merging_commit(repo: History, default_tip: str, original: str) -> str | None:
+    """The commit on the default branch's first-parent line that merged it in.
 
-    def branch_tip(self, name: str) -> str | None:
-        """The commit a branch (``main``) or other ref (``origin/main``) points at."""
-        return self.resolve(f"refs/heads/{name}") or self.resolve(name)
-
-    def commit(self, rev: str) -> str | None:
-        """Full sha of the commit ``rev`` names, or None.
-
-        A short hex name is first looked up as a ref by git; requiring the answer
-        to start with the name keeps a branch called ``abc1234`` from standing in
-        for the commit ``abc1234...``.
-        """
-        sha = self.resolve(rev)
-        if sha is not None and valid_record_sha(rev) and not sha.startswith(rev):
-            return None
-        return sha
-
-    def resolve(self, rev: str) -> str | None:
-        code, out = self.run(
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            f"{rev}^{{commit}}",
-            check=False,
-        )
-        return (out.strip() or None) if code == 0 else None
-
-    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        key = (ancestor, descendant)
-        if key not in self._ancestry:
-            code, _ = self.run(
-                "merge-base", "--is-ancestor", ancestor, descendant, check=False
-            )
-            if code not in (0, 1):
-                raise GitError(f"git merge-base --is-ancestor failed with {code}")
-            self._ancestry[key] = code == 0
-        return self._ancestry[key]
-
-    def merge_base(self, one: str, other: str) -> str | None:
-        code, out = self.run("merge-base", one, other, check=False)
-        return (out.strip() or None) if code == 0 else None
-
-    def fork_point(
-        self, default_tip: str, original: str
-    ) -> tuple[str | None, str | None]:
-        """Where the original's line of work left the default branch.
-
-        Returns ``(fork_point, merge)``; ``merge`` is set when the original was
-        already merged and the fork point was found through the merge commit.
-        ``(None, None)`` when the original sits on the default branch's
-        first-parent line (committed straight onto it, or fast-forwarded), where
-        no fork point exists.
-        """
-        merge_base = self.merge_base(default_tip, original)
-        if merge_base is None:
-            return None, None
-        if merge_base != original:
-            return merge_base, None
-        merge = self.merging_commit(default_tip, original)
-        if merge is None:
-            return None, None
-        first_parent = self.commit(f"{merge}^1")
-        if first_parent is None:
-            return None, None
-        return self.merge_base(first_parent, original), merge
-
-    def merging_commit(self, default_tip: str, original: str) -> str | None:
-        """The commit on the default branch's first-parent line that merged it in.
-
-        The candidates are the commits descending from the original and reachable
-        from the default tip (``--ancestry-path``). Walking first parents from the
-        tip through them, the last one reached is the first point of the default
-        branch's own line that contains the original. It is the merge that brought
-        the original in, unless its first parent is the original itself (then the
-        original is on that line). Merges elsewhere on the ancestry path, such as
-        merges inside the feature branch or later merges into the default branch,
-        are never picked.
-        """
-        if default_tip == original:
-            return None
-        _, out = self.run(
-            "rev-list", "--ancestry-path", "--parents", f"{original}..{default_tip}"
-        )
-        parents: dict[str, list[str]] = {}
-        for line in out.splitlines():
-            commit, *rest = line.split()
-            parents[commit] = rest
-        if default_tip not in parents:
-            return None
-        current = default_tip
-        while (first := parents[current][0] if parents[current] else None) in parents:
-            current = first
-        if first is None or first == original or len(parents[current]) < 2:
-            return None
-        return current
+    The candidates are the commits descending from the original and reachable
+    from the default tip (the ancestry path). Walking first parents from the
+    tip through them, the last one reached is the first point of the default
+    branch's own line that contains the original. It is the merge that brought
+    the original in, unless its first parent is the original itself (then the
+    original is on that line). Merges elsewhere on the ancestry path, such as
+    merges inside the feature branch or later merges into the default branch,
+    are never picked.
+    """
+    if default_tip == original:
+        return None
+    parents = repo.ancestry_path(original, default_tip)
+    if default_tip not in parents:
+        return None
+    current = default_tip
+    while (first := parents[current][0] if parents[current] else None) in parents:
+        current = first
+    if first is None or first == original or len(parents[current]) < 2:
+        return None
+    return current

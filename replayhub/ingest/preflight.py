@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from replayhub.gitops import GitError, git, repository_git_dir
+from replayhub.gitops import GitError
+from replayhub.history import History
 from replayhub.models import Preflight, Project, Run
 from replayhub.provenance import Provenance, resolve_provenance
 
@@ -162,19 +163,12 @@ def _preflight_chunk(
 
 
 def _head_branch(project: Project) -> str | None:
-    """The repository's HEAD branch, looked up once per project instead of per run."""
-    completed = git(
-        "symbolic-ref",
-        "--quiet",
-        "--short",
-        "HEAD",
-        git_dir=repository_git_dir(project.repo_path),
-        check=False,
-    )
-    if completed.returncode != 0:
-        # Detached HEAD: resolve_provenance finds that itself and says so.
-        return None
-    return completed.stdout.decode("utf-8", errors="replace").strip() or None
+    """The repository's HEAD branch, looked up once per project instead of per run.
+
+    None when HEAD is detached: resolve_provenance finds that itself and says so.
+    """
+    with History(project.repo_path) as history:
+        return history.head_branch()
 
 
 def _arguments(project: Project, run: Run, branch: str | None) -> dict[str, Any]:

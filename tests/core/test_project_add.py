@@ -1,5 +1,7 @@
 """Registering a project from the command line."""
 
+from __future__ import annotations
+
 import subprocess
 
 import pytest
@@ -77,6 +79,15 @@ def test_a_path_that_is_not_a_git_repository_is_refused(db, tmp_path):
     assert info.value.returncode == 2
     with pytest.raises(CommandError, match="is not a git repository"):
         add("shop", tmp_path / "missing")
+
+
+def test_a_bare_repository_is_registered_too(db, tmp_path):
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+
+    add("shop", bare)
+
+    assert Project.objects.get().repo_path == str(bare)
 
 
 def test_a_duplicate_slug_is_refused(db, repo):

@@ -1,9 +1,12 @@
+from __future__ import annotations
+
 import itertools
 import json
 
 import pytest
 
 from replayhub.gitops import git
+from replayhub.history import History
 from replayhub.provenance import (
     NO_ORIGINAL,
     BaseResolution,
@@ -381,6 +384,20 @@ def test_a_bare_repository_works_too(repo, tmp_path):
 
     assert result.default_branch == "main"
     assert (result.base.sha, result.base.source) == (base, "fork-point")
+
+
+def test_a_history_the_caller_keeps_open_is_used_and_left_open(repo):
+    base = repo.head()
+    original = repo.commit({"a.txt": "a\n"}, "one", branch="agent")
+    repo.checkout("main")
+
+    with History(repo.path) as history:
+        first = provenance(repo, original, history=history)
+        second = provenance(repo, original[:10], history=history)
+        assert history.commit(original) == original
+
+    assert first == second
+    assert (first.base.sha, first.base.source) == (base, "fork-point")
 
 
 def test_the_snapshot_is_json_serialisable(repo):

@@ -1,9 +1,12 @@
+from __future__ import annotations
+
 import shlex
 from pathlib import Path
 
-import git
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub.gitops import GitError
+from replayhub.history import History
 from replayhub.models import Project
 
 
@@ -54,8 +57,8 @@ class Command(BaseCommand):
             )
         path = Path(repo).expanduser().resolve()
         try:
-            git.Repo(path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            History(path).close()
+        except GitError:
             raise CommandError(
                 f"{repo} is not a git repository.", returncode=2
             ) from None
