@@ -39,6 +39,7 @@ from .models import (
     WorkerCheck,
 )
 from .reproduce import Report, check_dict
+from .testpaths import KIND_TEXT
 from .verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
@@ -354,7 +355,10 @@ def _test_evidence(report: Report) -> dict:
             "summary": plan.changes.summary(),
         },
         "reference_tree": plan.reference_tree,
-        "interference": [asdict(hit) for hit in plan.interference],
+        "interference": [
+            {**asdict(hit), "what": KIND_TEXT.get(hit.kind, hit.kind)}
+            for hit in plan.interference
+        ],
     }
 
 

@@ -18,10 +18,10 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from .gitops import glob_match
+from .globs import glob_match
 
 # Globs relative to the repository root; ``**`` crosses directories, so
-# ``**/tests/**`` also covers ``tests/**`` at the root (see gitops.glob_match).
+# ``**/tests/**`` also covers ``tests/**`` at the root (see globs.glob_match).
 DEFAULT_TEST_PATHS: tuple[str, ...] = (
     # Test directories at any depth: nested packages in a monorepo
     # (packages/api/tests/), Maven's src/test/, Jest's __tests__/, Go's testdata/

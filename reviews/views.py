@@ -3,7 +3,8 @@ from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q, Sum
+from django.db.models.functions import Least
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -21,6 +22,7 @@ from replayhub.models import (
     Replay,
     ReplayStatus,
     ReviewBand,
+    TestRecord,
     TreeKind,
     Verdict,
     WorkerCheck,
@@ -28,6 +30,7 @@ from replayhub.models import (
 from replayhub.verdicts import REASON_TEXT
 
 from . import queue as review_queue
+from .cases import CaseTable, case_table
 from .diffs import hunk_view, pair_by_path, split_files
 from .forms import DecisionForm, QueueFilterForm
 from .models import AuditEvent, Claim, Review
@@ -168,8 +171,33 @@ def projects(request: HttpRequest) -> HttpResponse:
         runs_total=Count("runs"), last_import=Max("runs__imported_at"), **by_state
     ).order_by("slug")
     return render(
-        request, "reviews/projects.html", {"page": "projects", "projects": listed}
+        request,
+        "reviews/projects.html",
+        {"page": "projects", "projects": listed, "flaky": _flaky_tests()},
     )
+
+
+FLAKY_SHOWN = 200
+
+
+def _flaky_tests() -> list[dict]:
+    """Tests seen both passing and failing on one tree, most flips first.
+
+    The flip rate is the share of a test's runs, on the trees where it flipped,
+    that went the minority's way: 0.5 is a coin toss.
+    """
+    rows = (
+        TestRecord.objects.filter(passed__gt=0, failed__gt=0)
+        .values("project__slug", "test_id")
+        .annotate(
+            minority=Sum(Least("passed", "failed")),
+            runs=Sum(F("passed") + F("failed")),
+            last_seen=Max("last_seen"),
+            replays=Sum("replays"),
+        )
+        .order_by("-minority", "project__slug", "test_id")[:FLAKY_SHOWN]
+    )
+    return [{**row, "flip_rate": row["minority"] / row["runs"]} for row in rows]
 
 
 @require_GET
@@ -270,6 +298,13 @@ def _outcomes_by_tree(replay: Replay) -> list[tuple[str, list]]:
     ]
 
 
+def _case_table(outcomes: list[tuple[str, list]]) -> CaseTable:
+    firsts = {
+        attempts[0].tree: attempts[0].cases for _, attempts in outcomes if attempts
+    }
+    return case_table(firsts)
+
+
 def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
     claim, mine = _claim_state(replay, request.user)
     try:
@@ -293,6 +328,7 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
         form = DecisionForm(verdict=replay.verdict)
     output = replay.agent_output
     provenance = replay.provenance or replay.run.provenance or {}
+    outcomes = _outcomes_by_tree(replay)
     return {
         "page": "queue",
         "replay": replay,
@@ -313,7 +349,10 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
         "original": original,
         "replayed": replayed,
         "sides_inline": original["inline"] and replayed["inline"],
-        "outcomes": _outcomes_by_tree(replay),
+        "outcomes": outcomes,
+        "cases": _case_table(outcomes),
+        "test_changes": (replay.evidence or {}).get("test_changes") or {},
+        "interference": (replay.evidence or {}).get("interference") or [],
         "agent_output": output[-AGENT_OUTPUT_SHOWN:],
         "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,
         "earlier": Replay.objects.filter(run_id=replay.run_id)

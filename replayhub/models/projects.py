@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
 from replayhub.testpaths import DEFAULT_TEST_PATHS
 
@@ -17,6 +19,18 @@ def choices_check(
     if blank:
         allowed |= Q(**{field: ""})
     return models.CheckConstraint(condition=allowed, name=name)
+
+
+def glob_list_problem(value: object) -> str:
+    """Why ``value`` is not a list of valid globs ("" when it is)."""
+    if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
+        return 'Give a list of globs, such as ["src/**", "tests/**"].'
+    for glob in value:
+        try:
+            compile_glob(glob)
+        except ValueError as error:
+            return f"{glob!r} is not a valid glob: {error}"
+    return ""
 
 
 def default_test_paths() -> list[str]:
@@ -94,6 +108,14 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def clean(self) -> None:
+        errors = {}
+        for name in ("allowed_paths", "test_paths"):
+            if problem := glob_list_problem(getattr(self, name)):
+                errors[name] = problem
+        if errors:
+            raise ValidationError(errors)
 
     @property
     def test_time_limit(self) -> int:

@@ -125,3 +125,57 @@ def test_the_command_line_prints_one_line_and_exits_2(db, repo, tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "is not a git repository" in result.stderr
+
+
+def test_test_paths_default_to_common_layouts_and_runner_configuration(db, repo):
+    add("shop", repo)
+    paths = Project.objects.get().test_paths
+    assert {"**/tests/**", "**/test_*.py", "**/conftest.py"} <= set(paths)
+    assert not Project.objects.get().allow_test_interference
+
+
+def test_test_paths_and_interference_can_be_set(db, repo):
+    call_command(
+        "project_add",
+        "shop",
+        "--repo",
+        str(repo),
+        "--test-command",
+        "make check",
+        "--agent-command",
+        "./agent.sh",
+        "--test-paths",
+        "checks/**",
+        "Makefile",
+        "--allow-test-interference",
+    )
+    project = Project.objects.get()
+    assert project.test_paths == ["checks/**", "Makefile"]
+    assert project.allow_test_interference
+
+
+@pytest.mark.parametrize("option", ["--test-paths", "--allowed-paths"])
+def test_a_malformed_glob_is_refused_and_nothing_is_saved(db, repo, option):
+    with pytest.raises(CommandError, match=f"{option}: '\\[z-a\\].py' is not a valid"):
+        call_command(
+            "project_add",
+            "shop",
+            "--repo",
+            str(repo),
+            "--test-command",
+            "pytest",
+            "--agent-command",
+            "./agent.sh",
+            option,
+            "[z-a].py",
+        )
+    assert not Project.objects.exists()
+
+
+def test_the_admin_form_refuses_a_malformed_glob(db, repo):
+    from django.core.exceptions import ValidationError
+
+    project = Project(slug="shop", repo_path=str(repo), test_paths=["ok/**", "[z-a]"])
+    with pytest.raises(ValidationError) as refused:
+        project.full_clean()
+    assert "test_paths" in refused.value.message_dict

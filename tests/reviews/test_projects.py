@@ -44,3 +44,45 @@ def test_each_project_shows_its_runs_by_preflight_state_and_its_last_import(
     assert "1 ready</div>" in rows["billing"] and "2d ago" in rows["billing"]
     assert "never" in rows["&lt;b&gt;empty&lt;/b&gt;"]
     assert "<b>empty</b>" not in html
+
+
+def test_flaky_tests_are_listed_with_their_flip_rate(client, reviewer):
+    from replayhub.models import TestRecord
+
+    shop = make_project("shop")
+    TestRecord.objects.create(
+        project=shop,
+        tree_sha="a" * 40,
+        test_id="t::coin",
+        passed=2,
+        failed=2,
+        replays=4,
+    )
+    TestRecord.objects.create(
+        project=shop,
+        tree_sha="b" * 40,
+        test_id="t::coin",
+        passed=4,
+        failed=0,
+        replays=4,
+    )
+    TestRecord.objects.create(
+        project=shop, tree_sha="a" * 40, test_id="t::<steady>", passed=5, failed=0
+    )
+    TestRecord.objects.create(
+        project=shop,
+        tree_sha="a" * 40,
+        test_id="t::<i>rare</i>",
+        passed=9,
+        failed=1,
+        replays=10,
+    )
+    client.force_login(reviewer)
+
+    html = client.get(reverse("reviews:projects")).content.decode()
+
+    flaky = html[html.index('id="flaky"') :]
+    assert "t::coin" in flaky and "50%" in flaky
+    assert "t::&lt;i&gt;rare&lt;/i&gt;" in flaky and "10%" in flaky
+    assert flaky.index("t::coin") < flaky.index("rare")
+    assert "steady" not in flaky

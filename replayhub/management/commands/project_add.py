@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from replayhub.gitops import GitError
 from replayhub.history import History
 from replayhub.models import Project
+from replayhub.models.projects import default_test_paths, glob_list_problem
 
 
 def _argv(option: str, value: str) -> list[str]:
@@ -36,6 +37,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--allowed-paths", nargs="+", action="extend", default=[], metavar="GLOB"
         )
+        parser.add_argument(
+            "--test-paths",
+            nargs="+",
+            action="extend",
+            metavar="GLOB",
+            help="The test files and the test runner's configuration (default: "
+            "the common layouts, conftest.py, pytest.ini, package.json, ...). "
+            "When a replay's differ from the original's, the original's are run "
+            "on the replay's code, and that run decides.",
+        )
+        parser.add_argument(
+            "--allow-test-interference",
+            action="store_true",
+            help="Let a replay whose change could report a test run's success "
+            "itself still be equivalent.",
+        )
         parser.add_argument("--time-limit", type=int, default=600, metavar="SECONDS")
         parser.add_argument("--default-branch", default="")
 
@@ -49,6 +66,8 @@ class Command(BaseCommand):
         allowed_paths,
         time_limit,
         default_branch,
+        test_paths,
+        allow_test_interference,
         **options,
     ):
         if Project.objects.filter(slug=slug).exists():
@@ -67,6 +86,10 @@ class Command(BaseCommand):
                 "--time-limit must be a positive number of seconds.", returncode=2
             )
         globs = [g for g in allowed_paths if g.strip()]
+        tests = default_test_paths() if test_paths is None else test_paths
+        for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
+            if problem := glob_list_problem(value):
+                raise CommandError(f"{option}: {problem}", returncode=2)
         project = Project.objects.create(
             slug=slug,
             name=slug,
@@ -76,5 +99,7 @@ class Command(BaseCommand):
             agent_command=_argv("--agent-command", agent_command),
             allowed_paths=globs,
             time_limit_seconds=time_limit,
+            test_paths=tests,
+            allow_test_interference=allow_test_interference,
         )
         self.stdout.write(f"registered project {project.slug} ({project.repo_path})")
