@@ -202,6 +202,24 @@ RUNS = [
         False,
     ),
     ("calc-012", "Implement add() again", "same", "coder-small", "good", True, True),
+    (
+        "calc-013",
+        "Implement add() and weaken its tests",
+        "weaken",
+        "coder-small",
+        "good",
+        True,
+        True,
+    ),
+    (
+        "calc-014",
+        "Implement add() with tests of its own",
+        "owntests",
+        "coder-large",
+        "good",
+        True,
+        True,
+    ),
 ]
 
 

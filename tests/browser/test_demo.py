@@ -18,7 +18,7 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
 ):
     call_command("demo", "--wait", "240")
     out = capsys.readouterr().out
-    assert "replays finished: 12/12" in out
+    assert "replays finished: 14/14" in out
     assert "demo login: reviewer /" in out and "demo login: lead /" in out
     assert "trends: " in out
 
@@ -42,4 +42,4 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
 
     # Running the demo again duplicates nothing.
     call_command("demo", "--wait", "0")
-    assert Replay.objects.count() == 12
+    assert Replay.objects.count() == 14
