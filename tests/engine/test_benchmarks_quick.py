@@ -1,0 +1,51 @@
+"""The benchmark scripts still run, at their smallest sizes.
+
+Only that they run and check what they count is asserted here: their goals are
+timings, which a test on a shared machine cannot judge (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def run_quick(script: str) -> subprocess.CompletedProcess[str]:
+    # The benchmark seeds its own SQLite database; it never sees the tests' one.
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key != "DATABASE_URL" and not key.startswith("PYTEST_")
+    }
+    return subprocess.run(
+        [sys.executable, f"benchmarks/{script}", "--quick"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_test_gate_benchmark_counts_its_test_runs_and_prints_its_ratio():
+    done = run_quick("test_gate.py")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(
+        r"^ratio cached/uncached [0-9.]+x replays per minute \(goal >= 1\.2x\)",
+        done.stdout,
+        re.MULTILINE,
+    ), done.stdout
+    table = dict(
+        re.findall(r"^(.+?(?:cached|uncached)) +([0-9]) ", done.stdout, re.MULTILINE)
+    )
+    assert table == {
+        "test files as original, cached": "1",
+        "test files as original, uncached": "2",
+        "a test file added, cached": "2",
+        "a test file added, uncached": "3",
+    }
