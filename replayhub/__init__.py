@@ -1,5 +1,7 @@
 """ReplayHub: does an agent-made change reproduce?"""
 
+from __future__ import annotations
+
 from .celery import app as celery_app
 
 __all__ = ("celery_app",)

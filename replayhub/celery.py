@@ -1,5 +1,7 @@
 """The Celery application; its configuration is the ``CELERY_*`` settings."""
 
+from __future__ import annotations
+
 import os
 
 from celery import Celery

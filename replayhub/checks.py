@@ -1,5 +1,7 @@
 """Deploy checks of ReplayHub's own (``manage.py check --deploy``)."""
 
+from __future__ import annotations
+
 from django.conf import settings
 from django.core.checks import Error, Tags, register
 

@@ -5,6 +5,8 @@ filesystem transport under ``var/``). ``DATABASE_URL`` and ``CELERY_BROKER_URL``
 switch to PostgreSQL and Redis, the production stack.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import stat

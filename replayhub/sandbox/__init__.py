@@ -1,5 +1,7 @@
 """Isolated execution of recorded agent runs; see `base` for the runner contract."""
 
+from __future__ import annotations
+
 from replayhub.sandbox.base import (
     WORKSPACE,
     Bind,

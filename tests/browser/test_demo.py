@@ -5,6 +5,8 @@ through the real worker and sandbox; one reproduction of each verdict is then
 opened from the queue (or its verdict filter) in Chromium.
 """
 
+from __future__ import annotations
+
 import pytest
 from django.core.management import call_command
 

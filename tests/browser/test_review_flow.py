@@ -1,5 +1,7 @@
 """A reviewer's queue in a real Chromium: keyboard triage, claims, roles, escaping."""
 
+from __future__ import annotations
+
 import re
 import time
 from datetime import timedelta

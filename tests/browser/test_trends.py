@@ -1,5 +1,7 @@
 """The trends dashboard in a real Chromium: it renders, it is legible, filters work."""
 
+from __future__ import annotations
+
 import random
 from datetime import date, timedelta
 

@@ -1,6 +1,8 @@
 """The upload page in a real Chromium: progress while the file goes up and is
 imported, the summary in place, a refused file explained in place."""
 
+from __future__ import annotations
+
 import re
 
 import pytest

@@ -1,5 +1,7 @@
 """A task enqueued from the web process reaches a real worker process."""
 
+from __future__ import annotations
+
 import pytest
 
 from replayhub import services

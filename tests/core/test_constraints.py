@@ -1,5 +1,7 @@
 """The database itself refuses rows that break the domain's invariants."""
 
+from __future__ import annotations
+
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone

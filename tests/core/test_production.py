@@ -1,5 +1,7 @@
 """Production readiness: deploy checks, /healthz, structured logs."""
 
+from __future__ import annotations
+
 import json
 import logging
 import subprocess

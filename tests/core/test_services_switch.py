@@ -1,5 +1,7 @@
 """CI must exercise the production stack, not the embedded defaults."""
 
+from __future__ import annotations
+
 from django.conf import settings
 from django.db import connection
 

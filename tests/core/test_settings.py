@@ -1,5 +1,7 @@
 """Settings helpers fail loudly on malformed values."""
 
+from __future__ import annotations
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 

@@ -1,5 +1,7 @@
 """Budget arithmetic and night windows, without a database."""
 
+from __future__ import annotations
+
 import itertools
 from datetime import UTC, date, datetime
 from decimal import Decimal

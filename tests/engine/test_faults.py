@@ -1,5 +1,7 @@
 """Faults mid-night: a lost worker, a broker that restarts and forgets its messages."""
 
+from __future__ import annotations
+
 import shutil
 import socket
 import subprocess

@@ -1,5 +1,7 @@
 """Hunk classes: what kind of difference two versions of one file have."""
 
+from __future__ import annotations
+
 import shutil
 import time
 

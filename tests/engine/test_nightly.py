@@ -1,5 +1,7 @@
 """The nightly scheduler: admission against the budget, deferral, ordering, settling."""
 
+from __future__ import annotations
+
 import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal

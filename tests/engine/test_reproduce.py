@@ -4,6 +4,8 @@ Each test drives one recorded run through ``services.replay_execute`` (what the
 worker does) and checks what a reviewer would see stored on the replay.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import subprocess

@@ -1,5 +1,7 @@
 """Test paths, test-file changes, and changed code that could decide a test run."""
 
+from __future__ import annotations
+
 import ast
 import dataclasses
 import time

@@ -1,5 +1,7 @@
 """The p-chart of the inconclusive rate and the reasons behind a bad night."""
 
+from __future__ import annotations
+
 from datetime import date, timedelta
 
 import pytest

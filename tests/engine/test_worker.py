@@ -1,5 +1,7 @@
 """The worker side: replays through a real Celery worker, leases, the reaper."""
 
+from __future__ import annotations
+
 import os
 import signal
 import subprocess

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import pytest
 
 from tests.ingest.records import make_project, project_repo

@@ -1,5 +1,7 @@
 """The HTTP API: pushing runs with an ingest token, reading evidence with a session."""
 
+from __future__ import annotations
+
 import hashlib
 import json
 

@@ -1,6 +1,8 @@
 """The fast path (orjson, straight-line checks) reads and refuses exactly as the
 strict path (stdlib ``json``, the field checker) does."""
 
+from __future__ import annotations
+
 import json
 
 import pytest

@@ -6,6 +6,8 @@ floats). A faster serializer must reproduce them byte for byte, or the runs
 already stored would turn into conflicts on the next import of the same file.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import math

@@ -1,5 +1,7 @@
 """``manage.py import_runs``: streaming, idempotent, nothing lost."""
 
+from __future__ import annotations
+
 import io
 import json
 import subprocess

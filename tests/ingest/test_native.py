@@ -1,5 +1,7 @@
 """The native record format, as pure functions: no database."""
 
+from __future__ import annotations
+
 import hashlib
 import json
 

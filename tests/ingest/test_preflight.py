@@ -1,5 +1,7 @@
 """Preflight on import: which runs can ever reach a verdict (real git repositories)."""
 
+from __future__ import annotations
+
 import io
 import json
 

@@ -1,6 +1,8 @@
 """One import for every entry: the API, the upload page, its job and the command
 answer the same file with the same summary and leave the same runs behind."""
 
+from __future__ import annotations
+
 import contextlib
 import io
 import json

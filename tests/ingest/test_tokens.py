@@ -1,5 +1,7 @@
 """Issuing and rotating ingest tokens: the command and the Django admin."""
 
+from __future__ import annotations
+
 import io
 
 import pytest

@@ -1,5 +1,7 @@
 """The upload page: admins import a JSONL file and see the summary, escaped."""
 
+from __future__ import annotations
+
 from datetime import timedelta
 from pathlib import Path
 

@@ -1,5 +1,7 @@
 """Every page: anonymous users are sent to log in; each role gets what it should."""
 
+from __future__ import annotations
+
 import pytest
 from django.urls import reverse
 

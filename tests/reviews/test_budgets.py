@@ -1,5 +1,7 @@
 """The budgets page: admins edit (audited), leads read, reviewers never see money."""
 
+from __future__ import annotations
+
 from datetime import timedelta
 from decimal import Decimal
 

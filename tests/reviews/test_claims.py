@@ -1,5 +1,7 @@
 """Claims: "Next" hands out the best unclaimed item, exclusively, for a while."""
 
+from __future__ import annotations
+
 import threading
 from datetime import timedelta
 

@@ -1,5 +1,7 @@
 """Decisions: confirm, overturn, rerun; each audited, then the next item opens."""
 
+from __future__ import annotations
+
 from datetime import timedelta
 
 import pytest

@@ -1,5 +1,7 @@
 """The replay detail page: everything a reviewer needs to decide, all escaped."""
 
+from __future__ import annotations
+
 import hashlib
 
 import pytest

@@ -1,5 +1,7 @@
 """Splitting git's unified diffs per file and numbering their lines."""
 
+from __future__ import annotations
+
 from reviews.diffs import ADD, CONTEXT, DEL, HUNK, NOTE, pair_by_path, split_files
 
 TWO_FILES = """\

@@ -1,5 +1,7 @@
 """Hunk classes on the detail page and in the queue: badges, counts, hiding noise."""
 
+from __future__ import annotations
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext

@@ -1,5 +1,7 @@
 """A running replay's page shows its phase and polls until it finishes."""
 
+from __future__ import annotations
+
 from django.urls import reverse
 from django.utils import timezone
 

@@ -1,5 +1,7 @@
 """The projects page: each project's set-up and where its runs stand."""
 
+from __future__ import annotations
+
 from datetime import timedelta
 
 from django.urls import reverse

@@ -1,5 +1,7 @@
 """The review queue page: band order, filters, keyset pages, cheap queries."""
 
+from __future__ import annotations
+
 from datetime import timedelta
 
 import pytest

@@ -1,5 +1,7 @@
 """The Docker runner, on the exact command it builds; a live run needs an engine."""
 
+from __future__ import annotations
+
 import shutil
 import subprocess
 from pathlib import Path

@@ -1,5 +1,7 @@
 """The seccomp filter's contents: every denied call is a real system call here."""
 
+from __future__ import annotations
+
 import platform
 
 import pyseccomp

@@ -1,5 +1,7 @@
 """Who may read trends: leads and admins; reviewers and people without a role not."""
 
+from __future__ import annotations
+
 import pytest
 from django.urls import reverse
 

@@ -1,5 +1,7 @@
 """The trends page: filters, charts with their tables, the banner, escaping, queries."""
 
+from __future__ import annotations
+
 import re
 from datetime import date, timedelta
 

@@ -1,5 +1,7 @@
 """The chart and table templates: every text escaped, coordinates never localized."""
 
+from __future__ import annotations
+
 from django.template.loader import render_to_string
 from django.test import override_settings
 

@@ -1,5 +1,7 @@
 """CSV and JSON exports, and GET /api/v1/trends: the same rollups as the page."""
 
+from __future__ import annotations
+
 import csv
 import io
 import json

@@ -1,5 +1,7 @@
 """Which night a replay belongs to, in the project's own time zone."""
 
+from __future__ import annotations
+
 from datetime import UTC, date, datetime, timedelta
 
 import pytest

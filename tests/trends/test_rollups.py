@@ -1,5 +1,7 @@
 """Rollups counted from replays: hand-counted nights, idempotence, the nightly hook."""
 
+from __future__ import annotations
+
 from datetime import UTC, date, datetime, timedelta
 
 import pytest

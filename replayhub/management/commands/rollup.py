@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
