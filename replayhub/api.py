@@ -230,6 +230,8 @@ def _comparison_json(replay: Replay, *, full: bool) -> dict[str, Any] | None:
         "differing_paths": comparison.differing_paths,
         "replay_paths": comparison.replay_paths,
         "disallowed_paths": comparison.disallowed_paths,
+        "hunk_classes": comparison.hunk_classes,
+        "substantive_files": comparison.substantive_files,
         "truncated": comparison.truncated,
     }
     if full:
@@ -249,7 +251,9 @@ def _outcome_json(outcome: TestOutcome, *, full: bool) -> dict[str, Any]:
         "timed_out": outcome.timed_out,
         "duration_s": outcome.duration_s,
         "output_truncated": outcome.output_truncated,
+        "cached": outcome.cached,
     }
     if full:
         data["output_tail"] = outcome.output_tail
+        data["cases"] = outcome.cases
     return data

@@ -367,3 +367,24 @@ def test_full_1_adds_the_diffs_and_money_shows_for_leads(client, lead, replay):
     assert data["comparison"]["replay_patch"] == "patch two"
     assert data["test_outcomes"][0]["output_tail"] == "1 failed"
     assert data["cost_usd"] == "1.2500"
+
+
+def test_a_replay_shows_its_hunk_classes_and_per_test_cases(client, lead, replay):
+    from replayhub.models import Comparison, TestOutcome
+
+    Comparison.objects.filter(replay=replay).update(
+        hunk_classes={"cart.py": "whitespace"}, substantive_files=0
+    )
+    TestOutcome.objects.filter(replay=replay).update(
+        cases=[["t::a", "failed", 0.1, "boom"]], cached=True
+    )
+    client.force_login(lead)
+    url = reverse("api_replay_detail", args=[replay.pk])
+
+    brief = client.get(url).json()
+    full = client.get(url, {"full": "1"}).json()
+
+    assert brief["comparison"]["hunk_classes"] == {"cart.py": "whitespace"}
+    assert brief["test_outcomes"][0]["cached"] is True
+    assert "cases" not in brief["test_outcomes"][0]
+    assert full["test_outcomes"][0]["cases"] == [["t::a", "failed", 0.1, "boom"]]
