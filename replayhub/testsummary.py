@@ -300,6 +300,18 @@ def parse_junit(
     The path is opened without following a final symlink, but the caller is
     still responsible for keeping it inside the workspace.
     """
+    root = read_junit(source, max_bytes)
+    return None if root is None else _junit_counts(root)
+
+
+def read_junit(
+    source: str | os.PathLike[str] | bytes, max_bytes: int = MAX_JUNIT_BYTES
+) -> ElementTree.Element | None:
+    """The root element of a JUnit XML report, read under parse_junit's rules.
+
+    None when the report is refused or is not well-formed XML; what the root
+    holds is not checked here.
+    """
     data: bytes | None
     if isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
@@ -313,10 +325,9 @@ def parse_junit(
     try:
         # Safe to parse: decoded here, so expat ignores the document's encoding
         # declaration, and refused above if it has a DTD to expand entities from.
-        root = ElementTree.fromstring(text)  # noqa: S314
+        return ElementTree.fromstring(text)  # noqa: S314
     except (ElementTree.ParseError, ValueError):
         return None
-    return _junit_counts(root)
 
 
 class _DoctypeFound(Exception):
