@@ -125,9 +125,10 @@ def compare_first_attempts(gate: GateResult, judged: str) -> PerTest:
     if other.cases is None:
         return PerTest(missing=tuple(sorted({c.id for c in original.cases})))
     found = compare_cases(list(original.cases), list(other.cases))
-    return PerTest(
-        compared=True, newly_failing=found.newly_failing, missing=found.missing
-    )
+    # A test that passed on the original and was skipped on the judging run did
+    # not run there: as missing as one it never reported.
+    missing = tuple(sorted({*found.missing, *found.newly_skipped}))
+    return PerTest(compared=True, newly_failing=found.newly_failing, missing=missing)
 
 
 def read_small_file(path: Path, max_bytes: int) -> bytes | None:
