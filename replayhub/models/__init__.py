@@ -4,6 +4,7 @@ found, the nights that budget them, and how runs come in."""
 from __future__ import annotations
 
 from .evidence import CachedResult, TestRecord
+from .gateway import EgressAttempt, ModelCall, Provider, ProviderKind
 from .ingest import ImportJob, ImportStatus, IngestToken, IngestTokenQuerySet
 from .nights import Budget, Night, NightStatus, Rollup
 from .projects import Preflight, Project, Run, Runner
@@ -27,15 +28,19 @@ __all__ = [
     "Budget",
     "CachedResult",
     "Comparison",
+    "EgressAttempt",
     "ImportJob",
     "ImportStatus",
     "IngestToken",
     "IngestTokenQuerySet",
+    "ModelCall",
     "Night",
     "NightStatus",
     "Phase",
     "Preflight",
     "Project",
+    "Provider",
+    "ProviderKind",
     "Replay",
     "ReplayQuerySet",
     "ReplayStatus",

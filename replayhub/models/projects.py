@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING, Any
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -10,6 +13,9 @@ from django.utils import timezone
 from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
 from replayhub.testpaths import DEFAULT_TEST_PATHS
+
+if TYPE_CHECKING:
+    from .gateway import Provider
 
 
 def choices_check(
@@ -30,6 +36,25 @@ def glob_list_problem(value: object) -> str:
             compile_glob(glob)
         except ValueError as error:
             return f"{glob!r} is not a valid glob: {error}"
+    return ""
+
+
+_EGRESS_ENTRY = re.compile(r"(\*\.)?[A-Za-z0-9_.-]{1,253}:(\d{1,5}|\*)")
+
+
+def egress_list_problem(value: object) -> str:
+    """Why ``value`` is not a list of ``host:port`` patterns ("" when it is)."""
+    if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
+        return 'Give a list of host:port patterns, such as ["pypi.org:443"].'
+    for entry in value:
+        if not _EGRESS_ENTRY.fullmatch(entry) or (
+            entry.rpartition(":")[2] != "*"
+            and not 0 < int(entry.rpartition(":")[2]) < 65536
+        ):
+            return (
+                f"{entry!r} is not a host:port pattern (pypi.org:443, "
+                "*.pythonhosted.org:443, 127.0.0.1:8000, host:*)"
+            )
     return ""
 
 
@@ -81,6 +106,39 @@ class Project(models.Model):
         "When the replay's differ from the original's, the original's are run "
         "on the replay's code, and that run decides.",
     )
+    # The way out of the sandbox.
+    providers: models.ManyToManyField[Provider, Any] = models.ManyToManyField(
+        "Provider",
+        blank=True,
+        related_name="projects",
+        help_text="Model providers the agent may call through the gateway.",
+    )
+    egress_agent = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="host:port patterns the agent may reach through the egress "
+        "proxy, e.g. pypi.org:443 or *.pythonhosted.org:443. Empty: none.",
+    )
+    egress_tests = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="host:port patterns the test runs may reach. Empty: none.",
+    )
+    require_recorded_model = models.BooleanField(
+        default=False,
+        help_text="A replay whose agent called another model than the record "
+        "names is inconclusive rather than only flagged.",
+    )
+    max_requests = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Model calls per replay. Empty: no cap."
+    )
+    max_cost_usd = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Model spend per replay, as the gateway measures it. Empty: no cap.",
+    )
     allow_test_interference = models.BooleanField(
         default=False,
         help_text="Let a replay whose change could report a test run's success "
@@ -113,6 +171,9 @@ class Project(models.Model):
         errors = {}
         for name in ("allowed_paths", "test_paths"):
             if problem := glob_list_problem(getattr(self, name)):
+                errors[name] = problem
+        for name in ("egress_agent", "egress_tests"):
+            if problem := egress_list_problem(getattr(self, name)):
                 errors[name] = problem
         if errors:
             raise ValidationError(errors)

@@ -63,7 +63,41 @@ def checks_for(facts: Facts) -> tuple[Check, ...]:
     checks.append(_test_changes_check(facts))
     checks.append(_interference_check(facts))
     checks.append(_per_test_check(facts))
+    checks.append(_model_check(facts))
     return tuple(checks)
+
+
+def _model_check(facts: Facts) -> Check:
+    name = "model called"
+    if not facts.models_called:
+        return Check(
+            name,
+            Outcome.UNKNOWN,
+            EvidenceClass.UNAVAILABLE,
+            "The agent made no model call through the gateway.",
+        )
+    called = names_text(tuple(sorted(set(facts.models_called))))
+    if not facts.model_recorded:
+        return Check(
+            name,
+            Outcome.UNKNOWN,
+            EvidenceClass.INDEPENDENTLY_OBSERVED,
+            f"The agent called {called}; the record names no model.",
+        )
+    if facts.other_models:
+        return Check(
+            name,
+            Outcome.FAIL,
+            EvidenceClass.INDEPENDENTLY_OBSERVED,
+            f"The agent called {called}; the record names "
+            f"{clean(facts.model_recorded)}.",
+        )
+    return Check(
+        name,
+        Outcome.PASS,
+        EvidenceClass.INDEPENDENTLY_OBSERVED,
+        f"The agent called only the recorded model, {clean(facts.model_recorded)}.",
+    )
 
 
 def _not_compared(facts: Facts) -> Check | None:

@@ -35,6 +35,8 @@ class Reason(StrEnum):
     BASELINE_FAILED = "baseline_failed"
     TESTS_MISSING = "tests_missing"
     TEST_INTERFERENCE = "test_interference"
+    MODEL_MISMATCH = "model_mismatch"
+    NETWORK_REQUIRED = "network_required"
     # Decided on observed or executed evidence.
     DISALLOWED_PATHS = "disallowed_paths"
     TESTS_AGREE = "tests_agree"
@@ -85,6 +87,8 @@ INCONCLUSIVE_REASONS: frozenset[Reason] = HARNESS_REASONS | {
     Reason.BASELINE_FAILED,
     Reason.TESTS_MISSING,
     Reason.TEST_INTERFERENCE,
+    Reason.MODEL_MISMATCH,
+    Reason.NETWORK_REQUIRED,
 }
 
 # The only verdict each reason code can come with; lets callers (admin overrides,
@@ -126,6 +130,8 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.REPLAY_FAILS_REFERENCE_TESTS: "Replay fails the original's tests",
         Reason.TESTS_MISSING: "Tests missing from the run",
         Reason.TEST_INTERFERENCE: "Change can subvert the test run",
+        Reason.MODEL_MISMATCH: "Agent called another model",
+        Reason.NETWORK_REQUIRED: "Tests needed a denied host",
         Reason.REPLAY_PASSES_TESTS: "Replay passes, original failed",
         Reason.BOTH_FAIL: "Both trees fail",
     }
@@ -163,7 +169,14 @@ class SuiteResult:
             raise ValueError("tests_executed cannot be negative")
 
 
-_SEQUENCES = ("disallowed_paths", "newly_failing", "missing_tests", "known_flaky")
+_SEQUENCES = (
+    "disallowed_paths",
+    "newly_failing",
+    "missing_tests",
+    "known_flaky",
+    "models_called",
+    "denied_hosts",
+)
 
 
 @dataclass(frozen=True)
@@ -209,6 +222,13 @@ class Facts:
     known_flaky: tuple[str, ...] = ()
     # Whether both runs reported test ids, so the runs were compared test by test.
     per_test: bool = False
+    # The model the record names, and those the agent called through the gateway
+    # (empty when the replay had no model access).
+    model_recorded: str = ""
+    models_called: tuple[str, ...] = ()
+    require_recorded_model: bool = False
+    # host:port the test runs tried to reach and the egress proxy refused.
+    denied_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.harness_failure is not None and (
@@ -230,6 +250,13 @@ class Facts:
                 # A bare string would otherwise be read as one item per character.
                 raise TypeError(f"{name} must be a sequence, not a string")
             object.__setattr__(self, name, tuple(value))
+
+    @property
+    def other_models(self) -> tuple[str, ...]:
+        """Models the agent called that are not the one the record names."""
+        if not self.model_recorded:
+            return ()
+        return tuple(m for m in self.models_called if m != self.model_recorded)
 
     @property
     def judged(self) -> SuiteResult | None:

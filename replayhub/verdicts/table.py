@@ -44,6 +44,14 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
         return inconclusive, facts.harness_failure, harness_reason(facts)
     if not base_trusted(facts):
         return inconclusive, Reason.BASE_UNTRUSTED, base_reason(facts)
+    if facts.other_models and facts.require_recorded_model:
+        return (
+            inconclusive,
+            Reason.MODEL_MISMATCH,
+            f"The agent called {names_text(facts.other_models)}, not the recorded "
+            f"{clean(facts.model_recorded)}, and the project requires the recorded "
+            "model.",
+        )
     if facts.trees_identical:
         return (
             Verdict.IDENTICAL,
@@ -96,6 +104,14 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
             inconclusive,
             Reason.FLAKY_TESTS,
             f"The test outcome flipped across reruns on {where}.",
+        )
+    if facts.denied_hosts and not (original.passed and judged.passed):
+        return (
+            inconclusive,
+            Reason.NETWORK_REQUIRED,
+            "A test run failed after the egress proxy refused "
+            f"{names_text(facts.denied_hosts)}, so the failure may be the "
+            "sandbox's, not the code's.",
         )
     if not original.passed and facts.original_recorded_passed is not False:
         return inconclusive, Reason.BASELINE_FAILED, baseline_reason(facts)

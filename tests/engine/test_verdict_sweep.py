@@ -90,6 +90,9 @@ JUDGING = (
     {"newly_failing": ("t::a",), "known_flaky": ("t::a",)},
     {"newly_failing": ("t::a", "t::b"), "known_flaky": ("t::a",)},
     {"missing_tests": ("t::b",), "per_test": True},
+    {"denied_hosts": ("pypi.org:443",)},
+    {"model_recorded": "m", "models_called": ("n",), "require_recorded_model": True},
+    {"model_recorded": "m", "models_called": ("n",)},
 )
 
 

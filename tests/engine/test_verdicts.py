@@ -390,6 +390,12 @@ REASON_EXAMPLES = {
     Reason.TEST_INTERFERENCE: facts(
         interference="calc.py line 3 exits the process at import"
     ),
+    Reason.MODEL_MISMATCH: facts(
+        model_recorded="claude-x",
+        models_called=("gpt-y",),
+        require_recorded_model=True,
+    ),
+    Reason.NETWORK_REQUIRED: facts(replay=failing(), denied_hosts=("pypi.org:443",)),
 }
 
 
@@ -527,6 +533,7 @@ def test_the_checks_are_always_the_same_list_in_the_same_order():
         "test changes",
         "test interference",
         "test ids",
+        "model called",
     ]
     for example in REASON_EXAMPLES.values():
         assert [c.name for c in decide(example).checks] == names

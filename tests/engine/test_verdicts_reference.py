@@ -117,3 +117,43 @@ def test_hostile_test_ids_stay_on_one_line_in_the_reason():
     decision = decide(facts(replay=failing(), newly_failing=("evil\nid\x1b[2J",)))
 
     assert "\n" not in decision.reason and "\x1b" not in decision.reason
+
+
+def test_another_model_is_flagged_but_does_not_decide_unless_required():
+    flagged = decide(facts(model_recorded="claude-x", models_called=("gpt-y",)))
+    refused = decide(
+        facts(
+            model_recorded="claude-x",
+            models_called=("claude-x", "gpt-y"),
+            require_recorded_model=True,
+            trees_identical=True,
+        )
+    )
+
+    assert flagged.verdict == Verdict.EQUIVALENT
+    assert check(flagged, "model called").outcome == Outcome.FAIL
+    assert "gpt-y" in check(flagged, "model called").detail
+    assert refused.reason_code == Reason.MODEL_MISMATCH
+    assert "gpt-y" in refused.reason and "claude-x" in refused.reason
+
+
+def test_the_recorded_model_alone_passes_the_model_check():
+    decision = decide(facts(model_recorded="m", models_called=("m", "m")))
+
+    assert check(decision, "model called").outcome == Outcome.PASS
+
+
+def test_a_failure_after_denied_egress_is_not_a_divergence():
+    decision = decide(
+        facts(reference=failing(), denied_hosts=("pypi.org:443", "files.x:443"))
+    )
+
+    assert decision.verdict == Verdict.INCONCLUSIVE
+    assert decision.reason_code == Reason.NETWORK_REQUIRED
+    assert "pypi.org:443" in decision.reason
+
+
+def test_denied_egress_does_not_matter_when_the_tests_pass():
+    decision = decide(facts(denied_hosts=("pypi.org:443",)))
+
+    assert decision.reason_code == Reason.TESTS_AGREE

@@ -7,8 +7,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.gitops import GitError
 from replayhub.history import History
-from replayhub.models import Project
-from replayhub.models.projects import default_test_paths, glob_list_problem
+from replayhub.models import Project, Provider
+from replayhub.models.projects import (
+    default_test_paths,
+    egress_list_problem,
+    glob_list_problem,
+)
 
 
 def _argv(option: str, value: str) -> list[str]:
@@ -48,6 +52,31 @@ class Command(BaseCommand):
             "on the replay's code, and that run decides.",
         )
         parser.add_argument(
+            "--providers",
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="NAME",
+            help="Model providers (provider_add) the agent may call.",
+        )
+        parser.add_argument(
+            "--egress-agent",
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="HOST:PORT",
+            help="Hosts the agent may reach through the egress proxy "
+            "(e.g. pypi.org:443, *.pythonhosted.org:443). Default: none.",
+        )
+        parser.add_argument(
+            "--egress-tests",
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="HOST:PORT",
+            help="Hosts the test runs may reach. Default: none.",
+        )
+        parser.add_argument(
             "--allow-test-interference",
             action="store_true",
             help="Let a replay whose change could report a test run's success "
@@ -68,6 +97,9 @@ class Command(BaseCommand):
         default_branch,
         test_paths,
         allow_test_interference,
+        providers,
+        egress_agent,
+        egress_tests,
         **options,
     ):
         if Project.objects.filter(slug=slug).exists():
@@ -90,6 +122,19 @@ class Command(BaseCommand):
         for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
             if problem := glob_list_problem(value):
                 raise CommandError(f"{option}: {problem}", returncode=2)
+        for option, value in (
+            ("--egress-agent", egress_agent),
+            ("--egress-tests", egress_tests),
+        ):
+            if problem := egress_list_problem(value):
+                raise CommandError(f"{option}: {problem}", returncode=2)
+        named = list(Provider.objects.filter(name__in=providers))
+        if missing := sorted(set(providers) - {p.name for p in named}):
+            raise CommandError(
+                f"--providers: no provider named {', '.join(map(repr, missing))} "
+                "(register it with provider_add first).",
+                returncode=2,
+            )
         project = Project.objects.create(
             slug=slug,
             name=slug,
@@ -101,5 +146,8 @@ class Command(BaseCommand):
             time_limit_seconds=time_limit,
             test_paths=tests,
             allow_test_interference=allow_test_interference,
+            egress_agent=egress_agent,
+            egress_tests=egress_tests,
         )
+        project.providers.set(named)
         self.stdout.write(f"registered project {project.slug} ({project.repo_path})")
