@@ -14,39 +14,35 @@ import pytest
 from django.core.management import call_command
 
 from replayhub import services
-from replayhub.demo import GOOD
 from replayhub.gitops import Scratch
 from replayhub.models import CachedResult, Replay, TestRecord
 from replayhub.sandbox import Limits, get_runner
 from replayhub.testgate import run_gate
 from tests.engine.scripted import (
-    make_project,
-    make_project_repo,
     make_run,
-    original_commit,
 )
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def repo(tmp_path):
-    return make_project_repo(tmp_path)
+def repo(calc_repo):
+    return calc_repo
 
 
 @pytest.fixture
-def project(repo):
-    return make_project(repo)
+def project(calc_project):
+    return calc_project
 
 
 @pytest.fixture
-def base(repo):
-    return repo.rev("main")
+def base(calc_base):
+    return calc_base
 
 
 @pytest.fixture
-def good(repo):
-    return original_commit(repo, GOOD, branch="agent/good")
+def good(calc_good):
+    return calc_good
 
 
 def replay(run) -> Replay:

@@ -19,7 +19,6 @@ from replayhub.models import Replay, ReviewBand, TestRecord
 from tests.conftest import ROOT, child_env
 from tests.engine.scripted import (
     make_project,
-    make_project_repo,
     make_run,
     original_commit,
 )
@@ -28,23 +27,23 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def repo(tmp_path):
-    return make_project_repo(tmp_path)
+def repo(calc_repo):
+    return calc_repo
 
 
 @pytest.fixture
-def project(repo):
-    return make_project(repo)
+def project(calc_project):
+    return calc_project
 
 
 @pytest.fixture
-def base(repo):
-    return repo.rev("main")
+def base(calc_base):
+    return calc_base
 
 
 @pytest.fixture
-def good(repo):
-    return original_commit(repo, GOOD, branch="agent/good")
+def good(calc_good):
+    return calc_good
 
 
 def replay(run):
