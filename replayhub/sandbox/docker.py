@@ -6,6 +6,12 @@ non-root user, every capability dropped, ``no-new-privileges``, and pids,
 memory and CPU limits enforced by the engine. The workspace is the only
 writable bind. Environment values are passed by name (``--env NAME``), so they
 appear in the docker client's environment, never on a command line.
+
+Model and egress access keep ``--network none``: the relay directory of
+:mod:`replayhub.sandbox.network` is one more read-only bind, and the argv it
+wraps starts the relay, so an image for such runs must have ``python3`` on
+PATH. Unix sockets only cross a bind mount on a Linux engine, not through a
+desktop engine's virtual machine.
 """
 
 from __future__ import annotations
