@@ -1,0 +1,10 @@
+"""A replay's ways out of the sandbox: the model gateway (``server``, speaking
+the provider APIs of ``wire``) and the egress proxy (``egress``)."""
+
+from __future__ import annotations
+
+from .calls import Caps, ModelCall, Totals
+from .providers import Upstream
+from .server import ModelGateway
+
+__all__ = ["Caps", "ModelCall", "ModelGateway", "Totals", "Upstream"]

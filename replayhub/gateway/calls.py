@@ -1,0 +1,79 @@
+"""What the gateway records of each call, and the caps it holds the totals to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Literal
+
+from . import wire
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Per-replay limits; ``None``: no limit."""
+
+    max_tokens: int | None = None
+    max_cost_usd: Decimal | None = None
+    max_requests: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call as the gateway saw it.
+
+    ``status`` is the upstream's HTTP status, the gateway's 502/504 when the
+    upstream gave none, or ``"refused"`` when the call was not forwarded;
+    ``http_status`` is what the agent got either way. Token counts are
+    ``None`` when not reported (``wire.Usage`` says what they count);
+    ``cost_usd`` is ``None`` when unknown. ``first_byte_ms`` is set for
+    streams. ``streamed``: the agent asked for a stream.
+    """
+
+    provider: str
+    kind: str
+    endpoint: str
+    model_requested: str | None
+    model_answered: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    cost_usd: Decimal | None
+    latency_ms: float
+    first_byte_ms: float | None
+    status: int | Literal["refused"]
+    http_status: int
+    error: str
+    streamed: bool
+    started_at: datetime
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What the forwarded calls added up to; the caps are checked on these.
+    ``unpriced``: calls that used tokens of a model with no price."""
+
+    requests: int = 0
+    tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    unpriced: int = 0
+
+
+@dataclass
+class Draft:
+    """A ModelCall being filled in while the call runs."""
+
+    provider: str
+    endpoint: str
+    started: float
+    started_at: datetime
+    kind: str = ""
+    model_requested: str | None = None
+    streamed: bool = False
+    usage: wire.Usage = field(default_factory=wire.Usage)
+    cost_usd: Decimal | None = None
+    first_byte: float | None = None
+    status: int | Literal["refused"] = "refused"
+    http_status: int = 0
+    error: str = ""
