@@ -109,6 +109,52 @@ def add(a, b):
     return a * b
 EOF
           ;;
+  model|chatty) MODE=$mode python3 - <<'EOF'
+import json
+import os
+import re
+import urllib.request
+
+# A real agent would loop; these calls show the way out of the sandbox.
+prompt = open(os.environ["REPLAYHUB_PROMPT_FILE"]).read()
+body = {
+    "model": os.environ.get("REPLAYHUB_MODEL") or "stand-in",
+    "max_tokens": 512,
+    "messages": [{"role": "user", "content": prompt}],
+}
+request = urllib.request.Request(
+    os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages",
+    data=json.dumps(body).encode(),
+    headers={
+        "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    },
+)
+text = ""
+for _ in range(3 if os.environ["MODE"] == "chatty" else 1):
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answer = json.load(response)
+    except urllib.error.HTTPError as error:
+        print("model refused:", error.code, error.read().decode()[:300])
+        break
+    text = "".join(part.get("text", "") for part in answer["content"])
+    print("model answered", answer.get("model"), answer.get("usage"))
+code = re.search(r"```(?:python)?\n(.*?)```", text, re.S)
+if code:
+    open("calc.py", "w").write(code.group(1))
+# One more host, which the egress proxy refuses unless the project allows it.
+try:
+    urllib.request.urlopen("https://pypi.org/simple/", timeout=10)
+except Exception as error:
+    print("pypi.org:", error)
+EOF
+         ;;
+  direct) port=$(head -n 1 "$REPLAYHUB_PROMPT_FILE" | cut -d' ' -f2)
+          python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)" "$port" \
+            && echo "direct connection: reached" || echo "direct connection: failed"
+          printf '%s\n' "$good" > calc.py ;;
   usage) printf '%s\n' "$other" > calc.py
          echo '{"input_tokens": 1200, "output_tokens": 300,' \
               '"cost_usd": 0.42, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;

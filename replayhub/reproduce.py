@@ -12,6 +12,7 @@ import logging
 import math
 import shlex
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -19,8 +20,10 @@ from typing import Any
 
 from django.conf import settings
 
-from . import gitops, testmemory
+from . import gitops, netaccess, testmemory
 from .budgets import Amounts
+from .gateway.egress import EgressAttempt
+from .gateway.server import ModelCall
 from .models import Phase, Project, Run
 from .provenance import Provenance, resolve_provenance
 from .reference import TestPlan, plan_tests
@@ -57,6 +60,11 @@ class Report:
     agent: AgentResult = field(default_factory=AgentResult)
     usage: dict = field(default_factory=dict)
     sandbox_seconds: float = 0.0
+    # Every call through the model gateway and every egress attempt.
+    model_calls: list[ModelCall] = field(default_factory=list)
+    egress: list[EgressAttempt] = field(default_factory=list)
+    # The agent's own usage file when the gateway measured the real usage.
+    usage_reported: dict = field(default_factory=dict)
     # The test files' side of the comparison, when the test gate ran.
     plan: TestPlan | None = None
     trees: dict[str, str] = field(default_factory=dict)
@@ -106,11 +114,28 @@ class Report:
             "evidence": [check_dict(c) for c in self.decision.checks],
             "agent": self.agent_summary(),
             "usage": self.usage,
+            "usage_reported": self.usage_reported,
+            "model_calls": [
+                {
+                    **_plain(asdict(call)),
+                    "model": call.model_answered or call.model_requested,
+                }
+                for call in self.model_calls
+            ],
+            "egress": [_plain(asdict(attempt)) for attempt in self.egress],
         }
 
     def agent_summary(self) -> dict:
         """What the agent phase did, without its output."""
         return {k: v for k, v in asdict(self.agent).items() if k != "output"}
+
+
+def _plain(data: dict) -> dict:
+    """JSON-ready values: decimals and times as text."""
+    return {
+        k: str(v) if isinstance(v, Decimal) or hasattr(v, "isoformat") else v
+        for k, v in data.items()
+    }
 
 
 def check_dict(check) -> dict:
@@ -159,6 +184,33 @@ def agent_argv(project: Project, caps: dict) -> list[str]:
             arg = arg.replace(placeholder, value)
         argv.append(arg)
     return argv
+
+
+def models_called(calls: list[ModelCall]) -> tuple[str, ...]:
+    """The models that answered the agent (refused calls reached none)."""
+    return tuple(
+        str(c.model_answered or c.model_requested)
+        for c in calls
+        if str(c.status).startswith("2") and (c.model_answered or c.model_requested)
+    )
+
+
+def measured_usage(calls: list[ModelCall]) -> dict:
+    """The usage the gateway measured, in the shape of the agent's usage file."""
+    costs = [c.cost_usd for c in calls if c.cost_usd is not None]
+    used = [c for c in calls if c.input_tokens or c.output_tokens]
+    usage: dict = {
+        "input_tokens": sum(c.input_tokens or 0 for c in calls),
+        "output_tokens": sum(c.output_tokens or 0 for c in calls),
+        "cached_tokens": sum(c.cached_tokens or 0 for c in calls),
+        "requests": sum(1 for c in calls if c.status != "refused"),
+        "measured_by": "gateway",
+    }
+    if costs:
+        usage["cost_usd"] = str(sum(costs, Decimal(0)))
+    if len(costs) < len(used):
+        usage["cost_unknown_for_some_calls"] = True
+    return usage
 
 
 def read_usage(path: Path) -> dict:
@@ -309,20 +361,42 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
     (io_dir / "prompt.txt").write_text(run.prompt)
 
     on_phase(Phase.AGENT)
+    env = {
+        "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
+        "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
+        "REPLAYHUB_TASK_ID": run.external_id,
+        "REPLAYHUB_MODEL": run.model,
+    }
+    argv = tuple(agent_argv(project, caps))
+    binds = [Bind(io_dir, IO_DIR, writable=True)]
+    needs = netaccess.agent_needs(project, run.provider)
+    network = None
     try:
-        outcome = runner.run(
-            SandboxSpec(
-                argv=tuple(agent_argv(project, caps)),
-                workspace=workspace,
-                env={
-                    "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
-                    "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
-                    "REPLAYHUB_TASK_ID": run.external_id,
-                },
-                limits=agent_limits(project, caps),
-                binds=(Bind(io_dir, IO_DIR, writable=True),),
+        with ExitStack() as stack:
+            if needs:
+                network = stack.enter_context(
+                    netaccess.PhaseNetwork(
+                        directory=scratch.root / "net-agent",
+                        needs=needs,
+                        phase="agent",
+                        caps=netaccess.caps_for(project, caps),
+                    )
+                )
+                env.update(network.env)
+                argv = network.wrap(argv)
+                if network.bind is not None:
+                    binds.append(network.bind)
+            outcome = runner.run(
+                SandboxSpec(
+                    argv=argv,
+                    workspace=workspace,
+                    env=env,
+                    limits=agent_limits(project, caps),
+                    binds=tuple(binds),
+                )
             )
-        )
+    except netaccess.MissingKey as exc:
+        return _inconclusive(Reason.HARNESS_ERROR, str(exc), **base_facts)
     except SandboxUnavailable as exc:
         return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **base_facts)
     report.agent = AgentResult(
@@ -335,7 +409,24 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         duration_s=outcome.duration_s,
     )
     report.sandbox_seconds += outcome.duration_s
-    report.usage = read_usage(io_dir / "usage.json")
+    reported = read_usage(io_dir / "usage.json")
+    if network is not None:
+        report.model_calls = network.calls
+        report.egress = network.attempts
+    if network is not None and network.gateway is not None:
+        # What the gateway measured is what the replay spent; the agent's own
+        # account stays beside it as what the executor supplied.
+        report.usage = measured_usage(report.model_calls)
+        report.usage_reported = reported
+    else:
+        report.usage = reported
+    if network is not None and network.cap_fired:
+        return _inconclusive(
+            Reason.CAP_FIRED,
+            f"the model gateway's {network.cap_fired} cap was reached",
+            cap_detail=f"model {network.cap_fired}",
+            **base_facts,
+        )
     if outcome.timed_out or outcome.limit_fired == "wall_time":
         return _inconclusive(
             Reason.TIMEOUT,
@@ -383,6 +474,9 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         trees_identical=comparison.identical,
         has_test_command=bool(project.test_command),
         disallowed_paths=tuple(comparison.disallowed_paths),
+        model_recorded=run.model,
+        models_called=models_called(report.model_calls),
+        require_recorded_model=project.require_recorded_model,
         **base_facts,
     )
     needs_tests = (
@@ -427,16 +521,32 @@ def _judge_by_tests(
         project, tree=comparison.original_tree, image=ctx.image
     )
     cached = testmemory.cached_original(project, report.cache_key)
-    gate = run_gate(
-        scratch=ctx.scratch,
-        trees=trees,
-        runner=ctx.runner,
-        argv=project.test_command,
-        limits=test_limits(project),
-        reruns=project.flake_reruns,
-        on_tree=lambda tree: ctx.on_phase(_TREE_PHASES[tree]),
-        known={"original": cached} if cached is not None else None,
-    )
+    needs = netaccess.test_needs(project)
+    with ExitStack() as stack:
+        network = None
+        if needs:
+            network = stack.enter_context(
+                netaccess.PhaseNetwork(
+                    directory=ctx.scratch.root / "net-tests", needs=needs, phase="tests"
+                )
+            )
+        gate = run_gate(
+            scratch=ctx.scratch,
+            trees=trees,
+            runner=ctx.runner,
+            argv=project.test_command,
+            limits=test_limits(project),
+            reruns=project.flake_reruns,
+            on_tree=lambda tree: ctx.on_phase(_TREE_PHASES[tree]),
+            known={"original": cached} if cached is not None else None,
+            network=network,
+        )
+    denied: tuple[str, ...] = ()
+    if network is not None:
+        report.egress += network.attempts
+        denied = tuple(
+            sorted({f"{a.host}:{a.port}" for a in network.attempts if not a.allowed})
+        )
     report.gate = gate
     report.sandbox_seconds += gate.sandbox_seconds
     ctx.on_phase(Phase.VERDICT)
@@ -458,5 +568,6 @@ def _judge_by_tests(
             missing_tests=per_test.missing,
             known_flaky=tuple(sorted(set(per_test.newly_failing) & flipping)),
             per_test=per_test.compared,
+            denied_hosts=denied,
         )
     )

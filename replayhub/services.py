@@ -28,6 +28,8 @@ from .gitops import remove_tree
 from .logs import replay_context
 from .models import (
     Comparison,
+    EgressAttempt,
+    ModelCall,
     Night,
     Project,
     Replay,
@@ -275,6 +277,7 @@ def replay_finish(
         "evidence": {
             "checks": [check_dict(c) for c in decision.checks],
             "agent": report.agent_summary() if report else {},
+            "usage_reported": report.usage_reported if report else {},
             "warnings": provenance.get("warnings", []),
             **(_test_evidence(report) if report else {}),
         },
@@ -330,8 +333,37 @@ def _store_findings(replay: Replay, report: Report) -> None:
             trees=report.trees,
             key=report.cache_key,
         )
+    ModelCall.objects.bulk_create(
+        ModelCall(replay=replay, **_model_call_row(call)) for call in report.model_calls
+    )
+    EgressAttempt.objects.bulk_create(
+        EgressAttempt(replay=replay, **_egress_row(attempt))
+        for attempt in report.egress
+    )
     if report.provenance and not replay.run.provenance:
         Run.objects.filter(pk=replay.run_id).update(provenance=report.provenance)
+
+
+_CALL_FIELDS = {f.name for f in ModelCall._meta.concrete_fields} - {"id", "replay"}
+_EGRESS_FIELDS = {f.name for f in EgressAttempt._meta.concrete_fields} - {
+    "id",
+    "replay",
+}
+
+
+def _model_call_row(call) -> dict:
+    row = {k: v for k, v in asdict(call).items() if k in _CALL_FIELDS}
+    for name in ("input_tokens", "output_tokens", "cached_tokens"):
+        row[name] = row.get(name) or 0
+    for name in ("model_requested", "model_answered"):
+        row[name] = str(row.get(name) or "")[:200]
+    row["status"] = str(row.get("status", ""))[:16]
+    row["error"] = str(row.get("error") or "")[:300]
+    return row
+
+
+def _egress_row(attempt) -> dict:
+    return {k: v for k, v in asdict(attempt).items() if k in _EGRESS_FIELDS}
 
 
 def _cases(cases) -> list | None:

@@ -13,13 +13,16 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .gitops import Scratch, remove_tree
 from .sandbox import Bind, Limits, Runner, SandboxSpec
 from .testcases import TestCase, compare_cases, parse_junit_cases, parse_output_cases
 from .testsummary import Counts, parse_junit, parse_summary
 from .verdicts import SuiteResult
+
+if TYPE_CHECKING:
+    from .netaccess import PhaseNetwork
 
 JUNIT_DIR = "/replayhub-out"
 JUNIT_FILE = f"{JUNIT_DIR}/junit.xml"
@@ -178,6 +181,7 @@ def run_once(
     runner: Runner,
     argv: Sequence[str],
     limits: Limits,
+    network: PhaseNetwork | None = None,
 ) -> Attempt:
     checkout = scratch.root / f"tests-{tree}-{attempt}"
     out_dir = scratch.root / f"tests-{tree}-{attempt}-out"
@@ -186,13 +190,20 @@ def run_once(
     out_dir.mkdir(parents=True)
     try:
         scratch.checkout_tree(tree_sha, checkout)
+        env = {"REPLAYHUB_JUNIT_XML": JUNIT_FILE}
+        binds = [Bind(out_dir, JUNIT_DIR, writable=True)]
+        command = tuple(argv)
+        if network is not None and network.bind is not None:
+            env.update(network.env)
+            binds.append(network.bind)
+            command = network.wrap(command)
         outcome = runner.run(
             SandboxSpec(
-                argv=tuple(argv),
+                argv=command,
                 workspace=checkout,
-                env={"REPLAYHUB_JUNIT_XML": JUNIT_FILE},
+                env=env,
                 limits=limits,
-                binds=(Bind(out_dir, JUNIT_DIR, writable=True),),
+                binds=tuple(binds),
             )
         )
         junit = read_small_file(out_dir / "junit.xml", JUNIT_MAX_BYTES)
@@ -238,6 +249,7 @@ def run_gate(
     reruns: int,
     on_tree: Callable[[str], object] | None = None,
     known: Mapping[str, Attempt] | None = None,
+    network: PhaseNetwork | None = None,
 ) -> GateResult:
     """Run the suite on each tree (``{"original": sha, "replay": sha, …}``).
 
@@ -261,6 +273,7 @@ def run_gate(
                 runner=runner,
                 argv=argv,
                 limits=limits,
+                network=network,
             )
         )
 

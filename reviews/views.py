@@ -354,6 +354,18 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
         "outcomes": outcomes,
         "cases": _case_table(outcomes),
         "test_changes": (replay.evidence or {}).get("test_changes") or {},
+        "model_calls": replay.model_calls.all(),
+        "egress": replay.egress_attempts.all(),
+        "usage_reported": (replay.evidence or {}).get("usage_reported") or {},
+        "model_warning": next(
+            (
+                check.get("detail", "")
+                for check in (replay.evidence or {}).get("checks", [])
+                if check.get("name") == "model called"
+                and check.get("outcome") == "fail"
+            ),
+            "",
+        ),
         "interference": (replay.evidence or {}).get("interference") or [],
         "agent_output": output[-AGENT_OUTPUT_SHOWN:],
         "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,

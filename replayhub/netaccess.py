@@ -1,0 +1,183 @@
+"""A sandboxed phase's only way out: the model gateway and the egress proxy.
+
+For one phase of one replay (the agent, or the test runs), this starts what the
+project allows — the model gateway for its providers (agent phase only), the
+egress proxy for its allowlisted hosts — on unix sockets in a ReplayHub-owned
+directory, and says what the sandbox gets: a read-only bind of that directory,
+the environment that points clients at it, and the argv wrapped in the relay
+that listens on 127.0.0.1 inside. Keys are read from the worker's environment
+here and handed to the gateway only; the sandbox sees a per-replay placeholder.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from types import TracebackType
+
+from .gateway.egress import EgressAttempt, EgressProxy
+from .gateway.server import Caps, ModelCall, ModelGateway, Upstream
+from .models import Project, Provider
+from .sandbox import Bind
+from .sandbox.network import relay_mount
+
+MODEL_PORT = 8790
+EGRESS_PORT = 8791
+MODEL_SOCKET = "model.sock"
+EGRESS_SOCKET = "egress.sock"
+
+
+class MissingKey(Exception):
+    """A provider's key variable is not set on this worker."""
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a phase is allowed to reach, read from the project once."""
+
+    providers: tuple[Provider, ...] = ()
+    egress: tuple[str, ...] = ()
+    recorded_provider: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.providers or self.egress)
+
+
+def agent_needs(project: Project, recorded_provider: str = "") -> Needs:
+    return Needs(
+        providers=tuple(project.providers.all()),
+        egress=tuple(project.egress_agent),
+        recorded_provider=recorded_provider,
+    )
+
+
+def test_needs(project: Project) -> Needs:
+    return Needs(egress=tuple(project.egress_tests))
+
+
+@dataclass
+class PhaseNetwork:
+    """The running gateway and proxy of one phase; a context manager."""
+
+    directory: Path
+    needs: Needs
+    phase: str
+    caps: Caps = field(default_factory=lambda: Caps(None, None, None))
+    placeholder: str = field(default_factory=lambda: f"rh-{secrets.token_urlsafe(24)}")
+    gateway: ModelGateway | None = None
+    proxy: EgressProxy | None = None
+    bind: Bind | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    _ports: dict[int, str] = field(default_factory=dict)
+    _stack: ExitStack = field(default_factory=ExitStack)
+
+    def __enter__(self) -> PhaseNetwork:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.needs.providers:
+                self._start_gateway()
+            if self.needs.egress:
+                self._start_proxy()
+            mount = relay_mount(self.directory, self._ports)
+        except BaseException:
+            self._stack.close()
+            raise
+        self.bind = mount.bind
+        self._mount = mount
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def wrap(self, argv: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        return self._mount.wrap(argv)
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        return list(self.gateway.calls) if self.gateway else []
+
+    @property
+    def attempts(self) -> list[EgressAttempt]:
+        return list(self.proxy.attempts) if self.proxy else []
+
+    @property
+    def cap_fired(self) -> str:
+        return (self.gateway.cap_fired or "") if self.gateway else ""
+
+    def _start_gateway(self) -> None:
+        upstreams = []
+        for provider in self.needs.providers:
+            key = os.environ.get(provider.key_env, "")
+            if not key:
+                raise MissingKey(
+                    f"provider {provider.name}'s key variable ${provider.key_env} "
+                    "is not set on this worker"
+                )
+            upstreams.append(
+                Upstream(
+                    name=provider.name,
+                    kind=provider.kind,
+                    base_url=provider.base_url,
+                    key=key,
+                    prices=provider.prices or {},
+                )
+            )
+        socket_path = self.directory / MODEL_SOCKET
+        self.gateway = self._stack.enter_context(
+            ModelGateway(socket_path, upstreams, self.placeholder, self.caps)
+        )
+        self._ports[MODEL_PORT] = MODEL_SOCKET
+        base = f"http://127.0.0.1:{MODEL_PORT}"
+        chosen: dict[str, Provider] = {}
+        for provider in self.needs.providers:
+            if (
+                provider.name == self.needs.recorded_provider
+                or provider.kind not in chosen
+            ):
+                chosen[provider.kind] = provider
+        for kind, provider in chosen.items():
+            if kind == "anthropic":
+                self.env["ANTHROPIC_BASE_URL"] = f"{base}/{provider.name}"
+                self.env["ANTHROPIC_API_KEY"] = self.placeholder
+            else:
+                self.env["OPENAI_BASE_URL"] = f"{base}/{provider.name}/v1"
+                self.env["OPENAI_API_KEY"] = self.placeholder
+        main = next(
+            (p for p in self.needs.providers if p.name == self.needs.recorded_provider),
+            self.needs.providers[0],
+        )
+        self.env["REPLAYHUB_MODEL_BASE_URL"] = f"{base}/{main.name}"
+        self.env["REPLAYHUB_MODEL_PROVIDER"] = main.name
+        self.env["REPLAYHUB_MODEL_API_KEY"] = self.placeholder
+
+    def _start_proxy(self) -> None:
+        socket_path = self.directory / EGRESS_SOCKET
+        self.proxy = self._stack.enter_context(
+            EgressProxy(socket_path, list(self.needs.egress), self.phase)
+        )
+        self._ports[EGRESS_PORT] = EGRESS_SOCKET
+        url = f"http://127.0.0.1:{EGRESS_PORT}"
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+            self.env[name] = url
+        # The model gateway is reached directly on loopback, not through the proxy.
+        self.env["NO_PROXY"] = self.env["no_proxy"] = "127.0.0.1,localhost"
+
+
+def caps_for(project: Project, caps: dict) -> Caps:
+    """The gateway's caps for one replay: the admitted caps, then the project's."""
+    tokens = caps.get("max_tokens") or project.max_tokens
+    money = project.max_cost_usd
+    return Caps(
+        max_tokens=int(tokens) if tokens else None,
+        max_cost_usd=Decimal(money) if money is not None else None,
+        max_requests=project.max_requests,
+    )
