@@ -37,26 +37,36 @@ class MissingKey(Exception):
 
 @dataclass(frozen=True)
 class Needs:
-    """What a phase is allowed to reach, read from the project once."""
+    """What a phase is allowed to reach, read from the project once.
+
+    ``proxy``: run the egress proxy even with an empty allowlist, so that every
+    attempt is refused *and recorded*.
+    """
 
     providers: tuple[Provider, ...] = ()
     egress: tuple[str, ...] = ()
     recorded_provider: str = ""
+    proxy: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.providers or self.egress)
+        return bool(self.providers or self.egress or self.proxy)
 
 
 def agent_needs(project: Project, recorded_provider: str = "") -> Needs:
+    providers = tuple(project.providers.all())
     return Needs(
-        providers=tuple(project.providers.all()),
+        providers=providers,
         egress=tuple(project.egress_agent),
         recorded_provider=recorded_provider,
+        # An agent with model access is a networked program: whatever else it
+        # tries to reach is worth knowing.
+        proxy=bool(providers or project.egress_agent),
     )
 
 
 def test_needs(project: Project) -> Needs:
-    return Needs(egress=tuple(project.egress_tests))
+    egress = tuple(project.egress_tests)
+    return Needs(egress=egress, proxy=bool(egress))
 
 
 @dataclass
@@ -80,7 +90,7 @@ class PhaseNetwork:
         try:
             if self.needs.providers:
                 self._start_gateway()
-            if self.needs.egress:
+            if self.needs.proxy:
                 self._start_proxy()
             mount = relay_mount(self.directory, self._ports)
         except BaseException:
