@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import re
+import select
 import socket
 import ssl
 import threading
@@ -99,19 +100,36 @@ class ConnectionPool:
         conn.sock.settimeout(self.read_timeout)
         return conn
 
+    def _take(self) -> http.client.HTTPConnection | None:
+        """An idle connection the upstream has not closed, if any."""
+        with self._lock:
+            while self._idle:
+                conn = self._idle.pop()
+                # Readable while idle: the upstream closed it (or sent what no
+                # request asked for). Either way it is not reused.
+                if (
+                    conn.sock is not None
+                    and not select.select([conn.sock], [], [], 0)[0]
+                ):
+                    return conn
+                conn.close()
+        return None
+
     def send(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
     ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Sends one request; the connection is the caller's until ``release``."""
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
+        conn = self._take()
         reused = conn is not None
         while True:
             if conn is None:
                 conn = self._connect()
             with self._lock:
                 self._busy.add(conn)
+                closed = self._closed
             try:
+                if closed:
+                    raise ConnectionAbortedError("the gateway is closing")
                 conn.putrequest(method, target, skip_accept_encoding=True)
                 for name, value in headers:
                     conn.putheader(name, value)
@@ -123,8 +141,9 @@ class ConnectionPool:
                 self.release(conn, reuse=False)
                 if not reused:
                     raise
-                # The upstream had closed the idle connection: the request never
-                # reached it, so one try on a fresh connection is safe.
+                # The upstream closed the kept-alive connection as the request
+                # went out (its idle timeout): one retry on a fresh connection,
+                # as HTTP clients do.
                 conn, reused = None, False
             except BaseException:
                 self.release(conn, reuse=False)

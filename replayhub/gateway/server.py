@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 CHUNK_BYTES = 64 * 1024
+# How long close() waits for the calls in flight (and their on_call) to end.
+CLOSE_WAIT_SECONDS = 30.0
 # A refused call's body is read and dropped up to this size.
 DRAIN_BYTES = 256 * 1024 * 1024
 
@@ -62,9 +64,16 @@ class ModelGateway:
     """Serves one replay's model calls on ``socket_path`` while open.
 
     ``calls`` holds every call, refused ones too, by the time the agent's
-    response ends; ``on_call`` gets each one after the response has ended (so a
-    slow callback never delays the agent), in the connection's thread, and has
-    had every call once ``close`` returns; exceptions it raises are logged.
+    response ends. ``on_call`` gets each one after the response has ended, in
+    the connection's thread (a slow callback delays only the next call on that
+    connection), and has had every call once ``close`` returns; exceptions it
+    raises are logged.
+
+    ``connect_timeout`` bounds connecting to an upstream (TLS handshake
+    included); ``read_timeout`` the longest the upstream may stay silent,
+    before its response or between two pieces of it (a long generation that
+    streams never hits it). A request body past ``max_body_bytes`` is refused
+    with 413.
 
     Caps are checked before a call is forwarded, on what the forwarded calls
     measured: a call is refused (429) once the tokens or the cost reached their
@@ -170,6 +179,8 @@ class ModelGateway:
         server.end_connections()
         for pool in self._pools.values():
             pool.close()
+        if not server.wait_done(CLOSE_WAIT_SECONDS):
+            logger.error("model gateway: calls still running after close")
         server.server_close()
         if self._thread is not None:
             self._thread.join()
@@ -270,28 +281,44 @@ class ModelGateway:
 
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
-    # server_close() waits for the connections' threads, so every on_call has
-    # run by the time ModelGateway.close() returns.
-    block_on_close = True
+    block_on_close = False  # it would not wait for daemon threads anyway
     request_queue_size = 64
 
     def __init__(self, path: str, gateway: ModelGateway) -> None:
         self.gateway = gateway
         self._active: set[socket.socket] = set()
-        self._active_lock = threading.Lock()
+        self._running = 0
+        self._changed = threading.Condition()
         super().__init__(path, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        # Registered before its thread starts, so end_connections() cannot miss
-        # a connection whose thread has not run yet.
-        with self._active_lock:
+        # Counted before its thread starts, so neither end_connections() nor
+        # wait_done() can miss a connection whose thread has not run yet.
+        with self._changed:
             self._active.add(request)
-        super().process_request(request, client_address)
+            self._running += 1
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._done(request)
+            raise
 
-    def shutdown_request(self, request: Any) -> None:
-        with self._active_lock:
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._done(request)
+
+    def _done(self, request: Any) -> None:
+        with self._changed:
             self._active.discard(request)
-        super().shutdown_request(request)
+            self._running -= 1
+            self._changed.notify_all()
+
+    def wait_done(self, timeout: float) -> bool:
+        """Waits for the connections' threads to end (and their on_call)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._running == 0, timeout)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):
@@ -304,7 +331,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
         )
 
     def end_connections(self) -> None:
-        with self._active_lock:
+        with self._changed:
             active = list(self._active)
         for sock in active:
             with contextlib.suppress(OSError):

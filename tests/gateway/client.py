@@ -1,12 +1,22 @@
-"""The agent's side: HTTP over the gateway's unix socket, and the requests an
-SDK of each API would send."""
+"""The agent's side: HTTP over the gateway's unix socket, the requests an SDK
+of each API would send, and calls to the ``claude`` and ``gpt`` providers of
+the tests' gateways."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import secrets
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from replayhub.gateway import ModelGateway
+
+# Random per run, so finding it upstream proves a leak, not a coincidence.
+PLACEHOLDER = "replayhub-placeholder-" + secrets.token_hex(8)
+MESSAGES = "/claude/v1/messages"
+CHAT = "/gpt/v1/chat/completions"
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -86,3 +96,34 @@ def events(body: bytes) -> list[dict[str, Any]]:
         if line.startswith("data: ") and line != "data: [DONE]":
             found.append(json.loads(line[6:]))
     return found
+
+
+def agent(gateway: ModelGateway) -> UnixHTTPConnection:
+    return UnixHTTPConnection(gateway.socket_path)
+
+
+def ask_claude(gateway, text="hello there world", *, stream=False, key=PLACEHOLDER):
+    return call(
+        agent(gateway),
+        "POST",
+        MESSAGES,
+        messages_body(text, stream=stream),
+        anthropic_headers(key),
+    )
+
+
+def ask_gpt(gateway, text="hello there world", *, stream=False, key=PLACEHOLDER):
+    return call(
+        agent(gateway),
+        "POST",
+        CHAT,
+        chat_body(text, stream=stream),
+        openai_headers(key),
+    )
+
+
+def error_message(kind: str, body: bytes) -> str:
+    data = json.loads(body)
+    if kind == "anthropic":
+        assert data["type"] == "error"
+    return data["error"]["message"]

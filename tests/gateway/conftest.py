@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -13,11 +12,9 @@ from typing import Any
 import pytest
 
 from replayhub.gateway import Caps, ModelGateway, Upstream
-from tests.gateway.upstream import FakeProvider
+from tests.gateway.client import PLACEHOLDER
+from tests.gateway.upstream import REAL_KEY, FakeProvider
 
-# Random per run, so finding one in an output proves a leak, not a coincidence.
-REAL_KEY = "sk-real-" + secrets.token_hex(16)
-PLACEHOLDER = "replayhub-placeholder-" + secrets.token_hex(8)
 PRICES = {
     "claude-test": {"input": "3", "output": "15", "cached": "0.3"},
     "claude-other": {"input": "1", "output": "5"},

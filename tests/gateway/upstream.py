@@ -13,18 +13,23 @@ the status line), ``event_delay`` (between stream events), ``hold`` (an event
 a stream waits on after its first event), ``answer_model`` (answer as another
 model), ``cached_tokens`` (input tokens reported as read from cache),
 ``leak_key`` (put the key it received in the reply, as a careless upstream
-might).
+might), ``drop_idle`` (close each connection after its response without
+saying so, as a server whose keep-alive timeout ran out does).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+# Random per run, so finding it in an output proves a leak, not a coincidence.
+REAL_KEY = "sk-real-" + secrets.token_hex(16)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class FakeProvider:
         self.answer_model: str | None = None
         self.cached_tokens = 0
         self.leak_key = False
+        self.drop_idle = False
         self.record = True
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
@@ -123,6 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         fake = self.fake
+        self.close_connection = fake.drop_idle
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         if fake.record:
