@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -13,9 +13,6 @@ from django.utils import timezone
 from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
 from replayhub.testpaths import DEFAULT_TEST_PATHS
-
-if TYPE_CHECKING:
-    from .gateway import Provider
 
 
 def choices_check(
@@ -107,7 +104,7 @@ class Project(models.Model):
         "on the replay's code, and that run decides.",
     )
     # The way out of the sandbox.
-    providers: models.ManyToManyField[Provider, Any] = models.ManyToManyField(
+    providers: models.ManyToManyField[Any, Any] = models.ManyToManyField(
         "Provider",
         blank=True,
         related_name="projects",
