@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 from replayhub.gateway import Caps, ModelGateway, Upstream  # noqa: E402
+from replayhub.gateway.standin import StandInProvider  # noqa: E402
 from tests.gateway.client import (  # noqa: E402
     UnixHTTPConnection,
     anthropic_headers,
@@ -50,7 +51,6 @@ from tests.gateway.client import (  # noqa: E402
     messages_body,
     openai_headers,
 )
-from tests.gateway.upstream import FakeProvider  # noqa: E402
 
 GOAL_MS = 2.0
 KEY = "sk-bench-real-key"
@@ -214,7 +214,7 @@ def main() -> int:
 
 
 def measure(*, calls: int, socket_dir: str, enforce: bool) -> int:
-    with FakeProvider(KEY) as upstream:
+    with StandInProvider(KEY) as upstream:
         upstream.record = False
         providers = [
             Upstream("claude", "anthropic", upstream.base_url, KEY, PRICES),

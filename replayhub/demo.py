@@ -152,7 +152,8 @@ except Exception as error:
 EOF
          ;;
   direct) port=$(head -n 1 "$REPLAYHUB_PROMPT_FILE" | cut -d' ' -f2)
-          python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)" "$port" \
+          python3 -c "import socket, sys
+socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)" "$port" \
             && echo "direct connection: reached" || echo "direct connection: failed"
           printf '%s\n' "$good" > calc.py ;;
   usage) printf '%s\n' "$other" > calc.py
@@ -266,7 +267,23 @@ RUNS = [
         True,
         True,
     ),
+    (
+        "calc-015",
+        "Implement add() with a model's help",
+        "model",
+        "coder-large",
+        "good",
+        True,
+        True,
+    ),
 ]
+
+# The stand-in model API repeats the prompt, so a prompt for it carries the
+# answer a real model would give.
+STAND_IN_NOTE = (
+    "\n\n(The demo's model is a stand-in that answers by repeating this prompt, "
+    "so the answer is written here:)\n```python\n" + GOOD + "```\n"
+)
 
 
 def build_repository(path) -> dict[str, str]:
@@ -331,7 +348,8 @@ def records(commits: dict[str, str]) -> list[dict]:
             "project": "demo",
             "external_id": external_id,
             "title": title,
-            "prompt": f"{prompt}\n\n{title}. Make the tests in test_calc.py pass.",
+            "prompt": f"{prompt}\n\n{title}. Make the tests in test_calc.py pass."
+            + (STAND_IN_NOTE if prompt == "model" else ""),
             "provider": "acme",
             "model": model,
             "effort": "medium",

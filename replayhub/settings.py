@@ -339,3 +339,8 @@ REPLAYHUB_IMPORT_STALE_SECONDS = env_int("REPLAYHUB_IMPORT_STALE_SECONDS", 600)
 # The API and the upload page preflight at most this many pending runs per
 # request (git runs per run); the rest stay pending for the next import.
 REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)
+
+# The demo's stand-in model API (``manage.py demo_model``, started by
+# ``./dev run``) and the variable that holds its key on the workers.
+REPLAYHUB_DEMO_MODEL_URL = env_str("REPLAYHUB_DEMO_MODEL_URL", "http://127.0.0.1:8765")
+DEMO_MODEL_KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"

@@ -16,6 +16,9 @@ from django.contrib.auth.models import Group, User
 from replayhub import roles
 
 ROOT = Path(__file__).resolve().parent.parent
+# The demo's stand-in model key, set before any worker starts so that the
+# workers hold it the way they hold a provider's key.
+os.environ.setdefault("REPLAYHUB_DEMO_MODEL_KEY", "demo-key-for-the-tests")
 REQUIRE_SERVICES = os.environ.get("REPLAYHUB_REQUIRE_SERVICES") == "1"
 
 

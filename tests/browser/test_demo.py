@@ -7,20 +7,31 @@ opened from the queue (or its verdict filter) in Chromium.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.core.management import call_command
 
+from replayhub.gateway.standin import StandInProvider
 from replayhub.models import Replay
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def standin(settings):
+    """The demo's stand-in model API, as ``./dev run`` serves it."""
+    with StandInProvider(key=os.environ["REPLAYHUB_DEMO_MODEL_KEY"]) as server:
+        settings.REPLAYHUB_DEMO_MODEL_URL = server.base_url
+        yield server
+
+
 def test_one_reproduction_of_each_verdict_opens_from_the_queue(
-    celery_worker, admin_user, login, screenshot, capsys
+    celery_worker, admin_user, login, screenshot, capsys, standin
 ):
     call_command("demo", "--wait", "240")
     out = capsys.readouterr().out
-    assert "replays finished: 14/14" in out
+    assert "replays finished: 15/15" in out
     assert "demo login: reviewer /" in out and "demo login: lead /" in out
     assert "trends: " in out
 
@@ -38,10 +49,19 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
         assert replay.reason_code in page.content()
         screenshot(page, f"demo-{verdict}")
 
+    # The replay whose agent asked the stand-in model shows what the gateway
+    # measured and the host it was refused.
+    with_model = Replay.objects.get(run__external_id="calc-015")
+    assert with_model.verdict == "identical"
+    page.goto(f"/replays/{with_model.pk}/")
+    assert page.locator("#model-calls").is_visible()
+    assert "pypi.org:443" in page.locator("#network").inner_text()
+    screenshot(page, "demo-model-calls")
+
     page.goto("/trends/")
     assert "No rollups" not in page.content()
     screenshot(page, "demo-trends")
 
     # Running the demo again duplicates nothing.
     call_command("demo", "--wait", "0")
-    assert Replay.objects.count() == 14
+    assert Replay.objects.count() == 15

@@ -15,9 +15,9 @@ from django.core.management import call_command
 
 from replayhub import services
 from replayhub.demo import GOOD, TESTS
+from replayhub.gateway.standin import StandInProvider
 from replayhub.models import EgressAttempt, ModelCall, Provider, Replay
 from tests.engine.scripted import make_run, original_commit
-from tests.gateway.upstream import FakeProvider
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ PROMPT = f"model\n\nImplement add() in calc.py:\n```python\n{GOOD}```\n"
 @pytest.fixture
 def provider(monkeypatch):
     monkeypatch.setenv(KEY_ENV, REAL_KEY)
-    with FakeProvider(key=REAL_KEY) as fake:
+    with StandInProvider(key=REAL_KEY) as fake:
         yield fake
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from replayhub.gateway import Caps, ModelGateway, Upstream
+from replayhub.gateway.standin import REAL_KEY, StandInProvider
 from tests.gateway.client import PLACEHOLDER
-from tests.gateway.upstream import REAL_KEY, FakeProvider
 
 PRICES = {
     "claude-test": {"input": "3", "output": "15", "cached": "0.3"},
@@ -25,8 +25,8 @@ MakeGateway = Callable[..., ModelGateway]
 
 
 @pytest.fixture
-def upstream() -> Iterator[FakeProvider]:
-    with FakeProvider(key=REAL_KEY) as fake:
+def upstream() -> Iterator[StandInProvider]:
+    with StandInProvider(key=REAL_KEY) as fake:
         yield fake
 
 
@@ -48,7 +48,7 @@ def providers(base_url: str, prices: dict[str, Any] | None = None) -> list[Upstr
 
 
 @pytest.fixture
-def make_gateway(upstream: FakeProvider, socket_dir: Path) -> Iterator[MakeGateway]:
+def make_gateway(upstream: StandInProvider, socket_dir: Path) -> Iterator[MakeGateway]:
     opened: list[ModelGateway] = []
     numbers = itertools.count()
 

@@ -15,6 +15,7 @@ from decimal import Decimal
 import pytest
 
 from replayhub.gateway import Caps, ModelCall, Upstream
+from replayhub.gateway.standin import REAL_KEY, StandInProvider
 from tests.gateway.client import (
     CHAT,
     MESSAGES,
@@ -30,7 +31,6 @@ from tests.gateway.client import (
     openai_headers,
 )
 from tests.gateway.conftest import providers
-from tests.gateway.upstream import REAL_KEY, FakeProvider
 
 # Refusals
 
@@ -338,7 +338,7 @@ def self_signed_upstream(socket_dir):
         capture_output=True,
         timeout=60,
     )
-    with FakeProvider(REAL_KEY) as fake:
+    with StandInProvider(REAL_KEY) as fake:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         fake._server.socket = context.wrap_socket(fake._server.socket, server_side=True)

@@ -14,6 +14,7 @@ import pytest
 
 from replayhub.gateway import Caps, ModelCall, ModelGateway, Upstream
 from replayhub.gateway import providers as providers_module
+from replayhub.gateway.standin import REAL_KEY
 from tests.gateway.client import (
     CHAT,
     MESSAGES,
@@ -29,7 +30,6 @@ from tests.gateway.client import (
     openai_headers,
 )
 from tests.gateway.conftest import PRICES, providers
-from tests.gateway.upstream import REAL_KEY
 
 # Forwarding and metering
 

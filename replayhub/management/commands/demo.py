@@ -16,7 +16,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from replayhub import demo, roles, services
-from replayhub.models import Project, Replay, ReplayStatus, Run, Trigger
+from replayhub.models import (
+    Project,
+    Provider,
+    ProviderKind,
+    Replay,
+    ReplayStatus,
+    Run,
+    Trigger,
+)
 from reviews.rollups import rollup_range
 
 
@@ -92,6 +100,18 @@ class Command(BaseCommand):
         )
         if created:
             self.say("registered project demo")
+        # The stand-in model API: no model, a local server that echoes the
+        # prompt, so that one demo replay goes through the gateway.
+        provider, _ = Provider.objects.update_or_create(
+            name="stand-in",
+            defaults={
+                "kind": ProviderKind.ANTHROPIC,
+                "base_url": settings.REPLAYHUB_DEMO_MODEL_URL,
+                "key_env": settings.DEMO_MODEL_KEY_ENV,
+                "prices": {"coder-large": {"input": "3", "output": "15"}},
+            },
+        )
+        project.providers.add(provider)
         return project
 
     def wait_for_replays(self, project, timeout: int) -> None:

@@ -1,5 +1,9 @@
 """A local stand-in for the paid model APIs: both wire formats on 127.0.0.1.
 
+It is no model: the demo serves it (``manage.py demo_model``) so that a
+newcomer sees a replay reach "its model" through the gateway, and the tests
+speak to it in place of a paid API.
+
 Answers are deterministic: the reply echoes the last user message, a token is
 a word (input: every word of the system prompt and the messages; output: the
 reply's), and usage comes where the real APIs put it — in the JSON body, in
@@ -58,11 +62,11 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-class FakeProvider:
+class StandInProvider:
     """Both APIs on one server: ``/v1/messages`` (+ ``count_tokens``),
     ``/v1/chat/completions`` and ``/v1/models`` (shaped by the auth header)."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, port: int = 0) -> None:
         self.key = key
         self.received: list[Received] = []
         self.first_byte_delay = 0.0
@@ -73,7 +77,7 @@ class FakeProvider:
         self.leak_key = False
         self.drop_idle = False
         self.record = True
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -90,7 +94,7 @@ class FakeProvider:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> FakeProvider:
+    def __enter__(self) -> StandInProvider:
         self._thread.start()
         return self
 
@@ -118,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     @property
-    def fake(self) -> FakeProvider:
+    def fake(self) -> StandInProvider:
         return self.server.fake  # type: ignore[attr-defined]
 
     def do_GET(self) -> None:

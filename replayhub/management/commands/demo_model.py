@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from replayhub.gateway.standin import StandInProvider
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the demo's stand-in model API (no model: it answers by repeating "
+        "the prompt) until stopped. The key is read from $"
+        f"{settings.DEMO_MODEL_KEY_ENV}, as the workers read it."
+    )
+
+    def handle(self, *args, **options):
+        key = os.environ.get(settings.DEMO_MODEL_KEY_ENV)
+        if not key:
+            raise CommandError(
+                f"set {settings.DEMO_MODEL_KEY_ENV} (the workers need the same value).",
+                returncode=2,
+            )
+        url = urlsplit(settings.REPLAYHUB_DEMO_MODEL_URL)
+        if url.hostname not in ("127.0.0.1", "localhost") or not url.port:
+            raise CommandError(
+                "REPLAYHUB_DEMO_MODEL_URL must be http://127.0.0.1:PORT.", returncode=2
+            )
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with StandInProvider(key=key, port=url.port) as server:
+            server.record = False
+            self.stdout.write(
+                f"stand-in model API (not a real provider) on {server.base_url}",
+            )
+            self.stdout.flush()
+            with contextlib.suppress(KeyboardInterrupt):
+                stop.wait()
