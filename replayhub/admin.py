@@ -11,10 +11,13 @@ from .ingest.tokens import token_issue
 from .models import (
     Budget,
     Comparison,
+    EgressAttempt,
     ImportJob,
     IngestToken,
+    ModelCall,
     Night,
     Project,
+    Provider,
     Replay,
     Rollup,
     Run,
@@ -39,7 +42,42 @@ class ProjectAdmin(admin.ModelAdmin):
     ]
     list_filter = ["runner", "agentic_enabled"]
     search_fields = ["slug", "name", "repo_path"]
+    filter_horizontal = ["providers"]
     inlines = [BudgetInline]
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    """Keys are never here: only the name of the workers' variable holding one."""
+
+    list_display = ["name", "kind", "base_url", "key_env"]
+    list_filter = ["kind"]
+    search_fields = ["name", "base_url"]
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(admin.ModelAdmin):
+    list_display = [
+        "replay",
+        "provider",
+        "model_requested",
+        "model_answered",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "status",
+    ]
+    list_filter = ["provider", "status"]
+    list_select_related = ["replay"]
+    raw_id_fields = ["replay"]
+
+
+@admin.register(EgressAttempt)
+class EgressAttemptAdmin(admin.ModelAdmin):
+    list_display = ["replay", "phase", "host", "port", "allowed", "outcome"]
+    list_filter = ["phase", "allowed", "outcome"]
+    search_fields = ["host"]
+    raw_id_fields = ["replay"]
 
 
 @admin.register(Run)

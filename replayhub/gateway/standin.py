@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "usage": usage,
                 },
             )
-        start = {
+        start: dict[str, Any] = {
             "id": "msg_1",
             "type": "message",
             "role": "assistant",
