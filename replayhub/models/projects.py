@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -10,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.gateway.allow import parse_allow_entry
 from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
 from replayhub.testpaths import DEFAULT_TEST_PATHS
@@ -36,22 +36,15 @@ def glob_list_problem(value: object) -> str:
     return ""
 
 
-_EGRESS_ENTRY = re.compile(r"(\*\.)?[A-Za-z0-9_.-]{1,253}:(\d{1,5}|\*)")
-
-
 def egress_list_problem(value: object) -> str:
     """Why ``value`` is not a list of ``host:port`` patterns ("" when it is)."""
     if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
-        return 'Give a list of host:port patterns, such as ["pypi.org:443"].'
+        return "Give a list of host:port patterns, such as [\"pypi.org:443\"]."
     for entry in value:
-        if not _EGRESS_ENTRY.fullmatch(entry) or (
-            entry.rpartition(":")[2] != "*"
-            and not 0 < int(entry.rpartition(":")[2]) < 65536
-        ):
-            return (
-                f"{entry!r} is not a host:port pattern (pypi.org:443, "
-                "*.pythonhosted.org:443, 127.0.0.1:8000, host:*)"
-            )
+        try:
+            parse_allow_entry(entry)
+        except ValueError as error:
+            return str(error)
     return ""
 
 
