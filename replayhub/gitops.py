@@ -433,8 +433,10 @@ class Scratch:
         pack rather than borrowed. Borrowing the project's object store would
         let the agent find the original solution by hash (``git cat-file
         --batch-all-objects``) and "reproduce" it by copying. No host path is
-        left in the workspace's git config either. git runs in the workspace
-        here only because no agent has touched it yet.
+        left in the workspace's git either: the remote is removed, and no reflog
+        is written (its first entry would name the scratch dir cloned from), while
+        the agent's own ref updates are logged as in any clone. git runs in the
+        workspace here only because no agent has touched it yet.
         """
         base = self.resolve_commit(base)
         workspace = self.workspace
@@ -449,6 +451,7 @@ class Scratch:
             "--single-branch",
             "--branch=replay-base",
             "--template=",
+            "--config=core.logAllRefUpdates=false",
             "--",
             os.fspath(self.git_dir),
             os.fspath(workspace),
@@ -460,6 +463,8 @@ class Scratch:
         git("checkout", "--quiet", "--detach", base, **options)
         git("branch", "--quiet", "-D", "replay-base", **options)
         git("remote", "remove", "origin", **options)
+        git("config", "--replace-all", "core.logAllRefUpdates", "true", **options)
+        remove_tree(ws_git / "logs")
         self.base = base
         return workspace
 

@@ -14,21 +14,34 @@ must be reachable by it. The filesystem is a read-only root with /usr (and the
 host's /bin, /lib... as symlinks or read-only dirs), a few /etc files, fresh
 /proc and /dev, size-capped tmpfs at /tmp, /dev/shm and the empty HOME, and the
 workspace bound writable at /workspace (the cwd). Only loopback exists. The
-environment is cleared and rebuilt from `SandboxSpec.full_env()`. The launcher
-starts with PATH as its only variable and hands bwrap its options (that
-environment included) through a memfd, so neither the worker's environment nor
-the spec's values appear in /proc/1/environ or /proc/1/cmdline of the bwrap
-monitor the command can see.
+environment is cleared and rebuilt from `SandboxSpec.full_env()`. Every process
+of the launch chain starts in / with PATH as its only variable, and bwrap gets
+its options (that environment included) through a memfd, so neither the
+worker's environment, its working directory nor the spec's values appear in
+/proc/1/environ or /proc/1/cmdline of the bwrap monitor the command can see.
+
+Host paths. Two things inside still name where the sandbox lives on the host,
+and unprivileged bubblewrap cannot take them away. /proc/self/mountinfo gives
+each bind mount's root: the bound directory's path inside its filesystem (the
+kernel prints the path from the filesystem's root, so a bind of a bind, or one
+made from a descriptor, shows the same), which for /workspace and the caller's
+binds is their host path; only a work dir that is itself the root of a
+filesystem (a tmpfs or a disk of its own, not a bind mount) shortens it to the
+path below. And bwrap's monitor, pid 1 inside, runs as the command's uid, so
+its memory (its options, the host mount table it parsed) is readable through
+/proc/1/mem: the seccomp filter refuses ptrace, but that file is opened, not
+traced. The monitor runs under the same filter and without capabilities, so
+writing there gains nothing.
 
 Launch chain. No Python runs between fork and exec (no preexec_fn, which is
 unsafe when the caller has other threads: a lock held elsewhere at fork time
 stays held forever in the child; Celery prefork children are single-threaded,
 but a threaded caller must not be able to deadlock the launcher). One pid execs
-through: [sh joining the cgroup] -> prlimit -> (as root: setpriv --pdeathsig ->
-unshare --pid --fork -> setpriv dropping to the sandbox uid) -> bwrap -- argv.
-The extra pid namespace makes bwrap its init: bwrap's outer process exits
-before its child is reaped, and a host init that does not reap (a container
-whose pid 1 is the worker) would otherwise collect a zombie per run.
+through: [sh joining the cgroup] -> env -i -> prlimit -> (as root: setpriv
+--pdeathsig -> unshare --pid --fork -> setpriv dropping to the sandbox uid) ->
+bwrap -- argv. The extra pid namespace makes bwrap its init: bwrap's outer
+process exits before its child is reaped, and a host init that does not reap (a
+container whose pid 1 is the worker) would otherwise collect a zombie per run.
 
 Limits. Wall clock: after `wall_seconds` the sandbox's init (bwrap's inner
 process) gets SIGKILL, which takes down every process of its pid namespace,
@@ -231,6 +244,7 @@ class BwrapRunner:
                 text=True,
                 timeout=30,
                 env={"PATH": LAUNCH_PATH},
+                cwd="/",
                 check=False,
             ).stdout
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -267,6 +281,7 @@ class BwrapRunner:
                 text=True,
                 timeout=30,
                 env={"PATH": LAUNCH_PATH},
+                cwd="/",
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 pass_fds=fds,
@@ -339,6 +354,11 @@ class BwrapRunner:
         try:
             argv = [
                 *confinement.prefix(self._tool("sh", "so cgroups cannot be joined")),
+                # The cgroup join is a shell, and a shell exports PWD: everything
+                # after it starts again from PATH alone.
+                self._tool("env", "so the sandbox cannot be launched"),
+                "-i",
+                f"PATH={LAUNCH_PATH}",
                 *self._rlimit_prefix(spec, confinement),
                 *self._reaper_prefix(),
                 *self._drop_prefix(),
@@ -454,6 +474,7 @@ class BwrapRunner:
         process = subprocess.Popen(
             argv,
             env={"PATH": LAUNCH_PATH},
+            cwd="/",
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -1,5 +1,5 @@
 """What a hostile agent tries beyond the basics: deep trees, other socket families,
-control of other processes."""
+control of other processes, and learning where the sandbox lives on the host."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import shutil
 import stat
 import tempfile
 import textwrap
+import threading
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +19,10 @@ from django.conf import settings
 
 from replayhub import services
 from replayhub.demo import GOOD
-from replayhub.gitops import Scratch, remove_tree
+from replayhub.gitops import Scratch, git, remove_tree
 from replayhub.models import Replay
 from replayhub.sandbox import Limits, SandboxSpec
-from replayhub.sandbox.bwrap import BwrapRunner
+from replayhub.sandbox.bwrap import LAUNCH_PATH, BwrapRunner
 from tests.engine.gitrepos import Repo, make_repo
 from tests.engine.scripted import (
     make_project,
@@ -28,7 +31,7 @@ from tests.engine.scripted import (
     original_commit,
 )
 
-from .conftest import RunInSandbox
+from .conftest import RunInSandbox, processes_mentioning
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None
@@ -465,3 +468,162 @@ def test_shells_git_and_test_runners_still_work_under_the_filter(
     )
     assert outcome.exit_code == 0, outcome.output
     assert outcome.output.splitlines() == ["first", "OK"]
+
+
+# --- host paths ----------------------------------------------------------------
+
+
+def test_no_process_of_the_launch_chain_carries_the_worker_environment(
+    runner: BwrapRunner, workspace: Path
+) -> None:
+    marker = f"replayhub-chain-{uuid.uuid4().hex}"
+    spec = SandboxSpec(
+        argv=("python3", "-c", f"import time; time.sleep(3)  # {marker}"),
+        workspace=workspace,
+        limits=Limits(wall_seconds=30),
+    )
+    thread = threading.Thread(target=runner.run, args=(spec,))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        seen: dict[int, tuple[bytes, bytes]] = {}
+        while time.monotonic() < deadline:
+            for pid in processes_mentioning(marker):
+                try:
+                    comm = Path(f"/proc/{pid}/comm").read_bytes().strip()
+                    environ = Path(f"/proc/{pid}/environ").read_bytes()
+                except OSError:
+                    continue
+                seen[pid] = (comm, environ)
+            if {b"python3", b"bwrap"} <= {comm for comm, _ in seen.values()}:
+                break
+            time.sleep(0.05)
+    finally:
+        thread.join()
+
+    launcher = {pid: env for pid, (comm, env) in seen.items() if comm != b"python3"}
+    inside = [env for comm, env in seen.values() if comm == b"python3"]
+    assert launcher, seen
+    assert set(launcher.values()) == {f"PATH={LAUNCH_PATH}\0".encode()}
+    assert len(inside) == 1
+    assert b"PWD=/workspace\0" in inside[0]
+    assert os.getcwd().encode() not in inside[0]
+
+
+# Runs as the agent. The host paths to look for arrive hex-encoded in argv, so
+# its own command line does not contain them. Prints one line per place a host
+# path was found: where, and for a mountinfo line its mount point and root.
+FIND_HOST_PATHS = r"""
+import os, sys
+
+needles = [bytes.fromhex(arg) for arg in sys.argv[1:]]
+found = set()
+
+
+def check(where, data):
+    for needle in needles:
+        if needle in data:
+            found.add(where)
+
+
+def read(path, limit=16 * 1024 * 1024):
+    try:
+        with open(path, "rb") as file:
+            return file.read(limit)
+    except OSError:
+        return b""
+
+
+for top in ("/etc", "/tmp", "/home", "/dev/shm", "/workspace", "/replayhub", "/"):
+    for root, dirs, files in os.walk(top):
+        if root == "/":
+            dirs[:] = []
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                check(path, os.readlink(path).encode())
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                check(path, read(path))
+
+PER_PROCESS = ("environ", "cmdline", "mounts", "mountstats", "maps", "status",
+               "cgroup", "stat", "comm", "sched", "limits", "io", "wchan")
+for pid in [p for p in os.listdir("/proc") if p.isdigit()] + ["self"]:
+    base = f"/proc/{pid}"
+    for name in PER_PROCESS:
+        check(f"/proc/<pid>/{name}", read(f"{base}/{name}"))
+    for name in ("cwd", "root", "exe"):
+        try:
+            check(f"/proc/<pid>/{name}", os.readlink(f"{base}/{name}").encode())
+        except OSError:
+            pass
+    for fd in os.listdir(f"{base}/fd") if os.access(f"{base}/fd", os.R_OK) else []:
+        try:
+            check("/proc/<pid>/fd", os.readlink(f"{base}/fd/{fd}").encode())
+        except OSError:
+            pass
+    for line in read(f"{base}/mountinfo").splitlines():
+        fields = line.split()
+        for needle in needles:
+            if needle in line:
+                found.add(("mountinfo", fields[4].decode(), fields[3].decode()))
+for name in os.listdir("/proc"):
+    if not name.isdigit() and name not in ("self", "thread-self", "kcore", "kmsg"):
+        if os.path.isfile(f"/proc/{name}"):
+            check(f"/proc/{name}", read(f"/proc/{name}", 1024 * 1024))
+
+for item in sorted(found, key=str):
+    print("FOUND", item)
+print("searched", len(needles), "paths")
+"""
+
+
+@pytest.mark.django_db
+def test_an_agent_finds_no_host_path_but_the_sources_of_its_binds(
+    tmp_path: Path,
+) -> None:
+    repo = make_project_repo(tmp_path)
+    work = Path(settings.REPLAYHUB_WORK_DIR)
+    host_paths = [work, Path(settings.VAR_DIR), Path.cwd(), repo.path]
+    project = make_project(
+        repo,
+        agent_command=[
+            "python3",
+            "-c",
+            FIND_HOST_PATHS,
+            *(os.fsencode(path).hex() for path in host_paths),
+        ],
+    )
+    base = repo.rev("main")
+    good = original_commit(repo, GOOD, branch="agent/good")
+    run = make_run(project, prompt="find", original=good, base=base)
+    replay = services.replay_create(run=run, trigger="command")
+
+    services.replay_execute(replay_id=replay.pk)
+
+    output = Replay.objects.get(pk=replay.pk).agent_output
+    assert output.endswith(f"searched {len(host_paths)} paths\n"), output
+    scratch = work / f"replay-{replay.pk}"
+    # What unprivileged bubblewrap cannot hide: a bind mount's root in
+    # mountinfo is the bound directory's path inside its filesystem.
+    assert output.splitlines()[:-1] == [
+        f"FOUND ('mountinfo', '/replayhub', '{scratch / 'io'}')",
+        f"FOUND ('mountinfo', '/workspace', '{scratch / 'workspace'}')",
+    ]
+
+
+def test_the_workspace_git_has_no_reflog_naming_where_it_was_cloned_from(
+    project_repo: Repo, work_dir: Path
+) -> None:
+    scratch = Scratch(work_dir / "replay-1", project_repo.path)
+    workspace = scratch.provision(project_repo.head())
+
+    git_dir = workspace / ".git"
+    assert not (git_dir / "logs").exists()
+    for path in git_dir.rglob("*"):
+        if path.is_file():
+            assert os.fsencode(work_dir) not in path.read_bytes(), path
+    # The agent's own ref updates are logged as in any clone.
+    logged = git("config", "core.logAllRefUpdates", git_dir=git_dir)
+    assert logged.stdout == b"true\n"
