@@ -111,7 +111,8 @@ def project_repo(tmp_path: Path) -> Repo:
 def work_dir() -> Iterator[Path]:
     path = reachable_dir("replayhub-hardening-work-")
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    # What a failed test left is as deep as what it wrote: rmtree would give up.
+    remove_tree(path)
 
 
 def test_a_tree_two_thousand_levels_deep_is_handed_over_again_and_removed(
