@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -101,6 +102,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "csp",
     "django_htmx",
     "template_partials",
     "replayhub",
@@ -109,6 +111,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -200,6 +203,25 @@ SECURE_PROXY_SSL_HEADER = (
 )
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy, on every response. Pages show untrusted diffs, prompts
+# and agent output: escaping keeps their markup inert, and this policy is the
+# second line, so a slip in escaping still runs no script, loads nothing from
+# elsewhere, injects no style and posts no form anywhere else. Scripts and
+# styles are files under /static/ only: no inline <script>, no event handler
+# attribute, no style attribute, no eval (base.html turns htmx's off). Django's
+# admin runs under the same policy: it needs no exception.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
 
 # Celery, configured for long, expensive tasks. A replay can run for tens of
 # minutes: a message is acknowledged only after its task ends (acks late) and is

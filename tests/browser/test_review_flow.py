@@ -258,7 +258,8 @@ def test_the_running_list_polls_until_the_replay_finishes(login, reviewer, scree
     assert page.locator("#running td.phase").inner_text() == "Agent"
     Replay.objects.filter(pk=busy.pk).update(phase="tests_replay")
     page.wait_for_function(
-        "document.querySelector('#running td.phase')?.textContent === 'Tests on replay'"
+        "() => document.querySelector('#running td.phase')?.textContent"
+        " === 'Tests on replay'"
     )
     screenshot(page, "running")
     Replay.objects.filter(pk=busy.pk).update(

@@ -1,0 +1,369 @@
+"""Every page a reviewer, a lead and an admin reach, in a real Chromium under the
+Content-Security-Policy, with not one violation, also in content htmx swaps in.
+
+A listener installed before any page script records each
+``securitypolicyviolation``; Chromium's console "Refused to …" lines and page
+errors (htmx without eval would throw) are collected too. Any of them fails.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from replayhub.models import (
+    Comparison,
+    EgressAttempt,
+    ImportJob,
+    ModelCall,
+    Replay,
+    Run,
+    TestOutcome,
+)
+from tests.ingest.records import EXAMPLE, project_repo
+from tests.ingest.records import make_project as make_git_project
+from tests.reviews.replays import DIFF, make_project, make_replay
+from tests.trends import data
+
+pytestmark = pytest.mark.browser
+
+WATCH = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", function (event) {
+  window.__csp.push(
+    event.violatedDirective + " blocked " + (event.blockedURI || "inline") +
+    " at " + event.sourceFile + ":" + event.lineNumber
+  );
+}, true);
+"""
+# More lines than the detail page shows inline: its files load on demand.
+BIG = (
+    "diff --git a/src/big.py b/src/big.py\n"
+    "new file mode 100644\n"
+    "index 0000000..3333333\n"
+    "--- /dev/null\n"
+    "+++ b/src/big.py\n"
+    "@@ -0,0 +1,1600 @@\n" + "".join(f"+line {n}\n" for n in range(1, 1601))
+)
+NOISE = (
+    "diff --git a/notes.txt b/notes.txt\n"
+    "index 1111111..2222222 100644\n"
+    "--- a/notes.txt\n"
+    "+++ b/notes.txt\n"
+    "@@ -1 +1 @@\n"
+    "-alpha\n"
+    "+alpha  \n"
+)
+LAST_NIGHT = date(2026, 2, 20)
+
+
+class Watch:
+    """The violations, console refusals and page errors of one page."""
+
+    def __init__(self, page):
+        self.page = page
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        page.add_init_script(WATCH)
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+
+    def _console(self, message) -> None:
+        text = message.text
+        if "Refused to" in text or "Content Security Policy" in text:
+            self.console.append(text)
+
+    def found(self) -> list[str]:
+        # Reports are dispatched as tasks: let those already queued run first.
+        self.page.wait_for_timeout(100)
+        reported = self.page.evaluate("window.__csp")
+        assert reported is not None, "the violation listener is not installed"
+        return reported + self.console + self.errors
+
+    def check(self, where: str) -> None:
+        assert self.found() == [], where
+
+    def goto(self, path: str) -> None:
+        response = self.page.goto(path)
+        assert response.status == 200, path
+        assert "content-security-policy" in response.headers, path
+        self.check(path)
+
+    def poll(self, fragment: str) -> None:
+        """Wait for one htmx poll whose URL contains ``fragment`` and its swap."""
+        with self.page.expect_response(
+            lambda r: fragment in r.url and r.request.headers.get("hx-request"),
+            timeout=5_000,
+        ):
+            pass
+        self.check(f"after polling {fragment}")
+
+
+def rich_replay() -> Replay:
+    """A replay with every part of the detail page: a diff too large to show
+    inline, hunk badges, the per-test table, model calls and egress."""
+    replay = make_replay(
+        verdict="divergent",
+        title="Round invoice totals half-even",
+        diff=DIFF + NOISE + BIG,
+        original_patch=DIFF,
+        replay_patch=DIFF + NOISE,
+    )
+    Comparison.objects.filter(replay=replay).update(
+        hunk_classes={
+            "src/app.py": "substantive",
+            "notes.txt": "whitespace",
+            "src/big.py": "substantive",
+        },
+        substantive_files=2,
+    )
+    TestOutcome.objects.filter(replay=replay, tree="original").update(
+        cases=[["t::a", "passed", 0.01, ""], ["t::b", "passed", 0.01, ""]]
+    )
+    TestOutcome.objects.filter(replay=replay, tree="replay").update(
+        passed=False,
+        tests_failed=1,
+        cases=[["t::a", "passed", 0.01, ""], ["t::b", "failed", 0.02, "1 != 5"]],
+    )
+    ModelCall.objects.create(
+        replay=replay,
+        provider="acme",
+        model_requested="claude-x",
+        model_answered="claude-x",
+        input_tokens=1200,
+        output_tokens=300,
+        cost_usd=Decimal("0.0081"),
+        status="200",
+        latency_ms=412.0,
+    )
+    EgressAttempt.objects.create(
+        replay=replay,
+        phase="agent",
+        host="pypi.org",
+        port=443,
+        allowed=False,
+        outcome="denied",
+    )
+    return replay
+
+
+def running_replay() -> Replay:
+    run = Run.objects.create(
+        project=make_project(), external_id="in-flight", title="Still going"
+    )
+    return Replay.objects.create(
+        run=run,
+        project=run.project,
+        status="running",
+        phase="tests_replay",
+        started_at=timezone.now(),
+    )
+
+
+def tonight_with_usage(project) -> None:
+    """An open night, partly used and partly reserved: the budget bars."""
+    night = data.night(project, timezone.now().date(), status="open")
+    night.used_replays, night.reserved_replays = 40, 25
+    night.used_sandbox_seconds, night.reserved_sandbox_seconds = 30_000, 20_000
+    night.used_tokens, night.reserved_tokens = 2_500_000, 1_000_000
+    night.used_cost_usd, night.reserved_cost_usd = Decimal(12), Decimal(30)
+    night.save()
+
+
+def test_the_watch_sees_a_violation_and_the_policy_blocks_it(browser, live_server):
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    watch = Watch(page)
+    watch.goto("/accounts/login/")
+
+    page.evaluate("document.body.setAttribute('style', 'background: red')")
+    page.evaluate(
+        "var s = document.createElement('script');"
+        " s.textContent = 'window.__ran = 1'; document.body.appendChild(s)"
+    )
+
+    found = watch.found()
+    assert any(v.startswith("style-src") for v in found), found
+    assert any(v.startswith("script-src") for v in found), found
+    assert page.evaluate("window.__ran") is None
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != (
+        "rgb(255, 0, 0)"
+    )
+    context.close()
+
+
+def test_the_login_page_and_logging_in_meet_no_violation(
+    browser, live_server, reviewer
+):
+    context = browser.new_context(base_url=live_server.url)
+    page = context.new_page()
+    watch = Watch(page)
+    watch.goto("/accounts/login/")
+    page.get_by_label("Username").fill("rita")
+    page.get_by_label("Password").fill("pw-rita")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Review queue")
+    watch.check("after logging in")
+    watch.goto("/admin/login/")
+    context.close()
+
+
+def test_a_reviewer_meets_no_violation_on_any_page_or_swap(login, reviewer, screenshot):
+    replay = rich_replay()
+    make_replay(verdict="equivalent", project=make_project("billing"), title="Other")
+    running = running_replay()
+    tonight_with_usage(make_project())
+    page = login(reviewer)
+    watch = Watch(page)
+
+    watch.goto("/")
+    rows = page.locator("#queue-rows tr.row")
+    expect(rows).to_have_count(2)
+    # The filter swaps the results in place.
+    page.select_option("select[name=project]", "billing")
+    page.wait_for_url("**project=billing**")
+    expect(rows).to_have_count(1)
+    watch.check("queue filtered")
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_be_visible()
+    page.keyboard.press("Escape")
+    watch.check("keys help")
+
+    watch.goto(f"/replays/{replay.pk}/")
+    expect(page.locator("#dod .tag.hunk").first).to_be_visible()
+    expect(page.locator("#per-test")).to_be_visible()
+    expect(page.locator("#model-calls")).to_be_visible()
+    expect(page.locator("#egress")).to_be_visible()
+    # "Show N lines" loads a file's lines into place.
+    loader = page.locator("#dod-2 a.load")
+    expect(loader).to_have_text("Show 1601 lines")
+    loader.click()
+    expect(page.locator("#dod-2 table.diff tr")).to_have_count(1601)
+    watch.check("a file's lines loaded")
+    page.get_by_role("button", name="Claim", exact=True).click()
+    expect(page.locator(".held.mine")).to_be_visible()
+    watch.check("claimed")
+    screenshot(page, "csp-detail")
+    page.get_by_role("button", name="Confirm").click()
+    page.wait_for_load_state()
+    watch.check("confirmed")
+
+    watch.goto(f"/replays/{running.pk}/")
+    watch.poll("/progress/")
+    watch.goto("/running/")
+    watch.poll("/running/")
+    watch.goto("/budgets/")
+    watch.goto("/projects/")
+
+
+def test_a_lead_meets_no_violation_on_the_trends_budgets_and_projects(
+    login, lead, screenshot
+):
+    data.steady_then_bad(data.project("shop"), LAST_NIGHT)
+    data.steady_then_bad(data.project("billing"), LAST_NIGHT, bad_reason="timeout")
+    tonight_with_usage(make_project())
+    make_replay(verdict="equivalent")
+    page = login(lead)
+    watch = Watch(page)
+
+    watch.goto(f"/trends/?since=2026-01-10&until={LAST_NIGHT}")
+    expect(page.locator("svg.chart").first).to_be_visible()
+    page.select_option("select[name=project]", "billing")
+    expect(page.locator(".trends-scope")).to_contain_text("project billing")
+    watch.check("trends filtered")
+    watch.goto("/trends/")  # the empty dashboard
+    watch.goto("/budgets/")
+    expect(page.locator("svg.bar").first).to_be_visible()
+    screenshot(page, "csp-budgets-lead")
+    watch.goto("/projects/")
+    watch.goto("/")
+    watch.goto("/running/")
+
+
+def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
+    login, tmp_path, screenshot
+):
+    shop = make_git_project(project_repo(tmp_path))
+    tonight_with_usage(shop)
+    replay = make_replay(verdict="inconclusive", project=shop)
+    job = ImportJob.objects.create(
+        project=shop,
+        filename="big.jsonl",
+        size_bytes=4096,
+        path=str(tmp_path / "gone.jsonl"),
+        status="importing",
+        lines_read=10,
+        imported=8,
+    )
+    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    page = login(root)
+    watch = Watch(page)
+
+    # The upload: its progress, then the summary swapped in place.
+    watch.goto("/runs/upload/")
+    page.select_option("select[name=project]", "shop")
+    page.set_input_files("input[name=file]", str(EXAMPLE))
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator("#summary")).to_contain_text("runs.jsonl into shop")
+    watch.check("upload summary")
+    screenshot(page, "csp-upload")
+    watch.goto(f"/runs/upload/{job.pk}/")
+    watch.poll(f"/runs/upload/{job.pk}/")
+
+    # The status page: a check is swapped in, then polls for its answer.
+    watch.goto("/status/")
+    page.get_by_role("button", name="Check the worker").click()
+    expect(page.locator("#checks li.check")).to_have_count(1)
+    watch.check("worker check requested")
+    watch.poll("/status/worker-checks/")
+
+    # Saving a budget swaps its card, bars and all, in place.
+    watch.goto("/budgets/")
+    page.get_by_role("button", name="Save shop").click()
+    expect(page.locator("#budget-shop .badge.ok")).to_be_visible()
+    expect(page.locator("#budget-shop svg.bar")).to_have_count(4)
+    watch.check("budget saved")
+    screenshot(page, "csp-budgets")
+    watch.goto("/projects/")
+    watch.goto("/trends/")
+    watch.goto(f"/replays/{replay.pk}/")
+
+    for path in [
+        "/admin/",
+        "/admin/replayhub/",
+        "/admin/replayhub/run/",
+        f"/admin/replayhub/run/{replay.run_id}/change/",
+        "/admin/replayhub/replay/?verdict__exact=inconclusive",
+        f"/admin/replayhub/replay/{replay.pk}/change/",
+        f"/admin/replayhub/project/{shop.pk}/change/",
+        "/admin/replayhub/project/add/",
+        "/admin/replayhub/ingesttoken/add/",
+        "/admin/auth/user/",
+        "/admin/auth/user/add/",
+        f"/admin/auth/user/{root.pk}/change/",
+        f"/admin/auth/user/{root.pk}/password/",
+        "/admin/password_change/",
+    ]:
+        watch.goto(path)
+    # The admin's own scripts at work: the changelist's action checkboxes.
+    watch.goto("/admin/replayhub/replay/")
+    page.locator("#action-toggle").check()
+    expect(page.locator(".action-counter")).to_contain_text("1 of 1 selected")
+    watch.check("admin actions")
+    # The project form's two-box selector for providers (SelectFilter2.js).
+    watch.goto(f"/admin/replayhub/project/{shop.pk}/change/")
+    expect(page.locator(".selector").first).to_be_visible()
+    watch.check("admin selector")
+    # The date and time shortcuts (calendar.js) open their popups.
+    watch.goto(f"/admin/replayhub/replay/{replay.pk}/change/")
+    page.locator(".datetimeshortcuts a[id^=calendarlink]").first.click()
+    expect(page.locator(".calendarbox").first).to_be_visible()
+    page.locator(".datetimeshortcuts a[id^=clocklink]").first.click()
+    expect(page.locator(".clockbox").first).to_be_visible()
+    watch.check("admin calendar and clock")
+    screenshot(page, "csp-admin-replay")
