@@ -161,6 +161,25 @@ socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)" "$port" \
               '"cost_usd": 0.42, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;
   env) env; for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; done
        printf '%s\n' "$good" > calc.py ;;
+  nul) printf 'agent says a\000b\n'; printf '%s\n' "$other" > calc.py ;;
+  nultests) printf '%s\n' "$other" > calc.py
+          cat > test_nul.py <<'EOF'
+import sys
+import unittest
+
+sys.stdout.write("imported a\x00b\n")
+
+
+class NulTests(unittest.TestCase):
+    def test_nul_message(self):
+        self.fail("expected a\x00b")
+EOF
+          ;;
+  badname) printf '%s\n' "$other" > calc.py
+           printf 'import unittest\n' > "$(printf 'test_\377.py')" ;;
+  hugeusage) printf '%s\n' "$other" > calc.py
+             echo '{"input_tokens": 9223372036854775807, "output_tokens": 300,' \
+                  '"cost_usd": 1e15, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;
   nothing) ;;
   crash) echo "agent crashed" >&2; exit 3 ;;
   sleep) sleep 60 ;;

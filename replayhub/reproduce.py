@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 IO_DIR = "/replayhub"
 USAGE_MAX_BYTES = 64 * 1024
 AGENT_OUTPUT_CHARS = 256 * 1024
+# Usage numbers beyond these are not believed: no replay spends that much, and
+# the replay's columns and the night's sums must hold what is kept.
+USAGE_MAX_COUNT = 10**12
+USAGE_MAX_COST_USD = Decimal(100_000)
 
 
 @dataclass
@@ -65,6 +69,8 @@ class Report:
     egress: list[EgressAttempt] = field(default_factory=list)
     # The agent's own usage file when the gateway measured the real usage.
     usage_reported: dict = field(default_factory=dict)
+    # Usage numbers out of range, as text: never spent (see ``bounded_usage``).
+    usage_refused: dict = field(default_factory=dict)
     # The test files' side of the comparison, when the test gate ran.
     plan: TestPlan | None = None
     trees: dict[str, str] = field(default_factory=dict)
@@ -115,6 +121,7 @@ class Report:
             "agent": self.agent_summary(),
             "usage": self.usage,
             "usage_reported": self.usage_reported,
+            "usage_refused": self.usage_refused,
             "model_calls": [
                 {
                     **_plain(asdict(call)),
@@ -238,6 +245,33 @@ def read_usage(path: Path) -> dict:
         if amount is not None and amount.is_finite() and amount >= 0:
             usage["cost_usd"] = str(amount)
     return usage
+
+
+def bounded_usage(usage: dict) -> tuple[dict, dict]:
+    """``usage`` less the numbers out of range, and those numbers as text.
+
+    A count (tokens, turns, requests) above ``USAGE_MAX_COUNT`` or a cost above
+    ``USAGE_MAX_COST_USD`` is refused: kept as evidence, never spent, since
+    2**63 tokens or a cost of 1e15 would overflow the columns that hold them.
+    """
+    kept: dict = {}
+    refused: dict = {}
+    for key, value in usage.items():
+        if key == "cost_usd":
+            try:
+                amount = Decimal(str(value))
+            except InvalidOperation:
+                amount = Decimal("NaN")
+            believed = amount.is_finite() and 0 <= amount <= USAGE_MAX_COST_USD
+        elif isinstance(value, int) and not isinstance(value, bool):
+            believed = 0 <= value <= USAGE_MAX_COUNT
+        else:
+            believed = True
+        if believed:
+            kept[key] = value
+        else:
+            refused[key] = str(value)
+    return kept, refused
 
 
 def _decided(report: Report, decision: Decision) -> Report:
@@ -409,14 +443,16 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         duration_s=outcome.duration_s,
     )
     report.sandbox_seconds += outcome.duration_s
-    reported = read_usage(io_dir / "usage.json")
+    reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
+    report.usage_refused = refused
     if network is not None:
         report.model_calls = network.calls
         report.egress = network.attempts
     if network is not None and network.gateway is not None:
         # What the gateway measured is what the replay spent; the agent's own
         # account stays beside it as what the executor supplied.
-        report.usage = measured_usage(report.model_calls)
+        report.usage, refused = bounded_usage(measured_usage(report.model_calls))
+        report.usage_refused |= {f"measured_{k}": v for k, v in refused.items()}
         report.usage_reported = reported
     else:
         report.usage = reported

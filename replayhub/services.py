@@ -8,14 +8,19 @@ commits.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
+import re
 import socket
 import threading
 import uuid
 from dataclasses import asdict
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -171,15 +176,24 @@ def _replay_execute(*, replay_id: int, owner: str | None):
         replay_cancel_after_window(replay=replay, owner=owner)
         return None
     with LeaseKeeper(replay_id=replay_id, owner=owner):
-        report = reproduce.execute(
-            project=replay.project,
-            run=replay.run,
-            replay_id=replay.pk,
-            caps=replay.caps,
-            on_phase=lambda phase: replay_heartbeat(
-                replay_id=replay_id, owner=owner, phase=phase
-            ),
-        )
+        try:
+            report = reproduce.execute(
+                project=replay.project,
+                run=replay.run,
+                replay_id=replay.pk,
+                caps=replay.caps,
+                on_phase=lambda phase: replay_heartbeat(
+                    replay_id=replay_id, owner=owner, phase=phase
+                ),
+            )
+        except Exception as error:
+            # Every failure the execution knows of is a verdict already; one it
+            # did not foresee is ReplayHub's, and still ends the replay here
+            # rather than leaving it running until its lease expires.
+            log.exception("replay %s: the execution failed", replay_id)
+            report = Report(
+                decision=_harness_error(f"the execution failed ({one_line(error)})")
+            )
     if not replay_finish(replay=replay, outcome=report, owner=owner):
         log.warning("replay %s lost its lease; its result is discarded", replay_id)
         return None
@@ -263,28 +277,25 @@ def replay_finish(
     replay ended without executing (its worker was lost). Everything is
     written in one transaction: the replay's verdict and evidence, the
     comparison, the test runs, the run's provenance, and the night's budget.
+
+    What the agent shaped is made storable first (:func:`storable`; the
+    evidence names the fields escaped). Should the store fail all the same,
+    nothing of it is kept and a second, minimal finish ends the replay
+    ``inconclusive / harness_error`` with the error's first line: no failure
+    to store leaves a replay running.
     """
     report = outcome if isinstance(outcome, Report) else None
+    escaped: list[str] = []
+    dropped: list[str] = []
+    if report is not None:
+        report, escaped, dropped = storable(report)
     decision = report.decision if report else outcome
     assert isinstance(decision, Decision)
     provenance = report.provenance if report else replay.provenance
     actual = report.actual() if report else Amounts()
-    retries_exhausted = replay.attempt >= replay.project.max_attempts
-    result: dict = {
-        "verdict": decision.verdict,
-        "reason_code": decision.reason_code,
-        "reason": decision.reason,
-        "evidence": {
-            "checks": [check_dict(c) for c in decision.checks],
-            "agent": report.agent_summary() if report else {},
-            "usage_reported": report.usage_reported if report else {},
-            "warnings": provenance.get("warnings", []),
-            **(_test_evidence(report) if report else {}),
-        },
-        "provenance": provenance,
-        "review_band": ReviewBand.for_verdict(decision.verdict, retries_exhausted),
-    }
+    result = _finished_fields(replay, decision, provenance)
     if report is not None:
+        result["evidence"].update(_report_evidence(report, escaped, dropped))
         result.update(
             agent_exit_code=report.agent.exit_code,
             agent_output=report.agent.output,
@@ -294,18 +305,106 @@ def replay_finish(
             cost_usd=actual.cost_usd,
             sandbox_seconds=report.sandbox_seconds,
         )
+    try:
+        with transaction.atomic():
+            if not Replay.objects.finish(
+                replay.pk, owner=owner, expired_before=expired_before, **result
+            ):
+                return False
+            if report is not None:
+                _store_findings(replay, report)
+            nightly.settle(replay=replay, actual=actual, now=timezone.now())
+    except Exception as error:
+        log.exception("replay %s: its findings could not be stored", replay.pk)
+        return _finish_unstored(
+            replay=replay,
+            owner=owner,
+            expired_before=expired_before,
+            error=error,
+            actual=actual,
+        )
+    log.info(
+        "replay %s finished: %s / %s", replay.pk, decision.verdict, decision.reason_code
+    )
+    return True
+
+
+def _finished_fields(replay: Replay, decision: Decision, provenance: dict) -> dict:
+    retries_exhausted = replay.attempt >= replay.project.max_attempts
+    return {
+        "verdict": decision.verdict,
+        "reason_code": decision.reason_code,
+        "reason": decision.reason,
+        "evidence": {
+            "checks": [check_dict(c) for c in decision.checks],
+            "agent": {},
+            "usage_reported": {},
+            "warnings": provenance.get("warnings", []),
+        },
+        "provenance": provenance,
+        "review_band": ReviewBand.for_verdict(decision.verdict, retries_exhausted),
+    }
+
+
+def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> dict:
+    evidence: dict[str, Any] = {
+        "agent": report.agent_summary(),
+        "usage_reported": report.usage_reported,
+        **_test_evidence(report),
+    }
+    if report.usage_refused:
+        evidence["usage_refused"] = report.usage_refused
+    if escaped:
+        evidence["escaped_text"] = escaped
+    if dropped:
+        evidence["dropped_numbers"] = dropped
+    return evidence
+
+
+def _finish_unstored(
+    *,
+    replay: Replay,
+    owner: str,
+    expired_before: datetime | None,
+    error: Exception,
+    actual: Amounts,
+) -> bool:
+    """End ``replay`` without its findings, whose store failed.
+
+    Everything stored is made storable first, so the failure is ReplayHub's:
+    ``harness_error``. The night is charged what the replay spent; should that
+    be what failed, the sandbox time alone.
+    """
+    line = one_line(error)
+    decision = _harness_error(f"its findings could not be stored ({line})")
+    result = _finished_fields(replay, decision, replay.provenance)
+    result["evidence"]["store_error"] = line
+    now = timezone.now()
     with transaction.atomic():
         if not Replay.objects.finish(
             replay.pk, owner=owner, expired_before=expired_before, **result
         ):
             return False
-        if report is not None:
-            _store_findings(replay, report)
-        nightly.settle(replay=replay, actual=actual, now=timezone.now())
-    log.info(
-        "replay %s finished: %s / %s", replay.pk, decision.verdict, decision.reason_code
-    )
+        try:
+            with transaction.atomic():
+                nightly.settle(replay=replay, actual=actual, now=now)
+        except Exception:
+            time_only = dataclasses.replace(actual, tokens=0, cost_usd=Decimal(0))
+            nightly.settle(replay=replay, actual=time_only, now=now)
+    log.warning("replay %s finished without its findings: %s", replay.pk, line)
     return True
+
+
+def _harness_error(detail: str) -> Decision:
+    return decide(Facts(harness_failure=Reason.HARNESS_ERROR, harness_detail=detail))
+
+
+def one_line(error: BaseException) -> str:
+    """The error's type and the first line of its message, storable, at most
+    300 characters: enough to name a failure in a reason."""
+    lines = str(error).strip().splitlines()
+    text = type(error).__name__ + (f": {lines[0]}" if lines else "")
+    return storable(text[:300])[0]
 
 
 # What a test-gate attempt keeps: the fields TestOutcome has columns for.
@@ -392,6 +491,124 @@ def _test_evidence(report: Report) -> dict:
             for hit in plan.interference
         ],
     }
+
+
+# Text a database can store. PostgreSQL refuses NUL in text and in jsonb, and
+# no database takes a lone UTF-16 surrogate, which is what ``surrogateescape``
+# makes of bytes that are not UTF-8 (a file name the agent chose). Both come
+# from the agent: its output, test output, test ids, file names.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_TO_ESCAPE = re.compile("[\\\\\x00\ud800-\udfff]")
+_ESCAPED = re.compile(r"\\(\\|x00|u[0-9a-f]{4})")
+
+
+def escape_text(text: str) -> str:
+    r"""``text`` with the backslash, NUL and lone surrogates escaped as a Python
+    string literal escapes them: ``\`` → ``\\``, NUL → ``\x00``, U+DCFF →
+    ``\udcff``. Nothing else changes, and :func:`unescape_text` undoes it
+    exactly. Applied only through :func:`storable`, which escapes a field only
+    when it holds something a database refuses."""
+    return _TO_ESCAPE.sub(_escape_char, text)
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\\":
+        return "\\\\"
+    return "\\x00" if char == "\x00" else f"\\u{ord(char):04x}"
+
+
+def unescape_text(text: str) -> str:
+    """The text :func:`escape_text` was given."""
+    return _ESCAPED.sub(_unescape_sequence, text)
+
+
+def _unescape_sequence(match: re.Match[str]) -> str:
+    sequence = match.group(1)
+    if sequence == "\\":
+        return "\\"
+    return "\x00" if sequence == "x00" else chr(int(sequence[1:], 16))
+
+
+def storable(value: Any, where: str = "") -> tuple[Any, list[str], list[str]]:
+    """``value`` made storable, with the names of the fields that were changed.
+
+    ``value`` is text, a number, or lists, tuples, dicts and dataclasses of
+    them, nested. A field is named by its path of dataclass fields from
+    ``where`` (``gate.attempts.output_tail``); list items, dict keys and
+    values are named by their container. When any text in a field holds NUL
+    or a lone surrogate, *every* text of that field is escaped
+    (:func:`escape_text`), so a field listed as escaped is unescaped whole and
+    one not listed is stored verbatim. A NaN or an infinity, which no JSON
+    column takes, becomes None. Returns the value (the same object when
+    nothing changed), the fields escaped and the fields whose numbers were
+    dropped.
+    """
+    escaped: set[str] = set()
+    dropped: set[str] = set()
+    _walk(value, where, None, escaped, dropped)
+    if escaped or dropped:
+        value = _walk(value, where, escaped, set(), set())
+    return value, sorted(escaped), sorted(dropped)
+
+
+def _walk(
+    value: Any,
+    where: str,
+    escape: set[str] | None,
+    escaped: set[str],
+    dropped: set[str],
+) -> Any:
+    """Note what is unstorable (``escape`` None), or rebuild ``value`` with the
+    fields in ``escape`` escaped and every NaN and infinity dropped."""
+    if isinstance(value, str):
+        if escape is None:
+            if _UNSTORABLE.search(value):
+                escaped.add(where)
+            return value
+        if where not in escape:
+            return value
+        text = escape_text(value)
+        return value if text == value else text
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        dropped.add(where)
+        return value if escape is None else None
+    if isinstance(value, dict):
+        pairs = [
+            (
+                _walk(key, where, escape, escaped, dropped),
+                _walk(item, where, escape, escaped, dropped),
+            )
+            for key, item in value.items()
+        ]
+        same = all(
+            k is old_k and v is old_v
+            for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)
+        )
+        return value if same else dict(pairs)
+    if isinstance(value, list | tuple):
+        items = [_walk(item, where, escape, escaped, dropped) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        if isinstance(value, list):
+            return items
+        if hasattr(value, "_fields"):  # a named tuple
+            return type(value)(*items)
+        return type(value)(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            name = f"{where}.{f.name}" if where else f.name
+            new = _walk(old, name, escape, escaped, dropped)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
 
 
 def night_run(
