@@ -180,6 +180,12 @@ EOF
   hugeusage) printf '%s\n' "$other" > calc.py
              echo '{"input_tokens": 9223372036854775807, "output_tokens": 300,' \
                   '"cost_usd": 1e15, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;
+  manyfiles) count=$(head -n 1 "$REPLAYHUB_PROMPT_FILE" | cut -d' ' -f2)
+             printf '%s\n' "$other" > calc.py
+             python3 -c "import os, sys
+os.mkdir('many')
+for i in range(int(sys.argv[1])):
+    open(f'many/{i}', 'w').close()" "$count" ;;
   nothing) ;;
   crash) echo "agent crashed" >&2; exit 3 ;;
   sleep) sleep 60 ;;

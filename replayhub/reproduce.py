@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shlex
+import struct
+import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
@@ -28,7 +31,13 @@ from .models import Phase, Project, Run
 from .provenance import Provenance, resolve_provenance
 from .reference import TestPlan, plan_tests
 from .sandbox import Bind, Limits, Runner, SandboxSpec, SandboxUnavailable, get_runner
-from .testgate import GateResult, compare_first_attempts, read_small_file, run_gate
+from .testgate import (
+    CheckoutFailed,
+    GateResult,
+    compare_first_attempts,
+    read_small_file,
+    run_gate,
+)
 from .testpaths import interference_summary
 from .verdicts import Decision, Facts, Reason, decide
 
@@ -71,6 +80,8 @@ class Report:
     usage_reported: dict = field(default_factory=dict)
     # Usage numbers out of range, as text: never spent (see ``bounded_usage``).
     usage_refused: dict = field(default_factory=dict)
+    # Files (and links and submodules) in the captured tree.
+    tree_files: int | None = None
     # The test files' side of the comparison, when the test gate ran.
     plan: TestPlan | None = None
     trees: dict[str, str] = field(default_factory=dict)
@@ -122,6 +133,7 @@ class Report:
             "usage": self.usage,
             "usage_reported": self.usage_reported,
             "usage_refused": self.usage_refused,
+            "tree_files": self.tree_files,
             "model_calls": [
                 {
                     **_plain(asdict(call)),
@@ -274,6 +286,55 @@ def bounded_usage(usage: dict) -> tuple[dict, dict]:
     return kept, refused
 
 
+def count_files(scratch: gitops.Scratch, tree: str) -> int:
+    """The entries (files, links, submodules) of ``tree``.
+
+    Read from the header of a private index made from the tree (signature,
+    version, entry count: the same in every index version), so no file name is
+    listed: a tree of a million files is counted as fast as git can read it.
+    """
+    index = scratch.root / f"count-{uuid.uuid4().hex}.index"
+    try:
+        scratch.git("read-tree", gitops.require_sha(tree), index_file=index)
+        with index.open("rb") as handle:
+            header = handle.read(12)
+    finally:
+        index.unlink(missing_ok=True)
+    if len(header) < 12 or header[:4] != b"DIRC":
+        raise gitops.GitError(f"git read-tree wrote no index for {tree}")
+    return int(struct.unpack(">I", header[8:12])[0])
+
+
+def count_workspace_files(workspace: Path, limit: int) -> int:
+    """Files (anything not a directory) under ``workspace``, up to ``limit``.
+
+    ``.git`` directories are skipped, as capture skips them; links are not
+    followed. Stops counting at ``limit``.
+    """
+    found = 0
+    pending = [os.fspath(workspace)]
+    while pending and found < limit:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git":
+                            pending.append(entry.path)
+                    else:
+                        found += 1
+        except OSError:
+            continue
+    return min(found, limit)
+
+
+def _grew_too_large(error: gitops.GitError) -> bool:
+    """Whether git failed on the size of a tree rather than on a fault of its
+    own: it ran past its timeout or printed more than it may (``gitops.git``
+    says so in the message)."""
+    message = str(error)
+    return " timed out after " in message or " printed more than " in message
+
+
 def _decided(report: Report, decision: Decision) -> Report:
     report.decision = decision
     return report
@@ -281,6 +342,11 @@ def _decided(report: Report, decision: Decision) -> Report:
 
 def _inconclusive(reason: Reason, detail: str, **facts) -> Decision:
     return decide(Facts(harness_failure=reason, harness_detail=detail, **facts))
+
+
+def _file_cap_fired(detail: str, base_facts: dict) -> Decision:
+    """What the agent wrote is too large to capture, compare or test."""
+    return _inconclusive(Reason.CAP_FIRED, detail, cap_detail="max_files", **base_facts)
 
 
 @dataclass(frozen=True)
@@ -480,21 +546,48 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         )
 
     on_phase(Phase.CAPTURE)
+    max_files = project.max_files
     try:
         replay_tree = scratch.capture(workspace)
     except gitops.GitError as exc:
+        if _grew_too_large(exc):
+            found = count_workspace_files(workspace, max_files + 1)
+            if found > max_files:
+                return _file_cap_fired(
+                    f"capturing the more than {max_files:,} files the agent "
+                    f"left in its checkout failed ({exc})",
+                    base_facts,
+                )
         return _inconclusive(
             Reason.HARNESS_ERROR,
             f"the change could not be captured: {exc}",
             **base_facts,
         )
-    comparison = gitops.compare(
-        scratch,
-        base=ctx.base,
-        original_commit=ctx.original_commit,
-        replay_tree=replay_tree,
-        allowed_globs=project.allowed_paths,
-    )
+    # Checked before anything reads the tree whole: a compare, a checkout and
+    # a test run take time in proportion to its files.
+    report.tree_files = count_files(scratch, replay_tree)
+    if report.tree_files > max_files:
+        return _file_cap_fired(
+            f"the agent left {report.tree_files:,} files in its checkout, over "
+            f"the cap of {max_files:,}",
+            base_facts,
+        )
+    try:
+        comparison = gitops.compare(
+            scratch,
+            base=ctx.base,
+            original_commit=ctx.original_commit,
+            replay_tree=replay_tree,
+            allowed_globs=project.allowed_paths,
+        )
+    except gitops.GitError as exc:
+        if _grew_too_large(exc):
+            return _file_cap_fired(
+                f"comparing the agent's {report.tree_files:,} files with the "
+                f"original failed ({exc}); the cap is {max_files:,}",
+                base_facts,
+            )
+        raise
     report.comparison = comparison
     if replay_tree == comparison.base_tree:
         crashed = outcome.exit_code not in (0, None)
@@ -558,6 +651,7 @@ def _judge_by_tests(
     )
     cached = testmemory.cached_original(project, report.cache_key)
     needs = netaccess.test_needs(project)
+    failed: CheckoutFailed | None = None
     with ExitStack() as stack:
         network = None
         if needs:
@@ -566,17 +660,22 @@ def _judge_by_tests(
                     directory=ctx.scratch.root / "net-tests", needs=needs, phase="tests"
                 )
             )
-        gate = run_gate(
-            scratch=ctx.scratch,
-            trees=trees,
-            runner=ctx.runner,
-            argv=project.test_command,
-            limits=test_limits(project),
-            reruns=project.flake_reruns,
-            on_tree=lambda tree: ctx.on_phase(_TREE_PHASES[tree]),
-            known={"original": cached} if cached is not None else None,
-            network=network,
-        )
+        try:
+            gate = run_gate(
+                scratch=ctx.scratch,
+                trees=trees,
+                runner=ctx.runner,
+                argv=project.test_command,
+                limits=test_limits(project),
+                reruns=project.flake_reruns,
+                on_tree=lambda tree: ctx.on_phase(_TREE_PHASES[tree]),
+                known={"original": cached} if cached is not None else None,
+                network=network,
+            )
+        except CheckoutFailed as exc:
+            failed, gate = exc, exc.gate
+        except SandboxUnavailable as exc:
+            return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **ctx.base_facts)
     denied: tuple[str, ...] = ()
     if network is not None:
         report.egress += network.attempts
@@ -585,6 +684,8 @@ def _judge_by_tests(
         )
     report.gate = gate
     report.sandbox_seconds += gate.sandbox_seconds
+    if failed is not None:
+        return _checkout_failed(ctx, report, failed)
     ctx.on_phase(Phase.VERDICT)
     judged = "reference" if "reference" in trees else "replay"
     per_test = compare_first_attempts(gate, judged)
@@ -606,4 +707,24 @@ def _judge_by_tests(
             per_test=per_test.compared,
             denied_hosts=denied,
         )
+    )
+
+
+def _checkout_failed(ctx: Context, report: Report, failed: CheckoutFailed) -> Decision:
+    """A tree could not be checked out for its tests. Git running out of time
+    on a tree the agent wrote is the size of what it wrote, the file cap's
+    business; any other failure, or one on the original's tree, is ReplayHub's.
+    """
+    if failed.tree in ("replay", "reference") and _grew_too_large(failed.error):
+        files = f"{report.tree_files:,}" if report.tree_files is not None else "its"
+        return _file_cap_fired(
+            f"checking out the {failed.tree} tree ({files} files) for its tests "
+            f"failed ({failed.error}); the cap is {ctx.project.max_files:,}",
+            ctx.base_facts,
+        )
+    return _inconclusive(
+        Reason.HARNESS_ERROR,
+        f"the {failed.tree} tree could not be checked out for its tests: "
+        f"{failed.error}",
+        **ctx.base_facts,
     )

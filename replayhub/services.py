@@ -354,6 +354,8 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
     }
     if report.usage_refused:
         evidence["usage_refused"] = report.usage_refused
+    if report.tree_files is not None:
+        evidence["tree_files"] = report.tree_files
     if escaped:
         evidence["escaped_text"] = escaped
     if dropped:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .gitops import Scratch, remove_tree
+from .gitops import GitError, Scratch, remove_tree
 from .sandbox import Bind, Limits, Runner, SandboxSpec
 from .testcases import TestCase, compare_cases, parse_junit_cases, parse_output_cases
 from .testsummary import Counts, parse_junit, parse_summary
@@ -107,6 +107,19 @@ class GateResult:
         return {test for (_, test), outcomes in seen.items() if len(outcomes) > 1}
 
 
+class CheckoutFailed(Exception):
+    """A tree could not be checked out for its tests; git's error is the cause.
+
+    ``gate`` holds the attempts made before it, so their sandbox time counts.
+    """
+
+    def __init__(self, tree: str, error: GitError) -> None:
+        super().__init__(f"the {tree} tree could not be checked out: {error}")
+        self.tree = tree
+        self.error = error
+        self.gate = GateResult()
+
+
 @dataclass(frozen=True)
 class PerTest:
     """The original's first run against the judging tree's first run, by test id."""
@@ -189,7 +202,10 @@ def run_once(
     remove_tree(out_dir)
     out_dir.mkdir(parents=True)
     try:
-        scratch.checkout_tree(tree_sha, checkout)
+        try:
+            scratch.checkout_tree(tree_sha, checkout)
+        except GitError as error:
+            raise CheckoutFailed(tree, error) from error
         env = {"REPLAYHUB_JUNIT_XML": JUNIT_FILE}
         binds = [Bind(out_dir, JUNIT_DIR, writable=True)]
         command = tuple(argv)
@@ -256,7 +272,8 @@ def run_gate(
     When the trees' first outcomes differ, each is run ``reruns`` more times, so
     a flaky suite is not mistaken for a divergence. A tree in ``known`` is not
     run: its earlier result (an attempt of the same tree and configuration that
-    did not flip) stands, marked cached.
+    did not flip) stands, marked cached. A tree that cannot be checked out
+    raises :class:`CheckoutFailed` with the attempts made before it.
     """
     known = known or {}
     result = GateResult()
@@ -264,8 +281,8 @@ def run_gate(
     def execute(tree: str, attempt: int) -> None:
         if on_tree:
             on_tree(tree)
-        result.attempts.append(
-            run_once(
+        try:
+            done = run_once(
                 scratch=scratch,
                 tree_sha=trees[tree],
                 tree=tree,
@@ -275,7 +292,10 @@ def run_gate(
                 limits=limits,
                 network=network,
             )
-        )
+        except CheckoutFailed as failure:
+            failure.gate = result
+            raise
+        result.attempts.append(done)
 
     for tree in trees:
         if tree in known:

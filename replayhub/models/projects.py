@@ -85,6 +85,11 @@ class Project(models.Model):
     max_output_bytes = models.PositiveIntegerField(default=1024 * 1024)
     max_tokens = models.PositiveBigIntegerField(null=True, blank=True)
     max_turns = models.PositiveIntegerField(null=True, blank=True)
+    max_files = models.PositiveIntegerField(
+        default=200_000,
+        help_text="Files the agent may leave in its checkout. Checked on the "
+        "captured tree, before it is compared or checked out for the tests.",
+    )
     # The test gate and the verdict.
     flake_reruns = models.PositiveSmallIntegerField(default=2)
     evidence_floor = models.PositiveIntegerField(default=1)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import pytest
 from django.db import DataError
 
-from replayhub import gitops, services
+from replayhub import gitops, reproduce, services
 from replayhub.models import Comparison, Replay, TestOutcome, TestRecord
 from replayhub.services import escape_text, storable, unescape_text
-from tests.engine.scripted import make_run
+from tests.engine.scripted import make_project, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -193,6 +193,139 @@ def test_a_store_that_fails_still_ends_the_replay(
     assert "DETAIL" not in result.reason
     assert not Comparison.objects.filter(replay=result).exists()
     assert not TestOutcome.objects.filter(replay=result).exists()
+
+
+# The file cap and git failures in the test gate.
+
+
+def test_more_files_than_the_cap_fires_the_cap_before_any_checkout(
+    calc_repo, calc_base, calc_good, monkeypatch
+):
+    checkouts = []
+    original_checkout = gitops.Scratch.checkout_tree
+    monkeypatch.setattr(
+        gitops.Scratch,
+        "checkout_tree",
+        lambda self, tree, dest: (
+            checkouts.append(dest) or original_checkout(self, tree, dest)
+        ),
+    )
+    project = make_project(calc_repo, max_files=1000)
+    run = make_run(project, prompt="manyfiles 2000", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "2,003 files" in result.reason and "1,000" in result.reason
+    assert checkouts == []
+    assert result.evidence["tree_files"] == 2003
+
+
+def test_files_under_the_cap_go_on_to_a_verdict(calc_repo, calc_base, calc_good):
+    project = make_project(calc_repo, max_files=1000)
+    run = make_run(project, prompt="manyfiles 500", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    # The files are outside the allowed globs.
+    assert (result.verdict, result.reason_code) == ("divergent", "disallowed_paths")
+
+
+def test_a_capture_that_times_out_on_too_many_files_fires_the_cap(
+    calc_repo, calc_base, calc_good, monkeypatch
+):
+    def capture(self, workspace=None, *, base=None):
+        raise gitops.GitError("git add timed out after 120s")
+
+    monkeypatch.setattr(gitops.Scratch, "capture", capture)
+    project = make_project(calc_repo, max_files=1000)
+    run = make_run(project, prompt="manyfiles 2000", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "more than 1,000 files" in result.reason
+
+
+def test_a_capture_that_times_out_on_few_files_is_a_harness_error(
+    calc_repo, calc_base, calc_good, monkeypatch
+):
+    def capture(self, workspace=None, *, base=None):
+        raise gitops.GitError("git add timed out after 120s")
+
+    monkeypatch.setattr(gitops.Scratch, "capture", capture)
+    project = make_project(calc_repo, max_files=1000)
+    run = make_run(project, prompt="manyfiles 10", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "harness_error")
+
+
+def test_a_comparison_too_large_for_git_fires_the_cap(
+    calc_project, calc_base, calc_good, monkeypatch
+):
+    def compare(*args, **kwargs):
+        raise gitops.GitError("git diff printed more than 67108864 bytes")
+
+    monkeypatch.setattr(gitops, "compare", compare)
+    run = make_run(
+        calc_project, prompt="manyfiles 50", original=calc_good, base=calc_base
+    )
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "53 files" in result.reason
+
+
+def test_git_running_out_of_time_or_room_is_told_apart_from_its_faults(tmp_path):
+    with pytest.raises(gitops.GitError) as slow:
+        gitops.git("-c", "alias.wait=!sleep 5", "wait", cwd=tmp_path, timeout=0.2)
+    with pytest.raises(gitops.GitError) as loud:
+        gitops.git("version", output_cap=4)
+    with pytest.raises(gitops.GitError) as broken:
+        gitops.git("rev-parse", "--verify", "HEAD", cwd=tmp_path)
+
+    assert reproduce._grew_too_large(slow.value)
+    assert reproduce._grew_too_large(loud.value)
+    assert not reproduce._grew_too_large(broken.value)
+
+
+def test_the_file_cap_defaults_to_two_hundred_thousand(calc_project):
+    assert calc_project.max_files == 200_000
+
+
+def _checkout_failing(monkeypatch, tree: str, message: str):
+    original_checkout = gitops.Scratch.checkout_tree
+
+    def checkout(self, tree_or_commit, dest):
+        if str(dest).rsplit("/", 1)[-1].startswith(f"tests-{tree}-"):
+            raise gitops.GitError(message)
+        return original_checkout(self, tree_or_commit, dest)
+
+    monkeypatch.setattr(gitops.Scratch, "checkout_tree", checkout)
+
+
+def test_a_checkout_of_the_replay_tree_that_times_out_fires_the_file_cap(
+    calc_project, calc_base, calc_good, monkeypatch
+):
+    _checkout_failing(monkeypatch, "replay", "git checkout-index timed out after 120s")
+    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "max_files" in result.reason and "200,000" in result.reason
+    # The original's run before it is kept.
+    assert [o.tree for o in result.test_outcomes.all()] == ["original"]
+
+
+def test_git_failing_on_the_original_tree_is_a_harness_error(
+    calc_project, calc_base, calc_good, monkeypatch
+):
+    _checkout_failing(
+        monkeypatch, "original", "git read-tree failed with exit code 128: bad tree"
+    )
+    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "harness_error")
+    assert "bad tree" in result.reason
 
 
 def test_an_unexpected_failure_of_the_execution_ends_the_replay(
