@@ -234,33 +234,48 @@ def replay_reap_expired(*, now=None) -> list[int]:
 
     The lost attempt is kept as ``inconclusive / worker_lost`` evidence (worker
     loss is a harness-health signal); a new attempt is queued when the run has
-    attempts left. Returns the ids of the reaped replays.
+    attempts left. Returns the ids of the reaped replays. Each replay is reaped
+    on its own: one that cannot be ended is logged and left for the next pass,
+    and the others are reaped all the same.
     """
     reaped = []
     now = now or timezone.now()
     for replay in Replay.objects.lease_expired(now).select_related("run", "project"):
-        decision = decide(
-            Facts(
-                harness_failure=Reason.WORKER_LOST,
-                harness_detail=f"no heartbeat from {replay.lease_owner}",
-            )
-        )
-        with transaction.atomic():
-            # The lease owner must still be the dead one: a late heartbeat wins.
-            if not replay_finish(
-                replay=replay,
-                outcome=decision,
-                owner=replay.lease_owner,
-                expired_before=now,
-            ):
-                continue
-            if replay.attempt < replay.project.max_attempts:
-                replay_request(run=replay.run, trigger=Trigger.RETRY)
-        # The dead worker could not clean up; on its host this removes the rest.
-        remove_tree(Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay.pk}")
-        reaped.append(replay.pk)
-        log.warning("replay %s: worker lost (%s)", replay.pk, replay.lease_owner)
+        try:
+            ended = _reap(replay, now=now)
+        except Exception:
+            log.exception("replay %s could not be reaped", replay.pk)
+            continue
+        if ended:
+            reaped.append(replay.pk)
+            log.warning("replay %s: worker lost (%s)", replay.pk, replay.lease_owner)
     return reaped
+
+
+def _reap(replay: Replay, *, now: datetime) -> bool:
+    decision = decide(
+        Facts(
+            harness_failure=Reason.WORKER_LOST,
+            harness_detail=f"no heartbeat from {replay.lease_owner}",
+        )
+    )
+    with transaction.atomic():
+        # The lease owner must still be the dead one: a late heartbeat wins.
+        if not replay_finish(
+            replay=replay,
+            outcome=decision,
+            owner=replay.lease_owner,
+            expired_before=now,
+        ):
+            return False
+        if replay.attempt < replay.project.max_attempts:
+            replay_request(run=replay.run, trigger=Trigger.RETRY)
+    # The dead worker could not clean up; on its host this removes the rest.
+    try:
+        remove_tree(Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay.pk}")
+    except OSError as error:
+        log.warning("replay %s: its workspace was not removed: %s", replay.pk, error)
+    return True
 
 
 def replay_finish(

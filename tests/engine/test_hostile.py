@@ -10,9 +10,11 @@ and on PostgreSQL, which refuses NUL in text and jsonb.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from django.db import DataError
+from django.utils import timezone
 
 from replayhub import gitops, reproduce, services
 from replayhub.models import Comparison, Replay, TestOutcome, TestRecord
@@ -344,3 +346,33 @@ def test_an_unexpected_failure_of_the_execution_ends_the_replay(
         "harness_error",
     )
     assert "the diff machinery broke" in result.reason
+
+
+# The lease reaper.
+
+
+def test_one_replay_the_reaper_cannot_end_does_not_stop_the_others(
+    calc_project, calc_base, calc_good, monkeypatch
+):
+    run = make_run(calc_project, prompt="same", original=calc_good, base=calc_base)
+    poisoned = services.replay_create(run=run, trigger="command")
+    healthy = services.replay_create(run=run, trigger="command")
+    Replay.objects.filter(pk__in=[poisoned.pk, healthy.pk]).update(
+        status="running",
+        lease_owner="dead-host:1:abc",
+        lease_expires_at=timezone.now() - timedelta(seconds=5),
+    )
+    finish = services.replay_finish
+
+    def poisoned_finish(*, replay, **kwargs):
+        if replay.pk == poisoned.pk:
+            raise RuntimeError("poisoned")
+        return finish(replay=replay, **kwargs)
+
+    monkeypatch.setattr(services, "replay_finish", poisoned_finish)
+
+    assert services.replay_reap_expired() == [healthy.pk]
+
+    assert Replay.objects.get(pk=healthy.pk).reason_code == "worker_lost"
+    # Left for the next pass of the reaper.
+    assert Replay.objects.get(pk=poisoned.pk).status == "running"
