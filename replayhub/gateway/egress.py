@@ -29,6 +29,7 @@ connection with no byte moving for ``idle_timeout`` seconds is closed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -163,7 +164,7 @@ class EgressProxy:
 
     @property
     def attempts(self) -> list[EgressAttempt]:
-        """The attempts so far, oldest first (a copy)."""
+        """The attempts so far, in the order they ended (a copy)."""
         with self._lock:
             return list(self._attempts)
 
@@ -241,7 +242,15 @@ class EgressProxy:
             )
             with self._lock:
                 self._threads.add(thread)
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError:
+                logger.warning("egress proxy: no thread for a new client")
+                with self._lock:
+                    self._threads.discard(thread)
+                client.close()
+                self._clients.release()
+                time.sleep(0.05)
 
     def _track(self, sock: socket.socket) -> None:
         with self._lock:
@@ -383,20 +392,35 @@ class EgressProxy:
 
     def _connect(self, host: Host, port: int) -> socket.socket:
         # Resolved here, on the worker, only after the name was allowed.
-        address = str(host.address) if host.address is not None else host.name
+        name = str(host.address) if host.address is not None else host.name
         try:
-            upstream = socket.create_connection((address, port), self.connect_timeout)
+            addresses = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
         except socket.gaierror as error:
             raise _Refusal(
                 502, "unreachable", f"{host} does not resolve: {error.strerror}"
             ) from None
-        except OSError as error:
-            reason = error.strerror or type(error).__name__
-            raise _Refusal(
-                502, "unreachable", f"could not connect to {host}:{port}: {reason}"
-            ) from None
-        upstream.settimeout(self.idle_timeout)
-        return upstream
+        reason = "no address"
+        for family, kind, proto, _, address in addresses:
+            upstream = socket.socket(family, kind, proto)
+            try:
+                upstream.settimeout(self.connect_timeout)
+                upstream.connect(address)
+                if upstream.getsockname() == upstream.getpeername():
+                    # A closed port on this host can be picked as the
+                    # connection's own source port: TCP then connects the
+                    # socket to itself and the client would read its own bytes.
+                    raise ConnectionRefusedError(
+                        errno.ECONNREFUSED, "Connection refused"
+                    )
+            except OSError as error:
+                upstream.close()
+                reason = error.strerror or type(error).__name__
+                continue
+            upstream.settimeout(self.idle_timeout)
+            return upstream
+        raise _Refusal(
+            502, "unreachable", f"could not connect to {host}:{port}: {reason}"
+        )
 
     def _record(self, draft: _Draft, started: float) -> None:
         attempt = EgressAttempt(

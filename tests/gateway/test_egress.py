@@ -212,10 +212,17 @@ def net_dir() -> Iterator[Path]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port nothing listens on, held for the test.
+
+    Held bound (not listening), connecting to it is refused; merely found free,
+    it could become the ephemeral port of the connection to it, which then
+    connects to itself and echoes what it sends.
+    """
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
 
 
 def ask(proxy: EgressProxy, request: bytes, *, hang_up: bool = True) -> bytes:
@@ -313,8 +320,10 @@ def test_address_tricks_are_denied(
     assert (attempt.host, attempt.allowed, attempt.outcome) == (host, False, "denied")
 
 
-def test_an_allowed_host_that_does_not_answer_is_unreachable(net_dir: Path) -> None:
-    port = closed_port()
+def test_an_allowed_host_that_does_not_answer_is_unreachable(
+    net_dir: Path, closed_port: int
+) -> None:
+    port = closed_port
     with EgressProxy(net_dir / "egress.sock", [f"127.0.0.1:{port}"], "agent") as proxy:
         answer = ask(proxy, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
         [attempt] = settled(proxy, 1)
@@ -443,6 +452,8 @@ def tunnel(host, port, path):
         return response.status, response.read().decode()
     except OSError as error:
         return "refused", str(error)
+    finally:
+        conn.close()
 """
 
 
@@ -467,9 +478,9 @@ def sandboxed(net_dir: Path, source: str) -> tuple[int | None, str]:
 
 @needs_bwrap
 def test_a_sandboxed_client_goes_through_the_proxy_where_allowed(
-    net_dir: Path, upstream: int
+    net_dir: Path, upstream: int, closed_port: int
 ) -> None:
-    down = closed_port()
+    down = closed_port
     allow = [f"127.0.0.1:{upstream}", f"localhost:{upstream}", f"127.0.0.1:{down}"]
     seen: list[EgressAttempt] = []
     with EgressProxy(net_dir / "egress.sock", allow, "agent", seen.append) as proxy:
@@ -503,6 +514,8 @@ def test_a_sandboxed_client_goes_through_the_proxy_where_allowed(
     assert later == 0 and again.startswith("200 ")
 
     assert seen == attempts
+    # Recorded as each attempt ends; listed here in the order they started.
+    attempts.sort(key=lambda attempt: attempt.started_at)
     summary = [
         (a.phase, a.method, a.host, a.port, a.allowed, a.outcome) for a in attempts
     ]
