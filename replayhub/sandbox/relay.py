@@ -41,8 +41,9 @@ EXIT_RELAY = 125
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 BACKLOG = 128
-# Connections served at once; further ones wait in the listen backlog.
-MAX_CONNECTIONS = 256
+# Connections served at once (a thread each, counted against the sandbox's
+# process cap); further ones wait in the listen backlog.
+MAX_CONNECTIONS = 64
 CHUNK = 64 * 1024
 CONNECT_TIMEOUT = 10.0
 THREAD_STACK = 256 * 1024
@@ -230,9 +231,16 @@ def _accept_loop(
             slots.release()
             time.sleep(0.05)  # out of file descriptors: let connections finish
             continue
-        threading.Thread(
-            target=_relay_one, args=(client, path, slots), daemon=True
-        ).start()
+        try:
+            threading.Thread(
+                target=_relay_one, args=(client, path, slots), daemon=True
+            ).start()
+        except RuntimeError:
+            # The sandbox's process cap counts threads: drop this connection
+            # rather than the listener.
+            client.close()
+            slots.release()
+            time.sleep(0.05)
 
 
 def _watch(command_pid: int, pidfd: int | None) -> None:
