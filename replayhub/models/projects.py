@@ -39,7 +39,7 @@ def glob_list_problem(value: object) -> str:
 def egress_list_problem(value: object) -> str:
     """Why ``value`` is not a list of ``host:port`` patterns ("" when it is)."""
     if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
-        return "Give a list of host:port patterns, such as [\"pypi.org:443\"]."
+        return 'Give a list of host:port patterns, such as ["pypi.org:443"].'
     for entry in value:
         try:
             parse_allow_entry(entry)
