@@ -4,6 +4,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -52,6 +53,7 @@ class ProviderAdmin(admin.ModelAdmin):
 
     list_display = ["name", "kind", "base_url", "key_env"]
     list_filter = ["kind"]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     search_fields = ["name", "base_url"]
 
 
