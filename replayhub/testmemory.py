@@ -87,10 +87,18 @@ def remember(
         )
 
 
+# Only the original's code is the project's own: a test that flips on a tree a
+# replay wrote says something about that replay, never about the test, and must
+# not excuse a later replay's failure as "known flaky".
+REMEMBERED_TREES = ("original",)
+
+
 def _record_outcomes(project: Project, gate: GateResult, trees: dict[str, str]) -> None:
     counts: Counter[tuple[str, str, bool]] = Counter()
     for attempt in gate.attempts:
         if attempt.cached or not attempt.cases or attempt.tree not in trees:
+            continue
+        if attempt.tree not in REMEMBERED_TREES:
             continue
         for case in attempt.cases:
             if case.outcome in ("passed", "failed", "error"):

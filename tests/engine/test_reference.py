@@ -162,7 +162,7 @@ def test_a_changed_test_command_misses_the_cache(project, base, good):
     assert CachedResult.objects.filter(project=project).count() == 2
 
 
-def test_every_test_outcome_is_remembered_per_tree(project, base, good, repo):
+def test_the_original_trees_outcomes_are_remembered(project, base, good, repo):
     replay(make_run(project, prompt="bad", original=good, base=base))
 
     original = TestRecord.objects.filter(project=project, tree_sha=repo.tree(good))
@@ -170,6 +170,28 @@ def test_every_test_outcome_is_remembered_per_tree(project, base, good, repo):
         ("test_calc.AddTests.test_add", 3, 0),  # first run and two reruns
         ("test_calc.AddTests.test_add_negative", 3, 0),
     }
+    # The replay's failing tree is its own doing: nothing about the tests.
+    assert TestRecord.objects.filter(project=project).count() == 2
+
+
+def test_a_replay_whose_code_flips_does_not_excuse_a_later_failure(project, base, good):
+    project.flake_reruns = 6
+    project.save()
+    # Random code: its own tests flip on its tree (when the first run fails).
+    for i in range(4):
+        replay(
+            make_run(
+                project,
+                prompt="flaky",
+                original=good,
+                base=base,
+                external_id=f"flaky-{i}",
+            )
+        )
+
+    result = replay(make_run(project, prompt="bad", original=good, base=base))
+
+    assert (result.verdict, result.reason_code) == ("divergent", "replay_fails_tests")
     assert not TestRecord.objects.filter(passed__gt=0, failed__gt=0).exists()
 
 
