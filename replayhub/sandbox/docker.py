@@ -33,6 +33,7 @@ from .base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from .files import chown_tree
 from .output import HeadTailBuffer
 
 PINNED = re.compile(r"@sha256:[0-9a-f]{64}\Z")
@@ -142,7 +143,7 @@ class DockerRunner:
         self.check()
         for path in (spec.workspace, *(b.source for b in spec.binds if b.writable)):
             if os.geteuid() == 0:
-                _chown_tree(path, *map(int, self.user.split(":")))
+                chown_tree(path, *map(int, self.user.split(":")))
         container = f"replayhub-{uuid.uuid4().hex[:16]}"
         capture = HeadTailBuffer(spec.limits.output_bytes)
         started = time.monotonic()
@@ -209,11 +210,3 @@ def _read_into(stream, capture: HeadTailBuffer) -> None:
     for chunk in iter(lambda: stream.read1(65536), b""):
         capture.feed(chunk)
     stream.close()
-
-
-def _chown_tree(root, uid: int, gid: int) -> None:
-    # lchown never follows a planted symlink out of the tree.
-    os.lchown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in (*dirnames, *filenames):
-            os.lchown(os.path.join(dirpath, name), uid, gid)
