@@ -42,4 +42,3 @@ def test_a_tree_deeper_than_the_recursion_limit_is_handed_over(tmp_path):
         os.close(fd)
     assert os.lstat(top / "link").st_uid == NOBODY
     assert secret.stat().st_uid == 0  # the link's target was left alone
-
