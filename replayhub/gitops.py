@@ -28,7 +28,6 @@ import contextlib
 import os
 import re
 import signal
-import stat
 import subprocess
 import threading
 import uuid
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from replayhub import blobs, hunks
+from replayhub.fstree import remove_tree
 from replayhub.globs import glob_match
 
 DEFAULT_TIMEOUT = 120.0
@@ -530,100 +530,6 @@ class Scratch:
     def remove(self) -> None:
         """Delete everything under ``root``. Safe to call twice."""
         remove_tree(self.root)
-
-
-def remove_tree(path: Path | str) -> None:
-    """Delete ``path`` and everything below it; a missing path is not an error.
-
-    What is below was written by an agent, which may nest directories thousands
-    deep, lock them, and plant symlinks. So the walk is iterative (no recursion
-    limit) and relative to directory descriptors (no path grows past PATH_MAX),
-    with two descriptors open at a time; symlinks are unlinked, and every descent
-    opens with ``O_NOFOLLOW``, so nothing outside the tree is touched. A directory
-    left unreadable, unsearchable or read-only is given back owner access first:
-    the owner may always chmod it.
-    """
-    path = Path(path)
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(info.st_mode):
-        path.unlink()
-        return
-    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        _empty_directory(parent, path.name)
-        os.rmdir(path.name, dir_fd=parent)
-    finally:
-        os.close(parent)
-
-
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def _empty_directory(parent: int, name: str) -> None:
-    """Remove everything inside directory ``name`` of ``parent``, depth first."""
-    fd = _open_for_removal(parent, name)
-    try:
-        # One frame per directory from ``name`` down to the current one: its
-        # identity, checked when ".." leads back up to it, and the names of its
-        # subdirectories still to remove.
-        frames = [(_identity(fd), _unlink_files(fd))]
-        while frames:
-            subdirectories = frames[-1][1]
-            if subdirectories:
-                child = _open_for_removal(fd, subdirectories[-1])
-                os.close(fd)
-                fd = child
-                frames.append((_identity(fd), _unlink_files(fd)))
-                continue
-            frames.pop()
-            if not frames:
-                break
-            up = os.open("..", _DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = up
-            if _identity(fd) != frames[-1][0]:
-                raise OSError(f"a directory under {name} moved while it was removed")
-            os.rmdir(frames[-1][1].pop(), dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def _open_for_removal(parent: int, name: str) -> int:
-    """Open directory ``name`` of ``parent`` (never a symlink), owner access granted."""
-    try:
-        fd = os.open(name, _DIRECTORY, dir_fd=parent)
-    except PermissionError:
-        _grant_owner_access(parent, name)
-        fd = os.open(name, _DIRECTORY, dir_fd=parent)
-    if os.fstat(fd).st_mode & stat.S_IRWXU != stat.S_IRWXU:
-        # A read-only directory opens, but nothing in it can be unlinked.
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, stat.S_IRWXU)
-    return fd
-
-
-def _grant_owner_access(parent: int, name: str) -> None:
-    # fchmodat without following (glibc 2.32 or later): were ``name`` a symlink,
-    # this raises instead of changing whatever the link points to.
-    os.chmod(name, stat.S_IRWXU, dir_fd=parent, follow_symlinks=False)
-
-
-def _unlink_files(fd: int) -> list[str]:
-    """Unlink everything in ``fd`` but directories; return the directories' names."""
-    with os.scandir(fd) as entries:
-        listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
-    for name, is_directory in listed:
-        if not is_directory:
-            os.unlink(name, dir_fd=fd)
-    return [name for name, is_directory in listed if is_directory]
-
-
-def _identity(fd: int) -> tuple[int, int]:
-    info = os.fstat(fd)
-    return info.st_dev, info.st_ino
 
 
 @dataclass

@@ -23,7 +23,7 @@ from .gateway.egress import EgressAttempt, EgressProxy
 from .gateway.server import Caps, ModelCall, ModelGateway, Upstream
 from .models import Project, Provider
 from .sandbox import Bind
-from .sandbox.network import relay_mount
+from .sandbox.network import proxy_env, relay_mount
 
 MODEL_PORT = 8790
 EGRESS_PORT = 8791
@@ -175,11 +175,7 @@ class PhaseNetwork:
             EgressProxy(socket_path, list(self.needs.egress), self.phase)
         )
         self._ports[EGRESS_PORT] = EGRESS_SOCKET
-        url = f"http://127.0.0.1:{EGRESS_PORT}"
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
-            self.env[name] = url
-        # The model gateway is reached directly on loopback, not through the proxy.
-        self.env["NO_PROXY"] = self.env["no_proxy"] = "127.0.0.1,localhost"
+        self.env.update(proxy_env(EGRESS_PORT))
 
 
 def caps_for(project: Project, caps: dict) -> Caps:

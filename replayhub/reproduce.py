@@ -121,13 +121,7 @@ class Report:
             "original_test": suites["original"],
             "replay_test": suites["replay"],
             "reference_test": suites["reference"],
-            "test_changes": {
-                "added": list(self.plan.changes.added),
-                "changed": list(self.plan.changes.changed),
-                "deleted": list(self.plan.changes.deleted),
-            }
-            if self.plan
-            else None,
+            "test_changes": self.plan.changes.to_dict() if self.plan else None,
             "evidence": [check_dict(c) for c in self.decision.checks],
             "agent": self.agent_summary(),
             "usage": self.usage,

@@ -497,9 +497,7 @@ def _test_evidence(report: Report) -> dict:
         return {}
     return {
         "test_changes": {
-            "added": list(plan.changes.added),
-            "changed": list(plan.changes.changed),
-            "deleted": list(plan.changes.deleted),
+            **plan.changes.to_dict(),
             "summary": plan.changes.summary(),
         },
         "reference_tree": plan.reference_tree,

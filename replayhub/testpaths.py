@@ -114,6 +114,13 @@ class TestChanges:
     def any(self) -> bool:
         return bool(self.added or self.changed or self.deleted)
 
+    def to_dict(self) -> dict[str, list[str]]:
+        return {
+            "added": list(self.added),
+            "changed": list(self.changed),
+            "deleted": list(self.deleted),
+        }
+
     def summary(self) -> str:
         if not self.any:
             return "no test file differs from the original's"

@@ -75,6 +75,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from replayhub.fstree import chown_tree
 from replayhub.sandbox.base import (
     HOME,
     TMP,
@@ -84,7 +85,6 @@ from replayhub.sandbox.base import (
     SandboxUnavailable,
 )
 from replayhub.sandbox.cgroups import CGROUP_ROOT, Backend, Confinement, detect_backend
-from replayhub.sandbox.files import chown_tree
 from replayhub.sandbox.output import HeadTailBuffer
 from replayhub.sandbox.seccomp import filter_bpf
 

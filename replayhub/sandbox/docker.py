@@ -24,6 +24,8 @@ import threading
 import time
 import uuid
 
+from replayhub.fstree import chown_tree
+
 from .base import (
     BASE_ENV,
     HOME,
@@ -33,7 +35,6 @@ from .base import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from .files import chown_tree
 from .output import HeadTailBuffer
 
 PINNED = re.compile(r"@sha256:[0-9a-f]{64}\Z")

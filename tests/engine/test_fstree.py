@@ -9,15 +9,17 @@ import os
 
 import pytest
 
-from replayhub.sandbox.files import chown_tree
+from replayhub.fstree import chown_tree, remove_tree
 
 NOBODY = 65534
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
-def test_a_tree_deeper_than_the_recursion_limit_is_handed_over(tmp_path):
+def test_a_tree_deeper_than_the_recursion_limit_is_handed_over(tmp_path, request):
     top = tmp_path / "tree"
     top.mkdir()
+    # pytest's own clean-up of old temp dirs recurses: leave no deep tree behind.
+    request.addfinalizer(lambda: remove_tree(top))
     fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     for _ in range(3000):  # deeper than Python's recursion limit, past PATH_MAX
         os.mkdir("d", dir_fd=fd)
