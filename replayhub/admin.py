@@ -13,6 +13,8 @@ from .models import (
     Budget,
     Comparison,
     EgressAttempt,
+    FollowedFile,
+    FollowSource,
     ImportJob,
     IngestToken,
     ModelCall,
@@ -22,9 +24,23 @@ from .models import (
     Replay,
     Rollup,
     Run,
+    Seed,
     TestOutcome,
     WorkerCheck,
 )
+
+ROLLOUT_FIELDS = [
+    "harness_command",
+    "rollout_mode",
+    "rollout_anchor",
+    "max_anchors",
+    "min_source_reward",
+    "max_source_reward",
+    "pass_threshold",
+    "verification_turn",
+    "rollout_seed",
+    "max_seed_tokens",
+]
 
 
 class BudgetInline(admin.StackedInline):
@@ -45,6 +61,29 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name", "repo_path"]
     filter_horizontal = ["providers"]
     inlines = [BudgetInline]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    f.name
+                    for f in [
+                        *Project._meta.concrete_fields,
+                        *Project._meta.many_to_many,
+                    ]
+                    if f.editable and not f.primary_key and f.name not in ROLLOUT_FIELDS
+                ]
+            },
+        ),
+        (
+            "Rollouts",
+            {
+                "description": "For verifiers rollout records: how seeds are "
+                "derived from a rollout and how its replays are judged.",
+                "fields": ROLLOUT_FIELDS,
+            },
+        ),
+    ]
 
 
 @admin.register(Provider)
@@ -87,12 +126,13 @@ class RunAdmin(admin.ModelAdmin):
     list_display = [
         "external_id",
         "project",
+        "source",
         "title",
         "model",
         "preflight",
         "imported_at",
     ]
-    list_filter = ["project", "preflight", "provider", "model"]
+    list_filter = ["project", "source", "preflight", "provider", "model"]
     search_fields = ["external_id", "title", "original_commit"]
     date_hierarchy = "imported_at"
     list_select_related = ["project"]
@@ -284,3 +324,28 @@ class ImportJobAdmin(admin.ModelAdmin):
     list_filter = ["status", "project"]
     list_select_related = ["project"]
     readonly_fields = [f.name for f in ImportJob._meta.fields]
+
+
+@admin.register(Seed)
+class SeedAdmin(admin.ModelAdmin):
+    list_display = ["run", "number", "kind", "anchor", "anchor_node", "token_count"]
+    list_filter = ["kind", "anchor"]
+    list_select_related = ["run__project"]
+    search_fields = ["key"]
+    raw_id_fields = ["run"]
+    readonly_fields = [f.name for f in Seed._meta.fields if f.name != "id"]
+
+
+class FollowedFileInline(admin.TabularInline):
+    model = FollowedFile
+    extra = 0
+    can_delete = False
+    readonly_fields = [f.name for f in FollowedFile._meta.fields if f.name != "id"]
+
+
+@admin.register(FollowSource)
+class FollowSourceAdmin(admin.ModelAdmin):
+    list_display = ["pattern", "project", "enabled", "last_pass_at"]
+    list_filter = ["enabled", "project"]
+    readonly_fields = ["last_pass_at", "last_summary"]
+    inlines = [FollowedFileInline]

@@ -1,5 +1,5 @@
 """The domain's models: projects, recorded runs, their replays and what the replays
-found, the nights that budget them, and how runs come in."""
+found, the nights that budget them, how runs come in, and the seeds of rollouts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from .evidence import CachedResult, TestRecord
 from .gateway import EgressAttempt, ModelCall, Provider, ProviderKind
 from .ingest import ImportJob, ImportStatus, IngestToken, IngestTokenQuerySet
 from .nights import Budget, Night, NightStatus, Rollup
-from .projects import Preflight, Project, Run, Runner
+from .projects import (
+    Preflight,
+    Project,
+    RolloutAnchor,
+    RolloutMode,
+    Run,
+    Runner,
+    RunSource,
+)
 from .replays import (
     Comparison,
     Phase,
@@ -23,12 +31,15 @@ from .replays import (
     WorkerCheck,
     lease_deadline,
 )
+from .rollouts import FollowedFile, FollowSource, Seed, SeedAnchor, SeedKind
 
 __all__ = [
     "Budget",
     "CachedResult",
     "Comparison",
     "EgressAttempt",
+    "FollowSource",
+    "FollowedFile",
     "ImportJob",
     "ImportStatus",
     "IngestToken",
@@ -45,9 +56,15 @@ __all__ = [
     "ReplayQuerySet",
     "ReplayStatus",
     "ReviewBand",
+    "RolloutAnchor",
+    "RolloutMode",
     "Rollup",
     "Run",
+    "RunSource",
     "Runner",
+    "Seed",
+    "SeedAnchor",
+    "SeedKind",
     "TestOutcome",
     "TestRecord",
     "Tier",

@@ -48,6 +48,24 @@ def egress_list_problem(value: object) -> str:
     return ""
 
 
+def rollout_settings_problem(
+    *,
+    min_source_reward: float | None,
+    max_source_reward: float | None,
+    max_anchors: int | None,
+) -> str:
+    """Why a project's rollout settings cannot hold together ("" when they can)."""
+    if (
+        min_source_reward is not None
+        and max_source_reward is not None
+        and min_source_reward > max_source_reward
+    ):
+        return "The minimum source reward is above the maximum."
+    if max_anchors is not None and max_anchors < 1:
+        return "Draw at least one anchor, or leave it empty for every one."
+    return ""
+
+
 def default_test_paths() -> list[str]:
     return list(DEFAULT_TEST_PATHS)
 
@@ -55,6 +73,28 @@ def default_test_paths() -> list[str]:
 class Runner(models.TextChoices):
     BWRAP = "bwrap", "bubblewrap"
     DOCKER = "docker", "Docker"
+
+
+class RolloutMode(models.TextChoices):
+    # Resume a rollout at an anchor and let the model finish the job.
+    CONTINUE = "continue", "Continue"
+    # Hand the model its finished attempt with a request to verify and fix it.
+    RECHECK = "recheck", "Recheck"
+
+
+class RolloutAnchor(models.TextChoices):
+    """Where a ``continue`` seed re-enters a rollout."""
+
+    COMPACTION = "compaction", "At a context restart"
+    TOOL_CALL = "tool-call", "After a complete tool-result run"
+
+
+# The user turn a recheck seed ends with, unless the project sets its own.
+DEFAULT_VERIFICATION_TURN = (
+    "Carefully check your work above. Re-verify the reasoning and the final answer "
+    "against the task; if you find any mistakes, fix them. Then state your final "
+    "answer."
+)
 
 
 class Project(models.Model):
@@ -143,6 +183,55 @@ class Project(models.Model):
         default=False,
         help_text="Let the nightly scheduler spend budget on agentic replays.",
     )
+    # Rollouts (verifiers records): how seeds are derived and how a replay of
+    # one is judged. Unused by code runs.
+    harness_command = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Runs a rollout seed in the sandbox (an argument list): reads "
+        "the messages in REPLAYHUB_SEED_FILE, writes {completion, reward} to "
+        "REPLAYHUB_RESULT_FILE.",
+    )
+    rollout_mode = models.CharField(
+        max_length=16, choices=RolloutMode, default=RolloutMode.CONTINUE
+    )
+    rollout_anchor = models.CharField(
+        max_length=16,
+        choices=RolloutAnchor,
+        default=RolloutAnchor.COMPACTION,
+        help_text="Where a continue seed re-enters the rollout.",
+    )
+    max_anchors = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        default=1,
+        help_text="Tool-call anchors drawn per rollout (deterministically, kept "
+        "in trajectory order). Empty: every complete tool-result run.",
+    )
+    min_source_reward = models.FloatField(
+        null=True, blank=True, help_text="Seed only rollouts rewarded at least this."
+    )
+    max_source_reward = models.FloatField(
+        null=True, blank=True, help_text="Seed only rollouts rewarded at most this."
+    )
+    pass_threshold = models.FloatField(
+        default=1.0,
+        help_text="A rollout passes when its reward is at or above this.",
+    )
+    verification_turn = models.TextField(
+        default=DEFAULT_VERIFICATION_TURN,
+        help_text="The user turn a recheck seed ends with.",
+    )
+    rollout_seed = models.IntegerField(
+        default=0,
+        help_text="Salt of the per-rollout draw of tool-call anchors.",
+    )
+    max_seed_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Drop seeds longer than this (recorded token counts, else "
+        "characters / 4). Empty: no limit.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -157,6 +246,20 @@ class Project(models.Model):
             models.CheckConstraint(
                 condition=Q(max_attempts__gt=0), name="project_max_attempts_positive"
             ),
+            choices_check("rollout_mode", RolloutMode, "project_rollout_mode_valid"),
+            choices_check(
+                "rollout_anchor", RolloutAnchor, "project_rollout_anchor_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_anchors__isnull=True) | Q(max_anchors__gt=0),
+                name="project_max_anchors_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(min_source_reward__isnull=True)
+                | Q(max_source_reward__isnull=True)
+                | Q(min_source_reward__lte=models.F("max_source_reward")),
+                name="project_source_reward_window",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -170,12 +273,32 @@ class Project(models.Model):
         for name in ("egress_agent", "egress_tests"):
             if problem := egress_list_problem(getattr(self, name)):
                 errors[name] = problem
+        command = self.harness_command
+        if not isinstance(command, list) or not all(
+            isinstance(arg, str) for arg in command
+        ):
+            errors["harness_command"] = (
+                'Give an argument list, such as ["python", "harness.py"].'
+            )
+        if problem := rollout_settings_problem(
+            min_source_reward=self.min_source_reward,
+            max_source_reward=self.max_source_reward,
+            max_anchors=self.max_anchors,
+        ):
+            errors["max_source_reward"] = problem
         if errors:
             raise ValidationError(errors)
 
     @property
     def test_time_limit(self) -> int:
         return self.test_time_limit_seconds or self.time_limit_seconds
+
+
+class RunSource(models.TextChoices):
+    # A recorded agent change to a repository, replayed and compared by its diff.
+    CODE = "code", "Code run"
+    # A verifiers rollout, replayed from its seeds and judged by its reward.
+    ROLLOUT = "rollout", "Rollout"
 
 
 class Preflight(models.TextChoices):
@@ -193,6 +316,9 @@ class Run(models.Model):
         Project, on_delete=models.CASCADE, related_name="runs", db_index=False
     )
     external_id = models.CharField(max_length=255)
+    source = models.CharField(max_length=16, choices=RunSource, default=RunSource.CODE)
+    # A rollout's reward as recorded: the sum of its reward functions.
+    reward = models.FloatField(null=True, blank=True)
     title = models.CharField(max_length=500, blank=True)
     prompt = models.TextField(blank=True)
     provider = models.CharField(max_length=100, blank=True)
@@ -229,6 +355,7 @@ class Run(models.Model):
                 fields=["project", "external_id"], name="run_unique_external_id"
             ),
             choices_check("preflight", Preflight, "run_preflight_valid"),
+            choices_check("source", RunSource, "run_source_valid"),
         ]
         indexes = [
             # Runs of a project, newest first (project pages, the scheduler).

@@ -238,6 +238,14 @@ class Replay(models.Model):
     phase = models.CharField(max_length=16, choices=Phase, default=Phase.QUEUED)
     attempt = models.PositiveSmallIntegerField(default=1)
     trigger = models.CharField(max_length=16, choices=Trigger, default=Trigger.COMMAND)
+    # The seed a rollout replay starts from; null for a code run's replay.
+    seed = models.ForeignKey(
+        "Seed",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="replays",
+    )
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from replayhub.models import Night, Project, Replay, Run, TestOutcome
+from replayhub.models import Night, Project, Replay, Run, Seed, TestOutcome
 from reviews.models import Review
 
 
@@ -105,4 +105,37 @@ def test_an_overturn_must_name_a_different_verdict(run, reviewer):
             decision="overturn",
             verdict_before="equivalent",
             verdict_after="equivalent",
+        )
+
+
+def test_a_source_reward_window_must_not_be_empty(project):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(
+            min_source_reward=1.0, max_source_reward=0.0
+        )
+
+
+def test_a_run_comes_from_a_known_source(run):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Run.objects.filter(pk=run.pk).update(source="telepathy")
+
+
+def test_two_seeds_of_a_rollout_never_share_a_key(run):
+
+    Seed.objects.create(
+        run=run,
+        number=1,
+        key="t:continue:compaction@6",
+        kind="continue",
+        anchor="compaction",
+        anchor_node=6,
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Seed.objects.create(
+            run=run,
+            number=2,
+            key="t:continue:compaction@6",
+            kind="continue",
+            anchor="compaction",
+            anchor_node=6,
         )

@@ -179,3 +179,72 @@ def test_the_admin_form_refuses_a_malformed_glob(db, repo):
     with pytest.raises(ValidationError) as refused:
         project.full_clean()
     assert "test_paths" in refused.value.message_dict
+
+
+def test_a_project_of_rollouts_takes_its_settings_and_needs_no_agent(db, repo):
+    call_command(
+        "project_add",
+        "rl",
+        "--repo",
+        str(repo),
+        "--harness-command",
+        "python harness.py --env 'invoicer env'",
+        "--rollout-mode",
+        "continue",
+        "--anchor",
+        "tool-call",
+        "--max-anchors",
+        "3",
+        "--min-source-reward",
+        "0",
+        "--max-source-reward",
+        "0.5",
+        "--pass-threshold",
+        "0.8",
+    )
+    project = Project.objects.get(slug="rl")
+    assert project.harness_command == ["python", "harness.py", "--env", "invoicer env"]
+    assert project.agent_command == [] and project.test_command == []
+    assert (project.rollout_mode, project.rollout_anchor) == ("continue", "tool-call")
+    assert project.max_anchors == 3
+    assert (project.min_source_reward, project.max_source_reward) == (0.0, 0.5)
+    assert project.pass_threshold == 0.8
+    assert project.verification_turn.startswith("Carefully check your work")
+
+
+def test_every_anchor_is_asked_for_with_all(db, repo):
+    call_command(
+        "project_add",
+        "rl",
+        "--repo",
+        str(repo),
+        "--harness-command",
+        "./harness",
+        "--anchor",
+        "tool-call",
+        "--max-anchors",
+        "all",
+    )
+    assert Project.objects.get().max_anchors is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--max-anchors", "0"], "--max-anchors takes a positive number"),
+        (
+            ["--min-source-reward", "1", "--max-source-reward", "0"],
+            "minimum source reward is above the maximum",
+        ),
+        (["--harness-command", ""], "--harness-command is empty"),
+        ([], "--test-command is required"),
+    ],
+)
+def test_bad_rollout_settings_are_refused(db, repo, extra, message):
+    args = ["rl", "--repo", str(repo), *extra]
+    if "--harness-command" not in extra and extra:
+        args += ["--harness-command", "./harness"]
+    with pytest.raises(CommandError, match=message) as info:
+        call_command("project_add", *args)
+    assert info.value.returncode == 2
+    assert not Project.objects.exists()

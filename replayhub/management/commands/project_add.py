@@ -7,11 +7,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.gitops import GitError
 from replayhub.history import History
-from replayhub.models import Project, Provider
+from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
 from replayhub.models.projects import (
     default_test_paths,
     egress_list_problem,
     glob_list_problem,
+    rollout_settings_problem,
 )
 
 
@@ -36,8 +37,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("--repo", required=True, help="Path of the git repository.")
-        parser.add_argument("--test-command", required=True)
-        parser.add_argument("--agent-command", required=True)
+        parser.add_argument(
+            "--test-command", help="Required unless --harness-command is given."
+        )
+        parser.add_argument(
+            "--agent-command", help="Required unless --harness-command is given."
+        )
         parser.add_argument(
             "--allowed-paths", nargs="+", action="extend", default=[], metavar="GLOB"
         )
@@ -84,6 +89,57 @@ class Command(BaseCommand):
         )
         parser.add_argument("--time-limit", type=int, default=600, metavar="SECONDS")
         parser.add_argument("--default-branch", default="")
+        rollouts = parser.add_argument_group(
+            "rollouts",
+            "For verifiers rollout records: how seeds are derived and judged.",
+        )
+        rollouts.add_argument(
+            "--harness-command",
+            metavar="CMD",
+            help="Runs a seed in the sandbox: reads the messages in "
+            "$REPLAYHUB_SEED_FILE, writes {completion, reward} to "
+            "$REPLAYHUB_RESULT_FILE.",
+        )
+        rollouts.add_argument(
+            "--rollout-mode",
+            choices=RolloutMode.values,
+            default=RolloutMode.CONTINUE,
+            metavar="MODE",
+            help="continue (resume at an anchor) or recheck (verify the final "
+            "attempt). Default: continue.",
+        )
+        rollouts.add_argument(
+            "--anchor",
+            choices=RolloutAnchor.values,
+            default=RolloutAnchor.COMPACTION,
+            metavar="A",
+            help="Where continue seeds re-enter: compaction or tool-call. "
+            "Default: compaction.",
+        )
+        rollouts.add_argument(
+            "--max-anchors",
+            metavar="N",
+            default="1",
+            help="Tool-call anchors drawn per rollout, or 'all'. Default: 1.",
+        )
+        rollouts.add_argument("--min-source-reward", type=float, metavar="X")
+        rollouts.add_argument("--max-source-reward", type=float, metavar="Y")
+        rollouts.add_argument(
+            "--pass-threshold",
+            type=float,
+            default=1.0,
+            metavar="T",
+            help="A reward at or above this passes. Default: 1.0.",
+        )
+        rollouts.add_argument("--verification-turn", metavar="TEXT")
+        rollouts.add_argument("--max-seed-tokens", type=int, metavar="N")
+        rollouts.add_argument(
+            "--rollout-seed",
+            type=int,
+            default=0,
+            metavar="N",
+            help="Salt of the deterministic draw of tool-call anchors.",
+        )
 
     def handle(
         self,
@@ -102,6 +158,18 @@ class Command(BaseCommand):
         egress_tests,
         **options,
     ):
+        rollout = _rollout_settings(options)
+        if not rollout["harness_command"]:
+            for option, value in (
+                ("--test-command", test_command),
+                ("--agent-command", agent_command),
+            ):
+                if value is None:
+                    raise CommandError(
+                        f"{option} is required (or --harness-command, for a "
+                        "project of rollouts).",
+                        returncode=2,
+                    )
         if Project.objects.filter(slug=slug).exists():
             raise CommandError(
                 f"a project named {slug!r} already exists.", returncode=2
@@ -140,14 +208,67 @@ class Command(BaseCommand):
             name=slug,
             repo_path=str(path),
             default_branch=default_branch,
-            test_command=_argv("--test-command", test_command),
-            agent_command=_argv("--agent-command", agent_command),
+            test_command=(
+                _argv("--test-command", test_command)
+                if test_command is not None
+                else []
+            ),
+            agent_command=(
+                _argv("--agent-command", agent_command)
+                if agent_command is not None
+                else []
+            ),
             allowed_paths=globs,
             time_limit_seconds=time_limit,
             test_paths=tests,
             allow_test_interference=allow_test_interference,
             egress_agent=egress_agent,
             egress_tests=egress_tests,
+            **rollout,
         )
         project.providers.set(named)
         self.stdout.write(f"registered project {project.slug} ({project.repo_path})")
+
+
+def _rollout_settings(options: dict) -> dict:
+    """The project's rollout fields from the command's options."""
+    raw = str(options["max_anchors"]).strip().lower()
+    if raw in ("all", "none", ""):
+        max_anchors = None
+    else:
+        try:
+            max_anchors = int(raw)
+        except ValueError:
+            max_anchors = 0
+        if max_anchors < 1:
+            raise CommandError(
+                "--max-anchors takes a positive number, or 'all'.", returncode=2
+            )
+    if options["max_seed_tokens"] is not None and options["max_seed_tokens"] < 1:
+        raise CommandError("--max-seed-tokens must be positive.", returncode=2)
+    if problem := rollout_settings_problem(
+        min_source_reward=options["min_source_reward"],
+        max_source_reward=options["max_source_reward"],
+        max_anchors=max_anchors,
+    ):
+        raise CommandError(problem, returncode=2)
+    settings = {
+        "harness_command": (
+            _argv("--harness-command", options["harness_command"])
+            if options["harness_command"] is not None
+            else []
+        ),
+        "rollout_mode": options["rollout_mode"],
+        "rollout_anchor": options["anchor"],
+        "max_anchors": max_anchors,
+        "min_source_reward": options["min_source_reward"],
+        "max_source_reward": options["max_source_reward"],
+        "pass_threshold": options["pass_threshold"],
+        "rollout_seed": options["rollout_seed"],
+        "max_seed_tokens": options["max_seed_tokens"],
+    }
+    if options["verification_turn"] is not None:
+        if not options["verification_turn"].strip():
+            raise CommandError("--verification-turn is empty.", returncode=2)
+        settings["verification_turn"] = options["verification_turn"]
+    return settings
