@@ -138,6 +138,10 @@ class Report:
             "egress": [_plain(asdict(attempt)) for attempt in self.egress],
         }
 
+    def extra_evidence(self) -> dict:
+        """What a kind of replay adds to the stored evidence (see ``rollouts``)."""
+        return {}
+
     def agent_summary(self) -> dict:
         """What the agent phase did, without its output."""
         return {k: v for k, v in asdict(self.agent).items() if k != "output"}

@@ -366,6 +366,7 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
         "agent": report.agent_summary(),
         "usage_reported": report.usage_reported,
         **_test_evidence(report),
+        **report.extra_evidence(),
     }
     if report.usage_refused:
         evidence["usage_refused"] = report.usage_refused

@@ -44,6 +44,17 @@ class Reason(StrEnum):
     REPLAY_FAILS_REFERENCE_TESTS = "replay_fails_reference_tests"
     REPLAY_PASSES_TESTS = "replay_passes_tests"
     BOTH_FAIL = "both_fail"
+    # Rollout replays, judged by the environment's verifier (its reward).
+    SAME_COMPLETION = "same_completion"
+    REWARDS_PASS = "rewards_pass"
+    REPLAY_REWARD_FAILS = "replay_reward_fails"
+    REPLAY_REWARD_PASSES = "replay_reward_passes"
+    BOTH_REWARDS_FAIL = "both_rewards_fail"
+    VERIFIER_DISAGREES = "verifier_disagrees"
+    HARNESS_FAILED = "harness_failed"
+    RESULT_MISSING = "result_missing"
+    RESULT_MALFORMED = "result_malformed"
+    ORIGINAL_REWARD_MISSING = "original_reward_missing"
 
 
 class EvidenceClass(StrEnum):
@@ -77,7 +88,28 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
     }
 )
 
+# The reasons only a rollout replay reaches (``verdicts.rollout``).
+ROLLOUT_REASONS: frozenset[Reason] = frozenset(
+    {
+        Reason.SAME_COMPLETION,
+        Reason.REWARDS_PASS,
+        Reason.REPLAY_REWARD_FAILS,
+        Reason.REPLAY_REWARD_PASSES,
+        Reason.BOTH_REWARDS_FAIL,
+        Reason.VERIFIER_DISAGREES,
+        Reason.HARNESS_FAILED,
+        Reason.RESULT_MISSING,
+        Reason.RESULT_MALFORMED,
+        Reason.ORIGINAL_REWARD_MISSING,
+    }
+)
+
 INCONCLUSIVE_REASONS: frozenset[Reason] = HARNESS_REASONS | {
+    Reason.VERIFIER_DISAGREES,
+    Reason.HARNESS_FAILED,
+    Reason.RESULT_MISSING,
+    Reason.RESULT_MALFORMED,
+    Reason.ORIGINAL_REWARD_MISSING,
     Reason.BASE_UNTRUSTED,
     Reason.NO_TEST_COMMAND,
     Reason.TESTS_SKIPPED,
@@ -103,6 +135,11 @@ REASON_VERDICT: Mapping[Reason, Verdict] = MappingProxyType(
         Reason.REPLAY_FAILS_REFERENCE_TESTS: Verdict.DIVERGENT,
         Reason.REPLAY_PASSES_TESTS: Verdict.DIVERGENT,
         Reason.BOTH_FAIL: Verdict.DIVERGENT,
+        Reason.SAME_COMPLETION: Verdict.IDENTICAL,
+        Reason.REWARDS_PASS: Verdict.EQUIVALENT,
+        Reason.REPLAY_REWARD_FAILS: Verdict.DIVERGENT,
+        Reason.REPLAY_REWARD_PASSES: Verdict.DIVERGENT,
+        Reason.BOTH_REWARDS_FAIL: Verdict.DIVERGENT,
     }
 )
 
@@ -134,6 +171,16 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.NETWORK_REQUIRED: "Tests needed a denied host",
         Reason.REPLAY_PASSES_TESTS: "Replay passes, original failed",
         Reason.BOTH_FAIL: "Both trees fail",
+        Reason.SAME_COMPLETION: "Same completion",
+        Reason.REWARDS_PASS: "Both rewards pass",
+        Reason.REPLAY_REWARD_FAILS: "Replay reward below threshold",
+        Reason.REPLAY_REWARD_PASSES: "Replay passes, original reward failed",
+        Reason.BOTH_REWARDS_FAIL: "Both rewards below threshold",
+        Reason.VERIFIER_DISAGREES: "Verifier judged the same completion differently",
+        Reason.HARNESS_FAILED: "Rollout harness failed",
+        Reason.RESULT_MISSING: "No rollout result",
+        Reason.RESULT_MALFORMED: "Malformed rollout result",
+        Reason.ORIGINAL_REWARD_MISSING: "Original reward unknown",
     }
 )
 

@@ -1,0 +1,350 @@
+"""One rollout replay: the project's harness continues a seed in the sandbox.
+
+The harness command (the environment's own code, checked out from the
+project's repository) runs in the same sandbox as a code run's agent, with
+model access through the gateway when the project names providers. It reads the
+seed, a JSON list of chat messages, from ``$REPLAYHUB_SEED_FILE``, lets the model
+continue it, scores the new completion with the environment's verifier and
+writes ``{"completion": …, "reward": …}`` to ``$REPLAYHUB_RESULT_FILE``. That
+file is untrusted (``result``); the verdict is ``verdicts.rollout``'s.
+
+``execute_rollout`` touches the database only through ``on_phase`` and the
+project's providers; storing the report is ``services.replay_finish``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from replayhub import gitops, netaccess
+from replayhub.history import History
+from replayhub.models import Phase, Project
+from replayhub.reproduce import (
+    AGENT_OUTPUT_CHARS,
+    IO_DIR,
+    AgentResult,
+    Report,
+    agent_limits,
+    bounded_usage,
+    measured_usage,
+    read_usage,
+    runner_for,
+)
+from replayhub.sandbox import Bind, SandboxSpec, SandboxUnavailable
+from replayhub.verdicts import Reason
+from replayhub.verdicts.rollout import RolloutFacts, decide_rollout
+
+from .completions import MalformedCompletion, Message, normalise, same, similarity
+from .result import ResultProblem, read_result
+
+log = logging.getLogger(__name__)
+
+SEED_FILE = "seed.json"
+RESULT_FILE = "result.json"
+# A stored completion keeps at most this much of each message's text.
+STORED_CONTENT_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class RolloutTask:
+    """One seed to replay, as plain data.
+
+    ``messages`` go to the harness as they are; ``original_completion`` (a
+    string or a list of messages) and ``original_reward`` are what the record
+    says the original went on to do and scored. ``commit`` is the commit of the
+    project's repository to run the harness from; empty means the tip of the
+    project's default branch.
+    """
+
+    messages: Sequence[dict]
+    original_completion: object
+    original_reward: float | None
+    pass_threshold: float
+    harness_command: Sequence[str]
+    trace_id: str
+    seed_number: int = 1
+    seed_kind: str = ""
+    anchor: str = ""
+    model: str = ""
+    provider: str = ""
+    commit: str = ""
+
+
+@dataclass
+class RolloutReport(Report):
+    """A replay's ``Report`` with what the rollout side found (``rollout``)."""
+
+    rollout: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        data = super().summary()
+        data.update(
+            {
+                key: self.rollout.get(key)
+                for key in (
+                    "original_reward",
+                    "replay_reward",
+                    "similarity",
+                    "pass_threshold",
+                    "seed",
+                    "seed_kind",
+                )
+            }
+        )
+        data["kind"] = "rollout"
+        return data
+
+    def extra_evidence(self) -> dict:
+        return {"rollout": self.rollout}
+
+
+def execute_rollout(
+    *,
+    project: Project,
+    task: RolloutTask,
+    replay_id: int,
+    caps: dict | None = None,
+    on_phase: Callable[[str], object] = lambda phase: None,
+) -> RolloutReport:
+    """Replay one seed in a fresh workspace, which is removed whatever happens."""
+    caps = caps or {}
+    report = RolloutReport(decision=None)  # type: ignore[arg-type]
+    report.rollout = {
+        "trace_id": task.trace_id,
+        "seed": task.seed_number,
+        "seed_kind": task.seed_kind,
+        "anchor": task.anchor,
+        "pass_threshold": task.pass_threshold,
+        "original_reward": task.original_reward,
+        "replay_reward": None,
+        "similarity": None,
+        "completion": None,
+    }
+
+    def failed(reason: Reason, detail: str, cap: str = "") -> RolloutReport:
+        report.rollout["failure"] = detail
+        report.decision = decide_rollout(
+            RolloutFacts(
+                pass_threshold=task.pass_threshold,
+                original_reward=task.original_reward,
+                failure=reason,
+                failure_detail=detail,
+                cap_detail=cap,
+            )
+        )
+        return report
+
+    if not task.harness_command:
+        return failed(
+            Reason.FIXTURE_FAILED, "the project has no rollout harness command"
+        )
+    commit = _harness_commit(project, task.commit)
+    if commit is None:
+        return failed(
+            Reason.FIXTURE_FAILED,
+            f"no commit of {project.repo_path} to run the harness from (the "
+            "default branch has none)",
+        )
+    report.provenance = {"harness_commit": commit, "kind": "rollout"}
+    runner = runner_for(project)
+    try:
+        runner.check()
+    except SandboxUnavailable as exc:
+        return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
+    scratch = gitops.Scratch(
+        Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
+    )
+    scratch.remove()  # a previous delivery of this replay may have left it behind
+    try:
+        return _run_harness(
+            project=project,
+            task=task,
+            commit=commit,
+            runner=runner,
+            scratch=scratch,
+            caps=caps,
+            on_phase=on_phase,
+            report=report,
+            failed=failed,
+            replay_id=replay_id,
+        )
+    finally:
+        scratch.remove()
+
+
+def _harness_commit(project: Project, commit: str) -> str | None:
+    try:
+        with History(project.repo_path) as repo:
+            if commit:
+                return repo.commit(commit)
+            branch = project.default_branch or repo.head_branch()
+            return repo.branch_tip(branch) if branch else None
+    except gitops.GitError:
+        return None
+
+
+def _run_harness(
+    *,
+    project: Project,
+    task: RolloutTask,
+    commit: str,
+    runner: Any,
+    scratch: gitops.Scratch,
+    caps: dict,
+    on_phase: Callable[[str], object],
+    report: RolloutReport,
+    failed: Callable[..., RolloutReport],
+    replay_id: int,
+) -> RolloutReport:
+    on_phase(Phase.PROVISIONING)
+    try:
+        workspace = scratch.provision(commit)
+    except (gitops.GitError, OSError) as exc:
+        return failed(
+            Reason.FIXTURE_FAILED,
+            f"the workspace could not be provisioned at {commit[:12]}: {exc}",
+        )
+    io_dir = scratch.root / "io"
+    io_dir.mkdir()
+    (io_dir / SEED_FILE).write_text(json.dumps(list(task.messages), ensure_ascii=False))
+
+    on_phase(Phase.AGENT)
+    env = {
+        "REPLAYHUB_SEED_FILE": f"{IO_DIR}/{SEED_FILE}",
+        "REPLAYHUB_RESULT_FILE": f"{IO_DIR}/{RESULT_FILE}",
+        "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
+        "REPLAYHUB_TASK_ID": task.trace_id,
+        "REPLAYHUB_SEED_KIND": task.seed_kind,
+        "REPLAYHUB_REPLAY_ID": str(replay_id),
+        "REPLAYHUB_MODEL": task.model,
+    }
+    argv = tuple(task.harness_command)
+    binds = [Bind(io_dir, IO_DIR, writable=True)]
+    needs = netaccess.agent_needs(project, task.provider)
+    network = None
+    limits = agent_limits(project, caps)
+    try:
+        with ExitStack() as stack:
+            if needs:
+                network = stack.enter_context(
+                    netaccess.PhaseNetwork(
+                        directory=scratch.root / "net-agent",
+                        needs=needs,
+                        phase="agent",
+                        caps=netaccess.caps_for(project, caps),
+                    )
+                )
+                env.update(network.env)
+                argv = network.wrap(argv)
+                if network.bind is not None:
+                    binds.append(network.bind)
+            outcome = runner.run(
+                SandboxSpec(
+                    argv=argv,
+                    workspace=workspace,
+                    env=env,
+                    limits=limits,
+                    binds=tuple(binds),
+                )
+            )
+    except netaccess.MissingKey as exc:
+        return failed(Reason.HARNESS_ERROR, str(exc))
+    except SandboxUnavailable as exc:
+        return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
+    report.agent = AgentResult(
+        exit_code=outcome.exit_code,
+        output=outcome.output[-AGENT_OUTPUT_CHARS:],
+        output_truncated=outcome.output_truncated
+        or len(outcome.output) > AGENT_OUTPUT_CHARS,
+        timed_out=outcome.timed_out,
+        limit_fired=outcome.limit_fired,
+        duration_s=outcome.duration_s,
+    )
+    report.sandbox_seconds += outcome.duration_s
+    _account(report, io_dir, network)
+    on_phase(Phase.VERDICT)
+
+    if network is not None and network.cap_fired:
+        return failed(
+            Reason.CAP_FIRED,
+            f"the model gateway's {network.cap_fired} cap was reached",
+            f"model {network.cap_fired}",
+        )
+    if outcome.timed_out or outcome.limit_fired == "wall_time":
+        return failed(
+            Reason.TIMEOUT,
+            f"the harness ran past its {limits.wall_seconds:g} s time limit",
+            "wall_time",
+        )
+    if outcome.limit_fired:
+        return failed(
+            Reason.CAP_FIRED,
+            f"the harness hit the {outcome.limit_fired.replace('_', ' ')} cap",
+            outcome.limit_fired,
+        )
+    if outcome.exit_code != 0:
+        return failed(
+            Reason.HARNESS_FAILED, f"it exited with status {outcome.exit_code}"
+        )
+    try:
+        result = read_result(io_dir / RESULT_FILE)
+    except ResultProblem as problem:
+        return failed(problem.reason, problem.detail)
+    report.rollout["replay_reward"] = result.reward
+    report.rollout["completion"] = stored_messages(result.completion)
+    try:
+        original = normalise(task.original_completion)
+    except MalformedCompletion as exc:
+        # The record's own continuation, accepted at import: ReplayHub's fault
+        # if it cannot be read back now.
+        return failed(Reason.HARNESS_ERROR, f"the original completion: {exc}")
+    identical = same(original, result.completion)
+    report.rollout["similarity"] = similarity(original, result.completion)
+    report.rollout["same_completion"] = identical
+    report.decision = decide_rollout(
+        RolloutFacts(
+            pass_threshold=task.pass_threshold,
+            original_reward=task.original_reward,
+            replay_reward=result.reward,
+            same_completion=identical,
+            similarity=report.rollout["similarity"],
+        )
+    )
+    return report
+
+
+def _account(report: Report, io_dir: Path, network: Any) -> None:
+    """What the harness spent: the gateway's measure when it ran, else the
+    harness's own usage file (as a code run's agent)."""
+    reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
+    report.usage_refused = refused
+    if network is not None:
+        report.model_calls = network.calls
+        report.egress = network.attempts
+    if network is not None and network.gateway is not None:
+        report.usage, refused = bounded_usage(measured_usage(report.model_calls))
+        report.usage_refused |= {f"measured_{k}": v for k, v in refused.items()}
+        report.usage_reported = reported
+    else:
+        report.usage = reported
+
+
+def stored_messages(messages: Sequence[Message]) -> list[dict]:
+    """Messages as stored on the replay: each text capped, the cut marked."""
+    stored = []
+    for message in messages:
+        data = message.to_dict()
+        content = data["content"]
+        if len(content) > STORED_CONTENT_CHARS:
+            data["content"] = content[:STORED_CONTENT_CHARS]
+            data["truncated"] = len(content)
+        stored.append(data)
+    return stored

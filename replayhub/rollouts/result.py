@@ -1,0 +1,148 @@
+"""The result file a rollout harness writes: ``{"completion": …, "reward": …}``.
+
+The file is written inside the sandbox, by the environment's harness and
+whatever the model made it run, so nothing in it is trusted: it is read without
+following links and only when it is a regular file of at most
+``RESULT_MAX_BYTES``; it must be one JSON object with no repeated key, a
+``completion`` that is a string or a list of chat messages, and a ``reward``
+that is a finite number. Anything else is a ``ResultProblem``, which the
+replay turns into an inconclusive verdict naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from replayhub.verdicts import Reason
+
+from .completions import MalformedCompletion, Message, normalise
+
+RESULT_MAX_BYTES = 4 * 1024 * 1024
+
+
+class ResultProblem(Exception):
+    """The result is missing or malformed; ``reason`` is the verdict's code and
+    the message one line saying what is wrong."""
+
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    completion: tuple[Message, ...]
+    reward: float
+
+
+def read_result(path: Path, max_bytes: int = RESULT_MAX_BYTES) -> RolloutResult:
+    """Read and parse the result file at ``path``; ``ResultProblem`` if it is
+    missing, not a regular file, too large or malformed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ResultProblem(
+            Reason.RESULT_MISSING, "the harness wrote no result file"
+        ) from None
+    except OSError as error:
+        # ELOOP: a symbolic link (to a host file, perhaps) in place of the file.
+        raise ResultProblem(
+            Reason.RESULT_MALFORMED,
+            f"the result file could not be opened as a file ({error.strerror})",
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ResultProblem(
+                Reason.RESULT_MALFORMED, "the result file is not a regular file"
+            )
+        if info.st_size > max_bytes:
+            raise ResultProblem(
+                Reason.RESULT_MALFORMED,
+                f"the result file has {info.st_size:,} bytes, over the "
+                f"{max_bytes:,} accepted",
+            )
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:  # it grew after the size was read
+        raise ResultProblem(
+            Reason.RESULT_MALFORMED,
+            f"the result file has more than the {max_bytes:,} bytes accepted",
+        )
+    return parse_result(data)
+
+
+def parse_result(data: bytes) -> RolloutResult:
+    """The result in ``data``, strictly (see the module docstring)."""
+
+    def malformed(detail: str) -> ResultProblem:
+        return ResultProblem(Reason.RESULT_MALFORMED, detail)
+
+    if not data.strip():
+        raise malformed("the result file is empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise malformed("the result file is not UTF-8 text") from None
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_no_repeated_keys, parse_constant=_no_constant
+        )
+    except _Refused as error:
+        raise malformed(str(error)) from None
+    except RecursionError:
+        raise malformed("the result file nests too deeply") from None
+    except ValueError as error:
+        raise malformed(f"the result file is not JSON ({_first_line(error)})") from None
+    if not isinstance(value, dict):
+        raise malformed("the result is not a JSON object")
+    if "reward" not in value:
+        raise malformed('the result has no "reward"')
+    if "completion" not in value:
+        raise malformed('the result has no "completion"')
+    reward = value["reward"]
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        raise malformed('the result\'s "reward" is not a number')
+    try:
+        reward = float(reward)
+    except OverflowError:
+        reward = math.inf
+    if not math.isfinite(reward):
+        raise malformed('the result\'s "reward" is not a finite number')
+    try:
+        completion = normalise(value["completion"])
+    except MalformedCompletion as error:
+        raise malformed(f"the result's completion is malformed: {error}") from None
+    return RolloutResult(completion=completion, reward=reward)
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+    # With a repeated key, which value counts depends on the parser: the
+    # harness could show ReplayHub one reward and another tool a different one.
+    result: dict = {}
+    for key, item in pairs:
+        if key in result:
+            raise _Refused(f"the result repeats the key {key[:40]!r}")
+        result[key] = item
+    return result
+
+
+def _no_constant(name: str) -> object:
+    raise _Refused(f"the result file holds {name}, which is not JSON")
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).splitlines()
+    return lines[0][:200] if lines else type(error).__name__
