@@ -46,6 +46,7 @@ from .models import (
     WorkerCheck,
 )
 from .reproduce import Report, check_dict
+from .rollouts import replay as rollout_replay
 from .testpaths import KIND_TEXT
 from .verdicts import Decision, Facts, Reason, decide
 
@@ -171,21 +172,36 @@ def _replay_execute(*, replay_id: int, owner: str | None):
     if not replay_claim(replay_id=replay_id, owner=owner):
         log.info("replay %s is not queued; nothing to do", replay_id)
         return None
-    replay = Replay.objects.select_related("run", "project", "night").get(pk=replay_id)
+    replay = Replay.objects.select_related("run", "project", "night", "seed").get(
+        pk=replay_id
+    )
     if _night_over(replay):
         replay_cancel_after_window(replay=replay, owner=owner)
         return None
     with LeaseKeeper(replay_id=replay_id, owner=owner):
+
+        def on_phase(phase: str) -> object:
+            return replay_heartbeat(replay_id=replay_id, owner=owner, phase=phase)
+
+        report: Report
         try:
-            report = reproduce.execute(
-                project=replay.project,
-                run=replay.run,
-                replay_id=replay.pk,
-                caps=replay.caps,
-                on_phase=lambda phase: replay_heartbeat(
-                    replay_id=replay_id, owner=owner, phase=phase
-                ),
-            )
+            rollout = rollout_replay.task_for(replay)
+            if rollout is not None:
+                report = rollout_replay.execute_rollout(
+                    project=replay.project,
+                    task=rollout,
+                    replay_id=replay.pk,
+                    caps=replay.caps,
+                    on_phase=on_phase,
+                )
+            else:
+                report = reproduce.execute(
+                    project=replay.project,
+                    run=replay.run,
+                    replay_id=replay.pk,
+                    caps=replay.caps,
+                    on_phase=on_phase,
+                )
         except Exception as error:
             # Every failure the execution knows of is a verdict already; one it
             # did not foresee is ReplayHub's, and still ends the replay here
@@ -269,7 +285,9 @@ def _reap(replay: Replay, *, now: datetime) -> bool:
         ):
             return False
         if replay.attempt < replay.project.max_attempts:
-            replay_request(run=replay.run, trigger=Trigger.RETRY)
+            replay_request(
+                run=replay.run, trigger=Trigger.RETRY, seed_id=replay.seed_id
+            )
     # The dead worker could not clean up; on its host this removes the rest.
     try:
         remove_tree(Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay.pk}")

@@ -205,7 +205,15 @@ def review_decide(
         # IMMEDIATE transaction does.
         locked = (
             Replay.objects.select_for_update()
-            .only("id", "status", "verdict", "review_band", "project_id", "run_id")
+            .only(
+                "id",
+                "status",
+                "verdict",
+                "review_band",
+                "project_id",
+                "run_id",
+                "seed_id",
+            )
             .get(pk=replay.pk)
         )
         if locked.status != ReplayStatus.FINISHED:
@@ -226,8 +234,9 @@ def review_decide(
         rerun = None
         if decision == Decision.RERUN:
             run = Run.objects.only("id", "project_id").get(pk=locked.run_id)
+            # A rollout replay is rerun from the same seed.
             rerun = replay_services.replay_request(
-                run=run, trigger=Trigger.RERUN, user=reviewer
+                run=run, trigger=Trigger.RERUN, user=reviewer, seed_id=locked.seed_id
             )
         Replay.objects.leave_review_queue(locked.pk)
         Claim.objects.filter(replay=locked).delete()

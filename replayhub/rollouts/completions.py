@@ -115,7 +115,7 @@ def tokens(messages: Sequence[Message]) -> frozenset[str]:
 
 
 def jaccard(one: frozenset[str], other: frozenset[str]) -> float:
-    """|A ∩ B| / |A ∪ B|; two empty sets are the same text, 1.0."""
+    """The shared tokens over all tokens; two empty sets are the same text, 1.0."""
     union = one | other
     if not union:
         return 1.0
@@ -138,7 +138,9 @@ def _message(item: object, index: int) -> Message:
         role=role,
         content=_content(item.get("content"), where),
         tool_calls=_tool_calls(item.get("tool_calls"), where),
-        tool_call_id=_optional_text(item.get("tool_call_id"), f"{where}'s tool_call_id"),
+        tool_call_id=_optional_text(
+            item.get("tool_call_id"), f"{where}'s tool_call_id"
+        ),
         name=_optional_text(item.get("name"), f"{where}'s name"),
     )
 
@@ -152,7 +154,9 @@ def _content(value: object, where: str) -> str:
         texts = []
         for part in value:
             if not isinstance(part, dict):
-                raise MalformedCompletion(f"{where} has a content part that is not an object")
+                raise MalformedCompletion(
+                    f"{where} has a content part that is not an object"
+                )
             text = part.get("text")
             if isinstance(text, str):
                 texts.append(text)

@@ -26,7 +26,7 @@ from django.conf import settings
 
 from replayhub import gitops, netaccess
 from replayhub.history import History
-from replayhub.models import Phase, Project
+from replayhub.models import Phase, Project, Replay, RunSource
 from replayhub.reproduce import (
     AGENT_OUTPUT_CHARS,
     IO_DIR,
@@ -76,6 +76,50 @@ class RolloutTask:
     model: str = ""
     provider: str = ""
     commit: str = ""
+    # ReplayHub's mark for the records of this replay's output (see
+    # ``replay_mark``), handed to the harness as ``$REPLAYHUB_REPLAY_MARK``.
+    mark: dict = field(default_factory=dict)
+
+
+def replay_mark(*, replay_id: int, seed_key: str, source: str) -> dict:
+    """What marks a record as the output of a ReplayHub replay: a record whose
+    ``info.replayhub`` (or top-level ``replayhub``) holds this object is skipped
+    on import as ``replayed`` and never seeds again."""
+    return {"replay": replay_id, "seed": seed_key, "source": source}
+
+
+def task_for(replay: Replay) -> RolloutTask | None:
+    """The rollout task of ``replay``: its seed, or the run's first seed when a
+    replay of a rollout was queued without one (the nightly scheduler queues
+    runs). None for a code run's replay."""
+    run, project = replay.run, replay.project
+    seed = replay.seed
+    if seed is None:
+        if run.source != RunSource.ROLLOUT:
+            return None
+        seed = run.seeds.order_by("number").first()
+        if seed is None:
+            return None
+    # The original's messages after the anchor; a recheck seed has none (its
+    # attempt is in the seed), and its final answer is the completion.
+    original: object = seed.continuation or seed.original_completion
+    return RolloutTask(
+        messages=seed.messages,
+        original_completion=original,
+        original_reward=run.reward,
+        pass_threshold=project.pass_threshold,
+        harness_command=tuple(project.harness_command),
+        trace_id=run.external_id,
+        seed_number=seed.number,
+        seed_kind=seed.kind,
+        anchor=f"{seed.anchor}@{seed.anchor_node}",
+        model=run.model,
+        provider=run.provider,
+        commit=run.base_sha,
+        mark=replay_mark(
+            replay_id=replay.pk, seed_key=seed.key, source=run.external_id
+        ),
+    )
 
 
 @dataclass
@@ -153,7 +197,7 @@ def execute_rollout(
             f"no commit of {project.repo_path} to run the harness from (the "
             "default branch has none)",
         )
-    report.provenance = {"harness_commit": commit, "kind": "rollout"}
+    report.rollout["harness_commit"] = commit
     runner = runner_for(project)
     try:
         runner.check()
@@ -225,6 +269,7 @@ def _run_harness(
         "REPLAYHUB_SEED_KIND": task.seed_kind,
         "REPLAYHUB_REPLAY_ID": str(replay_id),
         "REPLAYHUB_MODEL": task.model,
+        "REPLAYHUB_REPLAY_MARK": json.dumps(task.mark, sort_keys=True),
     }
     argv = tuple(task.harness_command)
     binds = [Bind(io_dir, IO_DIR, writable=True)]

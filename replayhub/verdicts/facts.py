@@ -46,7 +46,7 @@ class Reason(StrEnum):
     BOTH_FAIL = "both_fail"
     # Rollout replays, judged by the environment's verifier (its reward).
     SAME_COMPLETION = "same_completion"
-    REWARDS_PASS = "rewards_pass"
+    REWARDS_PASS = "rewards_pass"  # noqa: S105 -- a reason code, not a credential
     REPLAY_REWARD_FAILS = "replay_reward_fails"
     REPLAY_REWARD_PASSES = "replay_reward_passes"
     BOTH_REWARDS_FAIL = "both_rewards_fail"

@@ -85,7 +85,9 @@ class RolloutFacts:
         if self.failure is None and (
             self.replay_reward is None or self.same_completion is None
         ):
-            raise ValueError("a rollout without a failure needs its reward and completion")
+            raise ValueError(
+                "a rollout without a failure needs its reward and completion"
+            )
 
     def passes(self, reward: float) -> bool:
         return reward >= self.pass_threshold

@@ -9,6 +9,7 @@ named by the seed's last message, a JSON object:
   1.0 when its answer contains ``expect``;
 - ``raw``: write these characters as the result file instead; ``no_result``:
   write none; ``link``: make the result file a link to this path;
+- ``echo``: answer with this environment variable's value;
 - ``exit``: the exit status; ``sleep``: seconds to wait first.
 """
 
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 import json
 
-from replayhub.models import Project
+from replayhub.models import Project, Run, RunSource, Seed
 from tests.engine.gitrepos import Repo, make_repo
 
-HARNESS = r'''
+HARNESS = r"""
 import json, os, sys, time, urllib.request
 
 seed = json.load(open(os.environ["REPLAYHUB_SEED_FILE"]))
@@ -45,6 +46,8 @@ if order.get("model"):
     text = "".join(block.get("text", "") for block in reply["content"])
     answer = [{"role": "assistant", "content": text}]
     reward = 1.0 if order["expect"] in text else 0.0
+elif "echo" in order:
+    answer, reward = os.environ.get(order["echo"], ""), order.get("reward")
 else:
     answer, reward = order.get("answer"), order.get("reward")
 if "raw" in order:
@@ -55,7 +58,7 @@ elif not order.get("no_result"):
     json.dump({"completion": answer, "reward": reward}, open(result_file, "w"))
 print("harness done", file=sys.stderr)
 sys.exit(order.get("exit", 0))
-'''
+"""
 
 
 def make_environment_repo(tmp_path) -> Repo:
@@ -88,3 +91,29 @@ def seed_with(**order) -> list[dict]:
         {"role": "tool", "tool_call_id": "call_a1", "content": "1 failed"},
         {"role": "user", "content": json.dumps(order)},
     ]
+
+
+def make_rollout(project: Project, *, external_id: str, reward: float | None, seeds):
+    """A rollout run with its seeds: (messages, continuation, completion) each."""
+    run = Run.objects.create(
+        project=project,
+        external_id=external_id,
+        source=RunSource.ROLLOUT,
+        reward=reward,
+        title="invoicer-rounding",
+        model="coder-large",
+        preflight="ready",
+    )
+    for number, (messages, continuation, completion) in enumerate(seeds, 1):
+        Seed.objects.create(
+            run=run,
+            number=number,
+            key=f"{external_id}:continue:tool-call@{number * 3}",
+            kind="continue",
+            anchor="tool-call",
+            anchor_node=number * 3,
+            messages=messages,
+            continuation=continuation,
+            original_completion=completion,
+        )
+    return run

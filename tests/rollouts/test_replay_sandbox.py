@@ -7,7 +7,11 @@ import json
 import pytest
 
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
-from tests.rollouts.harness import make_environment_repo, make_rollout_project, seed_with
+from tests.rollouts.harness import (
+    make_environment_repo,
+    make_rollout_project,
+    seed_with,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -58,9 +62,10 @@ def test_a_reward_on_the_other_side_is_divergent(project):
         "divergent",
         "replay_reward_fails",
     )
-    assert outcome(
-        replay(project, original_reward=0.0, answer="fixed", reward=1)
-    ) == ("divergent", "replay_reward_passes")
+    assert outcome(replay(project, original_reward=0.0, answer="fixed", reward=1)) == (
+        "divergent",
+        "replay_reward_passes",
+    )
 
 
 def test_a_harness_that_fails_is_inconclusive_even_with_a_result(project):

@@ -27,14 +27,29 @@ def test_a_string_completion_is_one_assistant_message():
 
 def test_a_message_list_keeps_tool_calls_in_either_shape():
     completion = [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "a", "name": "bash", "arguments": "{\"command\": \"ls\"}"}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "name": "bash", "arguments": '{"command": "ls"}'}
+            ],
+        },
         {"role": "tool", "tool_call_id": "a", "content": "x.py"},
-        {"role": "assistant", "content": [{"type": "text", "text": "ok"}],
-         "tool_calls": [{"id": "b", "type": "function",
-                         "function": {"name": "bash", "arguments": {"command": "ls"}}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "ok"}],
+            "tool_calls": [
+                {
+                    "id": "b",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": {"command": "ls"}},
+                }
+            ],
+        },
     ]
-    result = parse_result(json.dumps({"completion": completion, "reward": 0.5}).encode())
+    result = parse_result(
+        json.dumps({"completion": completion, "reward": 0.5}).encode()
+    )
     first, tool, last = result.completion
     assert first.tool_calls[0].name == "bash"
     assert tool.tool_call_id == "a"
@@ -95,10 +110,28 @@ def test_a_fifo_or_an_oversized_file_is_refused_without_reading_it(tmp_path):
 
 
 def test_completions_differing_only_in_call_ids_and_argument_spacing_are_the_same():
-    one = normalise([{"role": "assistant", "content": "hi ", "tool_calls": [
-        {"id": "call_1", "name": "bash", "arguments": '{"a": 1, "b": 2}'}]}])
-    other = normalise([{"role": "assistant", "content": "hi", "tool_calls": [
-        {"id": "call_9", "name": "bash", "arguments": '{"b":2,"a":1}'}]}])
+    one = normalise(
+        [
+            {
+                "role": "assistant",
+                "content": "hi ",
+                "tool_calls": [
+                    {"id": "call_1", "name": "bash", "arguments": '{"a": 1, "b": 2}'}
+                ],
+            }
+        ]
+    )
+    other = normalise(
+        [
+            {
+                "role": "assistant",
+                "content": "hi",
+                "tool_calls": [
+                    {"id": "call_9", "name": "bash", "arguments": '{"b":2,"a":1}'}
+                ],
+            }
+        ]
+    )
     assert same(one, other)
     assert not same(one, normalise("hi"))
 

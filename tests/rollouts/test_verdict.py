@@ -31,7 +31,7 @@ def judged(original=1.0, replay=1.0, same=False, threshold=0.5, **kw):
     )
 
 
-def test_both_rewards_passing_with_different_completions_is_equivalent_and_first_in_queue():
+def test_two_passing_rewards_with_other_completions_are_equivalent_and_first_in_queue():
     decision = judged(original=1.0, replay=0.75)
     assert (decision.verdict, decision.reason_code) == ("equivalent", "rewards_pass")
     assert (
@@ -66,7 +66,10 @@ def test_rewards_on_opposite_sides_are_divergent():
 
 def test_two_failing_rewards_are_never_equivalent():
     decision = judged(original=0.1, replay=0.2)
-    assert (decision.verdict, decision.reason_code) == ("divergent", "both_rewards_fail")
+    assert (decision.verdict, decision.reason_code) == (
+        "divergent",
+        "both_rewards_fail",
+    )
 
 
 def test_an_original_without_a_reward_is_inconclusive():

@@ -5,7 +5,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub import services
-from replayhub.models import Run, Trigger
+from replayhub.models import Run, RunSource, Seed, Trigger
 
 
 class Command(BaseCommand):
@@ -18,22 +18,33 @@ class Command(BaseCommand):
         parser.add_argument("run_id", nargs="?", type=int)
         parser.add_argument("--project", metavar="SLUG")
         parser.add_argument("--external-id", metavar="ID")
+        parser.add_argument(
+            "--seed",
+            type=int,
+            metavar="N",
+            help="A rollout's seed to replay, numbered from 1 (default: the first).",
+        )
         parser.add_argument("--sync", action="store_true", help="Run in this process.")
         parser.add_argument(
             "--json", action="store_true", dest="as_json", help="Print one JSON object."
         )
 
-    def handle(self, *args, run_id, project, external_id, sync, as_json, **options):
+    def handle(
+        self, *args, run_id, project, external_id, seed, sync, as_json, **options
+    ):
         run = self._find_run(run_id, project, external_id)
+        chosen = self._find_seed(run, seed)
         if not sync:
-            replay = services.replay_request(run=run, trigger=Trigger.COMMAND)
+            replay = services.replay_request(
+                run=run, trigger=Trigger.COMMAND, seed=chosen
+            )
             self._print(
                 {"replay": replay.pk, "status": replay.status},
                 as_json,
                 f"queued replay {replay.pk} of {run}",
             )
             return
-        replay = services.replay_create(run=run, trigger=Trigger.COMMAND)
+        replay = services.replay_create(run=run, trigger=Trigger.COMMAND, seed=chosen)
         report = services.replay_execute(replay_id=replay.pk)
         if report is None:
             raise CommandError(f"replay {replay.pk} was taken over; see its page.")
@@ -49,6 +60,28 @@ class Command(BaseCommand):
         self.stdout.write(
             json.dumps(data, default=str, sort_keys=True) if as_json else text
         )
+
+    def _find_seed(self, run: Run, number: int | None) -> Seed | None:
+        if run.source != RunSource.ROLLOUT:
+            if number is not None:
+                raise CommandError(f"{run} is not a rollout; it has no seeds.")
+            return None
+        seeds = run.seeds.order_by("number")
+        if number is None:
+            seed = seeds.first()
+            if seed is None:
+                raise CommandError(f"rollout {run.external_id!r} has no seeds.")
+            return seed
+        seed = seeds.filter(number=number).first()
+        if seed is None:
+            count = seeds.count()
+            raise CommandError(
+                f"rollout {run.external_id!r} has no seed {number} "
+                f"(its seeds are numbered 1 to {count})."
+                if count
+                else f"rollout {run.external_id!r} has no seeds."
+            )
+        return seed
 
     def _find_run(self, run_id, project, external_id) -> Run:
         if run_id is not None:
