@@ -18,6 +18,10 @@ ABILITIES = [
     ("decide_replay", "Can confirm, overturn or rerun a replay"),
     ("view_trends", "Can read the trends dashboard"),
     ("view_money", "Can see money budgets and costs"),
+    ("view_agreement", "Can read reviewer agreement and everyone's decisions"),
+    ("manage_claims", "Can release or reassign anyone's claim"),
+    ("manage_gold", "Can mark decided replays as gold items"),
+    ("bulk_confirm", "Can confirm a filtered set of replays at once"),
 ]
 
 _READ = [
@@ -31,11 +35,18 @@ _READ = [
     "reviews.view_claim",
     "reviews.view_review",
     "reviews.view_auditevent",
+    "reviews.view_comment",
+    "reviews.add_comment",
 ]
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
-    REVIEWER: [*_READ, "reviews.decide_replay"],
-    LEAD: [*_READ, "reviews.view_trends", "reviews.view_money"],
+    REVIEWER: [*_READ, "reviews.decide_replay", "reviews.bulk_confirm"],
+    LEAD: [
+        *_READ,
+        "reviews.view_trends",
+        "reviews.view_money",
+        "reviews.view_agreement",
+    ],
     # Admins get every permission of both apps (granted in the migration).
     ADMIN: [],
 }
@@ -43,6 +54,11 @@ ROLE_PERMISSIONS: dict[str, list[str]] = {
 DECIDE = "reviews.decide_replay"
 VIEW_TRENDS = "reviews.view_trends"
 VIEW_MONEY = "reviews.view_money"
+VIEW_AGREEMENT = "reviews.view_agreement"
+MANAGE_CLAIMS = "reviews.manage_claims"
+MANAGE_GOLD = "reviews.manage_gold"
+BULK_CONFIRM = "reviews.bulk_confirm"
+COMMENT = "reviews.add_comment"
 MANAGE_BUDGETS = "replayhub.change_budget"
 MANAGE_PROJECTS = "replayhub.change_project"
 VIEW_REPLAYS = "replayhub.view_replay"

@@ -315,6 +315,15 @@ REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 180
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
+# Mentions and assignments also go out by e-mail (Django's EMAIL_* settings) to
+# users who have an address.
+REPLAYHUB_NOTICE_EMAIL = env_bool("REPLAYHUB_NOTICE_EMAIL", False)
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "replayhub@localhost")
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
 # "json" (default): one JSON object per line, the replay id on every line of a

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub import roles
-from replayhub.models import Replay, Verdict
+from replayhub.models import Project, Replay, Verdict
 
 
 class Ability(models.Model):
@@ -55,8 +55,18 @@ class Decision(models.TextChoices):
     RERUN = "rerun", "Rerun"
 
 
+class Purpose(models.TextChoices):
+    DECISION = "decision", "Decision"
+    SECOND = "second", "Second opinion"
+    GOLD = "gold", "Gold check"
+
+
 class Review(models.Model):
-    """A human decision on a replay's verdict."""
+    """A human decision on a replay's verdict.
+
+    A gold check is a judgement on a gold item: it is measured against the
+    settled verdict and changes nothing on the replay.
+    """
 
     replay = models.ForeignKey(Replay, on_delete=models.CASCADE, related_name="reviews")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
@@ -64,6 +74,7 @@ class Review(models.Model):
     verdict_before = models.CharField(max_length=16, choices=Verdict)
     verdict_after = models.CharField(max_length=16, choices=Verdict, blank=True)
     note = models.TextField(blank=True)
+    purpose = models.CharField(max_length=16, choices=Purpose, default=Purpose.DECISION)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -82,6 +93,10 @@ class Review(models.Model):
         indexes = [
             # The decision history of one replay, newest first.
             models.Index(fields=["replay", "-created_at"], name="review_replay_recent"),
+            # The Done tab: one reviewer's decisions, newest first.
+            models.Index(
+                fields=["reviewer", "-created_at"], name="review_reviewer_recent"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -112,3 +127,304 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.object_type}:{self.object_id}"
+
+
+# --- Working together: policies, labels, comments, second opinions, gold --------
+
+
+class ReviewPolicy(models.Model):
+    """How a project's replays are reviewed; a project without one uses defaults."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="review_policy"
+    )
+    blind = models.BooleanField(
+        default=False,
+        help_text="Hide the automated verdict and reason until a reviewer has "
+        "recorded a first judgement.",
+    )
+    second_on_overturn = models.BooleanField(
+        default=False, help_text="Every overturn needs a second reviewer."
+    )
+    second_on_verdicts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Decisions that end on one of these verdicts need a second "
+        'reviewer, e.g. ["equivalent"].',
+    )
+    gold_rate_percent = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Out of every 100 items a reviewer takes with Next, about this "
+        "many are gold items they have not judged yet.",
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(gold_rate_percent__lte=100), name="policy_gold_rate_range"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"review policy of {self.project}"
+
+    def needs_second(self, *, decision: str, verdict_after: str) -> str:
+        """Why a decision needs a second reviewer ("" when it does not)."""
+        if decision == Decision.OVERTURN and self.second_on_overturn:
+            return "overturn"
+        if decision != Decision.RERUN and verdict_after in (
+            self.second_on_verdicts or []
+        ):
+            return f"decided {verdict_after}"
+        return ""
+
+
+class LabelKind(models.TextChoices):
+    YES_NO = "yes_no", "Yes / no"
+    SCALE = "scale", "Scale 1-5"
+    CATEGORY = "category", "Category list"
+
+
+class Label(models.Model):
+    """A structured judgement a project asks for with each decision."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="labels"
+    )
+    name = models.CharField(max_length=80)
+    kind = models.CharField(max_length=16, choices=LabelKind)
+    categories = models.JSONField(
+        default=list, blank=True, help_text='For a category list: ["harness", "agent"]'
+    )
+    required = models.BooleanField(default=False)
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="label_unique"),
+            models.CheckConstraint(
+                condition=Q(kind__in=LabelKind.values), name="label_kind_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}: {self.name}"
+
+    def choices(self) -> list[tuple[str, str]]:
+        if self.kind == LabelKind.YES_NO:
+            return [("yes", "yes"), ("no", "no")]
+        if self.kind == LabelKind.SCALE:
+            return [(str(n), str(n)) for n in range(1, 6)]
+        return [(str(c), str(c)) for c in self.categories or []]
+
+
+class ReviewLabel(models.Model):
+    """One label's value on one decision."""
+
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="labels")
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="values")
+    value = models.CharField(max_length=80)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["review", "label"], name="review_label_unique"
+            ),
+        ]
+        indexes = [
+            # Label filters and counts: decisions with one label's value.
+            models.Index(fields=["label", "value"], name="review_label_value"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label.name}={self.value}"
+
+
+class CommentTarget(models.TextChoices):
+    DOD = "dod", "Diff of diffs"
+    ORIGINAL = "original", "Original change"
+    REPLAY = "replay", "Replay change"
+    TESTS = "tests", "Test output"
+
+
+class Comment(models.Model):
+    """A remark on a line range of a diff or a test output; replies form a thread.
+
+    The first comment of a thread carries the anchor and the resolution; a
+    reply carries only its text.
+    """
+
+    replay = models.ForeignKey(
+        Replay, on_delete=models.CASCADE, related_name="comments"
+    )
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies"
+    )
+    target = models.CharField(max_length=16, choices=CommentTarget, blank=True)
+    # The file path of a diff, or "<tree> run <n>" of a test output.
+    path = models.CharField(max_length=1000, blank=True)
+    # "old" or "new" side of a diff line; empty for a test output.
+    side = models.CharField(max_length=8, blank=True)
+    line_start = models.PositiveIntegerField(null=True, blank=True)
+    line_end = models.PositiveIntegerField(null=True, blank=True)
+    # The lines as they read when the comment was written.
+    excerpt = models.TextField(blank=True)
+    body = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(line_end__isnull=True)
+                | Q(line_start__isnull=False, line_end__gte=models.F("line_start")),
+                name="comment_range_ordered",
+            ),
+            models.CheckConstraint(
+                condition=Q(parent__isnull=False) | ~Q(target=""),
+                name="comment_thread_anchored",
+            ),
+        ]
+        indexes = [
+            # A replay's threads, and its count of unresolved ones.
+            models.Index(
+                fields=["replay", "resolved_at"],
+                name="comment_open_threads",
+                condition=Q(parent__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on replay {self.replay_id}"
+
+    @property
+    def anchor(self) -> str:
+        where = self.path or CommentTarget(self.target).label
+        if self.line_start is None:
+            return where
+        lines = (
+            f"line {self.line_start}"
+            if self.line_end in (None, self.line_start)
+            else f"lines {self.line_start}-{self.line_end}"
+        )
+        side = f" ({self.side})" if self.side else ""
+        return f"{where}{side}, {lines}"
+
+
+class SecondOpinion(models.Model):
+    """A replay waiting for a second reviewer's independent decision."""
+
+    replay = models.ForeignKey(
+        Replay, on_delete=models.CASCADE, related_name="second_opinions"
+    )
+    # The decision being checked; None when asked for before any decision.
+    first_review = models.ForeignKey(
+        Review, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    # Who may not give it: the first reviewer, or whoever asked.
+    excluded = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    why = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    second_review = models.ForeignKey(
+        Review, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agrees = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # At most one open request per replay.
+            models.UniqueConstraint(
+                fields=["replay"],
+                condition=Q(second_review__isnull=True),
+                name="second_opinion_one_open",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"second opinion on replay {self.replay_id}"
+
+
+class GoldItem(models.Model):
+    """A decided replay whose verdict is settled: reviewers are checked against it."""
+
+    replay = models.OneToOneField(Replay, on_delete=models.CASCADE, related_name="gold")
+    verdict = models.CharField(max_length=16, choices=Verdict)
+    # The band it is shown in, as if freshly queued.
+    band = models.PositiveSmallIntegerField()
+    marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL
+    )
+    marked_at = models.DateTimeField(default=timezone.now)
+    active = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return f"gold {self.verdict} on replay {self.replay_id}"
+
+
+class GoldServing(models.Model):
+    """A gold item handed to one reviewer, and the judgement they gave it."""
+
+    gold = models.ForeignKey(GoldItem, on_delete=models.CASCADE, related_name="served")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    served_at = models.DateTimeField(default=timezone.now)
+    review = models.OneToOneField(
+        Review, null=True, blank=True, on_delete=models.SET_NULL, related_name="gold"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gold", "reviewer"], name="gold_served_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gold} served to {self.reviewer}"
+
+
+class NoticeKind(models.TextChoices):
+    MENTION = "mention", "Mentioned"
+    ASSIGNED = "assigned", "Assigned"
+    SECOND = "second", "Second opinion"
+
+
+class Notice(models.Model):
+    """An inbox entry: someone mentioned or assigned a reviewer."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notices"
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    kind = models.CharField(max_length=16, choices=NoticeKind)
+    replay = models.ForeignKey(Replay, on_delete=models.CASCADE, related_name="+")
+    text = models.CharField(max_length=300)
+    created_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # The inbox badge: one user's unread notices.
+            models.Index(fields=["user", "read_at"], name="notice_user_unread"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.user}"

@@ -16,7 +16,9 @@ from django.utils import timezone
 from replayhub import services as replay_services
 from replayhub.models import Replay, ReplayStatus, Run, Trigger, Verdict
 
-from .models import AuditEvent, Claim, Decision, Review
+from . import audit, gold, opinions
+from .labels import labels_save
+from .models import AuditEvent, Claim, Decision, Label, Review
 
 # claim_next locks one candidate at a time (locking a few would hide them from
 # the reviewers pressing "Next" at the same moment, who would find nothing) and
@@ -43,15 +45,7 @@ def lease_end(now: datetime) -> datetime:
     return now + timedelta(seconds=settings.REPLAYHUB_REVIEW_LEASE_SECONDS)
 
 
-def _audit(*, actor, action: str, replay_id: int, before=None, after=None) -> None:
-    AuditEvent.objects.create(
-        actor=actor,
-        action=action,
-        object_type="replay",
-        object_id=str(replay_id),
-        before=before or {},
-        after=after or {},
-    )
+_audit = audit.record
 
 
 def _take(*, replay_id: int, reviewer, now: datetime) -> Claim | None:
@@ -102,8 +96,15 @@ def _release_others(*, reviewer, keep_replay_id: int, now: datetime) -> None:
     held.delete()
 
 
-def claim_next(*, reviewer, now: datetime | None = None) -> Replay | None:
+def claim_next(
+    *, reviewer, now: datetime | None = None, gold_roll: float | None = None
+) -> Replay | None:
     """Claim the highest-priority queued replay nobody holds; None when there is none.
+
+    Now and then (the project's gold rate; ``gold_roll`` fixes the dice) the
+    item is a gold item the reviewer has not judged yet, served without a
+    claim. A replay waiting for a second opinion is never handed to the
+    reviewer it must not come from.
 
     Two reviewers calling this at once get different replays. On PostgreSQL,
     ``skip_locked`` lets each pass over the row the other is claiming instead of
@@ -111,12 +112,15 @@ def claim_next(*, reviewer, now: datetime | None = None) -> Replay | None:
     writers. In both, ``_take``'s conditional write is the final arbiter.
     """
     now = now or timezone.now()
+    served = gold.gold_pick(reviewer=reviewer, now=now, roll=gold_roll)
+    if served is not None:
+        return served
     held = Claim.objects.filter(replay=OuterRef("pk"), expires_at__gt=now)
     for _ in range(_ROUNDS):
         with transaction.atomic():
             candidate = (
                 Replay.objects.awaiting_review()
-                .filter(~Exists(held))
+                .filter(~Exists(held), ~opinions.excluded_for(reviewer))
                 .in_queue_order()
                 .select_for_update(skip_locked=True)
                 .values_list("pk", "review_band")
@@ -189,6 +193,7 @@ def review_decide(
     decision: str,
     verdict_after: str | None = None,
     note: str = "",
+    labels: dict[int, str] | None = None,
 ) -> Review:
     """Record a reviewer's decision on a finished replay.
 
@@ -230,6 +235,10 @@ def review_decide(
         claim = Claim.objects.filter(replay=locked).select_related("reviewer").first()
         if claim and claim.expires_at > now and claim.reviewer_id != reviewer.pk:
             raise ClaimHeld(claim)
+        try:
+            opinion = opinions.check_may_give(replay_id=locked.pk, reviewer=reviewer)
+        except opinions.OpinionRefused as exc:
+            raise NotDecidable(str(exc)) from None
 
         rerun = None
         if decision == Decision.RERUN:
@@ -249,6 +258,8 @@ def review_decide(
             note=note,
             created_at=now,
         )
+        if labels:
+            labels_save(review=review, values=labels)
         after = {
             "decision": decision,
             "verdict": verdict_after or locked.verdict,
@@ -256,6 +267,9 @@ def review_decide(
         }
         if note:
             after["note"] = note
+        if labels:
+            names = dict(Label.objects.filter(pk__in=labels).values_list("pk", "name"))
+            after["labels"] = {names[pk]: value for pk, value in labels.items()}
         if rerun is not None:
             after["rerun_replay"] = rerun.pk
         _audit(
@@ -268,6 +282,9 @@ def review_decide(
                 "claimed_by": claim.reviewer.get_username() if claim else None,
             },
             after=after,
+        )
+        opinions.after_decision(
+            review=review, opinion=opinion, project_id=locked.project_id
         )
     return review
 

@@ -50,6 +50,8 @@ class ReviewBand(models.IntegerChoices):
     VERIFIER_PASSED_DIFF_DIVERGED = 1, "Verifier passed, diff diverged"
     DIVERGENT = 2, "Divergent"
     INCONCLUSIVE_EXHAUSTED = 3, "Inconclusive, retries exhausted"
+    # Decided once; a second reviewer (anyone but the first) decides again.
+    NEEDS_SECOND_REVIEW = 4, "Needs second review"
 
     @classmethod
     def for_verdict(cls, verdict: str, retries_exhausted: bool) -> int | None:
@@ -214,6 +216,12 @@ class ReplayQuerySet(models.QuerySet):
         """Mark the replay's cost as settled on ``night_id``; once per replay."""
         return bool(
             self.filter(pk=pk, settled=False).update(settled=True, night_id=night_id)
+        )
+
+    def enter_review_band(self, pk: int, band: int) -> bool:
+        """Put a finished replay (back) in the review queue, in ``band``."""
+        return bool(
+            self.filter(pk=pk, status=ReplayStatus.FINISHED).update(review_band=band)
         )
 
     def leave_review_queue(self, pk: int) -> bool:

@@ -1,0 +1,243 @@
+"""Line comments: threads on a line range of a diff or of a test output.
+
+The quoted excerpt is cut on the server from the stored diff or output, never
+taken from the browser. Bodies are plain text, rendered escaped with their
+line breaks.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from replayhub.models import Comparison, Replay, TestOutcome
+
+from . import audit
+from .diffs import split_files
+from .models import Comment, CommentTarget
+from .notices import mentioned_users, notify
+
+MAX_BODY = 10_000
+MAX_EXCERPT_LINES = 40
+DIFF_FIELDS = {
+    CommentTarget.DOD: "diff_of_diffs",
+    CommentTarget.ORIGINAL: "original_patch",
+    CommentTarget.REPLAY: "replay_patch",
+}
+
+
+class CommentRefused(Exception):
+    """The comment cannot be added (one line, for the user)."""
+
+
+class CommentForm(forms.Form):
+    target = forms.ChoiceField(choices=CommentTarget.choices)
+    path = forms.CharField(max_length=1000)
+    side = forms.ChoiceField(
+        choices=[("new", "new"), ("old", "old"), ("", "—")], required=False
+    )
+    line_start = forms.IntegerField(min_value=1, max_value=10_000_000)
+    line_end = forms.IntegerField(min_value=1, max_value=10_000_000, required=False)
+    body = forms.CharField(
+        max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 3})
+    )
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("line_start"), data.get("line_end")
+        if start and end and end < start:
+            self.add_error("line_end", "The range ends before it starts.")
+        if data.get("target") != CommentTarget.TESTS and not data.get("side"):
+            data["side"] = "new"
+        if data.get("target") == CommentTarget.TESTS:
+            data["side"] = ""
+        return data
+
+
+class ReplyForm(forms.Form):
+    body = forms.CharField(
+        max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+def test_output_key(outcome: TestOutcome) -> str:
+    return f"{outcome.tree} run {outcome.attempt}"
+
+
+def excerpt(
+    replay: Replay, *, target: str, path: str, side: str, start: int, end: int
+) -> str:
+    """The lines a comment points at; CommentRefused when they do not exist."""
+    if target == CommentTarget.TESTS:
+        for outcome in replay.test_outcomes.only("tree", "attempt", "output_tail"):
+            if test_output_key(outcome) == path:
+                lines = outcome.output_tail.splitlines()
+                if start > len(lines):
+                    break
+                return "\n".join(lines[start - 1 : min(end, start + MAX_EXCERPT_LINES)])
+        raise CommentRefused("there is no such line in the test output")
+    text = (
+        Comparison.objects.filter(replay=replay)
+        .values_list(DIFF_FIELDS[CommentTarget(target)], flat=True)
+        .first()
+    )
+    for file in split_files(text or ""):
+        if file.path != path:
+            continue
+        picked = [
+            line.text
+            for line in file.lines
+            if line.kind not in ("hunk", "note")
+            and (line.old if side == "old" else line.new) is not None
+            and start <= (line.old if side == "old" else line.new) <= end
+        ]
+        if picked:
+            return "\n".join(picked[:MAX_EXCERPT_LINES])
+    raise CommentRefused("there is no such line in that diff")
+
+
+def _mention(comment: Comment, author) -> None:
+    for user in mentioned_users(comment.body, exclude=author):
+        notify(
+            user=user,
+            actor=author,
+            kind="mention",
+            replay_id=comment.replay_id,
+            text=f"{author.get_username()} mentioned you on replay "
+            f"{comment.replay_id}: {comment.body[:200]}",
+        )
+
+
+def comment_add(*, replay: Replay, author, data: dict) -> Comment:
+    start = data["line_start"]
+    end = data.get("line_end") or start
+    quoted = excerpt(
+        replay,
+        target=data["target"],
+        path=data["path"],
+        side=data["side"],
+        start=start,
+        end=end,
+    )
+    with transaction.atomic():
+        comment = Comment.objects.create(
+            replay=replay,
+            author=author,
+            target=data["target"],
+            path=data["path"],
+            side=data["side"],
+            line_start=start,
+            line_end=end,
+            excerpt=quoted,
+            body=data["body"],
+        )
+        audit.record(
+            actor=author,
+            action="comment.add",
+            replay_id=replay.pk,
+            after={"comment": comment.pk, "on": comment.anchor, "text": data["body"]},
+        )
+        _mention(comment, author)
+    return comment
+
+
+def comment_reply(*, thread: Comment, author, body: str) -> Comment:
+    with transaction.atomic():
+        comment = Comment.objects.create(
+            replay_id=thread.replay_id, author=author, parent=thread, body=body
+        )
+        audit.record(
+            actor=author,
+            action="comment.reply",
+            replay_id=thread.replay_id,
+            after={"comment": comment.pk, "thread": thread.pk, "text": body},
+        )
+        _mention(comment, author)
+    return comment
+
+
+def comment_resolve(*, thread: Comment, user, resolved: bool) -> bool:
+    """Resolve (or reopen) a thread; False when it already was."""
+    with transaction.atomic():
+        rows = Comment.objects.filter(pk=thread.pk, parent__isnull=True)
+        if resolved:
+            changed = rows.filter(resolved_at__isnull=True).update(
+                resolved_at=timezone.now(), resolved_by=user
+            )
+        else:
+            changed = rows.filter(resolved_at__isnull=False).update(
+                resolved_at=None, resolved_by=None
+            )
+        if changed:
+            audit.record(
+                actor=user,
+                action="comment.resolve" if resolved else "comment.reopen",
+                replay_id=thread.replay_id,
+                after={"thread": thread.pk},
+            )
+    return bool(changed)
+
+
+def threads(replay_id: int) -> list[Comment]:
+    """The replay's threads, oldest first, each with ``.shown_replies``."""
+    comments = list(
+        Comment.objects.filter(replay_id=replay_id).select_related(
+            "author", "resolved_by"
+        )
+    )
+    roots = [c for c in comments if c.parent_id is None]
+    by_parent: dict[int, list[Comment]] = {}
+    for c in comments:
+        if c.parent_id is not None:
+            by_parent.setdefault(c.parent_id, []).append(c)
+    for root in roots:
+        root.shown_replies = by_parent.get(root.pk, [])  # type: ignore[attr-defined]
+    return roots
+
+
+def unresolved(replay_ids: list[int]) -> dict[int, int]:
+    """Unresolved threads per replay, for those that have any."""
+    rows = (
+        Comment.objects.filter(
+            replay_id__in=replay_ids, parent__isnull=True, resolved_at__isnull=True
+        )
+        .values("replay_id")
+        .annotate(n=Count("id", filter=Q(resolved_at__isnull=True)))
+    )
+    return {row["replay_id"]: row["n"] for row in rows}
+
+
+def as_json(replay_id: int) -> list[dict]:
+    """The threads for the API: plain data, replies nested."""
+    return [
+        {
+            "id": root.pk,
+            "on": {
+                "target": root.target,
+                "path": root.path,
+                "side": root.side or None,
+                "line_start": root.line_start,
+                "line_end": root.line_end,
+            },
+            "excerpt": root.excerpt,
+            "author": root.author.get_username(),
+            "body": root.body,
+            "created_at": root.created_at,
+            "resolved": root.resolved_at is not None,
+            "resolved_by": root.resolved_by.get_username()
+            if root.resolved_by
+            else None,
+            "replies": [
+                {
+                    "id": reply.pk,
+                    "author": reply.author.get_username(),
+                    "body": reply.body,
+                    "created_at": reply.created_at,
+                }
+                for reply in root.shown_replies  # type: ignore[attr-defined]
+            ],
+        }
+        for root in threads(replay_id)
+    ]

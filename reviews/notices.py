@@ -1,0 +1,65 @@
+"""The inbox: a reviewer who is mentioned or handed a replay hears of it.
+
+E-mail is optional (``REPLAYHUB_NOTICE_EMAIL``) and goes through Django's mail
+settings after the transaction commits; a mail server that fails never undoes
+the comment or the assignment that caused the notice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.db import transaction
+from django.urls import reverse
+
+from .models import Notice
+
+log = logging.getLogger(__name__)
+
+# "@name" where name is a Django username; not the middle of an e-mail address.
+MENTION = re.compile(r"(?<![\w.@+-])@([\w.@+-]*[\w])")
+
+
+def mentioned(text: str) -> list[str]:
+    """The usernames ``text`` mentions, in order, each once."""
+    seen: dict[str, None] = {}
+    for name in MENTION.findall(text):
+        seen.setdefault(name, None)
+    return list(seen)
+
+
+def mentioned_users(text: str, *, exclude=None) -> list:
+    names = mentioned(text)
+    if not names:
+        return []
+    users = get_user_model().objects.filter(username__in=names, is_active=True)
+    if exclude is not None:
+        users = users.exclude(pk=exclude.pk)
+    return list(users.order_by("username"))
+
+
+def notify(*, user, actor, kind: str, replay_id: int, text: str) -> Notice:
+    notice = Notice.objects.create(
+        user=user, actor=actor, kind=kind, replay_id=replay_id, text=text[:300]
+    )
+    if settings.REPLAYHUB_NOTICE_EMAIL and user.email:
+        link = reverse("reviews:replay_detail", args=[replay_id])
+        transaction.on_commit(
+            lambda: _mail(user.email, f"ReplayHub: {text[:120]}", f"{text}\n\n{link}")
+        )
+    return notice
+
+
+def _mail(to: str, subject: str, body: str) -> None:
+    try:
+        send_mail(subject, body, None, [to])
+    except Exception:  # a mail outage never breaks the action that caused it
+        log.exception("could not send a notice to %s", to)
+
+
+def unread_count(user) -> int:
+    return Notice.objects.filter(user=user, read_at__isnull=True).count()
