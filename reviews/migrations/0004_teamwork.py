@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0013_second_review_band"),
+        ("replayhub", "0014_second_review_band"),
         ("reviews", "0003_ability"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -65,7 +65,7 @@ def sync_groups(apps, schema_editor=None) -> None:
 class Migration(migrations.Migration):
     dependencies = [
         ("reviews", "0004_teamwork"),
-        ("replayhub", "0013_second_review_band"),
+        ("replayhub", "0014_second_review_band"),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
     ]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0012_project_max_files"),
+        ("replayhub", "0013_rollouts"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
