@@ -26,6 +26,8 @@ from .models import (
     Run,
     Seed,
     TestOutcome,
+    TextReplay,
+    TextSuite,
     WorkerCheck,
 )
 
@@ -224,6 +226,40 @@ class BudgetAdmin(admin.ModelAdmin):
         "window_start_hour",
         "window_end_hour",
         "timezone",
+        "text_enabled",
+        "text_target",
+    ]
+    fieldsets = [
+        (
+            "Agentic tier (sandboxed replays)",
+            {
+                "fields": [
+                    "project",
+                    "max_replays",
+                    "max_sandbox_minutes",
+                    "max_tokens",
+                    "max_cost_usd",
+                ]
+            },
+        ),
+        ("Night", {"fields": ["window_start_hour", "window_end_hour", "timezone"]}),
+        (
+            "Text tier, before the agentic tier",
+            {
+                "fields": [
+                    "text_enabled",
+                    "text_target",
+                    "text_judge",
+                    "text_max_replays",
+                    "text_max_tokens",
+                    "text_max_cost_usd",
+                    "agentic_after_text",
+                    "text_similarity_below",
+                    "text_score_at_most",
+                    "escalate_categories",
+                ]
+            },
+        ),
     ]
 
 
@@ -349,3 +385,36 @@ class FollowSourceAdmin(admin.ModelAdmin):
     list_filter = ["enabled", "project"]
     readonly_fields = ["last_pass_at", "last_summary"]
     inlines = [FollowedFileInline]
+
+
+@admin.register(TextReplay)
+class TextReplayAdmin(admin.ModelAdmin):
+    """The text tier's attempts; never a reproduction verdict."""
+
+    list_display = [
+        "id",
+        "run",
+        "target_model",
+        "status",
+        "similarity",
+        "equivalence_score",
+        "error",
+        "created_at",
+    ]
+    list_filter = ["status", "trigger", "target_provider", "project"]
+    list_select_related = ["run"]
+    raw_id_fields = ["run", "suite", "night", "requested_by"]
+
+
+@admin.register(TextSuite)
+class TextSuiteAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "project",
+        "target",
+        "replayed",
+        "failed",
+        "mean_similarity",
+        "created_at",
+    ]
+    list_filter = ["project"]

@@ -96,6 +96,9 @@ def night_open(*, project: Project, now: datetime, immediate: bool = False) -> N
             "limit_sandbox_seconds": budget.max_sandbox_minutes * 60,
             "limit_tokens": budget.max_tokens,
             "limit_cost_usd": budget.max_cost_usd,
+            "text_limit_replays": budget.text_max_replays,
+            "text_limit_tokens": budget.text_max_tokens,
+            "text_limit_cost_usd": budget.text_max_cost_usd,
         },
     )
     if (

@@ -375,3 +375,10 @@ REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)
 # ``./dev run``) and the variable that holds its key on the workers.
 REPLAYHUB_DEMO_MODEL_URL = env_str("REPLAYHUB_DEMO_MODEL_URL", "http://127.0.0.1:8765")
 DEMO_MODEL_KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"
+
+# The text tier's calls to a provider: seconds to connect and between reads,
+# retries after a 429 or 5xx, the first backoff (doubling), the longest answer.
+REPLAYHUB_TEXT_TIMEOUT_SECONDS = env_int("REPLAYHUB_TEXT_TIMEOUT_SECONDS", 120)
+REPLAYHUB_TEXT_RETRIES = env_int("REPLAYHUB_TEXT_RETRIES", 3)
+REPLAYHUB_TEXT_BACKOFF_MS = env_int("REPLAYHUB_TEXT_BACKOFF_MS", 1000)
+REPLAYHUB_TEXT_MAX_TOKENS = env_int("REPLAYHUB_TEXT_MAX_TOKENS", 4096)

@@ -13,6 +13,7 @@ from . import services
 from .ingest import preflight
 from .ingest import services as ingest_services
 from .models import WorkerCheck
+from .texttier import services as text_services
 
 
 @shared_task
@@ -68,3 +69,9 @@ def import_upload(job_id: int) -> None:
     # Safe to deliver twice: a finished job is left alone, and importing the
     # same file again stores nothing twice.
     ingest_services.import_job_run(job_id=job_id)
+
+
+@shared_task
+def run_text_replay(text_replay_id: int) -> None:
+    # Safe to deliver twice: only a queued text replay can be claimed.
+    text_services.text_replay_execute(text_replay_id=text_replay_id)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import budgets, views
+from . import budgets, runs, views
 from .trends import views as trends
 
 app_name = "reviews"
@@ -28,6 +28,13 @@ urlpatterns = [
         "replays/<int:replay_id>/diff/<slug:kind>/<int:index>/",
         views.replay_diff_file,
         name="replay_diff_file",
+    ),
+    path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/text/", runs.run_text_replay, name="run_text_replay"),
+    path(
+        "text-replays/<int:text_replay_id>/",
+        runs.text_replay_detail,
+        name="text_replay_detail",
     ),
     path("trends/", trends.trends, name="trends"),
     path("trends/export.csv", trends.trends_export_csv, name="trends_export_csv"),

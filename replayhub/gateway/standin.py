@@ -18,7 +18,11 @@ a stream waits on after its first event), ``answer_model`` (answer as another
 model), ``cached_tokens`` (input tokens reported as read from cache),
 ``leak_key`` (put the key it received in the reply, as a careless upstream
 might), ``drop_idle`` (close each connection after its response without
-saying so, as a server whose keep-alive timeout ran out does).
+saying so, as a server whose keep-alive timeout ran out does), ``failures``
+(HTTP statuses answered, in the API's error shape, to the next completion
+requests, one each, before answering normally; a 429 says ``Retry-After: 0``),
+``replies`` (texts the next completions answer with, one each, instead of the
+echo).
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class StandInProvider:
         self.leak_key = False
         self.drop_idle = False
         self.record = True
+        self.failures: list[int] = []
+        self.replies: list[str] = []
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
@@ -153,6 +159,12 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             return self._json(401, {"error": {"message": "Incorrect API key"}})
         request = json.loads(body) if body else {}
+        completion = route in (
+            ("POST", "/v1/messages"),
+            ("POST", "/v1/chat/completions"),
+        )
+        if completion and fake.failures:
+            return self._failure(fake.failures.pop(0), anthropic)
         if route == ("POST", "/v1/messages"):
             self._messages(request)
         elif route == ("POST", "/v1/messages/count_tokens"):
@@ -164,7 +176,30 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": f"no route {route}"}})
 
+    def _failure(self, status: int, anthropic: bool) -> None:
+        message = "rate limited" if status == 429 else "the server failed"
+        if anthropic:
+            data: dict[str, Any] = {
+                "type": "error",
+                "error": {"type": "api_error", "message": message},
+            }
+        else:
+            data = {"error": {"message": message, "type": "server_error"}}
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if status == 429:
+            self.send_header("Retry-After", "0")
+        self.end_headers()
+        self.wfile.write(body)
+
     def _reply(self, messages: list[Any]) -> str:
+        if self.fake.replies:
+            reply = self.fake.replies.pop(0)
+            if self.fake.leak_key:
+                reply += f" (your key was {self.fake.key})"
+            return reply
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         reply = _text(users[-1].get("content")) if users else ""
         if self.fake.leak_key:

@@ -32,6 +32,7 @@ from .replays import (
     lease_deadline,
 )
 from .rollouts import FollowedFile, FollowSource, Seed, SeedAnchor, SeedKind
+from .texttier import TextReplay, TextStatus, TextSuite, TextTrigger
 
 __all__ = [
     "Budget",
@@ -67,6 +68,10 @@ __all__ = [
     "SeedKind",
     "TestOutcome",
     "TestRecord",
+    "TextReplay",
+    "TextStatus",
+    "TextSuite",
+    "TextTrigger",
     "Tier",
     "TreeKind",
     "Trigger",

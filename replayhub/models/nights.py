@@ -22,12 +22,53 @@ class Budget(models.Model):
     window_start_hour = models.PositiveSmallIntegerField(default=1)
     window_end_hour = models.PositiveSmallIntegerField(default=6)
     timezone = models.CharField(max_length=64, default="UTC")
+    # The tier policy: preflight (free) → text (cheap) → agentic (expensive).
+    # The limits above are the agentic tier's; the text tier has its own.
+    text_enabled = models.BooleanField(
+        default=False,
+        help_text="Send the night's candidates to the text tier first.",
+    )
+    text_target = models.CharField(
+        max_length=270, blank=True, help_text="PROVIDER:MODEL the text tier asks."
+    )
+    text_judge = models.CharField(
+        max_length=270, blank=True, help_text="PROVIDER:MODEL of the judge; optional."
+    )
+    text_max_replays = models.PositiveIntegerField(default=100)
+    text_max_tokens = models.PositiveBigIntegerField(default=1_000_000)
+    text_max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=5)
+    agentic_after_text = models.BooleanField(
+        default=True,
+        help_text="With the text tier on, an agentic replay is admitted only for "
+        "runs the text tier passed on.",
+    )
+    text_similarity_below = models.FloatField(
+        default=0.5,
+        help_text="A run goes on to the agentic tier when its text similarity is "
+        "below this.",
+    )
+    text_score_at_most = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="…or when the judge's score is at most this. Empty: not used.",
+    )
+    escalate_categories = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Record categories that go on to the agentic tier whatever the "
+        'text tier found, e.g. ["security"].',
+    )
 
     class Meta:
         constraints = [
             models.CheckConstraint(
                 condition=Q(window_start_hour__lte=23) & Q(window_end_hour__lte=23),
                 name="budget_window_hours_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(text_similarity_below__gte=0)
+                & Q(text_similarity_below__lte=1),
+                name="budget_text_threshold_valid",
             ),
         ]
 
@@ -66,6 +107,21 @@ class Night(models.Model):
     used_tokens = models.PositiveBigIntegerField(default=0)
     used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     deferred = models.PositiveIntegerField(default=0)
+    # The text tier's own budget: replays, tokens and money (no sandbox time).
+    text_limit_replays = models.PositiveIntegerField(default=0)
+    text_limit_tokens = models.PositiveBigIntegerField(default=0)
+    text_limit_cost_usd = models.DecimalField(
+        max_digits=12, decimal_places=4, default=0
+    )
+    text_reserved_replays = models.PositiveIntegerField(default=0)
+    text_reserved_tokens = models.PositiveBigIntegerField(default=0)
+    text_reserved_cost_usd = models.DecimalField(
+        max_digits=12, decimal_places=4, default=0
+    )
+    text_used_replays = models.PositiveIntegerField(default=0)
+    text_used_tokens = models.PositiveBigIntegerField(default=0)
+    text_used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    text_deferred = models.PositiveIntegerField(default=0)
     # When the scheduler ran this night's selection (once per night).
     scheduled_at = models.DateTimeField(null=True, blank=True)
 
@@ -86,6 +142,14 @@ class Night(models.Model):
                     & Q(reserved_cost_usd__lte=models.F("limit_cost_usd"))
                 ),
                 name="night_reserved_within_limits",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(text_reserved_replays__lte=models.F("text_limit_replays"))
+                    & Q(text_reserved_tokens__lte=models.F("text_limit_tokens"))
+                    & Q(text_reserved_cost_usd__lte=models.F("text_limit_cost_usd"))
+                ),
+                name="night_text_reserved_within_limits",
             ),
         ]
 

@@ -19,6 +19,7 @@ from replayhub.models import (
     EgressAttempt,
     ImportJob,
     ModelCall,
+    TextReplay,
     WorkerCheck,
 )
 from tests.reviews.replays import make_replay
@@ -46,6 +47,8 @@ MUST_RENDER = {
     "reviews:budgets",
     "reviews:projects",
     "reviews:status",
+    "reviews:run_detail",
+    "reviews:text_replay_detail",
     "runs_upload",
     "runs_upload_job",
     "admin:index",
@@ -98,6 +101,12 @@ def seeded(db):
     )
     return {
         "replay": replay,
+        "text_replay": TextReplay.objects.create(
+            run=replay.run,
+            project=replay.project,
+            target_provider="p",
+            target_model="m",
+        ),
         "check": WorkerCheck.objects.create(),
         "job": ImportJob.objects.create(
             project=replay.project,
@@ -119,6 +128,7 @@ def kwargs_for(name: str, pattern: URLPattern, seeded: dict) -> dict:
         "check_id": seeded["check"].pk,
         "job_id": seeded["job"].pk,
         "run_id": replay.run_id,
+        "text_replay_id": seeded["text_replay"].pk,
         "app_label": "replayhub",
     }
     model = admin_model(name)

@@ -1,0 +1,146 @@
+"""The text tier's workflows: one text replay (command, run page, suite, night)
+and its charge to the night's text budget. Keyword-only, as every service."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from replayhub import tasks
+from replayhub.models import Night, Run, TextReplay, TextTrigger
+
+from .replay import BadTarget, Target, check_registered, execute
+
+log = logging.getLogger(__name__)
+
+# What PostgreSQL's text columns refuse; a model may well answer with it.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_TEXT_FIELDS = ("output", "judge_rationale", "judge_answer", "error", "judge_error")
+
+__all__ = ["BadTarget", "Target", "text_replay_create", "text_replay_execute"]
+
+
+def text_replay_create(
+    *,
+    run: Run,
+    target: Target,
+    judge: Target | None = None,
+    trigger: str = TextTrigger.COMMAND,
+    user=None,
+    **extra: Any,
+) -> TextReplay:
+    """A queued text replay of ``run``; ``BadTarget`` for an unknown provider.
+
+    ``extra`` carries what a suite or the night decided: ``suite``, ``night``,
+    ``reservation``.
+    """
+    check_registered(target, judge)
+    return TextReplay.objects.create(
+        run=run,
+        project_id=run.project_id,
+        trigger=trigger,
+        requested_by=user,
+        target_provider=target.provider,
+        target_model=target.model,
+        judge_provider=judge.provider if judge else "",
+        judge_model=judge.model if judge else "",
+        **extra,
+    )
+
+
+def text_replay_request(
+    *, run: Run, target: Target, judge: Target | None = None, user=None
+) -> TextReplay:
+    """Queue a text replay for a worker (the run page's button)."""
+    row = text_replay_create(
+        run=run, target=target, judge=judge, trigger=TextTrigger.PAGE, user=user
+    )
+    tasks.run_text_replay.delay_on_commit(row.pk)
+    return row
+
+
+def _storable(fields: dict[str, Any]) -> dict[str, Any]:
+    for name in _TEXT_FIELDS:
+        if isinstance(fields.get(name), str):
+            fields[name] = _UNSTORABLE.sub("\ufffd", fields[name])
+    return fields
+
+
+def text_replay_execute(*, text_replay_id: int) -> TextReplay | None:
+    """Claim a queued text replay, run it, store what it found (an error too)
+    and charge it to the night. None when another caller claimed it first."""
+    if not TextReplay.objects.claim(text_replay_id):
+        return None
+    row = TextReplay.objects.select_related("run").get(pk=text_replay_id)
+    judge = Target(row.judge_provider, row.judge_model) if row.judge_model else None
+    try:
+        fields = execute(
+            run=row.run,
+            target=Target(row.target_provider, row.target_model),
+            judge=judge,
+        )
+    except Exception as error:  # the row must end, whatever went wrong
+        log.exception("text replay %s failed", row.pk)
+        fields = {"error": f"internal error: {type(error).__name__}"}
+    fields = _storable(fields)
+    with transaction.atomic():
+        TextReplay.objects.finish(row.pk, **fields)
+        row.refresh_from_db()
+        text_replay_settle(row=row, now=timezone.now())
+    return row
+
+
+@dataclass(frozen=True)
+class TextSpend:
+    replays: int
+    tokens: int
+    cost_usd: Decimal
+
+    @classmethod
+    def of(cls, row: TextReplay) -> TextSpend:
+        return cls(1, row.tokens, row.cost_usd or Decimal(0))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TextSpend:
+        return cls(
+            int(data.get("replays", 0)),
+            int(data.get("tokens", 0)),
+            Decimal(str(data.get("cost_usd", 0))),
+        )
+
+
+def text_replay_settle(*, row: TextReplay, now: datetime) -> None:
+    """Give back the row's reservation and add what it spent to the night's
+    text tier, once. A row the night did not admit is charged to the project's
+    night running at ``now``, if any."""
+    night_id = row.night_id
+    if night_id is None:
+        night_id = (
+            Night.objects.filter(
+                project_id=row.project_id, window_start__lte=now, window_end__gt=now
+            )
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if night_id is None:
+            return
+    if not TextReplay.objects.settle(row.pk, night_id=night_id):
+        return
+    reserved = TextSpend.from_dict(row.reservation or {})
+    used = TextSpend.of(row)
+    Night.objects.filter(pk=night_id).update(
+        text_reserved_replays=F("text_reserved_replays") - reserved.replays,
+        text_reserved_tokens=F("text_reserved_tokens") - reserved.tokens,
+        text_reserved_cost_usd=F("text_reserved_cost_usd") - reserved.cost_usd,
+        text_used_replays=F("text_used_replays") + used.replays,
+        text_used_tokens=F("text_used_tokens") + used.tokens,
+        text_used_cost_usd=F("text_used_cost_usd") + used.cost_usd,
+    )

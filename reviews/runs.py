@@ -1,0 +1,147 @@
+"""A recorded run's page, and the text tier on it: the run's text replays
+(newest first), a button that asks a worker for one, and one text replay's
+side-by-side view. The text tier compares another model's answer with the
+original; the pages never present it as a reproduction verdict."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HTMX_STOP_POLLING
+
+from replayhub import roles
+from replayhub.models import Provider, Replay, Run, TextReplay, TextStatus
+from replayhub.texttier import services as text_services
+from replayhub.texttier.replay import BadTarget, Target
+
+VIEW_RUNS = "replayhub.view_run"
+ADD_TEXT_REPLAY = "replayhub.add_textreplay"
+# Text replays listed on a run's page.
+LISTED = 50
+
+
+class TextReplayForm(forms.Form):
+    """Which provider and model answer the prompt, and which judge, if any."""
+
+    provider = forms.ChoiceField(label="Provider")
+    model = forms.CharField(label="Model", max_length=200)
+    judge_provider = forms.ChoiceField(label="Judge provider", required=False)
+    judge_model = forms.CharField(label="Judge model", max_length=200, required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        names = list(Provider.objects.values_list("name", flat=True))
+        self.fields["provider"].choices = [(n, n) for n in names]
+        self.fields["judge_provider"].choices = [("", "No judge")] + [
+            (n, n) for n in names
+        ]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        try:
+            if data.get("provider") and data.get("model"):
+                data["target"] = Target.parse(f"{data['provider']}:{data['model']}")
+            data["judge"] = None
+            if data.get("judge_provider") or data.get("judge_model"):
+                data["judge"] = Target.parse(
+                    f"{data.get('judge_provider', '')}:{data.get('judge_model', '')}"
+                )
+        except BadTarget:
+            raise forms.ValidationError(
+                "Give both a judge provider and a judge model, or neither."
+            ) from None
+        return data
+
+
+def _pending(rows) -> bool:
+    return any(r.status != TextStatus.FINISHED for r in rows)
+
+
+def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
+    rows = list(
+        TextReplay.objects.filter(run=run)
+        .defer("output", "judge_answer", "judge_rationale")
+        .order_by("-created_at", "-id")[:LISTED]
+    )
+    return {
+        "page": "projects",
+        "run": run,
+        "replays": Replay.objects.filter(run=run)
+        .only("id", "status", "verdict", "reason_code", "attempt", "finished_at")
+        .order_by("-id")[:20],
+        "text_replays": rows,
+        "pending": _pending(rows),
+        "can_replay_text": request.user.has_perm(ADD_TEXT_REPLAY),
+        "can_see_money": request.user.has_perm(roles.VIEW_MONEY),
+        "has_providers": Provider.objects.exists(),
+        "form": form if form is not None else TextReplayForm(),
+        "now": timezone.now(),
+    }
+
+
+@require_GET
+@permission_required(VIEW_RUNS, raise_exception=True)
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("project"), pk=run_id)
+    context = _run_context(request, run)
+    if request.htmx and not request.htmx.history_restore_request:
+        # The text replays' list polling itself while one is not done.
+        response = render(request, "reviews/run_detail.html#text-replays", context)
+        if not context["pending"]:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return render(request, "reviews/run_detail.html", context)
+
+
+@require_POST
+@permission_required(ADD_TEXT_REPLAY, raise_exception=True)
+def run_text_replay(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue a text replay of the run for a worker."""
+    run = get_object_or_404(Run.objects.select_related("project"), pk=run_id)
+    form = TextReplayForm(request.POST)
+    if form.is_valid():
+        try:
+            text_services.text_replay_request(
+                run=run,
+                target=form.cleaned_data["target"],
+                judge=form.cleaned_data["judge"],
+                user=request.user,
+            )
+        except BadTarget as error:
+            form.add_error(None, str(error))
+    if form.is_valid() and not request.htmx:
+        return redirect("reviews:run_detail", run_id=run.pk)
+    context = _run_context(request, run, form if form.errors else None)
+    template = "reviews/run_detail.html"
+    if request.htmx:
+        template += "#text-tier"
+    return render(request, template, context, status=400 if form.errors else 200)
+
+
+@require_GET
+@permission_required(VIEW_RUNS, raise_exception=True)
+def text_replay_detail(request: HttpRequest, text_replay_id: int) -> HttpResponse:
+    """Original and replayed output side by side, with the similarity and the
+    judge's score and rationale."""
+    row = get_object_or_404(
+        TextReplay.objects.select_related("run", "project", "requested_by"),
+        pk=text_replay_id,
+    )
+    context = {
+        "page": "projects",
+        "row": row,
+        "run": row.run,
+        "can_see_money": request.user.has_perm(roles.VIEW_MONEY),
+        "now": timezone.now(),
+    }
+    if request.htmx and not request.htmx.history_restore_request:
+        response = render(request, "reviews/text_replay.html#state", context)
+        if row.status == TextStatus.FINISHED:
+            response.status_code = HTMX_STOP_POLLING
+            response["HX-Refresh"] = "true"
+        return response
+    return render(request, "reviews/text_replay.html", context)

@@ -1,0 +1,83 @@
+"""The text tier in a real Chromium: the run page's button, a real worker's
+answer appearing in place, and the side-by-side view."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from playwright.sync_api import expect
+
+from replayhub.gateway.standin import StandInProvider
+from replayhub.models import Provider, TextReplay
+from tests.texttier.conftest import KEY_ENV, PRICES, make_run
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def standin():
+    with StandInProvider(key=os.environ[KEY_ENV]) as server:
+        yield server
+
+
+def test_an_admin_replays_a_run_as_text_and_reads_it_side_by_side(
+    login, admin_user, celery_worker, standin, screenshot
+):
+    Provider.objects.create(
+        name="gpt",
+        kind="openai",
+        base_url=standin.base_url + "/v1",
+        key_env=KEY_ENV,
+        prices=PRICES,
+    )
+    Provider.objects.create(
+        name="claude", kind="anthropic", base_url=standin.base_url, key_env=KEY_ENV
+    )
+    standin.replies = [
+        "add a retry to the sender <b>now</b>",
+        '{"score": 8, "rationale": "Both add the retry; <i>same</i> place."}',
+    ]
+    run = make_run(title="Retry webhooks")
+    page = login(admin_user)
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    page.goto(f"/runs/{run.pk}/")
+    expect(page.get_by_role("heading", name="Text tier")).to_contain_text(
+        "not a reproduction"
+    )
+    page.get_by_label("Provider", exact=True).select_option("gpt")
+    page.get_by_label("Model", exact=True).fill("gpt-test")
+    page.get_by_label("Judge provider").select_option("claude")
+    page.get_by_label("Judge model").fill("claude-test")
+    page.get_by_role("button", name="Replay as text").click()
+
+    # The worker answers; the list updates itself, without a reload.
+    row = page.locator("tr.text-replay-row").first
+    expect(row.locator(".similarity")).to_have_text("0.667", timeout=30_000)
+    expect(row).to_contain_text("8/10")
+    expect(row).to_contain_text("gpt:gpt-test")
+    assert page.url.endswith(f"/runs/{run.pk}/")
+    screenshot(page, "text-tier-run-page")
+
+    row.get_by_role("link").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(
+        "text tier · not a reproduction"
+    )
+    expect(page.locator("#similarity")).to_have_text("0.667")
+    expect(page.locator("#score")).to_have_text("8/10")
+    expect(page.locator("#rationale")).to_have_text(
+        "Both add the retry; <i>same</i> place."
+    )
+    expect(page.locator("#original-output")).to_have_text(
+        "add a retry to the webhook sender"
+    )
+    expect(page.locator("#replayed-output")).to_have_text(
+        "add a retry to the sender <b>now</b>"
+    )
+    assert page.locator("#replayed-output b").count() == 0
+    assert standin.key not in page.content()
+    screenshot(page, "text-tier-side-by-side")
+    assert errors == []
+    assert TextReplay.objects.get().requested_by == admin_user
