@@ -14,7 +14,7 @@ sync_groups = import_module("reviews.migrations.0002_roles").sync_groups
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0013_rollouts"),
+        ("replayhub", "0014_second_review_band"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
