@@ -274,6 +274,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replayhub.tasks.nightly_tick",
         "schedule": 120.0,
     },
+    # Queues a follow pass for each followed rollout source.
+    "follow-rollouts": {
+        "task": "replayhub.tasks.follow_rollouts",
+        "schedule": float(env_int("REPLAYHUB_FOLLOW_SECONDS", 30)),
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -370,6 +375,9 @@ REPLAYHUB_IMPORT_STALE_SECONDS = env_int("REPLAYHUB_IMPORT_STALE_SECONDS", 600)
 # The API and the upload page preflight at most this many pending runs per
 # request (git runs per run); the rest stay pending for the next import.
 REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)
+# Followed rollout directories (import_runs --follow, the admin's follow
+# sources) are looked at this often by the beat task.
+REPLAYHUB_FOLLOW_SECONDS = env_int("REPLAYHUB_FOLLOW_SECONDS", 30)
 
 # The demo's stand-in model API (``manage.py demo_model``, started by
 # ``./dev run``) and the variable that holds its key on the workers.

@@ -13,6 +13,7 @@ from . import services
 from .ingest import preflight
 from .ingest import services as ingest_services
 from .models import WorkerCheck
+from .rollouts import services as rollout_services
 from .texttier import services as text_services
 
 
@@ -75,3 +76,15 @@ def import_upload(job_id: int) -> None:
 def run_text_replay(text_replay_id: int) -> None:
     # Safe to deliver twice: only a queued text replay can be claimed.
     text_services.text_replay_execute(text_replay_id=text_replay_id)
+
+
+@shared_task
+def follow_rollouts() -> None:
+    rollout_services.follow_due()
+
+
+@shared_task
+def follow_source(source_id: int) -> None:
+    # Safe to deliver twice: a pass is claimed, and offsets only move forward
+    # from the value a pass read.
+    rollout_services.follow_claimed(source_id=source_id)

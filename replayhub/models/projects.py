@@ -12,6 +12,7 @@ from django.utils import timezone
 from replayhub.gateway.allow import parse_allow_entry
 from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
+from replayhub.rollouts.seeds import DEFAULT_VERIFICATION_TURN
 from replayhub.testpaths import DEFAULT_TEST_PATHS
 
 
@@ -87,14 +88,6 @@ class RolloutAnchor(models.TextChoices):
 
     COMPACTION = "compaction", "At a context restart"
     TOOL_CALL = "tool-call", "After a complete tool-result run"
-
-
-# The user turn a recheck seed ends with, unless the project sets its own.
-DEFAULT_VERIFICATION_TURN = (
-    "Carefully check your work above. Re-verify the reasoning and the final answer "
-    "against the task; if you find any mistakes, fix them. Then state your final "
-    "answer."
-)
 
 
 class Project(models.Model):
@@ -375,4 +368,6 @@ class Run(models.Model):
     @property
     def record(self) -> dict:
         """The record exactly as received, unknown keys included."""
+        if self.source == RunSource.ROLLOUT:
+            return self.raw
         return whole_record(self.raw, {"prompt": self.prompt, "output": self.output})

@@ -125,7 +125,8 @@ class FollowedFile(models.Model):
     mtime_ns = models.BigIntegerField(default=0)
     inode = models.BigIntegerField(default=0)
     head_sha256 = models.CharField(max_length=64, blank=True)
-    # Why the file is no longer read ("" while it is): it shrank or was replaced.
+    # The last time it was found shrunk, replaced or rewritten, what was found
+    # (it is then read again from its start); "" when never.
     problem = models.TextField(blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 

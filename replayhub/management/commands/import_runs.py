@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
+import os
 import sys
+import time
+from pathlib import Path
 from typing import IO
 
 from django.core.management.base import BaseCommand, CommandError
@@ -10,18 +14,48 @@ from django.core.management.base import BaseCommand, CommandError
 from replayhub.ingest.importer import Summary, Throttle, read_chunks
 from replayhub.ingest.services import PreflightMode, runs_import
 from replayhub.models import Project
+from replayhub.rollouts import services as rollouts
+from replayhub.rollouts.follow import natural_key
+from replayhub.rollouts.ingest import RolloutSummary
 
 
 class Command(BaseCommand):
     help = (
         "Import native run records (JSONL, one run per line; docs/formats.md) from "
-        "FILE or standard input (-), then preflight the new runs. Exit status: 0 "
-        "when every record was imported or already there, 1 when a line was "
-        "invalid or conflicted with a stored run, 2 for a usage error."
+        "FILE or standard input (-), then preflight the new runs; or, with "
+        "--format verifiers, verifiers rollout records from FILE, a GLOB or a "
+        "followed directory (--follow). Exit status: 0 when every record was "
+        "imported, already there or skipped, 1 when a line was invalid or "
+        "conflicted with a stored run, 2 for a usage error."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", nargs="?", metavar="FILE|-")
+        parser.add_argument("file", nargs="?", metavar="FILE|GLOB|-")
+        parser.add_argument(
+            "--format",
+            choices=("native", "verifiers"),
+            default="native",
+            help="native run records (the default) or verifiers rollout records "
+            "(Trace.to_record() lines; a sibling index_<env>.jsonl is used).",
+        )
+        parser.add_argument(
+            "--follow",
+            metavar="DIR_OR_GLOB",
+            help="With --format verifiers: keep importing a training run's "
+            "growing rollout files (each line once, partial lines left).",
+        )
+        parser.add_argument(
+            "--once",
+            action="store_true",
+            help="With --follow: one pass, then exit.",
+        )
+        parser.add_argument(
+            "--interval",
+            type=float,
+            default=5.0,
+            metavar="SECONDS",
+            help="With --follow: seconds between passes (default 5).",
+        )
         parser.add_argument(
             "--project",
             metavar="SLUG",
@@ -45,7 +79,9 @@ class Command(BaseCommand):
             help="Import nothing; preflight the pending runs of --project.",
         )
 
-    def handle(self, *args, file, project, as_json, no_preflight, preflight_only, **_):
+    def handle(self, *args, file, project, as_json, no_preflight, preflight_only, **o):
+        if o["format"] == "verifiers" or o["follow"]:
+            return self.rollouts(file, project, as_json, o)
         target = _project(project) if project else None
         if preflight_only and (file or target is None or no_preflight):
             raise CommandError(
@@ -70,6 +106,71 @@ class Command(BaseCommand):
         self.stdout.write(_render(summary, as_json=as_json))
         if not summary.complete:
             sys.exit(1)
+
+    def rollouts(self, file, project, as_json, options) -> None:
+        if options["format"] != "verifiers":
+            raise CommandError("--follow takes --format verifiers.", returncode=2)
+        if not project:
+            raise CommandError(
+                "--format verifiers takes --project: records name no project.",
+                returncode=2,
+            )
+        target = _project(project)
+        if options["follow"]:
+            if file:
+                raise CommandError("give a FILE or --follow, not both.", returncode=2)
+            return self.follow(target, options, as_json)
+        if options["once"]:
+            raise CommandError("--once goes with --follow.", returncode=2)
+        if not file:
+            raise CommandError("give a FILE, a GLOB, or - for stdin.", returncode=2)
+        status = _Status(self.stderr)
+        if file == "-":
+            summary = rollouts.rollouts_import(
+                project=target,
+                chunks=read_chunks(sys.stdin.buffer),
+                progress=status.importing,
+            )
+        else:
+            summary = rollouts.rollouts_import(
+                project=target, paths=_record_files(file), progress=status.importing
+            )
+        status.clear()
+        self.stdout.write(_render(summary, as_json=as_json))
+        if not summary.complete:
+            sys.exit(1)
+
+    def follow(self, project: Project, options, as_json: bool) -> None:
+        pattern = options["follow"]
+        if not (os.path.isdir(pattern) or glob.has_magic(pattern)):
+            raise CommandError(
+                f"--follow: {pattern} is neither a directory nor a glob.", returncode=2
+            )
+        source = rollouts.follow_source_get(project=project, pattern=pattern)
+        while True:
+            summary = rollouts.rollouts_follow(source=source)
+            if options["once"] or summary.imported or summary.files_problems:
+                self.stdout.write(_render(summary, as_json=as_json))
+            if options["once"]:
+                if not summary.complete:
+                    sys.exit(1)
+                return
+            time.sleep(max(options["interval"], 0.1))
+
+
+def _record_files(pattern: str) -> list[Path]:
+    """The files FILE|GLOB names, in natural order; a usage error when none."""
+    if os.path.isfile(pattern):
+        return [Path(pattern)]
+    if not glob.has_magic(pattern):
+        raise CommandError(f"cannot read {pattern}: no such file.", returncode=2)
+    found = sorted(
+        (p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)),
+        key=natural_key,
+    )
+    if not found:
+        raise CommandError(f"{pattern} matches no file.", returncode=2)
+    return [Path(p) for p in found]
 
 
 def _project(slug: str) -> Project:
@@ -147,9 +248,14 @@ def _render(summary: Summary, *, as_json: bool) -> str:
             text += f", {counts['failed']} failed"
         text += f" ({counts['pending']} pending)"
         rows.append(("preflight", text))
+    if isinstance(summary, RolloutSummary):
+        data = summary.to_dict()
+        skipped = ", ".join(f"{k} {v}" for k, v in data["skipped"].items() if v)
+        rows += [("skipped", skipped or "0"), ("seeds", summary.seeds)]
     lines = [f"{name:<12}{value}" for name, value in rows]
     for entry in summary.invalid:
-        lines.append(f"line {entry['line']}: invalid: {entry['error']}")
+        where = f"{entry['file']}: " if "file" in entry else ""
+        lines.append(f"{where}line {entry['line']}: invalid: {entry['error']}")
     for entry in summary.conflicts:
         # Quoted and escaped: an external id is untrusted text for a terminal.
         lines.append(
@@ -161,4 +267,8 @@ def _render(summary: Summary, *, as_json: bool) -> str:
     hidden = summary.invalid_total + summary.conflicts_total - shown
     if hidden:
         lines.append(f"… and {hidden} more (the summary lists the first ones)")
+    for entry in getattr(summary, "files", ()):
+        for key in ("index_problem", "problem"):
+            if key in entry:
+                lines.append(f"{entry['file']}: {entry[key]}")
     return "\n".join(lines)

@@ -1,0 +1,202 @@
+"""Following a training run's growing output: ``rollouts/step_*/…_rollouts_*.jsonl``.
+
+Each pass looks at every matching file, in natural order (``step_9`` before
+``step_10``). A file whose size, modification time and inode are those of
+the last pass is not opened. One that grew is read from the byte after the
+last whole line imported; a partial trailing line (a record still being
+written) is left for the next pass. The offset moves forward in the same
+transaction as the runs of the lines before it, and only from the value this
+pass read (a conditional UPDATE): a crash between batches or a second worker
+on the same source never imports a line twice.
+
+A file that shrank below its offset, whose inode changed (replaced) or whose
+first bytes changed (rewritten) is reported, then read again from its start:
+what it holds now is imported, the rollouts already stored count as
+duplicates.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import IntegrityError
+from django.utils import timezone
+
+from replayhub.models import FollowedFile, FollowSource
+
+from .index import LoadReport, load
+from .ingest import BATCH_SIZE, Accepted, RolloutStore, RolloutSummary, merge_report
+
+RECORD_FILES = "*_rollouts_*.jsonl"
+# The bytes of a file's start that tell a rewritten file from a grown one.
+HEAD_BYTES = 4096
+
+
+class _Lost(Exception):
+    """Another pass moved the file's offset first: this batch is not stored."""
+
+
+def natural_key(path: str) -> tuple:
+    """Embedded numbers compare as numbers: ``step_9`` sorts before ``step_10``."""
+    return tuple(
+        int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)
+    )
+
+
+def expand(pattern: str) -> list[str]:
+    """The record files of a directory (every ``*_rollouts_*.jsonl`` under it)
+    or a glob, in natural order."""
+    if os.path.isdir(pattern):
+        found = list(_walk(pattern))
+    else:
+        found = [p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+    return sorted(set(found), key=natural_key)
+
+
+def _walk(directory: str):
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _walk(entry.path)
+            elif entry.is_file() and fnmatch.fnmatch(entry.name, RECORD_FILES):
+                yield entry.path
+
+
+@dataclass
+class _Seen:
+    size: int
+    mtime_ns: int
+    inode: int
+
+
+def follow_pass(source: FollowSource) -> RolloutSummary:
+    """One pass over a source's files; what it imported and found."""
+    summary = RolloutSummary()
+    store = RolloutStore(source.project, summary)
+    known = {row.path: row for row in source.files.all()}
+    for name in expand(source.pattern):
+        try:
+            stat = os.stat(name)
+        except FileNotFoundError:
+            continue
+        seen = _Seen(stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        row = known.get(name)
+        if row is not None and (row.size, row.mtime_ns, row.inode) == (
+            seen.size,
+            seen.mtime_ns,
+            seen.inode,
+        ):
+            continue
+        if row is None:
+            row = _row(source, name)
+        _follow_file(store, row, Path(name), seen)
+    source.last_summary = summary.to_dict()
+    source.last_pass_at = timezone.now()
+    source.save(update_fields=["last_summary", "last_pass_at"])
+    return summary
+
+
+def _row(source: FollowSource, name: str) -> FollowedFile:
+    try:
+        return FollowedFile.objects.get_or_create(source=source, path=name)[0]
+    except IntegrityError:  # created by a concurrent pass in the meantime
+        return FollowedFile.objects.get(source=source, path=name)
+
+
+def _follow_file(
+    store: RolloutStore, row: FollowedFile, path: Path, seen: _Seen
+) -> None:
+    summary = store.summary
+    with open(path, "rb") as stream:
+        head = stream.read(HEAD_BYTES)
+    problem = _problem(row, seen, head)
+    if problem:
+        summary.files.append({"file": str(path), "problem": problem})
+        moved = FollowedFile.objects.filter(pk=row.pk, offset=row.offset).update(
+            offset=0,
+            lines=0,
+            head_sha256="",
+            problem=problem,
+            updated_at=timezone.now(),
+        )
+        if not moved:
+            return  # another pass is at this file
+        row.offset, row.lines = 0, 0
+    state = {"offset": row.offset, "lines": row.lines}
+
+    def advance(offset: int, lines: int) -> None:
+        # Only forward, and only from the offset this pass read: a second
+        # pass that got there first makes this batch roll back.
+        if offset <= state["offset"]:
+            return
+        moved = FollowedFile.objects.filter(pk=row.pk, offset=state["offset"]).update(
+            offset=offset,
+            lines=lines,
+            head_sha256=_digest(head[: min(offset, HEAD_BYTES)]),
+            updated_at=timezone.now(),
+        )
+        if not moved:
+            raise _Lost
+        state["offset"], state["lines"] = offset, lines
+
+    store.path = path
+    report = LoadReport()
+    batch: list[Accepted] = []
+    end, lines = row.offset, row.lines
+    try:
+        for loaded in load(
+            path,
+            rules=store.rules,
+            report=report,
+            already=store.already(),
+            start=row.offset,
+            first_line=row.lines + 1,
+            final=False,
+        ):
+            end = max(end, loaded.offset + loaded.length)
+            lines = max(lines, loaded.number)
+            if (item := store.judge(loaded)) is not None:
+                batch.append(item)
+            if len(batch) >= BATCH_SIZE:
+                store.store(batch, inside=_step(advance, end, lines))
+                batch = []
+        store.store(batch, inside=_step(advance, end, lines))
+    except _Lost:
+        summary.files.append({"file": str(path), "problem": "followed by another pass"})
+        return
+    merge_report(summary, path, report)
+    FollowedFile.objects.filter(pk=row.pk, offset=state["offset"]).update(
+        size=seen.size, mtime_ns=seen.mtime_ns, inode=seen.inode
+    )
+
+
+def _step(advance, end: int, lines: int):
+    return lambda: advance(end, lines)
+
+
+def _problem(row: FollowedFile, seen: _Seen, head: bytes) -> str:
+    """Why the file is not the one read so far ("" when it only grew)."""
+    if row.offset == 0:
+        return ""
+    if row.inode and seen.inode != row.inode:
+        return "replaced: another file now has this name; read again from its start"
+    if seen.size < row.offset:
+        return (
+            f"shrank from at least {row.offset:,} to {seen.size:,} bytes; read "
+            "again from its start"
+        )
+    if row.head_sha256 and _digest(head[: min(row.offset, HEAD_BYTES)]) != (
+        row.head_sha256
+    ):
+        return "rewritten: its first bytes changed; read again from its start"
+    return ""
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
