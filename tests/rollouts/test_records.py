@@ -108,7 +108,7 @@ def test_a_shape_that_cannot_be_read_is_refused_naming_the_field(change, message
 def test_a_version_1_record_without_task_data_is_refused():
     record = multi_tool().record(version=1)
     del record["task"]["data"]
-    with pytest.raises(ShapeError, match="task.data"):
+    with pytest.raises(ShapeError, match=r"task\.data"):
         read_trace(record)
 
 
