@@ -319,6 +319,8 @@ REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 1800)
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
+# A reviewer can take back their own decision for this long after making it.
+REPLAYHUB_REVIEW_UNDO_SECONDS = env_int("REPLAYHUB_REVIEW_UNDO_SECONDS", 300)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
 # Mentions and assignments also go out by e-mail (Django's EMAIL_* settings) to
 # users who have an address.

@@ -1,6 +1,12 @@
 from __future__ import annotations
 
+from django.utils import timezone
+
 from replayhub import roles
+
+from .models import Review
+from .services import undo_deadline
+from .trail import UNDO_SESSION_KEY, decision_sentence
 
 
 def user_roles(request):
@@ -14,4 +20,33 @@ def user_roles(request):
         "can_manage_budgets": user.has_perm(roles.MANAGE_BUDGETS),
         "can_upload": user.has_perm("replayhub.add_run"),
         "user_role": roles.role_of(user),
+        "undo": _undo_offer(request, user),
+    }
+
+
+def _undo_offer(request, user):
+    """The user's decision just recorded, while it can still be taken back."""
+    session = getattr(request, "session", None)
+    if session is None or UNDO_SESSION_KEY not in session:
+        return None
+    review = (
+        Review.objects.standing()
+        .filter(pk=session[UNDO_SESSION_KEY], reviewer=user)
+        .only(
+            "id",
+            "replay_id",
+            "decision",
+            "verdict_before",
+            "verdict_after",
+            "created_at",
+        )
+        .first()
+    )
+    if review is None or timezone.now() > undo_deadline(review):
+        session.pop(UNDO_SESSION_KEY, None)
+        return None
+    return {
+        "review": review,
+        "sentence": decision_sentence(review),
+        "until": undo_deadline(review),
     }

@@ -6,6 +6,7 @@ from replayhub.models import Project, Verdict
 from replayhub.verdicts import REASON_TEXT
 
 from .models import Decision
+from .overrule import contradicted
 from .queue import Cursor, Filters
 
 
@@ -65,14 +66,40 @@ class QueueFilterForm(ScopeFilterForm):
         return getattr(self, "cleaned_data", {}).get("after")
 
 
+class VerdictSelect(forms.Select):
+    """The corrected verdict's select; each option carries its key and, when
+    choosing it would overrule verified evidence, the sentence saying so."""
+
+    contradictions: dict[str, str] = {}
+
+    def create_option(self, name, value, label, selected, index, **kwargs):
+        option = super().create_option(name, value, label, selected, index, **kwargs)
+        if value:
+            option["attrs"]["data-key"] = VERDICT_KEYS.get(str(value), "")
+            if sentence := self.contradictions.get(str(value)):
+                option["attrs"]["data-contradicts"] = sentence
+        return option
+
+
+# Each corrected verdict's own key on the replay page; the same digit always
+# means the same verdict, whichever verdict the replay has.
+VERDICT_KEYS = {verdict: str(n) for n, verdict in enumerate(Verdict.values, start=1)}
+
+
 class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=Decision.choices)
     verdict_after = forms.ChoiceField(
-        choices=[("", "Corrected verdict…"), *Verdict.choices],
+        choices=[
+            ("", "Corrected verdict…"),
+            *((v, f"{VERDICT_KEYS[v]} · {label}") for v, label in Verdict.choices),
+        ],
         required=False,
         label="Corrected verdict",
-        widget=forms.Select(attrs={"data-overturn-verdict": ""}),
+        widget=VerdictSelect(attrs={"data-overturn-verdict": ""}),
     )
+    # Set by the second, explicit "yes" to an overturn that contradicts
+    # cryptographically verified evidence.
+    overrule = forms.BooleanField(required=False, widget=forms.HiddenInput)
     note = forms.CharField(
         required=False,
         max_length=4000,
@@ -81,9 +108,14 @@ class DecisionForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args, verdict: str, **kwargs):
+    def __init__(self, *args, verdict: str, checks=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.verdict = verdict
+        widget = self.fields["verdict_after"].widget
+        widget.contradictions = {}
+        for v in Verdict.values:
+            if found := contradicted(checks, v):
+                widget.contradictions[v] = " ".join(found)
         # The current verdict is not a correction of itself.
         self.fields["verdict_after"].choices = [
             choice

@@ -61,6 +61,12 @@ class Purpose(models.TextChoices):
     GOLD = "gold", "Gold check"
 
 
+class ReviewQuerySet(models.QuerySet):
+    def standing(self):
+        """Decisions not taken back: the ones that count."""
+        return self.filter(undone_at__isnull=True)
+
+
 class Review(models.Model):
     """A human decision on a replay's verdict.
 
@@ -76,6 +82,11 @@ class Review(models.Model):
     note = models.TextField(blank=True)
     purpose = models.CharField(max_length=16, choices=Purpose, default=Purpose.DECISION)
     created_at = models.DateTimeField(default=timezone.now)
+    # Set when the reviewer took the decision back (shortly after making it);
+    # the row stays, so the history shows both the decision and its undoing.
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReviewQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

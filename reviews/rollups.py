@@ -209,6 +209,32 @@ def rollup_closed_night(night: Night) -> int:
     )
 
 
+def rollup_replay(replay_id: int) -> int:
+    """Recompute the night a finished replay counts in, after a human decision.
+
+    A decision changes the confirmed and overturned figures of the replay's
+    night; without this they would wait for the next night to close.
+    """
+    replay = (
+        Replay.objects.select_related("night", "project")
+        .only("id", "finished_at", "night__date", "project")
+        .filter(pk=replay_id, status=ReplayStatus.FINISHED)
+        .first()
+    )
+    if replay is None or replay.finished_at is None:
+        return 0
+    if replay.night is not None:
+        day = replay.night.date
+    else:
+        budget = Budget.objects.filter(project_id=replay.project_id).first()
+        day = night_of(
+            replay.finished_at,
+            start_hour=budget.window_start_hour if budget else DEFAULT_START_HOUR,
+            tz=budget.timezone if budget else DEFAULT_TIMEZONE,
+        )
+    return rollup_range(since=day, until=day, project=replay.project)
+
+
 def _project_rows(
     *, project_id: int, budget: Budget | None, since: date, until: date, now
 ) -> list[Rollup]:
@@ -226,7 +252,8 @@ def _project_rows(
         counts[(day, "")].deferred = deferred
 
     latest_decision = (
-        Review.objects.filter(replay=OuterRef("pk"))
+        Review.objects.standing()
+        .filter(replay=OuterRef("pk"))
         .order_by("-created_at", "-id")
         .values("decision")[:1]
     )

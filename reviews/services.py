@@ -16,9 +16,10 @@ from django.utils import timezone
 from replayhub import services as replay_services
 from replayhub.models import Replay, ReplayStatus, Run, Trigger, Verdict
 
-from . import audit, gold, opinions
+from . import audit, gold, opinions, rollups
 from .labels import labels_save
 from .models import AuditEvent, Claim, Decision, Label, Review
+from .overrule import contradicted
 
 # claim_next locks one candidate at a time (locking a few would hide them from
 # the reviewers pressing "Next" at the same moment, who would find nothing) and
@@ -39,6 +40,20 @@ class ClaimHeld(Exception):
 
 class NotDecidable(Exception):
     """The replay has no verdict to decide on yet, or the decision is malformed."""
+
+
+class OverrulesEvidence(Exception):
+    """An overturn contradicts cryptographically verified evidence and was not
+    explicitly acknowledged; ``reasons`` name what it contradicts."""
+
+    def __init__(self, reasons: list[str]):
+        super().__init__(" ".join(reasons))
+        self.reasons = reasons
+
+
+class NotUndoable(Exception):
+    """The decision is not the reviewer's own, is no longer the latest, or its
+    time to be taken back has passed."""
 
 
 def lease_end(now: datetime) -> datetime:
@@ -194,6 +209,7 @@ def review_decide(
     verdict_after: str | None = None,
     note: str = "",
     labels: dict[int, str] | None = None,
+    overrule: bool = False,
 ) -> Review:
     """Record a reviewer's decision on a finished replay.
 
@@ -202,7 +218,9 @@ def review_decide(
     left as the machine reached it; the human one is the Review. Any decision
     takes the replay out of the queue and releases its claim. Raises ClaimHeld
     when another reviewer holds the replay, NotDecidable for an unfinished
-    replay or an overturn that does not change the verdict.
+    replay or an overturn that does not change the verdict, and
+    OverrulesEvidence for an overturn against cryptographically verified
+    evidence unless ``overrule`` says the reviewer means it.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -218,16 +236,23 @@ def review_decide(
                 "project_id",
                 "run_id",
                 "seed_id",
+                "evidence",
             )
             .get(pk=replay.pk)
         )
         if locked.status != ReplayStatus.FINISHED:
             raise NotDecidable("the replay has not reached a verdict yet")
+        overruled: list[str] = []
         if decision not in Decision.values:
             raise NotDecidable(f"unknown decision {decision!r}")
         if decision == Decision.OVERTURN:
             if verdict_after not in Verdict.values or verdict_after == locked.verdict:
                 raise NotDecidable("an overturn names a different verdict")
+            overruled = contradicted(
+                (locked.evidence or {}).get("checks", []), verdict_after
+            )
+            if overruled and not overrule:
+                raise OverrulesEvidence(overruled)
         elif decision == Decision.CONFIRM:
             verdict_after = locked.verdict
         else:
@@ -270,6 +295,8 @@ def review_decide(
         if labels:
             names = dict(Label.objects.filter(pk__in=labels).values_list("pk", "name"))
             after["labels"] = {names[pk]: value for pk, value in labels.items()}
+        if decision == Decision.OVERTURN and overruled:
+            after["overruled"] = overruled
         if rerun is not None:
             after["rerun_replay"] = rerun.pk
         _audit(
@@ -286,7 +313,71 @@ def review_decide(
         opinions.after_decision(
             review=review, opinion=opinion, project_id=locked.project_id
         )
+        transaction.on_commit(lambda: rollups.rollup_replay(locked.pk))
     return review
+
+
+def undo_deadline(review: Review) -> datetime:
+    return review.created_at + timedelta(seconds=settings.REPLAYHUB_REVIEW_UNDO_SECONDS)
+
+
+def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Review:
+    """Take back one's own latest decision on a replay, shortly after making it.
+
+    The decision stays in the history, marked undone; the replay goes back to
+    the queue in the band it had, held by the reviewer so they can decide
+    again. A rerun's new replay is already queued, so a rerun is not taken
+    back. Raises NotUndoable otherwise.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = Replay.objects.select_for_update().only("id").get(pk=review.replay_id)
+        latest = (
+            Review.objects.standing()
+            .filter(replay=locked)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        if latest is None or latest.pk != review.pk:
+            raise NotUndoable("a later decision stands on this replay")
+        if latest.reviewer_id != reviewer.pk:
+            raise NotUndoable("only the reviewer who decided can take it back")
+        if latest.decision == Decision.RERUN:
+            raise NotUndoable("a rerun is already queued and cannot be taken back")
+        if now > undo_deadline(latest):
+            raise NotUndoable("the time to take this decision back has passed")
+        event = (
+            AuditEvent.objects.filter(
+                object_type="replay",
+                object_id=str(locked.pk),
+                action=f"review.{latest.decision}",
+            )
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        band = (event.before if event else {}).get("review_band")
+        Review.objects.filter(pk=latest.pk).update(undone_at=now)
+        latest.undone_at = now
+        if band is not None:
+            Replay.objects.return_to_review_queue(locked.pk, band=band)
+        claim = _take(replay_id=locked.pk, reviewer=reviewer, now=now)
+        _audit(
+            actor=reviewer,
+            action="review.undo",
+            replay_id=locked.pk,
+            before={
+                "decision": latest.decision,
+                "verdict": latest.verdict_after or latest.verdict_before,
+                "review_band": None,
+            },
+            after={
+                "verdict": latest.verdict_before,
+                "review_band": band,
+                "claimed_by": reviewer.get_username() if claim else None,
+            },
+        )
+        transaction.on_commit(lambda: rollups.rollup_replay(locked.pk))
+    return latest
 
 
 BUDGET_FIELDS = [

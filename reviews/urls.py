@@ -24,6 +24,7 @@ urlpatterns = [
         name="replay_release",
     ),
     path("replays/<int:replay_id>/decide/", views.replay_decide, name="replay_decide"),
+    path("reviews/<int:review_id>/undo/", views.review_undo_view, name="review_undo"),
     path(
         "replays/<int:replay_id>/diff/<slug:kind>/<int:index>/",
         views.replay_diff_file,

@@ -5,6 +5,7 @@ from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, Max, Q, Sum
 from django.db.models.functions import Least
 from django.http import Http404, HttpRequest, HttpResponse
@@ -13,7 +14,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.text import Truncator
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import (
+    require_GET,
+    require_http_methods,
+    require_POST,
+)
 from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles, services
@@ -35,16 +40,21 @@ from . import queue as review_queue
 from .cases import CaseTable, case_table
 from .diffs import hunk_view, pair_by_path, split_files
 from .forms import DecisionForm, QueueFilterForm
-from .models import AuditEvent, Claim, Review
+from .models import AuditEvent, Claim, Decision, Review
 from .services import (
     ClaimHeld,
     NotDecidable,
+    NotUndoable,
+    OverrulesEvidence,
     claim_next,
     claim_release,
     claim_take,
     review_decide,
+    review_undo,
+    undo_deadline,
 )
 from .templatetags.review_tags import age, until
+from .trail import UNDO_SESSION_KEY, decision_sentence, event_sentence
 
 # Diffs with more lines than this (per kind) show their file list and load each
 # file's lines on demand, so one huge change cannot stall the page.
@@ -307,8 +317,38 @@ def _case_table(outcomes: list[tuple[str, list]]) -> CaseTable:
     return case_table(firsts)
 
 
-def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
+def human_verdict(reviews: list[Review]) -> Review | None:
+    """The standing decision that names a verdict (confirm or overturn), if any."""
+    return next(
+        (r for r in reviews if r.undone_at is None and r.decision != Decision.RERUN),
+        None,
+    )
+
+
+def _undoable(reviews: list[Review], user) -> Review | None:
+    """The user's own latest decision here, while it can still be taken back."""
+    standing = [r for r in reviews if r.undone_at is None]
+    if not standing:
+        return None
+    latest = standing[0]
+    if (
+        latest.reviewer_id != user.pk
+        or latest.decision == Decision.RERUN
+        or timezone.now() > undo_deadline(latest)
+    ):
+        return None
+    return latest
+
+
+def _detail_context(
+    request: HttpRequest, replay: Replay, form=None, overruled=()
+) -> dict:
     claim, mine = _claim_state(replay, request.user)
+    reviews = list(
+        Review.objects.filter(replay=replay)
+        .select_related("reviewer")
+        .order_by("-created_at", "-id")
+    )
     try:
         comparison = replay.comparison
     except Comparison.DoesNotExist:
@@ -326,8 +366,9 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
         and replay.status == ReplayStatus.FINISHED
         and (claim is None or mine)
     )
+    checks = (replay.evidence or {}).get("checks", [])
     if decision_open and form is None:
-        form = DecisionForm(verdict=replay.verdict)
+        form = DecisionForm(verdict=replay.verdict, checks=checks)
     output = replay.agent_output
     provenance = replay.provenance or replay.run.provenance or {}
     outcomes = _outcomes_by_tree(replay)
@@ -337,7 +378,7 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
         "run": replay.run,
         "comparison": comparison,
         "reason_text": REASON_TEXT.get(replay.reason_code, ""),
-        "checks": (replay.evidence or {}).get("checks", []),
+        "checks": checks,
         "agent": (replay.evidence or {}).get("agent", {}),
         "warnings": provenance.get("warnings")
         or (replay.evidence or {}).get("warnings", []),
@@ -375,16 +416,28 @@ def _detail_context(request: HttpRequest, replay: Replay, form=None) -> dict:
             "id", "attempt", "status", "verdict", "reason_code", "created_at", "trigger"
         )
         .order_by("-created_at", "-id")[:20],
-        "reviews": Review.objects.filter(replay=replay).select_related("reviewer"),
-        "audit": AuditEvent.objects.filter(
-            object_type="replay", object_id=str(replay.pk)
-        ).select_related("actor")[:50],
+        "reviews": reviews,
+        "human": human_verdict(reviews),
+        "undoable": _undoable(reviews, request.user),
+        "audit": _sentences(
+            AuditEvent.objects.filter(
+                object_type="replay", object_id=str(replay.pk)
+            ).select_related("actor")[:50]
+        ),
         "claim": claim,
         "claim_mine": mine,
         "decision_open": decision_open,
         "form": form,
+        "overruled": list(overruled),
         "now": timezone.now(),
     }
+
+
+def _sentences(events) -> list[AuditEvent]:
+    events = list(events)
+    for event in events:
+        event.sentence = event_sentence(event)
+    return events
 
 
 def _config_drift(provenance: dict) -> bool | None:
@@ -396,9 +449,15 @@ def _config_drift(provenance: dict) -> bool | None:
     return recorded != current
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """The replay's page; its decision form posts here, so a refused decision
+    is shown at the page's own address."""
+    if request.method == "POST":
+        if not request.user.has_perm(roles.DECIDE):
+            raise PermissionDenied
+        return _decide(request, replay_id)
     replay = _replay_or_404(replay_id)
     return render(
         request, "reviews/replay_detail.html", _detail_context(request, replay)
@@ -476,6 +535,24 @@ def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
     return redirect("reviews:replay_detail", replay_id=replay.pk)
 
 
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
+    review = get_object_or_404(Review, pk=review_id)
+    request.session.pop(UNDO_SESSION_KEY, None)
+    try:
+        review_undo(review=review, reviewer=request.user)
+    except NotUndoable as exc:
+        messages.error(request, f"Not taken back: {exc}.")
+    else:
+        messages.info(
+            request,
+            f"Your {review.get_decision_display().lower()} of replay "
+            f"{review.replay_id} is taken back; the replay is yours to decide again.",
+        )
+    return redirect("reviews:replay_detail", replay_id=review.replay_id)
+
+
 def _held_message(claim: Claim) -> str:
     return (
         f"{claim.reviewer.get_username()} holds this replay until "
@@ -483,31 +560,48 @@ def _held_message(claim: Claim) -> str:
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @permission_required(roles.DECIDE, raise_exception=True)
 def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """The older address of the decision form; a GET leads back to the page."""
+    if request.method != "POST":
+        return redirect("reviews:replay_detail", replay_id=replay_id)
+    return _decide(request, replay_id)
+
+
+def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay_or_404(replay_id)
-    form = DecisionForm(request.POST, verdict=replay.verdict)
+    checks = (replay.evidence or {}).get("checks", [])
+    form = DecisionForm(request.POST, verdict=replay.verdict, checks=checks)
     if not form.is_valid():
         context = _detail_context(request, replay, form=form)
         return render(request, "reviews/replay_detail.html", context, status=400)
     try:
-        review_decide(
+        review = review_decide(
             replay=replay,
             reviewer=request.user,
             decision=form.cleaned_data["decision"],
             verdict_after=form.cleaned_data["verdict_after"] or None,
             note=form.cleaned_data["note"],
+            overrule=form.cleaned_data["overrule"],
         )
+    except OverrulesEvidence as exc:
+        # Asked again, with the same choice and note: the second "yes" records it.
+        data = request.POST.copy()
+        data["overrule"] = "on"
+        form = DecisionForm(data, verdict=replay.verdict, checks=checks)
+        form.is_valid()
+        context = _detail_context(request, replay, form=form, overruled=exc.reasons)
+        return render(request, "reviews/replay_detail.html", context, status=409)
     except ClaimHeld as exc:
         messages.error(request, _held_message(exc.claim))
         return redirect("reviews:replay_detail", replay_id=replay.pk)
     except NotDecidable as exc:
         messages.error(request, f"Not recorded: {exc}.")
         return redirect("reviews:replay_detail", replay_id=replay.pk)
-    messages.success(
-        request, f"Replay {replay.pk}: {form.cleaned_data['decision']} recorded."
-    )
+    messages.success(request, decision_sentence(review))
+    if review.decision != Decision.RERUN:
+        request.session[UNDO_SESSION_KEY] = review.pk
     following = claim_next(reviewer=request.user)
     if following is None:
         messages.info(request, "The queue is empty.")

@@ -230,6 +230,14 @@ class ReplayQuerySet(models.QuerySet):
             self.filter(pk=pk, review_band__isnull=False).update(review_band=None)
         )
 
+    def return_to_review_queue(self, pk: int, *, band: int) -> bool:
+        """Put a finished replay back in the review queue (a decision taken back)."""
+        return bool(
+            self.filter(
+                pk=pk, status=ReplayStatus.FINISHED, review_band__isnull=True
+            ).update(review_band=band)
+        )
+
 
 class Replay(models.Model):
     """One reproduction attempt of a Run."""

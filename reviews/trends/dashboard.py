@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.template.loader import render_to_string
+from django.utils.dateparse import parse_datetime
 
 from replayhub.models import Project
 from replayhub.trends import SIGMAS, TRAILING_NIGHTS, find_alarm, p_chart
@@ -192,4 +193,7 @@ def dashboard_context(filters: Filters) -> dict[str, Any]:
         "filters": filters,
         "projects": list(Project.objects.values_list("slug", flat=True)),
         "latest_rollup": None if built["has_data"] else latest_rollup(filters),
+        # When the newest of the figures shown was computed: a decision
+        # recomputes its night's rollup at once, a night's close the rest.
+        "computed_at": parse_datetime(version[2]) if version[2] else None,
     }

@@ -61,6 +61,86 @@
     return true;
   }
 
+  // Overturn: a digit chooses the corrected verdict, the choice is shown, and
+  // Enter records it. Choosing never records; an overturn that contradicts
+  // verified evidence needs a second Enter.
+  var armed = false;
+
+  function verdictSelect() {
+    return document.querySelector("[data-overturn-verdict]");
+  }
+
+  function chosen(select) {
+    return select && select.value ? select.options[select.selectedIndex] : null;
+  }
+
+  function showChoice() {
+    var select = verdictSelect();
+    var preview = document.getElementById("overturn-preview");
+    armed = false;
+    if (!select || !preview) return;
+    var option = chosen(select);
+    preview.classList.remove("bad");
+    if (!option) {
+      preview.textContent = "Press 1–4 to choose the corrected verdict.";
+      return;
+    }
+    var name = option.textContent.replace(/^\d\s*·\s*/, "").toLowerCase();
+    var text = "Overturn " + preview.getAttribute("data-from") + " → " + name +
+      ": Enter records it, Esc cancels.";
+    var against = option.getAttribute("data-contradicts");
+    if (against) {
+      text = against + " " + text;
+      preview.classList.add("bad");
+    }
+    preview.textContent = text;
+  }
+
+  function chooseVerdict(key) {
+    var select = verdictSelect();
+    if (!select) return false;
+    var option = select.querySelector('option[data-key="' + key + '"]');
+    select.focus();
+    if (!option) {
+      var preview = document.getElementById("overturn-preview");
+      if (preview) preview.textContent = "That is the verdict already; choose another.";
+      return true;
+    }
+    select.value = option.value;
+    showChoice();
+    return true;
+  }
+
+  function recordOverturn(select) {
+    var option = chosen(select);
+    if (!option) {
+      showChoice();
+      return;
+    }
+    var overrule = document.querySelector("#decision input[name=overrule]");
+    if (option.getAttribute("data-contradicts") && overrule && !overrule.value) {
+      if (!armed) {
+        armed = true;
+        var preview = document.getElementById("overturn-preview");
+        if (preview) {
+          preview.textContent = option.getAttribute("data-contradicts") +
+            " Press Enter again to overrule the verified evidence.";
+        }
+        return;
+      }
+      overrule.value = "on";
+    }
+    decide("overturn");
+  }
+
+  function cancelOverturn(select) {
+    select.value = "";
+    var preview = document.getElementById("overturn-preview");
+    if (preview) preview.textContent = "";
+    armed = false;
+    select.blur();
+  }
+
   function toggleHelp() {
     var dialog = document.getElementById("keys-help");
     if (!dialog) return;
@@ -73,13 +153,21 @@
       return;
     }
     var target = event.target;
-    // Overturn: the verdict select has focus; Enter records the overturn.
+    // Overturn: the verdict select has focus. A digit chooses, Enter records,
+    // Esc cancels; letters do nothing (two verdicts start with "i").
     if (target && target.matches && target.matches("[data-overturn-verdict]")) {
       if (event.key === "Enter") {
         event.preventDefault();
-        decide("overturn");
+        recordOverturn(target);
       } else if (event.key === "Escape") {
-        target.blur();
+        event.preventDefault();
+        cancelOverturn(target);
+      } else if (/^[1-9]$/.test(event.key)) {
+        event.preventDefault();
+        chooseVerdict(event.key);
+      } else if (event.key.length === 1) {
+        event.preventDefault();
+        showChoice();
       }
       return;
     }
@@ -109,9 +197,22 @@
         if (!decide("confirm")) return;
         break;
       case "o": {
-        var verdict = document.querySelector("[data-overturn-verdict]");
+        var verdict = verdictSelect();
         if (!verdict) return;
         verdict.focus();
+        showChoice();
+        break;
+      }
+      case "1":
+      case "2":
+      case "3":
+      case "4":
+        if (!chooseVerdict(event.key)) return;
+        break;
+      case "z": {
+        var undo = document.querySelector("#undo button[data-undo]");
+        if (!undo) return;
+        submit(undo.form);
         break;
       }
       case "r":
@@ -149,6 +250,11 @@
   function init() {
     if (!selected()) select(rows()[0]);
   }
+  document.addEventListener("change", function (event) {
+    if (event.target.matches && event.target.matches("[data-overturn-verdict]")) {
+      showChoice();
+    }
+  });
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSettle", init);
   // The browser's back button can restore a page whose form was submitted.

@@ -129,6 +129,7 @@ def kwargs_for(name: str, pattern: URLPattern, seeded: dict) -> dict:
         "job_id": seeded["job"].pk,
         "run_id": replay.run_id,
         "text_replay_id": seeded["text_replay"].pk,
+        "review_id": 0,
         "app_label": "replayhub",
     }
     model = admin_model(name)

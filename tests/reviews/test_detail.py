@@ -32,7 +32,7 @@ def test_the_verdict_reason_and_code_lead_the_page(as_lead):
 
     html = detail(as_lead, replay).content.decode()
 
-    assert 'class="badge big v-divergent">Divergent' in html
+    assert 'class="badge big v-divergent" id="automated-verdict"' in html
     assert "The replay&#x27;s tree fails the tests." in html
     assert '<code class="code-tag">replay_fails_tests</code>' in html
     assert "Replay fails tests" in html

@@ -1,0 +1,171 @@
+"""Deciding in a real Chromium: one key per corrected verdict, the choice shown
+before it is recorded, a second yes against verified evidence, and undo."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from replayhub.models import Replay
+from reviews.models import AuditEvent, Claim, Review
+from tests.reviews.replays import make_replay
+
+pytestmark = pytest.mark.browser
+
+DETAIL = re.compile(r".*/replays/(\d+)/$")
+
+
+def errors_of(page) -> list:
+    errors: list = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
+def test_each_corrected_verdict_has_its_own_key_and_is_shown_before_recording(
+    login, reviewer, screenshot
+):
+    replay = make_replay(verdict="divergent", title="Round totals")
+    page = login(reviewer)
+    errors = errors_of(page)
+    page.goto(f"/replays/{replay.pk}/")
+
+    page.keyboard.press("o")
+    select = page.locator("select[name=verdict_after]")
+    expect(select).to_be_focused()
+    # A letter picks nothing: "i" could mean identical or inconclusive.
+    page.keyboard.press("i")
+    expect(select).to_have_value("")
+    page.keyboard.press("4")
+    expect(select).to_have_value("inconclusive")
+    preview = page.locator("#overturn-preview")
+    expect(preview).to_contain_text("Overturn divergent → inconclusive")
+    screenshot(page, "overturn-preview")
+    assert not Review.objects.exists()
+    # Esc cancels the choice; nothing is recorded.
+    page.keyboard.press("Escape")
+    expect(select).to_have_value("")
+    assert not Review.objects.exists()
+
+    # A digit works straight from the page, too.
+    page.keyboard.press("2")
+    expect(select).to_have_value("equivalent")
+    page.keyboard.press("4")
+    expect(select).to_have_value("inconclusive")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    review = Review.objects.get()
+    assert (review.decision, review.verdict_after) == ("overturn", "inconclusive")
+    assert errors == []
+
+
+def test_an_overturn_against_a_verified_tree_check_needs_a_second_enter(
+    login, reviewer
+):
+    # The fixture's tree identity check failed (cryptographically verified).
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    errors = errors_of(page)
+    page.goto(f"/replays/{replay.pk}/")
+
+    page.keyboard.press("1")
+    preview = page.locator("#overturn-preview")
+    expect(preview).to_contain_text("tree identity check failed")
+    page.keyboard.press("Enter")
+    expect(preview).to_contain_text("Press Enter again")
+    page.wait_for_timeout(300)
+    assert not Review.objects.exists()
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    review = Review.objects.get()
+    assert review.verdict_after == "identical"
+    event = AuditEvent.objects.get(action="review.overturn")
+    assert event.after["overruled"]
+    assert errors == []
+
+
+def test_without_script_the_server_asks_for_the_second_yes_at_the_same_address(
+    login, reviewer
+):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    page.select_option("select[name=verdict_after]", "identical")
+    page.locator("textarea[name=note]").fill("hashes are stale")
+    page.get_by_role("button", name="Overturn").click()
+
+    expect(page.locator("#overrule-warning")).to_contain_text(
+        "contradicts cryptographically verified evidence"
+    )
+    assert DETAIL.match(page.url) and int(DETAIL.match(page.url).group(1)) == replay.pk
+    # Nothing typed is lost.
+    expect(page.locator("select[name=verdict_after]")).to_have_value("identical")
+    expect(page.locator("textarea[name=note]")).to_have_value("hashes are stale")
+    assert not Review.objects.exists()
+    page.get_by_role("button", name="Overturn").click()
+    page.wait_for_load_state()
+    assert Review.objects.get().note == "hashes are stale"
+
+
+def test_a_failed_decision_keeps_the_page_address_and_shows_the_error(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    page.get_by_role("button", name="Overturn").click()
+    expect(page.locator("#decision .error")).to_contain_text(
+        "Choose the corrected verdict."
+    )
+    assert page.url.endswith(f"/replays/{replay.pk}/")
+    # The old form address leads back to the page rather than a blank 405.
+    response = page.goto(f"/replays/{replay.pk}/decide/")
+    assert response.status == 200
+    assert page.url.endswith(f"/replays/{replay.pk}/")
+
+
+def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
+    login, reviewer, screenshot
+):
+    first = make_replay(verdict="equivalent")
+    make_replay(verdict="divergent")
+    page = login(reviewer)
+    errors = errors_of(page)
+    page.goto(f"/replays/{first.pk}/")
+    with page.expect_navigation(url=DETAIL):
+        page.keyboard.press("c")
+    bar = page.locator("#undo")
+    expect(bar).to_contain_text(f"Replay {first.pk}: confirmed equivalent.")
+    screenshot(page, "undo-bar")
+
+    with page.expect_navigation(url=DETAIL):
+        page.keyboard.press("z")
+    assert page.url.endswith(f"/replays/{first.pk}/")
+    expect(page.locator(".messages")).to_contain_text("taken back")
+    review = Review.objects.get(replay=first)
+    assert review.undone_at is not None
+    assert Replay.objects.get(pk=first.pk).review_band is not None
+    assert Claim.objects.get(replay=first).reviewer == reviewer
+    undo = AuditEvent.objects.get(action="review.undo")
+    assert undo.actor == reviewer
+    expect(page.locator("#audit-trail")).to_contain_text("rita took back their confirm")
+    expect(page.locator("#undo")).to_have_count(0)
+    # The decision can be made again.
+    with page.expect_navigation():
+        page.keyboard.press("r")
+    assert Review.objects.filter(replay=first, undone_at__isnull=True).count() == 1
+    assert errors == []
+
+
+def test_the_header_shows_the_automated_and_the_reviewers_verdict(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    page.keyboard.press("4")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    page.goto(f"/replays/{replay.pk}/")
+    expect(page.locator("#automated-verdict")).to_have_text("Divergent")
+    expect(page.locator("#human-verdict")).to_have_text("Inconclusive")
+    expect(page.locator("#human-decision")).to_contain_text(
+        "overturned to inconclusive by rita"
+    )

@@ -1,0 +1,137 @@
+"""Taking a decision back: one's own, the latest, shortly after; always audited."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.models import Replay
+from reviews.models import AuditEvent, Review
+from reviews.overrule import contradicted
+from reviews.services import (
+    NotUndoable,
+    OverrulesEvidence,
+    review_decide,
+    review_undo,
+)
+from tests.conftest import make_user
+from tests.reviews.replays import make_replay
+
+FAILED_TREES = [
+    {
+        "name": "tree identity",
+        "outcome": "fail",
+        "evidence_class": "cryptographically_verified",
+        "detail": "The two result trees have different tree hashes.",
+    }
+]
+
+
+def test_a_corrected_verdict_contradicting_the_tree_hashes_is_named():
+    assert contradicted(FAILED_TREES, "identical") == [
+        "The tree identity check failed (The two result trees have different "
+        "tree hashes), so the trees are not identical."
+    ]
+    assert contradicted(FAILED_TREES, "inconclusive") == []
+    passed = [{**FAILED_TREES[0], "outcome": "pass", "detail": ""}]
+    assert contradicted(passed, "divergent") == [
+        "The tree identity check passed, so the trees are identical."
+    ]
+    assert contradicted(passed, "identical") == []
+    observed = [{**FAILED_TREES[0], "evidence_class": "independently_observed"}]
+    assert contradicted(observed, "identical") == []
+
+
+def test_an_overturn_against_verified_evidence_needs_the_explicit_yes(reviewer):
+    replay = make_replay(verdict="divergent")
+    with pytest.raises(OverrulesEvidence):
+        review_decide(
+            replay=replay,
+            reviewer=reviewer,
+            decision="overturn",
+            verdict_after="identical",
+        )
+    assert not Review.objects.exists()
+    review_decide(
+        replay=replay,
+        reviewer=reviewer,
+        decision="overturn",
+        verdict_after="identical",
+        overrule=True,
+    )
+    assert Review.objects.get().verdict_after == "identical"
+
+
+def test_the_page_asks_again_with_409_and_keeps_the_choice(client, reviewer):
+    replay = make_replay(verdict="divergent")
+    client.force_login(reviewer)
+    url = reverse("reviews:replay_detail", args=[replay.pk])
+    data = {"decision": "overturn", "verdict_after": "identical", "note": "why"}
+
+    response = client.post(url, data)
+
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "contradicts cryptographically verified evidence" in html
+    assert 'name="overrule" value="on"' in html
+    assert not Review.objects.exists()
+    assert client.post(url, {**data, "overrule": "on"}).status_code == 302
+    assert Review.objects.get().note == "why"
+
+
+def test_undo_puts_the_replay_back_in_its_band_held_by_the_reviewer(reviewer):
+    replay = make_replay(verdict="divergent")
+    band = replay.review_band
+    review = review_decide(
+        replay=replay,
+        reviewer=reviewer,
+        decision="overturn",
+        verdict_after="inconclusive",
+    )
+    assert Replay.objects.get(pk=replay.pk).review_band is None
+
+    review_undo(review=review, reviewer=reviewer)
+
+    assert Replay.objects.get(pk=replay.pk).review_band == band
+    assert Review.objects.get().undone_at is not None
+    assert Review.objects.standing().count() == 0
+    event = AuditEvent.objects.get(action="review.undo")
+    assert event.before["decision"] == "overturn"
+    assert event.after["review_band"] == band
+
+
+def test_only_ones_own_latest_decision_and_only_for_a_while(reviewer):
+    replay = make_replay(verdict="equivalent")
+    review = review_decide(replay=replay, reviewer=reviewer, decision="confirm")
+    with pytest.raises(NotUndoable, match="only the reviewer"):
+        review_undo(review=review, reviewer=make_user("remy", "reviewer"))
+    later = timezone.now() + timedelta(minutes=6)
+    with pytest.raises(NotUndoable, match="time"):
+        review_undo(review=review, reviewer=reviewer, now=later)
+    rerun = review_decide(replay=replay, reviewer=reviewer, decision="rerun")
+    with pytest.raises(NotUndoable, match="rerun"):
+        review_undo(review=rerun, reviewer=reviewer)
+    with pytest.raises(NotUndoable, match="later decision"):
+        review_undo(review=review, reviewer=reviewer)
+    assert not AuditEvent.objects.filter(action="review.undo").exists()
+
+
+def test_a_refused_undo_says_why_on_the_page(client, reviewer):
+    replay = make_replay(verdict="equivalent")
+    review = review_decide(replay=replay, reviewer=reviewer, decision="confirm")
+    Review.objects.filter(pk=review.pk).update(
+        created_at=timezone.now() - timedelta(hours=1)
+    )
+    client.force_login(reviewer)
+
+    response = client.post(
+        reverse("reviews:review_undo", args=[review.pk]), follow=True
+    )
+
+    assert b"Not taken back: the time to take this decision back has passed." in (
+        response.content
+    )
+    assert Review.objects.standing().count() == 1
