@@ -23,14 +23,14 @@ from typing import Any
 
 from django.conf import settings
 
-from . import gitops, netaccess, testmemory
+from . import environments, gitops, netaccess, rootimages, testmemory
 from .budgets import Amounts
 from .gateway.egress import EgressAttempt
 from .gateway.server import ModelCall
 from .models import Phase, Project, Run
 from .provenance import Provenance, resolve_provenance
 from .reference import TestPlan, plan_tests
-from .sandbox import Bind, Limits, Runner, SandboxSpec, SandboxUnavailable, get_runner
+from .sandbox import Bind, Limits, Runner, SandboxSpec, SandboxUnavailable
 from .testgate import (
     CheckoutFailed,
     GateResult,
@@ -86,6 +86,9 @@ class Report:
     plan: TestPlan | None = None
     trees: dict[str, str] = field(default_factory=dict)
     cache_key: str = ""
+    # The project's environment: its key, whether it came from the cache, the
+    # setup's duration (and a failed setup's output).
+    environment: dict = field(default_factory=dict)
 
     def actual(self) -> Amounts:
         """What this replay spent, for the night's budget."""
@@ -136,6 +139,7 @@ class Report:
                 for call in self.model_calls
             ],
             "egress": [_plain(asdict(attempt)) for attempt in self.egress],
+            "environment": self.environment or None,
         }
 
     def extra_evidence(self) -> dict:
@@ -182,10 +186,9 @@ def test_limits(project: Project) -> Limits:
     )
 
 
-def runner_for(project: Project):
-    if project.runner == "docker":
-        return get_runner("docker", image=project.sandbox_image)
-    return get_runner(project.runner)
+def runner_for(project: Project) -> Runner:
+    """The project's runner, on its root image where one is unpacked here."""
+    return rootimages.runner_for(project)
 
 
 def agent_argv(project: Project, caps: dict) -> list[str]:
@@ -411,6 +414,14 @@ def execute(
 
     if prov.base.sha is None:
         return _decided(report, decide(Facts(**base_facts)))
+    report.provenance.setdefault("warnings", []).extend(
+        rootimages.warnings_for(project, run.sandbox_image or None)
+    )
+    mismatch = rootimages.mismatch(project.root_image, run.sandbox_image)
+    if mismatch and project.require_image_match:
+        return _decided(
+            report, _inconclusive(Reason.IMAGE_MISMATCH, mismatch, **base_facts)
+        )
 
     runner = runner_for(project)
     try:
@@ -436,10 +447,39 @@ def execute(
         on_phase=on_phase,
     )
     try:
-        report.decision = _execute_in(context, report)
+        report.decision = _with_environment(context, report)
     finally:
         scratch.remove()
     return report
+
+
+def _with_environment(ctx: Context, report: Report) -> Decision:
+    """The replay in the project's environment, built by its setup phase or
+    taken from the cache; a failed setup ends it ``setup_failed``."""
+    try:
+        environment = environments.prepare(
+            ctx.project, scratch=ctx.scratch, base=ctx.base, runner=ctx.runner
+        )
+    except environments.SetupFailed as exc:
+        report.environment = exc.summary
+        report.egress += exc.attempts
+        report.sandbox_seconds += exc.seconds
+        return _inconclusive(Reason.SETUP_FAILED, exc.detail, **ctx.base_facts)
+    except SandboxUnavailable as exc:
+        return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **ctx.base_facts)
+    except (environments.LockTimeout, gitops.GitError) as exc:
+        return _inconclusive(
+            Reason.HARNESS_ERROR,
+            f"the environment could not be prepared: {exc}",
+            **ctx.base_facts,
+        )
+    if environment is None:
+        return _execute_in(ctx, report)
+    with environment:
+        report.environment = environment.summary()
+        report.egress += environment.attempts
+        report.sandbox_seconds += environment.seconds
+        return _execute_in(replace(ctx, runner=environment.wrap(ctx.runner)), report)
 
 
 def _execute_in(ctx: Context, report: Report) -> Decision:
@@ -511,7 +551,7 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
     report.usage_refused = refused
     if network is not None:
         report.model_calls = network.calls
-        report.egress = network.attempts
+        report.egress += network.attempts
     if network is not None and network.gateway is not None:
         # What the gateway measured is what the replay spent; the agent's own
         # account stays beside it as what the executor supplied.
@@ -645,7 +685,10 @@ def _judge_by_tests(
         trees["reference"] = plan.reference_tree
     report.trees = trees
     report.cache_key = testmemory.cache_key(
-        project, tree=comparison.original_tree, image=ctx.image
+        project,
+        tree=comparison.original_tree,
+        image=ctx.image,
+        environment=report.environment.get("key", ""),
     )
     cached = testmemory.cached_original(project, report.cache_key)
     needs = netaccess.test_needs(project)

@@ -390,6 +390,8 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
         evidence["usage_refused"] = report.usage_refused
     if report.tree_files is not None:
         evidence["tree_files"] = report.tree_files
+    if report.environment:
+        evidence["environment"] = report.environment
     if escaped:
         evidence["escaped_text"] = escaped
     if dropped:

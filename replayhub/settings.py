@@ -312,6 +312,18 @@ def default_work_dir() -> Path:
 
 
 REPLAYHUB_WORK_DIR = Path(env_str("REPLAYHUB_WORK_DIR", str(default_work_dir())))
+# Environments built by projects' setup phases, kept per worker host: at most
+# this many bytes (least recently used evicted first); a failed setup is not
+# run again for the same key for this long.
+REPLAYHUB_ENV_CACHE_DIR = Path(
+    env_str("REPLAYHUB_ENV_CACHE_DIR", str(REPLAYHUB_WORK_DIR / "environments"))
+)
+REPLAYHUB_ENV_CACHE_MAX_BYTES = env_int("REPLAYHUB_ENV_CACHE_MAX_BYTES", 20 * 1024**3)
+REPLAYHUB_ENV_FAILURE_SECONDS = env_int("REPLAYHUB_ENV_FAILURE_SECONDS", 3600)
+# Root images unpacked on this worker (manage.py image_import).
+REPLAYHUB_IMAGES_DIR = Path(
+    env_str("REPLAYHUB_IMAGES_DIR", str(REPLAYHUB_WORK_DIR / "images"))
+)
 # The runner /healthz checks; each project names its own runner.
 REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 # A queued replay whose broker message is older than this is sent again (a broker

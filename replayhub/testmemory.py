@@ -22,9 +22,9 @@ from .testgate import Attempt, GateResult
 MAX_ID_CHARS = 500
 
 
-def cache_key(project: Project, *, tree: str, image: str) -> str:
+def cache_key(project: Project, *, tree: str, image: str, environment: str = "") -> str:
     """The digest of everything an original tree's test result depends on."""
-    config = {
+    config: dict[str, object] = {
         "tree": tree,
         "test_command": list(project.test_command),
         "image": image,
@@ -35,6 +35,8 @@ def cache_key(project: Project, *, tree: str, image: str) -> str:
         "max_processes": project.max_processes,
         "max_output_bytes": project.max_output_bytes,
     }
+    if environment:
+        config["environment"] = environment
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
 
 

@@ -380,6 +380,7 @@ def _detail_context(
         "reason_text": REASON_TEXT.get(replay.reason_code, ""),
         "checks": checks,
         "agent": (replay.evidence or {}).get("agent", {}),
+        "environment": (replay.evidence or {}).get("environment") or {},
         "warnings": provenance.get("warnings")
         or (replay.evidence or {}).get("warnings", []),
         "provenance": provenance,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -14,6 +15,28 @@ from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
 from replayhub.rollouts.seeds import DEFAULT_VERIFICATION_TURN
 from replayhub.testpaths import DEFAULT_TEST_PATHS
+
+# The files that decide what a project's setup phase installs: the common
+# lockfiles and dependency lists, at the repository root.
+DEFAULT_SETUP_INPUTS = (
+    "requirements*.txt",
+    "constraints*.txt",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "poetry.lock",
+    "Pipfile.lock",
+    "uv.lock",
+    "package.json",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "go.mod",
+    "go.sum",
+    "Cargo.lock",
+    "Gemfile.lock",
+    "composer.lock",
+)
 
 
 def choices_check(
@@ -67,8 +90,24 @@ def rollout_settings_problem(
     return ""
 
 
+_PINNED_IMAGE = re.compile(r"@sha256:[0-9a-f]{64}\Z")
+
+
 def default_test_paths() -> list[str]:
     return list(DEFAULT_TEST_PATHS)
+
+
+def default_setup_inputs() -> list[str]:
+    return list(DEFAULT_SETUP_INPUTS)
+
+
+def argv_problem(value: object) -> str:
+    """Why ``value`` is not an argument list ("" when it is)."""
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        return 'Give a list of arguments, such as ["pip", "install", "-r", "req.txt"].'
+    if any("\0" in a for a in value):
+        return "An argument may not contain a NUL character."
+    return ""
 
 
 class Runner(models.TextChoices):
@@ -151,6 +190,37 @@ class Project(models.Model):
         default=list,
         blank=True,
         help_text="host:port patterns the test runs may reach. Empty: none.",
+    )
+    egress_setup = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="host:port patterns the setup phase may reach (a package index). "
+        "Empty: none.",
+    )
+    # The environment: what the setup phase leaves in $REPLAYHUB_ENV_DIR,
+    # mounted read-only into the agent and test phases.
+    setup_command = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Run once per environment key, on a clean checkout of the base, "
+        "with $REPLAYHUB_ENV_DIR writable. Empty: no environment.",
+    )
+    setup_inputs = models.JSONField(
+        default=default_setup_inputs,
+        blank=True,
+        help_text="Globs of the files whose contents at the base decide the "
+        "environment (lockfiles); a change builds a new one.",
+    )
+    root_image = models.CharField(
+        max_length=512,
+        blank=True,
+        help_text="Image (name@sha256:digest) whose unpacked root filesystem the "
+        "sandbox runs on instead of the host's /usr. Empty: the host's.",
+    )
+    require_image_match = models.BooleanField(
+        default=False,
+        help_text="A record whose image digest differs from the root image is "
+        "inconclusive rather than only warned about.",
     )
     require_recorded_model = models.BooleanField(
         default=False,
@@ -263,7 +333,7 @@ class Project(models.Model):
         for name in ("allowed_paths", "test_paths"):
             if problem := glob_list_problem(getattr(self, name)):
                 errors[name] = problem
-        for name in ("egress_agent", "egress_tests"):
+        for name in ("egress_agent", "egress_tests", "egress_setup"):
             if problem := egress_list_problem(getattr(self, name)):
                 errors[name] = problem
         command = self.harness_command
@@ -279,6 +349,14 @@ class Project(models.Model):
             max_anchors=self.max_anchors,
         ):
             errors["max_source_reward"] = problem
+        if problem := glob_list_problem(self.setup_inputs):
+            errors["setup_inputs"] = problem
+        if problem := argv_problem(self.setup_command):
+            errors["setup_command"] = problem
+        if self.root_image and not _PINNED_IMAGE.search(self.root_image):
+            errors["root_image"] = (
+                "Give an image pinned by digest: name@sha256:<64 hex digits>."
+            )
         if errors:
             raise ValidationError(errors)
 

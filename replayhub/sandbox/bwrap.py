@@ -152,9 +152,13 @@ class BwrapRunner:
         limit_backend: str = "auto",
         cgroup_root: Path = CGROUP_ROOT,
         cgroup_parent: str = "replayhub",
+        root: Path | None = None,
     ) -> None:
         if sandbox_uid == 0 or sandbox_gid == 0:
             raise ValueError("the sandbox must not run as host uid or gid 0")
+        # An unpacked image's root filesystem to run on instead of the host's
+        # /usr, /bin, /lib... and /etc files; None: the host's.
+        self.root = Path(root) if root is not None else None
         self.bwrap_path = bwrap_path
         self.sandbox_uid = sandbox_uid
         self.sandbox_gid = sandbox_gid
@@ -424,12 +428,13 @@ class BwrapRunner:
         ]
         for key, value in spec.full_env().items():
             args += ["--setenv", key, value]
-        args += ["--ro-bind", "/usr", "/usr", *_root_links()]
+        system = self.root or Path("/")
+        args += ["--ro-bind", str(system / "usr"), "/usr", *_root_links(system)]
         for dest, content in _SYNTHETIC_ETC.items():
             fd = _memfd(dest, content.encode(), fds)
             args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
-        for path in _host_etc():
-            args += ["--ro-bind-try", path, path]
+        for path in _host_etc(system):
+            args += ["--ro-bind-try", str(system / path.lstrip("/")), path]
         size = str(limits.tmpfs_bytes)
         args += [
             "--proc",
@@ -535,23 +540,25 @@ def _isolation_flags() -> list[str]:
     ]
 
 
-def _root_links() -> list[str]:
-    """Mirror the host's /bin, /lib... : symlinks (merged /usr) or read-only dirs."""
+def _root_links(system: Path = Path("/")) -> list[str]:
+    """Mirror the system's /bin, /lib... : symlinks (merged /usr) or read-only
+    dirs; ``system`` is the host's root or an unpacked image's."""
     args: list[str] = []
     for name in _ROOT_LINKS:
-        path = Path("/") / name
+        path = system / name
         if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
+            args += ["--symlink", os.readlink(path), f"/{name}"]
         elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
+            args += ["--ro-bind", str(path), f"/{name}"]
     return args
 
 
-def _host_etc() -> Iterator[str]:
+def _host_etc(system: Path = Path("/")) -> Iterator[str]:
+    """The /etc paths to bind (as paths inside), when ``system`` has them."""
     yield from _HOST_ETC
     # Debian's sitecustomize.py is a symlink into /etc/python3.X.
-    for path in sorted(Path("/etc").glob("python3*")):
-        yield str(path)
+    for path in sorted((system / "etc").glob("python3*")):
+        yield f"/etc/{path.name}"
 
 
 def _memfd(name: str, data: bytes, fds: list[int]) -> int:

@@ -24,6 +24,8 @@ class Reason(StrEnum):
     NO_CHANGE = "no_change"
     WORKER_LOST = "worker_lost"
     HARNESS_ERROR = "harness_error"
+    SETUP_FAILED = "setup_failed"
+    IMAGE_MISMATCH = "image_mismatch"
     # Rows 2-8: refusals.
     BASE_UNTRUSTED = "base_untrusted"
     SAME_TREE = "same_tree"
@@ -85,6 +87,8 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
         Reason.NO_CHANGE,
         Reason.WORKER_LOST,
         Reason.HARNESS_ERROR,
+        Reason.SETUP_FAILED,
+        Reason.IMAGE_MISMATCH,
     }
 )
 
@@ -153,6 +157,8 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.NO_CHANGE: "Agent produced no change",
         Reason.WORKER_LOST: "Worker lost",
         Reason.HARNESS_ERROR: "Harness error",
+        Reason.SETUP_FAILED: "Project setup failed",
+        Reason.IMAGE_MISMATCH: "Recorded image differs from the root",
         Reason.BASE_UNTRUSTED: "Base commit not trusted",
         Reason.SAME_TREE: "Identical trees",
         Reason.NO_TEST_COMMAND: "No test command",

@@ -27,6 +27,10 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
         Reason.NO_CHANGE: "The agent finished without producing a change",
         Reason.WORKER_LOST: "The worker running the replay was lost before it finished",
         Reason.HARNESS_ERROR: "The replay harness failed before producing a change",
+        Reason.SETUP_FAILED: "The project's setup phase failed, so the replay had "
+        "no environment to run in",
+        Reason.IMAGE_MISMATCH: "The record's sandbox image is not the project's "
+        "root image, and the project requires the match",
     }
 )
 

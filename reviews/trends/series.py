@@ -44,6 +44,8 @@ REASON_COLORS = {
     "no_change": "#6b7a8f",
     "worker_lost": "#d6336c",
     "harness_error": "#a61e4d",
+    "setup_failed": "#862e9c",
+    "image_mismatch": "#5c940d",
     "base_untrusted": "#1098ad",
     "no_test_command": "#0b7285",
     "tests_skipped": "#20c997",

@@ -248,3 +248,82 @@ def test_bad_rollout_settings_are_refused(db, repo, extra, message):
         call_command("project_add", *args)
     assert info.value.returncode == 2
     assert not Project.objects.exists()
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_the_setup_phase_and_root_image_are_registered(db, repo):
+    call_command(
+        "project_add",
+        "shop",
+        "--repo",
+        str(repo),
+        "--test-command",
+        "python -m pytest -q",
+        "--agent-command",
+        "./agent.sh",
+        "--setup-command",
+        "sh -c 'pip install -r requirements.txt'",
+        "--setup-inputs",
+        "requirements*.txt",
+        "--egress-setup",
+        "pypi.org:443",
+        "files.pythonhosted.org:443",
+        "--root-image",
+        f"python@{DIGEST}",
+        "--require-image-match",
+    )
+    project = Project.objects.get()
+    assert project.setup_command == ["sh", "-c", "pip install -r requirements.txt"]
+    assert project.setup_inputs == ["requirements*.txt"]
+    assert project.egress_setup == ["pypi.org:443", "files.pythonhosted.org:443"]
+    assert (project.root_image, project.require_image_match) == (
+        f"python@{DIGEST}",
+        True,
+    )
+
+
+def test_setup_inputs_default_to_the_common_lockfiles(db, repo):
+    add("shop", repo)
+    project = Project.objects.get()
+    assert project.setup_command == []
+    assert {"requirements*.txt", "poetry.lock", "package-lock.json", "go.sum"} <= set(
+        project.setup_inputs
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--root-image", "python:3.12", "not pinned by digest"),
+        ("--egress-setup", "pypi.org", "--egress-setup"),
+        ("--setup-command", "pip install 'unclosed", "cannot split"),
+    ],
+)
+def test_a_bad_setup_option_is_refused(db, repo, option, value, message):
+    with pytest.raises(CommandError, match=message):
+        call_command(
+            "project_add",
+            "shop",
+            "--repo",
+            str(repo),
+            "--test-command",
+            "pytest",
+            "--agent-command",
+            "./agent.sh",
+            option,
+            value,
+        )
+    assert not Project.objects.exists()
+
+
+def test_the_admin_form_refuses_a_floating_root_image_and_a_bad_setup_command(db, repo):
+    from django.core.exceptions import ValidationError
+
+    project = Project(
+        slug="shop", repo_path=str(repo), root_image="python:3", setup_command="pip"
+    )
+    with pytest.raises(ValidationError) as refused:
+        project.full_clean()
+    assert {"root_image", "setup_command"} <= set(refused.value.message_dict)

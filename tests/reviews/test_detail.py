@@ -249,3 +249,38 @@ def test_agent_and_record_content_is_escaped_everywhere(as_lead):
         assert "onerror=" not in page.replace("onerror=&quot;", "")
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
     assert html.count("&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;") >= 6
+
+
+def test_the_environment_shows_its_key_whether_cached_and_its_setup_time(as_lead):
+    replay = make_replay()
+    replay.evidence["environment"] = {
+        "key": "c0ffee" * 10 + "abcd",
+        "cached": True,
+        "setup_seconds": 12.345,
+    }
+    replay.save()
+
+    html = detail(as_lead, replay).content.decode()
+
+    assert '<code title="' + "c0ffee" * 10 + 'abcd">c0ffeec0ffeec0ff</code>' in html
+    assert "from the cache" in html and "setup took 12.3 s" in html
+
+
+def test_a_failed_setup_shows_its_output_escaped(as_lead):
+    replay = make_replay(
+        verdict="inconclusive", reason_code="setup_failed", reason="setup failed."
+    )
+    replay.evidence["environment"] = {
+        "key": "e" * 64,
+        "cached": False,
+        "setup_seconds": 1.0,
+        "failed": True,
+        "output_tail": PAYLOAD,
+    }
+    replay.save()
+
+    html = detail(as_lead, replay).content.decode()
+
+    assert "setup failed</span>" in html and "built for this replay" in html
+    assert "Project setup failed" in html
+    assert PAYLOAD not in html and "&lt;script&gt;window.__pwned=1" in html

@@ -9,11 +9,13 @@ from replayhub.gitops import GitError
 from replayhub.history import History
 from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
 from replayhub.models.projects import (
+    default_setup_inputs,
     default_test_paths,
     egress_list_problem,
     glob_list_problem,
     rollout_settings_problem,
 )
+from replayhub.rootimages import image_digest
 
 
 def _argv(option: str, value: str) -> list[str]:
@@ -80,6 +82,45 @@ class Command(BaseCommand):
             default=[],
             metavar="HOST:PORT",
             help="Hosts the test runs may reach. Default: none.",
+        )
+        parser.add_argument(
+            "--setup-command",
+            default="",
+            metavar="CMD",
+            help="Run once per environment (per lockfile contents) on a clean "
+            "checkout of the base; what it leaves in $REPLAYHUB_ENV_DIR is "
+            "mounted read-only into the agent and test phases, its bin/ first "
+            "on PATH. Default: no setup phase.",
+        )
+        parser.add_argument(
+            "--setup-inputs",
+            nargs="+",
+            action="extend",
+            metavar="GLOB",
+            help="The files whose contents decide the environment (default: the "
+            "common lockfiles: requirements*.txt, poetry.lock, package-lock.json, "
+            "go.sum, ...).",
+        )
+        parser.add_argument(
+            "--egress-setup",
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="HOST:PORT",
+            help="Hosts the setup phase may reach (a package index). Default: none.",
+        )
+        parser.add_argument(
+            "--root-image",
+            default="",
+            metavar="REF",
+            help="An image pinned by digest (name@sha256:...) whose root file "
+            "system the sandbox runs on, once imported with image_import.",
+        )
+        parser.add_argument(
+            "--require-image-match",
+            action="store_true",
+            help="A record whose image digest differs from --root-image is "
+            "inconclusive (image_mismatch), not only warned about.",
         )
         parser.add_argument(
             "--allow-test-interference",
@@ -156,6 +197,11 @@ class Command(BaseCommand):
         providers,
         egress_agent,
         egress_tests,
+        setup_command,
+        setup_inputs,
+        egress_setup,
+        root_image,
+        require_image_match,
         **options,
     ):
         rollout = _rollout_settings(options)
@@ -187,15 +233,27 @@ class Command(BaseCommand):
             )
         globs = [g for g in allowed_paths if g.strip()]
         tests = default_test_paths() if test_paths is None else test_paths
-        for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
+        inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
+        for option, value in (
+            ("--allowed-paths", globs),
+            ("--test-paths", tests),
+            ("--setup-inputs", inputs),
+        ):
             if problem := glob_list_problem(value):
                 raise CommandError(f"{option}: {problem}", returncode=2)
         for option, value in (
             ("--egress-agent", egress_agent),
             ("--egress-tests", egress_tests),
+            ("--egress-setup", egress_setup),
         ):
             if problem := egress_list_problem(value):
                 raise CommandError(f"{option}: {problem}", returncode=2)
+        if (root_image or require_image_match) and not image_digest(root_image):
+            raise CommandError(
+                f"--root-image: {root_image!r} is not pinned by digest "
+                "(name@sha256:<64 hex digits>).",
+                returncode=2,
+            )
         named = list(Provider.objects.filter(name__in=providers))
         if missing := sorted(set(providers) - {p.name for p in named}):
             raise CommandError(
@@ -225,6 +283,13 @@ class Command(BaseCommand):
             egress_agent=egress_agent,
             egress_tests=egress_tests,
             **rollout,
+            setup_command=_argv("--setup-command", setup_command)
+            if setup_command
+            else [],
+            setup_inputs=inputs,
+            egress_setup=egress_setup,
+            root_image=root_image,
+            require_image_match=require_image_match,
         )
         project.providers.set(named)
         self.stdout.write(f"registered project {project.slug} ({project.repo_path})")

@@ -1,0 +1,429 @@
+"""A project's environment: what its setup phase leaves in ``$REPLAYHUB_ENV_DIR``.
+
+The setup command runs once per *environment key* on a worker host, in the
+sandbox, on a clean checkout of the base, with ``$REPLAYHUB_ENV_DIR`` writable
+and egress only to the project's setup hosts (every attempt recorded). The
+key is the digest of what determines the result: the setup command, the
+contents of the setup input files at the base (lockfiles), the sandbox root
+and the setup settings. Later phases (the agent, the test runs on every tree)
+get the environment read-only at the same path, with its ``bin`` first on
+PATH: a virtualenv made at ``$REPLAYHUB_ENV_DIR`` works unchanged, since its
+scripts name that path.
+
+A setup that fails is remembered (with its output) for
+``REPLAYHUB_ENV_FAILURE_SECONDS``, so a broken lockfile does not rerun setup
+for every replay of the night. Concurrent replays with one key build once: the
+first takes the key's lock, the others wait for it and reuse the result. The
+cache itself (layout, LRU, disk cap) is :mod:`replayhub.envcache`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from django.conf import settings
+
+from . import gitops, netaccess, rootimages
+from .envcache import FAILED, READY, Entry, EnvCache, LockTimeout
+from .gateway.egress import EgressAttempt
+from .globs import glob_match
+from .history import History
+from .models import Project
+from .sandbox import Bind, Limits, Runner, SandboxOutcome, SandboxSpec
+from .sandbox.base import BASE_ENV
+
+log = logging.getLogger(__name__)
+
+# Where the environment is, inside every sandbox of the project's replays.
+ENV_PATH = "/replayhub-env"
+# Bumped when what a key stands for changes (the layout, the mount).
+KEY_FORMAT = 1
+OUTPUT_TAIL_CHARS = 4000
+_MAX_INPUT_FILES = 10_000
+
+
+class SetupFailed(Exception):
+    """The setup phase failed, now or (``cached``) within the failure time."""
+
+    def __init__(
+        self,
+        summary: dict,
+        *,
+        detail: str,
+        attempts: Sequence[EgressAttempt] = (),
+        seconds: float = 0.0,
+    ) -> None:
+        super().__init__(detail)
+        self.summary = summary
+        self.detail = detail
+        self.attempts = list(attempts)
+        # Sandbox time spent on this replay's behalf (0 when cached).
+        self.seconds = seconds
+
+
+def environment_key(
+    *,
+    setup_command: Sequence[str],
+    inputs: Mapping[str, str],
+    root: str,
+    setup_settings: Mapping[str, object],
+) -> str:
+    """The digest of everything an environment depends on (pure).
+
+    ``inputs`` maps each input file's path to its git blob id at the base,
+    which is the hash of its contents; ``root`` names the sandbox's root
+    filesystem ("host" or an image digest).
+    """
+    document = {
+        "format": KEY_FORMAT,
+        "setup_command": list(setup_command),
+        "inputs": dict(sorted(inputs.items())),
+        "root": root,
+        "settings": dict(sorted(setup_settings.items())),
+    }
+    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+
+
+def input_blobs(
+    scratch: gitops.Scratch, base: str, globs: Sequence[str]
+) -> dict[str, str]:
+    """The files of ``base`` matching ``globs``: path -> blob id."""
+    if not globs:
+        return {}
+    scratch.create()
+    listing = scratch.git(
+        "ls-tree", "-r", "-z", "--full-tree", gitops.require_sha(base)
+    ).stdout
+    found: dict[str, str] = {}
+    for line in listing.split(b"\0"):
+        if not line:
+            continue
+        meta, _, raw_path = line.partition(b"\t")
+        mode, kind, oid = meta.decode().split()
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if kind == "blob" and any(glob_match(path, g) for g in globs):
+            found[path] = f"{mode}:{oid}"
+            if len(found) >= _MAX_INPUT_FILES:
+                break
+    return found
+
+
+def setup_settings(project: Project) -> dict[str, object]:
+    """The project settings the setup's result depends on, for the key."""
+    return {
+        "setup_inputs": list(project.setup_inputs),
+        "egress_setup": sorted(project.egress_setup),
+        "runner": project.runner,
+    }
+
+
+def project_key(project: Project, scratch: gitops.Scratch, base: str) -> str:
+    return environment_key(
+        setup_command=project.setup_command,
+        inputs=input_blobs(scratch, base, project.setup_inputs),
+        root=rootimages.root_label(project),
+        setup_settings=setup_settings(project),
+    )
+
+
+def cache() -> EnvCache:
+    return EnvCache(
+        Path(settings.REPLAYHUB_ENV_CACHE_DIR),
+        max_bytes=settings.REPLAYHUB_ENV_CACHE_MAX_BYTES,
+        failure_ttl=settings.REPLAYHUB_ENV_FAILURE_SECONDS,
+    )
+
+
+def setup_limits(project: Project) -> Limits:
+    return Limits(
+        wall_seconds=project.time_limit_seconds,
+        memory_bytes=project.memory_limit_mb * 1024 * 1024,
+        max_processes=project.max_processes,
+        output_bytes=project.max_output_bytes,
+    )
+
+
+def phase_env() -> dict[str, str]:
+    """What every sandboxed phase with an environment finds in its variables."""
+    return {
+        "REPLAYHUB_ENV_DIR": ENV_PATH,
+        "PATH": f"{ENV_PATH}/bin:{BASE_ENV['PATH']}",
+    }
+
+
+@dataclass
+class Environment:
+    """An environment held for one replay (a shared lock on its entry)."""
+
+    key: str
+    path: Path
+    cached: bool
+    setup_seconds: float
+    attempts: list[EgressAttempt] = field(default_factory=list)
+    # Sandbox time spent building it for this replay (0 when cached).
+    seconds: float = 0.0
+    _fd: int | None = None
+
+    def summary(self) -> dict:
+        return {
+            "key": self.key,
+            "cached": self.cached,
+            "setup_seconds": round(self.setup_seconds, 3),
+        }
+
+    def wrap(self, runner: Runner) -> Runner:
+        """``runner``, running every spec with this environment mounted."""
+        return _WithEnvironment(runner, self)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class _WithEnvironment:
+    """A runner that adds the environment's read-only mount and variables."""
+
+    def __init__(self, inner: Runner, environment: Environment) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.environment = environment
+
+    def check(self) -> None:
+        self.inner.check()
+
+    def run(self, spec: SandboxSpec) -> SandboxOutcome:
+        env_bind = Bind(self.environment.path, ENV_PATH)
+        return self.inner.run(
+            replace(
+                spec,
+                env={**phase_env(), **spec.env},
+                binds=(*spec.binds, env_bind),
+            )
+        )
+
+
+def prepare(
+    project: Project,
+    *,
+    scratch: gitops.Scratch,
+    base: str,
+    runner: Runner,
+    on_setup: Callable[[], object] = lambda: None,
+    force: bool = False,
+) -> Environment | None:
+    """The project's environment for ``base``, built now unless cached.
+
+    None when the project has no setup command. Raises :class:`SetupFailed`
+    (a failure now or one remembered), ``SandboxUnavailable``, or
+    ``LockTimeout`` when another worker's build of the key outlasts the setup
+    time limit. ``force`` rebuilds even a remembered failure (``env_build``).
+    The caller closes the returned environment when its sandboxes are done.
+    """
+    if not project.setup_command:
+        return None
+    key = project_key(project, scratch, base)
+    store = cache()
+    wait = project.time_limit_seconds + 60.0
+    built: Environment | None = None
+    for _ in range(3):
+        # A shared hold waits out a build in progress, then finds it ready.
+        fd = store.hold(key, timeout=wait)
+        if fd is not None:
+            entry = store.get(key)
+            assert entry is not None
+            return Environment(
+                key=key,
+                path=store.env_dir(key),
+                cached=built is None,
+                setup_seconds=entry.setup_seconds,
+                attempts=built.attempts if built else [],
+                seconds=built.seconds if built else 0.0,
+                _fd=fd,
+            )
+        with store.exclusive(key, timeout=wait):
+            entry = store.get(key)
+            if entry is not None and entry.state == FAILED:
+                if store.failure_fresh(entry) and not force:
+                    raise SetupFailed(
+                        _failure_summary(entry, cached=True),
+                        detail=_failure_detail(entry, cached=True),
+                    )
+                entry = None
+            if entry is None:
+                on_setup()
+                built = _build(project, store, key, scratch, base, runner)
+    raise LockTimeout(f"the environment {key[:12]} was evicted as soon as it was built")
+
+
+def _build(
+    project: Project,
+    store: EnvCache,
+    key: str,
+    scratch: gitops.Scratch,
+    base: str,
+    runner: Runner,
+) -> Environment:
+    """Run the setup command into a new build directory (lock held)."""
+    build = store.new_build(key)
+    work = scratch.root / f"setup-{uuid.uuid4().hex[:8]}"
+    try:
+        outcome, attempts = run_setup(
+            project,
+            scratch=scratch,
+            base=base,
+            runner=runner,
+            env_dir=build / "env",
+            work=work,
+        )
+    except BaseException:
+        store.discard_build(build)
+        raise
+    finally:
+        gitops.remove_tree(work)
+    entry = Entry(
+        key=key,
+        state=READY,
+        built_at=time.time(),
+        setup_seconds=outcome.duration_s,
+        exit_code=outcome.exit_code,
+        output_tail=outcome.output[-OUTPUT_TAIL_CHARS:],
+        label=project.slug,
+    )
+    if outcome.exit_code != 0 or outcome.timed_out or outcome.limit_fired:
+        store.discard_build(build)
+        failed = store.record_failure(replace(entry, state=FAILED))
+        raise SetupFailed(
+            _failure_summary(failed, cached=False),
+            detail=_failure_detail(failed, cached=False, outcome=outcome),
+            attempts=attempts,
+            seconds=outcome.duration_s,
+        )
+    store.commit(build, entry)
+    log.info("environment %s built for %s", key[:12], project.slug)
+    store.evict(keep=frozenset({key}))
+    return Environment(
+        key=key,
+        path=store.env_dir(key),
+        cached=False,
+        setup_seconds=outcome.duration_s,
+        attempts=attempts,
+        seconds=outcome.duration_s,
+    )
+
+
+def run_setup(
+    project: Project,
+    *,
+    scratch: gitops.Scratch,
+    base: str,
+    runner: Runner,
+    env_dir: Path,
+    work: Path,
+) -> tuple[SandboxOutcome, list[EgressAttempt]]:
+    """The setup command on a clean checkout of ``base``, ``env_dir`` writable
+    at :data:`ENV_PATH`, egress to the project's setup hosts only."""
+    checkout = scratch.checkout_tree(base, work / "checkout")
+    env = phase_env()
+    binds = [Bind(env_dir, ENV_PATH, writable=True)]
+    argv = tuple(project.setup_command)
+    egress = tuple(project.egress_setup)
+    needs = netaccess.Needs(egress=egress, proxy=bool(egress))
+    if not needs:
+        outcome = runner.run(
+            SandboxSpec(
+                argv=argv,
+                workspace=checkout,
+                env=env,
+                limits=setup_limits(project),
+                binds=tuple(binds),
+            )
+        )
+        return outcome, []
+    with netaccess.PhaseNetwork(
+        directory=work / "net", needs=needs, phase="setup"
+    ) as network:
+        # The setup phase calls no model gateway, so nothing on loopback is
+        # exempt from the proxy: a package index on the worker's 127.0.0.1 is
+        # reached through it, allowed or refused, and recorded either way.
+        env.update({k: v for k, v in network.env.items() if k.lower() != "no_proxy"})
+        assert network.bind is not None
+        binds.append(network.bind)
+        outcome = runner.run(
+            SandboxSpec(
+                argv=network.wrap(argv),
+                workspace=checkout,
+                env=env,
+                limits=setup_limits(project),
+                binds=tuple(binds),
+            )
+        )
+    return outcome, network.attempts
+
+
+def _failure_summary(entry: Entry, *, cached: bool) -> dict:
+    return {
+        "key": entry.key,
+        "cached": cached,
+        "setup_seconds": round(entry.setup_seconds, 3),
+        "failed": True,
+        "exit_code": entry.exit_code,
+        "output_tail": entry.output_tail,
+    }
+
+
+def _failure_detail(
+    entry: Entry, *, cached: bool, outcome: SandboxOutcome | None = None
+) -> str:
+    if outcome is not None and (outcome.timed_out or outcome.limit_fired):
+        how = f"hit its {(outcome.limit_fired or 'wall_time').replace('_', ' ')} cap"
+    else:
+        how = f"exited with status {entry.exit_code}"
+    when = (
+        f" (remembered from {time.strftime('%H:%M UTC', time.gmtime(entry.built_at))};"
+        " not run again until the failure expires)"
+        if cached
+        else ""
+    )
+    tail = entry.output_tail.strip().splitlines()[-1:] or ["no output"]
+    return f"the setup command {how}{when}; its last line: {tail[0][:200]}"
+
+
+def build_ahead(project: Project, base: str | None = None) -> Environment | None:
+    """Build (or find cached) the project's environment at ``base`` (default:
+    the tip of its default branch), as a replay would; a remembered failure is
+    run again. The environment is released before returning."""
+    with History(project.repo_path) as history:
+        branch = project.default_branch or history.head_branch() or "HEAD"
+        sha = history.commit(base) if base else history.branch_tip(branch)
+    if sha is None:
+        raise ValueError(f"{base or branch!r} names no commit in {project.repo_path}")
+    scratch = gitops.Scratch(
+        Path(settings.REPLAYHUB_WORK_DIR) / f"env-build-{uuid.uuid4().hex[:12]}",
+        project.repo_path,
+    )
+    try:
+        runner = rootimages.runner_for(project)
+        runner.check()
+        environment = prepare(
+            project, scratch=scratch, base=sha, runner=runner, force=True
+        )
+    finally:
+        scratch.remove()
+    if environment is not None:
+        environment.close()
+    return environment

@@ -1,0 +1,163 @@
+"""Root images: an image's root filesystem as the sandbox's root.
+
+A project may name a root image (``name@sha256:<digest>``). The admin imports
+it on each worker from an OCI image layout (made by ``skopeo copy`` where a
+registry is reachable, or unpacked from a tarball they were given):
+``manage.py image_import REF --layout DIR[:TAG]`` checks that the layout's
+manifest has the reference's digest and unpacks it with ``umoci`` under
+``REPLAYHUB_IMAGES_DIR/<digest>/rootfs``. The bubblewrap runner then binds
+that tree read-only in place of the host's ``/usr``, ``/bin``, ``/lib`` and
+``/etc`` files; the Docker runner runs the image itself.
+
+A record whose image digest differs from the project's root image is a
+provenance warning, or ``inconclusive / image_mismatch`` when the project
+requires the match.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+
+from .fstree import remove_tree
+from .models import Project
+from .sandbox import Runner, get_runner
+
+_DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})\Z")
+UMOCI_TIMEOUT = 600
+
+
+class ImageError(Exception):
+    """An image could not be imported; the message says why in one sentence."""
+
+
+def image_digest(ref: str | None) -> str:
+    """``sha256:<hex>`` of a pinned reference, "" for a floating one."""
+    match = _DIGEST.search(ref or "")
+    return match.group(1) if match else ""
+
+
+def mismatch(root_image: str, recorded_image: str | None) -> str:
+    """Why the record's image is not the project's root image ("" when it is,
+    or when either digest is unknown). Pure."""
+    ours, theirs = image_digest(root_image), image_digest(recorded_image)
+    if not ours or not theirs or ours == theirs:
+        return ""
+    return (
+        f"the record's sandbox image digest {theirs[:19]}… differs from the "
+        f"project's root image {ours[:19]}…"
+    )
+
+
+def images_dir() -> Path:
+    return Path(settings.REPLAYHUB_IMAGES_DIR)
+
+
+def rootfs_path(ref: str) -> Path | None:
+    digest = image_digest(ref)
+    if not digest:
+        return None
+    return images_dir() / digest.replace(":", "-") / "rootfs"
+
+
+def rootfs_for(project: Project) -> Path | None:
+    """The unpacked root filesystem of the project's root image on this worker."""
+    path = rootfs_path(project.root_image) if project.root_image else None
+    return path if path is not None and (path / "usr").is_dir() else None
+
+
+def root_label(project: Project) -> str:
+    """What the sandbox's root is, for the environment key."""
+    if project.runner == "docker":
+        return f"docker:{project.root_image or project.sandbox_image}"
+    if rootfs_for(project):
+        return f"image:{image_digest(project.root_image)}"
+    return "host"
+
+
+def runner_for(project: Project) -> Runner:
+    """The project's runner, on its root image where one is unpacked here."""
+    if project.runner == "docker":
+        return get_runner("docker", image=project.root_image or project.sandbox_image)
+    root = rootfs_for(project)
+    return get_runner(project.runner, root=root) if root else get_runner(project.runner)
+
+
+def warnings_for(project: Project, recorded_image: str | None) -> list[str]:
+    """Provenance warnings about the sandbox's root on this worker."""
+    found = []
+    if problem := mismatch(project.root_image, recorded_image):
+        found.append(problem)
+    if project.root_image and project.runner != "docker" and not rootfs_for(project):
+        found.append(
+            f"the root image {project.root_image!r} is not unpacked on this worker "
+            "(manage.py image_import), so the sandbox ran on the host's /usr"
+        )
+    return found
+
+
+def layout_digest(layout: Path, tag: str) -> str:
+    """The manifest digest the layout's index gives ``tag``."""
+    try:
+        index = json.loads((layout / "index.json").read_text())
+    except (OSError, ValueError) as error:
+        raise ImageError(f"{layout} is not an OCI image layout ({error})") from error
+    for manifest in index.get("manifests", []):
+        annotations = manifest.get("annotations") or {}
+        if annotations.get("org.opencontainers.image.ref.name") == tag:
+            return str(manifest.get("digest", ""))
+    raise ImageError(f"the layout {layout} has no tag {tag!r}")
+
+
+def import_layout(ref: str, layout: Path, tag: str) -> Path:
+    """Unpack ``layout:tag`` as the root filesystem of ``ref``; returns it.
+
+    The layout's manifest digest must be the one ``ref`` pins: an image that
+    is not the named one never becomes a root.
+    """
+    wanted = image_digest(ref)
+    if not wanted:
+        raise ImageError(f"{ref!r} is not pinned by digest (name@sha256:…)")
+    found = layout_digest(layout, tag)
+    if found != wanted:
+        raise ImageError(
+            f"the layout's {tag!r} is {found or 'unknown'}, not {wanted} as {ref!r} "
+            "pins"
+        )
+    umoci = shutil.which("umoci")
+    if umoci is None:
+        raise ImageError("umoci is not installed (apt-get install umoci)")
+    target = rootfs_path(ref)
+    assert target is not None
+    bundle = target.parent
+    staging = bundle.parent / f".unpack-{uuid.uuid4().hex[:8]}"
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    staging.parent.chmod(0o755)
+    argv = [umoci, "unpack", "--image", f"{layout}:{tag}", str(staging)]
+    if os.geteuid() != 0:
+        argv.insert(2, "--rootless")
+    result = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=UMOCI_TIMEOUT,
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+        check=False,
+    )
+    if result.returncode != 0:
+        remove_tree(staging)
+        line = (result.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ImageError(f"umoci could not unpack {layout}:{tag}: {line}")
+    # The sandbox uid must reach the tree; umoci makes its bundle private.
+    staging.chmod(0o755)
+    (staging / "rootfs").chmod(0o755)
+    remove_tree(bundle)
+    os.rename(staging, bundle)
+    return target
