@@ -7,7 +7,7 @@ import replayhub.models.projects
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0014_second_review_band"),
+        ("replayhub", "0015_text_tier"),
     ]
 
     operations = [
