@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles
-from replayhub.models import Provider, Replay, Run, TextReplay, TextStatus
+from replayhub.models import Provider, Replay, Run, TextReplay, TextStatus, TextSuite
 from replayhub.texttier import services as text_services
 from replayhub.texttier.replay import BadTarget, Target
 
@@ -145,3 +145,15 @@ def text_replay_detail(request: HttpRequest, text_replay_id: int) -> HttpRespons
             response["HX-Refresh"] = "true"
         return response
     return render(request, "reviews/text_replay.html", context)
+
+
+@require_GET
+@permission_required(VIEW_RUNS, raise_exception=True)
+def text_suites(request: HttpRequest) -> HttpResponse:
+    """Every text-tier suite with its summary, newest first."""
+    suites = TextSuite.objects.select_related("project", "requested_by")[:200]
+    return render(
+        request,
+        "reviews/text_suites.html",
+        {"page": "projects", "suites": suites, "now": timezone.now()},
+    )

@@ -37,6 +37,7 @@ urlpatterns = [
         runs.text_replay_detail,
         name="text_replay_detail",
     ),
+    path("text-suites/", runs.text_suites, name="text_suites"),
     path("trends/", trends.trends, name="trends"),
     path("trends/export.csv", trends.trends_export_csv, name="trends_export_csv"),
     path("trends/export.json", trends.trends_export_json, name="trends_export_json"),

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from replayhub import tasks
-from replayhub.models import Night, Run, TextReplay, TextTrigger
+from replayhub.models import Night, Project, Run, TextReplay, TextSuite, TextTrigger
 
+from . import suites
 from .replay import BadTarget, Target, check_registered, execute
 
 log = logging.getLogger(__name__)
@@ -144,3 +146,108 @@ def text_replay_settle(*, row: TextReplay, now: datetime) -> None:
         text_used_tokens=F("text_used_tokens") + used.tokens,
         text_used_cost_usd=F("text_used_cost_usd") + used.cost_usd,
     )
+
+
+@dataclass(frozen=True)
+class SuiteFilters:
+    """Which of a project's runs a suite replays. ``include_failed``: also runs
+    whose original failed its tests (``original_tests_passed`` false)."""
+
+    model: str = ""
+    since: date | None = None
+    include_failed: bool = False
+    max: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model or None,
+            "since": self.since.isoformat() if self.since else None,
+            "include_failed": self.include_failed,
+            "max": self.max,
+        }
+
+
+def suite_runs(*, project: Project, filters: SuiteFilters):
+    """The runs a suite replays, newest first."""
+    runs = Run.objects.filter(project=project)
+    if filters.model:
+        runs = runs.filter(model=filters.model)
+    if filters.since:
+        # The run's own start when recorded, else when it was imported.
+        runs = runs.filter(
+            Q(started_at__date__gte=filters.since)
+            | Q(started_at__isnull=True, imported_at__date__gte=filters.since)
+        )
+    if not filters.include_failed:
+        runs = runs.exclude(original_tests_passed=False)
+    runs = runs.order_by(
+        F("started_at").desc(nulls_last=True), "-imported_at", "-id"
+    ).only("id", "project_id", "external_id", "prompt", "output")
+    return runs[: filters.max] if filters.max else runs
+
+
+def _skip_reason(run: Run) -> str:
+    if not run.prompt:
+        return "no recorded prompt"
+    if not run.output:
+        return "no recorded output to compare with"
+    return ""
+
+
+def suite_run(
+    *,
+    project: Project,
+    target: Target,
+    judge: Target | None = None,
+    filters: SuiteFilters = SuiteFilters(),
+    user=None,
+    progress: Callable[[int, int, Run, str, TextReplay | None], None] | None = None,
+) -> TextSuite:
+    """Replay every matching run as text, one after another, past failures.
+
+    ``progress(done, total, run, skipped_because, row)`` is called after each
+    run. The suite's summary is stored when the last run is done.
+    """
+    check_registered(target, judge)
+    runs = list(suite_runs(project=project, filters=filters))
+    suite = TextSuite.objects.create(
+        project=project,
+        target=str(target),
+        judge=str(judge) if judge else "",
+        filters=filters.as_json(),
+        requested_by=user,
+        total=len(runs),
+    )
+    results: list[suites.Result] = []
+    for done, run in enumerate(runs, start=1):
+        row = None
+        if skipped := _skip_reason(run):
+            results.append(suites.Result(skipped=True))
+        else:
+            created = text_replay_create(
+                run=run,
+                target=target,
+                judge=judge,
+                trigger=TextTrigger.SUITE,
+                user=user,
+                suite=suite,
+            )
+            row = text_replay_execute(text_replay_id=created.pk)
+            if row is None:  # claimed elsewhere: counted as failed here
+                results.append(suites.Result(failed=True))
+            else:
+                results.append(
+                    suites.Result(
+                        failed=bool(row.error),
+                        similarity=row.similarity,
+                        score=row.equivalence_score,
+                    )
+                )
+        if progress:
+            progress(done, len(runs), run, skipped, row)
+    summary = suites.summarize(results)
+    TextSuite.objects.filter(pk=suite.pk).update(
+        finished_at=timezone.now(), **summary.as_dict()
+    )
+    suite.refresh_from_db()
+    return suite

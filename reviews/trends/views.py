@@ -20,6 +20,7 @@ from ..views import _partial
 from .dashboard import dashboard_context
 from .exports import export_csv, export_payload, export_rows
 from .forms import Filters, TrendsFilterForm
+from .texttier import similarity_by_night, similarity_table
 
 
 @require_GET
@@ -34,6 +35,10 @@ def trends(request: HttpRequest) -> HttpResponse:
         "query": urlencode(filters.query()),
         **dashboard_context(filters),
     }
+    if request.GET.get("tier") == "text":
+        # The text tier's similarity, on request: it is read from its rows.
+        context["text_tier"] = True
+        context["text_similarity"] = similarity_table(similarity_by_night(filters))
     response = render(
         request, _partial(request, "reviews/trends.html", "results"), context
     )

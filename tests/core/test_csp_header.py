@@ -49,6 +49,7 @@ MUST_RENDER = {
     "reviews:status",
     "reviews:run_detail",
     "reviews:text_replay_detail",
+    "reviews:text_suites",
     "runs_upload",
     "runs_upload_job",
     "admin:index",

@@ -1,0 +1,183 @@
+"""Suites: every matching run replayed as text, past failures, with progress
+and a summary; the suite page."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.urls import reverse
+
+from replayhub.models import TextReplay, TextSuite
+from replayhub.texttier.suites import Result, summarize
+from tests.texttier.conftest import make_run
+
+
+def test_the_summary_counts_and_averages():
+    summary = summarize(
+        [
+            Result(similarity=1.0, score=9),
+            Result(similarity=0.5, score=4),
+            Result(similarity=0.0, score=8),
+            Result(similarity=0.25),
+            Result(failed=True),
+            Result(skipped=True),
+        ]
+    )
+    assert summary.as_dict() == {
+        "total": 6,
+        "replayed": 4,
+        "skipped": 1,
+        "failed": 1,
+        "mean_similarity": pytest.approx(1.75 / 4),
+        "mean_equivalence": pytest.approx(7.0),
+        "scores_high": 2,
+        "scores_low": 1,
+    }
+
+
+def test_an_empty_suite_has_no_means():
+    summary = summarize([])
+    assert (summary.total, summary.mean_similarity, summary.mean_equivalence) == (
+        0,
+        None,
+        None,
+    )
+
+
+def suite(*args: str) -> str:
+    out = io.StringIO()
+    call_command("replay_suite", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def runs(db):
+    started = datetime(2026, 11, 20, tzinfo=UTC)
+    return {
+        "a": make_run(external_id="a", started_at=started, output="a retry"),
+        "b": make_run(
+            external_id="b",
+            started_at=started.replace(day=25),
+            output="add a retry to the webhook sender",
+        ),
+        "c": make_run(external_id="c", started_at=started, model="other-model"),
+        "failed": make_run(
+            external_id="failed", started_at=started, original_tests_passed=False
+        ),
+        "empty": make_run(external_id="empty", started_at=started, output=""),
+    }
+
+
+def test_a_suite_replays_every_matching_run_past_failures(
+    runs, providers, standin, text_settings
+):
+    # The first answer is the echo; the second call fails three times (429s
+    # are retried, so the last status decides); the judge answers twice.
+    standin.replies = [
+        "add a retry to the webhook sender",
+        '{"score": 9, "rationale": "same"}',
+    ]
+
+    out = suite(
+        "--project",
+        "shop",
+        "--model",
+        "claude-sonnet",
+        "--target",
+        "gpt:gpt-test",
+        "--judge",
+        "claude:claude-test",
+    )
+
+    # Newest first: b, then a and empty (started the same day).
+    lines = out.splitlines()
+    assert lines[0] == "[1/3] b: similarity 1.000, judge 9/10"
+    assert "skipped (no recorded output to compare with)" in out
+    assert "[3/3]" in out
+    suite_row = TextSuite.objects.get()
+    assert (suite_row.total, suite_row.replayed, suite_row.skipped) == (3, 2, 1)
+    assert "3 runs — 2 replayed, 1 skipped, 0 failed" in out
+    assert "not reproductions" in out
+    assert TextReplay.objects.filter(suite=suite_row).count() == 2
+    # c is another model's run and "failed" failed its tests: not selected.
+    assert not TextReplay.objects.filter(run__external_id__in=["c", "failed"])
+
+
+def test_a_failed_call_is_counted_and_the_suite_goes_on(
+    runs, providers, standin, text_settings
+):
+    standin.failures = [500, 500, 500]
+
+    result = json.loads(
+        suite(
+            "--project",
+            "shop",
+            "--target",
+            "gpt:gpt-test",
+            "--include-failed",
+            "--since",
+            "2026-11-21",
+            "--json",
+        )
+    )
+    assert result["total"] == 1  # only b started on or after the 21st
+
+    result = json.loads(
+        suite(
+            "--project",
+            "shop",
+            "--target",
+            "gpt:gpt-test",
+            "--include-failed",
+            "--max",
+            "2",
+            "--json",
+        )
+    )
+    # b, then "empty": the newest two; "empty" has nothing to compare with.
+    assert (result["total"], result["replayed"], result["skipped"]) == (2, 1, 1)
+
+    standin.failures = [500, 500, 500]
+    result = json.loads(
+        suite(
+            "--project",
+            "shop",
+            "--target",
+            "gpt:gpt-test",
+            "--include-failed",
+            "--json",
+        )
+    )
+    assert result["total"] == 5
+    assert result["failed"] == 1 and result["skipped"] == 1
+    assert result["replayed"] == 3
+    assert result["mean_similarity"] is not None
+    failed = TextReplay.objects.filter(suite_id=result["suite"]).exclude(error="")
+    assert failed.count() == 1
+
+
+def test_bad_suite_arguments_are_refused_in_one_line(runs, providers):
+    with pytest.raises(CommandError, match="no project 'nope'"):
+        suite("--project", "nope", "--target", "gpt:gpt-test")
+    with pytest.raises(CommandError, match="is not a date"):
+        suite("--project", "shop", "--target", "gpt:gpt-test", "--since", "soon")
+    with pytest.raises(CommandError, match="no provider named 'x'"):
+        suite("--project", "shop", "--target", "x:y")
+    assert not TextSuite.objects.exists()
+
+
+def test_the_suite_page_lists_suites_with_their_summaries(
+    client, reviewer, runs, providers, standin, text_settings
+):
+    suite("--project", "shop", "--target", "gpt:gpt-test", "--max", "1")
+    client.force_login(reviewer)
+
+    page = client.get(reverse("reviews:text_suites")).content.decode()
+
+    assert "gpt:gpt-test" in page and "not reproductions" in page
+    assert "1.000" in page
