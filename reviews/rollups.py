@@ -22,13 +22,16 @@ The rules every row follows (the dashboard and the exports rely on them):
 * **Human decisions.** ``confirmed`` and ``overturned`` map an automated verdict
   to the number of that night's replays whose *latest* review confirmed or
   overturned it. A replay whose latest decision is a rerun counts in neither.
-* **Models.** One row per (night, project, ``Run.model``). The row with model
-  ``""`` carries the night's ``deferred`` count (``Night.deferred``: runs the
-  budget pushed to a later night have no replay, so no model to count under),
-  together with the replays of runs that recorded no model. It exists for
-  every night that has a Night row, even with all counts zero, so a night that
-  ran nothing still shows. A night's totals are the sums over all its rows;
-  deferred lives only on the ``""`` row.
+* **Sources.** Code runs and rollouts (``Run.source``) never share a row: each
+  row counts one source, and the deferred count sits on a ``code`` row.
+* **Models.** One row per (night, project, ``Run.model``, ``Run.source``).
+  The row with model ``""`` and source ``code`` carries the night's
+  ``deferred`` count (``Night.deferred``: runs the budget pushed to a later
+  night have no replay, so no model to count under), together with the
+  replays of code runs that recorded no model. It exists for every night that
+  has a Night row, even with all counts zero, so a night that ran nothing
+  still shows. A night's totals are the sums over all its rows; deferred
+  lives only on that row.
 
 Recomputation is idempotent: for each project, the rows of the whole date
 range are deleted and inserted again in one transaction, from one aggregate
@@ -65,6 +68,7 @@ from replayhub.models import (
     Replay,
     ReplayStatus,
     Rollup,
+    RunSource,
     Verdict,
 )
 
@@ -121,12 +125,15 @@ class Counts:
         elif decision == Decision.OVERTURN:
             self.overturned[verdict] += n
 
-    def row(self, *, day: date, project_id: int, model: str, now: datetime) -> Rollup:
+    def row(
+        self, *, day: date, project_id: int, model: str, source: str, now: datetime
+    ) -> Rollup:
         verdicts = {v: self.verdicts.get(v, 0) for v in Verdict.values}
         return Rollup(
             date=day,
             project_id=project_id,
             model=model,
+            source=source,
             attempted=sum(verdicts.values()),
             **verdicts,
             by_reason=_sorted(self.by_reason),
@@ -247,9 +254,9 @@ def _project_rows(
             project_id=project_id, date__gte=since, date__lte=until
         ).values_list("pk", "date", "deferred")
     }
-    counts: dict[tuple[date, str], Counts] = defaultdict(Counts)
+    counts: dict[tuple[date, str, str], Counts] = defaultdict(Counts)
     for day, deferred in nights.values():
-        counts[(day, "")].deferred = deferred
+        counts[(day, "", RunSource.CODE)].deferred = deferred
 
     latest_decision = (
         Review.objects.standing()
@@ -289,6 +296,7 @@ def _project_rows(
         .annotate(
             early=early,
             model=F("run__model"),
+            source=F("run__source"),
             inconclusive_reason=Case(
                 When(verdict=Verdict.INCONCLUSIVE, then=F("reason_code")),
                 default=Value(""),
@@ -300,6 +308,7 @@ def _project_rows(
             "local_date",
             "early",
             "model",
+            "source",
             "verdict",
             "inconclusive_reason",
             "decision",
@@ -314,13 +323,13 @@ def _project_rows(
             day = group["local_date"] - timedelta(days=1 if group["early"] else 0)
             if not since <= day <= until:
                 continue
-        counts[(day, group["model"])].add(
+        counts[(day, group["model"], group["source"])].add(
             verdict=group["verdict"],
             reason=group["inconclusive_reason"],
             decision=group["decision"],
             n=group["n"],
         )
     return [
-        c.row(day=day, project_id=project_id, model=model, now=now)
-        for (day, model), c in sorted(counts.items())
+        c.row(day=day, project_id=project_id, model=model, source=source, now=now)
+        for (day, model, source), c in sorted(counts.items())
     ]

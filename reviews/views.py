@@ -41,6 +41,7 @@ from .cases import CaseTable, case_table
 from .diffs import hunk_view, pair_by_path, split_files
 from .forms import DecisionForm, QueueFilterForm
 from .models import AuditEvent, Claim, Decision, Review
+from .rollouts import rollout_view
 from .services import (
     ClaimHeld,
     NotDecidable,
@@ -72,7 +73,12 @@ DIFF_KINDS = {
 def _replay_or_404(replay_id: int) -> Replay:
     return get_object_or_404(
         Replay.objects.select_related(
-            "run", "project", "comparison", "claim__reviewer", "requested_by"
+            "run",
+            "project",
+            "comparison",
+            "claim__reviewer",
+            "requested_by",
+            "seed",
         ),
         pk=replay_id,
     )
@@ -409,6 +415,7 @@ def _detail_context(
             "",
         ),
         "interference": (replay.evidence or {}).get("interference") or [],
+        "rollout": rollout_view(replay),
         "agent_output": output[-AGENT_OUTPUT_SHOWN:],
         "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,
         "earlier": Replay.objects.filter(run_id=replay.run_id)

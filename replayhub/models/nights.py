@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .projects import Project, choices_check
+from .projects import Project, RunSource, choices_check
 
 
 class Budget(models.Model):
@@ -169,6 +169,9 @@ class Rollup(models.Model):
         Project, on_delete=models.CASCADE, related_name="rollups"
     )
     model = models.CharField(max_length=200, blank=True)
+    # Code runs and rollouts are counted apart: their verdicts rest on
+    # different evidence (tests on trees, a verifier's reward).
+    source = models.CharField(max_length=16, choices=RunSource, default=RunSource.CODE)
     attempted = models.PositiveIntegerField(default=0)
     identical = models.PositiveIntegerField(default=0)
     equivalent = models.PositiveIntegerField(default=0)
@@ -183,11 +186,13 @@ class Rollup(models.Model):
     computed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["date", "project", "model"]
+        ordering = ["date", "project", "model", "source"]
         constraints = [
             models.UniqueConstraint(
-                fields=["date", "project", "model"], name="rollup_unique_night_model"
+                fields=["date", "project", "model", "source"],
+                name="rollup_unique_night_model",
             ),
+            choices_check("source", RunSource, "rollup_source_valid"),
             models.CheckConstraint(
                 condition=Q(
                     attempted=models.F("identical")

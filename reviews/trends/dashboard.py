@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.template.loader import render_to_string
 from django.utils.dateparse import parse_datetime
 
-from replayhub.models import Project
+from replayhub.models import Project, RunSource
 from replayhub.trends import SIGMAS, TRAILING_NIGHTS, find_alarm, p_chart
 
 from .charts import (
@@ -109,7 +109,9 @@ def build_dashboard(
             "reasons": reason_table(newest_first, reasons),
             "control": control_table(shown_points, attempted),
             "mix": mix_table(newest_first),
-            "coverage": coverage_table(newest_first, deferred_known=not filters.model),
+            "coverage": coverage_table(
+                newest_first, deferred_known=not filters.narrowed
+            ),
         },
         "overturns": overturns,
         "charts": {
@@ -168,7 +170,15 @@ CACHE_SECONDS = 6 * 3600
 
 
 def _cache_key(filters: Filters, version: tuple) -> str:
-    raw = repr((filters.since, filters.until, filters.project_id, filters.model))
+    raw = repr(
+        (
+            filters.since,
+            filters.until,
+            filters.project_id,
+            filters.model,
+            filters.source,
+        )
+    )
     digest = hashlib.sha256(f"{raw}{version}".encode()).hexdigest()
     return f"replayhub:trends:{digest}"
 
@@ -192,6 +202,7 @@ def dashboard_context(filters: Filters) -> dict[str, Any]:
         **built,
         "filters": filters,
         "projects": list(Project.objects.values_list("slug", flat=True)),
+        "sources": RunSource.choices,
         "latest_rollup": None if built["has_data"] else latest_rollup(filters),
         # When the newest of the figures shown was computed: a decision
         # recomputes its night's rollup at once, a night's close the rest.

@@ -33,18 +33,20 @@ def export_rows(filters: Filters) -> list[dict[str, Any]]:
             "date",
             "project__slug",
             "model",
+            "source",
             *EXPORT_COUNTS,
             "by_reason",
             "confirmed",
             "overturned",
         )
-        .order_by("date", "project__slug", "model")
+        .order_by("date", "project__slug", "model", "source")
     )
     return [
         {
             "date": row["date"].isoformat(),
             "project": row["project__slug"],
             "model": row["model"],
+            "source": row["source"],
             **{name: row[name] for name in EXPORT_COUNTS},
             "reached": row["attempted"] - row["inconclusive"],
             "by_reason": row["by_reason"] or {},
@@ -66,7 +68,10 @@ def export_payload(filters: Filters) -> dict[str, Any]:
             "by_reason": "reason codes of inconclusive replays",
             "confirmed/overturned": "latest human decision per replay, keyed by "
             "the automated verdict",
-            "deferred": 'runs deferred by the budget; only on the row with model ""',
+            "deferred": "runs deferred by the budget; only on the row with model "
+            '"" and source "code"',
+            "source": '"code" (recorded agent changes) or "rollout" (verifiers '
+            "rollouts); their replays are counted on separate rows",
         },
         "rollups": export_rows(filters),
     }
@@ -90,6 +95,7 @@ def export_csv(rows: Sequence[dict[str, Any]]) -> str:
         "date",
         "project",
         "model",
+        "source",
         *EXPORT_COUNTS,
         "reached",
         *(f"reason:{reason}" for reason in reasons),
@@ -107,6 +113,7 @@ def export_csv(rows: Sequence[dict[str, Any]]) -> str:
                     row["date"],
                     row["project"],
                     row["model"],
+                    row["source"],
                     *(row[name] for name in EXPORT_COUNTS),
                     row["reached"],
                     *(row["by_reason"].get(reason, 0) for reason in reasons),

@@ -9,6 +9,8 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from replayhub.models import RunSource
+
 from ..forms import ScopeFilterForm
 
 NIGHTS_SHOWN = 56
@@ -25,6 +27,8 @@ class Filters:
     project_id: int | None = None
     project: str = ""
     model: str = ""
+    # "" for every source, else a ``RunSource``: code runs or rollouts.
+    source: str = ""
 
     @property
     def nights(self) -> int:
@@ -37,12 +41,21 @@ class Filters:
             data["project"] = self.project
         if self.model:
             data["model"] = self.model
+        if self.source:
+            data["source"] = self.source
         return data
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether rows are filtered below the project, where deferrals (a
+        project's count) are not known."""
+        return bool(self.model or self.source)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "project": self.project or None,
             "model": self.model or None,
+            "source": self.source or None,
             "since": self.since.isoformat(),
             "until": self.until.isoformat(),
         }
@@ -58,6 +71,9 @@ class TrendsFilterForm(ScopeFilterForm):
 
     since = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
     until = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
+    source = forms.ChoiceField(
+        choices=[("", "All sources"), *RunSource.choices], required=False
+    )
 
     def clean(self):
         data = super().clean()
@@ -86,4 +102,5 @@ class TrendsFilterForm(ScopeFilterForm):
             project_id=project.pk if project else None,
             project=project.slug if project else "",
             model=model,
+            source=data.get("source", ""),
         )

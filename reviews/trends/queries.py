@@ -33,6 +33,8 @@ def rollups(filters: Filters, since: date | None = None) -> QuerySet[Rollup]:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:
         rows = rows.filter(model=filters.model)
+    if filters.source:
+        rows = rows.filter(source=filters.source)
     return rows
 
 
@@ -72,6 +74,9 @@ def _where(filters: Filters, since: date, until: date) -> tuple[str, list[Any]]:
     if filters.model:
         where.append("r.model = %s")
         params.append(filters.model)
+    if filters.source:
+        where.append("r.source = %s")
+        params.append(filters.source)
     return " AND ".join(where), params
 
 
@@ -200,6 +205,8 @@ def latest_rollup(filters: Filters) -> date | None:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:
         rows = rows.filter(model=filters.model)
+    if filters.source:
+        rows = rows.filter(source=filters.source)
     return rows.aggregate(latest=Max("date"))["latest"]
 
 

@@ -69,10 +69,15 @@ def replay(
     model: str = "gpt-5",
     night: Night | None = None,
     status: str = ReplayStatus.FINISHED,
+    source: str = "code",
 ) -> Replay:
     n = next(_serial)
     run = Run.objects.create(
-        project=item, external_id=f"run-{n}", model=model, original_commit="a" * 40
+        project=item,
+        external_id=f"run-{n}",
+        model=model,
+        original_commit="a" * 40,
+        source=source,
     )
     finished = status == ReplayStatus.FINISHED
     return Replay.objects.create(

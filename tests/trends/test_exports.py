@@ -117,6 +117,7 @@ def test_the_json_export_and_the_api_answer_the_same_rollups(as_lead, two_projec
     assert exported["filters"] == {
         "project": "shop",
         "model": None,
+        "source": None,
         "since": "2026-01-24",
         "until": "2026-02-20",
     }
@@ -125,6 +126,7 @@ def test_the_json_export_and_the_api_answer_the_same_rollups(as_lead, two_projec
         "date": "2026-02-11",
         "project": "shop",
         "model": "",
+        "source": "code",
         "attempted": 0,
         "identical": 0,
         "equivalent": 0,

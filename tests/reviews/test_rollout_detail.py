@@ -1,0 +1,111 @@
+"""A rollout replay's page: seed, both continuations, both rewards, all escaped."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from tests.rollouts.harness import (
+    make_environment_repo,
+    make_rollout,
+    make_rollout_project,
+    seed_with,
+)
+
+pytestmark = pytest.mark.django_db
+
+SCRIPT = "<script>window.__pwned=1</script>"
+ONERROR = '<img src=x onerror="window.__pwned=1">'
+LONG_LOG = "\n".join(f"line {n} of a long pytest log" for n in range(40))
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_rollout_project(
+        make_environment_repo(tmp_path),
+        harness_command=["python3", "harness.py"],
+        pass_threshold=0.5,
+    )
+
+
+def hostile_seed(**order):
+    seed = seed_with(**order)
+    seed[1]["content"] = f"Fix it {SCRIPT}"
+    seed[2]["tool_calls"][0]["arguments"] = json.dumps({"command": f"echo {ONERROR}"})
+    seed[3]["content"] = LONG_LOG
+    return seed
+
+
+def replayed(project, *, answer, reward=1.0, continuation=None) -> int:
+    make_rollout(
+        project,
+        external_id="5c1f0e9a",
+        reward=1.0,
+        seeds=[
+            (
+                hostile_seed(answer=answer, reward=reward),
+                continuation
+                or [{"role": "assistant", "content": f"Used Decimal {ONERROR}"}],
+                "",
+            )
+        ],
+    )
+    out = StringIO()
+    call_command(
+        "reproduce",
+        "--project",
+        "invoicer",
+        "--external-id",
+        "5c1f0e9a",
+        "--sync",
+        "--json",
+        stdout=out,
+    )
+    return json.loads(out.getvalue())["replay"]
+
+
+def test_the_page_shows_the_seed_both_continuations_and_both_rewards(
+    client, reviewer, project
+):
+    replay_id = replayed(project, answer=f"Used ROUND_HALF_UP {SCRIPT}", reward=0.75)
+    client.force_login(reviewer)
+
+    html = client.get(f"/replays/{replay_id}/").content.decode()
+
+    assert 'id="seed"' in html and 'id="continuations"' in html
+    assert "Used ROUND_HALF_UP" in html and "Used Decimal" in html
+    assert 'id="original-reward"' in html and ">1.0<" in html and ">0.75<" in html
+    assert "After tool results" in html and "at node 3" in html
+    assert "token-level Jaccard" in html
+    # The tool call, its arguments laid out, and the result it answers.
+    assert "<code>bash</code>" in html and "call_a1" in html
+    assert "&quot;command&quot;: &quot;echo" in html
+    # A long tool result is collapsed behind its first line.
+    assert "<summary>line 0 of a long pytest log" in html
+    # No diff sections for a rollout.
+    assert 'id="dod"' not in html
+
+
+def test_hostile_content_in_the_seed_and_completions_renders_escaped(
+    client, reviewer, project
+):
+    replay_id = replayed(project, answer=f"Done {SCRIPT} {ONERROR}")
+    client.force_login(reviewer)
+
+    html = client.get(f"/replays/{replay_id}/").content.decode()
+
+    assert SCRIPT not in html and ONERROR not in html
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=" in html
+
+
+def test_a_code_run_page_has_no_rollout_section(client, reviewer):
+    from tests.reviews.replays import make_replay
+
+    replay = make_replay(verdict="divergent")
+    client.force_login(reviewer)
+    html = client.get(f"/replays/{replay.pk}/").content.decode()
+    assert 'id="rollout"' not in html and 'id="dod"' in html
