@@ -14,16 +14,16 @@ Pure functions over plain data; nothing here imports Django.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from replayhub.texttier.similarity import jaccard
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 # More messages than this in one completion is not a completion a verifier
 # judged but a flood; it is refused rather than compared or stored.
 MAX_MESSAGES = 2000
-_WORD = re.compile(r"\w+")
 
 
 class MalformedCompletion(ValueError):
@@ -107,24 +107,15 @@ def same(one: Sequence[Message], other: Sequence[Message]) -> bool:
     return [m.key() for m in one] == [m.key() for m in other]
 
 
-def tokens(messages: Sequence[Message]) -> frozenset[str]:
-    """The set of word tokens (lower-cased) in ``messages``."""
-    return frozenset(
-        word.lower() for message in messages for word in _WORD.findall(message.text())
-    )
-
-
-def jaccard(one: frozenset[str], other: frozenset[str]) -> float:
-    """The shared tokens over all tokens; two empty sets are the same text, 1.0."""
-    union = one | other
-    if not union:
-        return 1.0
-    return len(one & other) / len(union)
+def text(messages: Sequence[Message]) -> str:
+    """The words of ``messages``, one message a paragraph."""
+    return "\n\n".join(message.text() for message in messages)
 
 
 def similarity(one: Sequence[Message], other: Sequence[Message]) -> float:
-    """Token-level Jaccard similarity of two completions, rounded to 4 places."""
-    return round(jaccard(tokens(one), tokens(other)), 4)
+    """Token-level Jaccard similarity of two completions (the text tier's token
+    rule: ``texttier.similarity``), rounded to 4 places."""
+    return round(jaccard(text(one), text(other)), 4)
 
 
 def _message(item: object, index: int) -> Message:

@@ -138,5 +138,5 @@ def test_completions_differing_only_in_call_ids_and_argument_spacing_are_the_sam
 
 def test_similarity_is_token_level_jaccard():
     assert similarity(normalise("a b c"), normalise("A b d")) == 0.5
-    assert similarity(normalise(""), normalise("")) == 1.0
+    assert similarity(normalise(""), normalise("")) == 0.0  # no words, no evidence
     assert similarity(normalise("x"), normalise("y")) == 0.0
