@@ -21,10 +21,70 @@ from .models import AuditEvent
 HISTORY_NIGHTS = 14
 
 
-class BudgetForm(forms.ModelForm):
+# Every number an admin types has a floor and a sane ceiling, with its unit
+# for the message: (least, most, unit). A ceiling catches a slipped digit
+# before it reaches the scheduler.
+BUDGET_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "max_replays": (0, 100_000, " replays"),
+    "max_sandbox_minutes": (0, 10_000_000, " minutes"),
+    "max_tokens": (0, 100_000_000_000, " tokens"),
+    "max_cost_usd": (0, 1_000_000, " USD"),
+    "window_start_hour": (0, 23, ""),
+    "window_end_hour": (0, 23, ""),
+}
+CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "time_limit_seconds": (1, 86_400, " s"),
+    "test_time_limit_seconds": (1, 86_400, " s"),
+    "memory_limit_mb": (64, 1_048_576, " MiB"),
+    "max_processes": (1, 100_000, " processes"),
+    "max_tokens": (1, 1_000_000_000, " tokens"),
+    "max_turns": (1, 100_000, " turns"),
+    "flake_reruns": (0, 10, " reruns"),
+    "evidence_floor": (0, 1_000, ""),
+    "max_attempts": (1, 20, " attempts"),
+}
+
+
+def bound_problem(value, least: int, most: int, unit: str) -> str:
+    """The one-line complaint about a number outside its bounds, or ""."""
+    if value is None:
+        return ""
+    if value < least:
+        return "Cannot be negative." if least == 0 else f"At least {least:,}{unit}."
+    if value > most:
+        return f"At most {most:,}{unit}."
+    return ""
+
+
+class BoundedForm(forms.ModelForm):
+    """A model form whose numbers are checked against ``bounds``, field by field."""
+
+    bounds: dict[str, tuple[int, int, str]] = {}
+
+    def clean(self):
+        data = super().clean()
+        for name, (least, most, unit) in self.bounds.items():
+            if name not in self.fields or name in self.errors:
+                continue
+            if problem := bound_problem(data.get(name), least, most, unit):
+                self.add_error(name, problem)
+        return data
+
+
+class BudgetForm(BoundedForm):
+    bounds = BUDGET_BOUNDS
+
     class Meta:
         model = Budget
         fields = services.BUDGET_FIELDS
+        labels = {
+            "max_replays": "Replays per night",
+            "max_sandbox_minutes": "Sandbox minutes per night",
+            "max_tokens": "Tokens per night",
+            "max_cost_usd": "Money per night (USD)",
+            "window_start_hour": "Window starts (hour)",
+            "window_end_hour": "Window ends (hour)",
+        }
 
     def __init__(self, *args, show_money: bool, **kwargs):
         super().__init__(*args, **kwargs)
@@ -39,13 +99,24 @@ class BudgetForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        for name in ("window_start_hour", "window_end_hour"):
-            if data.get(name) is not None and not 0 <= data[name] <= 23:
-                self.add_error(name, "An hour is 0 to 23.")
+        start, end = data.get("window_start_hour"), data.get("window_end_hour")
+        if (
+            start is not None
+            and start == end
+            and "window_end_hour" not in self.errors
+            and "window_start_hour" not in self.errors
+        ):
+            self.add_error(
+                "window_end_hour",
+                "The window must last at least one hour: it starts and ends at "
+                f"{start}:00.",
+            )
         return data
 
 
-class CapsForm(forms.ModelForm):
+class CapsForm(BoundedForm):
+    bounds = CAP_BOUNDS
+
     class Meta:
         model = Project
         fields = services.CAP_FIELDS
@@ -58,18 +129,6 @@ class CapsForm(forms.ModelForm):
             "max_tokens": "Tokens per replay",
             "max_turns": "Turns per replay",
         }
-
-    def clean_time_limit_seconds(self) -> int:
-        value = self.cleaned_data["time_limit_seconds"]
-        if value < 1:
-            raise forms.ValidationError("The time limit must be at least 1 second.")
-        return value
-
-    def clean_max_attempts(self) -> int:
-        value = self.cleaned_data["max_attempts"]
-        if value < 1:
-            raise forms.ValidationError("At least one attempt.")
-        return value
 
 
 @dataclass
@@ -124,7 +183,9 @@ def bars(night: Night, *, show_money: bool) -> list[Bar]:
 def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
     """Everything one project's card shows."""
     show_money = request.user.has_perm(roles.VIEW_MONEY)
-    budget = nightly.budget_of(project)
+    # Read only: a page view never creates the row (an unsaved one shows the
+    # defaults; saving the form creates it).
+    budget = Budget.objects.filter(project=project).first() or Budget(project=project)
     nights = list(
         Night.objects.filter(project=project).order_by("-date")[:HISTORY_NIGHTS]
     )
@@ -148,18 +209,38 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
     }
 
 
+OWNERS = {"budget": "per night", "caps": "per replay"}
+
+
+def _label(owner: str, name: str) -> str:
+    form = BudgetForm if owner == "budget" else CapsForm
+    label = form._meta.labels.get(name) if form._meta.labels else None
+    return label or f"{name.replace('_', ' ')} ({OWNERS[owner]})"
+
+
 def changes(project: Project, *, show_money: bool) -> list[dict]:
-    """The latest budget edits as (field, before, after) rows; money only if allowed."""
+    """The latest budget edits as (label, before, after) rows; money only if allowed.
+
+    Each field is listed under its owner (the night's budget or the replay's
+    caps): both have a ``max_tokens``. Events recorded before owners were kept
+    apart list their fields by name.
+    """
     events = AuditEvent.objects.filter(
         object_type="project", object_id=str(project.pk), action="budget.update"
     ).select_related("actor")[:5]
     out = []
     for event in events:
-        fields = [
-            (name, event.before.get(name), value)
-            for name, value in event.after.items()
-            if show_money or name != "max_cost_usd"
-        ]
+        fields = []
+        for owner, after in event.after.items():
+            if owner in OWNERS and isinstance(after, dict):
+                before = event.before.get(owner) or {}
+                fields += [
+                    (_label(owner, name), before.get(name), value)
+                    for name, value in after.items()
+                    if show_money or name != "max_cost_usd"
+                ]
+            elif show_money or owner != "max_cost_usd":
+                fields.append((owner, event.before.get(owner), after))
         if fields:
             out.append({"event": event, "fields": fields})
     return out

@@ -436,12 +436,15 @@ def budget_update(*, project, budget, actor, budget_data: dict, cap_data: dict) 
             return False
         budget.save()
         project.save()
-        changed_before, changed_after = {}, {}
+        # Each field under its owner: the night's budget and the replay's caps
+        # both have a max_tokens, and one edit may change both.
+        changed_before: dict[str, dict] = {}
+        changed_after: dict[str, dict] = {}
         for part in ("budget", "caps"):
             for name, value in after[part].items():
                 if before[part][name] != value:
-                    changed_before[name] = before[part][name]
-                    changed_after[name] = value
+                    changed_before.setdefault(part, {})[name] = before[part][name]
+                    changed_after.setdefault(part, {})[name] = value
         AuditEvent.objects.create(
             actor=actor,
             action="budget.update",

@@ -76,9 +76,11 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(client, admin_user, p
     assert project.agentic_enabled
     event = AuditEvent.objects.get(action="budget.update")
     assert event.actor == admin_user
-    assert event.before["max_replays"] == 20 and event.after["max_replays"] == 30
-    assert event.before["timezone"] == "UTC"
-    assert "max_cost_usd" not in event.after  # unchanged fields are not listed
+    assert event.before["budget"]["max_replays"] == 20
+    assert event.after["budget"]["max_replays"] == 30
+    assert event.before["budget"]["timezone"] == "UTC"
+    assert event.after["caps"]["time_limit_seconds"] == 900
+    assert "max_cost_usd" not in event.after["budget"]  # unchanged: not listed
 
 
 def test_saving_without_a_change_writes_no_audit_event(client, admin_user, project):
@@ -133,3 +135,68 @@ def test_tonight_shows_usage_reservations_and_deferrals(client, admin_user, proj
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "5 used · 2 reserved / 20" in page
     assert "<strong>4</strong>" in page  # deferred runs stand out
+
+
+def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
+    client, admin_user, project
+):
+    client.force_login(admin_user)
+    client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**{"budget-max_tokens": "3000000", "caps-max_tokens": "50000"}),
+    )
+    event = AuditEvent.objects.get(action="budget.update")
+    assert event.before["budget"]["max_tokens"] == 2_000_000
+    assert event.after["budget"]["max_tokens"] == 3_000_000
+    assert event.before["caps"]["max_tokens"] is None
+    assert event.after["caps"]["max_tokens"] == 50_000
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "Tokens per night</code> 2000000 → 3000000" in page
+    assert "Tokens per replay</code> None → 50000" in page
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("budget-max_cost_usd", "-5", "Cannot be negative."),
+        ("budget-max_replays", "-1", "Ensure this value is greater than or equal"),
+        ("budget-max_replays", "1000001", "At most 100,000 replays."),
+        ("budget-window_start_hour", "30", "At most 23."),
+        ("budget-window_end_hour", "1", "The window must last at least one hour"),
+        ("caps-time_limit_seconds", "0", "At least 1 s."),
+        ("caps-time_limit_seconds", "999999", "At most 86,400 s."),
+        ("caps-memory_limit_mb", "1", "At least 64 MiB."),
+        ("caps-max_processes", "0", "At least 1 processes."),
+        ("caps-max_tokens", "0", "At least 1 tokens."),
+        ("caps-max_turns", "0", "At least 1 turns."),
+        ("caps-flake_reruns", "50", "At most 10 reruns."),
+        ("caps-max_attempts", "0", "At least 1 attempts."),
+        ("caps-test_time_limit_seconds", "0", "At least 1 s."),
+    ],
+)
+def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
+    client, admin_user, project, field, value, message
+):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**{field: value}),
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert message in html
+    # The message sits with its field.
+    at = html.index(f'name="{field}"')
+    assert html.rfind(message, 0, at) > html.rfind("<label", 0, at) - 400
+    assert Budget.objects.get(project=project).max_replays == 20
+    assert not AuditEvent.objects.exists()
+
+
+def test_the_budgets_page_writes_nothing_on_get(client, lead):
+    Project.objects.create(slug="fresh", repo_path="/srv/fresh.git")
+    client.force_login(lead)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "budget-fresh" in page
+    assert not Budget.objects.exists()

@@ -1,0 +1,54 @@
+// htmx forms show what the server refused, in place. htmx leaves 4xx answers
+// unswapped by default, so a refused form would look as if nothing happened:
+// a form answered 400, 409 or 422 (a page explaining why) is swapped like a
+// success. Any other failed htmx request says so at the top of the page.
+(function () {
+  "use strict";
+
+  var SHOWN = { 400: true, 409: true, 422: true };
+
+  function fromForm(event) {
+    var detail = event.detail || {};
+    var elt = (detail.requestConfig && detail.requestConfig.elt) || detail.elt;
+    return !!(elt && elt.closest && elt.closest("form"));
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (SHOWN[xhr.status] && fromForm(event) && xhr.responseText) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  function report(text) {
+    var main = document.querySelector("main");
+    if (!main) return;
+    var list = main.querySelector("ul.messages");
+    if (!list) {
+      list = document.createElement("ul");
+      list.className = "messages";
+      main.insertBefore(list, main.firstChild);
+    }
+    var item = document.createElement("li");
+    item.className = "error";
+    item.setAttribute("role", "alert");
+    item.textContent = text;
+    list.appendChild(item);
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    if (event.detail.shouldSwap) return;
+    var status = event.detail.xhr.status;
+    if (document.querySelector("form[data-upload]")) return; // upload.js says it
+    report(
+      status === 403
+        ? "Not allowed: your role cannot do that."
+        : "The server answered " + status + "; nothing was changed. Try again."
+    );
+  });
+  document.addEventListener("htmx:sendError", function () {
+    if (document.querySelector("form[data-upload]")) return;
+    report("The server could not be reached; check the connection and try again.");
+  });
+})();

@@ -1,0 +1,48 @@
+"""The budgets page in Chromium: a refused value is explained beside its field."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from replayhub.models import Budget
+from reviews.models import AuditEvent
+from tests.reviews.replays import make_project
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
+    login, screenshot
+):
+    shop = make_project("shop")
+    Budget.objects.create(project=shop)
+    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    page = login(root)
+    errors: list = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto("/budgets/")
+    card = page.locator("#budget-shop")
+
+    card.locator("input[name=budget-max_cost_usd]").fill("-5")
+    card.locator("input[name=budget-window_start_hour]").fill("5")
+    card.locator("input[name=budget-window_end_hour]").fill("5")
+    card.get_by_role("button", name="Save shop").click()
+
+    expect(card.get_by_text("Cannot be negative.")).to_be_visible()
+    expect(card.get_by_text("The window must last at least one hour")).to_be_visible()
+    expect(card.locator(".badge.ok")).to_have_count(0)
+    screenshot(page, "budget-errors")
+    budget = Budget.objects.get(project=shop)
+    assert (budget.window_start_hour, budget.window_end_hour) == (1, 6)
+    assert budget.max_cost_usd >= 0
+    assert not AuditEvent.objects.exists()
+
+    card.locator("input[name=budget-max_cost_usd]").fill("15")
+    card.locator("input[name=budget-window_end_hour]").fill("7")
+    card.get_by_role("button", name="Save shop").click()
+    expect(card.locator(".badge.ok")).to_have_text("Saved.")
+    budget.refresh_from_db()
+    assert (budget.window_start_hour, budget.window_end_hour) == (5, 7)
+    assert errors == []
