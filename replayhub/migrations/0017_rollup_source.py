@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0015_text_tier"),
+        ("replayhub", "0016_project_environment"),
     ]
 
     operations = [
