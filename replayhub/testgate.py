@@ -20,6 +20,7 @@ from .sandbox import Bind, Limits, Runner, SandboxSpec
 from .testcases import TestCase, compare_cases, parse_junit_cases, parse_output_cases
 from .testsummary import Counts, parse_junit, parse_summary
 from .verdicts import SuiteResult
+from .verdicts.toolchain import missing_toolchain
 
 if TYPE_CHECKING:
     from .netaccess import PhaseNetwork
@@ -53,6 +54,8 @@ class Attempt:
     cases: tuple[TestCase, ...] | None = None
     # Taken from an earlier identical run rather than executed now.
     cached: bool = False
+    # What the sandbox lacked for the suite to start ("" when nothing).
+    missing: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -88,6 +91,7 @@ class GateResult:
             tests_executed=first.tests_executed,
             flaky=len(outcomes) > 1,
             exit_code=first.exit_code,
+            missing=first.missing,
         )
 
     @property
@@ -234,6 +238,14 @@ def run_once(
             limit_fired=outcome.limit_fired,
             counts=counts,
         )
+        missing = ""
+        if not passed and (not counts or counts.failed >= counts.executed):
+            # Nothing passed and the output names a missing module or command:
+            # the toolchain, not the code, may be what failed. A suite that
+            # executed nothing did not start at all, whatever its exit status.
+            missing = missing_toolchain(outcome.output, outcome.exit_code)
+            if missing and not (counts and counts.executed):
+                ran, passed = False, None
         return Attempt(
             tree=tree,
             attempt=attempt,
@@ -249,6 +261,7 @@ def run_once(
             or len(outcome.output) > OUTPUT_TAIL_CHARS,
             duration_s=outcome.duration_s,
             cases=tuple(cases) if cases is not None else None,
+            missing=missing,
         )
     finally:
         remove_tree(checkout)

@@ -212,6 +212,9 @@ class SuiteResult:
     tests_executed: int | None
     flaky: bool = False
     exit_code: int | None = None
+    # What the sandbox lacked ("the Python module pytest") when the suite
+    # could not start, or when every test it ran failed for it; "" otherwise.
+    missing: str = ""
 
     def __post_init__(self) -> None:
         if self.ran and self.passed is None:

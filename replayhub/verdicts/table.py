@@ -13,6 +13,7 @@ from .text import (
     floor_shortfalls,
     harness_reason,
     judged_label,
+    lacks_toolchain,
     names_text,
     not_run_reason,
     paths_reason,
@@ -84,7 +85,15 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
     # reference run) whenever its own test files differ from the original's.
     original, judged = facts.original, facts.judged
     short, label = judged_label(facts)
-    if original is None or judged is None or not original.ran or not judged.ran:
+    if (
+        original is None
+        or judged is None
+        or not original.ran
+        or not judged.ran
+        # The original's every test failed for a missing module or command:
+        # the sandbox, not the code, lacks it.
+        or lacks_toolchain(original)
+    ):
         return (
             inconclusive,
             Reason.TESTS_NOT_RUN,

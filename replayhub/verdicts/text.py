@@ -66,12 +66,17 @@ def base_reason(facts: Facts) -> str:
     return why + "."
 
 
+def lacks_toolchain(suite: SuiteResult) -> bool:
+    """A suite that ran, failed every test, and names what the sandbox lacks."""
+    return suite.ran and not suite.passed and bool(suite.missing)
+
+
 def not_run_reason(
     original: SuiteResult | None,
     judged: SuiteResult | None,
     label: tuple[str, str] = ("replay", "replay tree"),
 ) -> str:
-    original_missing = original is None or not original.ran
+    original_missing = original is None or not original.ran or lacks_toolchain(original)
     judged_missing = judged is None or not judged.ran
     where = (
         "either tree"
@@ -87,6 +92,22 @@ def not_run_reason(
         if missing and suite is not None and suite.exit_code is not None
     ]
     suffix = f" ({', '.join(exits)})" if exits else ""
+    lacking = sorted(
+        {
+            clean(suite.missing)
+            for suite, missing in (
+                (original, original_missing),
+                (judged, judged_missing),
+            )
+            if missing and suite is not None and suite.missing
+        }
+    )
+    if lacking:
+        return (
+            f"The test suite could not start on {where}{suffix}: the sandbox lacks "
+            f"{' and '.join(lacking)}; give the project a setup phase that "
+            "installs it."
+        )
     return f"The test suite could not execute on {where}{suffix}."
 
 

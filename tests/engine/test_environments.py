@@ -175,14 +175,16 @@ def test_a_failing_setup_ends_setup_failed_and_is_not_run_for_every_replay(
     assert second.sandbox_seconds == 0
 
 
-def test_a_replay_without_its_environment_cannot_import_the_package(project, repo):
+def test_without_its_environment_the_missing_package_is_named(project, repo):
     project.setup_command = []
     project.save()
 
     result = replay_other(project, repo, "one")
 
-    assert result.verdict == "inconclusive"
-    assert "environment" not in result.evidence or not result.evidence["environment"]
+    # Named for what is missing, not refused for its test count.
+    assert (result.verdict, result.reason_code) == ("inconclusive", "tests_not_run")
+    assert "the sandbox lacks the Python module greetlib" in result.reason
+    assert "environment" not in result.evidence
 
 
 def test_concurrent_replays_with_one_key_build_it_once(project, repo):
