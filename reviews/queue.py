@@ -35,6 +35,7 @@ ROW_FIELDS = (
     "run__title",
     "run__external_id",
     "run__model",
+    "run__source",
     "comparison__files_changed",
     "comparison__insertions",
     "comparison__deletions",

@@ -109,3 +109,21 @@ def test_a_code_run_page_has_no_rollout_section(client, reviewer):
     client.force_login(reviewer)
     html = client.get(f"/replays/{replay.pk}/").content.decode()
     assert 'id="rollout"' not in html and 'id="dod"' in html
+
+
+def test_an_equivalent_rollout_replay_heads_the_queue_marked_as_a_rollout(
+    client, reviewer, project
+):
+    from tests.reviews.replays import make_replay
+
+    make_replay(verdict="divergent", title="Round invoice totals")
+    replay_id = replayed(project, answer="Used ROUND_HALF_UP", reward=1.0)
+    client.force_login(reviewer)
+
+    rows = client.get("/").context["rows"]
+
+    assert [row["id"] for row in rows][0] == replay_id
+    assert rows[0]["rollout"] and rows[0]["band_label"] == (
+        "Verifier passed, diff diverged"
+    )
+    assert not rows[1]["rollout"]
