@@ -122,7 +122,7 @@ def test_an_equivalent_rollout_replay_heads_the_queue_marked_as_a_rollout(
 
     rows = client.get("/").context["rows"]
 
-    assert [row["id"] for row in rows][0] == replay_id
+    assert rows[0]["id"] == replay_id
     assert rows[0]["rollout"] and rows[0]["band_label"] == (
         "Verifier passed, diff diverged"
     )
