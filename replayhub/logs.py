@@ -49,3 +49,17 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)
+
+
+class ClientErrorFilter(logging.Filter):
+    """A 4xx answer is the client's mistake, not the server's: log it at INFO,
+    one line, without the traceback Django attaches (a 404 is not an error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if status is None or status >= 500:
+            return True
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        # The level was checked before this filter ran, at WARNING.
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)

@@ -353,7 +353,10 @@ if LOG_FORMAT not in {"json", "plain"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"replay_id": {"()": "replayhub.logs.ReplayIdFilter"}},
+    "filters": {
+        "replay_id": {"()": "replayhub.logs.ReplayIdFilter"},
+        "client_errors": {"()": "replayhub.logs.ClientErrorFilter"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {"()": "replayhub.logs.JsonFormatter"},
@@ -366,6 +369,10 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # 400, 403, 404, 405: INFO without a traceback; 5xx stay errors.
+    "loggers": {
+        "django.request": {"filters": ["client_errors"]},
+    },
 }
 
 # Ingest (native run records from files, the HTTP API and the upload page).

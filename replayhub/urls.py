@@ -33,3 +33,9 @@ urlpatterns = [
     path("runs/upload/", upload.runs_upload, name="runs_upload"),
     path("runs/upload/<int:job_id>/", upload.upload_job, name="runs_upload_job"),
 ]
+
+# Styled error pages with the navigation and a way back.
+handler400 = "reviews.errors.bad_request"
+handler403 = "reviews.errors.forbidden"
+handler404 = "reviews.errors.not_found"
+handler500 = "reviews.errors.server_error"
