@@ -18,7 +18,7 @@ Layout of one replay under ``root`` (a directory ReplayHub owns)::
 
     scratch.git/        bare; objects borrowed read-only from the project (alternates)
     workspace/          the agent's checkout at the base commit
-    capture.index       private index used by :meth:`Scratch.capture`
+    capture/            index and new objects of ``capture.capture_workspace``
     checkout-*.index    private indexes used by :meth:`Scratch.checkout_tree`
 """
 
@@ -61,6 +61,7 @@ SAFE_CONFIG: tuple[str, ...] = (
     # Attributes and ignore rules come from the tree being read, never from files
     # of whoever runs the worker.
     "core.attributesFile=/dev/null",
+    "core.autocrlf=false",
     "core.excludesFile=/dev/null",
     # Local clones and fetches between ReplayHub's own repositories.
     "protocol.file.allow=always",
@@ -72,6 +73,13 @@ SAFE_CONFIG: tuple[str, ...] = (
 )
 
 _SHA = re.compile(r"[0-9a-f]{4,64}")
+
+# Written to ``info/attributes`` of every git dir ReplayHub runs git in, where it
+# outranks each ``.gitattributes`` of a tree or a work tree: files move between
+# trees and directories as their bytes, never converted. A conversion an agent
+# chose (``working-tree-encoding`` on a file it cannot encode) would otherwise
+# decide what is stored, or fail the capture.
+NO_CONVERSION = "* -text -crlf -eol -ident -filter -working-tree-encoding\n"
 
 
 class GitError(Exception):
@@ -125,6 +133,8 @@ def git(
     output_cap: int = DEFAULT_OUTPUT_CAP,
     truncate: bool = False,
     check: bool = True,
+    user: tuple[int, int] | None = None,
+    env: dict[str, str] | None = None,
 ) -> GitResult:
     """Run one git command with the pinned environment and configuration.
 
@@ -134,16 +144,22 @@ def git(
     with the tail of stderr unless ``check=False``; a timeout always raises.
 
     ``cwd`` defaults to ``git_dir``: the process never starts inside a work tree.
+    ``user`` (uid, gid) runs git as that user with no supplementary group (the
+    caller must be root); it then trusts repositories whoever owns them.
+    ``env`` adds variables (object directories) to the pinned environment.
     """
     argv = ["git"]
     for setting in SAFE_CONFIG:
         argv += ["-c", setting]
+    if user is not None:
+        # Command-line configuration is one git honours for this setting.
+        argv += ["-c", "safe.directory=*"]
     if git_dir is not None:
         argv.append(f"--git-dir={os.fspath(git_dir)}")
     if work_tree is not None:
         argv.append(f"--work-tree={os.fspath(work_tree)}")
     argv += args
-    env = git_environment()
+    env = {**git_environment(), **(env or {})}
     if index_file is not None:
         env["GIT_INDEX_FILE"] = os.fspath(index_file)
     if cwd is None and git_dir is not None:
@@ -159,6 +175,7 @@ def git(
             env=env,
             # Its own process group, so a timeout kills helpers git started too.
             start_new_session=True,
+            **_as_user(user),
         )
     except OSError as error:
         raise GitError(f"cannot start git: {error}", argv=argv) from error
@@ -212,6 +229,13 @@ def git(
             stderr=stderr,
         )
     return result
+
+
+def _as_user(user: tuple[int, int] | None) -> dict[str, Any]:
+    if user is None:
+        return {}
+    uid, gid = user
+    return {"user": uid, "group": gid, "extra_groups": []}
 
 
 def _command_name(args: Sequence[str]) -> str:
@@ -352,6 +376,8 @@ def _init_borrowing(dest: Path, objects: Path, *, bare: bool, timeout: float) ->
     (git_dir / "objects" / "info" / "alternates").write_text(
         f"{objects}\n", encoding="utf-8"
     )
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "attributes").write_text(NO_CONVERSION, encoding="utf-8")
     return git_dir
 
 
@@ -436,7 +462,8 @@ class Scratch:
         left in the workspace's git either: the remote is removed, and no reflog
         is written (its first entry would name the scratch dir cloned from), while
         the agent's own ref updates are logged as in any clone. git runs in the
-        workspace here only because no agent has touched it yet.
+        workspace here only because no agent has touched it yet. Files are
+        checked out as the base's bytes, unconverted, as capture stores them.
         """
         base = self.resolve_commit(base)
         workspace = self.workspace
@@ -447,6 +474,7 @@ class Scratch:
             "clone",
             "--quiet",
             "--no-local",
+            "--no-checkout",
             "--no-tags",
             "--single-branch",
             "--branch=replay-base",
@@ -460,44 +488,17 @@ class Scratch:
         )
         ws_git = workspace / ".git"
         options = {"git_dir": ws_git, "work_tree": workspace, "timeout": self.timeout}
+        attributes = ws_git / "info" / "attributes"
+        attributes.parent.mkdir(exist_ok=True)
+        attributes.write_text(NO_CONVERSION, encoding="utf-8")
         git("checkout", "--quiet", "--detach", base, **options)
+        remove_tree(attributes.parent)
         git("branch", "--quiet", "-D", "replay-base", **options)
         git("remote", "remove", "origin", **options)
         git("config", "--replace-all", "core.logAllRefUpdates", "true", **options)
         remove_tree(ws_git / "logs")
         self.base = base
         return workspace
-
-    def capture(
-        self, workspace: Path | str | None = None, *, base: str | None = None
-    ) -> str:
-        """Snapshot the workspace's files as a tree in the scratch git dir.
-
-        Returns the tree sha. The index starts from ``base`` (default: the
-        provisioned base) so the result is what ``git add --all`` in the agent's
-        own checkout would have committed: ``.gitignore`` in the tree is honoured,
-        files tracked at base stay tracked. Symlinks are stored as links (mode
-        120000) and never followed; special files are skipped; ``.git`` entries at
-        any depth are skipped, and a directory holding a repository of its own
-        is stored as a gitlink (git reads that repository's HEAD and refs, which
-        runs nothing). A nested repository without any commit makes git refuse
-        and this raise GitError.
-        """
-        workspace = Path(workspace or self.workspace).absolute()
-        base = base or self.base
-        if base is None:
-            raise ValueError("capture needs the base commit the workspace started from")
-        base = self.resolve_commit(base)
-        index = self.root / "capture.index"
-        index.unlink(missing_ok=True)
-        options = {"work_tree": workspace, "index_file": index}
-        try:
-            self.git("read-tree", base, **options)
-            self.git("add", "--all", **options)
-            tree = self.git("write-tree", **options).stdout.decode().strip()
-        finally:
-            index.unlink(missing_ok=True)
-        return tree
 
     def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
         """Make a commit of ``tree`` on ``parent`` in the scratch git dir."""

@@ -10,10 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shlex
-import struct
-import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
@@ -23,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
-from . import environments, gitops, netaccess, rootimages, testmemory
+from . import environments, gitops, leftovers, netaccess, rootimages, testmemory
 from .budgets import Amounts
 from .gateway.egress import EgressAttempt
 from .gateway.server import ModelCall
@@ -60,6 +57,10 @@ class AgentResult:
     timed_out: bool = False
     limit_fired: str = ""
     duration_s: float = 0.0
+    # How memory and processes were capped ("cgroup-v2", "rlimit", …), and what
+    # the limit that fired measured.
+    limit_backend: str = ""
+    limit_detail: str = ""
 
 
 @dataclass
@@ -82,6 +83,11 @@ class Report:
     usage_refused: dict = field(default_factory=dict)
     # Files (and links and submodules) in the captured tree.
     tree_files: int | None = None
+    # Paths the agent left that git could not store (the first ``LISTED``,
+    # and how many), and directories holding a repository of their own.
+    unstorable_paths: list[str] = field(default_factory=list)
+    unstorable_count: int = 0
+    nested_repositories: list[str] = field(default_factory=list)
     # The test files' side of the comparison, when the test gate ran.
     plan: TestPlan | None = None
     trees: dict[str, str] = field(default_factory=dict)
@@ -131,6 +137,8 @@ class Report:
             "usage_reported": self.usage_reported,
             "usage_refused": self.usage_refused,
             "tree_files": self.tree_files,
+            "unstorable_paths": self.unstorable_paths,
+            "nested_repositories": self.nested_repositories,
             "model_calls": [
                 {
                     **_plain(asdict(call)),
@@ -174,6 +182,8 @@ def agent_limits(project: Project, caps: dict) -> Limits:
         memory_bytes=project.memory_limit_mb * 1024 * 1024,
         max_processes=project.max_processes,
         output_bytes=project.max_output_bytes,
+        disk_bytes=leftovers.disk_bytes(project),
+        disk_files=project.max_files,
     )
 
 
@@ -287,67 +297,12 @@ def bounded_usage(usage: dict) -> tuple[dict, dict]:
     return kept, refused
 
 
-def count_files(scratch: gitops.Scratch, tree: str) -> int:
-    """The entries (files, links, submodules) of ``tree``.
-
-    Read from the header of a private index made from the tree (signature,
-    version, entry count: the same in every index version), so no file name is
-    listed: a tree of a million files is counted as fast as git can read it.
-    """
-    index = scratch.root / f"count-{uuid.uuid4().hex}.index"
-    try:
-        scratch.git("read-tree", gitops.require_sha(tree), index_file=index)
-        with index.open("rb") as handle:
-            header = handle.read(12)
-    finally:
-        index.unlink(missing_ok=True)
-    if len(header) < 12 or header[:4] != b"DIRC":
-        raise gitops.GitError(f"git read-tree wrote no index for {tree}")
-    return int(struct.unpack(">I", header[8:12])[0])
-
-
-def count_workspace_files(workspace: Path, limit: int) -> int:
-    """Files (anything not a directory) under ``workspace``, up to ``limit``.
-
-    ``.git`` directories are skipped, as capture skips them; links are not
-    followed. Stops counting at ``limit``.
-    """
-    found = 0
-    pending = [os.fspath(workspace)]
-    while pending and found < limit:
-        try:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        if entry.name != ".git":
-                            pending.append(entry.path)
-                    else:
-                        found += 1
-        except OSError:
-            continue
-    return min(found, limit)
-
-
-def _grew_too_large(error: gitops.GitError) -> bool:
-    """Whether git failed on the size of a tree rather than on a fault of its
-    own: it ran past its timeout or printed more than it may (``gitops.git``
-    says so in the message)."""
-    message = str(error)
-    return " timed out after " in message or " printed more than " in message
-
-
 def _decided(report: Report, decision: Decision) -> Report:
     report.decision = decision
     return report
 
 
-def _inconclusive(reason: Reason, detail: str, **facts) -> Decision:
-    return decide(Facts(harness_failure=reason, harness_detail=detail, **facts))
-
-
-def _file_cap_fired(detail: str, base_facts: dict) -> Decision:
-    """What the agent wrote is too large to capture, compare or test."""
-    return _inconclusive(Reason.CAP_FIRED, detail, cap_detail="max_files", **base_facts)
+_inconclusive = leftovers.inconclusive
 
 
 @dataclass(frozen=True)
@@ -545,6 +500,8 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         timed_out=outcome.timed_out,
         limit_fired=outcome.limit_fired,
         duration_s=outcome.duration_s,
+        limit_backend=outcome.limit_backend,
+        limit_detail=outcome.limit_detail,
     )
     report.sandbox_seconds += outcome.duration_s
     reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
@@ -576,40 +533,33 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
             **base_facts,
         )
     if outcome.limit_fired:
+        measured = f" ({outcome.limit_detail})" if outcome.limit_detail else ""
         return _inconclusive(
             Reason.CAP_FIRED,
-            f"the agent hit the {outcome.limit_fired.replace('_', ' ')} cap",
+            f"the agent hit the {outcome.limit_fired.replace('_', ' ')} cap{measured}",
             cap_detail=outcome.limit_fired,
             **base_facts,
         )
 
     on_phase(Phase.CAPTURE)
-    max_files = project.max_files
-    try:
-        replay_tree = scratch.capture(workspace)
-    except gitops.GitError as exc:
-        if _grew_too_large(exc):
-            found = count_workspace_files(workspace, max_files + 1)
-            if found > max_files:
-                return _file_cap_fired(
-                    f"capturing the more than {max_files:,} files the agent "
-                    f"left in its checkout failed ({exc})",
-                    base_facts,
-                )
-        return _inconclusive(
-            Reason.HARNESS_ERROR,
-            f"the change could not be captured: {exc}",
-            **base_facts,
-        )
-    # Checked before anything reads the tree whole: a compare, a checkout and
-    # a test run take time in proportion to its files.
-    report.tree_files = count_files(scratch, replay_tree)
-    if report.tree_files > max_files:
-        return _file_cap_fired(
-            f"the agent left {report.tree_files:,} files in its checkout, over "
-            f"the cap of {max_files:,}",
-            base_facts,
-        )
+    captured = leftovers.capture(
+        scratch=scratch,
+        workspace=workspace,
+        written=[workspace, io_dir],
+        project=project,
+        owner=getattr(runner, "owner", lambda: None)(),
+        base_facts=base_facts,
+    )
+    if isinstance(captured, Decision):
+        return captured
+    replay_tree = captured.tree
+    report.unstorable_paths = captured.unstorable
+    report.unstorable_count = captured.unstorable_count
+    report.nested_repositories = captured.nested_repositories
+    files = leftovers.counted(scratch, replay_tree, project, base_facts)
+    if isinstance(files, Decision):
+        return files
+    report.tree_files = files
     try:
         comparison = gitops.compare(
             scratch,
@@ -619,15 +569,15 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
             allowed_globs=project.allowed_paths,
         )
     except gitops.GitError as exc:
-        if _grew_too_large(exc):
-            return _file_cap_fired(
+        if leftovers.grew_too_large(exc):
+            return leftovers.file_cap_fired(
                 f"comparing the agent's {report.tree_files:,} files with the "
-                f"original failed ({exc}); the cap is {max_files:,}",
+                f"original failed ({exc}); the cap is {project.max_files:,}",
                 base_facts,
             )
         raise
     report.comparison = comparison
-    if replay_tree == comparison.base_tree:
+    if replay_tree == comparison.base_tree and not captured.unstorable_count:
         crashed = outcome.exit_code not in (0, None)
         return _inconclusive(
             Reason.NO_CHANGE,
@@ -637,10 +587,14 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
             **base_facts,
         )
 
+    unstorable = leftovers.unstorable_summary(captured)
     facts = Facts(
-        trees_identical=comparison.identical,
+        trees_identical=comparison.identical and not unstorable,
         has_test_command=bool(project.test_command),
-        disallowed_paths=tuple(comparison.disallowed_paths),
+        disallowed_paths=leftovers.disallowed(
+            comparison.disallowed_paths, captured.unstorable, project.allowed_paths
+        ),
+        unstorable_paths=unstorable,
         model_recorded=run.model,
         models_called=models_called(report.model_calls),
         require_recorded_model=project.require_recorded_model,
@@ -651,7 +605,9 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         and ctx.provenance.base.confirmed
         and not comparison.identical
         # Decided on what was observed; no test run can change it.
-        and not comparison.disallowed_paths
+        and not facts.disallowed_paths
+        # The tree tested would not be what the agent left.
+        and not unstorable
     )
     if not needs_tests:
         return decide(facts)
@@ -756,9 +712,11 @@ def _checkout_failed(ctx: Context, report: Report, failed: CheckoutFailed) -> De
     on a tree the agent wrote is the size of what it wrote, the file cap's
     business; any other failure, or one on the original's tree, is ReplayHub's.
     """
-    if failed.tree in ("replay", "reference") and _grew_too_large(failed.error):
+    if failed.tree in ("replay", "reference") and leftovers.grew_too_large(
+        failed.error
+    ):
         files = f"{report.tree_files:,}" if report.tree_files is not None else "its"
-        return _file_cap_fired(
+        return leftovers.file_cap_fired(
             f"checking out the {failed.tree} tree ({files} files) for its tests "
             f"failed ({failed.error}); the cap is {ctx.project.max_files:,}",
             ctx.base_facts,

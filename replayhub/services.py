@@ -392,6 +392,11 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
         evidence["tree_files"] = report.tree_files
     if report.environment:
         evidence["environment"] = report.environment
+    if report.unstorable_count:
+        evidence["unstorable_paths"] = report.unstorable_paths
+        evidence["unstorable_count"] = report.unstorable_count
+    if report.nested_repositories:
+        evidence["nested_repositories"] = report.nested_repositories
     if escaped:
         evidence["escaped_text"] = escaped
     if dropped:

@@ -162,6 +162,12 @@ class Project(models.Model):
         help_text="Files the agent may leave in its checkout. Checked on the "
         "captured tree, before it is compared or checked out for the tests.",
     )
+    max_disk_mb = models.PositiveIntegerField(
+        default=2048,
+        help_text="Disk the agent may fill (its checkout and its other writable "
+        "directories), measured while it runs and before each copy; the "
+        "files it may leave count against the file cap.",
+    )
     # The test gate and the verdict.
     flake_reruns = models.PositiveSmallIntegerField(default=2)
     evidence_floor = models.PositiveIntegerField(default=1)

@@ -459,6 +459,9 @@ class WorkerCheck(models.Model):
     requested_at = models.DateTimeField(default=timezone.now)
     answered_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=255, blank=True)
+    # How that worker's default sandbox enforces memory and process caps
+    # ("cgroup-v2", "rlimit", …), or why it has none.
+    sandbox = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-requested_at"]

@@ -32,7 +32,9 @@ BASE_ENV: Mapping[str, str] = MappingProxyType(
     }
 )
 
-LIMIT_NAMES = frozenset({"wall_time", "memory", "processes", "cpu_time", "file_size"})
+LIMIT_NAMES = frozenset(
+    {"wall_time", "memory", "processes", "cpu_time", "file_size", "disk"}
+)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -53,11 +55,22 @@ class Limits:
     open_files: int = 1024
     output_bytes: int = 1024**2  # head + tail kept in total
     tmpfs_bytes: int = 256 * 1024**2
+    # What the workspace and the writable binds may hold on the host's disk:
+    # bytes allocated, and entries of any kind.
+    disk_bytes: int | None = None
+    disk_files: int | None = None
 
     def __post_init__(self) -> None:
         if not self.wall_seconds > 0:
             raise ValueError("wall_seconds must be positive")
-        for name in ("memory_bytes", "max_processes", "cpu_seconds", "file_size_bytes"):
+        for name in (
+            "memory_bytes",
+            "max_processes",
+            "cpu_seconds",
+            "file_size_bytes",
+            "disk_bytes",
+            "disk_files",
+        ):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive or None")
@@ -153,6 +166,8 @@ class SandboxOutcome:
     limit_fired: str
     duration_s: float
     limit_backend: str = ""
+    # What the limit that fired measured, when the runner knows ("" otherwise).
+    limit_detail: str = ""
 
 
 class Runner(Protocol):

@@ -87,6 +87,7 @@ from replayhub.sandbox.base import (
 from replayhub.sandbox.cgroups import CGROUP_ROOT, Backend, Confinement, detect_backend
 from replayhub.sandbox.output import HeadTailBuffer
 from replayhub.sandbox.seccomp import filter_bpf
+from replayhub.sandbox.watchdog import Watchdog
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +204,11 @@ class BwrapRunner:
         if self._is_root:
             return self.sandbox_uid, self.sandbox_gid
         return os.geteuid(), os.getegid()
+
+    def owner(self) -> tuple[int, int] | None:
+        """The host uid and gid that own what a run left in its workspace, when
+        not the worker's own (the worker is root)."""
+        return self._identity() if self._is_root else None
 
     def _drop_prefix(self) -> list[str]:
         if not self._is_root:
@@ -373,7 +379,15 @@ class BwrapRunner:
                 "--",
                 *spec.argv,
             ]
-            return self._launch(argv, fds, spec, confinement)
+            watchdog = Watchdog(
+                limits=spec.limits,
+                disk_paths=[
+                    spec.workspace,
+                    *(b.source for b in spec.binds if b.writable),
+                ],
+                caps_by_cgroup=confinement.backend != "rlimit",
+            )
+            return self._launch(argv, fds, spec, confinement, watchdog)
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
@@ -387,8 +401,11 @@ class BwrapRunner:
             ("nofile", resource.RLIMIT_NOFILE, limits.open_files),
             ("core", resource.RLIMIT_CORE, 0),
         ]
-        if limits.file_size_bytes is not None:
-            wanted.append(("fsize", resource.RLIMIT_FSIZE, limits.file_size_bytes))
+        # No single file may outgrow the disk cap between two of the
+        # watchdog's measurements.
+        sizes = [v for v in (limits.file_size_bytes, limits.disk_bytes) if v]
+        if sizes:
+            wanted.append(("fsize", resource.RLIMIT_FSIZE, min(sizes)))
         if limits.max_processes is not None and not confinement.caps_processes:
             wanted.append(("nproc", resource.RLIMIT_NPROC, limits.max_processes))
         if limits.memory_bytes is not None and confinement.backend == "rlimit":
@@ -472,6 +489,7 @@ class BwrapRunner:
         fds: list[int],
         spec: SandboxSpec,
         confinement: Confinement,
+        watchdog: Watchdog,
     ) -> SandboxOutcome:
         limits = spec.limits
         capture = HeadTailBuffer(limits.output_bytes)
@@ -492,7 +510,9 @@ class BwrapRunner:
             assert process.stdout is not None
             pipe = process.stdout.fileno()
             os.set_blocking(pipe, False)
-            timed_out = not _pump(process.pid, pipe, capture, deadline, confinement)
+            timed_out = not _pump(
+                process.pid, pipe, capture, deadline, confinement, watchdog
+            )
         finally:
             _kill_run(process.pid, behind_reaper=self._is_root)
             confinement.kill_all()
@@ -508,7 +528,10 @@ class BwrapRunner:
             # bwrap says 1 when the command cannot be executed at all; report it
             # as a shell would (127), so callers can tell "not started" apart.
             exit_code = _NOT_EXECUTABLE
-        fired = confinement.fired()
+        if not watchdog.fired and watchdog.watches_disk:
+            # What was written since the last measurement counts too.
+            watchdog.check_disk()
+        fired = watchdog.fired or confinement.fired()
         if not fired and exit_code == _SIGXCPU_EXIT:
             fired = "cpu_time"
         elif not fired and exit_code == _SIGXFSZ_EXIT:
@@ -523,6 +546,7 @@ class BwrapRunner:
             limit_fired=fired,
             duration_s=duration,
             limit_backend=confinement.backend,
+            limit_detail=watchdog.detail if fired == watchdog.fired else "",
         )
 
 
@@ -668,8 +692,10 @@ def _pump(
     capture: HeadTailBuffer,
     deadline: float,
     confinement: Confinement,
+    watchdog: Watchdog | None = None,
 ) -> bool:
-    """Copy output into `capture` until the process is done; False on timeout."""
+    """Copy output into `capture` until the process is done or the watchdog
+    stopped it; False on timeout."""
     eof = False
     exited_at: float | None = None
     with selectors.DefaultSelector() as selector:
@@ -686,6 +712,8 @@ def _pump(
             if selector.select(timeout=min(_POLL_SECONDS, deadline - now)):
                 eof = not _read_available(pipe, capture)
             confinement.poll()
+            if watchdog is not None and watchdog.poll(pid):
+                return True
             if not eof and _exited(pid):
                 # Normally EOF follows at once: bwrap's exit takes its whole pid
                 # namespace with it. Anything still holding the pipe gets a

@@ -76,6 +76,14 @@ class DockerRunner:
         if probe.returncode != 0:
             raise SandboxUnavailable("no Docker engine answers the docker client.")
 
+    def owner(self) -> tuple[int, int] | None:
+        """The host uid and gid that own what a run left in its workspace, when
+        not the worker's own (the worker is root)."""
+        if os.geteuid() != 0:
+            return None
+        uid, gid = map(int, self.user.split(":"))
+        return uid, gid
+
     def command(self, spec: SandboxSpec, container: str) -> list[str]:
         """The exact ``docker run`` argv for ``spec`` (pure; tested as such)."""
         limits = spec.limits

@@ -39,6 +39,7 @@ class Reason(StrEnum):
     TEST_INTERFERENCE = "test_interference"
     MODEL_MISMATCH = "model_mismatch"
     NETWORK_REQUIRED = "network_required"
+    UNSTORABLE_PATHS = "unstorable_paths"
     # Decided on observed or executed evidence.
     DISALLOWED_PATHS = "disallowed_paths"
     TESTS_AGREE = "tests_agree"
@@ -125,6 +126,7 @@ INCONCLUSIVE_REASONS: frozenset[Reason] = HARNESS_REASONS | {
     Reason.TEST_INTERFERENCE,
     Reason.MODEL_MISMATCH,
     Reason.NETWORK_REQUIRED,
+    Reason.UNSTORABLE_PATHS,
 }
 
 # The only verdict each reason code can come with; lets callers (admin overrides,
@@ -175,6 +177,7 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.TEST_INTERFERENCE: "Change can subvert the test run",
         Reason.MODEL_MISMATCH: "Agent called another model",
         Reason.NETWORK_REQUIRED: "Tests needed a denied host",
+        Reason.UNSTORABLE_PATHS: "Left paths git cannot store",
         Reason.REPLAY_PASSES_TESTS: "Replay passes, original failed",
         Reason.BOTH_FAIL: "Both trees fail",
         Reason.SAME_COMPLETION: "Same completion",
@@ -285,6 +288,9 @@ class Facts:
     require_recorded_model: bool = False
     # host:port the test runs tried to reach and the egress proxy refused.
     denied_hosts: tuple[str, ...] = ()
+    # One line naming what the agent left that git could not store ("" when
+    # it stored everything): the stored tree is not what the agent left.
+    unstorable_paths: str = ""
 
     def __post_init__(self) -> None:
         if self.harness_failure is not None and (

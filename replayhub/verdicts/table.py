@@ -53,7 +53,7 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
             f"{clean(facts.model_recorded)}, and the project requires the recorded "
             "model.",
         )
-    if facts.trees_identical:
+    if facts.trees_identical and not facts.unstorable_paths:
         return (
             Verdict.IDENTICAL,
             Reason.SAME_TREE,
@@ -66,6 +66,13 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
             Verdict.DIVERGENT,
             Reason.DISALLOWED_PATHS,
             paths_reason(facts.disallowed_paths),
+        )
+    if facts.unstorable_paths:
+        return (
+            inconclusive,
+            Reason.UNSTORABLE_PATHS,
+            f"The agent left paths git cannot store ({clean(facts.unstorable_paths)}"
+            "), so the stored tree is not what it left and was not judged.",
         )
     if not facts.has_test_command:
         return (

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from replayhub.capture import capture_workspace
 from replayhub.gitops import (
     GitError,
     Scratch,
@@ -109,7 +110,7 @@ def test_the_project_repository_is_never_written(project, scratch):
 
     workspace = scratch.provision(base)
     write_files(workspace, {"src/app.py": "replayed\n", "new.bin": b"\0\1\2"})
-    tree = scratch.capture(workspace)
+    tree = capture_workspace(scratch, workspace).tree
     scratch.commit_tree(tree, base, "replay")
     compare(scratch, base=base, original_commit=original, replay_tree=tree)
 
@@ -136,7 +137,7 @@ def test_provision_rejects_a_base_that_is_not_a_commit(project, scratch):
 def test_capture_of_an_untouched_workspace_is_the_base_tree(project, scratch):
     workspace = scratch.provision(project.head())
 
-    assert scratch.capture(workspace) == project.tree()
+    assert capture_workspace(scratch, workspace).tree == project.tree()
 
 
 def test_capture_records_edits_additions_deletions_and_mode_changes(project, scratch):
@@ -148,7 +149,7 @@ def test_capture_records_edits_additions_deletions_and_mode_changes(project, scr
     (workspace / "src/util.py").chmod(0o755)
     (workspace / "run.sh").chmod(0o644)
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    entries = ls_tree(scratch, capture_workspace(scratch, workspace).tree)
 
     assert entries == {
         "README.md": ("100644", "readme\n"),
@@ -171,7 +172,7 @@ def test_capture_stores_symlinks_pointing_outside_as_links_never_followed(
         {"passwd": Symlink("/etc/passwd"), "src/secrets": Symlink(str(outside))},
     )
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    entries = ls_tree(scratch, capture_workspace(scratch, workspace).tree)
 
     assert entries["passwd"] == ("120000", "/etc/passwd")
     assert entries["src/secrets"] == ("120000", str(outside))
@@ -183,7 +184,7 @@ def test_capture_replaces_a_tracked_directory_turned_into_a_symlink(project, scr
     shutil.rmtree(workspace / "src")
     (workspace / "src").symlink_to("/usr/lib")
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    entries = ls_tree(scratch, capture_workspace(scratch, workspace).tree)
 
     assert entries["src"] == ("120000", "/usr/lib")
     assert "src/app.py" not in entries
@@ -196,7 +197,7 @@ def test_capture_honours_gitignore_like_the_agents_own_git_would(project, scratc
         {".gitignore": "*.log\nREADME.md\n", "debug.log": "x\n", "README.md": "new\n"},
     )
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    entries = ls_tree(scratch, capture_workspace(scratch, workspace).tree)
 
     assert "debug.log" not in entries
     # Already tracked at base, so ignoring it does not drop it.
@@ -208,28 +209,32 @@ def test_capture_ignores_a_deleted_or_replaced_workspace_git_dir(project, scratc
     shutil.rmtree(workspace / ".git")
     write_files(workspace, {"src/app.py": "edited\n"})
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    entries = ls_tree(scratch, capture_workspace(scratch, workspace).tree)
 
     assert entries["src/app.py"] == ("100644", "edited\n")
     assert not any(path.startswith(".git") for path in entries)
 
 
-def test_capture_stores_a_nested_repository_as_a_gitlink(project, scratch):
+def test_capture_stores_a_nested_repository_as_a_plain_directory(project, scratch):
     workspace = scratch.provision(project.head())
-    nested = make_repo(workspace, {"inner.txt": "inner\n"}, name="vendor/lib")
+    make_repo(workspace, {"inner.txt": "inner\n"}, name="vendor/lib")
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    captured = capture_workspace(scratch, workspace)
+    entries = ls_tree(scratch, captured.tree)
 
-    assert entries["vendor/lib"] == ("160000", nested.head())
+    assert entries["vendor/lib/inner.txt"] == ("100644", "inner\n")
+    assert not any(".git/" in path for path in entries)
+    assert captured.nested_repositories == ["vendor/lib"]
 
 
-def test_capture_skips_special_files(project, scratch):
+def test_capture_skips_special_files_and_lists_them(project, scratch):
     workspace = scratch.provision(project.head())
     os.mkfifo(workspace / "pipe")
 
-    entries = ls_tree(scratch, scratch.capture(workspace))
+    captured = capture_workspace(scratch, workspace)
 
-    assert "pipe" not in entries
+    assert "pipe" not in ls_tree(scratch, captured.tree)
+    assert captured.unstorable == ["pipe"]
 
 
 def test_capture_needs_to_know_the_base(project, tmp_path):
@@ -238,8 +243,8 @@ def test_capture_needs_to_know_the_base(project, tmp_path):
     workspace.mkdir()
 
     with pytest.raises(ValueError, match="base"):
-        scratch.capture(workspace)
-    tree = scratch.capture(workspace, base=project.head())
+        capture_workspace(scratch, workspace)
+    tree = capture_workspace(scratch, workspace, base=project.head()).tree
 
     assert ls_tree(scratch, tree) == {}
 
@@ -250,7 +255,7 @@ def test_capture_needs_to_know_the_base(project, tmp_path):
 def replay(scratch: Scratch, base: str, files: dict) -> str:
     workspace = scratch.provision(base)
     write_files(workspace, files)
-    return scratch.capture(workspace)
+    return capture_workspace(scratch, workspace).tree
 
 
 def test_the_same_change_gives_identical_trees_and_no_diff_of_diffs(project, scratch):
@@ -411,7 +416,7 @@ def test_a_small_change_under_the_cap_is_not_truncated(project, scratch):
 def test_checkout_tree_writes_a_clean_copy_without_git(project, scratch, tmp_path):
     workspace = scratch.provision(project.head())
     write_files(workspace, {"link": Symlink("/etc/hostname"), "src/app.py": "new\n"})
-    tree = scratch.capture(workspace)
+    tree = capture_workspace(scratch, workspace).tree
 
     dest = scratch.checkout_tree(tree, tmp_path / "gate" / "replay")
 
@@ -570,7 +575,7 @@ def test_nothing_planted_in_the_workspace_runs_on_the_host(
     write_files(workspace, {"src/app.py": "replayed\n"})
     naive_command = plant(workspace, script, tmp_path)
 
-    tree = scratch.capture(workspace)
+    tree = capture_workspace(scratch, workspace).tree
     compare(scratch, base=base, original_commit=original, replay_tree=tree)
     scratch.checkout_tree(tree, tmp_path / "gate")
 
@@ -589,7 +594,7 @@ def test_nothing_planted_in_the_workspace_runs_on_the_host(
     assert marker.exists()
 
 
-def test_a_nested_repository_without_commits_fails_the_capture_harmlessly(
+def test_a_nested_repository_without_commits_is_captured_harmlessly(
     project, scratch, tmp_path
 ):
     marker = tmp_path / "host-marker"
@@ -599,9 +604,10 @@ def test_a_nested_repository_without_commits_fails_the_capture_harmlessly(
     install_traps(workspace / "empty" / ".git", script)
     (workspace / "empty" / "file.txt").write_text("x\n")
 
-    with pytest.raises(GitError, match="does not have a commit checked out"):
-        scratch.capture(workspace)
+    captured = capture_workspace(scratch, workspace)
 
+    assert ls_tree(scratch, captured.tree)["empty/file.txt"] == ("100644", "x\n")
+    assert captured.nested_repositories == ["empty"]
     assert not marker.exists()
 
 
@@ -645,7 +651,7 @@ def test_git_configuration_from_the_workers_environment_is_ignored(
         {".gitattributes": "* filter=evil diff=evil\n", "src/app.py": "replayed\n"},
     )
 
-    tree = scratch.capture(workspace)
+    tree = capture_workspace(scratch, workspace).tree
     comparison = compare(scratch, base=base, original_commit=original, replay_tree=tree)
     dest = scratch.checkout_tree(tree, tmp_path / "gate")
 

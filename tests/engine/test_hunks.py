@@ -8,6 +8,7 @@ import time
 import pytest
 
 from replayhub import blobs, services
+from replayhub.capture import capture_workspace
 from replayhub.demo import GOOD
 from replayhub.gitops import Scratch, compare
 from replayhub.hunks import (
@@ -344,7 +345,7 @@ def trees(tmp_path):
     scratch = Scratch(tmp_path / "replay", project.path)
     workspace = scratch.provision(base)
     write_files(workspace, {**ORIGINAL_FILES, **REPLAY_FILES})
-    tree = scratch.capture(workspace)
+    tree = capture_workspace(scratch, workspace).tree
     yield scratch, base, original, tree
     scratch.remove()
 

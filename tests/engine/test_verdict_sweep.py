@@ -94,6 +94,7 @@ JUDGING = (
     {"denied_hosts": ("pypi.org:443",)},
     {"model_recorded": "m", "models_called": ("n",), "require_recorded_model": True},
     {"model_recorded": "m", "models_called": ("n",)},
+    {"unstorable_paths": ".GIT/config"},
 )
 
 

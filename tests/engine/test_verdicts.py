@@ -397,6 +397,7 @@ REASON_EXAMPLES = {
         require_recorded_model=True,
     ),
     Reason.NETWORK_REQUIRED: facts(replay=failing(), denied_hosts=("pypi.org:443",)),
+    Reason.UNSTORABLE_PATHS: facts(unstorable_paths=".GIT/config"),
 }
 
 
@@ -425,6 +426,22 @@ def test_a_harness_failure_beats_an_untrusted_base():
     )
 
     assert decision.reason_code == Reason.WORKER_LOST
+
+
+def test_identical_trees_with_paths_git_could_not_store_are_not_identical():
+    decision = decide(facts(trees_identical=True, unstorable_paths=".GIT/config"))
+
+    assert decision.verdict == Verdict.INCONCLUSIVE
+    assert decision.reason_code == Reason.UNSTORABLE_PATHS
+    assert ".GIT/config" in decision.reason
+
+
+def test_disallowed_paths_beat_paths_git_could_not_store():
+    decision = decide(
+        facts(disallowed_paths=(".GIT/config",), unstorable_paths=".GIT/config")
+    )
+
+    assert decision.reason_code == Reason.DISALLOWED_PATHS
 
 
 def test_an_untrusted_base_beats_identical_trees():
