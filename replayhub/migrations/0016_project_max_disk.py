@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0012_project_max_files"),
+        ("replayhub", "0015_text_tier"),
     ]
 
     operations = [
