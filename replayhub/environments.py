@@ -206,6 +206,9 @@ class _WithEnvironment:
     def check(self) -> None:
         self.inner.check()
 
+    def owner(self) -> tuple[int, int] | None:
+        return self.inner.owner()
+
     def run(self, spec: SandboxSpec) -> SandboxOutcome:
         env_bind = Bind(self.environment.path, ENV_PATH)
         return self.inner.run(

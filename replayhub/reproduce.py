@@ -547,7 +547,7 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         workspace=workspace,
         written=[workspace, io_dir],
         project=project,
-        owner=getattr(runner, "owner", lambda: None)(),
+        owner=runner.owner(),
         base_facts=base_facts,
     )
     if isinstance(captured, Decision):

@@ -178,6 +178,10 @@ class Runner(Protocol):
 
     def run(self, spec: SandboxSpec) -> SandboxOutcome: ...
 
+    def owner(self) -> tuple[int, int] | None:
+        """The host uid and gid owning what a run left in its workspace, when
+        not the worker's own; capture reads the workspace as them."""
+
 
 # name -> "module:attribute"; imported lazily so a backend's module is only loaded
 # when it is asked for (the Docker runner will register here).
