@@ -44,6 +44,7 @@ def rollout_view(replay: Replay) -> dict[str, Any] | None:
         "replay_passes": _passes(replay_reward, threshold),
         "similarity": found.get("similarity"),
         "failure": found.get("failure", ""),
+        "harness_commit": found.get("harness_commit", ""),
         "seed_messages": messages_view(seed.messages if seed else []),
         "original": messages_view(
             (seed.continuation or seed.original_completion) if seed else []

@@ -85,8 +85,9 @@ def test_the_page_shows_the_seed_both_continuations_and_both_rewards(
     assert "&quot;command&quot;: &quot;echo" in html
     # A long tool result is collapsed behind its first line.
     assert "<summary>line 0 of a long pytest log" in html
-    # No diff sections for a rollout.
-    assert 'id="dod"' not in html
+    # No diff or provenance sections for a rollout: the harness commit instead.
+    assert 'id="dod"' not in html and 'id="provenance"' not in html
+    assert "of the project's repository" in html
 
 
 def test_hostile_content_in_the_seed_and_completions_renders_escaped(
