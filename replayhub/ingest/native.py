@@ -207,7 +207,10 @@ def parse_text(text: str, *, terminated: bool = True) -> Any:
     except RecordError:
         raise
     except json.JSONDecodeError as error:
-        message = f"not valid JSON: {error.msg} at column {error.colno}"
+        # Some of json's messages end in "starting at" ("Unterminated string
+        # starting at"): the column completes them rather than following "at".
+        where = "" if error.msg.endswith(" at") else " at"
+        message = f"not valid JSON: {error.msg}{where} column {error.colno}"
         if not terminated:
             message += " (this last line has no newline: the file was probably cut off)"
         raise RecordError(message) from None

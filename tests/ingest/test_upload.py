@@ -249,3 +249,27 @@ def test_a_job_whose_worker_went_silent_is_finished_by_another_worker(
     )
     assert done.summary["imported"] == 2
     assert not Path(job.path).exists()
+
+
+def test_a_json_error_reads_as_one_sentence(client, admin_user, project):
+    client.force_login(admin_user)
+    html = upload(client, b'{"external_id": "x\n').content.decode()
+    assert "Unterminated string starting at column 17" in html
+    assert "at at" not in html
+
+
+def test_an_empty_file_says_it_was_empty(client, admin_user, project):
+    client.force_login(admin_user)
+    html = upload(client, b"").content.decode()
+    assert "The file held no records: nothing was imported." in html
+
+
+def test_when_nothing_was_imported_the_invalid_lines_do_not_claim_otherwise(
+    client, admin_user, project
+):
+    client.force_login(admin_user)
+    html = upload(client, b"{oops\nnot json either\n").content.decode()
+    assert "(not imported; nothing in this file was)" in html
+    assert "the other lines were" not in html
+    mixed = upload(client, line(record(1)) + b"{oops\n").content.decode()
+    assert "(not imported; the other lines were)" in mixed

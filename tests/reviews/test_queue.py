@@ -230,7 +230,9 @@ def test_a_row_shows_what_a_reviewer_triages_by(as_reviewer, lead):
     assert "Add &lt;b&gt;coupons&lt;/b&gt;" in html
     assert "<code>m-7</code>" in html
     assert '1 file</span> <span class="ins">+2</span>' in html
-    assert '<span class="holder">leo · 7m</span>' in html
+    # The lease left reads apart from the age column ("1h ago").
+    assert ">leo · 7m left</span>" in html
+    assert "<td title=" in html and "1h ago</td>" in html
     assert f'href="{reverse("reviews:replay_detail", args=[replay.pk])}"' in html
 
 
