@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from . import budgets, signals
@@ -262,16 +263,23 @@ class NightReport:
     admitted: list[int] = field(default_factory=list)
     deferred: int = 0
     skipped_reason: str = ""
+    # The text tier's admission of the same night (a TextNightReport).
+    text: Any = None
 
 
 def night_admit(
-    *, project: Project, now: datetime | None = None, immediate: bool = False
+    *,
+    project: Project,
+    now: datetime | None = None,
+    immediate: bool = False,
+    gate: Callable[[QuerySet[Run]], QuerySet[Run]] | None = None,
 ) -> NightReport:
     """Admit this night's replays for ``project`` while the budget lasts.
 
     Agentic replays are spent only on opted-in projects. Whatever does not fit
     is deferred, never dropped. The admitted replays are queued rows; sending
-    them to the workers is ``services.night_run``'s part.
+    them to the workers is ``services.night_run``'s part. ``gate`` narrows the
+    candidates (the tier policy: only runs the text tier passed on).
     """
     now = now or timezone.now()
     if not project.agentic_enabled:
@@ -294,7 +302,10 @@ def night_admit(
         report.skipped_reason = "the night's window has ended"
         return report
     estimate = budgets.estimate(recent=recent_actuals(project), caps=caps_of(project))
-    wanted = list(candidates(project, now).values_list("pk", flat=True))
+    runs = candidates(project, now)
+    if gate is not None:
+        runs = gate(runs)
+    wanted = list(runs.values_list("pk", flat=True))
     with transaction.atomic():
         # Every candidate shares one estimate, so the night admits the first k
         # at once: one conditional UPDATE reserves k estimates, or nothing.

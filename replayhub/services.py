@@ -24,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from . import nightly, reproduce, tasks, testmemory
@@ -48,6 +48,7 @@ from .models import (
 from .reproduce import Report, check_dict
 from .rollouts import replay as rollout_replay
 from .testpaths import KIND_TEXT
+from .texttier import night as text_night
 from .verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
@@ -655,9 +656,24 @@ def _walk(
 def night_run(
     *, project: Project, now: datetime | None = None, immediate: bool = False
 ) -> nightly.NightReport:
-    """Admit this night's replays for ``project``; a worker sends them to the
-    replay queue once the admission commits."""
-    report = nightly.night_admit(project=project, now=now, immediate=immediate)
+    """Admit this night's replays for ``project``, tier by tier: the text
+    tier's first, then the agentic tier's (only runs the text tier passed on,
+    when the project's policy says so). A worker sends them to their queues
+    once the admission commits."""
+    budget = nightly.budget_of(project)
+    text = text_night.night_admit_text(project=project, now=now, immediate=immediate)
+    if text.admitted and text.night is not None:
+        tasks.dispatch_text_night.delay_on_commit(text.night.pk)
+    gate = None
+    if text_night.gates_agentic(budget):
+
+        def gate(runs):
+            return text_night.gate_agentic(runs, budget)
+
+    report = nightly.night_admit(
+        project=project, now=now, immediate=immediate, gate=gate
+    )
+    report.text = text
     if report.admitted and report.night is not None:
         tasks.dispatch_night.delay_on_commit(report.night.pk)
     return report
@@ -672,8 +688,18 @@ def nights_tick(*, now: datetime | None = None) -> list[nightly.NightReport]:
     """
     now = now or timezone.now()
     reports = []
-    for project in Project.objects.filter(agentic_enabled=True):
+    projects = Project.objects.filter(
+        Q(agentic_enabled=True) | Q(budget__text_enabled=True)
+    )
+    for project in projects:
         if nightly.night_claim(project=project, now=now):
+            reports.append(night_run(project=project, now=now))
+        elif nightly.budget_of(project).text_enabled and text_night.in_window(
+            project, now
+        ):
+            # Tiered: every tick admits the text replays the budget now has
+            # room for, and the agentic replays of runs the text tier has
+            # passed on since.
             reports.append(night_run(project=project, now=now))
     nightly.night_close_ended(now=now)
     return reports

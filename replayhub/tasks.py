@@ -88,3 +88,16 @@ def follow_source(source_id: int) -> None:
     # Safe to deliver twice: a pass is claimed, and offsets only move forward
     # from the value a pass read.
     rollout_services.follow_claimed(source_id=source_id)
+
+
+@shared_task
+def dispatch_text_night(night_id: int) -> None:
+    """Send every queued text replay a night admitted to the workers."""
+    from .models import TextReplay, TextStatus
+
+    ids = TextReplay.objects.filter(
+        night_id=night_id, status=TextStatus.QUEUED
+    ).values_list("pk", flat=True)
+    for text_replay_id in ids.iterator(chunk_size=2000):
+        # A duplicate message is harmless: only a queued row is claimed.
+        run_text_replay.delay(text_replay_id)

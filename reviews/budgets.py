@@ -180,6 +180,37 @@ def bars(night: Night, *, show_money: bool) -> list[Bar]:
     return out
 
 
+def text_bars(night: Night, *, show_money: bool) -> list[Bar]:
+    """The text tier's spend of the night, against its own limits."""
+    out = [
+        Bar(
+            "Text replays",
+            night.text_used_replays,
+            night.text_reserved_replays,
+            night.text_limit_replays,
+            "",
+        ),
+        Bar(
+            "Text tokens",
+            night.text_used_tokens,
+            night.text_reserved_tokens,
+            night.text_limit_tokens,
+            "",
+        ),
+    ]
+    if show_money:
+        out.append(
+            Bar(
+                "Text money",
+                float(night.text_used_cost_usd),
+                float(night.text_reserved_cost_usd),
+                float(night.text_limit_cost_usd),
+                "USD",
+            )
+        )
+    return out
+
+
 def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
     """Everything one project's card shows."""
     show_money = request.user.has_perm(roles.VIEW_MONEY)
@@ -202,6 +233,7 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
         "budget": budget,
         "tonight": tonight,
         "bars": bars(tonight, show_money=show_money) if tonight else [],
+        "text_bars": text_bars(tonight, show_money=show_money) if tonight else [],
         "nights": nights,
         "budget_form": budget_form,
         "caps_form": caps_form,

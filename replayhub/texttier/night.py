@@ -1,0 +1,236 @@
+"""The text tier in the night: admit text replays within the night's text
+budget, and hold the agentic tier to the runs the text tier passed on.
+
+Each text replay reserves the most it can spend (``tiers.text_bound``) with
+one conditional UPDATE of the night's text columns, so concurrent admissions
+can never push the text tier past its replays, tokens or money; the night's
+``CheckConstraint`` is the backstop. The agentic tier keeps its own budget
+(``nightly``). With the text tier gating it, the agentic candidates are the
+runs whose latest text replay passed them on (or whose record category is
+escalated), never replayed or inconclusive with attempts left — oldest first,
+as ``nightly.candidates`` orders them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
+
+from replayhub import budgets, nightly, tiers
+from replayhub.models import (
+    Budget,
+    Night,
+    NightStatus,
+    Preflight,
+    Project,
+    Provider,
+    Run,
+    TextReplay,
+    TextStatus,
+    TextTrigger,
+    Verdict,
+)
+
+from . import judge as judging
+from .replay import BadTarget, Target
+
+log = logging.getLogger(__name__)
+
+
+def policy_of(budget: Budget) -> tiers.Policy:
+    return tiers.Policy(
+        similarity_below=budget.text_similarity_below,
+        score_at_most=budget.text_score_at_most,
+        escalate_categories=tuple(
+            c for c in budget.escalate_categories or () if isinstance(c, str)
+        ),
+    )
+
+
+def gates_agentic(budget: Budget) -> bool:
+    return budget.text_enabled and budget.agentic_after_text
+
+
+def gate_agentic(runs: QuerySet[Run], budget: Budget) -> QuerySet[Run]:
+    """``nightly.candidates`` narrowed to the runs the text tier passed on.
+
+    A run already decided by an agentic replay is not replayed again; one
+    whose last agentic replay is inconclusive stays (``candidates`` keeps it
+    only with attempts left).
+    """
+    policy = policy_of(budget)
+    latest = TextReplay.objects.filter(
+        run=OuterRef("pk"), status=TextStatus.FINISHED, error=""
+    ).order_by("-finished_at", "-id")
+    runs = runs.annotate(
+        text_similarity=Subquery(latest.values("similarity")[:1]),
+        text_score=Subquery(latest.values("equivalence_score")[:1]),
+    )
+    passed = Q(text_similarity__lt=policy.similarity_below)
+    if policy.score_at_most is not None:
+        passed |= Q(text_score__lte=policy.score_at_most)
+    if policy.escalate_categories:
+        passed |= Q(raw__category__in=list(policy.escalate_categories))
+    return runs.filter(passed).filter(
+        Q(last_verdict__isnull=True) | Q(last_verdict=Verdict.INCONCLUSIVE)
+    )
+
+
+def text_candidates(project: Project, night: Night, budget: Budget) -> QuerySet[Run]:
+    """Runs the text tier should answer tonight, never-asked first, oldest first.
+
+    Left out: runs preflight ruled out, runs with an answer already, runs
+    tried this night (a failure waits for the next night) or in flight, and
+    runs whose category goes to the agentic tier regardless.
+    """
+    texts = TextReplay.objects.filter(run=OuterRef("pk"))
+    runs = (
+        Run.objects.filter(project=project, preflight=Preflight.READY)
+        .annotate(
+            answered=Exists(texts.filter(status=TextStatus.FINISHED, error="")),
+            tonight=Exists(texts.filter(night=night)),
+            active=Exists(texts.exclude(status=TextStatus.FINISHED)),
+            asked=Exists(texts),
+        )
+        .filter(answered=False, tonight=False, active=False)
+    )
+    categories = policy_of(budget).escalate_categories
+    if categories:
+        runs = runs.exclude(raw__category__in=list(categories))
+    return runs.order_by("asked", "imported_at", "id")
+
+
+def _price(name: str, model: str) -> tuple[Decimal, Decimal] | None:
+    provider = Provider.objects.filter(name=name).only("prices").first()
+    price = (provider.prices or {}).get(model) if provider else None
+    if not isinstance(price, dict):
+        return None
+    try:
+        return (Decimal(str(price["input"])), Decimal(str(price["output"])))
+    except (TypeError, KeyError, ArithmeticError, ValueError):
+        return None
+
+
+def reserve_text(*, night: Night, bound: tiers.TextBound, now: datetime) -> bool:
+    """Reserve one text replay's bound on the night's text tier, or nothing."""
+    return bool(
+        Night.objects.filter(
+            pk=night.pk,
+            status=NightStatus.OPEN,
+            window_end__gt=now,
+            text_reserved_replays__lte=F("text_limit_replays")
+            - F("text_used_replays")
+            - 1,
+            text_reserved_tokens__lte=F("text_limit_tokens")
+            - F("text_used_tokens")
+            - bound.tokens,
+            text_reserved_cost_usd__lte=F("text_limit_cost_usd")
+            - F("text_used_cost_usd")
+            - bound.cost_usd,
+        ).update(
+            text_reserved_replays=F("text_reserved_replays") + 1,
+            text_reserved_tokens=F("text_reserved_tokens") + bound.tokens,
+            text_reserved_cost_usd=F("text_reserved_cost_usd") + bound.cost_usd,
+        )
+    )
+
+
+@dataclass
+class TextNightReport:
+    night: Night | None = None
+    admitted: list[int] = field(default_factory=list)
+    deferred: int = 0
+    skipped_reason: str = ""
+
+
+def in_window(project: Project, now: datetime) -> bool:
+    budget = nightly.budget_of(project)
+    return (
+        budgets.night_containing(
+            now,
+            start_hour=budget.window_start_hour,
+            end_hour=budget.window_end_hour,
+            tz=budget.timezone,
+        )
+        is not None
+    )
+
+
+def night_admit_text(
+    *, project: Project, now: datetime | None = None, immediate: bool = False
+) -> TextNightReport:
+    """Queue tonight's text replays while the night's text budget lasts.
+
+    Whatever does not fit is deferred (counted on the night's
+    ``text_deferred``), first in line at the next admission.
+    """
+    now = now or timezone.now()
+    budget = nightly.budget_of(project)
+    if not budget.text_enabled:
+        return TextNightReport(skipped_reason="the text tier is off for this project")
+    try:
+        target = Target.parse(budget.text_target)
+        judge = Target.parse(budget.text_judge) if budget.text_judge else None
+    except BadTarget as error:
+        return TextNightReport(skipped_reason=f"text tier target: {error}")
+    if not immediate and not in_window(project, now):
+        return TextNightReport(skipped_reason="outside the night's window")
+    night = nightly.night_open(project=project, now=now, immediate=immediate)
+    report = TextNightReport(night=night)
+    if not (night.window_start <= now < night.window_end):
+        report.skipped_reason = "the night's window has ended"
+        return report
+    target_price = _price(target.provider, target.model)
+    judge_price = _price(judge.provider, judge.model) if judge else None
+    runs = text_candidates(project, night, budget).only("id", "prompt", "output")
+    with transaction.atomic():
+        for run in runs.iterator(chunk_size=500):
+            bound = tiers.text_bound(
+                prompt_bytes=len(run.prompt.encode("utf-8", "surrogatepass")),
+                output_bytes=len(run.output.encode("utf-8", "surrogatepass")),
+                max_tokens=settings.REPLAYHUB_TEXT_MAX_TOKENS,
+                judged=judge is not None,
+                judge_overhead_bytes=len(judging.PROMPT.encode()),
+                side_cap_bytes=4 * judging.MAX_SIDE,
+                target_price=target_price,
+                judge_price=judge_price,
+            )
+            if not reserve_text(night=night, bound=bound, now=now):
+                # Once one does not fit, the rest wait: first in line next
+                # time. The admitted ones have a text replay tonight now, so
+                # what the query still finds is what was deferred.
+                report.deferred = runs.count()
+                break
+            row = TextReplay.objects.create(
+                run=run,
+                project=project,
+                night=night,
+                trigger=TextTrigger.SCHEDULER,
+                target_provider=target.provider,
+                target_model=target.model,
+                judge_provider=judge.provider if judge else "",
+                judge_model=judge.model if judge else "",
+                reservation={
+                    "replays": 1,
+                    "tokens": bound.tokens,
+                    "cost_usd": str(bound.cost_usd),
+                },
+                created_at=now,
+            )
+            report.admitted.append(row.pk)
+        Night.objects.filter(pk=night.pk).update(text_deferred=report.deferred)
+    log.info(
+        "night %s of %s: text tier admitted %d, deferred %d",
+        night.date,
+        project.slug,
+        len(report.admitted),
+        report.deferred,
+    )
+    return report

@@ -1,0 +1,282 @@
+"""The tier policy: text before agentic, each within its own night budget."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from replayhub import services, tiers
+from replayhub.models import Budget, Night, Project, Replay, Run, TextReplay
+from replayhub.texttier import services as text_services
+
+NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
+POLICY = tiers.Policy(similarity_below=0.5, score_at_most=4)
+
+
+@pytest.mark.parametrize(
+    ("similarity", "score", "failed", "expected"),
+    [
+        (0.2, None, False, True),  # unlike the original: worth the sandbox
+        (0.5, None, False, False),  # the threshold itself does not pass
+        (0.9, 3, False, True),  # the judge scored it low
+        (0.9, 5, False, False),
+        (0.1, None, True, False),  # a failed call passes nothing on
+        (None, None, False, False),
+    ],
+)
+def test_what_the_text_tier_passes_on(similarity, score, failed, expected):
+    assert (
+        tiers.passes_on(
+            similarity=similarity, score=score, failed=failed, policy=POLICY
+        )
+        is expected
+    )
+
+
+def test_an_escalated_category_goes_on_whatever_the_text_tier_found():
+    policy = tiers.Policy(similarity_below=0.5, escalate_categories=("security",))
+    assert tiers.escalated("security", policy)
+    assert not tiers.escalated("docs", policy) and not tiers.escalated(None, policy)
+
+
+def test_the_text_bound_covers_both_calls_at_their_prices():
+    bound = tiers.text_bound(
+        prompt_bytes=1000,
+        output_bytes=500,
+        max_tokens=100,
+        judged=True,
+        judge_overhead_bytes=50,
+        side_cap_bytes=800,
+        target_price=(Decimal(2), Decimal(8)),
+        judge_price=None,
+    )
+    # target 1000 in + 100 out; judge 50 + 800 + 500 + 800 in + 100 out
+    assert bound.tokens == 1100 + 2150 + 100
+    assert bound.cost_usd == (1000 * 2 + 100 * 8) / Decimal(1_000_000)
+
+
+@pytest.fixture
+def project(db, providers):
+    project = Project.objects.create(
+        slug="shop",
+        repo_path="/srv/shop.git",
+        agentic_enabled=True,
+        time_limit_seconds=300,
+        flake_reruns=0,
+    )
+    Budget.objects.create(
+        project=project,
+        max_replays=2,
+        max_sandbox_minutes=600,
+        max_tokens=10_000_000,
+        max_cost_usd=100,
+        window_start_hour=22,
+        window_end_hour=6,
+        timezone="UTC",
+        text_enabled=True,
+        text_target="gpt:gpt-test",
+        text_max_replays=3,
+        text_max_tokens=1_000_000,
+        text_max_cost_usd=10,
+        text_similarity_below=0.5,
+    )
+    return project
+
+
+def make_runs(project, n, **kw):
+    return [
+        Run.objects.create(
+            project=project,
+            external_id=f"run-{i}",
+            prompt="add a retry to the webhook sender",
+            output="add a retry to the webhook sender",
+            original_commit="a" * 40,
+            preflight="ready",
+            imported_at=NOW - timedelta(days=30) + timedelta(minutes=i),
+            **kw,
+        )
+        for i in range(n)
+    ]
+
+
+def execute_text_night(night):
+    for row in TextReplay.objects.filter(night=night, status="queued").order_by("id"):
+        text_services.text_replay_execute(text_replay_id=row.pk)
+
+
+def test_agentic_replays_go_only_to_runs_the_text_tier_passed_on(
+    project, standin, text_settings
+):
+    make_runs(project, 5)
+
+    first = services.night_run(project=project, now=NOW)
+
+    night = Night.objects.get()
+    # The text tier first, within its own budget; nothing has passed on yet.
+    assert len(first.text.admitted) == 3 and first.text.deferred == 2
+    assert night.text_reserved_replays == 3 and night.text_deferred == 2
+    assert first.admitted == [] and not Replay.objects.exists()
+
+    # run-0 and run-2 are answered unlike the original, run-1 alike.
+    standin.replies = ["something else entirely", "", "nothing in common"]
+    standin.replies[1] = "add a retry to the webhook sender"
+    execute_text_night(night)
+    night.refresh_from_db()
+    assert (night.text_reserved_replays, night.text_used_replays) == (3 - 3, 3)
+    assert night.text_used_tokens > 0
+
+    second = services.night_run(project=project, now=NOW + timedelta(minutes=2))
+
+    agentic = set(Replay.objects.values_list("run__external_id", flat=True))
+    assert agentic == {"run-0", "run-2"}
+    assert len(second.admitted) == 2
+    # The text budget is spent: the other two runs wait, counted.
+    assert second.text.admitted == [] and second.text.deferred == 2
+    night.refresh_from_db()
+    assert night.reserved_replays <= night.limit_replays
+    assert night.text_reserved_replays + night.text_used_replays <= 3
+
+
+def test_the_text_tier_never_reserves_past_its_token_budget(
+    project, standin, text_settings
+):
+    make_runs(project, 4)
+    one = tiers.text_bound(
+        prompt_bytes=len(b"add a retry to the webhook sender"),
+        output_bytes=0,
+        max_tokens=text_settings.REPLAYHUB_TEXT_MAX_TOKENS,
+        judged=False,
+        judge_overhead_bytes=0,
+        side_cap_bytes=0,
+        target_price=None,
+        judge_price=None,
+    )
+    Budget.objects.filter(project=project).update(
+        text_max_replays=100, text_max_tokens=2 * one.tokens + 1
+    )
+
+    report = services.night_run(project=project, now=NOW)
+
+    night = Night.objects.get()
+    assert len(report.text.admitted) == 2 and report.text.deferred == 2
+    assert night.text_reserved_tokens == 2 * one.tokens <= night.text_limit_tokens
+    execute_text_night(night)
+    night.refresh_from_db()
+    assert night.text_reserved_tokens == 0
+    assert night.text_used_tokens <= night.text_limit_tokens
+
+
+def test_the_text_tier_never_reserves_past_its_money_budget(
+    project, providers, standin, text_settings
+):
+    make_runs(project, 3)
+    Budget.objects.filter(project=project).update(
+        text_max_replays=100, text_max_cost_usd=Decimal("0.04")
+    )
+
+    report = services.night_run(project=project, now=NOW)
+
+    # gpt-test costs 2 and 8 USD per million tokens: at most ~0.033 USD each.
+    night = Night.objects.get()
+    assert len(report.text.admitted) == 1 and report.text.deferred == 2
+    assert night.text_reserved_cost_usd <= night.text_limit_cost_usd
+
+
+def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
+    project, standin, text_settings
+):
+    runs = make_runs(project, 4)
+    for run, similarity in zip(runs, [0.1, 0.1, 0.1, 0.1], strict=True):
+        TextReplay.objects.create(
+            run=run,
+            project=project,
+            target_provider="gpt",
+            target_model="gpt-test",
+            status="finished",
+            finished_at=NOW - timedelta(days=3),
+            similarity=similarity,
+        )
+    verdicts = ["inconclusive", "divergent", "inconclusive", "inconclusive"]
+    finished = [NOW - timedelta(days=2, hours=h) for h in (1, 2, 3, 0)]
+    for run, verdict, when in zip(runs, verdicts, finished, strict=True):
+        Replay.objects.create(
+            run=run,
+            project=project,
+            status="finished",
+            verdict=verdict,
+            reason_code="x",
+            reason="Done.",
+            finished_at=when,
+            sandbox_seconds=60,
+        )
+    Budget.objects.filter(project=project).update(max_replays=2)
+
+    report = services.night_run(project=project, now=NOW)
+
+    # run-1 is decided (divergent): never again. Of the inconclusive ones,
+    # the two whose replay finished longest ago fit the budget of two.
+    admitted = Replay.objects.filter(status="queued")
+    assert {r.run.external_id for r in admitted} == {"run-2", "run-0"}
+    assert report.deferred == 1
+    assert Run.objects.get(external_id="run-3").deferred_at is not None
+    night = Night.objects.get()
+    assert night.reserved_replays == 2 == night.limit_replays
+
+
+def test_an_escalated_category_skips_the_text_tier(project, standin, text_settings):
+    (run,) = make_runs(project, 1, raw={"category": "security"})
+    Budget.objects.filter(project=project).update(escalate_categories=["security"])
+
+    report = services.night_run(project=project, now=NOW)
+
+    assert report.text.admitted == []
+    assert list(Replay.objects.values_list("run_id", flat=True)) == [run.pk]
+
+
+def test_without_the_gate_the_agentic_tier_admits_as_before(
+    project, standin, text_settings
+):
+    make_runs(project, 2)
+    Budget.objects.filter(project=project).update(agentic_after_text=False)
+
+    report = services.night_run(project=project, now=NOW)
+
+    assert len(report.text.admitted) == 2 and len(report.admitted) == 2
+
+
+def test_every_tick_of_a_tiered_night_admits_again(project, standin, text_settings):
+    make_runs(project, 5)
+    Project.objects.filter(pk=project.pk).update(agentic_enabled=False)
+
+    services.nights_tick(now=NOW)
+    assert TextReplay.objects.count() == 3
+    execute_text_night(Night.objects.get())
+    Budget.objects.filter(project=project).update(text_max_replays=10)
+    Night.objects.update(text_limit_replays=10)
+
+    services.nights_tick(now=NOW + timedelta(minutes=2))
+
+    assert TextReplay.objects.count() == 5
+    assert not Replay.objects.exists()  # agentic replays are off
+
+
+def test_the_budgets_page_shows_the_spend_of_each_tier(
+    client, lead, project, standin, text_settings
+):
+    make_runs(project, 5)
+    services.night_run(project=project, now=NOW)
+    execute_text_night(Night.objects.get())
+    Night.objects.update(window_start=NOW - timedelta(days=400))
+    Night.objects.update(window_end=datetime(2100, 1, 1, tzinfo=UTC))
+    client.force_login(lead)
+
+    page = client.get("/budgets/").content.decode()
+
+    assert "Text tier, before the agentic tier" in page
+    assert "Asks gpt:gpt-test" in page
+    assert 'aria-label="Text replays: 3 used, 0 reserved of 3"' in page
+    assert "Text money" in page  # leads see money
+    assert "<strong>2 deferred</strong> by the text budget" in page
+    assert "<td>3/3</td>" in page
