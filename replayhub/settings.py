@@ -137,6 +137,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "reviews.context_processors.user_roles",
+                "reviews.notices.inbox",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },

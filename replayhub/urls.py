@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from reviews import api as review_api
 from reviews import upload
 
 from . import api, health
@@ -27,7 +28,7 @@ urlpatterns = [
     path("api/v1/runs/<int:run_id>", api.run_detail, name="api_run_detail"),
     path(
         "api/v1/replays/<int:replay_id>",
-        api.replay_detail,
+        review_api.replay_detail,
         name="api_replay_detail",
     ),
     path("runs/upload/", upload.runs_upload, name="runs_upload"),

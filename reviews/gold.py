@@ -16,6 +16,7 @@ from django.db.models import Q
 from replayhub.models import Replay, ReplayStatus, ReviewBand, Verdict
 
 from . import audit
+from .labels import labels_save
 from .models import Decision, GoldItem, GoldServing, Purpose, Review
 
 _random = random.SystemRandom()
@@ -120,6 +121,7 @@ def gold_judge(
     decision: str,
     verdict_after: str | None,
     note: str = "",
+    labels: dict[int, str] | None = None,
 ) -> Review:
     """Record a reviewer's judgement of a gold item; the replay itself is untouched."""
     with transaction.atomic():
@@ -142,6 +144,8 @@ def gold_judge(
         )
         serving.review = review
         serving.save(update_fields=["review"])
+        if labels:
+            labels_save(review=review, values=labels)
         audit.record(
             actor=serving.reviewer,
             action="gold.judge",

@@ -38,7 +38,8 @@ class LabelledDecisionForm(DecisionForm):
         return f"label_{label.pk}"
 
     def label_fields(self) -> list:
-        return [self[self.field_name(label)] for label in self.labels]
+        """(bound field, label) pairs, in the project's order."""
+        return [(self[self.field_name(label)], label) for label in self.labels]
 
     def clean(self):
         data = super().clean()

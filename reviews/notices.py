@@ -63,3 +63,11 @@ def _mail(to: str, subject: str, body: str) -> None:
 
 def unread_count(user) -> int:
     return Notice.objects.filter(user=user, read_at__isnull=True).count()
+
+
+def inbox(request) -> dict:
+    """Context processor: the unread count for the inbox badge."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"inbox_unread": unread_count(user)}

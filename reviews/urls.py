@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from . import budgets, runs, views
 from .trends import views as trends
@@ -48,6 +48,7 @@ urlpatterns = [
     path("budgets/<slug:slug>/", budgets.budget_edit, name="budget_edit"),
     path("projects/", views.projects, name="projects"),
     path("status/", views.status, name="status"),
+    path("", include("reviews.team_urls")),
     path(
         "status/worker-checks/", views.worker_check_create, name="worker_check_create"
     ),

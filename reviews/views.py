@@ -37,6 +37,7 @@ from replayhub.models import (
 )
 from replayhub.verdicts import REASON_TEXT
 
+from . import comments, gold, team_detail
 from . import queue as review_queue
 from .cases import CaseTable, case_table
 from .diffs import hunk_view, pair_by_path, split_files
@@ -125,7 +126,12 @@ def _queue_row(row: dict, now, project_slugs: dict[int, str]) -> dict:
 
 
 def queue_context(
-    *, form: QueueFilterForm, rows: list[dict], next_cursor: str, paged: bool
+    *,
+    form: QueueFilterForm,
+    rows: list[dict],
+    next_cursor: str,
+    paged: bool,
+    can_decide: bool = False,
 ) -> dict:
     """The queue template's context; the benchmark builds its Paginator page with it."""
     filters = form.filters()
@@ -133,6 +139,8 @@ def queue_context(
     now = timezone.now()
     data = getattr(form, "cleaned_data", {})
     projects = dict(form.fields["project"].queryset.values_list("id", "slug"))
+    open_threads = comments.unresolved([row["id"] for row in rows])
+    blind = team_detail.blind_projects() if can_decide else set()
     return {
         "page": "queue",
         "form": form,
@@ -146,7 +154,14 @@ def queue_context(
         "projects": sorted(projects.values()),
         "verdicts": form.fields["verdict"].choices,
         "reasons": form.fields["reason"].choices,
-        "rows": [_queue_row(row, now, projects) for row in rows],
+        "rows": [
+            {
+                **_queue_row(row, now, projects),
+                "open_threads": open_threads.get(row["id"], 0),
+                "blind": row["project_id"] in blind,
+            }
+            for row in rows
+        ],
         "next_cursor": next_cursor,
         "paged": paged,
         "bands": [
@@ -173,6 +188,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             rows=result.rows,
             next_cursor=result.next_cursor.encode() if result.next_cursor else "",
             paged=form.cursor() is not None,
+            can_decide=request.user.has_perm(roles.DECIDE),
         ),
     )
     patch_vary_headers(response, ["HX-Request"])
@@ -459,6 +475,14 @@ def _config_drift(provenance: dict) -> bool | None:
     return recorded != current
 
 
+def _page_context(
+    request: HttpRequest, replay: Replay, form=None, overruled=()
+) -> dict:
+    context = _detail_context(request, replay, form=form, overruled=overruled)
+    context.update(team_detail.extras(request, replay, context))
+    return context
+
+
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
@@ -469,9 +493,7 @@ def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
             raise PermissionDenied
         return _decide(request, replay_id)
     replay = _replay_or_404(replay_id)
-    return render(
-        request, "reviews/replay_detail.html", _detail_context(request, replay)
-    )
+    return render(request, "reviews/replay_detail.html", _page_context(request, replay))
 
 
 @require_GET
@@ -563,6 +585,16 @@ def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
     return redirect("reviews:replay_detail", replay_id=review.replay_id)
 
 
+def _gold_message(said: str, serving) -> str:
+    settled = serving.gold.verdict
+    if said == settled:
+        return f"That was a gold item: you agree with its settled verdict, {settled}."
+    return (
+        f"That was a gold item: its settled verdict is {settled}; "
+        f"you said {said or 'rerun'}."
+    )
+
+
 def _held_message(claim: Claim) -> str:
     return (
         f"{claim.reviewer.get_username()} holds this replay until "
@@ -581,37 +613,54 @@ def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
 
 def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay_or_404(replay_id)
-    checks = (replay.evidence or {}).get("checks", [])
-    form = DecisionForm(request.POST, verdict=replay.verdict, checks=checks)
+    form = team_detail.decision_form(replay, request.POST)
     if not form.is_valid():
-        context = _detail_context(request, replay, form=form)
+        context = _page_context(request, replay, form=form)
         return render(request, "reviews/replay_detail.html", context, status=400)
+    serving = gold.pending(replay_id=replay.pk, user=request.user)
     try:
-        review = review_decide(
-            replay=replay,
-            reviewer=request.user,
-            decision=form.cleaned_data["decision"],
-            verdict_after=form.cleaned_data["verdict_after"] or None,
-            note=form.cleaned_data["note"],
-            overrule=form.cleaned_data["overrule"],
-        )
+        if serving is not None:
+            review = gold.gold_judge(
+                serving=serving,
+                decision=form.cleaned_data["decision"],
+                verdict_after=form.cleaned_data["verdict_after"] or None,
+                note=form.cleaned_data["note"],
+                labels=form.label_values(),
+            )
+        else:
+            review = review_decide(
+                replay=replay,
+                reviewer=request.user,
+                decision=form.cleaned_data["decision"],
+                verdict_after=form.cleaned_data["verdict_after"] or None,
+                note=form.cleaned_data["note"],
+                overrule=form.cleaned_data["overrule"],
+                labels=form.label_values(),
+            )
     except OverrulesEvidence as exc:
         # Asked again, with the same choice and note: the second "yes" records it.
         data = request.POST.copy()
         data["overrule"] = "on"
-        form = DecisionForm(data, verdict=replay.verdict, checks=checks)
+        form = team_detail.decision_form(replay, data)
         form.is_valid()
-        context = _detail_context(request, replay, form=form, overruled=exc.reasons)
+        context = _page_context(request, replay, form=form, overruled=exc.reasons)
         return render(request, "reviews/replay_detail.html", context, status=409)
+    except gold.NotGold as exc:
+        messages.error(request, f"Not recorded: {exc}.")
+        return redirect("reviews:replay_detail", replay_id=replay.pk)
     except ClaimHeld as exc:
         messages.error(request, _held_message(exc.claim))
         return redirect("reviews:replay_detail", replay_id=replay.pk)
     except NotDecidable as exc:
         messages.error(request, f"Not recorded: {exc}.")
         return redirect("reviews:replay_detail", replay_id=replay.pk)
-    messages.success(request, decision_sentence(review))
-    if review.decision != Decision.RERUN:
-        request.session[UNDO_SESSION_KEY] = review.pk
+    if serving is not None:
+        # A gold check is measured, not taken back: no undo.
+        messages.info(request, _gold_message(review.verdict_after, serving))
+    else:
+        messages.success(request, decision_sentence(review))
+        if review.decision != Decision.RERUN:
+            request.session[UNDO_SESSION_KEY] = review.pk
     following = claim_next(reviewer=request.user)
     if following is None:
         messages.info(request, "The queue is empty.")

@@ -57,3 +57,19 @@ def short_sha(value: str | None) -> str:
 def words(value: str | None) -> str:
     """A machine code as words: ``independently_executed`` → independently executed."""
     return (value or "").replace("_", " ").replace("-", " ")
+
+
+@register.filter
+def percent(value) -> str:
+    """A share (a Fraction or float) as a whole percentage; a dash when undefined."""
+    if value is None:
+        return "—"
+    return f"{float(value) * 100:.0f}%"
+
+
+@register.filter
+def kappa(value) -> str:
+    """Cohen's kappa to two decimals; "n/a" when undefined (chance explains all)."""
+    if value is None:
+        return "n/a"
+    return f"{float(value):.2f}"

@@ -132,6 +132,8 @@ def kwargs_for(name: str, pattern: URLPattern, seeded: dict) -> dict:
         "text_replay_id": seeded["text_replay"].pk,
         "review_id": 0,
         "app_label": "replayhub",
+        # POST-only: a GET answers 405, with the header.
+        "comment_id": 1,
     }
     model = admin_model(name)
     if model is not None:

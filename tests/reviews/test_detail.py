@@ -81,11 +81,13 @@ def test_diffs_have_line_numbers_and_colours_per_file(as_lead):
 
     assert '<code class="path">src/app.py</code>' in html
     assert (
-        '<tr class="l-del"><td class="ln">2</td><td class="ln"></td>'
+        '<tr class="l-del"><td class="ln" data-side="old" data-line="2">2</td>'
+        '<td class="ln"></td>'
         '<td class="code"><span class="sign">-</span>x = 1</td></tr>'
     ) in html
     assert (
-        '<tr class="l-add"><td class="ln"></td><td class="ln">3</td>'
+        '<tr class="l-add"><td class="ln"></td>'
+        '<td class="ln" data-side="new" data-line="3">3</td>'
         '<td class="code"><span class="sign">+</span>y = 3</td></tr>'
     ) in html
 

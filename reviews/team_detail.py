@@ -1,0 +1,137 @@
+"""What the replay page adds for working together: threads, second opinions,
+gold, labels, blind mode and hand-off.
+
+A gold item served to the viewer is shown as an ordinary queued item (no
+history, no comments, its band, the viewer's own lease) until judged. In blind
+mode the automated verdict, its reason and earlier decisions stay hidden
+from a reviewer until they have recorded a first judgement.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.http import HttpRequest, QueryDict
+
+from replayhub import roles
+from replayhub.models import Replay, ReplayStatus, ReviewBand, Verdict
+
+from . import comments, gold, handoff, opinions
+from .labels import LabelledDecisionForm, project_labels
+from .models import GoldItem, Review, ReviewPolicy, SecondOpinion
+from .services import lease_end
+
+
+def is_blind(replay: Replay, user) -> bool:
+    if not user.has_perm(roles.DECIDE):
+        return False
+    policy = ReviewPolicy.objects.filter(project_id=replay.project_id).first()
+    if policy is None or not policy.blind:
+        return False
+    return not Review.objects.filter(replay_id=replay.pk, reviewer=user).exists()
+
+
+def blind_projects() -> set[int]:
+    return set(
+        ReviewPolicy.objects.filter(blind=True).values_list("project_id", flat=True)
+    )
+
+
+def decision_form(
+    replay: Replay, data: QueryDict | None = None
+) -> LabelledDecisionForm:
+    """The decision form with the project's labels.
+
+    A blind decision names the reviewer's own verdict: the same as the
+    automated one is a confirm, another one an overturn.
+    """
+    if data is not None and "blind_verdict" in data:
+        data = data.copy()
+        chosen = data.get("blind_verdict", "")
+        if chosen and chosen == replay.verdict:
+            data["decision"] = "confirm"
+        elif chosen:
+            data["decision"], data["verdict_after"] = "overturn", chosen
+        else:
+            data["decision"] = ""
+    return LabelledDecisionForm(
+        data,
+        verdict=replay.verdict,
+        checks=(replay.evidence or {}).get("checks", []),
+        labels=project_labels(replay.project_id),
+    )
+
+
+class _Lease:
+    """The viewer's own hold on a gold item, shaped like a Claim for the page."""
+
+    def __init__(self, expires_at: datetime):
+        self.expires_at = expires_at
+
+
+def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
+    user = request.user
+    serving = gold.pending(replay_id=replay.pk, user=user)
+    blind = is_blind(replay, user)
+    finished = replay.status == ReplayStatus.FINISHED
+    out: dict = {
+        "blind": blind,
+        "gold_serving": serving,
+        "shown_band": (
+            ReviewBand(replay.review_band).label if replay.review_band else ""
+        ),
+        "verdict_choices": Verdict.choices,
+        "can_comment": user.has_perm(roles.COMMENT),
+        "can_manage_claims": user.has_perm(roles.MANAGE_CLAIMS),
+        "can_manage_gold": user.has_perm(roles.MANAGE_GOLD),
+        "comment_form": comments.CommentForm(),
+        "test_keys": [
+            comments.test_output_key(o)
+            for _label, attempts in context.get("outcomes", [])
+            for o in attempts
+        ],
+    }
+    if serving is not None:
+        # Indistinguishable from a queued item until judged.
+        out.update(
+            reviews=[],
+            audit=[],
+            human=None,
+            undoable=None,
+            threads=[],
+            open_threads=0,
+            opinion=None,
+            opinion_history=[],
+            gold_item=None,
+            claim=_Lease(lease_end(serving.served_at)),
+            claim_mine=True,
+            decision_open=True,
+            shown_band=ReviewBand(serving.gold.band).label,
+            can_ask_second=False,
+            reviewers=[],
+        )
+    else:
+        threads = comments.threads(replay.pk)
+        out.update(
+            threads=threads,
+            open_threads=sum(1 for t in threads if t.resolved_at is None),
+            opinion=opinions.open_request(replay.pk),
+            opinion_history=SecondOpinion.objects.filter(
+                replay=replay, second_review__isnull=False
+            ).select_related("first_review__reviewer", "second_review__reviewer"),
+            gold_item=GoldItem.objects.filter(replay=replay, active=True).first(),
+            reviewers=handoff.reviewers() if out["can_manage_claims"] else [],
+        )
+        out["can_ask_second"] = (
+            user.has_perm(roles.DECIDE) and finished and out["opinion"] is None
+        )
+        reviews = context.get("reviews")
+        if hasattr(reviews, "prefetch_related"):
+            out["reviews"] = reviews.prefetch_related("labels__label")
+    if blind:
+        out.update(reviews=[], audit=[], opinion_history=[], human=None)
+    decision_open = out.get("decision_open", context.get("decision_open"))
+    form = context.get("form")
+    if decision_open and (form is None or not form.is_bound):
+        out["form"] = decision_form(replay)
+    return out

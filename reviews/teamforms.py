@@ -1,0 +1,137 @@
+"""Query-string forms of the Done tab, search, bulk confirm and the agreement page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from replayhub.models import Project, Verdict
+from replayhub.verdicts import REASON_TEXT
+
+from .history import DoneFilters
+from .models import Decision, Label
+
+
+class PeriodMixin(forms.Form):
+    since = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def clean(self):
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and until < since:
+            self.add_error("until", "The period ends before it starts.")
+        return data
+
+
+class DoneForm(PeriodMixin):
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.only("id", "slug").order_by("slug"),
+        to_field_name="slug",
+        required=False,
+        empty_label="All projects",
+    )
+    reviewer = forms.ModelChoiceField(
+        queryset=get_user_model().objects.filter(review__isnull=False).distinct(),
+        to_field_name="username",
+        required=False,
+        empty_label="Everyone",
+    )
+    decision = forms.ChoiceField(
+        choices=[("", "Any decision"), *Decision.choices], required=False
+    )
+    verdict = forms.ChoiceField(
+        choices=[("", "Any verdict"), *Verdict.choices], required=False
+    )
+    label = forms.ChoiceField(choices=[], required=False)
+    before = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, everyone: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.everyone = everyone
+        if not everyone:
+            del self.fields["reviewer"]
+        self.fields["label"].choices = label_choices()
+
+    def filters(self, user) -> DoneFilters:
+        data = getattr(self, "cleaned_data", {})
+        reviewer = data.get("reviewer") if self.everyone else user
+        label_id, label_value = split_label(data.get("label", ""))
+        return DoneFilters(
+            reviewer_id=reviewer.pk if reviewer else None,
+            project_id=data["project"].pk if data.get("project") else None,
+            decision=data.get("decision", ""),
+            verdict=data.get("verdict", ""),
+            label_id=label_id,
+            label_value=label_value,
+            since=data.get("since"),
+            until=data.get("until"),
+            before_id=data.get("before"),
+        )
+
+
+def label_choices() -> list[tuple[str, str]]:
+    """ "<label id>:<value>" for every value of every label, by project."""
+    choices = [("", "Any label")]
+    for label in Label.objects.select_related("project").order_by(
+        "project__slug", "position", "name"
+    ):
+        for value, shown in label.choices():
+            choices.append(
+                (f"{label.pk}:{value}", f"{label.project.slug} · {label.name}: {shown}")
+            )
+    return choices
+
+
+def split_label(text: str) -> tuple[int | None, str]:
+    head, _, value = text.partition(":")
+    return (int(head), value) if head.isdigit() else (None, "")
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(max_length=200, required=False, label="Search")
+
+
+class BulkForm(PeriodMixin):
+    """A filtered set of finished, undecided replays to confirm at once."""
+
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.only("id", "slug").order_by("slug"),
+        to_field_name="slug",
+        required=False,
+        empty_label="All projects",
+    )
+    verdict = forms.ChoiceField(choices=Verdict.choices, initial=Verdict.IDENTICAL)
+    reason = forms.ChoiceField(
+        choices=[("", "Any reason"), *((str(k), v) for k, v in REASON_TEXT.items())],
+        required=False,
+    )
+    expected = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    note = forms.CharField(max_length=500, required=False)
+
+
+class AgreementForm(PeriodMixin):
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.only("id", "slug").order_by("slug"),
+        to_field_name="slug",
+        required=False,
+        empty_label="All projects",
+    )
+
+    def period(self):
+        from .quality import Period
+
+        data = getattr(self, "cleaned_data", {})
+        until = data.get("until") or timezone.localdate()
+        since = data.get("since") or until - timedelta(days=27)
+        project = data.get("project")
+        return Period(
+            since=since, until=until, project_id=project.pk if project else None
+        )

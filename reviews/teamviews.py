@@ -1,0 +1,278 @@
+"""Views for working together: comments, second opinions, gold items, hand-off,
+the Done tab, search, bulk confirm, the agreement page and the inbox."""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from replayhub import roles
+from replayhub.models import Replay
+
+from . import comments as comment_services
+from . import gold, handoff, history, opinions, quality
+from .models import Comment, Notice
+from .teamforms import AgreementForm, BulkForm, DoneForm, SearchForm
+
+
+def _back(replay_id: int, anchor: str = "") -> HttpResponse:
+    url = reverse("reviews:replay_detail", args=[replay_id])
+    return redirect(f"{url}#{anchor}" if anchor else url)
+
+
+def _replay(replay_id: int) -> Replay:
+    # Only the columns an action needs: the diffs can weigh megabytes.
+    return get_object_or_404(
+        Replay.objects.only("id", "status", "project_id", "verdict"), pk=replay_id
+    )
+
+
+@require_POST
+@permission_required(roles.COMMENT, raise_exception=True)
+def comment_create(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay(replay_id)
+    form = comment_services.CommentForm(request.POST)
+    if not form.is_valid():
+        errors = "; ".join(
+            f"{name.replace('_', ' ')}: {' '.join(errs)}"
+            for name, errs in form.errors.items()
+        )
+        messages.error(request, f"Comment not added ({errors}).")
+        return _back(replay.pk, "comments")
+    try:
+        comment = comment_services.comment_add(
+            replay=replay, author=request.user, data=form.cleaned_data
+        )
+    except comment_services.CommentRefused as exc:
+        messages.error(request, f"Comment not added: {exc}.")
+        return _back(replay.pk, "comments")
+    return _back(replay.pk, f"thread-{comment.pk}")
+
+
+def _thread(comment_id: int) -> Comment:
+    return get_object_or_404(Comment, pk=comment_id, parent__isnull=True)
+
+
+@require_POST
+@permission_required(roles.COMMENT, raise_exception=True)
+def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
+    thread = _thread(comment_id)
+    form = comment_services.ReplyForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Reply not added: write something first.")
+    else:
+        comment_services.comment_reply(
+            thread=thread, author=request.user, body=form.cleaned_data["body"]
+        )
+    return _back(thread.replay_id, f"thread-{thread.pk}")
+
+
+@require_POST
+@permission_required(roles.COMMENT, raise_exception=True)
+def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
+    thread = _thread(comment_id)
+    comment_services.comment_resolve(
+        thread=thread, user=request.user, resolved=request.POST.get("resolved") != "0"
+    )
+    return _back(thread.replay_id, f"thread-{thread.pk}")
+
+
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def second_opinion(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay(replay_id)
+    try:
+        opinions.second_opinion_ask(
+            replay=replay, user=request.user, note=request.POST.get("note", "")[:150]
+        )
+    except opinions.OpinionRefused as exc:
+        messages.error(request, f"Not asked: {exc}.")
+    else:
+        messages.success(
+            request, f"Replay {replay.pk} waits for a second reviewer's decision."
+        )
+    return _back(replay.pk)
+
+
+@require_POST
+@permission_required(roles.MANAGE_GOLD, raise_exception=True)
+def gold_toggle(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay(replay_id)
+    if request.POST.get("gold") == "0":
+        gold.gold_unmark(replay=replay, actor=request.user)
+        messages.info(request, f"Replay {replay.pk} is no longer a gold item.")
+        return _back(replay.pk)
+    try:
+        item = gold.gold_mark(
+            replay=replay, actor=request.user, verdict=request.POST.get("verdict", "")
+        )
+    except gold.NotGold as exc:
+        messages.error(request, f"Not marked: {exc}.")
+    else:
+        messages.success(
+            request, f"Replay {replay.pk} is a gold item: {item.get_verdict_display()}."
+        )
+    return _back(replay.pk)
+
+
+@require_POST
+@permission_required(roles.MANAGE_CLAIMS, raise_exception=True)
+def claim_assign(request: HttpRequest, replay_id: int) -> HttpResponse:
+    replay = _replay(replay_id)
+    name = request.POST.get("to", "").strip()
+    if not name:
+        if handoff.claim_release_any(replay=replay, actor=request.user):
+            messages.info(request, f"Released replay {replay.pk}.")
+        return _back(replay.pk)
+    to = get_user_model().objects.filter(username=name).first()
+    if to is None:
+        messages.error(request, f"Not assigned: there is no user {name!r}.")
+        return _back(replay.pk)
+    try:
+        handoff.claim_reassign(replay=replay, actor=request.user, to=to)
+    except handoff.HandoffRefused as exc:
+        messages.error(request, f"Not assigned: {exc}.")
+    else:
+        messages.success(request, f"Replay {replay.pk} is assigned to {name}.")
+    return _back(replay.pk)
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def done(request: HttpRequest) -> HttpResponse:
+    everyone = request.user.has_perm(roles.VIEW_AGREEMENT)
+    form = DoneForm(request.GET, everyone=everyone)
+    form.is_valid()
+    rows = list(history.done(form.filters(request.user))[: history.DONE_PAGE + 1])
+    more = len(rows) > history.DONE_PAGE
+    rows = rows[: history.DONE_PAGE]
+    return render(
+        request,
+        "reviews/done.html",
+        {
+            "page": "done",
+            "form": form,
+            "rows": rows,
+            "everyone": everyone,
+            "older": rows[-1].pk if more else None,
+        },
+    )
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def search(request: HttpRequest) -> HttpResponse:
+    form = SearchForm(request.GET)
+    text = form.cleaned_data["q"] if form.is_valid() else ""
+    found = history.search(text)
+    open_threads = comment_services.unresolved([r.pk for r in found])
+    return render(
+        request,
+        "reviews/search.html",
+        {
+            "page": "done",
+            "form": form,
+            "q": text,
+            "rows": [(r, open_threads.get(r.pk, 0)) for r in found],
+            "limit": history.SEARCH_LIMIT,
+        },
+    )
+
+
+def _bulk_set(form: BulkForm):
+    data = form.cleaned_data
+    rows = Replay.objects.finished().filter(verdict=data["verdict"])
+    if data.get("project"):
+        rows = rows.filter(project=data["project"])
+    if data.get("reason"):
+        rows = rows.filter(reason_code=data["reason"])
+    if data.get("since"):
+        rows = rows.filter(finished_at__gte=history.day_start(data["since"]))
+    if data.get("until"):
+        rows = rows.filter(
+            finished_at__lt=history.day_start(
+                data["until"] + timezone.timedelta(days=1)
+            )
+        )
+    return handoff.undecided(rows).order_by("-finished_at", "-id")
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required([roles.DECIDE, roles.BULK_CONFIRM], raise_exception=True)
+def bulk(request: HttpRequest) -> HttpResponse:
+    form = BulkForm(request.POST if request.method == "POST" else request.GET or None)
+    context: dict = {"page": "done", "form": form, "limit": handoff.BULK_MAX}
+    if form.is_bound and form.is_valid():
+        ids = list(_bulk_set(form).values_list("pk", flat=True)[: handoff.BULK_MAX + 1])
+        context["count"] = len(ids)
+        context["sample"] = (
+            Replay.objects.filter(pk__in=ids[:20])
+            .select_related("run", "project")
+            .order_by("-finished_at", "-id")
+        )
+        if request.method == "POST":
+            # The count the reviewer saw: confirm nothing if the set changed.
+            if form.cleaned_data.get("expected") != len(ids):
+                messages.error(
+                    request,
+                    f"Nothing confirmed: the set now holds {len(ids)} replays, "
+                    f"not {form.cleaned_data.get('expected')}. Check it again.",
+                )
+            else:
+                result = handoff.bulk_confirm(
+                    replay_ids=ids,
+                    reviewer=request.user,
+                    note=form.cleaned_data.get("note", ""),
+                )
+                messages.success(request, f"Confirmed {result.confirmed} replays.")
+                for line in result.skipped[:20]:
+                    messages.warning(request, f"Skipped {line}")
+                return redirect(f"{reverse('reviews:bulk')}?{request.POST.urlencode()}")
+    return render(request, "reviews/bulk.html", context)
+
+
+@require_GET
+@permission_required(roles.VIEW_AGREEMENT, raise_exception=True)
+def agreement(request: HttpRequest) -> HttpResponse:
+    form = AgreementForm(request.GET)
+    form.is_valid()
+    period = form.period()
+    report = quality.report(period)
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = (
+            f'attachment; filename="labels-{period.since}-{period.until}.csv"'
+        )
+        writer = csv.writer(response)
+        writer.writerow(["project", "label", "value", "decisions"])
+        for row in report["labels"]:
+            writer.writerow([row["project"], row["label"], row["value"], row["count"]])
+        return response
+    return render(
+        request,
+        "reviews/agreement.html",
+        {"page": "agreement", "form": form, "period": period, **report},
+    )
+
+
+@require_GET
+def inbox(request: HttpRequest) -> HttpResponse:
+    notices = Notice.objects.filter(user=request.user).select_related("actor")[:200]
+    return render(request, "reviews/inbox.html", {"page": "inbox", "notices": notices})
+
+
+@require_POST
+def inbox_read(request: HttpRequest) -> HttpResponse:
+    rows = Notice.objects.filter(user=request.user, read_at__isnull=True)
+    if request.POST.get("id", "").isdigit():
+        rows = rows.filter(pk=int(request.POST["id"]))
+    rows.update(read_at=timezone.now())
+    return redirect("reviews:inbox")

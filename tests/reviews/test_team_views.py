@@ -1,0 +1,209 @@
+"""Who may do what on the pages for working together, and what each page shows."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from replayhub import roles
+from reviews import comments
+from reviews.models import (
+    Claim,
+    Comment,
+    GoldItem,
+    Label,
+    Review,
+    ReviewPolicy,
+    SecondOpinion,
+)
+from reviews.services import claim_take, review_decide
+from tests.conftest import make_user
+
+from .replays import make_replay
+
+COMMENT = {
+    "target": "dod",
+    "path": "src/app.py",
+    "side": "new",
+    "line_start": "2",
+    "line_end": "3",
+    "body": "Why <script>alert(1)</script> y?\nSecond line.",
+}
+
+
+def as_user(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def people(reviewer, lead, admin_user, nobody):
+    return {"reviewer": reviewer, "lead": lead, "admin": admin_user, "nobody": nobody}
+
+
+def thread_on(replay, author) -> Comment:
+    return comments.comment_add(
+        replay=replay,
+        author=author,
+        data={**COMMENT, "line_start": 2, "line_end": 3},
+    )
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"),
+    [("reviewer", True), ("lead", True), ("admin", True), ("nobody", False)],
+)
+def test_who_may_comment_reply_and_resolve(people, role, allowed):
+    replay = make_replay()
+    client = as_user(people[role])
+    thread = thread_on(replay, people["reviewer"])
+
+    added = client.post(reverse("reviews:comment_create", args=[replay.pk]), COMMENT)
+    replied = client.post(
+        reverse("reviews:comment_reply", args=[thread.pk]), {"body": "ok"}
+    )
+    resolved = client.post(reverse("reviews:comment_resolve", args=[thread.pk]))
+
+    codes = {added.status_code, replied.status_code, resolved.status_code}
+    assert codes == ({302} if allowed else {403})
+    assert Comment.objects.count() == (3 if allowed else 1)
+    thread.refresh_from_db()
+    assert (thread.resolved_at is not None) is allowed
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"),
+    [("reviewer", True), ("lead", False), ("admin", True), ("nobody", False)],
+)
+def test_who_may_ask_for_a_second_opinion(people, role, allowed):
+    replay = make_replay()
+    response = as_user(people[role]).post(
+        reverse("reviews:second_opinion", args=[replay.pk]), {"note": "unsure"}
+    )
+    assert response.status_code == (302 if allowed else 403)
+    assert SecondOpinion.objects.exists() is allowed
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"),
+    [("reviewer", False), ("lead", False), ("admin", True), ("nobody", False)],
+)
+def test_only_admins_mark_gold_and_hand_claims_over(people, role, allowed):
+    replay = make_replay()
+    review_decide(replay=replay, reviewer=people["reviewer"], decision="confirm")
+    other = make_replay()
+    claim_take(replay=other, reviewer=people["reviewer"])
+    sam = make_user("sam", roles.REVIEWER)
+    client = as_user(people[role])
+
+    marked = client.post(reverse("reviews:gold_toggle", args=[replay.pk]))
+    assigned = client.post(
+        reverse("reviews:claim_assign", args=[other.pk]), {"to": "sam"}
+    )
+
+    assert {marked.status_code, assigned.status_code} == ({302} if allowed else {403})
+    assert GoldItem.objects.exists() is allowed
+    assert (Claim.objects.get(replay=other).reviewer == sam) is allowed
+
+
+@pytest.mark.parametrize(
+    ("role", "pages"),
+    [
+        ("reviewer", {"done": 200, "search": 200, "bulk": 200, "agreement": 403}),
+        ("lead", {"done": 200, "search": 200, "bulk": 403, "agreement": 200}),
+        ("admin", {"done": 200, "search": 200, "bulk": 200, "agreement": 200}),
+        ("nobody", {"done": 403, "search": 403, "bulk": 403, "agreement": 403}),
+    ],
+)
+def test_who_may_read_the_history_pages(people, role, pages):
+    client = as_user(people[role])
+    found = {name: client.get(reverse(f"reviews:{name}")).status_code for name in pages}
+    assert found == pages
+    assert client.get(reverse("reviews:inbox")).status_code == 200
+
+
+def test_a_comment_renders_escaped_with_its_line_breaks_and_counts_as_unresolved(
+    reviewer,
+):
+    replay = make_replay()
+    client = as_user(reviewer)
+    client.post(reverse("reviews:comment_create", args=[replay.pk]), COMMENT)
+
+    page = client.get(reverse("reviews:replay_detail", args=[replay.pk]))
+    html = page.content.decode()
+
+    assert "<script>alert(1)</script>" not in html
+    assert "Why &lt;script&gt;alert(1)&lt;/script&gt; y?<br>Second line." in html
+    assert "1 unresolved comment" in html
+    queue = client.get(reverse("reviews:queue")).content.decode()
+    assert "1 unresolved" in queue
+
+
+def test_the_api_lists_a_replays_comment_threads(reviewer):
+    replay = make_replay()
+    thread = thread_on(replay, reviewer)
+    comments.comment_reply(thread=thread, author=reviewer, body="and more")
+
+    data = as_user(reviewer).get(f"/api/v1/replays/{replay.pk}").json()
+
+    assert data["comments"][0]["excerpt"] == "x = 2\ny = 3"
+    assert data["comments"][0]["on"]["line_end"] == 3
+    assert data["comments"][0]["replies"][0]["body"] == "and more"
+    assert data["open_threads"] == 1
+
+
+def test_a_required_label_blocks_the_decision_with_a_message(reviewer):
+    replay = make_replay(verdict="divergent")
+    label = Label.objects.create(
+        project=replay.project, name="would merge", kind="yes_no", required=True
+    )
+    client = as_user(reviewer)
+    url = reverse("reviews:replay_decide", args=[replay.pk])
+
+    refused = client.post(url, {"decision": "confirm"})
+    assert refused.status_code == 400
+    assert "Set the label “would merge”." in refused.content.decode()
+    assert not Review.objects.exists()
+
+    client.post(url, {"decision": "confirm", f"label_{label.pk}": "yes"})
+    assert Review.objects.get().labels.get().value == "yes"
+
+
+def test_blind_mode_hides_the_verdict_until_the_first_judgement(reviewer, lead):
+    replay = make_replay(verdict="divergent", reason="The replay's tree fails.")
+    ReviewPolicy.objects.create(project=replay.project, blind=True)
+    client = as_user(reviewer)
+    detail = reverse("reviews:replay_detail", args=[replay.pk])
+
+    before = client.get(detail).content.decode()
+    assert "Verdict hidden" in before
+    assert "The replay&#x27;s tree fails." not in before
+    # A lead, who does not judge, sees it.
+    assert "The replay&#x27;s tree fails." in as_user(lead).get(detail).content.decode()
+
+    client.post(
+        reverse("reviews:replay_decide", args=[replay.pk]),
+        {"blind_verdict": "equivalent"},
+    )
+    review = Review.objects.get()
+    assert (review.decision, review.verdict_after) == ("overturn", "equivalent")
+    after = client.get(detail).content.decode()
+    assert "The replay&#x27;s tree fails." in after
+
+
+def test_bulk_confirm_needs_the_count_the_reviewer_saw(reviewer):
+    for _ in range(3):
+        make_replay(verdict="identical", queued=False)
+    client = as_user(reviewer)
+    url = reverse("reviews:bulk")
+
+    preview = client.get(url, {"verdict": "identical"})
+    assert preview.context["count"] == 3
+    stale = client.post(url, {"verdict": "identical", "expected": "2"})
+    assert stale.status_code == 200
+    assert not Review.objects.exists()
+
+    client.post(url, {"verdict": "identical", "expected": "3"})
+    assert Review.objects.filter(decision="confirm").count() == 3
