@@ -63,8 +63,12 @@ class Purpose(models.TextChoices):
 
 class ReviewQuerySet(models.QuerySet):
     def standing(self):
-        """Decisions not taken back: the ones that count."""
-        return self.filter(undone_at__isnull=True)
+        """Decisions not taken back: the ones that count.
+
+        A gold check is a measurement of its reviewer, never a decision on the
+        replay, so it does not count either.
+        """
+        return self.filter(undone_at__isnull=True).exclude(purpose="gold")
 
 
 class Review(models.Model):

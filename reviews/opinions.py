@@ -47,8 +47,8 @@ def second_opinion_ask(*, replay: Replay, user, note: str = "") -> SecondOpinion
         if locked.status != ReplayStatus.FINISHED:
             raise OpinionRefused("the replay has no verdict yet")
         first = (
-            Review.objects.filter(replay=locked)
-            .exclude(purpose=Purpose.GOLD)
+            Review.objects.standing()
+            .filter(replay=locked)
             .order_by("-created_at", "-id")
             .first()
         )
@@ -126,10 +126,22 @@ def after_decision(
     SecondOpinion.objects.create(
         replay_id=replay_id, first_review=review, excluded=review.reviewer, why=why
     )
-    Replay.objects.enter_review_band(replay_id, ReviewBand.NEEDS_SECOND_REVIEW)
+    Replay.objects.return_to_review_queue(
+        replay_id, band=ReviewBand.NEEDS_SECOND_REVIEW
+    )
     audit.record(
         actor=review.reviewer,
         action="second_opinion.required",
         replay_id=replay_id,
         after={"review_band": ReviewBand.NEEDS_SECOND_REVIEW, "why": why},
+    )
+
+
+def after_undo(*, review: Review) -> None:
+    """A decision taken back: its request goes, the one it answered reopens."""
+    SecondOpinion.objects.filter(
+        first_review=review, second_review__isnull=True
+    ).delete()
+    SecondOpinion.objects.filter(second_review=review).update(
+        second_review=None, agrees=None
     )

@@ -21,7 +21,9 @@ class Period:
 
 
 def _reviews(period: Period):
+    # Decisions taken back do not count; gold checks do (they are measured).
     rows = Review.objects.filter(
+        undone_at__isnull=True,
         created_at__gte=day_start(period.since),
         created_at__lt=day_start(period.until + timedelta(days=1)),
     )

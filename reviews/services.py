@@ -360,6 +360,7 @@ def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Rev
         latest.undone_at = now
         if band is not None:
             Replay.objects.return_to_review_queue(locked.pk, band=band)
+        opinions.after_undo(review=latest)
         claim = _take(replay_id=locked.pk, reviewer=reviewer, now=now)
         _audit(
             actor=reviewer,

@@ -344,14 +344,20 @@ def _case_table(outcomes: list[tuple[str, list]]) -> CaseTable:
 def human_verdict(reviews: list[Review]) -> Review | None:
     """The standing decision that names a verdict (confirm or overturn), if any."""
     return next(
-        (r for r in reviews if r.undone_at is None and r.decision != Decision.RERUN),
+        (
+            r
+            for r in reviews
+            if r.undone_at is None
+            and r.decision != Decision.RERUN
+            and r.purpose != "gold"
+        ),
         None,
     )
 
 
 def _undoable(reviews: list[Review], user) -> Review | None:
     """The user's own latest decision here, while it can still be taken back."""
-    standing = [r for r in reviews if r.undone_at is None]
+    standing = [r for r in reviews if r.undone_at is None and r.purpose != "gold"]
     if not standing:
         return None
     latest = standing[0]
