@@ -404,6 +404,11 @@ REPLAYHUB_FOLLOW_SECONDS = env_int("REPLAYHUB_FOLLOW_SECONDS", 30)
 # The demo's stand-in model API (``manage.py demo_model``, started by
 # ``./dev run``) and the variable that holds its key on the workers.
 REPLAYHUB_DEMO_MODEL_URL = env_str("REPLAYHUB_DEMO_MODEL_URL", "http://127.0.0.1:8765")
+# The demo's package index (served by ``manage.py demo_model`` too), from which
+# the demo's second project installs what its tests need.
+REPLAYHUB_DEMO_INDEX_URL = env_str(
+    "REPLAYHUB_DEMO_INDEX_URL", "http://127.0.0.1:8766/simple/"
+)
 DEMO_MODEL_KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"
 
 # The text tier's calls to a provider: seconds to connect and between reads,

@@ -12,8 +12,10 @@ import os
 import pytest
 from django.core.management import call_command
 
+from replayhub import demoenv
 from replayhub.gateway.standin import StandInProvider
-from replayhub.models import Replay
+from replayhub.models import EgressAttempt, Replay
+from replayhub.pkgindex import PackageIndex
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,12 +28,21 @@ def standin(settings):
         yield server
 
 
+@pytest.fixture
+def package_index(settings, tmp_path):
+    """The demo's package index, as ``./dev run`` serves it."""
+    demoenv.write_demo_index(tmp_path)
+    with PackageIndex(tmp_path) as index:
+        settings.REPLAYHUB_DEMO_INDEX_URL = index.url
+        yield index
+
+
 def test_one_reproduction_of_each_verdict_opens_from_the_queue(
-    celery_worker, admin_user, login, screenshot, capsys, standin
+    celery_worker, admin_user, login, screenshot, capsys, standin, package_index
 ):
-    call_command("demo", "--wait", "240")
+    call_command("demo", "--wait", "300")
     out = capsys.readouterr().out
-    assert "replays finished: 15/15" in out
+    assert "replays finished: 18/18" in out
     assert "demo login: reviewer /" in out and "demo login: lead /" in out
     assert "trends: " in out
 
@@ -58,10 +69,28 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
     assert "pypi.org:443" in page.locator("#network").inner_text()
     screenshot(page, "demo-model-calls")
 
+    # The second project's tests import a package the host lacks: its setup
+    # phase built the environment once, and the other replays reused it.
+    env_replays = Replay.objects.filter(project__slug=demoenv.SLUG).order_by("id")
+    assert {r.run.external_id: r.verdict for r in env_replays} == {
+        "env-001": "equivalent",
+        "env-002": "identical",
+        "env-003": "divergent",
+    }
+    cached = sorted(r.evidence["environment"]["cached"] for r in env_replays)
+    assert cached == [False, True, True]
+    built = next(r for r in env_replays if not r.evidence["environment"]["cached"])
+    assert EgressAttempt.objects.filter(
+        replay=built, phase="setup", allowed=True, port=package_index.port
+    ).exists()
+    page.goto(f"/replays/{built.pk}/")
+    assert "built for this replay" in page.locator("#environment").inner_text()
+    screenshot(page, "demo-environment")
+
     page.goto("/trends/")
     assert "No rollups" not in page.content()
     screenshot(page, "demo-trends")
 
     # Running the demo again duplicates nothing.
     call_command("demo", "--wait", "0")
-    assert Replay.objects.count() == 15
+    assert Replay.objects.count() == 18

@@ -251,3 +251,44 @@ def test_env_build_builds_ahead_and_a_replay_reuses_it(project, repo, capsys):
     assert "evicted 1 environments" in capsys.readouterr().out
     call_command("env_list", "--json")
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_record_from_another_image_is_image_mismatch_when_required(
+    calc_project, calc_base, calc_good
+):
+    calc_project.root_image = "registry.example/py@sha256:" + "a" * 64
+    calc_project.require_image_match = True
+    calc_project.save()
+    run = make_run(
+        calc_project,
+        prompt="same",
+        original=calc_good,
+        base=calc_base,
+        sandbox_image="registry.example/py@sha256:" + "b" * 64,
+    )
+
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "image_mismatch")
+    assert "differs from the project's root image" in result.reason
+
+
+def test_a_record_from_another_image_is_a_provenance_warning_by_default(
+    calc_project, calc_base, calc_good
+):
+    calc_project.root_image = "registry.example/py@sha256:" + "a" * 64
+    calc_project.save()
+    run = make_run(
+        calc_project,
+        prompt="same",
+        original=calc_good,
+        base=calc_base,
+        sandbox_image="registry.example/py@sha256:" + "b" * 64,
+    )
+
+    result = replay(run)
+
+    assert result.reason_code == "same_tree"
+    warnings = " ".join(result.provenance["warnings"])
+    assert "differs from the project's root image" in warnings
+    assert "not unpacked on this worker" in warnings

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from replayhub import demo, roles, services
+from replayhub import demo, demoenv, roles, services
 from replayhub.models import (
     Project,
     Provider,
@@ -49,18 +49,38 @@ class Command(BaseCommand):
         self.say("building the demo repository")
         commits = demo.build_repository(folder / "calc")
         project = self.project(folder / "calc")
-        records_file = folder / "runs.jsonl"
-        with records_file.open("w") as out:
-            for record in demo.records(commits):
-                out.write(json.dumps(record) + "\n")
+        self.import_and_queue(project, demo.records(commits), folder / "runs.jsonl")
+        # The second project's tests need a package the host does not have:
+        # its setup phase installs it from the demo's index, once.
+        index_url = settings.REPLAYHUB_DEMO_INDEX_URL
+        repo = folder / f"calc-env-{demoenv.index_port(index_url)}"
+        env_commits = demoenv.build_repository(repo, index_url)
+        env_project, _ = Project.objects.update_or_create(
+            slug=demoenv.SLUG, defaults=demoenv.project_fields(repo, index_url)
+        )
+        self.import_and_queue(
+            env_project, demoenv.records(env_commits), folder / "runs-env.jsonl"
+        )
+        if wait:
+            self.wait_for_replays([project, env_project], wait)
+        # The trends dashboard reads rollups; count what the demo replayed.
+        since = timezone.now().date() - timedelta(days=2)
+        rows = rollup_range(since=since, project=project)
+        rows += rollup_range(since=since, project=env_project)
+        self.say(f"trends: {rows} rollup rows")
+        self.print_logins()
 
+    def import_and_queue(self, project, records, records_file) -> None:
+        with records_file.open("w") as out:
+            for record in records:
+                out.write(json.dumps(record) + "\n")
         self.say(f"importing {records_file}")
         buffer = io.StringIO()
         call_command(
             "import_runs",
             str(records_file),
             "--project",
-            "demo",
+            project.slug,
             "--json",
             stdout=buffer,
         )
@@ -68,21 +88,12 @@ class Command(BaseCommand):
         self.say(
             f"imported {summary['imported']}, already there {summary['duplicates']}"
         )
-
         with transaction.atomic():
             fresh = list(Run.objects.filter(project=project, replays__isnull=True))
             for run in fresh:
                 services.replay_request(run=run, trigger=Trigger.COMMAND)
         if fresh:
-            self.say(f"queued {len(fresh)} replays for the worker")
-        if wait:
-            self.wait_for_replays(project, wait)
-        # The trends dashboard reads rollups; count what the demo replayed.
-        rows = rollup_range(
-            since=timezone.now().date() - timedelta(days=2), project=project
-        )
-        self.say(f"trends: {rows} rollup rows")
-        self.print_logins()
+            self.say(f"queued {len(fresh)} replays of {project.slug} for the worker")
 
     def project(self, repo) -> Project:
         project, created = Project.objects.get_or_create(
@@ -114,11 +125,11 @@ class Command(BaseCommand):
         project.providers.add(provider)
         return project
 
-    def wait_for_replays(self, project, timeout: int) -> None:
+    def wait_for_replays(self, projects, timeout: int) -> None:
         deadline = time.monotonic() + timeout
         last = None
         while True:
-            replays = Replay.objects.filter(project=project)
+            replays = Replay.objects.filter(project__in=projects)
             total = replays.count()
             done = replays.filter(status=ReplayStatus.FINISHED).count()
             if (done, total) != last:
@@ -129,7 +140,7 @@ class Command(BaseCommand):
             time.sleep(1)
         verdicts = Counter(
             Replay.objects.filter(
-                project=project, status=ReplayStatus.FINISHED
+                project__in=projects, status=ReplayStatus.FINISHED
             ).values_list("verdict", flat=True)
         )
         mix = ", ".join(f"{n} {verdict}" for verdict, n in sorted(verdicts.items()))

@@ -9,13 +9,15 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub import demoenv
 from replayhub.gateway.standin import StandInProvider
+from replayhub.pkgindex import PackageIndex
 
 
 class Command(BaseCommand):
     help = (
         "Serve the demo's stand-in model API (no model: it answers by repeating "
-        "the prompt) until stopped. The key is read from $"
+        "the prompt) and its package index until stopped. The key is read from $"
         f"{settings.DEMO_MODEL_KEY_ENV}, as the workers read it."
     )
 
@@ -31,12 +33,24 @@ class Command(BaseCommand):
             raise CommandError(
                 "REPLAYHUB_DEMO_MODEL_URL must be http://127.0.0.1:PORT.", returncode=2
             )
+        try:
+            index_port = demoenv.index_port(settings.REPLAYHUB_DEMO_INDEX_URL)
+        except ValueError as error:
+            raise CommandError(
+                f"REPLAYHUB_DEMO_INDEX_URL: {error}", returncode=2
+            ) from None
+        index_root = settings.VAR_DIR / "demo" / "index"
+        demoenv.write_demo_index(index_root)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        with StandInProvider(key=key, port=url.port) as server:
+        with (
+            StandInProvider(key=key, port=url.port) as server,
+            PackageIndex(index_root, port=index_port) as index,
+        ):
             server.record = False
             self.stdout.write(
-                f"stand-in model API (not a real provider) on {server.base_url}",
+                f"stand-in model API (not a real provider) on {server.base_url}; "
+                f"package index on {index.url}",
             )
             self.stdout.flush()
             with contextlib.suppress(KeyboardInterrupt):
