@@ -49,3 +49,15 @@ def test_the_test_gate_benchmark_counts_its_test_runs_and_prints_its_ratio():
         "a test file added, cached": "2",
         "a test file added, uncached": "3",
     }
+
+
+def test_the_environment_benchmark_builds_once_and_prints_its_ratio():
+    done = run_quick("environment.py")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 replays with an environment, setup ran 1 time(s)" in done.stdout
+    assert re.search(
+        r"^ratio environment/none [0-9.]+x \(goal <= 1\.10x\)",
+        done.stdout,
+        re.MULTILINE,
+    ), done.stdout
