@@ -38,6 +38,7 @@ def reap_expired_leases() -> None:
         older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
     )
     ingest_services.import_job_requeue_stale()
+    text_services.text_replay_reap_stale()
 
 
 @shared_task

@@ -7,7 +7,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,10 +16,18 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from replayhub import tasks
-from replayhub.models import Night, Project, Run, TextReplay, TextSuite, TextTrigger
+from replayhub.models import (
+    Night,
+    Project,
+    Run,
+    TextReplay,
+    TextStatus,
+    TextSuite,
+    TextTrigger,
+)
 
 from . import suites
-from .replay import BadTarget, Target, check_registered, execute
+from .replay import BadTarget, Target, check_registered, execute, policy
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +106,33 @@ def text_replay_execute(*, text_replay_id: int) -> TextReplay | None:
         row.refresh_from_db()
         text_replay_settle(row=row, now=timezone.now())
     return row
+
+
+def text_replay_reap_stale(*, now: datetime | None = None) -> list[int]:
+    """End the text replays a lost worker left running.
+
+    A text replay runs at most two calls, each bounded by its timeout and
+    retries; one still running well past that lost its worker. It ends as a
+    failure (a row for every attempt) and settles its reservation.
+    """
+    now = now or timezone.now()
+    how = policy()
+    per_call = how.timeout * (how.retries + 1) + how.backoff * 2 ** (how.retries + 1)
+    running_before = now - timedelta(seconds=2 * per_call + 60)
+    lost = list(
+        TextReplay.objects.filter(
+            status=TextStatus.RUNNING, started_at__lt=running_before
+        ).values_list("pk", flat=True)
+    )
+    for pk in lost:
+        with transaction.atomic():
+            if TextReplay.objects.finish(
+                pk, error="the worker was lost before the answer was stored"
+            ):
+                text_replay_settle(row=TextReplay.objects.get(pk=pk), now=now)
+    if lost:
+        log.warning("ended %d text replays whose worker was lost", len(lost))
+    return lost
 
 
 @dataclass(frozen=True)

@@ -232,3 +232,22 @@ def test_a_run_without_a_prompt_is_a_stored_failure(providers, text_settings):
     assert done.error == "the run has no recorded prompt"
     # Claimed once: a second delivery does nothing.
     assert services.text_replay_execute(text_replay_id=row.pk) is None
+
+
+def test_a_text_replay_whose_worker_was_lost_ends_as_a_failure(
+    run, providers, text_settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    row = services.text_replay_create(run=run, target=Target("gpt", "m"))
+    TextReplay.objects.claim(row.pk, now=timezone.now() - timedelta(hours=1))
+    fresh = services.text_replay_create(run=run, target=Target("gpt", "m"))
+    TextReplay.objects.claim(fresh.pk)
+
+    assert services.text_replay_reap_stale() == [row.pk]
+
+    row.refresh_from_db()
+    assert row.status == TextStatus.FINISHED and "worker was lost" in row.error
+    assert TextReplay.objects.get(pk=fresh.pk).status == TextStatus.RUNNING
