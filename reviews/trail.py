@@ -14,6 +14,8 @@ from django.utils import timezone
 
 from replayhub.models import ReviewBand, Verdict
 
+from . import trail_together
+
 # The session key holding the id of the reviewer's latest decision, offered
 # for taking back on the next page.
 UNDO_SESSION_KEY = "undo_review"
@@ -112,6 +114,6 @@ def event_sentence(event) -> Sentence:
         s.say("registered the project")
     elif action == "project.update":
         s.say("changed ").say(", ".join(sorted(after)) or "nothing", True)
-    else:
+    elif not trail_together.say(s, action, before, after):
         s.say(action.replace(".", " ").replace("_", " "))
     return s

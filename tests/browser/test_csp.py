@@ -367,3 +367,42 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
     expect(page.locator(".clockbox").first).to_be_visible()
     watch.check("admin calendar and clock")
     screenshot(page, "csp-admin-replay")
+
+
+def test_reviewing_together_meets_no_violation(login, reviewer, lead):
+    from reviews.models import Label, ReviewPolicy
+    from reviews.services import review_decide
+
+    replay = rich_replay()
+    Label.objects.create(
+        project=replay.project, name="would merge", kind="yes_no", required=True
+    )
+    decided = make_replay(verdict="identical", queued=False, title="Decided")
+    review_decide(replay=decided, reviewer=reviewer, decision="confirm")
+    ReviewPolicy.objects.create(project=make_project("blind"), blind=True)
+    make_replay(verdict="divergent", project=make_project("blind"))
+    page = login(reviewer)
+    watch = Watch(page)
+
+    watch.goto(f"/replays/{replay.pk}/")
+    # A file loaded on demand takes comments like one shown inline.
+    page.locator("#dod-0 a.load").click()
+    page.locator('#dod-0 [data-side="new"][data-line="2"]').click()
+    page.locator("#comment-body").fill("A comment")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#comments article.thread")).to_have_count(1)
+    watch.check("comment added")
+    page.get_by_role("button", name="Confirm").click()
+    expect(page.locator("#labels .error")).to_be_visible()
+    watch.check("a required label refused")
+    watch.goto("/")
+    watch.goto("/done/")
+    watch.goto("/search/?q=Round")
+    watch.goto("/bulk-confirm/?verdict=identical")
+    watch.goto("/inbox/")
+
+    page = login(lead)
+    watch = Watch(page)
+    watch.goto("/agreement/")
+    watch.goto("/done/")
+    watch.goto(f"/replays/{replay.pk}/")
