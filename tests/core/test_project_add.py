@@ -327,3 +327,42 @@ def test_the_admin_form_refuses_a_floating_root_image_and_a_bad_setup_command(db
     with pytest.raises(ValidationError) as refused:
         project.full_clean()
     assert {"root_image", "setup_command"} <= set(refused.value.message_dict)
+
+
+def test_the_admin_edits_the_setup_phase_and_refuses_a_bad_one(db, repo, client):
+    from django.contrib.auth.models import User
+    from django.urls import reverse
+
+    client.force_login(User.objects.create_superuser("root", password="pw-root"))
+    add("shop", repo)
+    project = Project.objects.get()
+    url = reverse("admin:replayhub_project_change", args=[project.pk])
+
+    page = client.get(url).content.decode()
+
+    for field in ("setup_command", "setup_inputs", "egress_setup", "root_image"):
+        assert f'name="{field}"' in page
+    form = client.get(url).context["adminform"].form
+    data = {
+        name: form[name].value() if form[name].value() is not None else ""
+        for name in form.fields
+    }
+    data.update(
+        {
+            "setup_command": '["sh", "setup.sh"]',
+            "egress_setup": '["127.0.0.1:8766"]',
+            "root_image": "python:3.12",
+            "budget-TOTAL_FORMS": "0",
+            "budget-INITIAL_FORMS": "0",
+        }
+    )
+    refused = client.post(url, data)
+    assert refused.status_code == 200
+    assert "pinned by digest" in refused.content.decode()
+
+    data["root_image"] = f"python@{DIGEST}"
+    saved = client.post(url, data)
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+    project.refresh_from_db()
+    assert project.setup_command == ["sh", "setup.sh"]
+    assert project.root_image == f"python@{DIGEST}"
