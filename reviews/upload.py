@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
@@ -62,6 +63,8 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
         job = import_job_create(project=project, upload=upload, actor=request.user)
         url = reverse("runs_upload_job", args=[job.pk])
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    # The summary links to the runs imported from this instant on.
+    started = timezone.now()
     # chunks() reads the uploaded file piece by piece: memory stays flat.
     summary = runs_import(
         project=project, source=upload.chunks(), preflight=PreflightMode.BOUNDED
@@ -73,6 +76,7 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
         summary=summary,
         filename=upload.name,
         project=project,
+        imported_after=started,
     )
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from . import budgets, runs, views
+from . import budgets, projects, runs, views
 from .trends import views as trends
 
 app_name = "reviews"
@@ -47,6 +47,14 @@ urlpatterns = [
     path("budgets/", budgets.budgets_page, name="budgets"),
     path("budgets/<slug:slug>/", budgets.budget_edit, name="budget_edit"),
     path("projects/", views.projects, name="projects"),
+    path("projects/new/", projects.project_create, name="project_create"),
+    path("projects/<slug:slug>/", projects.project_detail, name="project_detail"),
+    path("projects/<slug:slug>/edit/", projects.project_edit, name="project_edit"),
+    path(
+        "projects/<slug:slug>/runs/<int:run_id>/replay/",
+        projects.run_replay_now,
+        name="run_replay_now",
+    ),
     path("status/", views.status, name="status"),
     path("", include("reviews.team_urls")),
     path(

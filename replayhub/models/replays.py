@@ -74,6 +74,7 @@ class Trigger(models.TextChoices):
     COMMAND = "command", "Command line"
     RERUN = "rerun", "Reviewer rerun"
     RETRY = "retry", "Automatic retry"
+    NOW = "now", "Replay now"
 
 
 def lease_deadline(now=None):

@@ -259,6 +259,14 @@ def test_a_reviewer_meets_no_violation_on_any_page_or_swap(login, reviewer, scre
     watch.poll("/running/")
     watch.goto("/budgets/")
     watch.goto("/projects/")
+    watch.goto(f"/projects/{replay.project.slug}/")
+    # An overturn's choice, shown before it is recorded, and the undo bar.
+    watch.goto(f"/replays/{replay.pk}/")
+    page.keyboard.press("4")
+    expect(page.locator("#overturn-preview")).to_contain_text("Overturn")
+    watch.check("overturn chosen")
+    assert page.goto("/trends/").status == 403
+    watch.check("the 403 page")
 
 
 def test_a_lead_meets_no_violation_on_the_trends_budgets_and_projects(
@@ -330,6 +338,17 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
     watch.check("budget saved")
     screenshot(page, "csp-budgets")
     watch.goto("/projects/")
+    watch.goto("/projects/shop/?verdict=inconclusive")
+    watch.goto("/projects/new/")
+    watch.goto("/projects/shop/edit/")
+    # A refused budget swaps its errors in; the error pages are styled pages.
+    watch.goto("/budgets/")
+    page.locator("#budget-shop input[name=budget-window_end_hour]").fill("1")
+    page.get_by_role("button", name="Save shop").click()
+    expect(page.locator("#budget-shop .errorlist").first).to_be_visible()
+    watch.check("budget refused")
+    assert page.goto("/no/such/page/").status == 404
+    watch.check("the 404 page")
     watch.goto("/trends/")
     watch.goto(f"/replays/{replay.pk}/")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -273,3 +275,18 @@ def test_when_nothing_was_imported_the_invalid_lines_do_not_claim_otherwise(
     assert "the other lines were" not in html
     mixed = upload(client, line(record(1)) + b"{oops\n").content.decode()
     assert "(not imported; the other lines were)" in mixed
+
+
+def test_the_summary_links_to_the_runs_it_imported(client, admin_user, project):
+    client.force_login(admin_user)
+    upload(client, jsonl(record(1)))
+    response = upload(client, line(record(2)) + line(record(3)))
+    link = re.search(
+        r'<p id="imported-runs"><a href="([^"]+)"', response.content.decode()
+    )
+    assert link and "See the 2 imported runs" in response.content.decode()
+    listed = client.get(html.unescape(link.group(1)))
+    assert {run.external_id for run in listed.context["runs"]} == {
+        "run-0002",
+        "run-0003",
+    }

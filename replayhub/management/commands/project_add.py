@@ -1,33 +1,23 @@
 from __future__ import annotations
 
-import shlex
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub.gitops import GitError
-from replayhub.history import History
-from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
+from replayhub.models import Project, RolloutAnchor, RolloutMode
 from replayhub.models.projects import (
     default_setup_inputs,
-    default_test_paths,
     egress_list_problem,
     glob_list_problem,
     rollout_settings_problem,
 )
+from replayhub.project_setup import ProjectInvalid, argv, project_fields
 from replayhub.rootimages import image_digest
 
 
 def _argv(option: str, value: str) -> list[str]:
     try:
-        argv = shlex.split(value)
-    except ValueError as exc:
-        raise CommandError(
-            f"{option}: cannot split {value!r}: {exc}.", returncode=2
-        ) from None
-    if not argv:
-        raise CommandError(f"{option} is empty: give the command to run.", returncode=2)
-    return argv
+        return argv(option, value)
+    except ProjectInvalid as exc:
+        raise CommandError(exc.message, returncode=2) from None
 
 
 class Command(BaseCommand):
@@ -216,72 +206,39 @@ class Command(BaseCommand):
                         "project of rollouts).",
                         returncode=2,
                     )
-        if Project.objects.filter(slug=slug).exists():
-            raise CommandError(
-                f"a project named {slug!r} already exists.", returncode=2
-            )
-        path = Path(repo).expanduser().resolve()
         try:
-            History(path).close()
-        except GitError:
-            raise CommandError(
-                f"{repo} is not a git repository.", returncode=2
-            ) from None
-        if time_limit <= 0:
-            raise CommandError(
-                "--time-limit must be a positive number of seconds.", returncode=2
+            fields = project_fields(
+                slug=slug,
+                repo=repo,
+                test_command=test_command,
+                agent_command=agent_command,
+                allowed_paths=allowed_paths,
+                test_paths=test_paths,
+                time_limit=time_limit,
+                egress_agent=egress_agent,
+                egress_tests=egress_tests,
+                providers=providers,
             )
-        globs = [g for g in allowed_paths if g.strip()]
-        tests = default_test_paths() if test_paths is None else test_paths
+        except ProjectInvalid as exc:
+            raise CommandError(exc.message, returncode=2) from None
+        named = fields.pop("providers")
         inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
-        for option, value in (
-            ("--allowed-paths", globs),
-            ("--test-paths", tests),
-            ("--setup-inputs", inputs),
-        ):
-            if problem := glob_list_problem(value):
-                raise CommandError(f"{option}: {problem}", returncode=2)
-        for option, value in (
-            ("--egress-agent", egress_agent),
-            ("--egress-tests", egress_tests),
-            ("--egress-setup", egress_setup),
-        ):
-            if problem := egress_list_problem(value):
-                raise CommandError(f"{option}: {problem}", returncode=2)
+        if problem := glob_list_problem(inputs):
+            raise CommandError(f"--setup-inputs: {problem}", returncode=2)
+        if problem := egress_list_problem(egress_setup):
+            raise CommandError(f"--egress-setup: {problem}", returncode=2)
         if (root_image or require_image_match) and not image_digest(root_image):
             raise CommandError(
                 f"--root-image: {root_image!r} is not pinned by digest "
                 "(name@sha256:<64 hex digits>).",
                 returncode=2,
             )
-        named = list(Provider.objects.filter(name__in=providers))
-        if missing := sorted(set(providers) - {p.name for p in named}):
-            raise CommandError(
-                f"--providers: no provider named {', '.join(map(repr, missing))} "
-                "(register it with provider_add first).",
-                returncode=2,
-            )
         project = Project.objects.create(
             slug=slug,
             name=slug,
-            repo_path=str(path),
             default_branch=default_branch,
-            test_command=(
-                _argv("--test-command", test_command)
-                if test_command is not None
-                else []
-            ),
-            agent_command=(
-                _argv("--agent-command", agent_command)
-                if agent_command is not None
-                else []
-            ),
-            allowed_paths=globs,
-            time_limit_seconds=time_limit,
-            test_paths=tests,
             allow_test_interference=allow_test_interference,
-            egress_agent=egress_agent,
-            egress_tests=egress_tests,
+            **fields,
             **rollout,
             setup_command=_argv("--setup-command", setup_command)
             if setup_command

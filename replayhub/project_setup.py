@@ -1,0 +1,131 @@
+"""Checking what an admin gives to register or edit a project, in one place.
+
+``manage.py project_add`` and the project form in the browser both call
+``project_fields``; each problem is a ``ProjectInvalid`` naming the setting
+(its command-line option and its form field) and one sentence.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .gitops import GitError
+from .history import History
+from .models import Project, Provider
+from .models.projects import default_test_paths, egress_list_problem, glob_list_problem
+
+# The form field of each command-line option checked here.
+FIELDS = {
+    "slug": "slug",
+    "--repo": "repo",
+    "--test-command": "test_command",
+    "--agent-command": "agent_command",
+    "--allowed-paths": "allowed_paths",
+    "--test-paths": "test_paths",
+    "--time-limit": "time_limit",
+    "--egress-agent": "egress_agent",
+    "--egress-tests": "egress_tests",
+    "--providers": "providers",
+}
+
+
+class ProjectInvalid(ValueError):
+    """One bad setting: ``option`` as the command spells it, ``message`` whole."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+        self.message = message
+
+    @property
+    def field(self) -> str:
+        return FIELDS.get(self.option, "")
+
+    @property
+    def detail(self) -> str:
+        """The message without its leading option, for beside a form field."""
+        text = self.message.removeprefix(f"{self.option}: ")
+        return text[:1].upper() + text[1:]
+
+
+def argv(option: str, value: str) -> list[str]:
+    """A command split like a shell would split it (never run through one)."""
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ProjectInvalid(
+            option, f"{option}: cannot split {value!r}: {exc}."
+        ) from None
+    if not words:
+        raise ProjectInvalid(option, f"{option} is empty: give the command to run.")
+    return words
+
+
+def project_fields(
+    *,
+    slug: str,
+    repo: str,
+    test_command: str | None,
+    agent_command: str | None,
+    allowed_paths: list[str],
+    test_paths: list[str] | None,
+    time_limit: int,
+    egress_agent: list[str],
+    egress_tests: list[str],
+    providers: list[str],
+    editing: Project | None = None,
+) -> dict:
+    """The checked fields of a project, ready for ``Project``; raises ProjectInvalid.
+
+    ``editing`` is the project being changed (its own slug is not taken).
+    ``test_paths`` None means the default layouts; a command given as None is
+    stored empty (a project of rollouts runs a harness instead).
+    """
+    taken = Project.objects.filter(slug=slug)
+    if editing is not None:
+        taken = taken.exclude(pk=editing.pk)
+    if taken.exists():
+        raise ProjectInvalid("slug", f"a project named {slug!r} already exists.")
+    path = Path(repo).expanduser().resolve()
+    try:
+        History(path).close()
+    except GitError:
+        raise ProjectInvalid("--repo", f"{repo} is not a git repository.") from None
+    if time_limit <= 0:
+        raise ProjectInvalid(
+            "--time-limit", "--time-limit must be a positive number of seconds."
+        )
+    globs = [g for g in allowed_paths if g.strip()]
+    tests = default_test_paths() if test_paths is None else test_paths
+    for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
+        if problem := glob_list_problem(value):
+            raise ProjectInvalid(option, f"{option}: {problem}")
+    for option, value in (
+        ("--egress-agent", egress_agent),
+        ("--egress-tests", egress_tests),
+    ):
+        if problem := egress_list_problem(value):
+            raise ProjectInvalid(option, f"{option}: {problem}")
+    named = list(Provider.objects.filter(name__in=providers))
+    if missing := sorted(set(providers) - {p.name for p in named}):
+        raise ProjectInvalid(
+            "--providers",
+            f"--providers: no provider named {', '.join(map(repr, missing))} "
+            "(register it with provider_add first).",
+        )
+    return {
+        "repo_path": str(path),
+        "test_command": (
+            argv("--test-command", test_command) if test_command is not None else []
+        ),
+        "agent_command": (
+            argv("--agent-command", agent_command) if agent_command is not None else []
+        ),
+        "allowed_paths": globs,
+        "test_paths": tests,
+        "time_limit_seconds": time_limit,
+        "egress_agent": egress_agent,
+        "egress_tests": egress_tests,
+        "providers": named,
+    }

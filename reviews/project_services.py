@@ -1,0 +1,174 @@
+"""An admin's project workflows in the browser: register or edit a project, and
+start a replay of one run now. Each leaves an audit event behind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from replayhub import budgets, nightly
+from replayhub import services as replay_services
+from replayhub.models import (
+    Budget,
+    Night,
+    NightStatus,
+    Preflight,
+    Project,
+    Replay,
+    Run,
+    Trigger,
+)
+from replayhub.project_setup import project_fields
+
+from .models import AuditEvent
+
+
+class ReplayRefused(Exception):
+    """The run cannot be replayed now; the message says why, in one sentence."""
+
+
+@dataclass
+class Started:
+    replay: Replay
+    night: Night | None
+
+
+def _night_running(project: Project, now: datetime) -> Night | None:
+    return (
+        Night.objects.filter(
+            project=project,
+            status=NightStatus.OPEN,
+            window_start__lte=now,
+            window_end__gt=now,
+        )
+        .order_by("-window_start")
+        .first()
+    )
+
+
+def _limits(project: Project) -> budgets.Amounts:
+    budget = Budget.objects.filter(project=project).first() or Budget(project=project)
+    return budgets.Amounts(
+        budget.max_replays,
+        budget.max_sandbox_minutes * 60,
+        budget.max_tokens,
+        budget.max_cost_usd,
+    )
+
+
+def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
+    """Queue a replay of ``run`` at once, within the project's budget.
+
+    During the project's night the replay's estimate is reserved on that night
+    like the scheduler's own (one conditional UPDATE), and refused when it does
+    not fit. Outside the night it must fit in one night's limits, and it is
+    charged to the night running when it finishes, as a reviewer's rerun is.
+    Raises ReplayRefused.
+    """
+    now = now or timezone.now()
+    project = Project.objects.get(pk=run.project_id)
+    if run.preflight == Preflight.UNREPRODUCIBLE:
+        raise ReplayRefused(
+            "This run can never reach a verdict"
+            + (f": {run.preflight_reason}" if run.preflight_reason else ".")
+        )
+    estimate = budgets.estimate(
+        recent=nightly.recent_actuals(project), caps=nightly.caps_of(project)
+    )
+    with transaction.atomic():
+        night = _night_running(project, now)
+        extra: dict = {}
+        if night is not None:
+            if not nightly.reserve(night=night, amount=estimate, now=now):
+                left = nightly.remaining_of(Night.objects.get(pk=night.pk))
+                short = budgets.blocking_dimensions(estimate, left) or ["budget"]
+                raise ReplayRefused(
+                    f"Tonight's budget has no room for this replay "
+                    f"({_names(short)} used up); raise it on the Budgets page "
+                    "or wait for the next night."
+                )
+            extra = {"night": night, "reservation": _json(estimate)}
+        elif short := budgets.blocking_dimensions(estimate, _limits(project)):
+            raise ReplayRefused(
+                f"One replay is estimated past a whole night's budget "
+                f"({_names(short)}); raise it on the Budgets page."
+            )
+        replay = replay_services.replay_request(
+            run=run, trigger=Trigger.NOW, user=actor, **extra
+        )
+        AuditEvent.objects.create(
+            actor=actor,
+            action="replay.request",
+            object_type="replay",
+            object_id=str(replay.pk),
+            after={
+                "replay": replay.pk,
+                "run": run.external_id,
+                "night": night.date.isoformat() if night else None,
+                "reservation": _json(estimate) if night else None,
+            },
+        )
+    return Started(replay=replay, night=night)
+
+
+def _names(dimensions: list[str]) -> str:
+    return ", ".join(d.replace("_usd", "").replace("_", " ") for d in dimensions)
+
+
+def _json(amount: budgets.Amounts) -> dict:
+    data = amount.as_dict()
+    data["cost_usd"] = str(data["cost_usd"])
+    return data
+
+
+def project_save(*, actor, data: dict, project: Project | None = None) -> Project:
+    """Register a project (``project`` None) or change one; audited field by field.
+
+    ``data`` holds the form's values as ``project_fields`` takes them, plus
+    ``default_branch``; raises ProjectInvalid on the same problems
+    ``manage.py project_add`` refuses.
+    """
+    default_branch = data.pop("default_branch", "")
+    fields = project_fields(editing=project, **data)
+    providers = fields.pop("providers")
+    with transaction.atomic():
+        if project is None:
+            project = Project.objects.create(
+                slug=data["slug"],
+                name=data["slug"],
+                default_branch=default_branch,
+                **fields,
+            )
+            project.providers.set(providers)
+            AuditEvent.objects.create(
+                actor=actor,
+                action="project.create",
+                object_type="project",
+                object_id=str(project.pk),
+                after={"slug": project.slug, "repo_path": project.repo_path},
+            )
+            return project
+        fields["slug"] = data["slug"]
+        fields["default_branch"] = default_branch
+        before = {name: getattr(project, name) for name in fields}
+        before["providers"] = sorted(project.providers.values_list("name", flat=True))
+        for name, value in fields.items():
+            setattr(project, name, value)
+        project.save()
+        project.providers.set(providers)
+        after = {name: getattr(project, name) for name in fields}
+        after["providers"] = sorted(p.name for p in providers)
+        changed = [name for name in after if before[name] != after[name]]
+        if changed:
+            AuditEvent.objects.create(
+                actor=actor,
+                action="project.update",
+                object_type="project",
+                object_id=str(project.pk),
+                before={name: before[name] for name in changed},
+                after={name: after[name] for name in changed},
+            )
+    return project

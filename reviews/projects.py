@@ -1,0 +1,260 @@
+"""A project's page (its runs, filterable, with links to their replays), the
+admin's "Replay now", and registering or editing a project in the browser."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.paginator import Paginator
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from replayhub import roles
+from replayhub.models import (
+    Preflight,
+    Project,
+    Provider,
+    Replay,
+    ReplayStatus,
+    Run,
+    Verdict,
+)
+from replayhub.project_setup import ProjectInvalid
+
+from .project_services import ReplayRefused, project_save, replay_now
+
+START_REPLAY = "replayhub.add_replay"
+ADD_PROJECT = "replayhub.add_project"
+RUNS_PER_PAGE = 50
+NEVER = "never"
+
+
+class RunFilterForm(forms.Form):
+    """The project page's filters; a field that fails validation filters nothing."""
+
+    preflight = forms.ChoiceField(
+        choices=[("", "Any preflight"), *Preflight.choices], required=False
+    )
+    status = forms.ChoiceField(
+        choices=[
+            ("", "Any replay status"),
+            (NEVER, "Never replayed"),
+            *ReplayStatus.choices,
+        ],
+        required=False,
+    )
+    verdict = forms.ChoiceField(
+        choices=[("", "Any verdict"), *Verdict.choices], required=False
+    )
+    model = forms.CharField(required=False, max_length=200)
+    since = forms.DateField(required=False, label="Imported from")
+    until = forms.DateField(required=False, label="Imported until")
+    # The upload summary's link: the runs imported from this instant on.
+    imported_after = forms.DateTimeField(required=False, widget=forms.HiddenInput)
+    page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def runs(self, project: Project):
+        data = getattr(self, "cleaned_data", {})
+        latest = Replay.objects.filter(run=OuterRef("pk")).order_by(
+            "-created_at", "-id"
+        )
+        rows = Run.objects.filter(project=project).annotate(
+            replay_id=Subquery(latest.values("id")[:1]),
+            replay_status=Subquery(latest.values("status")[:1]),
+            replay_verdict=Subquery(latest.values("verdict")[:1]),
+        )
+        if data.get("preflight"):
+            rows = rows.filter(preflight=data["preflight"])
+        if data.get("status") == NEVER:
+            rows = rows.filter(replay_id__isnull=True)
+        elif data.get("status"):
+            rows = rows.filter(replay_status=data["status"])
+        if data.get("verdict"):
+            rows = rows.filter(replay_verdict=data["verdict"])
+        if data.get("model"):
+            rows = rows.filter(model__icontains=data["model"].strip())
+        zone = timezone.get_current_timezone()
+        if data.get("since"):
+            start = timezone.datetime.combine(
+                data["since"], timezone.datetime.min.time()
+            )
+            rows = rows.filter(imported_at__gte=timezone.make_aware(start, zone))
+        if data.get("until"):
+            end = datetime.combine(data["until"], time.max)
+            rows = rows.filter(imported_at__lte=timezone.make_aware(end, zone))
+        if data.get("imported_after"):
+            rows = rows.filter(imported_at__gte=data["imported_after"])
+        return rows.order_by("-imported_at", "-id")
+
+
+def _words(value: str) -> list[str]:
+    return [word for word in value.split() if word]
+
+
+class ProjectForm(forms.Form):
+    """The settings ``manage.py project_add`` takes; checked by the same code."""
+
+    slug = forms.SlugField(max_length=100)
+    repo = forms.CharField(label="Repository path", max_length=1000)
+    test_command = forms.CharField(
+        max_length=2000, help_text="Split like a shell would; never run through one."
+    )
+    agent_command = forms.CharField(max_length=2000)
+    allowed_paths = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Globs separated by spaces; empty: anything.",
+    )
+    test_paths = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Globs separated by spaces; empty: the common layouts.",
+    )
+    time_limit = forms.IntegerField(label="Time limit (s)", initial=600)
+    default_branch = forms.CharField(required=False, max_length=255)
+    providers = forms.ModelMultipleChoiceField(
+        queryset=Provider.objects.order_by("name"),
+        to_field_name="name",
+        required=False,
+    )
+    egress_agent = forms.CharField(
+        required=False, max_length=4000, help_text="HOST:PORT, separated by spaces."
+    )
+    egress_tests = forms.CharField(
+        required=False, max_length=4000, help_text="HOST:PORT, separated by spaces."
+    )
+
+    @classmethod
+    def initial_for(cls, project: Project) -> dict:
+        return {
+            "slug": project.slug,
+            "repo": project.repo_path,
+            "test_command": " ".join(project.test_command),
+            "agent_command": " ".join(project.agent_command),
+            "allowed_paths": " ".join(project.allowed_paths),
+            "test_paths": " ".join(project.test_paths),
+            "time_limit": project.time_limit_seconds,
+            "default_branch": project.default_branch,
+            "providers": list(project.providers.all()),
+            "egress_agent": " ".join(project.egress_agent),
+            "egress_tests": " ".join(project.egress_tests),
+        }
+
+    def values(self) -> dict:
+        """The cleaned values as ``project_fields`` takes them."""
+        data = self.cleaned_data
+        return {
+            "slug": data["slug"],
+            "repo": data["repo"],
+            "test_command": data["test_command"],
+            "agent_command": data["agent_command"],
+            "allowed_paths": _words(data["allowed_paths"]),
+            "test_paths": _words(data["test_paths"]) or None,
+            "time_limit": data["time_limit"],
+            "egress_agent": _words(data["egress_agent"]),
+            "egress_tests": _words(data["egress_tests"]),
+            "providers": [p.name for p in data["providers"]],
+            "default_branch": data["default_branch"].strip(),
+        }
+
+
+@require_http_methods(["GET"])
+@permission_required(roles.VIEW_PROJECTS, raise_exception=True)
+def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    form = RunFilterForm(request.GET)
+    form.is_valid()
+    paginator = Paginator(form.runs(project), RUNS_PER_PAGE)
+    page = paginator.get_page(getattr(form, "cleaned_data", {}).get("page") or 1)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "reviews/project_detail.html",
+        {
+            "page": "projects",
+            "project": project,
+            "form": form,
+            "runs": page,
+            "query": query.urlencode(),
+            "filtered": any(v for k, v in request.GET.items() if k != "page"),
+            "can_start_replay": request.user.has_perm(START_REPLAY),
+            "can_edit_project": request.user.has_perm(roles.MANAGE_PROJECTS),
+        },
+    )
+
+
+@require_POST
+@permission_required(START_REPLAY, raise_exception=True)
+def run_replay_now(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=run_id, project__slug=slug)
+    try:
+        started = replay_now(run=run, actor=request.user)
+    except ReplayRefused as exc:
+        messages.error(request, f"Not started: {exc}")
+        back = request.POST.get("next", "")
+        if back.startswith("/") and not back.startswith("//"):
+            return redirect(back)
+        return redirect("reviews:project_detail", slug=slug)
+    charged = (
+        f" (reserved on the night of {started.night.date})" if started.night else ""
+    )
+    messages.success(
+        request, f"Replay {started.replay.pk} of {run.external_id} queued{charged}."
+    )
+    return redirect("reviews:replay_detail", replay_id=started.replay.pk)
+
+
+def _project_form_page(
+    request: HttpRequest, form: ProjectForm, project: Project | None, status=200
+) -> HttpResponse:
+    return render(
+        request,
+        "reviews/project_form.html",
+        {"page": "projects", "form": form, "project": project},
+        status=status,
+    )
+
+
+def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
+    form = ProjectForm(request.POST)
+    if form.is_valid():
+        try:
+            saved = project_save(
+                actor=request.user, data=form.values(), project=project
+            )
+        except ProjectInvalid as exc:
+            form.add_error(exc.field or None, exc.detail)
+        else:
+            messages.success(
+                request,
+                f"Registered project {saved.slug}."
+                if project is None
+                else f"Saved project {saved.slug}.",
+            )
+            return redirect("reviews:project_detail", slug=saved.slug)
+    return _project_form_page(request, form, project, status=400)
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(ADD_PROJECT, raise_exception=True)
+def project_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        return _save(request, None)
+    return _project_form_page(request, ProjectForm(), None)
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
+def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
+    project = get_object_or_404(Project, slug=slug)
+    if request.method == "POST":
+        return _save(request, project)
+    form = ProjectForm(initial=ProjectForm.initial_for(project))
+    return _project_form_page(request, form, project)

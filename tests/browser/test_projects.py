@@ -1,0 +1,104 @@
+"""Upload → runs → replays in Chromium: the project page, Replay now, the form."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import expect
+
+from replayhub.models import Project, Replay, Run
+from tests.ingest.records import EXAMPLE, project_repo
+from tests.ingest.records import make_project as make_git_project
+from tests.reviews.replays import make_replay
+
+pytestmark = pytest.mark.browser
+
+
+def test_an_admin_goes_from_an_upload_to_its_runs_and_replays_one_now(
+    login, tmp_path, screenshot
+):
+    shop = make_git_project(project_repo(tmp_path))
+    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    page = login(root)
+    errors: list = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    page.goto("/runs/upload/")
+    page.select_option("select[name=project]", "shop")
+    page.set_input_files("input[name=file]", str(EXAMPLE))
+    page.get_by_role("button", name="Import", exact=True).click()
+    link = page.locator("#imported-runs a")
+    expect(link).to_contain_text("imported run")
+    link.click()
+    page.wait_for_url(re.compile(r".*/projects/shop/\?imported_after=.*"))
+    rows = page.locator("#runs tbody tr")
+    expect(rows).to_have_count(Run.objects.filter(project=shop).count())
+    screenshot(page, "project-runs")
+
+    # The example's commits are not in this repository: its runs can never
+    # reach a verdict, and offer no "Replay now".
+    expect(page.get_by_role("button", name="Replay now")).to_have_count(0)
+    first = Run.objects.create(
+        project=shop, external_id="ready-one", title="Ready", preflight="ready"
+    )
+    page.goto("/projects/shop/")
+    row = rows.filter(has_text=first.external_id)
+    with page.expect_navigation(url=re.compile(r".*/replays/\d+/$")):
+        row.get_by_role("button", name="Replay now").click()
+    expect(page.locator(".messages")).to_contain_text(f"of {first.external_id} queued")
+    replay = Replay.objects.get(run=first)
+    assert replay.trigger == "now"
+    expect(page.locator("#audit-trail")).to_contain_text("root started a replay now")
+
+    # Back on the project page the run links to its replay; filters narrow it.
+    page.goto("/projects/shop/")
+    page.select_option("select[name=status]", "queued")
+    page.get_by_role("button", name="Filter").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator(f'a[href="/replays/{replay.pk}/"]')).to_be_visible()
+    assert errors == []
+
+
+def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
+    login, tmp_path, screenshot
+):
+    repo = project_repo(tmp_path).path
+    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    page = login(root)
+    page.goto("/projects/")
+    page.get_by_role("link", name="Register a project").click()
+    page.get_by_label("Slug").fill("cart")
+    page.get_by_label("Repository path").fill(str(tmp_path / "nowhere"))
+    page.get_by_label("Test command").fill("python -m pytest -q")
+    page.get_by_label("Agent command").fill("./agent.sh")
+    page.get_by_role("button", name="Register").click()
+    error = page.locator(".field.has-error .error")
+    expect(error).to_contain_text("is not a git repository")
+    expect(page.get_by_label("Test command")).to_have_value("python -m pytest -q")
+    screenshot(page, "project-form-error")
+    assert not Project.objects.filter(slug="cart").exists()
+
+    page.get_by_label("Repository path").fill(str(repo))
+    page.get_by_role("button", name="Register").click()
+    page.wait_for_url("**/projects/cart/")
+    expect(page.locator(".messages")).to_contain_text("Registered project cart.")
+    assert Project.objects.get(slug="cart").test_command == [
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+    ]
+
+
+def test_a_reviewer_sees_runs_but_no_replay_button(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.goto("/projects/")
+    page.get_by_role("link", name="shop").click()
+    expect(page.locator("#runs tbody tr")).to_have_count(1)
+    expect(page.get_by_role("button", name="Replay now")).to_have_count(0)
+    expect(page.get_by_role("link", name="Register a project")).to_have_count(0)
+    page.locator(f'#runs a[href="/replays/{replay.pk}/"]').click()
+    page.wait_for_url(f"**/replays/{replay.pk}/")
