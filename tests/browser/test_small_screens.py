@@ -1,0 +1,47 @@
+"""Phones and tablets: nothing falls off the top bar, and the queue and the
+replay page fit their width (wide tables scroll inside their own box)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.reviews.replays import make_replay
+
+pytestmark = pytest.mark.browser
+
+OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
+
+
+def inside(page, locator, width: int) -> None:
+    box = locator.bounding_box()
+    assert box is not None, locator
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (locator, box)
+
+
+@pytest.mark.parametrize("width", [420, 768])
+def test_the_top_bar_and_the_pages_fit_the_screen(login, reviewer, screenshot, width):
+    replay = make_replay(
+        verdict="divergent",
+        title="Round invoice totals half-even in every currency the shop sells",
+    )
+    page = login(reviewer)
+    page.set_viewport_size({"width": width, "height": 900})
+    for path in ["/", f"/replays/{replay.pk}/", "/projects/", "/budgets/"]:
+        page.goto(path)
+        assert page.evaluate(OVERFLOW) <= 0, (path, width)
+        inside(page, page.locator(".topbar .who span"), width)
+        inside(page, page.locator(".topbar [data-keys-help]"), width)
+        inside(page, page.locator(".topbar nav a").last, width)
+        screenshot(page, f"w{width}{path.replace('/', '-')}")
+
+    page.goto(f"/replays/{replay.pk}/")
+    for name in ("Confirm", "Overturn", "Rerun"):
+        button = page.get_by_role("button", name=name)
+        expect(button).to_be_visible()
+        inside(page, button, width)
+    page.goto("/")
+    row = page.locator("#queue-rows tr.row").first
+    expect(row.locator("a")).to_be_visible()
+    # The queue's table scrolls inside its box; the page itself does not.
+    assert page.evaluate(OVERFLOW) <= 0
