@@ -7,10 +7,12 @@ from zoneinfo import available_timezones
 
 from django import forms
 from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from replayhub import nightly, roles
 from replayhub.models import Budget, Night, Project
@@ -285,10 +287,15 @@ def budgets_page(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/budgets.html", {"page": "budgets", "cards": cards})
 
 
-@require_POST
-@permission_required(roles.MANAGE_BUDGETS, raise_exception=True)
+@require_http_methods(["GET", "POST"])
+@permission_required(roles.VIEW_BUDGETS, raise_exception=True)
 def budget_edit(request: HttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
+    if request.method != "POST":
+        # The form's address, opened again after a refused save: the page.
+        return redirect(f"{reverse('reviews:budgets')}#budget-{project.slug}")
+    if not request.user.has_perm(roles.MANAGE_BUDGETS):
+        raise PermissionDenied
     budget = nightly.budget_of(project)
     show_money = request.user.has_perm(roles.VIEW_MONEY)
     budget_form = BudgetForm(

@@ -13,7 +13,7 @@ from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from replayhub import roles
 from replayhub.models import (
@@ -190,10 +190,12 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @permission_required(START_REPLAY, raise_exception=True)
 def run_replay_now(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run, pk=run_id, project__slug=slug)
+    if request.method != "POST":
+        return redirect("reviews:project_detail", slug=slug)
     try:
         started = replay_now(run=run, actor=request.user)
     except ReplayRefused as exc:

@@ -200,3 +200,10 @@ def test_the_budgets_page_writes_nothing_on_get(client, lead):
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "budget-fresh" in page
     assert not Budget.objects.exists()
+
+
+def test_the_form_address_opened_again_leads_back_to_the_page(client, lead, project):
+    client.force_login(lead)
+    response = client.get(reverse("reviews:budget_edit", args=["shop"]))
+    assert response.status_code == 302
+    assert response["Location"] == reverse("reviews:budgets") + "#budget-shop"

@@ -222,3 +222,11 @@ def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_pat
     event = AuditEvent.objects.get(action="project.update")
     assert event.before == {"time_limit_seconds": 900}
     assert event.after == {"time_limit_seconds": 1200}
+
+
+def test_the_replay_now_address_opened_again_leads_back(client, admin_user, runs):
+    client.force_login(admin_user)
+    url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
+    response = client.get(url)
+    assert response["Location"] == reverse("reviews:project_detail", args=["shop"])
+    assert not Replay.objects.filter(run=runs["fresh"]).exists()
