@@ -35,8 +35,10 @@ from .gitops import GitError, Scratch, require_sha
 
 # Longer paths cannot be opened by name (PATH_MAX), so git cannot store them.
 PATH_MAX = 4096
-# How many of the skipped paths and nested repositories are named.
+# How many of the skipped paths and nested repositories are named, and how
+# much of each name.
 LISTED = 100
+NAMED_CHARS = 500
 
 
 class TooManyFiles(Exception):
@@ -253,4 +255,5 @@ def _ignored(
 
 
 def _text(path: bytes) -> str:
-    return path.decode("utf-8", "surrogateescape")
+    text = path.decode("utf-8", "surrogateescape")
+    return text if len(text) <= NAMED_CHARS else text[: NAMED_CHARS - 1] + "…"

@@ -31,6 +31,29 @@ def check_broker() -> str:
     return "ok"
 
 
+def describe_sandbox() -> str:
+    """How this machine's default runner isolates a replay and caps its
+    memory and processes, in one line (what a worker answers a check with)."""
+    try:
+        runner = get_runner(settings.REPLAYHUB_DEFAULT_RUNNER)
+        runner.check()
+        backend = limit_backend(runner)
+    except SandboxUnavailable as exc:
+        return f"unavailable: {exc}"
+    if backend == "rlimit":
+        return (
+            f"{runner.name}: memory and processes capped by rlimits and a "
+            "watchdog sampling them (no cgroup)"
+        )
+    return f"{runner.name}: memory and processes capped by {backend}"
+
+
+def limit_backend(runner) -> str:
+    """What caps memory and processes for ``runner``: a cgroup backend's name,
+    "rlimit", or "docker" (the engine's cgroups)."""
+    return getattr(runner, "limit_backend", runner.name)
+
+
 def check_sandbox() -> str:
     try:
         get_runner(settings.REPLAYHUB_DEFAULT_RUNNER).check()

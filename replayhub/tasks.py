@@ -10,6 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import services
+from .health import describe_sandbox
 from .ingest import preflight
 from .ingest import services as ingest_services
 from .models import WorkerCheck
@@ -21,7 +22,9 @@ from .texttier import services as text_services
 def answer_worker_check(check_id: int) -> None:
     # Conditional UPDATE: a redelivered message leaves the first answer alone.
     WorkerCheck.objects.filter(pk=check_id, answered_at__isnull=True).update(
-        answered_at=timezone.now(), worker=socket.gethostname()
+        answered_at=timezone.now(),
+        worker=socket.gethostname(),
+        sandbox=describe_sandbox()[:300],
     )
 
 

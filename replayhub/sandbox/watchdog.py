@@ -6,11 +6,11 @@ live on the host's disk. A size-capped filesystem would enforce a cap in the
 kernel, but none fits here: a tmpfs made inside the sandbox dies with it
 before the workspace is captured, a tmpfs mounted by the host costs memory
 as large as the cap, and loop devices and project quotas are rarely there in
-a container. So the watchdog measures those directories (allocated blocks,
-and files) every ``DISK_INTERVAL`` seconds, or four times as
-long as the last measurement took, and stops the run over the cap. A single
-file cannot outgrow the cap between two measurements: the runner lowers
-RLIMIT_FSIZE to it.
+a container. So the watchdog measures those directories (their bytes, a
+sparse file at its full size, and their files) every ``DISK_INTERVAL``
+seconds, or four times as long as the last measurement took, and stops the
+run over the cap. A single file cannot outgrow the cap between two
+measurements: the runner lowers RLIMIT_FSIZE to it.
 
 Memory and processes. Without a cgroup only rlimits apply, and they are per
 process: four processes of 1.2 GiB each pass a 2 GiB RLIMIT_AS. The watchdog
@@ -42,8 +42,8 @@ def disk_usage(
     stop_bytes: int | None = None,
     stop_files: int | None = None,
 ) -> tuple[int, int]:
-    """Bytes allocated under ``paths``, and the files (anything but a
-    directory; a directory's blocks count as bytes) there.
+    """Bytes under ``paths`` (allocated, or a file's size when larger), and
+    the files (anything but a directory) there.
 
     Iterative, never through a link. Stops early once either ``stop_`` value
     is passed: the caller only needs to know the cap was.
@@ -61,10 +61,13 @@ def disk_usage(
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                used += info.st_blocks * 512
                 if stat.S_ISDIR(info.st_mode):
+                    used += info.st_blocks * 512
                     pending.append(entry.path)
                 else:
+                    # A sparse file takes little room here, and all of its size
+                    # in any copy made of it.
+                    used += max(info.st_blocks * 512, info.st_size)
                     files += 1
         if (stop_bytes is not None and used > stop_bytes) or (
             stop_files is not None and files > stop_files
@@ -145,12 +148,10 @@ class Watchdog:
         self.disk_peak = max(self.disk_peak, used)
         if self.disk_bytes is not None and used > self.disk_bytes:
             self.fired = "disk"
-            self.detail = (
-                f"more than {_mib(self.disk_bytes)} written, over the disk cap"
-            )
+            self.detail = f"more than {_mib(self.disk_bytes)} written"
         elif self.disk_files is not None and files > self.disk_files:
             self.fired = "disk"
-            self.detail = f"more than {self.disk_files:,} files, over the disk cap"
+            self.detail = f"more than {self.disk_files:,} files"
         return self.fired
 
     def _check_processes(self, leader: int) -> None:

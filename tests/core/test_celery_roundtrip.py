@@ -35,3 +35,6 @@ def test_the_status_page_shows_the_worker_answer(celery_worker, admin_user, clie
     )
     assert poll.status_code == 286  # htmx stops polling
     assert b"answered" in poll.content
+    # Which backend caps the sandbox's memory and processes on that worker.
+    assert b"sandbox: " in poll.content
+    assert b"memory and processes capped by" in poll.content

@@ -78,3 +78,19 @@ def test_every_log_line_of_a_replay_carries_its_id():
     outside = logging.LogRecord("replayhub", logging.INFO, "", 0, "idle", (), None)
     ReplayIdFilter().filter(outside)
     assert "replay_id" not in json.loads(JsonFormatter().format(outside))
+
+
+def test_the_deploy_checks_warn_when_only_rlimits_cap_the_sandbox(monkeypatch):
+    from replayhub import checks
+    from replayhub.sandbox.bwrap import BwrapRunner
+
+    monkeypatch.setattr(
+        checks, "get_runner", lambda name: BwrapRunner(limit_backend="rlimit")
+    )
+    found = checks.sandbox_caps_are_the_kernels(None)
+    assert [warning.id for warning in found] == ["replayhub.W001"]
+
+    with_cgroups = BwrapRunner(limit_backend="auto")
+    if with_cgroups.limit_backend != "rlimit":
+        monkeypatch.setattr(checks, "get_runner", lambda name: with_cgroups)
+        assert checks.sandbox_caps_are_the_kernels(None) == []
