@@ -35,6 +35,7 @@ from .gitops import GitError, Scratch, require_sha
 
 # Longer paths cannot be opened by name (PATH_MAX), so git cannot store them.
 PATH_MAX = 4096
+NAME_MAX = 255
 # How many of the skipped paths and nested repositories are named, and how
 # much of each name.
 LISTED = 100
@@ -187,8 +188,14 @@ def list_workspace(
     while pending:
         relative = pending.pop()
         directory = os.path.join(root, relative) if relative else root
-        with os.scandir(directory) as entries:
-            found = [(e.name, e.stat(follow_symlinks=False)) for e in entries]
+        try:
+            with os.scandir(directory) as entries:
+                found = [(e.name, e.stat(follow_symlinks=False)) for e in entries]
+        except OSError:
+            # Not listable by name (too deep to name, or gone): what is in it
+            # cannot be stored.
+            listing.unstorable.append(relative)
+            continue
         for name, info in found:
             path = os.path.join(relative, name) if relative else name
             if name == b".git":
@@ -196,10 +203,12 @@ def list_workspace(
                 if relative:
                     listing.nested.append(relative)
                 continue
-            if len(root) + 1 + len(path) >= PATH_MAX - 1:
+            mode = info.st_mode
+            # Room for a name below a directory, or for the path itself.
+            room = NAME_MAX + 1 if stat.S_ISDIR(mode) else 0
+            if len(root) + 1 + len(path) + room >= PATH_MAX - 1:
                 listing.unstorable.append(path)
                 continue
-            mode = info.st_mode
             if stat.S_ISDIR(mode):
                 if readable and mode & 0o500 != 0o500:
                     os.chmod(os.path.join(root, path), mode | 0o700)
