@@ -245,8 +245,8 @@ def test_a_replay_whose_agent_writes_a_deep_tree_leaves_nothing_behind(
     replay = Replay.objects.get(pk=replay.pk)
     assert f"wrote {DEPTH} levels" in replay.agent_output
     assert replay.verdict
-    # Past PATH_MAX: named as what git cannot store, not ReplayHub's fault.
-    assert replay.reason_code == "unstorable_paths"
+    # Past PATH_MAX and outside the allowed paths: the agent's doing.
+    assert replay.reason_code == "disallowed_paths"
     assert not (work / f"replay-{replay.pk}").exists()
     assert set(work.iterdir()) <= before
 
