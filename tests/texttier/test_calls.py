@@ -251,3 +251,27 @@ def test_a_text_replay_whose_worker_was_lost_ends_as_a_failure(
     row.refresh_from_db()
     assert row.status == TextStatus.FINISHED and "worker was lost" in row.error
     assert TextReplay.objects.get(pk=fresh.pk).status == TextStatus.RUNNING
+
+
+def test_the_plain_output_reads_as_a_sentence_and_says_what_it_is_not(
+    run, providers, standin, text_settings
+):
+    import io
+
+    standin.replies = ["add a retry\x1b[2J", '{"score": 9, "rationale": "ok"}']
+    out = io.StringIO()
+
+    call_command(
+        "replay_text",
+        str(run.pk),
+        "--target",
+        "gpt:gpt-test",
+        "--judge",
+        "claude:claude-test",
+        stdout=out,
+    )
+
+    text = out.getvalue()
+    assert "on gpt:gpt-test: similarity 0.222, judge 9/10 — ok" in text
+    assert "not a reproduction" in text
+    assert "\x1b" not in text

@@ -280,3 +280,19 @@ def test_the_budgets_page_shows_the_spend_of_each_tier(
     assert "Text money" in page  # leads see money
     assert "<strong>2 deferred</strong> by the text budget" in page
     assert "<td>3/3</td>" in page
+
+
+def test_the_nightly_command_reports_the_text_tier(project, standin, text_settings):
+    import io
+    import json as json_module
+
+    from django.core.management import call_command
+
+    make_runs(project, 4)
+    out = io.StringIO()
+
+    call_command("nightly", "--project", "shop", "--now", "--json", stdout=out)
+
+    (result,) = json_module.loads(out.getvalue())
+    assert (result["text_admitted"], result["text_deferred"]) == (3, 1)
+    assert result["admitted"] == 0  # nothing passed on yet

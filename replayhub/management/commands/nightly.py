@@ -44,11 +44,21 @@ class Command(BaseCommand):
                     reserved_replays=night.reserved_replays,
                     limit_replays=night.limit_replays,
                 )
+            text = report.text
+            if text is not None and not text.skipped_reason:
+                result.update(
+                    text_admitted=len(text.admitted), text_deferred=text.deferred
+                )
             results.append(result)
         if as_json:
             self.stdout.write(json.dumps(results, sort_keys=True))
             return
         for r in results:
+            if "text_admitted" in r:
+                self.stdout.write(
+                    f"{r['project']} text tier: admitted {r['text_admitted']}, "
+                    f"deferred {r['text_deferred']}"
+                )
             if r["skipped"]:
                 self.stdout.write(f"{r['project']}: skipped ({r['skipped']})")
             else:

@@ -21,7 +21,8 @@ def describe(summary: dict) -> str:
     head = f"text replay {summary['text_replay']} of run {summary['run']} on "
     head += summary["target"]
     if summary["error"]:
-        return f"{head}: failed — {summary['error']}"
+        line = f"{head}: failed — {summary['error']}"
+        return "".join(c if c.isprintable() else "?" for c in line)
     line = f"{head}: similarity {summary['similarity']:.3f}"
     if summary["equivalence_score"] is not None:
         line += f", judge {summary['equivalence_score']}/10 — {summary['rationale']}"
@@ -29,6 +30,9 @@ def describe(summary: dict) -> str:
         line += f"; judge: {summary['judge_error']}"
     tokens = summary["input_tokens"] + summary["output_tokens"]
     line += f" ({tokens} tokens, {summary['duration_ms'] / 1000:.1f} s)"
+    # A provider's error and a judge's rationale are data: no control
+    # characters reach the terminal.
+    line = "".join(c if c.isprintable() else "?" for c in line)
     return line + "\n(text tier: another model's answer, not a reproduction)"
 
 
