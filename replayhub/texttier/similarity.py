@@ -21,16 +21,22 @@ def _separates(char: str) -> bool:
 def tokens(text: str) -> frozenset[str]:
     """The lower-cased tokens of ``text``, as a set."""
     found: set[str] = set()
-    current: list[str] = []
-    for char in text.lower():
-        if _separates(char):
-            if current:
-                found.add("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        found.add("".join(current))
+    # str.split() cuts on Unicode whitespace in C; a word of letters and
+    # digits only (the usual case) holds no punctuation and is a token whole.
+    for word in text.lower().split():
+        if word.isalnum():
+            found.add(word)
+            continue
+        current: list[str] = []
+        for char in word:
+            if _separates(char):
+                if current:
+                    found.add("".join(current))
+                    current = []
+            else:
+                current.append(char)
+        if current:
+            found.add("".join(current))
     return frozenset(found)
 
 

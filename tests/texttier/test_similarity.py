@@ -59,3 +59,14 @@ def test_unicode_letters_are_lowercased_and_compared():
     assert tokens("ÉCOLE Straße ΣΟΦΊΑ") == {"école", "straße", "σοφία"}
     assert jaccard("Привет, мир!", "привет мир") == 1.0
     assert jaccard("日本語 テキスト", "日本語") == 0.5
+
+
+def test_every_whitespace_and_punctuation_character_of_the_bmp_splits():
+    import unicodedata
+
+    for code in range(0x10000):
+        char = chr(code)
+        if char.isspace() or unicodedata.category(char).startswith("P"):
+            assert tokens(f"ab{char}cd") == {"ab", "cd"}, hex(code)
+        elif unicodedata.category(char) in ("Ll", "Lu", "Nd", "Sm", "So"):
+            assert len(tokens(f"ab{char}cd")) == 1, hex(code)
