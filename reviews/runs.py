@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.decorators import permission_required
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -156,4 +157,27 @@ def text_suites(request: HttpRequest) -> HttpResponse:
         request,
         "reviews/text_suites.html",
         {"page": "projects", "suites": suites, "now": timezone.now()},
+    )
+
+
+@require_GET
+@permission_required(VIEW_RUNS, raise_exception=True)
+def text_suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
+    """One suite: its summary and each run's result, lowest similarity first
+    (where another model disagreed most)."""
+    suite = get_object_or_404(
+        TextSuite.objects.select_related("project", "requested_by"), pk=suite_id
+    )
+    rows = (
+        TextReplay.objects.filter(suite=suite)
+        .select_related("run")
+        .defer(
+            "output", "judge_answer", "judge_rationale", "run__prompt", "run__output"
+        )
+        .order_by(F("similarity").asc(nulls_first=True), "id")
+    )
+    return render(
+        request,
+        "reviews/text_suite.html",
+        {"page": "projects", "suite": suite, "rows": rows, "now": timezone.now()},
     )

@@ -38,6 +38,11 @@ urlpatterns = [
         name="text_replay_detail",
     ),
     path("text-suites/", runs.text_suites, name="text_suites"),
+    path(
+        "text-suites/<int:suite_id>/",
+        runs.text_suite_detail,
+        name="text_suite_detail",
+    ),
     path("trends/", trends.trends, name="trends"),
     path("trends/export.csv", trends.trends_export_csv, name="trends_export_csv"),
     path("trends/export.json", trends.trends_export_json, name="trends_export_json"),

@@ -20,6 +20,7 @@ from replayhub.models import (
     ImportJob,
     ModelCall,
     TextReplay,
+    TextSuite,
     WorkerCheck,
 )
 from tests.reviews.replays import make_replay
@@ -50,6 +51,7 @@ MUST_RENDER = {
     "reviews:run_detail",
     "reviews:text_replay_detail",
     "reviews:text_suites",
+    "reviews:text_suite_detail",
     "runs_upload",
     "runs_upload_job",
     "admin:index",
@@ -108,6 +110,7 @@ def seeded(db):
             target_provider="p",
             target_model="m",
         ),
+        "suite": TextSuite.objects.create(project=replay.project, target="p:m"),
         "check": WorkerCheck.objects.create(),
         "job": ImportJob.objects.create(
             project=replay.project,
@@ -130,6 +133,7 @@ def kwargs_for(name: str, pattern: URLPattern, seeded: dict) -> dict:
         "job_id": seeded["job"].pk,
         "run_id": replay.run_id,
         "text_replay_id": seeded["text_replay"].pk,
+        "suite_id": seeded["suite"].pk,
         "review_id": 0,
         "app_label": "replayhub",
         # POST-only: a GET answers 405, with the header.

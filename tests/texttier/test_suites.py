@@ -181,3 +181,8 @@ def test_the_suite_page_lists_suites_with_their_summaries(
 
     assert "gpt:gpt-test" in page and "not reproductions" in page
     assert "1.000" in page
+    detail = client.get(
+        reverse("reviews:text_suite_detail", args=[TextSuite.objects.get().pk])
+    ).content.decode()
+    assert "1 run: 1 replayed, 0 skipped, 0 failed" in detail
+    assert f'href="/runs/{runs["b"].pk}/"' in detail
