@@ -8,6 +8,7 @@ from replayhub.verdicts import REASON_TEXT
 from .models import Decision
 from .overrule import contradicted
 from .queue import Cursor, Filters
+from .teamforms import label_choices, split_label
 
 
 class ScopeFilterForm(forms.Form):
@@ -40,6 +41,7 @@ class QueueFilterForm(ScopeFilterForm):
         choices=[("", "Any reason"), *((str(k), v) for k, v in REASON_TEXT.items())],
         required=False,
     )
+    label = forms.ChoiceField(choices=label_choices, required=False)
     after = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def clean_after(self) -> Cursor | None:
@@ -55,11 +57,14 @@ class QueueFilterForm(ScopeFilterForm):
         """The valid filters; a field that failed validation filters nothing."""
         data = getattr(self, "cleaned_data", {})
         project, model = self.scope()
+        label_id, label_value = split_label(data.get("label", ""))
         return Filters(
             project_id=project.pk if project else None,
             model=model,
             verdict=data.get("verdict", ""),
             reason_code=data.get("reason", ""),
+            label_id=label_id,
+            label_value=label_value,
         )
 
     def cursor(self) -> Cursor | None:

@@ -23,6 +23,15 @@ def day_start(day: date) -> datetime:
 
 
 @dataclass(frozen=True)
+class Period:
+    """Days ``since`` to ``until`` inclusive, of one project or all."""
+
+    since: date
+    until: date
+    project_id: int | None = None
+
+
+@dataclass(frozen=True)
 class DoneFilters:
     reviewer_id: int | None = None
     project_id: int | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -183,6 +184,18 @@ class ReviewPolicy(models.Model):
     def __str__(self) -> str:
         return f"review policy of {self.project}"
 
+    def clean(self) -> None:
+        verdicts = self.second_on_verdicts
+        if not isinstance(verdicts, list) or any(
+            v not in Verdict.values for v in verdicts
+        ):
+            raise ValidationError(
+                {
+                    "second_on_verdicts": "A list of verdicts: "
+                    + ", ".join(f'"{v}"' for v in Verdict.values)
+                }
+            )
+
     def needs_second(self, *, decision: str, verdict_after: str) -> str:
         """Why a decision needs a second reviewer ("" when it does not)."""
         if decision == Decision.OVERTURN and self.second_on_overturn:
@@ -225,6 +238,17 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project}: {self.name}"
+
+    def clean(self) -> None:
+        categories = self.categories
+        if self.kind == LabelKind.CATEGORY and (
+            not isinstance(categories, list)
+            or not categories
+            or not all(isinstance(c, str) and 0 < len(c) <= 80 for c in categories)
+        ):
+            raise ValidationError(
+                {"categories": 'A category list names its values: ["harness", "agent"]'}
+            )
 
     def choices(self) -> list[tuple[str, str]]:
         if self.kind == LabelKind.YES_NO:

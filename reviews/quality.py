@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import timedelta
 
 from django.db.models import Count, Q
 
 from . import agreement
-from .history import day_start
+from .history import Period, day_start
 from .labels import label_counts
 from .models import Decision, GoldItem, Purpose, Review, SecondOpinion
-
-
-@dataclass(frozen=True)
-class Period:
-    since: date
-    until: date
-    project_id: int | None = None
 
 
 def _reviews(period: Period):
@@ -30,6 +22,11 @@ def _reviews(period: Period):
     if period.project_id is not None:
         rows = rows.filter(replay__project_id=period.project_id)
     return rows
+
+
+def decided(period: Period):
+    """The period's decisions on replays: no gold checks, nothing taken back."""
+    return _reviews(period).exclude(purpose=Purpose.GOLD)
 
 
 def _first_judgements(rows) -> dict[str, dict[int, str]]:
@@ -74,5 +71,5 @@ def report(period: Period) -> dict:
             "agreed": opinions.filter(agrees=True).count(),
             "disagreed": opinions.filter(agrees=False).count(),
         },
-        "labels": label_counts(rows.exclude(purpose=Purpose.GOLD)),
+        "labels": label_counts(decided(period)),
     }

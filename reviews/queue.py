@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
+
+from .models import ReviewLabel
 
 PAGE_SIZE = 50
 _LAST_BAND = max(ReviewBand.values)
@@ -100,6 +102,10 @@ class Filters:
     model: str = ""
     verdict: str = ""
     reason_code: str = ""
+    # A label given in an earlier decision (a replay decided, then queued
+    # again for a second opinion or listed by verdict); "" value: any value.
+    label_id: int | None = None
+    label_value: str = ""
 
     @property
     def banded(self) -> bool:
@@ -118,6 +124,13 @@ class Filters:
             rows = rows.filter(run__model=self.model)
         if self.reason_code:
             rows = rows.filter(reason_code=self.reason_code)
+        if self.label_id is not None:
+            given = ReviewLabel.objects.filter(
+                review__replay=OuterRef("pk"), label_id=self.label_id
+            )
+            if self.label_value:
+                given = given.filter(value=self.label_value)
+            rows = rows.filter(Exists(given))
         return rows
 
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from replayhub.models import Project, Verdict
 from replayhub.verdicts import REASON_TEXT
 
-from .history import DoneFilters
+from .history import DoneFilters, Period
 from .models import Decision, Label
 
 
@@ -125,9 +125,7 @@ class AgreementForm(PeriodMixin):
         empty_label="All projects",
     )
 
-    def period(self):
-        from .quality import Period
-
+    def period(self) -> Period:
         data = getattr(self, "cleaned_data", {})
         until = data.get("until") or timezone.localdate()
         since = data.get("since") or until - timedelta(days=27)

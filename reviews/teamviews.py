@@ -21,6 +21,7 @@ from . import comments as comment_services
 from . import gold, handoff, history, opinions, quality
 from .models import Comment, Notice
 from .teamforms import AgreementForm, BulkForm, DoneForm, SearchForm
+from .trends.exports import _cell
 
 
 def _back(replay_id: int, anchor: str = "") -> HttpResponse:
@@ -254,7 +255,8 @@ def agreement(request: HttpRequest) -> HttpResponse:
         writer = csv.writer(response)
         writer.writerow(["project", "label", "value", "decisions"])
         for row in report["labels"]:
-            writer.writerow([row["project"], row["label"], row["value"], row["count"]])
+            names = [_cell(row[key]) for key in ("project", "label", "value")]
+            writer.writerow([*names, row["count"]])
         return response
     return render(
         request,

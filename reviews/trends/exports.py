@@ -11,6 +11,9 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from ..history import Period
+from ..labels import label_counts
+from ..quality import decided
 from .forms import Filters
 from .queries import rollups
 from .series import VERDICTS
@@ -72,8 +75,19 @@ def export_payload(filters: Filters) -> dict[str, Any]:
             '"" and source "code"',
             "source": '"code" (recorded agent changes) or "rollout" (verifiers '
             "rollouts); their replays are counted on separate rows",
+            "labels": "label values given with decisions made in the window "
+            "(decisions taken back and gold checks excluded), per project",
         },
         "rollups": export_rows(filters),
+        "labels": label_counts(
+            decided(
+                Period(
+                    since=filters.since,
+                    until=filters.until,
+                    project_id=filters.project_id,
+                )
+            )
+        ),
     }
 
 

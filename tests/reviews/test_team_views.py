@@ -207,3 +207,46 @@ def test_bulk_confirm_needs_the_count_the_reviewer_saw(reviewer):
 
     client.post(url, {"verdict": "identical", "expected": "3"})
     assert Review.objects.filter(decision="confirm").count() == 3
+
+
+def test_the_queue_filters_on_a_label_given_earlier(reviewer):
+    replay = make_replay(verdict="divergent")
+    other = make_replay(verdict="divergent")
+    merge = Label.objects.create(project=replay.project, name="merge", kind="yes_no")
+    review_decide(
+        replay=replay, reviewer=reviewer, decision="confirm", labels={merge.pk: "no"}
+    )
+    review_decide(
+        replay=other, reviewer=reviewer, decision="confirm", labels={merge.pk: "yes"}
+    )
+    client = as_user(reviewer)
+
+    listed = client.get(
+        reverse("reviews:queue"), {"verdict": "divergent", "label": f"{merge.pk}:no"}
+    )
+
+    assert [row["id"] for row in listed.context["rows"]] == [replay.pk]
+    assert f'value="{merge.pk}:no"' in listed.content.decode()
+
+
+def test_label_counts_reach_the_trends_export_and_the_agreement_csv(reviewer, lead):
+    replay = make_replay(verdict="divergent")
+    cause = Label.objects.create(
+        project=replay.project,
+        name="=cause",
+        kind="category",
+        categories=["harness", "agent"],
+    )
+    review_decide(
+        replay=replay, reviewer=reviewer, decision="confirm", labels={cause.pk: "agent"}
+    )
+    client = as_user(lead)
+
+    exported = client.get(reverse("reviews:trends_export_json")).json()
+    csv_text = client.get(reverse("reviews:agreement"), {"format": "csv"})
+
+    assert exported["labels"] == [
+        {"project": "shop", "label": "=cause", "value": "agent", "count": 1}
+    ]
+    # A cell a spreadsheet would run as a formula is quoted.
+    assert "shop,'=cause,agent,1" in csv_text.content.decode()
