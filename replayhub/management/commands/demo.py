@@ -154,7 +154,13 @@ class Command(BaseCommand):
         if logins_file.exists():
             saved = dict(line.split() for line in logins_file.read_text().splitlines())
         user_model = get_user_model()
-        for username, role in (("reviewer", roles.REVIEWER), ("lead", roles.LEAD)):
+        # Two reviewers: second opinions and agreement need a pair.
+        people = (
+            ("reviewer", roles.REVIEWER),
+            ("reviewer2", roles.REVIEWER),
+            ("lead", roles.LEAD),
+        )
+        for username, role in people:
             password = saved.get(username) or secrets.token_urlsafe(9)
             user, created = user_model.objects.get_or_create(username=username)
             if created or username not in saved:
