@@ -23,7 +23,7 @@ from replayhub import roles
 from .ingest.importer import READ_SIZE, read_chunks
 from .ingest.services import PreflightMode, runs_import
 from .ingest.tokens import Denied, token_authenticate
-from .models import Comparison, Replay, Run, TestOutcome
+from .models import Comparison, ImportFormat, Replay, Run, TestOutcome
 
 # Bodies up to this size stay in memory while they are checked; larger ones are
 # spooled to a temporary file.
@@ -50,6 +50,12 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
             response["WWW-Authenticate"] = 'Bearer realm="replayhub"'
         return response
 
+    format = request.GET.get("format", ImportFormat.NATIVE)
+    if format not in ImportFormat.values:
+        return _error(
+            400,
+            f"format: {format[:40]!r} is not one of {', '.join(ImportFormat.values)}",
+        )
     limit = settings.REPLAYHUB_API_MAX_BODY_BYTES
     declared = request.META.get("CONTENT_LENGTH", "")
     if not (declared.isascii() and declared.isdigit()):
@@ -73,8 +79,9 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
         summary = runs_import(
             project=token.project,
             source=read_chunks(body),
-            allow_array=True,
+            allow_array=format == ImportFormat.NATIVE,
             preflight=PreflightMode.BOUNDED,
+            format=format,
         )
     payload = summary.to_dict()
     if summary.invalid_total:
@@ -157,6 +164,23 @@ def _run_json(run: Run) -> dict[str, Any]:
         "preflight_reason": run.preflight_reason,
         "provenance": run.provenance,
         "raw": run.record,
+        "source": run.source,
+        "reward": run.reward,
+        # A rollout's seeds, in trajectory order (reproduce --seed N).
+        "seeds": [
+            {
+                "number": seed.number,
+                "key": seed.key,
+                "kind": seed.kind,
+                "anchor": seed.anchor,
+                "anchor_node": seed.anchor_node,
+                "branch": seed.branch,
+                "token_count": seed.token_count,
+                "snapshot": seed.snapshot or None,
+                "messages": seed.messages,
+            }
+            for seed in run.seeds.order_by("number")
+        ],
         "replays": [
             {
                 "id": replay.pk,

@@ -1,4 +1,5 @@
-"""The upload page: an admin imports a JSONL file of native run records."""
+"""The upload page: an admin imports a JSONL file of native run records or
+of verifiers rollout records."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from replayhub.ingest.services import PreflightMode, import_job_create, runs_import
-from replayhub.models import ImportJob, Project
+from replayhub.models import ImportFormat, ImportJob, Project
 
 IMPORT_RUNS = "replayhub.add_run"
 
@@ -25,6 +26,13 @@ class UploadForm(forms.Form):
         to_field_name="slug",
         help_text="Records without a project go here; records naming another "
         "project are refused.",
+    )
+    format = forms.ChoiceField(
+        choices=ImportFormat.choices,
+        initial=ImportFormat.NATIVE,
+        required=False,
+        help_text="verifiers: Trace.to_record() lines; every line is read and "
+        "each rollout's seeds derived by the project's rollout settings.",
     )
     file = forms.FileField(label="JSONL file", allow_empty_file=True)
 
@@ -59,21 +67,27 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
     if upload.size > limit:
         return _page(request, UploadForm(), too_big=limit, status=413)
     project = form.cleaned_data["project"]
+    format = form.cleaned_data["format"] or ImportFormat.NATIVE
     if upload.size > settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES:
-        job = import_job_create(project=project, upload=upload, actor=request.user)
+        job = import_job_create(
+            project=project, upload=upload, actor=request.user, format=format
+        )
         url = reverse("runs_upload_job", args=[job.pk])
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     # The summary links to the runs imported from this instant on.
     started = timezone.now()
     # chunks() reads the uploaded file piece by piece: memory stays flat.
     summary = runs_import(
-        project=project, source=upload.chunks(), preflight=PreflightMode.BOUNDED
+        project=project,
+        source=upload.chunks(),
+        preflight=PreflightMode.BOUNDED,
+        format=format,
     )
     # A fresh form: submitting the same file again is harmless (all duplicates).
     return _page(
         request,
-        UploadForm(initial={"project": project}),
-        summary=summary,
+        UploadForm(initial={"project": project, "format": format}),
+        summary=summary.to_dict(),
         filename=upload.name,
         project=project,
         imported_after=started,

@@ -26,7 +26,9 @@ from .importer import Summary, Throttle
 PROGRESS_INTERVAL = 0.5
 
 
-def save_upload(*, upload: UploadedFile, project: Project, user) -> ImportJob:
+def save_upload(
+    *, upload: UploadedFile, project: Project, user, format: str = "native"
+) -> ImportJob:
     """Keep the uploaded file where a worker can read it; a job to import it."""
     folder = Path(settings.VAR_DIR) / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
@@ -37,6 +39,7 @@ def save_upload(*, upload: UploadedFile, project: Project, user) -> ImportJob:
     return ImportJob.objects.create(
         project=project,
         filename=(upload.name or "upload.jsonl")[:255],
+        format=format,
         size_bytes=upload.size,
         path=str(path),
         created_by=user if user.is_authenticated else None,

@@ -18,7 +18,8 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from replayhub import tasks
-from replayhub.models import ImportJob, Project
+from replayhub.models import ImportFormat, ImportJob, Project
+from replayhub.rollouts import ingest as rollouts
 
 from . import jobs
 from .importer import Summary, import_body, import_stream, read_chunks
@@ -60,8 +61,13 @@ def runs_import(
     preflight: PreflightMode,
     allow_array: bool = False,
     progress: ImportProgress | None = None,
+    format: str = ImportFormat.NATIVE,
 ) -> Summary:
     """Import native run records, then preflight the pending runs they touched.
+
+    With ``format="verifiers"`` the stream is one file of verifiers rollout
+    records for ``project`` (needed), every line read; rollouts need no
+    preflight.
 
     ``source`` is the JSONL file as byte chunks; with ``allow_array`` (a request
     body) it may be a JSON array of records instead. ``project`` is where
@@ -75,6 +81,15 @@ def runs_import(
     counts are ``None`` when nothing was preflighted.
     """
     importing = progress.importing if progress is not None else None
+    if format == ImportFormat.VERIFIERS:
+        if project is None:
+            raise ValueError("rollout records name no project: give one")
+        summary: Summary = rollouts.import_chunks(
+            project=project, chunks=source, progress=importing
+        )
+        if progress is not None:
+            progress.imported(summary)
+        return summary
     if allow_array:
         if project is None:
             raise ValueError("a body that may be a JSON array needs a project")
@@ -101,10 +116,16 @@ def runs_import(
     return summary
 
 
-def import_job_create(*, project: Project, upload: UploadedFile, actor) -> ImportJob:
+def import_job_create(
+    *,
+    project: Project,
+    upload: UploadedFile,
+    actor,
+    format: str = ImportFormat.NATIVE,
+) -> ImportJob:
     """Keep an upload too large to import in the request; a worker imports it
     once the caller's transaction commits."""
-    job = jobs.save_upload(upload=upload, project=project, user=actor)
+    job = jobs.save_upload(upload=upload, project=project, user=actor, format=format)
     tasks.import_upload.delay_on_commit(job.pk)
     return job
 
@@ -128,6 +149,7 @@ def import_job_run(*, job_id: int) -> None:
                 source=read_chunks(stream),
                 preflight=PreflightMode.ALL,
                 progress=row,
+                format=job.format,
             )
     except OSError as error:
         row.fail(f"the uploaded file could not be read ({error.strerror}).")

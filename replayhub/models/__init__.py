@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from .evidence import CachedResult, TestRecord
 from .gateway import EgressAttempt, ModelCall, Provider, ProviderKind
-from .ingest import ImportJob, ImportStatus, IngestToken, IngestTokenQuerySet
+from .ingest import (
+    ImportFormat,
+    ImportJob,
+    ImportStatus,
+    IngestToken,
+    IngestTokenQuerySet,
+)
 from .nights import Budget, Night, NightStatus, Rollup
 from .projects import (
     Preflight,
@@ -41,6 +47,7 @@ __all__ = [
     "EgressAttempt",
     "FollowSource",
     "FollowedFile",
+    "ImportFormat",
     "ImportJob",
     "ImportStatus",
     "IngestToken",

@@ -17,6 +17,11 @@ class ImportStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class ImportFormat(models.TextChoices):
+    NATIVE = "native", "Native run records"
+    VERIFIERS = "verifiers", "verifiers rollout records"
+
+
 class ImportJob(models.Model):
     """An uploaded file imported by a worker, too large to import in the request.
 
@@ -28,6 +33,9 @@ class ImportJob(models.Model):
         Project, on_delete=models.CASCADE, related_name="import_jobs"
     )
     filename = models.CharField(max_length=255)
+    format = models.CharField(
+        max_length=16, choices=ImportFormat, default=ImportFormat.NATIVE
+    )
     size_bytes = models.BigIntegerField()
     # The uploaded file under the var directory, removed once imported.
     path = models.CharField(max_length=1024)
@@ -54,6 +62,7 @@ class ImportJob(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             choices_check("status", ImportStatus, "importjob_status_valid"),
+            choices_check("format", ImportFormat, "importjob_format_valid"),
         ]
 
     def __str__(self) -> str:
