@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from replayhub.ingest.native import RecordError, parse_line
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -71,11 +73,19 @@ class Trace:
 
 
 def parse_record(data: bytes, *, terminated: bool = True) -> tuple[Trace, Any]:
-    """Parse one line into its Trace and the JSON value it was read from."""
+    """Parse one line into its Trace and the JSON value it was read from.
+
+    orjson reads a record (strict JSON: no NaN or Infinity); what it refuses
+    goes to the native reader, which words the error or reads what orjson
+    cannot (an integer past 64 bits). A repeated key keeps its last value.
+    """
     try:
-        value = parse_line(data, terminated=terminated)
-    except RecordError as error:
-        raise ShapeError(str(error)) from None
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            value = parse_line(data, terminated=terminated)
+        except RecordError as error:
+            raise ShapeError(str(error)) from None
     return read_trace(value), value
 
 

@@ -61,3 +61,19 @@ def test_the_environment_benchmark_builds_once_and_prints_its_ratio():
         done.stdout,
         re.MULTILINE,
     ), done.stdout
+
+
+def test_the_rollouts_benchmark_compares_index_selected_loading_and_a_follow_pass():
+    done = run_quick("rollouts.py")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(
+        r"^ratio full/index-selected [0-9.]+x \(goal >= 5\.0x\)",
+        done.stdout,
+        re.MULTILINE,
+    ), done.stdout
+    kept = re.search(r"the reward window keeps ([0-9,]+) \(", done.stdout)
+    assert kept and 100 < int(kept[1].replace(",", "")) < 300, done.stdout
+    assert re.search(
+        r"^follow pass [0-9.]+ ms \(goal < 50 ms\)", done.stdout, re.MULTILINE
+    ), done.stdout
