@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0015_text_tier"),
+        ("replayhub", "0017_rollup_source"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
