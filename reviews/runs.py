@@ -15,9 +15,19 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles
-from replayhub.models import Provider, Replay, Run, TextReplay, TextStatus, TextSuite
+from replayhub.models import (
+    Provider,
+    Replay,
+    Run,
+    RunSource,
+    TextReplay,
+    TextStatus,
+    TextSuite,
+)
 from replayhub.texttier import services as text_services
 from replayhub.texttier.replay import BadTarget, Target
+
+from .rollouts import messages_view
 
 VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"
@@ -81,7 +91,18 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         "has_providers": Provider.objects.exists(),
         "form": form if form is not None else TextReplayForm(),
         "now": timezone.now(),
+        "seeds": _seeds(run),
     }
+
+
+def _seeds(run: Run) -> list[dict]:
+    """A rollout's seeds in trajectory order, each with its conversation."""
+    if run.source != RunSource.ROLLOUT:
+        return []
+    return [
+        {"seed": seed, "messages": messages_view(seed.messages)}
+        for seed in run.seeds.order_by("number")
+    ]
 
 
 @require_GET

@@ -154,25 +154,33 @@ def _selected(
     low, high = rules.min_source_reward, rules.max_source_reward
     min_branches = rules.min_branches
     numbers, values = rows
-    # The hot loop of an index-selected load: a row becomes a _Row only when
-    # its line is to be read.
+    # The hot loop of an index-selected load: every row's span is checked,
+    # and a row becomes a _Row only when its line is to be read.
     for number, value in zip(numbers, values, strict=True):
-        row = _row(value, number)
-        if row.offset < end or row.offset + row.length > size:
+        try:
+            offset, length = value["offset"], value["len"]
+            reward, branches = value["reward"], value["branches"]
+        except (KeyError, TypeError):
+            raise _Stale(
+                f"line {number} lacks one of {', '.join(_ROW_FIELDS)}"
+            ) from None
+        if type(offset) is not int or type(length) is not int or length <= 0:
+            raise _Stale(f"line {number} has a field of the wrong type")
+        if offset < end or offset + length > size:
             raise _Stale(f"row {number} names bytes that are not a record line")
-        end = row.offset + row.length
-        if row.offset < start:
+        end = offset + length
+        if offset < start:
             continue
-        if row.replayed:
+        if type(reward) not in (int, float) or type(branches) is not int:
+            raise _Stale(f"line {number} has a field of the wrong type")
+        if REPLAY_MARK in value and value[REPLAY_MARK] is not None:
             skipped["replayed"] += 1
-        elif (low is not None and row.reward < low) or (
-            high is not None and row.reward > high
-        ):
+        elif (low is not None and reward < low) or (high is not None and reward > high):
             skipped["source_reward"] += 1
-        elif row.branches < min_branches:
+        elif branches < min_branches:
             skipped["no_seed"] += 1
         else:
-            wanted.append(row)
+            wanted.append(_row(value, number))
     if already is not None:
         wanted = _not_stored(wanted, already, skipped)
     with open(path, "rb") as stream:

@@ -110,3 +110,23 @@ def test_a_large_rollout_upload_is_imported_by_a_job(
     assert (job.status, job.imported, job.summary["seeds"]) == ("done", 2, 2)
     html = client.get(response["Location"]).content.decode()
     assert '<th scope="row">Seeds</th><td>2</td>' in html
+
+
+def test_the_run_page_lists_a_rollouts_seeds_with_their_conversations_escaped(
+    client, project, reviewer
+):
+    token = token_issue(project=project)[1]
+    project.max_anchors = None
+    project.save()
+    hostile = multi_tool(prompt="<script>alert(1)</script>")
+    hostile.nodes[1]["message"]["content"] = "<script>alert(1)</script>"
+    push(client, line(hostile.record()), token)
+    run = Run.objects.get()
+    client.force_login(reviewer)
+    html = client.get(reverse("reviews:run_detail", args=[run.pk])).content.decode()
+    assert html.count('<details class="seed" id="seed-') == 3
+    for seed in Seed.objects.filter(run=run):
+        assert seed.key in html
+    assert "After tool results" in html and "rollout" in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
