@@ -79,22 +79,23 @@ def follow_pass(source: FollowSource) -> RolloutSummary:
     """One pass over a source's files; what it imported and found."""
     summary = RolloutSummary()
     store = RolloutStore(source.project, summary)
-    known = {row.path: row for row in source.files.all()}
+    # Plain tuples: a pass over an unchanged source builds no model instance.
+    known = {
+        path: (pk, size, mtime, inode)
+        for pk, path, size, mtime, inode in source.files.values_list(
+            "pk", "path", "size", "mtime_ns", "inode"
+        )
+    }
     for name in expand(source.pattern):
         try:
             stat = os.stat(name)
         except FileNotFoundError:
             continue
         seen = _Seen(stat.st_size, stat.st_mtime_ns, stat.st_ino)
-        row = known.get(name)
-        if row is not None and (row.size, row.mtime_ns, row.inode) == (
-            seen.size,
-            seen.mtime_ns,
-            seen.inode,
-        ):
+        was = known.get(name)
+        if was is not None and was[1:] == (seen.size, seen.mtime_ns, seen.inode):
             continue
-        if row is None:
-            row = _row(source, name)
+        row = _row(source, name) if was is None else FollowedFile.objects.get(pk=was[0])
         _follow_file(store, row, Path(name), seen)
     source.last_summary = summary.to_dict()
     source.last_pass_at = timezone.now()

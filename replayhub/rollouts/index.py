@@ -19,6 +19,7 @@ Pure but for reading files: what is stored where is the caller's concern
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -111,22 +112,20 @@ def load(
     written and is left for later.
     """
     index = index_path(path) if use_index else None
-    rows: tuple[list[int], list[Any]] | None = None
     if index is None or not index.is_file():
         yield from _stream(path, start=start, first_number=first_line, final=final)
         return
+    local: Counter[str] = Counter()
     try:
-        rows = _read_index(index)
+        plan = _plan(path, index, rules, local, start)
     except _Stale as problem:
         report.index_problem = f"{index.name}: {problem}; the whole file was read"
-    if rows is None:
         yield from _stream(path, start=start, first_number=first_line, final=final)
         return
     report.indexed = True
-    local: Counter[str] = Counter()
     done: set[int] = set()
     try:
-        yield from _selected(path, rows, rules, local, already, done, start, final)
+        yield from _selected(path, plan, local, already, done, final)
     except _Stale as problem:
         report.index_problem = (
             f"{index.name} does not match the file ({problem}); the whole file was read"
@@ -138,22 +137,29 @@ def load(
     report.skipped.update(local)
 
 
-def _selected(
-    path: Path,
-    rows: tuple[list[int], list[Any]],
-    rules: SeedRules,
-    skipped: Counter[str],
-    already: Already | None,
-    done: set[int],
-    start: int,
-    final: bool,
-) -> Iterator[Loaded]:
+@dataclass
+class _Plan:
+    """The rows whose lines are to be read, where the rows end, and after
+    which line number the lines past them begin."""
+
+    wanted: list[_Row]
+    end: int
+    last: int
+    start: int
+
+
+def _plan(
+    path: Path, index: Path, rules: SeedRules, skipped: Counter[str], start: int
+) -> _Plan:
+    """Filter the index's rows. Only the rows to read outlive this call: a
+    hundred thousand parsed rows kept alive would be walked by every garbage
+    collection while the records are parsed."""
+    numbers, values = _read_index(index)
     size = path.stat().st_size
     end = 0
     wanted: list[_Row] = []
     low, high = rules.min_source_reward, rules.max_source_reward
     min_branches = rules.min_branches
-    numbers, values = rows
     # The hot loop of an index-selected load: every row's span is checked,
     # and a row becomes a _Row only when its line is to be read.
     for number, value in zip(numbers, values, strict=True):
@@ -181,14 +187,27 @@ def _selected(
             skipped["no_seed"] += 1
         else:
             wanted.append(_row(value, number))
+    return _Plan(wanted, end, numbers[-1] if numbers else 0, start)
+
+
+def _selected(
+    path: Path,
+    plan: _Plan,
+    skipped: Counter[str],
+    already: Already | None,
+    done: set[int],
+    final: bool,
+) -> Iterator[Loaded]:
+    wanted = plan.wanted
     if already is not None:
         wanted = _not_stored(wanted, already, skipped)
-    with open(path, "rb") as stream:
+    # Unbuffered: each span is one pread, with no buffer filled around it.
+    with open(path, "rb", buffering=0) as stream:
+        fd = stream.fileno()
         for row in wanted:
             # One byte before the span: a whole line starts after a newline.
             before = 1 if row.offset else 0
-            stream.seek(row.offset - before)
-            data = stream.read(row.length + before)
+            data = os.pread(fd, row.length + before, row.offset - before)
             if len(data) != row.length + before or not data.endswith(b"\n"):
                 raise _Stale(f"row {row.number}'s span does not end a line")
             if before and data[0] != 0x0A:
@@ -200,10 +219,9 @@ def _selected(
             _check(row, trace)
             done.add(row.offset)
             yield Loaded(row.number, row.offset, row.length, trace, value)
-    tail = max(end, start)
-    if tail < size:
-        last = numbers[-1] if numbers else 0
-        yield from _stream(path, start=tail, first_number=last + 1, final=final)
+    tail = max(plan.end, plan.start)
+    if tail < path.stat().st_size:
+        yield from _stream(path, start=tail, first_number=plan.last + 1, final=final)
 
 
 def _check(row: _Row, trace: Trace) -> None:

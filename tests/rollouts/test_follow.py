@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from replayhub import tasks
 from replayhub.models import FollowedFile, FollowSource, Project, Run
 from replayhub.rollouts import follow, ingest
 from replayhub.rollouts import services as rollouts
+from tests.conftest import wait_for
 from tests.rollouts.traces import line, multi_tool
 
 
@@ -189,3 +191,20 @@ def test_the_beat_task_claims_one_pass_per_period(project, run_dir):
     assert rollouts.follow_claimed(source_id=source.pk) is None
     source.refresh_from_db()
     assert source.last_summary["imported"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_beat_task_queues_a_pass_per_source_that_a_worker_does(
+    celery_worker, tmp_path
+):
+    project = Project.objects.create(
+        slug="rl-beat", repo_path=str(tmp_path), rollout_anchor="tool-call"
+    )
+    run_dir = tmp_path / "output"
+    write(step_file(run_dir, 3), line(record(3)) + line(record(4)))
+    rollouts.follow_source_get(project=project, pattern=str(run_dir))
+    tasks.follow_rollouts()  # what beat sends every REPLAYHUB_FOLLOW_SECONDS
+    wait_for(lambda: Run.objects.filter(project=project).count() == 2, timeout=60)
+    source = FollowSource.objects.get(project=project)
+    wait_for(lambda: FollowSource.objects.get(pk=source.pk).last_summary)
+    assert FollowSource.objects.get(pk=source.pk).last_summary["imported"] == 2
