@@ -166,22 +166,26 @@ def write_file(folder: Path, count: int) -> Path:
     return path
 
 
-def load_all(path: Path, rules: SeedRules, *, use_index: bool) -> list:
-    """The rollouts an import goes on to store: loaded (index-selected or
-    not), each parsed and checked, the reward window applied parse-side."""
+def load_all(path: Path, rules: SeedRules, *, use_index: bool) -> list[str]:
+    """The trace ids of the rollouts an import goes on to store: loaded
+    (index-selected or not), each parsed and checked, the reward window
+    applied parse-side. Like an import, nothing loaded is kept."""
     kept = []
     for item in load(path, rules=rules, report=LoadReport(), use_index=use_index):
         trace = item.trace
         if trace is None:
             raise SystemExit(f"line {item.number}: {item.error}")
         if rules.reward_allowed(trace.reward):
-            kept.append(trace)
+            kept.append(trace.id)
     return kept
 
 
-def seeds_of(traces: list, rules: SeedRules) -> str:
-    """Every seed key of the loaded rollouts, to compare two loads by."""
-    keys = {t.id: [s.key for s in derive(t, rules)[0]] for t in traces}
+def seeds_of(path: Path, rules: SeedRules, *, use_index: bool) -> str:
+    """Every seed key of the rollouts a load keeps, to compare two loads by."""
+    keys = {}
+    for item in load(path, rules=rules, report=LoadReport(), use_index=use_index):
+        if item.trace is not None and rules.reward_allowed(item.trace.reward):
+            keys[item.trace.id] = [s.key for s in derive(item.trace, rules)[0]]
     return json.dumps(keys, sort_keys=True)
 
 
@@ -234,9 +238,9 @@ def loading(records: int, runs: int) -> tuple[float, bool]:
             wall[name].append(seconds)
             cpu[name].append(used)
             if name != "floor":
-                answers.add(seeds_of(kept, rules))
-                del kept
-    if len(answers) != 1:
+                answers.add(json.dumps(kept))
+    seeds = {seeds_of(path, rules, use_index=flag) for flag in (True, False)}
+    if len(answers) != 1 or len(seeds) != 1:
         raise SystemExit("index-selected and full loading disagree")
     count = len(json.loads(answers.pop()))
     print(
