@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0017_rollup_source"),
+        ("replayhub", "0019_replay_trigger_now"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
