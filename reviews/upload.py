@@ -87,7 +87,7 @@ def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
     return _page(
         request,
         UploadForm(initial={"project": project, "format": format}),
-        summary=summary.to_dict(),
+        summary=summary,
         filename=upload.name,
         project=project,
         imported_after=started,

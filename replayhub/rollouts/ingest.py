@@ -42,9 +42,16 @@ class RolloutSummary(Summary):
     left out by reason (``overlong`` counts seeds), ``seeds`` the seeds
     stored, ``files`` what each file's index did."""
 
-    skipped: Counter[str] = field(default_factory=Counter)
+    # A plain dict, every reason present: a template reads it as it reads
+    # the summary stored on an upload job.
+    skipped: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0)
+    )
     seeds: int = 0
     files: list[dict[str, Any]] = field(default_factory=list)
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
 
     def add_invalid_in(self, path: Path | None, line: int, error: str) -> None:
         self.invalid_total += 1
@@ -60,11 +67,9 @@ class RolloutSummary(Summary):
         return [f for f in self.files if "problem" in f or "index_problem" in f]
 
     def to_dict(self) -> dict[str, Any]:
-        skipped = {reason: self.skipped.get(reason, 0) for reason in SKIP_REASONS}
-        skipped.update(self.skipped)
         return {
             **super().to_dict(),
-            "skipped": skipped,
+            "skipped": dict(self.skipped),
             "seeds": self.seeds,
             "files": self.files,
         }
@@ -110,18 +115,18 @@ class RolloutStore:
             summary.add_invalid_in(self.path, loaded.number, loaded.error)
             return None
         if is_replay_output(trace, self.rules.verification_turn):
-            summary.skipped["replayed"] += 1
+            summary.skip("replayed")
             return None
         if not trace.nodes:
-            summary.skipped["empty"] += 1
+            summary.skip("empty")
             return None
         if not self.rules.reward_allowed(trace.reward):
-            summary.skipped["source_reward"] += 1
+            summary.skip("source_reward")
             return None
         seeds, overlong = derive(trace, self.rules)
-        summary.skipped["overlong"] += overlong
+        summary.skip("overlong", overlong)
         if not seeds:
-            summary.skipped["no_seed"] += 1
+            summary.skip("no_seed")
             return None
         try:
             text = canonical_json(loaded.value)
@@ -293,7 +298,8 @@ def merge_report(summary: RolloutSummary, path: Path, report: LoadReport) -> Non
     stored already is a duplicate, as it would be had its line been read."""
     skipped = Counter(report.skipped)
     summary.duplicates += skipped.pop("imported", 0)
-    summary.skipped.update(skipped)
+    for reason, count in skipped.items():
+        summary.skip(reason, count)
     entry: dict[str, Any] = {"file": str(path), "indexed": report.indexed}
     if report.index_problem:
         entry["index_problem"] = report.index_problem
