@@ -1,4 +1,5 @@
-"""What a rollout replay's page shows: the seed, both continuations, both rewards.
+"""What a rollout replay's page shows: the seed, both continuations, both rewards;
+and the replay's output as a verifiers record to download.
 
 Python computes, the template (``reviews/_rollout.html``) renders: messages are
 reduced here to plain rows (role, text, whether the text is long, tool calls
@@ -11,8 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib.auth.decorators import permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_GET
+
+from replayhub import roles
 from replayhub.models import Replay, Seed
 from replayhub.rollouts.completions import MalformedCompletion, normalise
+from replayhub.rollouts.record import output_record, record_line
+from replayhub.rollouts.replay import replay_mark
 
 # Text longer than this, or of more lines, is collapsed behind its first line.
 LONG_CHARS = 600
@@ -50,7 +59,7 @@ def rollout_view(replay: Replay) -> dict[str, Any] | None:
             (seed.continuation or seed.original_completion) if seed else []
         ),
         "replayed": messages_view(found.get("completion") or []),
-        "has_replay_completion": found.get("completion") is not None,
+        "has_output": seed is not None and found.get("completion") is not None,
     }
     return view
 
@@ -102,3 +111,32 @@ def _passes(reward: object, threshold: object) -> bool | None:
     if not isinstance(reward, int | float) or not isinstance(threshold, int | float):
         return None
     return reward >= threshold
+
+
+@require_GET
+@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
+def replay_rollout_record(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """The replay's output as one verifiers record (JSONL), marked as
+    ReplayHub's own so that importing it back never makes it a rollout."""
+    replay = get_object_or_404(
+        Replay.objects.select_related("run", "seed"), pk=replay_id
+    )
+    found = (replay.evidence or {}).get("rollout") or {}
+    if replay.seed is None or found.get("completion") is None:
+        raise Http404("this replay has no rollout output")
+    record = output_record(
+        replay_id=replay.pk,
+        trace_id=replay.run.external_id,
+        task_name=replay.run.title,
+        seed=replay.seed.messages,
+        completion=found["completion"],
+        reward=found.get("replay_reward"),
+        mark=replay_mark(
+            replay_id=replay.pk,
+            seed_key=replay.seed.key,
+            source=replay.run.external_id,
+        ),
+    )
+    response = HttpResponse(record_line(record), content_type="application/x-ndjson")
+    response["Content-Disposition"] = f'attachment; filename="replay-{replay.pk}.jsonl"'
+    return response

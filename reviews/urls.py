@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from . import budgets, projects, runs, views
+from . import budgets, projects, rollouts, runs, views
 from .trends import views as trends
 
 app_name = "reviews"
@@ -24,6 +24,11 @@ urlpatterns = [
         name="replay_release",
     ),
     path("replays/<int:replay_id>/decide/", views.replay_decide, name="replay_decide"),
+    path(
+        "replays/<int:replay_id>/rollout.jsonl",
+        rollouts.replay_rollout_record,
+        name="replay_rollout_record",
+    ),
     path("reviews/<int:review_id>/undo/", views.review_undo_view, name="review_undo"),
     path(
         "replays/<int:replay_id>/diff/<slug:kind>/<int:index>/",

@@ -63,5 +63,9 @@ def test_a_reviewer_reads_a_rollout_replay_side_by_side(
     left = page.locator("#original-continuation").bounding_box()
     right = page.locator("#replay-continuation").bounding_box()
     assert left and right and right["x"] > left["x"] + left["width"] - 1
+    # The replay's output is offered as a verifiers record.
+    with page.expect_download() as download:
+        page.locator("#rollout-record").click()
+    assert download.value.suggested_filename == f"replay-{replay_id}.jsonl"
     assert errors == []
     screenshot(page, "rollout-replay")

@@ -39,14 +39,14 @@ def hostile_seed(**order):
     return seed
 
 
-def replayed(project, *, answer, reward=1.0, continuation=None) -> int:
+def replayed(project, *, answer, reward=1.0, continuation=None, **order) -> int:
     make_rollout(
         project,
         external_id="5c1f0e9a",
         reward=1.0,
         seeds=[
             (
-                hostile_seed(answer=answer, reward=reward),
+                hostile_seed(answer=answer, reward=reward, **order),
                 continuation
                 or [{"role": "assistant", "content": f"Used Decimal {ONERROR}"}],
                 "",
