@@ -26,9 +26,11 @@ from .testpaths import (
     test_changes,
 )
 
-# The non-test files of a change read for interference, and how much of each.
+# The non-test files of a change read for interference, how much of each,
+# and of all of them (what is read is held in memory whole).
 MAX_SCANNED_FILES = 500
 MAX_SCANNED_BYTES = 2 * 1024 * 1024
+MAX_SCANNED_TOTAL = 32 * 1024 * 1024
 
 
 class Entry(NamedTuple):
@@ -157,11 +159,13 @@ def _texts(scratch: Scratch, blobs: dict[str, str]) -> dict[str, str]:
         parts = line.split()
         if len(parts) == 3 and parts[1] == b"blob":
             sizes[parts[0].decode()] = int(parts[2])
-    wanted = [
-        (path, sha)
-        for path, sha in blobs.items()
-        if sizes.get(sha, MAX_SCANNED_BYTES + 1) <= MAX_SCANNED_BYTES
-    ]
+    wanted = []
+    total = 0
+    for path, sha in blobs.items():
+        size = sizes.get(sha, MAX_SCANNED_BYTES + 1)
+        if size <= MAX_SCANNED_BYTES and total + size <= MAX_SCANNED_TOTAL:
+            wanted.append((path, sha))
+            total += size
     if not wanted:
         return {}
     out = scratch.git(

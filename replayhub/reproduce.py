@@ -628,18 +628,31 @@ def _judge_by_tests(
     differ from the original's, the reference tree; then the verdict."""
     project = ctx.project
     patterns = list(project.test_paths)
-    plan = plan_tests(
-        ctx.scratch,
-        original_tree=comparison.original_tree,
-        replay_tree=comparison.replay_tree,
-        replay_paths=comparison.replay_paths,
-        patterns=patterns,
-    )
+    try:
+        plan = plan_tests(
+            ctx.scratch,
+            original_tree=comparison.original_tree,
+            replay_tree=comparison.replay_tree,
+            replay_paths=comparison.replay_paths,
+            patterns=patterns,
+        )
+    except gitops.GitError as exc:
+        if not leftovers.grew_too_large(exc):
+            raise
+        return leftovers.file_cap_fired(
+            f"reading the test files of the agent's tree failed ({exc}); the cap "
+            f"is {project.max_files:,}",
+            ctx.base_facts,
+        )
     report.plan = plan
     trees = {"original": comparison.original_tree, "replay": comparison.replay_tree}
     if plan.reference_tree is not None:
         trees["reference"] = plan.reference_tree
     report.trees = trees
+    if oversize := leftovers.too_large_to_check_out(
+        ctx.scratch, trees, project, ctx.base_facts
+    ):
+        return oversize
     report.cache_key = testmemory.cache_key(
         project,
         tree=comparison.original_tree,

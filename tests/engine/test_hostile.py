@@ -16,7 +16,7 @@ import pytest
 from django.db import DataError
 from django.utils import timezone
 
-from replayhub import gitops, leftovers, services
+from replayhub import gitops, leftovers, reproduce, services
 from replayhub.models import Comparison, Replay, TestOutcome, TestRecord
 from replayhub.services import escape_text, storable, unescape_text
 from tests.engine.scripted import make_project, make_run
@@ -258,6 +258,20 @@ def test_a_comparison_too_large_for_git_fires_the_cap(
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
     assert "53 files" in result.reason
+
+
+def test_test_files_too_many_for_git_to_list_fire_the_cap(
+    calc_project, calc_base, calc_good, monkeypatch
+):
+    def plan(*args, **kwargs):
+        raise gitops.GitError("git ls-tree printed more than 67108864 bytes")
+
+    monkeypatch.setattr(reproduce, "plan_tests", plan)
+    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "test files" in result.reason
 
 
 def test_git_running_out_of_time_or_room_is_told_apart_from_its_faults(tmp_path):

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from replayhub import services
+from replayhub import leftovers, services
+from replayhub.gitops import Scratch
 from replayhub.models import Replay
 from replayhub.sandbox.watchdog import disk_usage
+from tests.engine.gitrepos import make_repo
 from tests.engine.scripted import make_project, make_run
 
 pytestmark = pytest.mark.django_db
@@ -82,3 +84,21 @@ def test_sparse_files_count_at_the_size_a_copy_would_write(
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
     assert "(disk)" in result.reason
+
+
+def test_a_tree_over_the_disk_cap_is_not_checked_out(tmp_path, calc_repo):
+    repo = make_repo(tmp_path / "big", {"blob.bin": b"\0" * (3 * MiB)})
+    scratch = Scratch(tmp_path / "scratch", repo.path)
+    tree = scratch.resolve_tree(repo.head())
+    project = make_project(calc_repo, max_disk_mb=2)
+
+    decision = leftovers.too_large_to_check_out(
+        scratch, {"original": tree, "replay": tree}, project, {}
+    )
+
+    assert decision is not None and decision.reason_code == "cap_fired"
+    assert "replay tree" in decision.reason and "3 MiB" in decision.reason
+    project.max_disk_mb = 4
+    assert (
+        leftovers.too_large_to_check_out(scratch, {"replay": tree}, project, {}) is None
+    )
