@@ -250,3 +250,65 @@ def test_label_counts_reach_the_trends_export_and_the_agreement_csv(reviewer, le
     ]
     # A cell a spreadsheet would run as a formula is quoted.
     assert "shop,'=cause,agent,1" in csv_text.content.decode()
+
+
+def test_the_agreement_page_shows_kappa_and_gold_agreement_of_a_known_set(
+    reviewer, lead, admin_user
+):
+    from reviews import gold
+    from reviews.models import GoldServing
+
+    sam = make_user("sam", roles.REVIEWER)
+    # rita and sam judge four replays: both divergent, both equivalent, then
+    # rita divergent / sam equivalent twice. p_o = 2/4; rita d3 e1, sam d1 e3:
+    # p_e = (3*1 + 1*3) / 16 = 3/8; kappa = (1/2 - 3/8) / (5/8) = 1/5.
+    pairs = [
+        ("divergent", "divergent"),
+        ("equivalent", "equivalent"),
+        ("divergent", "equivalent"),
+        ("divergent", "equivalent"),
+    ]
+    for first, second in pairs:
+        replay = make_replay(verdict="divergent")
+        for person, verdict in ((reviewer, first), (sam, second)):
+            Review.objects.create(
+                replay=replay,
+                reviewer=person,
+                decision="confirm" if verdict == "divergent" else "overturn",
+                verdict_before="divergent",
+                verdict_after=verdict,
+            )
+    # rita judges two gold items and agrees with one of them.
+    for settled, said in (("divergent", "divergent"), ("identical", "divergent")):
+        replay = make_replay(verdict="divergent")
+        review_decide(replay=replay, reviewer=admin_user, decision="confirm")
+        item = gold.gold_mark(replay=replay, actor=admin_user, verdict=settled)
+        serving = GoldServing.objects.create(gold=item, reviewer=reviewer)
+        gold.gold_judge(serving=serving, decision="confirm", verdict_after=said)
+
+    page = as_user(lead).get(reverse("reviews:agreement"))
+
+    gold_scores = page.context["gold_scores"]
+    assert [(s.reviewer, s.judged, s.agreed) for s in gold_scores] == [("rita", 2, 1)]
+    pair = next(
+        p for p in page.context["pairs"] if (p.first, p.second) == ("rita", "sam")
+    )
+    assert (pair.shared, pair.agreed, float(pair.kappa)) == (4, 2, 0.2)
+    html = page.content.decode()
+    assert "<td>rita · sam</td>" in html and ">0.20</td>" in html
+    assert ">50%</td>" in html
+
+
+def test_marking_notices_read_touches_only_ones_own(reviewer, lead):
+    from reviews.models import Notice
+
+    replay = make_replay()
+    mine = Notice.objects.create(user=reviewer, kind="mention", replay=replay, text="a")
+    theirs = Notice.objects.create(user=lead, kind="mention", replay=replay, text="b")
+
+    as_user(reviewer).post(reverse("reviews:inbox_read"), {"id": str(theirs.pk)})
+    as_user(reviewer).post(reverse("reviews:inbox_read"))
+
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert mine.read_at is not None and theirs.read_at is None
