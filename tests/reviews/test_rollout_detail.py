@@ -80,6 +80,7 @@ def test_the_page_shows_the_seed_both_continuations_and_both_rewards(
     assert 'id="original-reward"' in html and ">1.0<" in html and ">0.75<" in html
     assert "After tool results" in html and "at node 3" in html
     assert "token-level Jaccard" in html
+    assert "Harness output" in html
     # The tool call, its arguments laid out, and the result it answers.
     assert "<code>bash</code>" in html and "call_a1" in html
     assert "&quot;command&quot;: &quot;echo" in html
