@@ -296,3 +296,51 @@ def test_the_nightly_command_reports_the_text_tier(project, standin, text_settin
     (result,) = json_module.loads(out.getvalue())
     assert (result["text_admitted"], result["text_deferred"]) == (3, 1)
     assert result["admitted"] == 0  # nothing passed on yet
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_text_reservations_never_overspend(require_postgres):
+    import threading
+
+    from django.db import connection
+
+    from replayhub.texttier.night import reserve_text
+
+    project = Project.objects.create(slug="race", repo_path="/srv/race.git")
+    night = Night.objects.create(
+        project=project,
+        date=NOW.date(),
+        window_start=NOW - timedelta(hours=1),
+        window_end=NOW + timedelta(hours=5),
+        limit_replays=0,
+        limit_sandbox_seconds=0,
+        limit_tokens=0,
+        limit_cost_usd=0,
+        text_limit_replays=1000,
+        text_limit_tokens=55_000,
+        text_limit_cost_usd=Decimal("7.5"),
+    )
+    bound = tiers.TextBound(tokens=5_000, cost_usd=Decimal("1"))
+    admitted = []
+    barrier = threading.Barrier(16)
+
+    def worker():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                if reserve_text(night=night, bound=bound, now=NOW):
+                    admitted.append(1)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    night.refresh_from_db()
+    # Tokens allow 11, money 7: money is the binding dimension.
+    assert len(admitted) == 7
+    assert night.text_reserved_cost_usd == Decimal(7) <= night.text_limit_cost_usd
+    assert night.text_reserved_tokens == 35_000
