@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
 from .projects import Project, RunSource, choices_check
+
+# As the text tier reads it: a provider name, a colon, a model name.
+_TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}:\S.{0,199}")
 
 
 class Budget(models.Model):
@@ -74,6 +80,22 @@ class Budget(models.Model):
 
     def __str__(self) -> str:
         return f"budget of {self.project}"
+
+    def clean(self) -> None:
+        errors = {}
+        for name in ("text_target", "text_judge"):
+            value = getattr(self, name)
+            if value and not _TARGET.fullmatch(value):
+                errors[name] = "Write PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5."
+        if self.text_enabled and not self.text_target:
+            errors["text_target"] = "The text tier needs a PROVIDER:MODEL to ask."
+        categories = self.escalate_categories
+        if not isinstance(categories, list) or not all(
+            isinstance(c, str) for c in categories
+        ):
+            errors["escalate_categories"] = 'Give a list of names, e.g. ["security"].'
+        if errors:
+            raise ValidationError(errors)
 
 
 class NightStatus(models.TextChoices):

@@ -344,3 +344,25 @@ def test_concurrent_text_reservations_never_overspend(require_postgres):
     assert len(admitted) == 7
     assert night.text_reserved_cost_usd == Decimal(7) <= night.text_limit_cost_usd
     assert night.text_reserved_tokens == 35_000
+
+
+def test_the_policy_is_checked_where_an_admin_edits_it(project):
+    from django.core.exceptions import ValidationError
+
+    budget = Budget.objects.get(project=project)
+    budget.text_target = "no-colon"
+    budget.text_judge = "gpt:"
+    budget.escalate_categories = "security"
+    with pytest.raises(ValidationError) as caught:
+        budget.full_clean()
+    assert set(caught.value.message_dict) == {
+        "text_target",
+        "text_judge",
+        "escalate_categories",
+    }
+    budget.text_target, budget.text_judge = "ollama:llama3:8b", ""
+    budget.escalate_categories = ["security"]
+    budget.full_clean()
+    budget.text_target = ""
+    with pytest.raises(ValidationError, match="needs a PROVIDER:MODEL"):
+        budget.full_clean()
