@@ -654,12 +654,16 @@ def _walk(
 
 
 def night_run(
-    *, project: Project, now: datetime | None = None, immediate: bool = False
+    *,
+    project: Project,
+    now: datetime | None = None,
+    immediate: bool = False,
+    agentic: bool = True,
 ) -> nightly.NightReport:
     """Admit this night's replays for ``project``, tier by tier: the text
-    tier's first, then the agentic tier's (only runs the text tier passed on,
-    when the project's policy says so). A worker sends them to their queues
-    once the admission commits."""
+    tier's first, then (``agentic``) the agentic tier's — only runs the text
+    tier passed on, when the project's policy says so. A worker sends them to
+    their queues once the admission commits."""
     budget = nightly.budget_of(project)
     text = text_night.night_admit_text(project=project, now=now, immediate=immediate)
     if text.admitted and text.night is not None:
@@ -670,9 +674,12 @@ def night_run(
         def gate(runs):
             return text_night.gate_agentic(runs, budget)
 
-    report = nightly.night_admit(
-        project=project, now=now, immediate=immediate, gate=gate
-    )
+    if agentic:
+        report = nightly.night_admit(
+            project=project, now=now, immediate=immediate, gate=gate
+        )
+    else:
+        report = nightly.NightReport(night=text.night)
     report.text = text
     if report.admitted and report.night is not None:
         tasks.dispatch_night.delay_on_commit(report.night.pk)
@@ -694,12 +701,19 @@ def nights_tick(*, now: datetime | None = None) -> list[nightly.NightReport]:
     for project in projects:
         if nightly.night_claim(project=project, now=now):
             reports.append(night_run(project=project, now=now))
-        elif nightly.budget_of(project).text_enabled and text_night.in_window(
-            project, now
-        ):
+            continue
+        budget = nightly.budget_of(project)
+        if budget.text_enabled and text_night.in_window(project, now):
             # Tiered: every tick admits the text replays the budget now has
-            # room for, and the agentic replays of runs the text tier has
-            # passed on since.
-            reports.append(night_run(project=project, now=now))
+            # room for and, when the text tier gates the agentic tier, the
+            # agentic replays of runs it has passed on since. Without the
+            # gate the agentic tier keeps its one selection per night.
+            reports.append(
+                night_run(
+                    project=project,
+                    now=now,
+                    agentic=text_night.gates_agentic(budget),
+                )
+            )
     nightly.night_close_ended(now=now)
     return reports

@@ -366,3 +366,19 @@ def test_the_policy_is_checked_where_an_admin_edits_it(project):
     budget.text_target = ""
     with pytest.raises(ValidationError, match="needs a PROVIDER:MODEL"):
         budget.full_clean()
+
+
+def test_without_the_gate_later_ticks_admit_only_text_replays(
+    project, standin, text_settings
+):
+    make_runs(project, 5)
+    Budget.objects.filter(project=project).update(agentic_after_text=False)
+
+    services.nights_tick(now=NOW)
+    assert Replay.objects.count() == 2  # the agentic tier's one selection
+    Night.objects.update(limit_replays=10, text_limit_replays=10)
+
+    services.nights_tick(now=NOW + timedelta(minutes=2))
+
+    assert Replay.objects.count() == 2
+    assert TextReplay.objects.count() == 5
