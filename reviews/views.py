@@ -412,6 +412,9 @@ def _detail_context(
         "reason_text": REASON_TEXT.get(replay.reason_code, ""),
         "checks": checks,
         "agent": (replay.evidence or {}).get("agent", {}),
+        "unstorable": (replay.evidence or {}).get("unstorable_paths", []),
+        "unstorable_count": (replay.evidence or {}).get("unstorable_count", 0),
+        "nested_repositories": (replay.evidence or {}).get("nested_repositories", []),
         "environment": (replay.evidence or {}).get("environment") or {},
         "warnings": provenance.get("warnings")
         or (replay.evidence or {}).get("warnings", []),

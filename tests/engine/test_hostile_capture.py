@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.urls import reverse
 
 from replayhub import services
 from replayhub.capture import capture_workspace
@@ -47,7 +48,7 @@ def assert_ended_by_the_agent(result: Replay) -> None:
 
 
 def test_a_dot_git_directory_in_capitals_is_skipped_and_named(
-    calc_repo, calc_base, calc_good
+    calc_repo, calc_base, calc_good, client, reviewer
 ):
     result = hostile_replay(
         calc_repo,
@@ -61,6 +62,10 @@ def test_a_dot_git_directory_in_capitals_is_skipped_and_named(
     assert (result.verdict, result.reason_code) == ("inconclusive", "unstorable_paths")
     assert ".GIT/config" in result.reason
     assert result.evidence["unstorable_paths"] == [".GIT/config"]
+    client.force_login(reviewer)
+    page = client.get(reverse("reviews:replay_detail", args=[result.pk])).content
+    assert b"Left paths git cannot store (1): <code" in page
+    assert b"memory and processes capped by <code>" in page
 
 
 def test_a_path_git_refuses_outside_the_allowed_paths_is_divergent(
