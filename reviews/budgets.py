@@ -39,6 +39,8 @@ CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
     "test_time_limit_seconds": (1, 86_400, " s"),
     "memory_limit_mb": (64, 1_048_576, " MiB"),
     "max_processes": (1, 100_000, " processes"),
+    "max_disk_mb": (16, 1_048_576, " MiB"),
+    "max_files": (100, 100_000_000, " files"),
     "max_tokens": (1, 1_000_000_000, " tokens"),
     "max_turns": (1, 100_000, " turns"),
     "flake_reruns": (0, 10, " reruns"),
@@ -128,6 +130,8 @@ class CapsForm(BoundedForm):
             "test_time_limit_seconds": "Test run time limit (s)",
             "memory_limit_mb": "Memory (MiB)",
             "max_processes": "Processes",
+            "max_disk_mb": "Disk (MiB)",
+            "max_files": "Files",
             "max_tokens": "Tokens per replay",
             "max_turns": "Turns per replay",
         }

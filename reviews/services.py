@@ -396,6 +396,8 @@ CAP_FIELDS = [
     "test_time_limit_seconds",
     "memory_limit_mb",
     "max_processes",
+    "max_disk_mb",
+    "max_files",
     "max_tokens",
     "max_turns",
     "flake_reruns",
