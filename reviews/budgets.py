@@ -15,12 +15,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from replayhub import nightly, roles
-from replayhub.models import Budget, Night, Project
+from replayhub.models import Budget, Night, Project, Run
+from replayhub.texttier import night as text_night
 
 from . import services
 from .models import AuditEvent
 
 HISTORY_NIGHTS = 14
+# Deferred runs listed per tier on a card (the counts are whole).
+DEFERRED_SHOWN = 10
 
 
 # Every number an admin types has a floor and a sane ceiling, with its unit
@@ -240,6 +243,16 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
         "tonight": tonight,
         "bars": bars(tonight, show_money=show_money) if tonight else [],
         "text_bars": text_bars(tonight, show_money=show_money) if tonight else [],
+        "deferred_runs": Run.objects.filter(project=project, deferred_at__isnull=False)
+        .only("id", "external_id", "title", "deferred_at")
+        .order_by("deferred_at", "id")[:DEFERRED_SHOWN],
+        "text_deferred_runs": (
+            text_night.text_candidates(project, tonight, budget).only(
+                "id", "external_id", "title"
+            )[:DEFERRED_SHOWN]
+            if tonight is not None and tonight.text_deferred
+            else []
+        ),
         "nights": nights,
         "budget_form": budget_form,
         "caps_form": caps_form,

@@ -280,6 +280,11 @@ def test_the_budgets_page_shows_the_spend_of_each_tier(
     assert "Text money" in page  # leads see money
     assert "<strong>2 deferred</strong> by the text budget" in page
     assert "<td>3/3</td>" in page
+    # The two runs the text budget left over are listed, linked to their page.
+    deferred = page[page.index("Deferred runs") :]
+    listed = deferred[: deferred.index("</details>")]
+    assert "run-3" in listed and "run-4" in listed and "run-0" not in listed
+    assert listed.count('href="/runs/') == 2
 
 
 def test_the_nightly_command_reports_the_text_tier(project, standin, text_settings):
