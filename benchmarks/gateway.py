@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Run as a script, sys.path[0] is benchmarks/; the project root replaces it.
 sys.path[0] = str(ROOT)
 
+from benchmarks.support import record  # noqa: E402
 from replayhub.gateway import Caps, ModelGateway, Upstream  # noqa: E402
 from replayhub.gateway.standin import StandInProvider  # noqa: E402
 from tests.gateway.client import (  # noqa: E402
@@ -256,6 +257,17 @@ def measure(*, calls: int, socket_dir: str, enforce: bool) -> int:
         )
         if case.goal and added > GOAL_MS:
             missed.append(case.label)
+        record(
+            "gateway",
+            f"model call through the gateway: {case.label}",
+            unit="ms",
+            samples=through,
+            floor="the same call made directly",
+            floor_samples=direct,
+            goal=f"adds <= {GOAL_MS:g} ms (median)" if case.goal else "",
+            holds=(added <= GOAL_MS if enforce else None) if case.goal else None,
+            note=f"adds {added:.3f} ms at the median, {case.added(p99):.3f} at p99",
+        )
     if missed:
         print(f"goal missed: {', '.join(missed)} add more than {GOAL_MS:g} ms")
         return 1 if enforce else 0

@@ -58,6 +58,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
+from benchmarks.support import record as report  # noqa: E402
 from replayhub.models import Project, Run  # noqa: E402
 from replayhub.rollouts import follow  # noqa: E402
 from replayhub.rollouts.index import LoadReport, load  # noqa: E402
@@ -66,6 +67,8 @@ from replayhub.rollouts.services import follow_source_get, rollouts_follow  # no
 
 GOAL_SPEEDUP = 5.0
 GOAL_FOLLOW_MS = 50.0
+# Set by --quick: figures are reported, goals not judged.
+QUICK = False
 KEPT = 0.10
 
 
@@ -261,6 +264,16 @@ def loading(records: int, runs: int) -> tuple[float, bool]:
         f"{GOAL_SPEEDUP}x); {wall_speedup:.1f}x wall time; index-selected/floor "
         f"{over_floor:.1f}x wall"
     )
+    report(
+        "rollouts",
+        f"rollouts: index-selected loading, {records:,} records (CPU)",
+        unit="ms",
+        samples=[x * 1000 for x in cpu["selected"]],
+        floor="full parse of the same file (baseline)",
+        floor_samples=[x * 1000 for x in cpu["full"]],
+        goal=f"<= 1/{GOAL_SPEEDUP:g} of the full parse",
+        holds=None if QUICK else speedup >= GOAL_SPEEDUP,
+    )
     return speedup, speedup >= GOAL_SPEEDUP
 
 
@@ -300,6 +313,16 @@ def following(files: int, runs: int) -> tuple[float, bool]:
         f"follow pass {median:.1f} ms CPU time (goal < {GOAL_FOLLOW_MS:.0f} ms); "
         f"{statistics.median(passes) * 1000:.1f} ms wall"
     )
+    report(
+        "rollouts",
+        f"rollouts: follow pass over {files:,} unchanged files (CPU)",
+        unit="ms",
+        samples=[x * 1000 for x in cpu],
+        floor="walk + stat every file (wall)",
+        floor_samples=[x * 1000 for x in floor],
+        goal=f"< {GOAL_FOLLOW_MS:.0f} ms",
+        holds=None if QUICK else median < GOAL_FOLLOW_MS,
+    )
     return median, median < GOAL_FOLLOW_MS
 
 
@@ -310,6 +333,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    global QUICK
+    QUICK = args.quick
     records = args.records or (2000 if args.quick else 100_000)
     files = args.files or (50 if args.quick else 1000)
     runs = args.runs or (2 if args.quick else 5)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -31,6 +32,79 @@ def admin_connect(url: str):
     )
 
 
+# Where ``record`` appends the figures of a run (one JSON object a line); set
+# by benchmarks/run.py, unset when a script runs on its own.
+RESULTS_ENV = "REPLAYHUB_BENCH_RESULTS"
+# Scratch databases are named ``<prefix><what>``; several people benchmarking on
+# one server keep apart by giving each their own prefix.
+PREFIX_ENV = "REPLAYHUB_BENCH_DATABASE_PREFIX"
+DEFAULT_PREFIX = "replayhub_bench_"
+
+
+def scratch_name(name: str) -> str:
+    """``name`` (``replayhub_bench_<what>``) under the prefix the environment sets."""
+    prefix = os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
+    return prefix + name.removeprefix(DEFAULT_PREFIX)
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    """median, min and max of a figure's samples, in their own unit."""
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+    }
+
+
+def record(
+    benchmark: str,
+    figure: str,
+    *,
+    unit: str,
+    samples: list[float],
+    floor: str,
+    floor_samples: list[float] | None,
+    goal: str,
+    holds: bool | None,
+    note: str = "",
+    p95: float | None = None,
+    extra: dict | None = None,
+) -> None:
+    """Hand one figure, beside its floor or baseline, to benchmarks/run.py.
+
+    ``samples`` and ``floor_samples`` are in ``unit`` (ms, rec/s, ...); the
+    ratio is figure median / floor median. ``holds`` is None for a figure that
+    has no goal of its own (information), or whose goal is not judged (a
+    ``--quick`` run). ``p95`` goes with a latency whose goal is on it; ``extra``
+    carries other measured values (per-replay costs) for the report. A no-op
+    when the script runs alone.
+    """
+    path = os.environ.get(RESULTS_ENV)
+    if not path:
+        return
+    row: dict = {
+        "benchmark": benchmark,
+        "figure": figure,
+        "unit": unit,
+        **summary(samples),
+        "runs": len(samples),
+        "p95": p95,
+        "floor": floor,
+        "floor_median": None,
+        "ratio": None,
+        "goal": goal,
+        "holds": holds,
+        "note": note,
+        "extra": extra or {},
+    }
+    if floor_samples:
+        row["floor_median"] = statistics.median(floor_samples)
+        if row["floor_median"]:
+            row["ratio"] = row["median"] / row["floor_median"]
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(row) + "\n")
+
+
 def in_scratch_database(
     name: str, script: str, run: Callable[[], int], *, keep: bool = False
 ) -> int:
@@ -41,6 +115,7 @@ def in_scratch_database(
     children at it, and it is dropped afterwards unless ``keep``. Exit status 2
     with a message when DATABASE_URL is not PostgreSQL.
     """
+    name = scratch_name(name)
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         print(f"{script} needs PostgreSQL: set DATABASE_URL", file=sys.stderr)

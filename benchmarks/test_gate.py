@@ -55,6 +55,7 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 from django.core.management import call_command  # noqa: E402
 
 from benchmarks.replay_overhead import BENCH_VAR, make_repository, timed  # noqa: E402
+from benchmarks.support import record  # noqa: E402
 from replayhub import services  # noqa: E402
 from replayhub.models import CachedResult, Project, Run, TestOutcome  # noqa: E402
 from replayhub.sandbox import SandboxSpec, get_runner  # noqa: E402
@@ -207,6 +208,27 @@ def measure(*, runs: int, files: int, enforce: bool) -> int:
     print(
         f"the cache saves {saved:.3f} s per replay ({saved / one_run:.1f} floors); "
         f"the reference run costs {reference:.3f} s ({reference / one_run:.1f} floors)"
+    )
+    per_minute = {key: [60 / x for x in values] for key, values in samples.items()}
+    record(
+        "test_gate",
+        f"replays/min, original's result cached, {files:,} files",
+        unit="replays/min",
+        samples=per_minute["same", True],
+        floor="the same replay uncached (baseline)",
+        floor_samples=per_minute["same", False],
+        goal=f">= {GOAL_RATIO}x baseline",
+        holds=(ratio >= GOAL_RATIO) if enforce else None,
+    )
+    record(
+        "test_gate",
+        f"replays/min, a test file added (reference run), {files:,} files",
+        unit="replays/min",
+        samples=per_minute["added", False],
+        floor="test files as the original's (baseline)",
+        floor_samples=per_minute["same", False],
+        goal="",
+        holds=None,
     )
     if ratio >= GOAL_RATIO:
         return 0

@@ -149,7 +149,12 @@ class Provenance:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # asdict(self), without its generic deep copy (preflight stores many).
+        return {
+            **self.__dict__,
+            "base": dict(self.base.__dict__),
+            "warnings": list(self.warnings),
+        }
 
 
 def valid_record_sha(value: object) -> bool:

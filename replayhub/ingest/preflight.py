@@ -6,28 +6,38 @@ the run is marked ``ready`` or ``unreproducible`` (no original commit, original
 not in the repository, no base at all) with the reason. An unreproducible run is
 never admitted to a night, so no budget is spent on it.
 
-Preflight costs a few git processes per run, so it is a step of its own, never
-part of storing records: the importer stays fast whatever the repository, and a
-run whose repository cannot be read stays ``pending`` to be tried again.
-Provenance is resolved on a few threads (git runs in child processes) and runs
-with the same inputs share one resolution.
+Preflight reads the repository, so it is a step of its own, never part of
+storing records: the importer stays fast whatever the repository, and a run
+whose repository cannot be read stays ``pending`` to be tried again. Runs are
+taken in chunks; each project's runs of a chunk are resolved together by
+:mod:`replayhub.provenance_batch` (one ``cat-file`` per project for the whole
+preflight, one ``rev-list`` per chunk), and runs with the same inputs share one
+resolution. ``batched=False`` resolves every run on its own instead (a few git
+processes each, on a few threads): the reference the batched way must match.
 """
 
 from __future__ import annotations
 
+import json
+import queue
 import shlex
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
+
+from django.db import connection
 
 from replayhub.gitops import GitError
 from replayhub.history import History
 from replayhub.models import Preflight, Project, Run
 from replayhub.provenance import Provenance, resolve_provenance
+from replayhub.provenance_batch import BatchHistory, resolve_batch
 
-CHUNK = 200
+CHUNK = 2000
+STORE_ROWS = 500
 THREADS = 4
 ERROR_LIMIT = 20
 
@@ -57,12 +67,112 @@ class PreflightResult:
             self.errors.append(message)
 
 
-def preflight_runs(*, run_ids: Iterable[int]) -> PreflightResult:
+class _Resolvers:
+    """How a preflight resolves each project's runs: batched or one by one.
+
+    Batched, one BatchHistory per project lives as long as the preflight (its
+    cat-file serves every chunk); one by one, a few threads share the work.
+    """
+
+    def __init__(self, batched: bool) -> None:
+        self.batched = batched
+        self.pool = None if batched else ThreadPoolExecutor(THREADS)
+        self.histories: dict[int, BatchHistory] = {}
+        self.storer = _Storer() if batched and _Storer.usable() else None
+
+    def __enter__(self) -> _Resolvers:
+        return self
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        try:
+            if self.storer is not None:
+                self.storer.close(wait=error is None)
+        finally:
+            for history in self.histories.values():
+                history.close()
+            if self.pool is not None:
+                self.pool.shutdown()
+
+    def store(self, runs: list[tuple[int, str, str, Any]]) -> None:
+        if self.storer is not None:
+            self.storer.put(runs)
+        else:
+            _store(runs)
+
+    def resolve(
+        self, project: Project, branch: str | None, requests: list[dict[str, Any]]
+    ) -> list[Provenance | GitError]:
+        """Each request's provenance, or the GitError that kept it from one."""
+        if self.pool is not None:
+            futures = [self.pool.submit(resolve_provenance, **r) for r in requests]
+            return [_outcome(future) for future in futures]
+        try:
+            if project.pk not in self.histories:
+                self.histories[project.pk] = BatchHistory(project.repo_path)
+            history = self.histories[project.pk]
+            local = [{k: v for k, v in r.items() if k != "repo_path"} for r in requests]
+            return list(resolve_batch(history, local, default_branch=branch))
+        except GitError as error:
+            return [error] * len(requests)
+
+
+class _Storer:
+    """Writes each chunk's outcomes on a thread of its own (its own connection)
+    while the next chunk is resolved. One chunk waits at most; an error in the
+    thread surfaces at the next chunk or at the end."""
+
+    @staticmethod
+    def usable() -> bool:
+        # Inside a transaction another connection would not see its rows.
+        return connection.vendor == "postgresql" and not connection.in_atomic_block
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[list | None] = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._run, name="replayhub-preflight-store", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while (runs := self.queue.get()) is not None:
+                if self.error is None:
+                    try:
+                        _store(runs)
+                    except BaseException as error:  # handed to the caller
+                        self.error = error
+        finally:
+            connection.close()
+
+    def put(self, runs: list[tuple[int, str, str, Any]]) -> None:
+        if self.error is not None:
+            self.close(wait=True)
+        self.queue.put(runs)
+
+    def close(self, *, wait: bool) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        if wait and self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+
+def _outcome(future: Future[Provenance]) -> Provenance | GitError:
+    try:
+        return future.result()
+    except GitError as error:
+        return error
+
+
+def preflight_runs(*, run_ids: Iterable[int], batched: bool = True) -> PreflightResult:
     """Preflight the given runs, whatever their current state (a rerun refreshes)."""
     result = PreflightResult()
-    with ThreadPoolExecutor(THREADS) as pool:
+    with _Resolvers(batched) as resolvers:
         for chunk in _chunks(iter(run_ids), CHUNK):
-            _preflight_chunk(chunk, result, pool)
+            rows = Run.objects.filter(pk__in=chunk).values_list(*_Row._fields)
+            _preflight_chunk([_Row(*values) for values in rows], result, resolvers)
     return result
 
 
@@ -71,6 +181,7 @@ def preflight_pending(
     project_ids: Iterable[int],
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    batched: bool = True,
 ) -> PreflightResult:
     """Preflight the pending runs of some projects, oldest first, at most ``limit``.
 
@@ -90,19 +201,20 @@ def preflight_pending(
             total = min(limit, total)
     last = 0
     done = 0
-    with ThreadPoolExecutor(THREADS) as pool:
+    with _Resolvers(batched) as resolvers:
         while limit is None or done < limit:
             size = CHUNK if limit is None else min(CHUNK, limit - done)
-            ids = list(
-                pending.filter(pk__gt=last)
+            rows = [
+                _Row(*values)
+                for values in pending.filter(pk__gt=last)
                 .order_by("pk")
-                .values_list("pk", flat=True)[:size]
-            )
-            if not ids:
+                .values_list(*_Row._fields)[:size]
+            ]
+            if not rows:
                 break
-            _preflight_chunk(ids, result, pool)
-            last = ids[-1]
-            done += len(ids)
+            _preflight_chunk(rows, result, resolvers)
+            last = rows[-1].pk
+            done += len(rows)
             if progress is not None:
                 progress(done, total)
     result.pending = pending.count()
@@ -114,52 +226,107 @@ def _chunks(ids: Iterator[int], size: int) -> Iterator[list[int]]:
         yield chunk
 
 
+class _Row(NamedTuple):
+    """What preflight reads of a run: its inputs, not its texts."""
+
+    pk: int
+    project_id: int
+    original_commit: str
+    base_sha: str
+    sandbox_image: str
+    sandbox_config_sha256: str
+
+
 def _preflight_chunk(
-    ids: list[int], result: PreflightResult, pool: ThreadPoolExecutor
+    rows: list[_Row], result: PreflightResult, resolvers: _Resolvers
 ) -> None:
-    runs = list(
-        Run.objects.filter(pk__in=ids)
-        .select_related("project")
-        .defer("prompt", "output", "raw", "usage")
-    )
-    by_project: dict[int, list[Run]] = {}
-    for run in runs:
-        by_project.setdefault(run.project_id, []).append(run)
-    done: list[Run] = []
-    for project_runs in by_project.values():
-        project = project_runs[0].project
+    projects = Project.objects.in_bulk({row.project_id for row in rows})
+    by_project: dict[int, list[_Row]] = {}
+    for row in rows:
+        by_project.setdefault(row.project_id, []).append(row)
+    done: list[tuple[int, str, str, Any]] = []
+    for project_id, project_rows in by_project.items():
+        project = projects[project_id]
         try:
             branch = project.default_branch or _head_branch(project)
         except GitError as error:
-            result.failed += len(project_runs)
+            result.failed += len(project_rows)
             result.add_error(f"{project.slug}: {error}")
             continue
-        futures: dict[tuple, Future[Provenance]] = {}
-        keyed: list[tuple[Run, tuple]] = []
-        for run in project_runs:
-            arguments = _arguments(project, run, branch)
+        requests: dict[tuple, dict[str, Any]] = {}
+        keyed: list[tuple[_Row, tuple]] = []
+        common = _project_arguments(project, branch)
+        for row in project_rows:
+            arguments = _arguments(common, row)
             key = tuple(arguments.values())
-            if key not in futures:
-                futures[key] = pool.submit(resolve_provenance, **arguments)
-            keyed.append((run, key))
-        for run, key in keyed:
-            try:
-                provenance = futures[key].result()
-            except GitError as error:
+            requests.setdefault(key, arguments)
+            keyed.append((row, key))
+        answers = resolvers.resolve(project, branch, list(requests.values()))
+        # What each distinct resolution stores, worked out once for all its runs.
+        stored: dict[tuple, tuple[str, str, Any] | GitError] = {}
+        for key, provenance in zip(requests, answers, strict=True):
+            if isinstance(provenance, GitError):
+                stored[key] = provenance
+            elif provenance.reproducible:
+                stored[key] = (Preflight.READY, "", provenance.to_dict())
+            else:
+                reason = provenance.not_reproducible_reason
+                stored[key] = (Preflight.UNREPRODUCIBLE, reason, provenance.to_dict())
+        for row, key in keyed:
+            outcome = stored[key]
+            if isinstance(outcome, GitError):
                 result.failed += 1
-                result.add_error(f"{project.slug}: {error}")
+                result.add_error(f"{project.slug}: {outcome}")
                 continue
-            if provenance.reproducible:
-                run.preflight = Preflight.READY
-                run.preflight_reason = ""
+            if outcome[0] == Preflight.READY:
                 result.ready += 1
             else:
-                run.preflight = Preflight.UNREPRODUCIBLE
-                run.preflight_reason = provenance.not_reproducible_reason
                 result.unreproducible += 1
-            run.provenance = provenance.to_dict()
-            done.append(run)
-    Run.objects.bulk_update(done, ["preflight", "preflight_reason", "provenance"])
+            done.append((row.pk, *outcome))
+    resolvers.store(done)
+
+
+def _store(runs: list[tuple[int, str, str, Any]]) -> None:
+    """Write each ``(id, preflight, reason, provenance)`` with few statements.
+
+    ``bulk_update`` builds a CASE expression per field and row, which costs
+    more than resolving the provenance. On PostgreSQL the rows go as one JSON
+    document joined on the id (one statement, one parameter); elsewhere as a
+    VALUES list a few hundred rows at a time.
+    """
+    table = connection.ops.quote_name(Run._meta.db_table)
+    encoder = Run._meta.get_field("provenance").encoder
+    update = (
+        f"UPDATE {table} SET preflight = v.preflight, preflight_reason = v.reason, "  # noqa: S608 -- names from the model
+        "provenance = v.provenance{cast} FROM {rows} WHERE {table}.id = v.id"
+    )
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            rows = [
+                {"id": pk, "preflight": state, "reason": reason, "provenance": p}
+                for pk, state, reason, p in runs
+            ]
+            cursor.execute(
+                update.format(
+                    cast="",
+                    table=table,
+                    rows="jsonb_to_recordset(%s::jsonb) AS v (id bigint, "
+                    "preflight text, reason text, provenance jsonb)",
+                ),
+                [json.dumps(rows, cls=encoder)],
+            )
+            return
+        for start in range(0, len(runs), STORE_ROWS):
+            part = runs[start : start + STORE_ROWS]
+            values = ", ".join(["(%s, %s, %s, %s)"] * len(part))
+            params: list[Any] = []
+            for pk, state, reason, provenance in part:
+                params += [pk, state, reason, json.dumps(provenance, cls=encoder)]
+            cursor.execute(
+                f"WITH v (id, preflight, reason, provenance) AS (VALUES {values}) "
+                + update.format(cast="", table=table, rows="v"),
+                params,
+            )
 
 
 def _head_branch(project: Project) -> str | None:
@@ -171,14 +338,24 @@ def _head_branch(project: Project) -> str | None:
         return history.head_branch()
 
 
-def _arguments(project: Project, run: Run, branch: str | None) -> dict[str, Any]:
+def _project_arguments(project: Project, branch: str | None) -> dict[str, Any]:
+    """What every run of a project passes to resolve_provenance alike."""
     return {
         "repo_path": project.repo_path,
-        "original_commit": run.original_commit or None,
-        "recorded_base": run.base_sha or None,
         "default_branch": branch,
-        "image": run.sandbox_image or None,
-        "recorded_config_sha256": run.sandbox_config_sha256 or None,
         "project_config_sha256": project.sandbox_config_sha256 or None,
         "test_command": shlex.join(project.test_command) or None,
+    }
+
+
+def _arguments(common: dict[str, Any], run: _Row) -> dict[str, Any]:
+    return {
+        "repo_path": common["repo_path"],
+        "original_commit": run.original_commit or None,
+        "recorded_base": run.base_sha or None,
+        "default_branch": common["default_branch"],
+        "image": run.sandbox_image or None,
+        "recorded_config_sha256": run.sandbox_config_sha256 or None,
+        "project_config_sha256": common["project_config_sha256"],
+        "test_command": common["test_command"],
     }

@@ -103,7 +103,8 @@ class Chart:
 
 @dataclass(frozen=True)
 class Frame:
-    """A time plot: one slot per calendar night from ``since`` to ``until``."""
+    """A time plot: one slot per ``step`` calendar nights from ``since`` to
+    ``until`` (a night each, or a week each when ``step`` is 7)."""
 
     since: date
     until: date
@@ -113,10 +114,11 @@ class Frame:
     right: int = 54
     top: int = 16
     bottom: int = 26
+    step: int = 1
 
     @cached_property
     def slots(self) -> int:
-        return (self.until - self.since).days + 1
+        return -(-((self.until - self.since).days + 1) // self.step)
 
     @cached_property
     def plot_width(self) -> float:
@@ -131,7 +133,7 @@ class Frame:
         return self.plot_width / self.slots
 
     def slot_x(self, night: date) -> float:
-        return self.left + (night - self.since).days * self.slot_width
+        return self.left + (night - self.since).days // self.step * self.slot_width
 
     def center_x(self, night: date) -> float:
         return self.slot_x(night) + self.slot_width / 2
@@ -220,7 +222,7 @@ def _time_axes(frame: Frame, top_value: float, label, ticks: int = 4) -> Chart:
     # Labels count back from the last night, so the newest one is always named.
     offsets = range(frame.slots - 1, -1, -step)
     for offset in offsets:
-        night = frame.since + timedelta(days=offset)
+        night = frame.since + timedelta(days=offset * frame.step)
         x = frame.center_x(night)
         texts.append(Text(x, frame.height - 8, day_label(night)))
         grid.append(Line(x, frame.bottom_y, x, frame.bottom_y + 4, "tick"))

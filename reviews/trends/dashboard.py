@@ -42,8 +42,12 @@ from .series import (
     reason_counts,
     reason_label,
     top_reasons,
+    weekly_totals,
 )
 from .tables import control_table, coverage_table, mix_table, reason_table
+
+# Windows longer than this are shown as weeks.
+WEEKLY_AFTER = 180
 
 
 @dataclass(frozen=True)
@@ -60,9 +64,17 @@ def build_dashboard(
     decided: Mapping[str, Mapping[str, int]],
     filters: Filters,
 ) -> dict[str, Any]:
-    """Series, charts, tables and the banner from nightly totals; no database."""
-    frame = Frame(filters.since, filters.until)
-    strip = Frame(filters.since, filters.until, height=110, top=10)
+    """Series, charts, tables and the banner from nightly totals; no database.
+
+    Past :data:`WEEKLY_AFTER` nights, every series is summed to weeks first
+    (counted from ``since``): two years of nights would be bars thinner than
+    a pixel, tables of 731 rows and a page of a megabyte.
+    """
+    step = 7 if filters.nights > WEEKLY_AFTER else 1
+    if step > 1:
+        totals = weekly_totals(totals, filters.since, step)
+    frame = Frame(filters.since, filters.until, step=step)
+    strip = Frame(filters.since, filters.until, height=110, top=10, step=step)
     rates = [n.as_rate() for n in totals]
     points = p_chart(rates)
     shown = [n for n in totals if filters.since <= n.night <= filters.until]
@@ -86,6 +98,8 @@ def build_dashboard(
     newest_first = list(reversed(shown))
     attempted = {n.night: n.attempted for n in shown}
     return {
+        "weekly": step > 1,
+        "weekly_after": WEEKLY_AFTER,
         "has_data": bool(shown),
         "nights": newest_first,
         "latest": latest,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
 from replayhub.trends import NightRate
 from replayhub.verdicts import REASON_TEXT, Verdict
@@ -116,6 +116,41 @@ class NightTotals:
 
     def as_rate(self) -> NightRate:
         return NightRate(self.night, self.attempted, self.inconclusive, self.by_reason)
+
+
+def weekly_totals(
+    nights: Iterable[NightTotals], since: date, days: int = 7
+) -> list[NightTotals]:
+    """The nights summed into weeks counted from ``since`` (oldest first).
+
+    Each week is named by its first night (``since``, ``since`` + 7, ...;
+    nights before ``since`` fall in the weeks before it). A week holds the
+    nights of it that have totals; the last one may be short.
+    """
+    weeks: dict[date, list[NightTotals]] = defaultdict(list)
+    for n in nights:
+        start = since + timedelta(days=(n.night - since).days // days * days)
+        weeks[start].append(n)
+    summed = []
+    for start in sorted(weeks):
+        group = weeks[start]
+        reasons: dict[str, int] = defaultdict(int)
+        for n in group:
+            for reason, count in n.by_reason.items():
+                reasons[reason] += count
+        summed.append(
+            NightTotals(
+                night=start,
+                attempted=sum(n.attempted for n in group),
+                identical=sum(n.identical for n in group),
+                equivalent=sum(n.equivalent for n in group),
+                divergent=sum(n.divergent for n in group),
+                inconclusive=sum(n.inconclusive for n in group),
+                deferred=sum(n.deferred for n in group),
+                by_reason=dict(reasons),
+            )
+        )
+    return summed
 
 
 def top_reasons(

@@ -1,4 +1,5 @@
-"""The benchmark scripts still run, at their smallest sizes.
+"""The benchmarks that need no PostgreSQL still run, at their smallest sizes
+(tests/benchmarks runs every one through ``./dev bench --quick``).
 
 Only that they run and check what they count is asserted here: their goals are
 timings, which a test on a shared machine cannot judge (benchmarks/README.md).
@@ -29,26 +30,6 @@ def run_quick(script: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=600,
     )
-
-
-def test_the_test_gate_benchmark_counts_its_test_runs_and_prints_its_ratio():
-    done = run_quick("test_gate.py")
-
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(
-        r"^ratio cached/uncached [0-9.]+x replays per minute \(goal >= 1\.2x\)",
-        done.stdout,
-        re.MULTILINE,
-    ), done.stdout
-    table = dict(
-        re.findall(r"^(.+?(?:cached|uncached)) +([0-9]) ", done.stdout, re.MULTILINE)
-    )
-    assert table == {
-        "test files as original, cached": "1",
-        "test files as original, uncached": "2",
-        "a test file added, cached": "2",
-        "a test file added, uncached": "3",
-    }
 
 
 def test_the_environment_benchmark_builds_once_and_prints_its_ratio():

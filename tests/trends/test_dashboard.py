@@ -350,3 +350,41 @@ def test_a_missing_reason_code_is_named_as_such():
     assert reason_label("") == "No reason code"
     assert reason_label("timeout") == "Time limit reached"
     assert reason_label("gpu_melted") == "gpu_melted"
+
+
+def test_two_years_are_shown_as_weeks_and_the_page_says_so(as_lead, db):
+    shop = data.project("shop")
+    last = date(2026, 2, 20)
+    since = last - timedelta(days=730)
+    for i in range(0, 731, 3):
+        data.rollup(
+            shop,
+            since + timedelta(days=i),
+            attempted=10,
+            by_reason={"timeout": 1},
+            deferred=1,
+        )
+    window = {"since": since.isoformat(), "until": last.isoformat()}
+
+    html = results(as_lead.get(TRENDS, window))
+
+    assert "Shown as weeks" in html
+    rows = table(html, "table-mix")
+    # 731 nights from the first: 104 whole weeks and one of three nights.
+    assert len(rows) == 105
+    assert rows[0][0] == (since + timedelta(days=728)).isoformat()
+    assert rows[-1][0] == since.isoformat()
+    # Every night's replays are in some week: a rollup every third night.
+    assert sum(int(row[1]) for row in rows) == 10 * len(range(0, 731, 3))
+    # The first week holds the nights since+0, +3 and +6.
+    assert rows[-1][1] == "30"
+
+    short = results(as_lead.get(TRENDS, RANGE))
+    assert "Shown as weeks" not in short
+    # 28 nights: a row for each night that has a rollup, as before.
+    nights = {since + timedelta(days=i) for i in range(0, 731, 3)}
+    first = date.fromisoformat(RANGE["since"])
+    shown = {first + timedelta(days=i) for i in range(28)} & nights
+    assert [row[0] for row in table(short, "table-mix")] == [
+        night.isoformat() for night in sorted(shown, reverse=True)
+    ]

@@ -1,0 +1,54 @@
+"""``./dev bench --quick``: every benchmark still runs and reports its figures.
+
+Only that each script runs, checks what it counts (test-gate rows, gateway
+calls, preflight agreeing with itself one run at a time, claims never taken
+twice) and hands its figures to the table is asserted: the goals are timings,
+which a test on a shared machine cannot judge (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from benchmarks.run import SUITE
+from tests.conftest import ROOT, database_url
+
+
+def test_the_quick_bench_runs_every_benchmark_and_writes_one_table(
+    require_postgres, tmp_path
+):
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("PYTEST_") and key != "REPLAYHUB_BENCH_RESULTS"
+    }
+    env["DATABASE_URL"] = database_url()
+    env["REPLAYHUB_BENCH_DATABASE_PREFIX"] = f"replayhub_benchq{os.getpid()}_"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/run.py", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    report = json.loads((tmp_path / "results.json").read_text())
+    assert [s["script"] for s in report["scripts"]] == [s.name for s in SUITE]
+    assert not [s for s in report["scripts"] if s["failed"]]
+    reported = {row["benchmark"] for row in report["rows"]}
+    assert reported == {s.name.removesuffix(".py") for s in SUITE}
+    for row in report["rows"]:
+        assert row["median"] > 0 and row["min"] <= row["median"] <= row["max"], row
+        assert row["holds"] is None, row  # a quick run judges no goal
+    assert report["machine"]["cores"] and report["machine"]["postgresql"]
+    doc = (tmp_path / "performance.md").read_text()
+    assert "| figure | unit | median |" in doc
+    assert doc.count("\n| ") == len(report["rows"]) + 1
+    # The printed table has a line per figure too.
+    for row in report["rows"]:
+        assert row["figure"] in done.stdout
