@@ -115,6 +115,15 @@ def pending(*, replay_id: int, user) -> GoldServing | None:
     )
 
 
+def gold_release(*, replay_id: int, user) -> bool:
+    """Hand back an unjudged gold item; it may be served to the user again."""
+    serving = pending(replay_id=replay_id, user=user)
+    if serving is None:
+        return False
+    serving.delete()
+    return True
+
+
 def gold_judge(
     *,
     serving: GoldServing,

@@ -573,7 +573,9 @@ def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
 @permission_required(roles.DECIDE, raise_exception=True)
 def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
-    if claim_release(replay=replay, reviewer=request.user):
+    # A gold item served to the reviewer is released like any held item.
+    released = gold.gold_release(replay_id=replay.pk, user=request.user)
+    if claim_release(replay=replay, reviewer=request.user) or released:
         messages.info(request, f"Released replay {replay.pk}.")
     return redirect("reviews:replay_detail", replay_id=replay.pk)
 

@@ -307,3 +307,15 @@ def test_search_finds_by_id_external_id_title_and_comment_text(reviewer):
     assert history.search(first.run.external_id)[0] == first
     assert history.search("rounding") == [second]
     assert history.search("   ") == []
+
+
+def test_a_served_gold_item_released_unjudged_can_come_back(reviewer, sam, admin_user):
+    replay = make_replay(verdict="divergent")
+    review_decide(replay=replay, reviewer=sam, decision="confirm")
+    mark_gold(replay, admin_user)
+    assert claim_next(reviewer=reviewer, gold_roll=0) == replay
+
+    assert gold.gold_release(replay_id=replay.pk, user=reviewer)
+
+    assert gold.pending(replay_id=replay.pk, user=reviewer) is None
+    assert claim_next(reviewer=reviewer, gold_roll=0) == replay
