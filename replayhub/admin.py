@@ -30,9 +30,11 @@ from .models import (
     TextSuite,
     WorkerCheck,
 )
+from .rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 
 ROLLOUT_FIELDS = [
     "harness_command",
+    "verifier_command",
     "rollout_mode",
     "rollout_anchor",
     "max_anchors",
@@ -86,6 +88,15 @@ class ProjectAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if rewards_unverified(obj):
+            messages.warning(
+                request,
+                f"{obj.slug} {UNVERIFIED_WARNING} Set a verifier command to score "
+                "them in a sandbox of their own.",
+            )
 
 
 @admin.register(Provider)

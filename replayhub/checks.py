@@ -1,9 +1,10 @@
-"""Deploy checks of ReplayHub's own (``manage.py check --deploy``)."""
+"""Checks of ReplayHub's own (``manage.py check``, some only with ``--deploy``)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.db import DatabaseError
 
 from .health import limit_backend
 from .sandbox import SandboxUnavailable, get_runner
@@ -60,3 +61,31 @@ def sandbox_caps_are_the_kernels(app_configs, **kwargs):
             )
         )
     return found
+
+
+@register(Tags.security)
+def rollout_rewards_have_a_separate_verifier(app_configs, **kwargs):
+    """A rollout project whose rewards come from the harness's own sandbox,
+    where the model's tool calls run and could write the reward themselves."""
+    from .models import Project
+    from .rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
+
+    try:
+        projects = list(
+            Project.objects.only("slug", "harness_command", "verifier_command")
+        )
+    except DatabaseError:
+        # No database yet, or one not migrated this far: nothing to check.
+        return []
+    return [
+        Warning(
+            f"Project {project.slug} {UNVERIFIED_WARNING}",
+            hint="Set its verifier command (the admin's Rollouts section): a "
+            "program that scores $REPLAYHUB_COMPLETION_FILE in a fresh sandbox "
+            "with no network; see docs/architecture.md, Rollout replays.",
+            obj=project.slug,
+            id="replayhub.W003",
+        )
+        for project in projects
+        if rewards_unverified(project)
+    ]

@@ -52,6 +52,11 @@ def rollout_view(replay: Replay) -> dict[str, Any] | None:
         "replay_reward": replay_reward,
         "replay_passes": _passes(replay_reward, threshold),
         "similarity": found.get("similarity"),
+        # Replays stored before separate verifiers existed scored in the
+        # harness's sandbox.
+        "reward_source": found.get("reward_source") or "harness",
+        "harness_reward": found.get("harness_reward"),
+        "verifier": found.get("verifier") or {},
         "failure": found.get("failure", ""),
         "harness_commit": found.get("harness_commit", ""),
         "seed_messages": messages_view(seed.messages if seed else []),

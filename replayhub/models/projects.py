@@ -261,6 +261,15 @@ class Project(models.Model):
         "the messages in REPLAYHUB_SEED_FILE, writes {completion, reward} to "
         "REPLAYHUB_RESULT_FILE.",
     )
+    verifier_command = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Scores a replay's completion in a second, fresh sandbox with "
+        "no network (an argument list): reads REPLAYHUB_SEED_FILE and "
+        "REPLAYHUB_COMPLETION_FILE, writes {reward} to REPLAYHUB_RESULT_FILE. "
+        "Empty: the harness's own reward is used, and it can never make a "
+        "replay equivalent.",
+    )
     rollout_mode = models.CharField(
         max_length=16, choices=RolloutMode, default=RolloutMode.CONTINUE
     )
@@ -349,6 +358,8 @@ class Project(models.Model):
             errors["harness_command"] = (
                 'Give an argument list, such as ["python", "harness.py"].'
             )
+        if problem := argv_problem(self.verifier_command):
+            errors["verifier_command"] = problem
         if problem := rollout_settings_problem(
             min_source_reward=self.min_source_reward,
             max_source_reward=self.max_source_reward,

@@ -4,9 +4,12 @@ The harness command (the environment's own code, checked out from the
 project's repository) runs in the same sandbox as a code run's agent, with
 model access through the gateway when the project names providers. It reads the
 seed, a JSON list of chat messages, from ``$REPLAYHUB_SEED_FILE``, lets the model
-continue it, scores the new completion with the environment's verifier and
-writes ``{"completion": …, "reward": …}`` to ``$REPLAYHUB_RESULT_FILE``. That
-file is untrusted (``result``); the verdict is ``verdicts.rollout``'s.
+continue it and writes ``{"completion": …, "reward": …}`` to
+``$REPLAYHUB_RESULT_FILE``. That file is untrusted (``result``). When the
+project has a ``verifier_command``, the harness's reward is ignored and the
+completion is scored by the verifier in a second sandbox (``verifier``);
+otherwise the harness's reward is used, and said to be the harness's. The
+verdict is ``verdicts.rollout``'s.
 
 ``execute_rollout`` touches the database only through ``on_phase`` and the
 project's providers; storing the report is ``services.replay_finish``'s job.
@@ -40,8 +43,14 @@ from replayhub.reproduce import (
 )
 from replayhub.sandbox import Bind, SandboxSpec, SandboxUnavailable
 from replayhub.verdicts import Reason
-from replayhub.verdicts.rollout import RolloutFacts, decide_rollout
+from replayhub.verdicts.rollout import (
+    HARNESS,
+    SEPARATE_VERIFIER,
+    RolloutFacts,
+    decide_rollout,
+)
 
+from . import verifier
 from .completions import MalformedCompletion, Message, normalise, same, similarity
 from .result import ResultProblem, read_result
 
@@ -76,6 +85,8 @@ class RolloutTask:
     model: str = ""
     provider: str = ""
     commit: str = ""
+    # The project's separate verifier; empty: the harness's reward is used.
+    verifier_command: Sequence[str] = ()
     # ReplayHub's mark for the records of this replay's output (see
     # ``replay_mark``), handed to the harness as ``$REPLAYHUB_REPLAY_MARK``.
     mark: dict = field(default_factory=dict)
@@ -109,6 +120,7 @@ def task_for(replay: Replay) -> RolloutTask | None:
         original_reward=run.reward,
         pass_threshold=project.pass_threshold,
         harness_command=tuple(project.harness_command),
+        verifier_command=tuple(project.verifier_command),
         trace_id=run.external_id,
         seed_number=seed.number,
         seed_kind=seed.kind,
@@ -140,6 +152,8 @@ class RolloutReport(Report):
                     "pass_threshold",
                     "seed",
                     "seed_kind",
+                    "reward_source",
+                    "harness_reward",
                 )
             }
         )
@@ -161,7 +175,9 @@ def execute_rollout(
     """Replay one seed in a fresh workspace, which is removed whatever happens."""
     caps = caps or {}
     report = RolloutReport(decision=None)  # type: ignore[arg-type]
+    verifying = bool(task.verifier_command)
     report.rollout = {
+        "reward_source": SEPARATE_VERIFIER if verifying else HARNESS,
         "trace_id": task.trace_id,
         "seed": task.seed_number,
         "seed_kind": task.seed_kind,
@@ -182,6 +198,7 @@ def execute_rollout(
                 failure=reason,
                 failure_detail=detail,
                 cap_detail=cap,
+                reward_source=report.rollout["reward_source"],
             )
         )
         return report
@@ -222,6 +239,43 @@ def execute_rollout(
         )
     finally:
         scratch.remove()
+
+
+def _verified_reward(
+    *,
+    project: Project,
+    task: RolloutTask,
+    commit: str,
+    runner: Any,
+    completion: Sequence[Message],
+    replay_id: int,
+    report: RolloutReport,
+) -> float:
+    """The separate verifier's reward for ``completion``; ``VerifierFailed``
+    or ``SandboxUnavailable`` when there is none."""
+    record: dict = {"command": list(task.verifier_command)}
+    report.rollout["verifier"] = record
+    try:
+        scored = verifier.score(
+            project=project,
+            command=task.verifier_command,
+            commit=commit,
+            runner=runner,
+            root=Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}-verifier",
+            seed=task.messages,
+            completion=completion,
+            env={
+                "REPLAYHUB_TASK_ID": task.trace_id,
+                "REPLAYHUB_SEED_KIND": task.seed_kind,
+                "REPLAYHUB_REPLAY_ID": str(replay_id),
+            },
+            record=record,
+        )
+    except verifier.VerifierFailed as exc:
+        report.sandbox_seconds += exc.seconds
+        raise
+    report.sandbox_seconds += scored.seconds
+    return scored.reward
 
 
 def _harness_commit(project: Project, commit: str) -> str | None:
@@ -339,12 +393,40 @@ def _run_harness(
         return failed(
             Reason.HARNESS_FAILED, f"it exited with status {outcome.exit_code}"
         )
+    verifying = bool(task.verifier_command)
     try:
-        result = read_result(io_dir / RESULT_FILE)
+        result = read_result(io_dir / RESULT_FILE, reward_required=not verifying)
     except ResultProblem as problem:
         return failed(problem.reason, problem.detail)
-    report.rollout["replay_reward"] = result.reward
     report.rollout["completion"] = stored_messages(result.completion)
+    reward = result.reward
+    if verifying:
+        # The harness's reward is kept for the record and never judged: the
+        # model's tool calls could have written it.
+        report.rollout["harness_reward"] = result.reward
+        report.rollout["harness_reward_ignored"] = True
+        # Nothing the harness phase wrote may reach the verifier.
+        scratch.remove()
+        # The verifier judges the replay's output as the test gate does a
+        # code run's: the phase a watcher of the replay sees.
+        on_phase(Phase.TESTS_REPLAY)
+        try:
+            reward = _verified_reward(
+                project=project,
+                task=task,
+                commit=commit,
+                runner=runner,
+                completion=result.completion,
+                replay_id=replay_id,
+                report=report,
+            )
+        except verifier.VerifierFailed as exc:
+            return failed(Reason.VERIFIER_FAILED, exc.detail)
+        except SandboxUnavailable as exc:
+            return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
+        on_phase(Phase.VERDICT)
+    assert reward is not None
+    report.rollout["replay_reward"] = reward
     try:
         original = normalise(task.original_completion)
     except MalformedCompletion as exc:
@@ -358,9 +440,10 @@ def _run_harness(
         RolloutFacts(
             pass_threshold=task.pass_threshold,
             original_reward=task.original_reward,
-            replay_reward=result.reward,
+            replay_reward=reward,
             same_completion=identical,
             similarity=report.rollout["similarity"],
+            reward_source=report.rollout["reward_source"],
         )
     )
     return report

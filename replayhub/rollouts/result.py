@@ -1,12 +1,14 @@
-"""The result file a rollout harness writes: ``{"completion": …, "reward": …}``.
+"""The result files of a rollout replay: the harness's
+``{"completion": …, "reward": …}`` and a separate verifier's ``{"reward": …}``.
 
-The file is written inside the sandbox, by the environment's harness and
-whatever the model made it run, so nothing in it is trusted: it is read without
+Both are written inside a sandbox, by the environment's code (and, for the
+harness, whatever the model made it run), so nothing in them is trusted: each is
+read without
 following links and only when it is a regular file of at most
 ``RESULT_MAX_BYTES``; it must be one JSON object with no repeated key, a
-``completion`` that is a string or a list of chat messages, and a ``reward``
-that is a finite number. Anything else is a ``ResultProblem``, which the
-replay turns into an inconclusive verdict naming it.
+``completion`` (the harness's) that is a string or a list of chat messages, and
+a ``reward`` that is a finite number. Anything else is a ``ResultProblem``,
+which the replay turns into an inconclusive verdict naming it.
 """
 
 from __future__ import annotations
@@ -37,18 +39,41 @@ class ResultProblem(Exception):
 
 @dataclass(frozen=True)
 class RolloutResult:
+    """The harness's result. ``reward`` is None only when it was not required
+    (a separate verifier scores the completion) and the file had no finite
+    numeric one."""
+
     completion: tuple[Message, ...]
-    reward: float
+    reward: float | None
 
 
-def read_result(path: Path, max_bytes: int = RESULT_MAX_BYTES) -> RolloutResult:
-    """Read and parse the result file at ``path``; ``ResultProblem`` if it is
-    missing, not a regular file, too large or malformed."""
+def read_result(
+    path: Path, max_bytes: int = RESULT_MAX_BYTES, *, reward_required: bool = True
+) -> RolloutResult:
+    """Read and parse the harness's result file at ``path``; ``ResultProblem``
+    if it is missing, not a regular file, too large or malformed. With
+    ``reward_required`` false the reward is not judged: it is returned when it
+    is a finite number and is None otherwise."""
+    return parse_result(
+        _read_bytes(path, max_bytes, "the harness"), reward_required=reward_required
+    )
+
+
+def read_reward(path: Path, max_bytes: int = RESULT_MAX_BYTES) -> float:
+    """The reward in a separate verifier's result file ``{"reward": …}`` at
+    ``path``, read as strictly as the harness's; ``ResultProblem`` otherwise."""
+    value = _parse_object(_read_bytes(path, max_bytes, "the verifier"))
+    if "reward" not in value:
+        raise ResultProblem(Reason.RESULT_MALFORMED, 'the result has no "reward"')
+    return _reward(value["reward"])
+
+
+def _read_bytes(path: Path, max_bytes: int, writer: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise ResultProblem(
-            Reason.RESULT_MISSING, "the harness wrote no result file"
+            Reason.RESULT_MISSING, f"{writer} wrote no result file"
         ) from None
     except OSError as error:
         # ELOOP: a symbolic link (to a host file, perhaps) in place of the file.
@@ -77,15 +102,50 @@ def read_result(path: Path, max_bytes: int = RESULT_MAX_BYTES) -> RolloutResult:
             Reason.RESULT_MALFORMED,
             f"the result file has more than the {max_bytes:,} bytes accepted",
         )
-    return parse_result(data)
+    return data
 
 
-def parse_result(data: bytes) -> RolloutResult:
-    """The result in ``data``, strictly (see the module docstring)."""
+def _malformed(detail: str) -> ResultProblem:
+    return ResultProblem(Reason.RESULT_MALFORMED, detail)
 
-    def malformed(detail: str) -> ResultProblem:
-        return ResultProblem(Reason.RESULT_MALFORMED, detail)
 
+def parse_result(data: bytes, *, reward_required: bool = True) -> RolloutResult:
+    """The harness's result in ``data``, strictly (see the module docstring)."""
+    value = _parse_object(data)
+    reward: float | None = None
+    if reward_required and "reward" not in value:
+        raise _malformed('the result has no "reward"')
+    if "completion" not in value:
+        raise _malformed('the result has no "completion"')
+    if reward_required:
+        reward = _reward(value["reward"])
+    elif "reward" in value:
+        try:
+            reward = _reward(value["reward"])
+        except ResultProblem:
+            reward = None  # not judged: a separate verifier scores the completion
+    try:
+        completion = normalise(value["completion"])
+    except MalformedCompletion as error:
+        raise _malformed(f"the result's completion is malformed: {error}") from None
+    return RolloutResult(completion=completion, reward=reward)
+
+
+def _reward(reward: object) -> float:
+    if isinstance(reward, bool) or not isinstance(reward, int | float):
+        raise _malformed('the result\'s "reward" is not a number')
+    try:
+        number = float(reward)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise _malformed('the result\'s "reward" is not a finite number')
+    return number
+
+
+def _parse_object(data: bytes) -> dict:
+    """One JSON object, strictly: UTF-8, no repeated key, no NaN/Infinity."""
+    malformed = _malformed
     if not data.strip():
         raise malformed("the result file is empty")
     try:
@@ -104,24 +164,7 @@ def parse_result(data: bytes) -> RolloutResult:
         raise malformed(f"the result file is not JSON ({_first_line(error)})") from None
     if not isinstance(value, dict):
         raise malformed("the result is not a JSON object")
-    if "reward" not in value:
-        raise malformed('the result has no "reward"')
-    if "completion" not in value:
-        raise malformed('the result has no "completion"')
-    reward = value["reward"]
-    if isinstance(reward, bool) or not isinstance(reward, int | float):
-        raise malformed('the result\'s "reward" is not a number')
-    try:
-        reward = float(reward)
-    except OverflowError:
-        reward = math.inf
-    if not math.isfinite(reward):
-        raise malformed('the result\'s "reward" is not a finite number')
-    try:
-        completion = normalise(value["completion"])
-    except MalformedCompletion as error:
-        raise malformed(f"the result's completion is malformed: {error}") from None
-    return RolloutResult(completion=completion, reward=reward)
+    return value
 
 
 class _Refused(ValueError):

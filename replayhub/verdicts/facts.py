@@ -58,6 +58,8 @@ class Reason(StrEnum):
     RESULT_MISSING = "result_missing"
     RESULT_MALFORMED = "result_malformed"
     ORIGINAL_REWARD_MISSING = "original_reward_missing"
+    VERIFIER_FAILED = "verifier_failed"
+    REWARD_UNVERIFIED = "reward_unverified"
 
 
 class EvidenceClass(StrEnum):
@@ -106,6 +108,8 @@ ROLLOUT_REASONS: frozenset[Reason] = frozenset(
         Reason.RESULT_MISSING,
         Reason.RESULT_MALFORMED,
         Reason.ORIGINAL_REWARD_MISSING,
+        Reason.VERIFIER_FAILED,
+        Reason.REWARD_UNVERIFIED,
     }
 )
 
@@ -115,6 +119,8 @@ INCONCLUSIVE_REASONS: frozenset[Reason] = HARNESS_REASONS | {
     Reason.RESULT_MISSING,
     Reason.RESULT_MALFORMED,
     Reason.ORIGINAL_REWARD_MISSING,
+    Reason.VERIFIER_FAILED,
+    Reason.REWARD_UNVERIFIED,
     Reason.BASE_UNTRUSTED,
     Reason.NO_TEST_COMMAND,
     Reason.TESTS_SKIPPED,
@@ -190,6 +196,8 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.RESULT_MISSING: "No rollout result",
         Reason.RESULT_MALFORMED: "Malformed rollout result",
         Reason.ORIGINAL_REWARD_MISSING: "Original reward unknown",
+        Reason.VERIFIER_FAILED: "Rollout verifier failed",
+        Reason.REWARD_UNVERIFIED: "Passing reward from the harness's own sandbox",
     }
 )
 

@@ -1,20 +1,31 @@
 """The verdict of a rollout replay, judged by the environment's verifier.
 
 A rollout seed is replayed by the project's harness, which continues the seed
-with the model and scores the new completion with the environment's own
-verifier. ``decide_rollout`` compares that reward and completion with the
-original's. Rows, top to bottom, the first match wins:
+with the model. The new completion is scored either by the project's separate
+verifier, run afterwards in a sandbox of its own with no way out and nothing
+the harness phase wrote (``reward_source`` "separate_verifier"), or, when the
+project has none, by the harness itself in the sandbox the model's tool calls
+ran in ("harness"). ``decide_rollout`` compares that reward and completion
+with the original's. Rows, top to bottom, the first match wins:
 
-1. the harness could not produce a result (no sandbox, a cap, the harness
-   failed, the result file is missing or malformed) → inconclusive, its reason;
+1. the harness or the verifier could not produce a result (no sandbox, a cap,
+   the harness or verifier failed, a result file is missing or malformed) →
+   inconclusive, its reason;
 2. the record holds no reward for the original → inconclusive;
 3. the same completion → identical, unless the verifier scored it on the other
    side of the threshold this time → inconclusive (its reward is no evidence);
 4. both rewards at or above the pass threshold, completions differ →
-   equivalent: the agent solved it another way, first in the review queue;
+   equivalent: the agent solved it another way, first in the review queue —
+   but only on a separate verifier's reward. A passing reward the harness
+   wrote in the model's own sandbox could have been written by the model's
+   tool calls, so then → inconclusive (``reward_unverified``);
 5. rewards on opposite sides of the threshold → divergent;
 6. both below it, completions differ → divergent (two failures are never
    equivalent).
+
+Rows 5 and 6 stand on a harness's reward too: the completions differ, and with
+the original below the threshold the verdict is divergent whatever the replay
+scored, so the only verdict a forged reward could buy is row 4's.
 
 The token-level Jaccard similarity of the completions is recorded as secondary
 evidence only; no row rests on it.
@@ -39,8 +50,14 @@ ROLLOUT_FAILURES: frozenset[Reason] = frozenset(
         Reason.HARNESS_FAILED,
         Reason.RESULT_MISSING,
         Reason.RESULT_MALFORMED,
+        Reason.VERIFIER_FAILED,
     }
 )
+
+# Where the replay's reward came from.
+SEPARATE_VERIFIER = "separate_verifier"
+HARNESS = "harness"
+REWARD_SOURCES = frozenset({SEPARATE_VERIFIER, HARNESS})
 
 _FAILURE_SENTENCE = {
     Reason.SANDBOX_UNAVAILABLE: "No isolating sandbox runner was available, so "
@@ -57,6 +74,8 @@ _FAILURE_SENTENCE = {
     "reward is unknown",
     Reason.RESULT_MALFORMED: "The rollout harness's result could not be read, so "
     "the verifier's reward is unknown",
+    Reason.VERIFIER_FAILED: "The project's separate verifier did not score the "
+    "replay's completion",
 }
 
 
@@ -67,7 +86,9 @@ class RolloutFacts:
     ``failure`` is set (one of ``ROLLOUT_FAILURES``) when the harness produced no
     usable result; otherwise ``replay_reward`` and ``same_completion`` must be.
     ``original_reward`` is the record's reward (the sum of its rewards), None
-    when the record has none.
+    when the record has none. ``reward_source`` says who produced
+    ``replay_reward``: ``SEPARATE_VERIFIER`` or ``HARNESS`` (the default, the
+    one that proves less).
     """
 
     pass_threshold: float
@@ -78,8 +99,11 @@ class RolloutFacts:
     failure: Reason | None = None
     failure_detail: str = ""
     cap_detail: str = ""
+    reward_source: str = HARNESS
 
     def __post_init__(self) -> None:
+        if self.reward_source not in REWARD_SOURCES:
+            raise ValueError(f"unknown reward source {self.reward_source!r}")
         if self.failure is not None and self.failure not in ROLLOUT_FAILURES:
             raise ValueError(f"{self.failure!r} is not a rollout failure code")
         if self.failure is None and (
@@ -133,6 +157,15 @@ def _row(facts: RolloutFacts) -> tuple[Verdict, Reason, str]:
             f"The replay produced the same completion as the original {rewards}.",
         )
     if facts.passes(original) and facts.passes(replay):
+        if facts.reward_source != SEPARATE_VERIFIER:
+            return (
+                inconclusive,
+                Reason.REWARD_UNVERIFIED,
+                "The completions differ and the harness passes the replay's, but "
+                "it scored it in the sandbox the model's tool calls ran in, where "
+                f"the model could have written the reward itself {rewards}; a "
+                "separate verifier's reward is needed for an equivalent verdict.",
+            )
         return (
             Verdict.EQUIVALENT,
             Reason.REWARDS_PASS,
@@ -199,7 +232,20 @@ def _checks(facts: RolloutFacts) -> tuple[Check, ...]:
                 "replay reward",
                 Outcome.UNKNOWN,
                 EvidenceClass.UNAVAILABLE,
-                "The harness produced no usable result.",
+                "The harness produced no usable result."
+                if facts.failure != Reason.VERIFIER_FAILED
+                else "The separate verifier produced no usable result.",
+            )
+        )
+    elif facts.reward_source == SEPARATE_VERIFIER:
+        checks.append(
+            Check(
+                "replay reward",
+                _outcome(facts.passes(facts.replay_reward)),
+                EvidenceClass.INDEPENDENTLY_EXECUTED,
+                f"{_number(facts.replay_reward)} from the project's verifier, run "
+                "in a sandbox of its own with no network and none of the harness "
+                f"phase's files (pass threshold {threshold}).",
             )
         )
     else:
@@ -207,9 +253,12 @@ def _checks(facts: RolloutFacts) -> tuple[Check, ...]:
             Check(
                 "replay reward",
                 _outcome(facts.passes(facts.replay_reward)),
-                EvidenceClass.INDEPENDENTLY_EXECUTED,
-                f"{_number(facts.replay_reward)} from the environment's verifier "
-                f"run in the sandbox (pass threshold {threshold}).",
+                # Written in the sandbox the model's tool calls ran in: the
+                # replay's executor supplied it, nothing checked it.
+                EvidenceClass.EXECUTOR_SUPPLIED,
+                f"{_number(facts.replay_reward)} as the harness wrote it, in the "
+                "sandbox the model's tool calls ran in; the project has no "
+                f"separate verifier (pass threshold {threshold}).",
             )
         )
     if facts.same_completion is not None:

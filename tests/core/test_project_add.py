@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+from io import StringIO
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from replayhub.models import Project
@@ -210,6 +212,47 @@ def test_a_project_of_rollouts_takes_its_settings_and_needs_no_agent(db, repo):
     assert (project.min_source_reward, project.max_source_reward) == (0.0, 0.5)
     assert project.pass_threshold == 0.8
     assert project.verification_turn.startswith("Carefully check your work")
+
+
+def test_a_separate_verifier_is_an_argument_list_and_its_absence_is_warned(db, repo):
+    err = StringIO()
+    call_command(
+        "project_add",
+        "rl",
+        "--repo",
+        str(repo),
+        "--harness-command",
+        "./harness",
+        stdout=StringIO(),
+        stderr=err,
+    )
+    assert "rl has a rollout harness but no separate verifier" in err.getvalue()
+
+    err = StringIO()
+    call_command(
+        "project_add",
+        "rl2",
+        "--repo",
+        str(repo),
+        "--harness-command",
+        "./harness",
+        "--verifier-command",
+        "python score.py --strict 'a b'",
+        stdout=StringIO(),
+        stderr=err,
+    )
+    project = Project.objects.get(slug="rl2")
+    assert project.verifier_command == ["python", "score.py", "--strict", "a b"]
+    assert err.getvalue() == ""
+
+
+def test_a_verifier_command_must_be_an_argument_list(db, repo):
+    project = Project.objects.create(
+        slug="rl", repo_path=str(repo), verifier_command="python score.py"
+    )
+    with pytest.raises(ValidationError) as refused:
+        project.full_clean()
+    assert "verifier_command" in refused.value.message_dict
 
 
 def test_every_anchor_is_asked_for_with_all(db, repo):

@@ -27,6 +27,7 @@ def project(tmp_path):
     return make_rollout_project(
         make_environment_repo(tmp_path),
         harness_command=["python3", "harness.py"],
+        verifier_command=["python3", "verifier.py"],
         pass_threshold=0.5,
     )
 
@@ -89,6 +90,24 @@ def test_the_page_shows_the_seed_both_continuations_and_both_rewards(
     # No diff or provenance sections for a rollout: the harness commit instead.
     assert 'id="dod"' not in html and 'id="provenance"' not in html
     assert "of the project's repository" in html
+    # Where the reward came from, and the verifier's own run.
+    assert 'id="reward-source"' in html and "separate verifier" in html
+    assert "python3 verifier.py" in html and 'id="verifier-run"' in html
+    assert "the harness's own reward, 0.75, ignored" in html
+
+
+def test_a_reward_from_the_harness_sandbox_is_said_to_be_so(client, reviewer, project):
+    project.verifier_command = []
+    project.save()
+    replay_id = replayed(project, answer="Used ROUND_HALF_UP", reward=1.0)
+    client.force_login(reviewer)
+
+    html = client.get(f"/replays/{replay_id}/").content.decode()
+
+    assert "harness's sandbox" in html
+    assert "not independently checked" in html
+    assert 'id="verifier-run"' not in html
+    assert "Passing reward from the harness" in html  # the reason, not equivalent
 
 
 def test_hostile_content_in_the_seed_and_completions_renders_escaped(

@@ -10,7 +10,21 @@ named by the seed's last message, a JSON object:
 - ``raw``: write these characters as the result file instead; ``no_result``:
   write none; ``link``: make the result file a link to this path;
 - ``echo``: answer with this environment variable's value;
-- ``exit``: the exit status; ``sleep``: seconds to wait first.
+- ``exit``: the exit status; ``sleep``: seconds to wait first;
+- ``leave``: paths the model's "tool calls" write files at (the workspace and
+  the result file's directory);
+- ``forge``: after the harness wrote its result, a "tool call" (a shell the
+  model ran) overwrites the result file with this reward.
+
+The separate verifier (``verifier.py``) reads the order's ``verify`` object:
+
+- ``reward``: the reward to write; else 1.0 when the completion's text
+  contains ``expect`` (its own or the order's) and 0.0 when it does not; else
+  the order's ``reward``, the score an honest harness gives;
+- ``probe``: a host:port to open a connection to; ``look``: paths whose
+  existence it reports; it also reports the proxy and model variables it has
+  and whether it can write its inputs (all on its output);
+- ``raw``, ``no_result``, ``exit``, ``sleep`` as the harness's.
 """
 
 from __future__ import annotations
@@ -21,7 +35,7 @@ from replayhub.models import Project, Run, RunSource, Seed
 from tests.engine.gitrepos import Repo, make_repo
 
 HARNESS = r"""
-import json, os, sys, time, urllib.request
+import json, os, subprocess, sys, time, urllib.request
 
 seed = json.load(open(os.environ["REPLAYHUB_SEED_FILE"]))
 order = json.loads(seed[-1]["content"])
@@ -55,14 +69,66 @@ if "raw" in order:
 elif "link" in order:
     os.symlink(order["link"], result_file)
 elif not order.get("no_result"):
-    json.dump({"completion": answer, "reward": reward}, open(result_file, "w"))
+    result = {"completion": answer}
+    if not order.get("no_reward"):
+        result["reward"] = reward
+    json.dump(result, open(result_file, "w"))
+for path in order.get("leave", []):
+    open(path, "w").write("left by the harness phase")
+if "forge" in order:
+    # What a model whose tools run commands could do: its reward, written
+    # over the harness's.
+    forged = json.dumps({"completion": answer, "reward": order["forge"]})
+    subprocess.run(
+        ["sh", "-c", 'printf "%s" "$1" > "$REPLAYHUB_RESULT_FILE"', "sh", forged],
+        check=True,
+    )
 print("harness done", file=sys.stderr)
+sys.exit(order.get("exit", 0))
+"""
+
+VERIFIER = r"""
+import json, os, socket, sys, time
+
+seed = json.load(open(os.environ["REPLAYHUB_SEED_FILE"]))
+completion = json.load(open(os.environ["REPLAYHUB_COMPLETION_FILE"]))
+top = json.loads(seed[-1]["content"])
+order = top.get("verify", {})
+time.sleep(order.get("sleep", 0))
+text = " ".join(m.get("content") or "" for m in completion)
+if "probe" in order:
+    host, port = order["probe"].rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+        print("probe: reached")
+    except OSError as error:
+        print(f"probe: unreachable ({error})")
+for name in ("HTTP_PROXY", "HTTPS_PROXY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+    print(f"env {name}: {'set' if os.environ.get(name) else 'unset'}")
+for path in order.get("look", []):
+    print(f"look {path}: {'present' if os.path.exists(path) else 'absent'}")
+try:
+    open(os.environ["REPLAYHUB_COMPLETION_FILE"], "a").close()
+    print("inputs: writable")
+except OSError:
+    print("inputs: read-only")
+if "reward" in order:
+    reward = order["reward"]
+elif "expect" in order or "expect" in top:
+    reward = 1.0 if order.get("expect", top.get("expect")) in text else 0.0
+else:
+    reward = top.get("reward")  # the score the harness means to give
+result_file = os.environ["REPLAYHUB_RESULT_FILE"]
+if "raw" in order:
+    open(result_file, "w").write(order["raw"])
+elif not order.get("no_result"):
+    json.dump({"reward": reward}, open(result_file, "w"))
 sys.exit(order.get("exit", 0))
 """
 
 
 def make_environment_repo(tmp_path) -> Repo:
-    return make_repo(tmp_path, {"harness.py": HARNESS})
+    return make_repo(tmp_path, {"harness.py": HARNESS, "verifier.py": VERIFIER})
 
 
 def make_rollout_project(repo: Repo, **overrides) -> Project:

@@ -23,13 +23,21 @@ def project(tmp_path):
     return make_rollout_project(make_environment_repo(tmp_path))
 
 
-def replay(project, *, original_reward=1.0, original=ORIGINAL, **order):
+def replay(
+    project,
+    *,
+    original_reward=1.0,
+    original=ORIGINAL,
+    verifier=("python3", "verifier.py"),
+    **order,
+):
     task = RolloutTask(
         messages=seed_with(**order),
         original_completion=original,
         original_reward=original_reward,
         pass_threshold=0.5,
         harness_command=("python3", "harness.py"),
+        verifier_command=verifier,
         trace_id="5c1f0e9a",
         seed_kind="continue",
     )
@@ -92,7 +100,8 @@ def test_a_missing_result_is_inconclusive(project):
     ],
 )
 def test_a_malformed_result_is_inconclusive(project, raw):
-    report = replay(project, raw=raw)
+    # Without a separate verifier, whose absence makes the reward required.
+    report = replay(project, raw=raw, verifier=())
     assert outcome(report) == ("inconclusive", "result_malformed")
     assert report.rollout["replay_reward"] is None
 

@@ -30,6 +30,7 @@ def project(tmp_path):
     return make_rollout_project(
         make_environment_repo(tmp_path),
         harness_command=["python3", "harness.py"],
+        verifier_command=["python3", "verifier.py"],
         pass_threshold=0.5,
     )
 

@@ -15,7 +15,13 @@ from replayhub.verdicts import (
     Reason,
     Verdict,
 )
-from replayhub.verdicts.rollout import ROLLOUT_FAILURES, RolloutFacts, decide_rollout
+from replayhub.verdicts.rollout import (
+    HARNESS,
+    ROLLOUT_FAILURES,
+    SEPARATE_VERIFIER,
+    RolloutFacts,
+    decide_rollout,
+)
 
 
 def judged(original=1.0, replay=1.0, same=False, threshold=0.5, **kw):
@@ -26,6 +32,7 @@ def judged(original=1.0, replay=1.0, same=False, threshold=0.5, **kw):
             replay_reward=replay,
             same_completion=same,
             similarity=kw.pop("similarity", 0.3),
+            reward_source=kw.pop("source", SEPARATE_VERIFIER),
             **kw,
         )
     )
@@ -109,12 +116,74 @@ def test_the_reward_and_similarity_are_shown_as_checks_with_their_evidence_class
     assert "0.30" in checks["completion similarity"].detail
 
 
+def test_a_passing_reward_from_the_harness_sandbox_is_never_equivalent():
+    decision = judged(original=1.0, replay=1.0, source=HARNESS)
+    assert (decision.verdict, decision.reason_code) == (
+        "inconclusive",
+        "reward_unverified",
+    )
+    assert "separate verifier" in decision.reason
+
+
+def test_a_harness_reward_still_decides_what_it_cannot_forge_its_way_out_of():
+    assert judged(original=1, replay=0, source=HARNESS).reason_code == (
+        "replay_reward_fails"
+    )
+    assert judged(original=0, replay=1, source=HARNESS).verdict == Verdict.DIVERGENT
+    assert judged(original=0.1, replay=0.2, source=HARNESS).verdict == "divergent"
+    assert judged(same=True, source=HARNESS).reason_code == "same_completion"
+
+
+def test_the_replay_reward_is_independently_executed_only_from_a_separate_verifier():
+    verified = {c.name: c for c in judged(original=1, replay=0.25).checks}
+    harness = {c.name: c for c in judged(replay=0.25, source=HARNESS).checks}
+    assert verified["replay reward"].evidence_class == "independently_executed"
+    assert "no network" in verified["replay reward"].detail
+    assert harness["replay reward"].evidence_class == "executor_supplied"
+    assert "no separate verifier" in harness["replay reward"].detail
+
+
+def test_a_failed_verifier_is_inconclusive_and_its_reward_unavailable():
+    decision = decide_rollout(
+        RolloutFacts(
+            pass_threshold=0.5,
+            original_reward=1.0,
+            failure=Reason.VERIFIER_FAILED,
+            failure_detail="it exited with status 2",
+            reward_source=SEPARATE_VERIFIER,
+        )
+    )
+    assert (decision.verdict, decision.reason_code) == (
+        "inconclusive",
+        "verifier_failed",
+    )
+    assert "separate verifier" in decision.reason and "status 2" in decision.reason
+    checks = {c.name: c for c in decision.checks}
+    assert checks["replay reward"].evidence_class == "unavailable"
+    assert "separate verifier" in checks["replay reward"].detail
+
+
+def test_an_unknown_reward_source_is_refused():
+    with pytest.raises(ValueError):
+        judged(source="the model said so")
+
+
 def sweep():
     rewards = (None, 0.0, 0.49, 0.5, 1.0, -2.0)
-    for original, replay, same, threshold in itertools.product(
-        rewards, rewards[1:], (True, False), (0.0, 0.5, 1.0)
+    for original, replay, same, threshold, source in itertools.product(
+        rewards,
+        rewards[1:],
+        (True, False),
+        (0.0, 0.5, 1.0),
+        (SEPARATE_VERIFIER, HARNESS),
     ):
-        yield judged(original=original, replay=replay, same=same, threshold=threshold)
+        yield judged(
+            original=original,
+            replay=replay,
+            same=same,
+            threshold=threshold,
+            source=source,
+        )
     for failure in ROLLOUT_FAILURES:
         yield decide_rollout(
             RolloutFacts(pass_threshold=0.5, original_reward=None, failure=failure)

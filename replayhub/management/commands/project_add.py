@@ -10,6 +10,7 @@ from replayhub.models.projects import (
     rollout_settings_problem,
 )
 from replayhub.project_setup import ProjectInvalid, argv, project_fields
+from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from replayhub.rootimages import image_digest
 
 
@@ -132,6 +133,15 @@ class Command(BaseCommand):
             "$REPLAYHUB_RESULT_FILE.",
         )
         rollouts.add_argument(
+            "--verifier-command",
+            metavar="CMD",
+            help="Scores a replay's completion in a second, fresh sandbox with "
+            "no network: reads $REPLAYHUB_SEED_FILE and "
+            "$REPLAYHUB_COMPLETION_FILE, writes {reward} to "
+            "$REPLAYHUB_RESULT_FILE. Without it the harness's own reward is "
+            "used, and it can never make a replay equivalent.",
+        )
+        rollouts.add_argument(
             "--rollout-mode",
             choices=RolloutMode.values,
             default=RolloutMode.CONTINUE,
@@ -250,6 +260,11 @@ class Command(BaseCommand):
         )
         project.providers.set(named)
         self.stdout.write(f"registered project {project.slug} ({project.repo_path})")
+        if rewards_unverified(project):
+            self.stderr.write(
+                f"warning: {project.slug} {UNVERIFIED_WARNING} Give "
+                "--verifier-command to score them in a sandbox of their own."
+            )
 
 
 def _rollout_settings(options: dict) -> dict:
@@ -278,6 +293,11 @@ def _rollout_settings(options: dict) -> dict:
         "harness_command": (
             _argv("--harness-command", options["harness_command"])
             if options["harness_command"] is not None
+            else []
+        ),
+        "verifier_command": (
+            _argv("--verifier-command", options["verifier_command"])
+            if options["verifier_command"]
             else []
         ),
         "rollout_mode": options["rollout_mode"],
