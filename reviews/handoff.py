@@ -14,7 +14,7 @@ from replayhub import roles
 from replayhub.models import Replay
 
 from . import audit
-from .models import Claim, Decision, Label, Review
+from .models import Claim, Decision, Label, Review, ReviewPolicy
 from .notices import notify
 from .services import ClaimHeld, NotDecidable, lease_end, review_decide
 
@@ -99,12 +99,19 @@ def bulk_confirm(*, replay_ids: list[int], reviewer, note: str = "") -> BulkResu
     labelled = set(
         Label.objects.filter(required=True).values_list("project_id", flat=True)
     )
+    blind = set(
+        ReviewPolicy.objects.filter(blind=True).values_list("project_id", flat=True)
+    )
     project_of = dict(
         Replay.objects.filter(pk__in=replay_ids).values_list("pk", "project_id")
     )
     for replay_id in replay_ids:
         if project_of.get(replay_id) in labelled:
             skipped.append(f"#{replay_id}: its project asks for labels")
+            continue
+        if project_of.get(replay_id) in blind:
+            # Blind review asks for a judgement made without the verdict.
+            skipped.append(f"#{replay_id}: its project reviews blind")
             continue
         try:
             review_decide(

@@ -10,6 +10,12 @@
     return document.getElementById("comment-form");
   }
 
+  // A diff line is its table row; a test output line is its own span (the
+  // row around it is the whole test run).
+  function lineOf(cell) {
+    return cell.tagName === "TD" ? cell.closest("tr") : cell;
+  }
+
   function clearPicked() {
     var picked = document.querySelectorAll(".picked");
     for (var i = 0; i < picked.length; i++) picked[i].classList.remove("picked");
@@ -23,7 +29,7 @@
       var line = parseInt(cell.getAttribute("data-line"), 10);
       var cellSide = cell.getAttribute("data-side") || "";
       if (cellSide === side && line >= start && line <= end) {
-        (cell.closest("tr") || cell).classList.add("picked");
+        lineOf(cell).classList.add("picked");
       }
     }
   }
@@ -82,5 +88,40 @@
       anchor = null;
       target.blur();
     }
+  });
+
+  // Lines that carry a thread are marked where they are shown; the mark's
+  // title names the thread, and clicking it scrolls there.
+  function markThreads(root) {
+    var data = document.getElementById("comment-marks");
+    if (!data) return;
+    var marks = JSON.parse(data.textContent || "[]");
+    var containers = (root || document).querySelectorAll("[data-target][data-path]");
+    for (var c = 0; c < containers.length; c++) {
+      var box = containers[c];
+      for (var m = 0; m < marks.length; m++) {
+        var mark = marks[m];
+        if (
+          box.getAttribute("data-target") !== mark.target ||
+          box.getAttribute("data-path") !== mark.path
+        ) continue;
+        var cells = box.querySelectorAll("[data-line]");
+        for (var i = 0; i < cells.length; i++) {
+          var cell = cells[i];
+          var line = parseInt(cell.getAttribute("data-line"), 10);
+          if ((cell.getAttribute("data-side") || "") !== mark.side) continue;
+          if (line < mark.start || line > mark.end) continue;
+          var row = lineOf(cell);
+          row.classList.add(mark.resolved ? "commented-resolved" : "commented");
+          row.setAttribute("data-thread", String(mark.thread));
+          row.title = "Comment thread #" + mark.thread;
+        }
+      }
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { markThreads(); });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    markThreads(event.target);
   });
 })();

@@ -58,15 +58,21 @@ def test_a_reviewer_comments_on_a_range_replies_and_resolves(
     expect(thread.locator(".body").first).to_contain_text(ESCAPE_ME)
     assert page.evaluate("window.__pwned") is None
     expect(page.locator("#open-threads")).to_have_text("1 unresolved comment")
+    # The commented lines are marked in every view of that diff.
+    expect(page.locator("#dod tr.commented")).to_have_count(2)
 
     # A line of a test output.
     page.locator("#tests details summary").first.click()
     page.locator('pre[data-path="original run 1"] [data-line="2"]').click()
     expect(page.locator("#comment-target")).to_have_value("tests")
+    expect(page.locator("#tests .picked")).to_have_count(1)
+    expect(page.locator("#tests span.ol.picked")).to_have_text("4 passed")
     page.locator("#comment-body").fill("Only four tests?")
     page.get_by_role("button", name="Comment", exact=True).click()
     expect(page.locator("#comments article.thread")).to_have_count(2)
     expect(page.locator("#open-threads")).to_have_text("2 unresolved comments")
+    page.locator("#tests details summary").first.click()
+    expect(page.locator("#tests span.ol.commented")).to_have_text("4 passed")
 
     # The queue row counts them too.
     page.goto("/")

@@ -277,13 +277,17 @@ def test_bulk_confirm_decides_each_item_and_skips_what_it_must(reviewer, sam):
         project=labelled_project, name="would merge", kind="yes_no", required=True
     )
     labelled = make_replay(verdict="identical", project=labelled_project)
+    blind_project = make_project("blind")
+    ReviewPolicy.objects.create(project=blind_project, blind=True)
+    blind = make_replay(verdict="identical", project=blind_project)
 
     result = handoff.bulk_confirm(
-        replay_ids=[r.pk for r in [*free, held, labelled]], reviewer=reviewer
+        replay_ids=[r.pk for r in [*free, held, labelled, blind]], reviewer=reviewer
     )
 
     assert result.confirmed == 3
-    assert len(result.skipped) == 2
+    assert len(result.skipped) == 3
+    assert "reviews blind" in result.skipped[-1]
     assert AuditEvent.objects.filter(action="review.confirm").count() == 3
     assert Replay.objects.filter(reviews__isnull=False).count() == 3
 
