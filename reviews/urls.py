@@ -58,13 +58,15 @@ urlpatterns = [
     path("budgets/<slug:slug>/", budgets.budget_edit, name="budget_edit"),
     path("projects/", views.projects, name="projects"),
     path("projects/new/", projects.project_create, name="project_create"),
-    path("projects/<slug:slug>/", projects.project_detail, name="project_detail"),
-    path("projects/<slug:slug>/edit/", projects.project_edit, name="project_edit"),
+    # A project's slug may hold any character (``path``); the longer routes
+    # come first so the page's own route does not swallow them.
+    path("projects/<path:slug>/edit/", projects.project_edit, name="project_edit"),
     path(
-        "projects/<slug:slug>/runs/<int:run_id>/replay/",
+        "projects/<path:slug>/runs/<int:run_id>/replay/",
         projects.run_replay_now,
         name="run_replay_now",
     ),
+    path("projects/<path:slug>/", projects.project_detail, name="project_detail"),
     path("status/", views.status, name="status"),
     path("", include("reviews.team_urls")),
     path(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from django.urls import reverse
@@ -36,7 +37,7 @@ def test_each_project_shows_its_runs_by_preflight_state_and_its_last_import(
     html = client.get(reverse("reviews:projects")).content.decode()
 
     rows = {
-        row.split("</td>", 1)[0].rsplit(">", 1)[-1]: row
+        re.sub(r"<[^>]+>", "", row.split("</td>", 1)[0]).strip(): row
         for row in html.split("<tr>")[2:]
     }
     assert (
