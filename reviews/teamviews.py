@@ -4,6 +4,7 @@ the Done tab, search, bulk confirm, the agreement page and the inbox."""
 from __future__ import annotations
 
 import csv
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -37,7 +38,7 @@ def _replay(replay_id: int) -> Replay:
 
 
 @require_POST
-@permission_required(roles.COMMENT, raise_exception=True)
+@permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_create(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(replay_id)
     form = comment_services.CommentForm(request.POST)
@@ -63,7 +64,7 @@ def _thread(comment_id: int) -> Comment:
 
 
 @require_POST
-@permission_required(roles.COMMENT, raise_exception=True)
+@permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
     form = comment_services.ReplyForm(request.POST)
@@ -77,7 +78,7 @@ def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
 
 
 @require_POST
-@permission_required(roles.COMMENT, raise_exception=True)
+@permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
     comment_services.comment_resolve(
@@ -236,7 +237,13 @@ def bulk(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Confirmed {result.confirmed} replays.")
                 for line in result.skipped[:20]:
                     messages.warning(request, f"Skipped {line}")
-                return redirect(f"{reverse('reviews:bulk')}?{request.POST.urlencode()}")
+                # Back to the same filters (never the token or the note).
+                kept = {
+                    name: request.POST[name]
+                    for name in ("project", "verdict", "reason", "since", "until")
+                    if request.POST.get(name)
+                }
+                return redirect(f"{reverse('reviews:bulk')}?{urlencode(kept)}")
     return render(request, "reviews/bulk.html", context)
 
 

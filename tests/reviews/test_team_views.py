@@ -205,8 +205,9 @@ def test_bulk_confirm_needs_the_count_the_reviewer_saw(reviewer):
     assert stale.status_code == 200
     assert not Review.objects.exists()
 
-    client.post(url, {"verdict": "identical", "expected": "3"})
+    done = client.post(url, {"verdict": "identical", "expected": "3"})
     assert Review.objects.filter(decision="confirm").count() == 3
+    assert done.url == f"{url}?verdict=identical"
 
 
 def test_the_queue_filters_on_a_label_given_earlier(reviewer):
