@@ -184,6 +184,10 @@ def list_workspace(
     """
     listing = _Listing()
     root = os.fsencode(workspace)
+    if readable:
+        mode = os.lstat(root).st_mode
+        if stat.S_ISDIR(mode) and mode & 0o500 != 0o500:
+            os.chmod(root, stat.S_IMODE(mode) | 0o700)
     pending: list[bytes] = [b""]
     while pending:
         relative = pending.pop()

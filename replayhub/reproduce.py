@@ -193,6 +193,9 @@ def test_limits(project: Project) -> Limits:
         memory_bytes=project.memory_limit_mb * 1024 * 1024,
         max_processes=project.max_processes,
         output_bytes=project.max_output_bytes,
+        # The code under test is the agent's too.
+        disk_bytes=leftovers.disk_bytes(project),
+        disk_files=project.max_files,
     )
 
 

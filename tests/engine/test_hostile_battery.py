@@ -47,6 +47,10 @@ HOSTILE = {
     "fifo": "mkfifo pipe",
     "locked": "mkdir -p locked/in && echo z > locked/in/z && chmod 0 locked/in/z"
     " && chmod 0 locked/in locked",
+    "lockedroot": "chmod 0 .",
+    # Fills the disk when its tests import it.
+    "testfill": 'printf \'i = 0\\nwhile True:\\n    open(f"f{i}", "wb")'
+    ".write(bytes(16 << 20)); i += 1\\n' > calc.py",
     "linger": "setsid python3 -c 'import time; time.sleep(300)' {marker} & sleep 0.2",
     "memory": "python3 -c 'x = bytearray(1024 * 1024 * 1024)'",
 }
@@ -91,6 +95,9 @@ def test_hostile_agents_back_to_back_leave_nothing_and_fault_nothing(
     assert codes["deep"] == ("inconclusive", "unstorable_paths")
     assert codes["fifo"] == ("inconclusive", "unstorable_paths")
     assert codes["memory"] == ("inconclusive", "cap_fired")
+    assert codes["lockedroot"] == ("identical", "same_tree")
+    # Its test run was stopped by the disk cap, so it did not run.
+    assert codes["testfill"] == ("inconclusive", "tests_not_run")
     assert "\x00" not in results["nul"].agent_output
 
     work_dir = Path(settings.REPLAYHUB_WORK_DIR)
