@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -28,6 +29,12 @@ FIELDS = {
     "--egress-tests": "egress_tests",
     "--providers": "providers",
 }
+
+
+# A slug is one path segment of the project's pages; these segments are the
+# pages' own.
+SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+RESERVED_SLUGS = frozenset({"new"})
 
 
 class ProjectInvalid(ValueError):
@@ -62,6 +69,18 @@ def argv(option: str, value: str) -> list[str]:
     return words
 
 
+def slug_check(slug: str) -> None:
+    """Refuse a slug that cannot name the project's pages."""
+    if not SLUG.match(slug) or len(slug) > 64:
+        raise ProjectInvalid(
+            "slug",
+            f"{slug!r} is not a valid project name: use up to 64 letters, digits, "
+            "hyphens and underscores, starting with a letter or digit.",
+        )
+    if slug in RESERVED_SLUGS:
+        raise ProjectInvalid("slug", f"{slug!r} is reserved: choose another name.")
+
+
 def project_fields(
     *,
     slug: str,
@@ -82,6 +101,8 @@ def project_fields(
     ``test_paths`` None means the default layouts; a command given as None is
     stored empty (a project of rollouts runs a harness instead).
     """
+    if editing is None or slug != editing.slug:
+        slug_check(slug)
     taken = Project.objects.filter(slug=slug)
     if editing is not None:
         taken = taken.exclude(pk=editing.pk)

@@ -100,6 +100,22 @@ def test_a_duplicate_slug_is_refused(db, repo):
     assert Project.objects.count() == 1
 
 
+@pytest.mark.parametrize(
+    ("slug", "message"),
+    [
+        ("new", "is reserved"),
+        ("shop/edit", "not a valid project name"),
+        ("<b>x</b>", "not a valid project name"),
+        ("_shop", "not a valid project name"),
+        ("s" * 65, "not a valid project name"),
+    ],
+)
+def test_a_slug_that_cannot_name_the_projects_pages_is_refused(db, repo, slug, message):
+    with pytest.raises(CommandError, match=message):
+        add(slug, repo)
+    assert not Project.objects.exists()
+
+
 def test_the_command_line_prints_one_line_and_exits_2(db, repo, tmp_path):
     import sys
 
