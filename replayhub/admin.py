@@ -94,8 +94,8 @@ class ProjectAdmin(admin.ModelAdmin):
         if rewards_unverified(obj):
             messages.warning(
                 request,
-                f"{obj.slug} {UNVERIFIED_WARNING} Set a verifier command to score "
-                "them in a sandbox of their own.",
+                f"Project {obj.slug} {UNVERIFIED_WARNING} Set a verifier command to "
+                "score them in a sandbox of their own.",
             )
 
 

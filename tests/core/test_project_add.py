@@ -425,3 +425,36 @@ def test_the_admin_edits_the_setup_phase_and_refuses_a_bad_one(db, repo, client)
     project.refresh_from_db()
     assert project.setup_command == ["sh", "setup.sh"]
     assert project.root_image == f"python@{DIGEST}"
+
+
+def test_the_admin_warns_when_a_rollout_project_is_saved_without_a_verifier(
+    db, repo, client
+):
+    from django.contrib.auth.models import User
+    from django.urls import reverse
+
+    client.force_login(User.objects.create_superuser("root", password="pw-root"))
+    add("shop", repo)
+    project = Project.objects.get()
+    url = reverse("admin:replayhub_project_change", args=[project.pk])
+    form = client.get(url).context["adminform"].form
+    data = {
+        name: form[name].value() if form[name].value() is not None else ""
+        for name in form.fields
+    }
+    data.update(
+        {
+            "harness_command": '["python3", "harness.py"]',
+            "budget-TOTAL_FORMS": "0",
+            "budget-INITIAL_FORMS": "0",
+        }
+    )
+
+    unverified = client.post(url, data, follow=True).content.decode()
+    data["verifier_command"] = '["python3", "score.py"]'
+    verified = client.post(url, data, follow=True).content.decode()
+
+    assert "Project shop has a rollout harness but no separate verifier" in unverified
+    assert "no separate verifier" not in verified
+    project.refresh_from_db()
+    assert project.verifier_command == ["python3", "score.py"]
