@@ -261,7 +261,10 @@ def _verified_reward(
             command=task.verifier_command,
             commit=commit,
             runner=runner,
-            root=Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}-verifier",
+            # Inside the replay's own directory, emptied of the harness's
+            # files by now, so that the reaper's clean-up of a lost worker's
+            # replay takes it too.
+            root=Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}" / "verifier",
             seed=task.messages,
             completion=completion,
             env={

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import socket
 from io import StringIO
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 
 from replayhub.gateway.standin import StandInProvider
@@ -166,6 +168,8 @@ def test_the_verifier_sees_none_of_the_harness_phase_files(project):
     assert "look harness.py: present" in said
     assert "inputs: read-only" in said
     assert outcome(report) == ("equivalent", "rewards_pass")
+    # Both phases' directories are gone once the replay ends.
+    assert not (Path(settings.REPLAYHUB_WORK_DIR) / "replay-515151").exists()
 
 
 @pytest.mark.parametrize(
