@@ -30,7 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # Run as a script, sys.path[0] is benchmarks/; the project root replaces it.
 sys.path[0] = str(ROOT)
 
-from benchmarks.support import in_scratch_database, record  # noqa: E402
+from benchmarks.support import (  # noqa: E402
+    in_scratch_database,
+    insert_generated,
+    record,
+)
 
 GOAL_SECONDS = 2.0
 SCRATCH = "replayhub_bench_nightly"
@@ -77,15 +81,20 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
         window_end_hour=0,
     )
     with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO replayhub_run (project_id, external_id, title, prompt, "
-            "provider, model, effort, base_sha, original_commit, original_branch, "
-            "sandbox_image, sandbox_config_sha256, output, usage, raw, "
-            "record_sha256, preflight, preflight_reason, provenance, imported_at) "
-            "SELECT %s, 'run-' || g, '', '', '', '', '', '', repeat('a', 40), '', "
-            "'', '', '', '{}', '{}', '', 'ready', '', '{}', now() "
-            "FROM generate_series(1, %s) g",
-            [project.pk, candidates],
+        # Every column not named takes the model's default: a column added to
+        # the run table later does not break the seeding.
+        insert_generated(
+            cursor,
+            Run,
+            {
+                "id": None,
+                "project_id": str(project.pk),
+                "external_id": "'run-' || g",
+                "original_commit": "repeat('a', 40)",
+                "preflight": "'ready'",
+                "imported_at": "now()",
+            },
+            f"generate_series(1, {int(candidates)}) AS g",
         )
 
     def reset() -> None:
@@ -117,17 +126,23 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
                 "WHERE id = %s",
                 [candidates, night.pk],
             )
-            cursor.execute(
-                "INSERT INTO replayhub_replay (run_id, project_id, tier, status, "
-                "phase, attempt, trigger, verdict, reason_code, reason, evidence, "
-                "provenance, agent_output, agent_output_truncated, usage, tokens, "
-                "cost_usd, sandbox_seconds, lease_owner, reservation, caps, settled, "
-                "night_id, created_at, enqueued_at) "
-                "SELECT id, project_id, 'agentic', 'queued', 'queued', 1, "
-                "'scheduler', '', '', '', '{}', '{}', '', false, '{}', 0, 0, 0, '', "
-                "'{}', '{}', false, %s, now(), now() "
-                "FROM replayhub_run WHERE project_id = %s",
-                [night.pk, project.pk],
+            insert_generated(
+                cursor,
+                Replay,
+                {
+                    "id": None,
+                    "run_id": "id",
+                    "project_id": "project_id",
+                    "tier": "'agentic'",
+                    "status": "'queued'",
+                    "phase": "'queued'",
+                    "attempt": "1",
+                    "trigger": "'scheduler'",
+                    "night_id": str(night.pk),
+                    "created_at": "now()",
+                    "enqueued_at": "now()",
+                },
+                f"replayhub_run WHERE project_id = {int(project.pk)}",
             )
         return time.perf_counter() - start
 

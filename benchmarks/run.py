@@ -207,6 +207,13 @@ def markdown(report: dict) -> str:
         markdown_table(report["rows"]),
         "",
     ]
+    if report.get("rerun"):
+        again = ", ".join(f"`{name}`" for name in report["rerun"])
+        lines += [
+            f"Rerun alone on {report['rerun_date']} (`./dev bench --only … "
+            f"--update`): {again}.",
+            "",
+        ]
     notes = [r for r in report["rows"] if r.get("note")]
     if notes:
         lines += [f"- *{r['figure']}*: {r['note']}" for r in notes]
@@ -279,6 +286,23 @@ def write_doc(path: Path, report: dict) -> None:
     path.write_text(text)
 
 
+def merged(last: dict, report: dict) -> dict:
+    """``last`` with the scripts ``report`` ran replaced by its figures."""
+    ran = {s["script"] for s in report["scripts"]}
+    order = {s.name: i for i, s in enumerate(SUITE)}
+    scripts = [s for s in last["scripts"] if s["script"] not in ran]
+    scripts = sorted([*scripts, *report["scripts"]], key=lambda s: order[s["script"]])
+    rows = [r for r in last["rows"] if f"{r['benchmark']}.py" not in ran]
+    rows = sorted([*rows, *report["rows"]], key=lambda r: order[f"{r['benchmark']}.py"])
+    return {
+        **last,
+        "rows": rows,
+        "scripts": scripts,
+        "rerun": sorted(ran | set(last.get("rerun", []))),
+        "rerun_date": report["machine"]["date"],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         prog="./dev bench", description=__doc__.split("\n\n")[0]
@@ -289,6 +313,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--only", nargs="+", metavar="SCRIPT", help="run only these scripts"
+    )
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="with --only: replace those scripts' figures in the last results",
     )
     args = parser.parse_args()
 
@@ -368,6 +397,8 @@ def main() -> int:
     else:
         json_path = doc_path = None
     if json_path is not None and doc_path is not None:
+        if args.update and json_path.exists():
+            report = merged(json.loads(json_path.read_text()), report)
         json_path.write_text(json.dumps(report, indent=2) + "\n")
         write_doc(doc_path, report)
         print(f"wrote {json_path} and {doc_path}")
