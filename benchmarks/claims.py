@@ -3,7 +3,7 @@
 A worker claims the replay a message names with one conditional UPDATE
 (``Replay.objects.claim``: queued -> running, leased to it); a message can
 arrive twice, so two claimers may race for one replay and exactly one must
-win. The figure: 16 processes (4 with ``--quick``) claiming 20,000 queued
+win. The figure: 16 processes (4 with ``--quick``) claiming 4,000 queued
 replays, every replay named to two of them, claims per second from the first
 claim to the last.
 
@@ -19,7 +19,7 @@ a hundred workers finishing a replay every 12 s each (measured replays take
 longer) need under 10 — so the queue is never what limits them.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
-        .venv/bin/python benchmarks/claims.py [--replays 20000] [--rounds 3] [--quick]
+        .venv/bin/python benchmarks/claims.py [--replays 4000] [--rounds 3] [--quick]
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def main() -> int:
     parser.add_argument("--claimers", type=int)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    args.replays = args.replays or (400 if args.quick else 20_000)
+    args.replays = args.replays or (400 if args.quick else 4_000)
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.claimers = args.claimers or (4 if args.quick else CLAIMERS)
     os.environ.setdefault("LOG_LEVEL", "WARNING")

@@ -12,7 +12,7 @@ PostgreSQL is required: ``DATABASE_URL`` names a server (any database on it;
 each benchmark creates and drops its own scratch database there), by default
 ``postgres://postgres@127.0.0.1:5432/postgres``.
 
-    ./dev bench            # full sizes, about 10 minutes on 2 cores
+    ./dev bench            # full sizes, sized for 10 minutes on 2 quiet cores
     ./dev bench --quick    # small sizes: checks every script still runs
 
 ``--quick`` writes nowhere unless ``--out DIR`` is given (then DIR/results.json
