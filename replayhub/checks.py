@@ -63,7 +63,7 @@ def sandbox_caps_are_the_kernels(app_configs, **kwargs):
     return found
 
 
-@register(Tags.security)
+@register(Tags.security, deploy=True)
 def rollout_rewards_have_a_separate_verifier(app_configs, **kwargs):
     """A rollout project whose rewards come from the harness's own sandbox,
     where the model's tool calls run and could write the reward themselves."""

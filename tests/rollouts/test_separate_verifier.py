@@ -229,7 +229,7 @@ def test_reproduce_json_names_the_reward_source(project):
     )
 
 
-def test_check_warns_of_rollout_projects_without_a_separate_verifier(project):
+def test_check_deploy_warns_of_rollout_projects_without_a_separate_verifier(project):
     project.harness_command = ["python3", "harness.py"]
     project.save()
     Project.objects.create(
@@ -240,7 +240,7 @@ def test_check_warns_of_rollout_projects_without_a_separate_verifier(project):
     )
     err = StringIO()
 
-    call_command("check", stdout=StringIO(), stderr=err)
+    call_command("check", deploy=True, stdout=StringIO(), stderr=err)
 
     warnings = [line for line in err.getvalue().splitlines() if "W003" in line]
     assert len(warnings) == 1 and "invoicer" in warnings[0]
