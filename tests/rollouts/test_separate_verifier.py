@@ -5,13 +5,12 @@ that fails ends the replay inconclusive."""
 from __future__ import annotations
 
 import socket
-from io import StringIO
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
+from django.core.checks import run_checks
 
 from replayhub.gateway.standin import StandInProvider
 from replayhub.models import Project, Provider
@@ -238,10 +237,12 @@ def test_check_deploy_warns_of_rollout_projects_without_a_separate_verifier(proj
         harness_command=["python3", "harness.py"],
         verifier_command=list(VERIFIER),
     )
-    err = StringIO()
 
-    call_command("check", deploy=True, stdout=StringIO(), stderr=err)
+    found = run_checks(include_deployment_checks=True)
+    quiet = run_checks()
 
-    warnings = [line for line in err.getvalue().splitlines() if "W003" in line]
+    warnings = [str(w) for w in found if w.id == "replayhub.W003"]
     assert len(warnings) == 1 and "invoicer" in warnings[0]
     assert "no separate verifier" in warnings[0]
+    # Only the deploy check says it: other commands stay quiet.
+    assert not [w for w in quiet if w.id == "replayhub.W003"]
