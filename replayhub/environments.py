@@ -345,37 +345,24 @@ def run_setup(
     binds = [Bind(env_dir, ENV_PATH, writable=True)]
     argv = tuple(project.setup_command)
     egress = tuple(project.egress_setup)
-    needs = netaccess.Needs(egress=egress, proxy=bool(egress))
-    if not needs:
-        outcome = runner.run(
-            SandboxSpec(
-                argv=argv,
-                workspace=checkout,
-                env=env,
-                limits=setup_limits(project),
-                binds=tuple(binds),
-            )
-        )
-        return outcome, []
-    with netaccess.PhaseNetwork(
-        directory=work / "net", needs=needs, phase="setup"
-    ) as network:
-        # The setup phase calls no model gateway, so nothing on loopback is
-        # exempt from the proxy: a package index on the worker's 127.0.0.1 is
-        # reached through it, allowed or refused, and recorded either way.
-        env.update({k: v for k, v in network.env.items() if k.lower() != "no_proxy"})
-        assert network.bind is not None
-        binds.append(network.bind)
-        outcome = runner.run(
-            SandboxSpec(
-                argv=network.wrap(argv),
-                workspace=checkout,
-                env=env,
-                limits=setup_limits(project),
-                binds=tuple(binds),
-            )
-        )
-    return outcome, network.attempts
+    # The setup phase calls no model gateway, so nothing on loopback is exempt
+    # from the proxy: a package index on the worker's 127.0.0.1 is reached
+    # through it, allowed or refused, and recorded either way.
+    outcome, network = netaccess.run_phase(
+        runner,
+        SandboxSpec(
+            argv=argv,
+            workspace=checkout,
+            env=env,
+            limits=setup_limits(project),
+            binds=tuple(binds),
+        ),
+        needs=netaccess.Needs(egress=egress, proxy=bool(egress)),
+        directory=work / "net",
+        phase="setup",
+        loopback_direct=False,
+    )
+    return outcome, network.attempts if network is not None else []
 
 
 def _failure_summary(entry: Entry, *, cached: bool) -> dict:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
@@ -22,7 +22,7 @@ from types import TracebackType
 from .gateway.egress import EgressAttempt, EgressProxy
 from .gateway.server import Caps, ModelCall, ModelGateway, Upstream
 from .models import Project, Provider
-from .sandbox import Bind
+from .sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
 from .sandbox.network import proxy_env, relay_mount
 
 MODEL_PORT = 8790
@@ -187,3 +187,45 @@ def caps_for(project: Project, caps: dict) -> Caps:
         max_cost_usd=Decimal(money) if money is not None else None,
         max_requests=project.max_requests,
     )
+
+
+def run_phase(
+    runner: Runner,
+    spec: SandboxSpec,
+    *,
+    needs: Needs,
+    directory: Path,
+    phase: str,
+    caps: Caps | None = None,
+    loopback_direct: bool = True,
+) -> tuple[SandboxOutcome, PhaseNetwork | None]:
+    """Run ``spec`` with the phase's way out, when it needs one.
+
+    The network comes back stopped, holding what it recorded (model calls,
+    egress attempts, a cap that fired); None when the phase needed none.
+    ``loopback_direct`` False sends loopback through the proxy as well, so a
+    service on the worker's own 127.0.0.1 is allowed or refused like any host.
+    """
+    if not needs:
+        return runner.run(spec), None
+    with PhaseNetwork(
+        directory=directory,
+        needs=needs,
+        phase=phase,
+        caps=caps or Caps(None, None, None),
+    ) as network:
+        env = {
+            k: v
+            for k, v in network.env.items()
+            if loopback_direct or k.lower() != "no_proxy"
+        }
+        binds = spec.binds if network.bind is None else (*spec.binds, network.bind)
+        outcome = runner.run(
+            replace(
+                spec,
+                argv=network.wrap(spec.argv),
+                env={**spec.env, **env},
+                binds=binds,
+            )
+        )
+    return outcome, network

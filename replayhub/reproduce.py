@@ -465,32 +465,21 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
     }
     argv = tuple(agent_argv(project, caps))
     binds = [Bind(io_dir, IO_DIR, writable=True)]
-    needs = netaccess.agent_needs(project, run.provider)
-    network = None
     try:
-        with ExitStack() as stack:
-            if needs:
-                network = stack.enter_context(
-                    netaccess.PhaseNetwork(
-                        directory=scratch.root / "net-agent",
-                        needs=needs,
-                        phase="agent",
-                        caps=netaccess.caps_for(project, caps),
-                    )
-                )
-                env.update(network.env)
-                argv = network.wrap(argv)
-                if network.bind is not None:
-                    binds.append(network.bind)
-            outcome = runner.run(
-                SandboxSpec(
-                    argv=argv,
-                    workspace=workspace,
-                    env=env,
-                    limits=agent_limits(project, caps),
-                    binds=tuple(binds),
-                )
-            )
+        outcome, network = netaccess.run_phase(
+            runner,
+            SandboxSpec(
+                argv=argv,
+                workspace=workspace,
+                env=env,
+                limits=agent_limits(project, caps),
+                binds=tuple(binds),
+            ),
+            needs=netaccess.agent_needs(project, run.provider),
+            directory=scratch.root / "net-agent",
+            phase="agent",
+            caps=netaccess.caps_for(project, caps),
+        )
     except netaccess.MissingKey as exc:
         return _inconclusive(Reason.HARNESS_ERROR, str(exc), **base_facts)
     except SandboxUnavailable as exc:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,34 +328,23 @@ def _run_harness(
         "REPLAYHUB_REPLAY_MARK": json.dumps(task.mark, sort_keys=True),
     }
     argv = tuple(task.harness_command)
-    binds = [Bind(io_dir, IO_DIR, writable=True)]
-    needs = netaccess.agent_needs(project, task.provider)
-    network = None
     limits = agent_limits(project, caps)
+    binds = [Bind(io_dir, IO_DIR, writable=True)]
     try:
-        with ExitStack() as stack:
-            if needs:
-                network = stack.enter_context(
-                    netaccess.PhaseNetwork(
-                        directory=scratch.root / "net-agent",
-                        needs=needs,
-                        phase="agent",
-                        caps=netaccess.caps_for(project, caps),
-                    )
-                )
-                env.update(network.env)
-                argv = network.wrap(argv)
-                if network.bind is not None:
-                    binds.append(network.bind)
-            outcome = runner.run(
-                SandboxSpec(
-                    argv=argv,
-                    workspace=workspace,
-                    env=env,
-                    limits=limits,
-                    binds=tuple(binds),
-                )
-            )
+        outcome, network = netaccess.run_phase(
+            runner,
+            SandboxSpec(
+                argv=argv,
+                workspace=workspace,
+                env=env,
+                limits=limits,
+                binds=tuple(binds),
+            ),
+            needs=netaccess.agent_needs(project, task.provider),
+            directory=scratch.root / "net-agent",
+            phase="agent",
+            caps=netaccess.caps_for(project, caps),
+        )
     except netaccess.MissingKey as exc:
         return failed(Reason.HARNESS_ERROR, str(exc))
     except SandboxUnavailable as exc:
@@ -369,6 +357,8 @@ def _run_harness(
         timed_out=outcome.timed_out,
         limit_fired=outcome.limit_fired,
         duration_s=outcome.duration_s,
+        limit_backend=outcome.limit_backend,
+        limit_detail=outcome.limit_detail,
     )
     report.sandbox_seconds += outcome.duration_s
     _account(report, io_dir, network)
