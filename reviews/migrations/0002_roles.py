@@ -28,33 +28,44 @@ ROLE_PERMISSIONS = {
 }
 
 
-def sync_groups(apps, schema_editor=None) -> None:
-    from django.contrib.auth.management import create_permissions
+def groups_syncer(role_permissions):
+    """A migration step giving each role exactly ``role_permissions``.
 
-    # Permissions are normally created after all migrations ran; they must
-    # exist now so the groups can reference them on a fresh database.
-    for app_config in apps.get_app_configs():
-        app_config.models_module = True
-        create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
+    Later migrations reuse it with their own frozen lists.
+    """
 
-    group_model = apps.get_model("auth", "Group")
-    permission_model = apps.get_model("auth", "Permission")
-    for role, names in ROLE_PERMISSIONS.items():
-        group, _ = group_model.objects.get_or_create(name=role)
-        if role == "admin":
-            perms = permission_model.objects.filter(
-                content_type__app_label__in=["replayhub", "reviews"]
-            )
-        else:
-            perms = [
-                permission_model.objects.get(
-                    content_type__app_label=name.split(".")[0],
-                    codename=name.split(".")[1],
+    def sync_groups(apps, schema_editor=None) -> None:
+        from django.contrib.auth.management import create_permissions
+
+        # Permissions are normally created after all migrations ran; they must
+        # exist now so the groups can reference them on a fresh database.
+        for app_config in apps.get_app_configs():
+            app_config.models_module = True
+            create_permissions(app_config, apps=apps, verbosity=0)
+            app_config.models_module = None
+
+        group_model = apps.get_model("auth", "Group")
+        permission_model = apps.get_model("auth", "Permission")
+        for role, names in role_permissions.items():
+            group, _ = group_model.objects.get_or_create(name=role)
+            if role == "admin":
+                perms = permission_model.objects.filter(
+                    content_type__app_label__in=["replayhub", "reviews"]
                 )
-                for name in names
-            ]
-        group.permissions.set(perms)
+            else:
+                perms = [
+                    permission_model.objects.get(
+                        content_type__app_label=name.split(".")[0],
+                        codename=name.split(".")[1],
+                    )
+                    for name in names
+                ]
+            group.permissions.set(perms)
+
+    return sync_groups
+
+
+sync_groups = groups_syncer(ROLE_PERMISSIONS)
 
 
 class Migration(migrations.Migration):
