@@ -211,11 +211,20 @@ def run(args) -> int:
                         services.replay_request(run=run, trigger="command").pk
                         for _ in range(n)
                     ]
+                    # A worker that never answers (another consumer on the
+                    # broker's queue, a crash) ends the run with its log.
+                    deadline = time.monotonic() + 120 + 30 * n
                     while (
                         Replay.objects.filter(pk__in=ids)
                         .exclude(status=ReplayStatus.FINISHED)
                         .exists()
                     ):
+                        if time.monotonic() > deadline:
+                            log = work / f"worker-{concurrency}.log"
+                            raise SystemExit(
+                                f"replays {ids} did not finish; the worker's log "
+                                f"ends:\n{log.read_text(errors='replace')[-3000:]}"
+                            )
                         time.sleep(0.05)
                     seconds = time.perf_counter() - start
                     verdicts = set(
