@@ -348,7 +348,7 @@ def _check(
         if record is not None:
             return record
     if not isinstance(value, dict):
-        raise RecordError(f"a record must be a JSON object, not {_json_type(value)}")
+        raise RecordError(f"a record must be a JSON object, not {json_type(value)}")
     errors: list[str] = []
     check = _Checker(value, errors)
 
@@ -624,7 +624,7 @@ class _Checker:
 
     def wrong_type(self, field: str, expected: str, value: Any) -> None:
         shown = _show(value)
-        actual = f"{_json_type(value)} {shown}" if shown else _json_type(value)
+        actual = f"{json_type(value)} {shown}" if shown else json_type(value)
         self.fail(field, f"must be {expected}, not {actual}")
 
     def get(self, field: str, *, required: bool = False) -> Any:
@@ -773,7 +773,8 @@ class _Checker:
 _EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """What a JSON value is, in words: 'an object', 'a number', 'null'…"""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replayhub.ingest.native import json_type
 from replayhub.texttier.similarity import jaccard
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -92,7 +93,8 @@ def normalise(completion: object) -> tuple[Message, ...]:
         return (Message(role="assistant", content=completion),)
     if not isinstance(completion, list):
         raise MalformedCompletion(
-            f"the completion is {_kind(completion)}, not a string or a list of messages"
+            f"the completion is {json_type(completion)}, "
+            "not a string or a list of messages"
         )
     if len(completion) > MAX_MESSAGES:
         raise MalformedCompletion(
@@ -121,7 +123,7 @@ def similarity(one: Sequence[Message], other: Sequence[Message]) -> float:
 def _message(item: object, index: int) -> Message:
     where = f"message {index + 1}"
     if not isinstance(item, dict):
-        raise MalformedCompletion(f"{where} is {_kind(item)}, not an object")
+        raise MalformedCompletion(f"{where} is {json_type(item)}, not an object")
     role = item.get("role")
     if role not in ROLES:
         raise MalformedCompletion(f"{where} has no known role ({_short(role)})")
@@ -154,19 +156,21 @@ def _content(value: object, where: str) -> str:
             else:
                 texts.append(f"[{_short(part.get('type'))}]")
         return "\n".join(texts)
-    raise MalformedCompletion(f"{where}'s content is {_kind(value)}, not text")
+    raise MalformedCompletion(f"{where}'s content is {json_type(value)}, not text")
 
 
 def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise MalformedCompletion(f"{where}'s tool_calls is {_kind(value)}, not a list")
+        raise MalformedCompletion(
+            f"{where}'s tool_calls is {json_type(value)}, not a list"
+        )
     calls = []
     for number, call in enumerate(value, 1):
         label = f"{where}'s tool call {number}"
         if not isinstance(call, dict):
-            raise MalformedCompletion(f"{label} is {_kind(call)}, not an object")
+            raise MalformedCompletion(f"{label} is {json_type(call)}, not an object")
         # verifiers writes {id, name, arguments}; the OpenAI wire shape nests
         # name and arguments under "function".
         function = call.get("function")
@@ -180,7 +184,7 @@ def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
         elif arguments is None:
             arguments = ""
         elif not isinstance(arguments, str):
-            raise MalformedCompletion(f"{label}'s arguments are {_kind(arguments)}")
+            raise MalformedCompletion(f"{label}'s arguments are {json_type(arguments)}")
         calls.append(
             ToolCall(
                 id=_optional_text(call.get("id"), f"{label}'s id"),
@@ -194,23 +198,7 @@ def _tool_calls(value: object, where: str) -> tuple[ToolCall, ...]:
 def _optional_text(value: object, what: str) -> str:
     if value is None or isinstance(value, str):
         return value or ""
-    raise MalformedCompletion(f"{what} is {_kind(value)}, not text")
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    raise MalformedCompletion(f"{what} is {json_type(value)}, not text")
 
 
 def _short(value: object) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from replayhub.ingest.native import RecordError, parse_line
+from replayhub.ingest.native import RecordError, json_type, parse_line
 
 ROLES = ("system", "user", "assistant", "tool")
 VERSIONS = (1,)
@@ -92,7 +92,7 @@ def parse_record(data: bytes, *, terminated: bool = True) -> tuple[Trace, Any]:
 def read_trace(value: Any) -> Trace:
     """The Trace of a parsed record; a ShapeError names the first field wrong."""
     if not isinstance(value, dict):
-        raise ShapeError(f"a record is a JSON object, not {_kind(value)}")
+        raise ShapeError(f"a record is a JSON object, not {json_type(value)}")
     version = value.get("version")
     if "version" in value and (type(version) is not int or version not in VERSIONS):
         raise ShapeError(
@@ -289,12 +289,6 @@ def _usage(value: dict, *, nodes_usage: bool) -> dict[str, int]:
 
 def _count(value: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
-
-
-def _kind(value: Any) -> str:
-    return {list: "a list", str: "a string", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
 
 
 def content_text(content: Any) -> str:
