@@ -19,6 +19,7 @@ cache itself (layout, LRU, disk cap) is :mod:`replayhub.envcache`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -242,10 +243,12 @@ def prepare(
     key = project_key(project, scratch, base)
     store = cache()
     wait = project.time_limit_seconds + 60.0
+    deadline = time.monotonic() + wait
     built: Environment | None = None
-    for _ in range(3):
+    builds = 0
+    while builds < 3:
         # A shared hold waits out a build in progress, then finds it ready.
-        fd = store.hold(key, timeout=wait)
+        fd = store.hold(key, timeout=max(0.0, deadline - time.monotonic()))
         if fd is not None:
             entry = store.get(key)
             assert entry is not None
@@ -258,7 +261,17 @@ def prepare(
                 seconds=built.seconds if built else 0.0,
                 _fd=fd,
             )
-        with store.exclusive(key, timeout=wait):
+        stack = contextlib.ExitStack()
+        try:
+            # Never waited for: replays using the built entry hold it shared
+            # for as long as they run.
+            stack.enter_context(store.exclusive(key, timeout=0))
+        except LockTimeout:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+            continue
+        with stack:
             entry = store.get(key)
             if entry is not None and entry.state == FAILED:
                 if store.failure_fresh(entry) and not force:
@@ -269,6 +282,7 @@ def prepare(
                 entry = None
             if entry is None:
                 on_setup()
+                builds += 1
                 built = _build(project, store, key, scratch, base, runner)
     raise LockTimeout(f"the environment {key[:12]} was evicted as soon as it was built")
 
