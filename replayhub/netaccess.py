@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -23,7 +25,7 @@ from .gateway.egress import EgressAttempt, EgressProxy
 from .gateway.server import Caps, ModelCall, ModelGateway, Upstream
 from .models import Project, Provider
 from .sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
-from .sandbox.network import proxy_env, relay_mount
+from .sandbox.network import MAX_SOCKET_PATH, proxy_env, relay_mount
 
 MODEL_PORT = 8790
 EGRESS_PORT = 8791
@@ -69,6 +71,12 @@ def test_needs(project: Project) -> Needs:
     return Needs(egress=egress, proxy=bool(egress))
 
 
+def fits_sockets(directory: Path) -> bool:
+    """Whether every socket of a phase fits a unix socket path in ``directory``."""
+    longest = max(len(MODEL_SOCKET), len(EGRESS_SOCKET))
+    return len(os.fsencode(directory)) + 1 + longest <= MAX_SOCKET_PATH
+
+
 @dataclass
 class PhaseNetwork:
     """The running gateway and proxy of one phase; a context manager."""
@@ -86,6 +94,12 @@ class PhaseNetwork:
     _stack: ExitStack = field(default_factory=ExitStack)
 
     def __enter__(self) -> PhaseNetwork:
+        if not fits_sockets(self.directory):
+            # A deep work directory would make the sockets' paths longer than
+            # a unix socket path may be: they go in a short private directory
+            # instead, removed when the phase ends.
+            self.directory = Path(tempfile.mkdtemp(prefix="replayhub-net-"))
+            self._stack.callback(shutil.rmtree, self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             if self.needs.providers:

@@ -5,6 +5,7 @@ once per key and reused."""
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -219,6 +220,27 @@ def test_concurrent_replays_with_one_key_build_it_once(project, repo):
     assert len({env.key for env in results}) == 1
     for env in results:
         env.close()
+
+
+def test_a_deep_work_directory_still_reaches_the_index(project, repo, settings):
+    # A unix socket path may be 107 bytes: a replay's scratch this deep cannot
+    # hold the egress proxy's socket, which then goes in a short directory of
+    # its own, gone with the phase.
+    deep = Path(settings.REPLAYHUB_WORK_DIR) / ("d" * 60) / ("e" * 60)
+    scratch = gitops.Scratch(deep / f"replay-{uuid.uuid4().hex}", repo.path)
+    before = set(Path(tempfile.gettempdir()).glob("replayhub-net-*"))
+    try:
+        env = environments.prepare(
+            project, scratch=scratch, base=repo.rev("main"), runner=runner_for(project)
+        )
+    finally:
+        scratch.remove()
+        remove_tree(deep.parent)
+    assert env is not None and not env.cached
+    assert (env.path / "bin" / "python").exists()
+    assert [a.allowed for a in env.attempts if a.host == "packages.example"] == [False]
+    env.close()
+    assert set(Path(tempfile.gettempdir()).glob("replayhub-net-*")) == before
 
 
 def test_env_build_builds_ahead_and_a_replay_reuses_it(project, repo, capsys):
