@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -38,8 +39,16 @@ from .gateway.egress import EgressAttempt
 from .globs import glob_match
 from .history import History
 from .models import Project
-from .sandbox import Bind, Limits, Runner, SandboxOutcome, SandboxSpec
+from .sandbox import (
+    Bind,
+    Limits,
+    Runner,
+    SandboxOutcome,
+    SandboxSpec,
+    SandboxUnavailable,
+)
 from .sandbox.base import BASE_ENV
+from .verdicts import Reason
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +77,43 @@ class SetupFailed(Exception):
         self.attempts = list(attempts)
         # Sandbox time spent on this replay's behalf (0 when cached).
         self.seconds = seconds
+
+
+class Unprepared(Exception):
+    """No environment for a replay: ``reason`` ends the replay inconclusive.
+
+    ``summary``, ``attempts`` and ``seconds`` are what a failed setup phase
+    leaves for the replay's evidence (empty when setup never ran).
+    """
+
+    def __init__(
+        self,
+        reason: Reason,
+        detail: str,
+        *,
+        summary: dict | None = None,
+        attempts: Sequence[EgressAttempt] = (),
+        seconds: float = 0.0,
+    ) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.summary = summary or {}
+        self.attempts = list(attempts)
+        self.seconds = seconds
+
+    def account(self, report: Any) -> None:
+        """What the failed setup leaves in a replay's report."""
+        _account(report, self.summary, self.attempts, self.seconds)
+
+
+def _account(
+    report: Any, summary: dict, attempts: list[EgressAttempt], seconds: float
+) -> None:
+    if summary:
+        report.environment = summary
+    report.egress += attempts
+    report.sandbox_seconds += seconds
 
 
 def environment_key(
@@ -180,6 +226,10 @@ class Environment:
             "setup_seconds": round(self.setup_seconds, 3),
         }
 
+    def account(self, report: Any) -> None:
+        """The environment in a replay's report: evidence, egress, sandbox time."""
+        _account(report, self.summary(), self.attempts, self.seconds)
+
     def wrap(self, runner: Runner) -> Runner:
         """``runner``, running every spec with this environment mounted."""
         return _WithEnvironment(runner, self)
@@ -285,6 +335,29 @@ def prepare(
                 builds += 1
                 built = _build(project, store, key, scratch, base, runner)
     raise LockTimeout(f"the environment {key[:12]} was evicted as soon as it was built")
+
+
+def for_replay(
+    project: Project, *, scratch: gitops.Scratch, base: str, runner: Runner
+) -> Environment | None:
+    """:func:`prepare` for a replay: whatever stops it is :class:`Unprepared`,
+    with the reason that ends the replay inconclusive."""
+    try:
+        return prepare(project, scratch=scratch, base=base, runner=runner)
+    except SetupFailed as exc:
+        raise Unprepared(
+            Reason.SETUP_FAILED,
+            exc.detail,
+            summary=exc.summary,
+            attempts=exc.attempts,
+            seconds=exc.seconds,
+        ) from exc
+    except SandboxUnavailable as exc:
+        raise Unprepared(Reason.SANDBOX_UNAVAILABLE, str(exc)) from exc
+    except (LockTimeout, gitops.GitError) as exc:
+        raise Unprepared(
+            Reason.HARNESS_ERROR, f"the environment could not be prepared: {exc}"
+        ) from exc
 
 
 def _build(

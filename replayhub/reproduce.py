@@ -27,7 +27,14 @@ from .gateway.server import ModelCall
 from .models import Phase, Project, Run
 from .provenance import Provenance, resolve_provenance
 from .reference import TestPlan, plan_tests
-from .sandbox import Bind, Limits, Runner, SandboxSpec, SandboxUnavailable
+from .sandbox import (
+    Bind,
+    Limits,
+    Runner,
+    SandboxOutcome,
+    SandboxSpec,
+    SandboxUnavailable,
+)
 from .testgate import (
     CheckoutFailed,
     GateResult,
@@ -61,6 +68,21 @@ class AgentResult:
     # the limit that fired measured.
     limit_backend: str = ""
     limit_detail: str = ""
+
+    @classmethod
+    def of(cls, outcome: SandboxOutcome) -> AgentResult:
+        """The agent phase's outcome, its output cut to its last characters."""
+        return cls(
+            exit_code=outcome.exit_code,
+            output=outcome.output[-AGENT_OUTPUT_CHARS:],
+            output_truncated=outcome.output_truncated
+            or len(outcome.output) > AGENT_OUTPUT_CHARS,
+            timed_out=outcome.timed_out,
+            limit_fired=outcome.limit_fired,
+            duration_s=outcome.duration_s,
+            limit_backend=outcome.limit_backend,
+            limit_detail=outcome.limit_detail,
+        )
 
 
 @dataclass
@@ -415,28 +437,16 @@ def _with_environment(ctx: Context, report: Report) -> Decision:
     """The replay in the project's environment, built by its setup phase or
     taken from the cache; a failed setup ends it ``setup_failed``."""
     try:
-        environment = environments.prepare(
+        environment = environments.for_replay(
             ctx.project, scratch=ctx.scratch, base=ctx.base, runner=ctx.runner
         )
-    except environments.SetupFailed as exc:
-        report.environment = exc.summary
-        report.egress += exc.attempts
-        report.sandbox_seconds += exc.seconds
-        return _inconclusive(Reason.SETUP_FAILED, exc.detail, **ctx.base_facts)
-    except SandboxUnavailable as exc:
-        return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **ctx.base_facts)
-    except (environments.LockTimeout, gitops.GitError) as exc:
-        return _inconclusive(
-            Reason.HARNESS_ERROR,
-            f"the environment could not be prepared: {exc}",
-            **ctx.base_facts,
-        )
+    except environments.Unprepared as exc:
+        exc.account(report)
+        return _inconclusive(exc.reason, exc.detail, **ctx.base_facts)
     if environment is None:
         return _execute_in(ctx, report)
     with environment:
-        report.environment = environment.summary()
-        report.egress += environment.attempts
-        report.sandbox_seconds += environment.seconds
+        environment.account(report)
         return _execute_in(replace(ctx, runner=environment.wrap(ctx.runner)), report)
 
 
@@ -484,17 +494,7 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         return _inconclusive(Reason.HARNESS_ERROR, str(exc), **base_facts)
     except SandboxUnavailable as exc:
         return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **base_facts)
-    report.agent = AgentResult(
-        exit_code=outcome.exit_code,
-        output=outcome.output[-AGENT_OUTPUT_CHARS:],
-        output_truncated=outcome.output_truncated
-        or len(outcome.output) > AGENT_OUTPUT_CHARS,
-        timed_out=outcome.timed_out,
-        limit_fired=outcome.limit_fired,
-        duration_s=outcome.duration_s,
-        limit_backend=outcome.limit_backend,
-        limit_detail=outcome.limit_detail,
-    )
+    report.agent = AgentResult.of(outcome)
     report.sandbox_seconds += outcome.duration_s
     reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
     report.usage_refused = refused

@@ -8,8 +8,10 @@ continue it and writes ``{"completion": …, "reward": …}`` to
 ``$REPLAYHUB_RESULT_FILE``. That file is untrusted (``result``). When the
 project has a ``verifier_command``, the harness's reward is ignored and the
 completion is scored by the verifier in a second sandbox (``verifier``);
-otherwise the harness's reward is used, and said to be the harness's. The
-verdict is ``verdicts.rollout``'s.
+otherwise the harness's reward is used, and said to be the harness's. A
+project with a setup command gives both the environment its setup phase built
+(``environments``), as it does a code run's agent and tests. The verdict is
+``verdicts.rollout``'s.
 
 ``execute_rollout`` touches the database only through ``on_phase`` and the
 project's providers; storing the report is ``services.replay_finish``'s job.
@@ -17,6 +19,7 @@ project's providers; storing the report is ``services.replay_finish``'s job.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -26,11 +29,10 @@ from typing import Any
 
 from django.conf import settings
 
-from replayhub import gitops, netaccess
+from replayhub import environments, gitops, netaccess
 from replayhub.history import History
 from replayhub.models import Phase, Project, Replay, RunSource
 from replayhub.reproduce import (
-    AGENT_OUTPUT_CHARS,
     IO_DIR,
     AgentResult,
     Report,
@@ -224,18 +226,31 @@ def execute_rollout(
     )
     scratch.remove()  # a previous delivery of this replay may have left it behind
     try:
-        return _run_harness(
-            project=project,
-            task=task,
-            commit=commit,
-            runner=runner,
-            scratch=scratch,
-            caps=caps,
-            on_phase=on_phase,
-            report=report,
-            failed=failed,
-            replay_id=replay_id,
-        )
+        # The project's environment, as a code replay's: the harness and the
+        # separate verifier both get it read-only.
+        try:
+            environment = environments.for_replay(
+                project, scratch=scratch, base=commit, runner=runner
+            )
+        except environments.Unprepared as exc:
+            exc.account(report)
+            return failed(exc.reason, exc.detail)
+        with environment or contextlib.nullcontext():
+            if environment is not None:
+                environment.account(report)
+                runner = environment.wrap(runner)
+            return _run_harness(
+                project=project,
+                task=task,
+                commit=commit,
+                runner=runner,
+                scratch=scratch,
+                caps=caps,
+                on_phase=on_phase,
+                report=report,
+                failed=failed,
+                replay_id=replay_id,
+            )
     finally:
         scratch.remove()
 
@@ -349,17 +364,7 @@ def _run_harness(
         return failed(Reason.HARNESS_ERROR, str(exc))
     except SandboxUnavailable as exc:
         return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
-    report.agent = AgentResult(
-        exit_code=outcome.exit_code,
-        output=outcome.output[-AGENT_OUTPUT_CHARS:],
-        output_truncated=outcome.output_truncated
-        or len(outcome.output) > AGENT_OUTPUT_CHARS,
-        timed_out=outcome.timed_out,
-        limit_fired=outcome.limit_fired,
-        duration_s=outcome.duration_s,
-        limit_backend=outcome.limit_backend,
-        limit_detail=outcome.limit_detail,
-    )
+    report.agent = AgentResult.of(outcome)
     report.sandbox_seconds += outcome.duration_s
     _account(report, io_dir, network)
     on_phase(Phase.VERDICT)

@@ -43,6 +43,7 @@ ROLLOUT_FAILURES: frozenset[Reason] = frozenset(
     {
         Reason.SANDBOX_UNAVAILABLE,
         Reason.FIXTURE_FAILED,
+        Reason.SETUP_FAILED,
         Reason.TIMEOUT,
         Reason.CAP_FIRED,
         Reason.WORKER_LOST,
@@ -64,6 +65,8 @@ _FAILURE_SENTENCE = {
     "the rollout was not replayed",
     Reason.FIXTURE_FAILED: "The sandbox workspace for the rollout harness could "
     "not be provisioned",
+    Reason.SETUP_FAILED: "The project's setup phase failed, so the rollout "
+    "harness had no environment to run in",
     Reason.TIMEOUT: "The rollout harness hit its time limit before writing a result",
     Reason.CAP_FIRED: "A per-replay cap fired before the rollout harness wrote a "
     "result",
