@@ -26,9 +26,7 @@ fail on the goal. SQLite in a temporary var dir; DATABASE_URL is ignored.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -41,12 +39,18 @@ sys.path[0] = str(ROOT)
 os.environ.pop("DATABASE_URL", None)
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-from django.core.management import call_command  # noqa: E402
-
-from benchmarks.replay_overhead import BENCH_VAR, make_repository, timed  # noqa: E402
+from benchmarks.replay_overhead import (  # noqa: E402
+    BENCH_VAR,
+    bench_run,
+    judged,
+    make_repository,
+    run_main,
+    summary,
+    timed,
+)
 from benchmarks.support import record  # noqa: E402
 from replayhub import services  # noqa: E402
-from replayhub.models import Project, Replay, Run  # noqa: E402
+from replayhub.models import Replay, Run  # noqa: E402
 
 GOAL_RATIO = 1.10
 SETUP = [
@@ -57,40 +61,17 @@ SETUP = [
 ]
 
 
-def make_project(slug: str, repo: Path, base: str, original: str, **extra) -> Run:
-    project = Project.objects.create(
-        slug=slug,
-        repo_path=str(repo),
-        # A change that differs from the original, so the test gate runs too.
-        agent_command=["sh", "-c", "echo 'VALUE_0 = 1' > pkg0/mod0.py"],
-        test_command=["true"],
-        evidence_floor=0,
-        **extra,
-    )
-    return Run.objects.create(
-        project=project, external_id=slug, original_commit=original, base_sha=base
-    )
-
-
 def replay_once(run: Run) -> tuple[float, Replay]:
     replay = services.replay_create(run=run, trigger="command")
     seconds = timed(lambda: services.replay_execute(replay_id=replay.pk))
     return seconds, Replay.objects.get(pk=replay.pk)
 
 
-def summary(name: str, samples: list[float]) -> str:
-    return (
-        f"{name:<22} median {statistics.median(samples) * 1000:7.1f} ms   "
-        f"min {min(samples) * 1000:7.1f} ms   max {max(samples) * 1000:7.1f} ms"
-    )
-
-
 def measure(*, runs: int, files: int, enforce: bool) -> int:
-    call_command("migrate", verbosity=0)
     repo = BENCH_VAR / "repo"
     base, original = make_repository(repo, files)
-    plain = make_project("plain", repo, base, original)
-    with_env = make_project("env", repo, base, original, setup_command=SETUP)
+    plain = bench_run("plain", repo, base, original)
+    with_env = bench_run("env", repo, base, original, setup_command=SETUP)
 
     figure, floor = [], []
     built = 0
@@ -116,8 +97,8 @@ def measure(*, runs: int, files: int, enforce: bool) -> int:
     if built != 1:
         print("setup must run exactly once for one key")
         return 1
-    print(summary("cached environment", figure))
-    print(summary("no environment", floor))
+    print(summary("cached environment", figure, 22))
+    print(summary("no environment", floor, 22))
     ratio = statistics.median(figure) / statistics.median(floor)
     print(f"ratio environment/none {ratio:.2f}x (goal <= {GOAL_RATIO:.2f}x)")
     record(
@@ -130,27 +111,11 @@ def measure(*, runs: int, files: int, enforce: bool) -> int:
         goal=f"<= {GOAL_RATIO:.2f}x floor",
         holds=ratio <= GOAL_RATIO if enforce else None,
     )
-    if ratio <= GOAL_RATIO:
-        return 0
-    if not enforce:
-        print("goal missed; not enforced with --quick")
-        return 0
-    print("goal missed")
-    return 1
+    return judged(ratio <= GOAL_RATIO, enforce=enforce)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int)
-    parser.add_argument("--files", type=int)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    runs = args.runs or (2 if args.quick else 7)
-    files = args.files or (50 if args.quick else 1000)
-    try:
-        return measure(runs=runs, files=files, enforce=not args.quick)
-    finally:
-        shutil.rmtree(BENCH_VAR, ignore_errors=True)
+    return run_main(measure)
 
 
 if __name__ == "__main__":

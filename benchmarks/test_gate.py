@@ -36,7 +36,6 @@ ignored.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -52,12 +51,18 @@ sys.path[0] = str(ROOT)
 os.environ.pop("DATABASE_URL", None)
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-from django.core.management import call_command  # noqa: E402
-
-from benchmarks.replay_overhead import BENCH_VAR, make_repository, timed  # noqa: E402
+from benchmarks.replay_overhead import (  # noqa: E402
+    BENCH_VAR,
+    CHANGE,
+    bench_run,
+    judged,
+    make_repository,
+    run_main,
+    timed,
+)
 from benchmarks.support import record  # noqa: E402
 from replayhub import services  # noqa: E402
-from replayhub.models import CachedResult, Project, Run, TestOutcome  # noqa: E402
+from replayhub.models import CachedResult, Run, TestOutcome  # noqa: E402
 from replayhub.sandbox import SandboxSpec, get_runner  # noqa: E402
 
 GOAL_RATIO = 1.2
@@ -70,7 +75,6 @@ TEST_COMMAND = [
     "",
     "OK",
 ]
-CHANGE = "echo 'VALUE_0 = 1' > pkg0/mod0.py"
 # name -> (agent command, the trees the test gate runs)
 CASES = {
     "same": (["sh", "-c", CHANGE], ("original", "replay")),
@@ -84,15 +88,13 @@ LABELS = {"same": "test files as original", "added": "a test file added"}
 
 def seed_run(name: str, repo: Path, base: str, original: str) -> Run:
     agent, _ = CASES[name]
-    project = Project.objects.create(
-        slug=f"bench-{name}",
-        repo_path=str(repo),
+    return bench_run(
+        f"bench-{name}",
+        repo,
+        base,
+        original,
         agent_command=agent,
         test_command=TEST_COMMAND,
-        evidence_floor=0,
-    )
-    return Run.objects.create(
-        project=project, external_id=name, original_commit=original, base_sha=base
     )
 
 
@@ -140,22 +142,7 @@ def row(label: str, runs: str, samples: list[float]) -> str:
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int)
-    parser.add_argument("--files", type=int)
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    runs = args.runs or (2 if args.quick else 7)
-    files = args.files or (50 if args.quick else 1000)
-    try:
-        return measure(runs=runs, files=files, enforce=not args.quick)
-    finally:
-        shutil.rmtree(BENCH_VAR, ignore_errors=True)
-
-
 def measure(*, runs: int, files: int, enforce: bool) -> int:
-    call_command("migrate", verbosity=0)
     repo = BENCH_VAR / "repo"
     base, original = make_repository(repo, files)
     bench_runs = {name: seed_run(name, repo, base, original) for name in CASES}
@@ -230,13 +217,11 @@ def measure(*, runs: int, files: int, enforce: bool) -> int:
         goal="",
         holds=None,
     )
-    if ratio >= GOAL_RATIO:
-        return 0
-    if not enforce:
-        print("goal missed; not enforced with --quick")
-        return 0
-    print("goal missed")
-    return 1
+    return judged(ratio >= GOAL_RATIO, enforce=enforce)
+
+
+def main() -> int:
+    return run_main(measure)
 
 
 if __name__ == "__main__":
