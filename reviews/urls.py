@@ -49,6 +49,7 @@ urlpatterns = [
         name="text_suite_detail",
     ),
     path("trends/", trends.trends, name="trends"),
+    path("trends/labels/", trends.trends_labels, name="trends_labels"),
     path("trends/export.csv", trends.trends_export_csv, name="trends_export_csv"),
     path("trends/export.json", trends.trends_export_json, name="trends_export_json"),
     # The same JSON as the export, for scripts; answers 401 rather than

@@ -79,16 +79,20 @@ def export_payload(filters: Filters) -> dict[str, Any]:
             "(decisions taken back and gold checks excluded), per project",
         },
         "rollups": export_rows(filters),
-        "labels": label_counts(
-            decided(
-                Period(
-                    since=filters.since,
-                    until=filters.until,
-                    project_id=filters.project_id,
-                )
-            )
-        ),
+        "labels": labels_given(filters),
     }
+
+
+def labels_given(filters: Filters) -> list[dict]:
+    """Label values given with decisions in the filters' nights and project
+    (the model and source filters do not apply: a label is a decision's)."""
+    return label_counts(
+        decided(
+            Period(
+                since=filters.since, until=filters.until, project_id=filters.project_id
+            )
+        )
+    )
 
 
 # Spreadsheets run a cell that starts with one of these as a formula; model

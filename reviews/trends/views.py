@@ -18,7 +18,7 @@ from replayhub import roles
 
 from ..views import _partial
 from .dashboard import dashboard_context
-from .exports import export_csv, export_payload, export_rows
+from .exports import export_csv, export_payload, export_rows, labels_given
 from .forms import Filters, TrendsFilterForm
 from .texttier import similarity_by_night, similarity_table
 
@@ -44,6 +44,24 @@ def trends(request: HttpRequest) -> HttpResponse:
     )
     patch_vary_headers(response, ["HX-Request"])
     return response
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends_labels(request: HttpRequest) -> HttpResponse:
+    """The label counts of the page's nights, loaded after the page itself so
+    that the charts never wait for them."""
+    form = TrendsFilterForm(request.GET)
+    form.is_valid()
+    filters = form.filters()
+    note = "Decisions in these nights"
+    if filters.model or filters.source:
+        note += "; a label belongs to a decision, so model and source do not apply"
+    return render(
+        request,
+        "reviews/_label_counts.html",
+        {"labels": labels_given(filters), "note": note + "."},
+    )
 
 
 def _export_filters(request: HttpRequest) -> Filters | HttpResponse:
