@@ -14,7 +14,12 @@ from pathlib import Path
 from .gitops import GitError
 from .history import History
 from .models import Project, Provider
-from .models.projects import default_test_paths, egress_list_problem, glob_list_problem
+from .models.projects import (
+    default_setup_inputs,
+    default_test_paths,
+    egress_list_problem,
+    glob_list_problem,
+)
 
 # The form field of each command-line option checked here.
 FIELDS = {
@@ -28,6 +33,11 @@ FIELDS = {
     "--egress-agent": "egress_agent",
     "--egress-tests": "egress_tests",
     "--providers": "providers",
+    "--setup-command": "setup_command",
+    "--setup-inputs": "setup_inputs",
+    "--egress-setup": "egress_setup",
+    "--harness-command": "harness_command",
+    "--verifier-command": "verifier_command",
 }
 
 
@@ -93,13 +103,21 @@ def project_fields(
     egress_agent: list[str],
     egress_tests: list[str],
     providers: list[str],
+    setup_command: str | None = None,
+    setup_inputs: list[str] | None = None,
+    egress_setup: list[str] = [],  # noqa: B006 (never changed)
+    harness_command: str | None = None,
+    verifier_command: str | None = None,
     editing: Project | None = None,
 ) -> dict:
     """The checked fields of a project, ready for ``Project``; raises ProjectInvalid.
 
     ``editing`` is the project being changed (its own slug is not taken).
-    ``test_paths`` None means the default layouts; a command given as None is
-    stored empty (a project of rollouts runs a harness instead).
+    ``test_paths`` None means the default layouts, ``setup_inputs`` None the
+    common lockfiles. A command given as None is stored empty (no setup phase,
+    no harness, no separate verifier); a command given must not be empty. The
+    test and agent commands may be left out only in a project of rollouts
+    (one with a harness command).
     """
     if editing is None or slug != editing.slug:
         slug_check(slug)
@@ -128,6 +146,23 @@ def project_fields(
     ):
         if problem := egress_list_problem(value):
             raise ProjectInvalid(option, f"{option}: {problem}")
+    harness = _command("--harness-command", harness_command)
+    if not harness:
+        for option, value in (
+            ("--test-command", test_command),
+            ("--agent-command", agent_command),
+        ):
+            if value is None:
+                raise ProjectInvalid(
+                    option,
+                    f"{option} is required (or --harness-command, for a project "
+                    "of rollouts).",
+                )
+    inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
+    if problem := glob_list_problem(inputs):
+        raise ProjectInvalid("--setup-inputs", f"--setup-inputs: {problem}")
+    if problem := egress_list_problem(egress_setup):
+        raise ProjectInvalid("--egress-setup", f"--egress-setup: {problem}")
     named = list(Provider.objects.filter(name__in=providers))
     if missing := sorted(set(providers) - {p.name for p in named}):
         raise ProjectInvalid(
@@ -137,16 +172,22 @@ def project_fields(
         )
     return {
         "repo_path": str(path),
-        "test_command": (
-            argv("--test-command", test_command) if test_command is not None else []
-        ),
-        "agent_command": (
-            argv("--agent-command", agent_command) if agent_command is not None else []
-        ),
+        "test_command": _command("--test-command", test_command),
+        "agent_command": _command("--agent-command", agent_command),
         "allowed_paths": globs,
         "test_paths": tests,
         "time_limit_seconds": time_limit,
         "egress_agent": egress_agent,
         "egress_tests": egress_tests,
         "providers": named,
+        "setup_command": _command("--setup-command", setup_command),
+        "setup_inputs": inputs,
+        "egress_setup": egress_setup,
+        "harness_command": harness,
+        "verifier_command": _command("--verifier-command", verifier_command),
     }
+
+
+def _command(option: str, value: str | None) -> list[str]:
+    """A command given (checked, split) or not (None: stored empty)."""
+    return argv(option, value) if value is not None else []

@@ -3,6 +3,7 @@ admin's "Replay now", and registering or editing a project in the browser."""
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, time
 
 from django import forms
@@ -26,6 +27,7 @@ from replayhub.models import (
     Verdict,
 )
 from replayhub.project_setup import ProjectInvalid
+from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 
 from .project_services import ReplayRefused, project_save, replay_now
 
@@ -103,9 +105,12 @@ class ProjectForm(forms.Form):
     slug = forms.SlugField(max_length=100)
     repo = forms.CharField(label="Repository path", max_length=1000)
     test_command = forms.CharField(
-        max_length=2000, help_text="Split like a shell would; never run through one."
+        required=False,
+        max_length=2000,
+        help_text="Split like a shell would; never run through one. Empty only "
+        "in a project of rollouts.",
     )
-    agent_command = forms.CharField(max_length=2000)
+    agent_command = forms.CharField(required=False, max_length=2000)
     allowed_paths = forms.CharField(
         required=False,
         max_length=4000,
@@ -129,14 +134,43 @@ class ProjectForm(forms.Form):
     egress_tests = forms.CharField(
         required=False, max_length=4000, help_text="HOST:PORT, separated by spaces."
     )
+    setup_command = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Run once per environment on a clean checkout of the base; what "
+        "it leaves in $REPLAYHUB_ENV_DIR is mounted read-only into every later "
+        "sandbox. Empty: no setup phase.",
+    )
+    setup_inputs = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Globs of the files whose contents key the environment, "
+        "separated by spaces; empty: the common lockfiles.",
+    )
+    egress_setup = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="HOST:PORT the setup phase may reach (a package index).",
+    )
+    harness_command = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="For rollout records: runs a seed in the sandbox.",
+    )
+    verifier_command = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Scores a rollout replay's completion in a fresh sandbox with no "
+        "network. Empty: the harness's own reward, never enough for equivalent.",
+    )
 
     @classmethod
     def initial_for(cls, project: Project) -> dict:
         return {
             "slug": project.slug,
             "repo": project.repo_path,
-            "test_command": " ".join(project.test_command),
-            "agent_command": " ".join(project.agent_command),
+            "test_command": shlex.join(project.test_command),
+            "agent_command": shlex.join(project.agent_command),
             "allowed_paths": " ".join(project.allowed_paths),
             "test_paths": " ".join(project.test_paths),
             "time_limit": project.time_limit_seconds,
@@ -144,6 +178,11 @@ class ProjectForm(forms.Form):
             "providers": list(project.providers.all()),
             "egress_agent": " ".join(project.egress_agent),
             "egress_tests": " ".join(project.egress_tests),
+            "setup_command": shlex.join(project.setup_command),
+            "setup_inputs": " ".join(project.setup_inputs),
+            "egress_setup": " ".join(project.egress_setup),
+            "harness_command": shlex.join(project.harness_command),
+            "verifier_command": shlex.join(project.verifier_command),
         }
 
     def values(self) -> dict:
@@ -152,8 +191,8 @@ class ProjectForm(forms.Form):
         return {
             "slug": data["slug"],
             "repo": data["repo"],
-            "test_command": data["test_command"],
-            "agent_command": data["agent_command"],
+            "test_command": data["test_command"] or None,
+            "agent_command": data["agent_command"] or None,
             "allowed_paths": _words(data["allowed_paths"]),
             "test_paths": _words(data["test_paths"]) or None,
             "time_limit": data["time_limit"],
@@ -161,6 +200,11 @@ class ProjectForm(forms.Form):
             "egress_tests": _words(data["egress_tests"]),
             "providers": [p.name for p in data["providers"]],
             "default_branch": data["default_branch"].strip(),
+            "setup_command": data["setup_command"] or None,
+            "setup_inputs": _words(data["setup_inputs"]) or None,
+            "egress_setup": _words(data["egress_setup"]),
+            "harness_command": data["harness_command"] or None,
+            "verifier_command": data["verifier_command"] or None,
         }
 
 
@@ -240,6 +284,8 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
                 if project is None
                 else f"Saved project {saved.slug}.",
             )
+            if rewards_unverified(saved):
+                messages.warning(request, f"{saved.slug} {UNVERIFIED_WARNING}")
             return redirect("reviews:project_detail", slug=saved.slug)
     return _project_form_page(request, form, project, status=400)
 

@@ -190,6 +190,10 @@ def test_an_admin_registers_a_project_in_the_browser_form(client, admin_user, tm
         ("time_limit", "0", "must be a positive number of seconds"),
         ("egress_agent", "pypi.org", "pypi.org"),
         ("slug", "shop", "already exists"),
+        ("test_command", "", "--test-command is required"),
+        ("setup_inputs", "[z-a].lock", "is not a valid"),
+        ("egress_setup", "index.example", "index.example"),
+        ("setup_command", "sh -c 'unclosed", "Cannot split"),
     ],
 )
 def test_the_form_refuses_what_project_add_refuses_beside_the_field(
@@ -222,6 +226,62 @@ def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_pat
     event = AuditEvent.objects.get(action="project.update")
     assert event.before == {"time_limit_seconds": 900}
     assert event.after == {"time_limit_seconds": 1200}
+
+
+def test_a_command_with_quoted_words_survives_an_edit_unchanged(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    command = 'sh -c "python -m pytest -q tests"'
+    client.post(reverse("reviews:project_create"), form(repo, test_command=command))
+    stored = ["sh", "-c", "python -m pytest -q tests"]
+    assert Project.objects.get(slug="cart").test_command == stored
+    edit = reverse("reviews:project_edit", args=["cart"])
+    shown = client.get(edit).context["form"].initial
+
+    response = client.post(edit, form(repo, test_command=shown["test_command"]))
+
+    assert response.status_code == 302
+    assert Project.objects.get(slug="cart").test_command == stored
+    assert not AuditEvent.objects.filter(action="project.update").exists()
+
+
+def test_the_form_sets_the_setup_phase_and_a_rollout_harness(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    data = form(
+        repo,
+        setup_command="sh setup.sh --quiet",
+        setup_inputs="requirements*.txt",
+        egress_setup="127.0.0.1:8766",
+    )
+    assert client.post(reverse("reviews:project_create"), data).status_code == 302
+    cart = Project.objects.get(slug="cart")
+    assert cart.setup_command == ["sh", "setup.sh", "--quiet"]
+    assert cart.setup_inputs == ["requirements*.txt"]
+    assert cart.egress_setup == ["127.0.0.1:8766"]
+
+    # A project of rollouts needs no test or agent command, and is warned
+    # that without a separate verifier none of its replays can be equivalent.
+    rollouts = form(
+        repo, slug="rl", test_command="", agent_command="", harness_command="./run"
+    )
+    response = client.post(reverse("reviews:project_create"), rollouts, follow=True)
+    rl = Project.objects.get(slug="rl")
+    assert (rl.harness_command, rl.test_command, rl.verifier_command) == (
+        ["./run"],
+        [],
+        [],
+    )
+    assert "has a rollout harness but no separate verifier" in response.content.decode()
+    edit = reverse("reviews:project_edit", args=["rl"])
+    data = {**rollouts, "verifier_command": "python3 verify.py"}
+    response = client.post(edit, data, follow=True)
+    assert Project.objects.get(slug="rl").verifier_command == ["python3", "verify.py"]
+    assert "no separate verifier" not in response.content.decode()
 
 
 def test_the_replay_now_address_opened_again_leads_back(client, admin_user, runs):

@@ -3,22 +3,10 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.models import Project, RolloutAnchor, RolloutMode
-from replayhub.models.projects import (
-    default_setup_inputs,
-    egress_list_problem,
-    glob_list_problem,
-    rollout_settings_problem,
-)
-from replayhub.project_setup import ProjectInvalid, argv, project_fields
+from replayhub.models.projects import rollout_settings_problem
+from replayhub.project_setup import ProjectInvalid, project_fields
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from replayhub.rootimages import image_digest
-
-
-def _argv(option: str, value: str) -> list[str]:
-    try:
-        return argv(option, value)
-    except ProjectInvalid as exc:
-        raise CommandError(exc.message, returncode=2) from None
 
 
 class Command(BaseCommand):
@@ -205,17 +193,6 @@ class Command(BaseCommand):
         **options,
     ):
         rollout = _rollout_settings(options)
-        if not rollout["harness_command"]:
-            for option, value in (
-                ("--test-command", test_command),
-                ("--agent-command", agent_command),
-            ):
-                if value is None:
-                    raise CommandError(
-                        f"{option} is required (or --harness-command, for a "
-                        "project of rollouts).",
-                        returncode=2,
-                    )
         try:
             fields = project_fields(
                 slug=slug,
@@ -228,15 +205,15 @@ class Command(BaseCommand):
                 egress_agent=egress_agent,
                 egress_tests=egress_tests,
                 providers=providers,
+                setup_command=setup_command or None,
+                setup_inputs=setup_inputs,
+                egress_setup=egress_setup,
+                harness_command=options["harness_command"],
+                verifier_command=options["verifier_command"] or None,
             )
         except ProjectInvalid as exc:
             raise CommandError(exc.message, returncode=2) from None
         named = fields.pop("providers")
-        inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
-        if problem := glob_list_problem(inputs):
-            raise CommandError(f"--setup-inputs: {problem}", returncode=2)
-        if problem := egress_list_problem(egress_setup):
-            raise CommandError(f"--egress-setup: {problem}", returncode=2)
         if (root_image or require_image_match) and not image_digest(root_image):
             raise CommandError(
                 f"--root-image: {root_image!r} is not pinned by digest "
@@ -250,11 +227,6 @@ class Command(BaseCommand):
             allow_test_interference=allow_test_interference,
             **fields,
             **rollout,
-            setup_command=_argv("--setup-command", setup_command)
-            if setup_command
-            else [],
-            setup_inputs=inputs,
-            egress_setup=egress_setup,
             root_image=root_image,
             require_image_match=require_image_match,
         )
@@ -290,16 +262,6 @@ def _rollout_settings(options: dict) -> dict:
     ):
         raise CommandError(problem, returncode=2)
     settings = {
-        "harness_command": (
-            _argv("--harness-command", options["harness_command"])
-            if options["harness_command"] is not None
-            else []
-        ),
-        "verifier_command": (
-            _argv("--verifier-command", options["verifier_command"])
-            if options["verifier_command"]
-            else []
-        ),
         "rollout_mode": options["rollout_mode"],
         "rollout_anchor": options["anchor"],
         "max_anchors": max_anchors,
