@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from itertools import accumulate
 
 TRAILING_NIGHTS = 28
 SIGMAS = 3.0
@@ -48,10 +49,19 @@ def limits(
     The center is the pooled rate of the history; there are no limits without
     history or for an empty night.
     """
-    attempted = sum(n.attempted for n in history)
+    return _limits(
+        sum(n.attempted for n in history),
+        sum(n.inconclusive for n in history),
+        sample_size,
+    )
+
+
+def _limits(
+    attempted: int, inconclusive: int, sample_size: int
+) -> tuple[float, float, float] | None:
     if not attempted or not sample_size:
         return None
-    center = sum(n.inconclusive for n in history) / attempted
+    center = inconclusive / attempted
     sigma = math.sqrt(center * (1 - center) / sample_size)
     return center, max(0.0, center - SIGMAS * sigma), min(1.0, center + SIGMAS * sigma)
 
@@ -61,10 +71,18 @@ def p_chart(
 ) -> list[ChartPoint]:
     """One point per night (oldest first), each judged against the nights before."""
     ordered = sorted(nights, key=lambda n: n.night)
+    # Running totals: night i's history, the nights [i - trailing, i), is a
+    # difference of two of them rather than a sum over the window each night.
+    attempted = list(accumulate((n.attempted for n in ordered), initial=0))
+    inconclusive = list(accumulate((n.inconclusive for n in ordered), initial=0))
     points = []
     for i, night in enumerate(ordered):
-        history = ordered[max(0, i - trailing) : i]
-        bounds = limits(history, night.attempted)
+        start = max(0, i - trailing)
+        bounds = _limits(
+            attempted[i] - attempted[start],
+            inconclusive[i] - inconclusive[start],
+            night.attempted,
+        )
         if bounds is None or night.rate is None:
             points.append(ChartPoint(night.night, night.rate, None, None, None, False))
             continue

@@ -1,4 +1,4 @@
-"""Formatting for the trends page: coordinates, percents, reason names."""
+"""Formatting for the trends page: percents, reason names."""
 
 from __future__ import annotations
 
@@ -7,12 +7,6 @@ from django import template
 from ..trends import series
 
 register = template.Library()
-
-
-@register.filter
-def coord(value: float) -> str:
-    """A coordinate with one decimal, never localized (a comma would break SVG)."""
-    return f"{value:.1f}"
 
 
 @register.filter

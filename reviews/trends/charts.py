@@ -262,7 +262,7 @@ def reason_chart(
             f"{n.night}: {pct(n.rate)} inconclusive ({n.inconclusive} of {n.attempted})"
         )
         chart.columns.append(Column(title, rects))
-    for night in _value_nights(rates):
+    for night in sorted(_value_nights(rates)):
         chart.texts.append(
             Text(
                 frame.center_x(night),
@@ -312,7 +312,7 @@ def coverage_chart(nights: Sequence[NightTotals], frame: Frame) -> Chart:
         )
     values = dict(points)
     latest = max(values, default=None)
-    for night in _value_nights({k: -v for k, v in values.items()}):
+    for night in sorted(_value_nights({k: -v for k, v in values.items()})):
         # The latest and the lowest coverage are the ones worth printing; the
         # latest one to the right of its dot, where the line has ended.
         x, y = frame.center_x(night), frame.y(values[night], 1.0)

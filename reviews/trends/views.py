@@ -18,6 +18,7 @@ from replayhub import roles
 
 from ..views import _partial
 from .dashboard import dashboard_context
+from .drawing import draw_table
 from .exports import export_csv, export_payload, export_rows, labels_given
 from .forms import Filters, TrendsFilterForm
 from .texttier import similarity_by_night, similarity_table
@@ -38,7 +39,8 @@ def trends(request: HttpRequest) -> HttpResponse:
     if request.GET.get("tier") == "text":
         # The text tier's similarity, on request: it is read from its rows.
         context["text_tier"] = True
-        context["text_similarity"] = similarity_table(similarity_by_night(filters))
+        table = similarity_table(similarity_by_night(filters))
+        context["text_similarity"] = draw_table(table) if table.rows else ""
     response = render(
         request, _partial(request, "reviews/trends.html", "results"), context
     )
