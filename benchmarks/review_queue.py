@@ -347,6 +347,9 @@ def main() -> int:
         default=40,
         help="the Paginator pages take about a second each at depth",
     )
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the scratch database (to EXPLAIN)"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes, no goal")
     args = parser.parse_args()
     if args.quick:
@@ -354,7 +357,7 @@ def main() -> int:
         args.iterations, args.paginator_iterations = 20, 3
 
     return in_scratch_database(
-        SCRATCH_DB, "benchmarks/review_queue.py", lambda: run(args)
+        SCRATCH_DB, "benchmarks/review_queue.py", lambda: run(args), keep=args.keep
     )
 
 

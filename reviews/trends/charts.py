@@ -349,13 +349,16 @@ def deferred_chart(nights: Sequence[NightTotals], frame: Frame) -> Chart:
 
 
 def _segments(
-    points: Sequence[tuple[date, float]],
+    points: Sequence[tuple[date, float]], step: int
 ) -> list[list[tuple[date, float]]]:
-    """The points split into runs of consecutive nights (a gap breaks a line)."""
+    """The points split into runs of consecutive slots (a gap breaks a line).
+
+    Slots are ``step`` nights apart: a night each, or a week each.
+    """
     segments: list[list[tuple[date, float]]] = []
     previous = None
     for night, value in points:
-        if previous is None or (night - previous).days > 1:
+        if previous is None or (night - previous).days > step:
             segments.append([])
         segments[-1].append((night, value))
         previous = night
@@ -365,7 +368,7 @@ def _segments(
 def _lines(
     points: Sequence[tuple[date, float]], frame: Frame, top: float, cls: str
 ) -> list[Polyline]:
-    """A line through the points, broken where a night has no value."""
+    """A line through the points, broken where a slot has no value."""
     return [
         Polyline(
             " ".join(
@@ -374,7 +377,7 @@ def _lines(
             ),
             cls,
         )
-        for segment in _segments(points)
+        for segment in _segments(points, frame.step)
         if len(segment) > 1
     ]
 
@@ -384,7 +387,7 @@ def _steps(
 ) -> list[Polyline]:
     """A limit drawn flat across each night's slot (limits move with sample size)."""
     lines = []
-    for segment in _segments(points):
+    for segment in _segments(points, frame.step):
         coords = []
         for night, value in segment:
             x, y = frame.slot_x(night), frame.y(value, top)

@@ -11,8 +11,16 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from replayhub.trends import p_chart
 from reviews.rollups import rollup_range
-from reviews.trends.charts import Frame, mix_chart, rate_scale, reason_chart
+from reviews.trends.charts import (
+    Frame,
+    control_chart,
+    coverage_chart,
+    mix_chart,
+    rate_scale,
+    reason_chart,
+)
 from reviews.trends.series import NightTotals, reason_label, top_reasons
 
 from . import data
@@ -350,6 +358,32 @@ def test_a_missing_reason_code_is_named_as_such():
     assert reason_label("") == "No reason code"
     assert reason_label("timeout") == "Time limit reached"
     assert reason_label("gpu_melted") == "gpu_melted"
+
+
+def test_weeks_in_a_row_are_joined_by_one_line_as_nights_are():
+    since = date(2024, 2, 22)
+    weeks = [
+        NightTotals(since + timedelta(days=7 * i), attempted=70, inconclusive=7 + i % 3)
+        for i in range(-4, 40)
+    ]
+    frame = Frame(since, since + timedelta(days=7 * 40 - 1), step=7)
+    shown = [w for w in weeks if w.night >= since]
+
+    coverage = coverage_chart(shown, frame)
+    points = [p for p in p_chart([w.as_rate() for w in weeks]) if p.night >= since]
+    control = control_chart(points, frame)
+
+    assert [p.cls for p in coverage.polylines] == ["coverage"]
+    assert len(coverage.polylines[0].points.split()) == 40
+    assert sorted(p.cls for p in control.polylines) == [
+        "center",
+        "limit",
+        "limit",
+        "rate",
+    ]
+    # A week with no replays breaks the line, as a night does.
+    gap = [w for w in shown if w.night != since + timedelta(days=7 * 20)]
+    assert len(coverage_chart(gap, frame).polylines) == 2
 
 
 def test_two_years_are_shown_as_weeks_and_the_page_says_so(as_lead, db):
