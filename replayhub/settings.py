@@ -143,13 +143,12 @@ TEMPLATES = [
         },
     },
     {
-        # The trends page's charts and tables only: thousands of elements a
-        # page, which Jinja2 draws about five times faster (docs/performance.md).
-        # Autoescaped like the rest; an undefined name is an error.
+        # Only the partials that repeat an element thousands of times a page
+        # (reviews/markup.py says which and why); always autoescaped.
         "BACKEND": "django.template.backends.jinja2.Jinja2",
         "DIRS": [BASE_DIR / "templates" / "jinja2"],
         "APP_DIRS": False,
-        "OPTIONS": {"environment": "reviews.trends.drawing.environment"},
+        "OPTIONS": {"environment": "reviews.markup.environment"},
     },
 ]
 

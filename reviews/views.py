@@ -37,7 +37,7 @@ from replayhub.models import (
 )
 from replayhub.verdicts import REASON_TEXT
 
-from . import comments, gold, team_detail
+from . import comments, gold, markup, team_detail
 from . import queue as review_queue
 from .cases import CaseTable, case_table
 from .diffs import hunk_view, pair_by_path, split_files
@@ -64,6 +64,7 @@ from .trail import UNDO_SESSION_KEY, decision_sentence, event_sentence
 INLINE_DIFF_LINES = 1500
 # The tail of the agent's output shown on the page; the rest stays stored.
 AGENT_OUTPUT_SHOWN = 64 * 1024
+QUEUE_ROWS_TEMPLATE = "reviews/_queue_rows.html"
 
 DIFF_KINDS = {
     "dod": ("diff_of_diffs", "Diff of diffs"),
@@ -141,6 +142,14 @@ def queue_context(
     projects = dict(form.fields["project"].queryset.values_list("id", "slug"))
     open_threads = comments.unresolved([row["id"] for row in rows])
     blind = team_detail.blind_projects() if can_decide else set()
+    rows = [
+        {
+            **_queue_row(row, now, projects),
+            "open_threads": open_threads.get(row["id"], 0),
+            "blind": row["project_id"] in blind,
+        }
+        for row in rows
+    ]
     return {
         "page": "queue",
         "form": form,
@@ -156,14 +165,12 @@ def queue_context(
         "projects": sorted(projects.values()),
         "verdicts": form.fields["verdict"].choices,
         "reasons": form.fields["reason"].choices,
-        "rows": [
-            {
-                **_queue_row(row, now, projects),
-                "open_threads": open_threads.get(row["id"], 0),
-                "blind": row["project_id"] in blind,
-            }
-            for row in rows
-        ],
+        "rows": rows,
+        # The rows are most of the page: drawn by Jinja2 (reviews/markup.py).
+        "rows_html": markup.render(
+            QUEUE_ROWS_TEMPLATE,
+            {"rows": rows, "banded": filters.banded, "paged": paged},
+        ),
         "next_cursor": next_cursor,
         "paged": paged,
         "bands": [
