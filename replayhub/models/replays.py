@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import connection, connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from django.utils import timezone
 
@@ -80,6 +81,32 @@ class Trigger(models.TextChoices):
 def lease_deadline(now=None):
     """When a worker's lease taken or renewed at ``now`` runs out."""
     return (now or timezone.now()) + timedelta(seconds=settings.REPLAYHUB_LEASE_SECONDS)
+
+
+_CLAIM_STATEMENTS: dict[str, tuple[str, list[models.Field]]] = {}
+
+
+def _claim_statement(db: BaseDatabaseWrapper) -> tuple[str, list[models.Field]]:
+    """``UPDATE … SET <claim fields> WHERE id = %s AND status = %s`` for a
+    backend, and the fields its SET parameters belong to, in order. Names come
+    from the model; every value is a parameter."""
+    if db.vendor in _CLAIM_STATEMENTS:
+        return _CLAIM_STATEMENTS[db.vendor]
+    meta = Replay._meta
+    quote = db.ops.quote_name
+    by_name = {f.name: f for f in meta.concrete_fields}
+    fields = [
+        by_name[name]
+        for name in ("status", "phase", "lease_owner", "lease_expires_at", "started_at")
+    ]
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    statement = (
+        f"UPDATE {quote(meta.db_table)} SET {assignments} "  # noqa: S608
+        f"WHERE {quote(by_name['id'].column)} = %s "
+        f"AND {quote(by_name['status'].column)} = %s"
+    )
+    _CLAIM_STATEMENTS[db.vendor] = (statement, fields)
+    return statement, fields
 
 
 class ReplayQuerySet(models.QuerySet):
@@ -161,17 +188,32 @@ class ReplayQuerySet(models.QuerySet):
         )
 
     def claim(self, pk: int, *, owner: str, now=None) -> bool:
-        """Queued → running, leased to ``owner``."""
+        """Queued → running, leased to ``owner``.
+
+        Every task message claims (twice when the broker delivers it twice), so
+        this is the one transition on a worker's hot path. It is the same
+        conditional UPDATE as the others, with its statement made once per
+        database backend: building it through the ORM on each call cost three
+        times the Python time of executing it, and with many workers on few
+        cores that is what bounded the claims per second
+        (``benchmarks/claims.py``).
+        """
         now = now or timezone.now()
-        return bool(
-            self.filter(pk=pk, status=ReplayStatus.QUEUED).update(
-                status=ReplayStatus.RUNNING,
-                phase=Phase.PROVISIONING,
-                lease_owner=owner,
-                lease_expires_at=lease_deadline(now),
-                started_at=now,
-            )
-        )
+        db = connections[self.db]
+        statement, fields = _claim_statement(db)
+        values = {
+            "status": ReplayStatus.RUNNING,
+            "phase": Phase.PROVISIONING,
+            "lease_owner": owner,
+            "lease_expires_at": lease_deadline(now),
+            "started_at": now,
+        }
+        params = [f.get_db_prep_save(values[f.name], db) for f in fields]
+        # As QuerySet.update: an error here leaves the caller's transaction
+        # marked for rollback.
+        with transaction.mark_for_rollback_on_error(self.db), db.cursor() as cursor:
+            cursor.execute(statement, [*params, pk, ReplayStatus.QUEUED.value])
+            return cursor.rowcount == 1
 
     def heartbeat(self, pk: int, *, owner: str, phase: str | None = None) -> bool:
         """Renew ``owner``'s lease (and record the phase); False once it is lost."""

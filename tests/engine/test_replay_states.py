@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from replayhub.models import Night, Project, Replay, Run
+from replayhub.models.replays import lease_deadline
 
 
 @pytest.fixture
@@ -34,6 +37,75 @@ def test_only_one_of_two_workers_claims_a_queued_replay(replay):
     assert not Replay.objects.claim(replay.pk, owner="w2")
     assert state(replay) == ("running", "w1")
     assert replay.started_at is not None and replay.lease_expires_at is not None
+
+
+def test_a_claim_writes_the_running_state_its_lease_and_its_start(replay):
+    now = timezone.now() - timedelta(minutes=3)
+
+    assert Replay.objects.claim(replay.pk, owner="w1", now=now)
+
+    replay.refresh_from_db()
+    assert (replay.status, replay.phase, replay.lease_owner) == (
+        "running",
+        "provisioning",
+        "w1",
+    )
+    assert (replay.started_at, replay.lease_expires_at) == (now, lease_deadline(now))
+    assert replay.finished_at is None
+
+
+def test_a_claim_takes_only_a_queued_replay_and_leaves_the_others(run):
+    other = Replay.objects.create(run=run, project=run.project)
+    replay = Replay.objects.create(run=run, project=run.project, attempt=2)
+    Replay.objects.filter(pk=other.pk).update(status="cancelled")
+
+    assert not Replay.objects.claim(other.pk, owner="w1")
+    assert Replay.objects.claim(replay.pk, owner="w1")
+
+    assert state(other) == ("cancelled", "")
+    assert state(replay) == ("running", "w1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_workers_racing_for_each_replay_claim_every_one_once(require_postgres):
+    """Eight workers, each replay's message delivered to two of them at once."""
+    project = Project.objects.create(slug="race", repo_path="/srv/race.git")
+    replays = [
+        Replay.objects.create(
+            run=Run.objects.create(
+                project=project, external_id=f"r{n}", original_commit="a" * 40
+            ),
+            project=project,
+        ).pk
+        for n in range(40)
+    ]
+    barrier = threading.Barrier(8)
+    won: dict[str, list[int]] = {}
+    errors: list[BaseException] = []
+
+    def worker(number: int) -> None:
+        owner = f"w{number}"
+        # Pairs of workers get the same replays, in opposite orders.
+        mine = replays[number % 4 :: 4][:: 1 if number < 4 else -1]
+        try:
+            barrier.wait()
+            won[owner] = [pk for pk in mine if Replay.objects.claim(pk, owner=owner)]
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert errors == []
+    claimed = sorted(pk for pks in won.values() for pk in pks)
+    assert claimed == sorted(replays)
+    owners = dict(Replay.objects.values_list("pk", "lease_owner"))
+    assert all(owners[pk] == owner for owner, pks in won.items() for pk in pks)
 
 
 def test_a_lost_lease_stops_heartbeats_and_the_finish(replay):
