@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import queue
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,21 +28,17 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import JSONField
 from django.utils import timezone
 from psycopg import postgres
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 
 from replayhub.models import Project, Run
 
-from .native import (
-    Line,
-    Record,
-    RecordError,
-    read_record,
-    split_lines,
-    stored_part,
-)
+from .native import Line, RecordError, split_lines, stored_part
+from .parsing import ParserProcess
+from .rows import COLUMNS, Lines, Parsed, Row, binary_value, read_batch
 
 BATCH_SIZE = 1000
+# On PostgreSQL an import of more than one batch reads its lines in a process
+# of its own (replayhub.ingest.parsing) while this one stores.
+PARSER_PROCESS = True
 READ_SIZE = 64 * 1024
 # The summary lists at most this many invalid lines and conflicts; the totals
 # count them all.
@@ -101,7 +98,7 @@ class Summary:
 class _Item:
     line: int
     project: Project
-    record: Record
+    row: Row
 
 
 def read_chunks(stream: IO[bytes], size: int = READ_SIZE) -> Iterator[bytes]:
@@ -151,14 +148,9 @@ def import_lines(
     progress: Progress | None = None,
 ) -> Summary:
     summary = Summary()
-    limit = settings.REPLAYHUB_MAX_RECORD_BYTES
     with _Importer(summary, project, progress) as importer:
         for number, data, terminated in lines:
-            if data is None:
-                summary.add_invalid(
-                    number, f"the line is longer than the limit of {limit:,} bytes"
-                )
-            elif data and not data.isspace():
+            if data is None or (data and not data.isspace()):
                 importer.add_line(number, data, terminated)
     return summary
 
@@ -281,8 +273,12 @@ class _Importer:
         if project is not None:
             self.projects[project.slug] = project
         self.max_prompt_bytes = settings.REPLAYHUB_MAX_PROMPT_BYTES
+        self.max_line_bytes = settings.REPLAYHUB_MAX_RECORD_BYTES
         self.slug = project.slug if project is not None else None
-        self.pending: list[tuple[int, Record]] = []
+        # COPY takes the columns in its binary form, made as each line is read.
+        self.binary = connection.vendor == "postgresql"
+        self.pending: Lines = []
+        self.parser: ParserProcess | None = None
         self.writer: _Writer | None = None
         self.statistics = _Statistics()
 
@@ -290,44 +286,66 @@ class _Importer:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
-        if error is not None:
-            if self.writer is not None:
-                self.writer.stop()
-            return
-        self.flush(last=True)
+        try:
+            if error is not None:
+                if self.writer is not None:
+                    self.writer.stop()
+                return
+            self.flush(last=True)
+            while self.parser is not None and self.parser.waiting:
+                self.take(self.parser.take())
+        finally:
+            if self.parser is not None:
+                self.parser.close()
         if self.writer is not None:
             self.writer.close()
         # Unknown projects are found when a batch is stored, after later lines
         # were parsed.
         self.summary.invalid.sort(key=lambda entry: entry["line"])
 
-    def add_line(self, number: int, data: bytes, terminated: bool) -> None:
-        """Parse and check one line; store the record or report why it is none."""
-        try:
-            record = read_record(
-                data,
-                terminated=terminated,
-                max_prompt_bytes=self.max_prompt_bytes,
-                project=self.slug,
-            )
-        except RecordError as error:
-            self.summary.add_invalid(number, str(error))
-            return
-        self.append(number, record)
-
-    def append(self, number: int, record: Record) -> None:
-        self.pending.append((number, record))
+    def add_line(self, number: int, data: bytes | None, terminated: bool) -> None:
+        """Take one line (None: over the size limit) into the batch; a full
+        batch is read, and its records stored or the lines reported."""
+        self.pending.append((number, data, terminated))
         if len(self.pending) >= BATCH_SIZE:
             self.flush()
             if self.progress is not None:
                 self.progress(number, self.summary)
 
     def flush(self, *, last: bool = False) -> None:
-        """Store the records collected since the last batch, or hand them to
-        the writer thread (started with the first full batch, as more may
-        follow; an import that fits in one batch is stored in line)."""
-        items = self.resolve(self.pending)
-        self.pending = []
+        """Read the lines collected since the last batch and store their
+        records, or hand them to the writer thread (started with the first
+        full batch, as more may follow; an import that fits in one batch is
+        stored in line)."""
+        lines, self.pending = self.pending, []
+        if not lines:
+            return
+        if self.parser is None and not last and PARSER_PROCESS and _Writer.usable():
+            self.parser = ParserProcess(
+                project=self.slug,
+                max_prompt_bytes=self.max_prompt_bytes,
+                max_line_bytes=self.max_line_bytes,
+            )
+        if self.parser is None:
+            self.take(
+                read_batch(
+                    lines,
+                    project=self.slug,
+                    max_prompt_bytes=self.max_prompt_bytes,
+                    max_line_bytes=self.max_line_bytes,
+                    binary=self.binary,
+                ),
+                last=last,
+            )
+            return
+        if self.parser.full():
+            self.take(self.parser.take())
+        self.parser.put(lines)
+
+    def take(self, parsed: Parsed, *, last: bool = False) -> None:
+        for number, message in parsed.invalid:
+            self.summary.add_invalid(number, message)
+        items = self.resolve(parsed.rows)
         if not items:
             return
         if self.writer is None and not last and _Writer.usable():
@@ -356,13 +374,13 @@ class _Importer:
             self.account(items, fresh, duplicates, conflicts)
             return
 
-    def resolve(self, pending: list[tuple[int, Record]]) -> list[_Item]:
+    def resolve(self, rows: list[Row]) -> list[_Item]:
         items = []
-        for number, record in pending:
+        for row in rows:
             try:
-                items.append(_Item(number, self.project(record.project), record))
+                items.append(_Item(row.line, self.project(row.project), row))
             except RecordError as error:
-                self.summary.add_invalid(number, str(error))
+                self.summary.add_invalid(row.line, str(error))
         return items
 
     def project(self, slug: str | None) -> Project:
@@ -388,7 +406,7 @@ class _Importer:
         summary.imported += len(fresh)
         summary.duplicates += duplicates
         for item in conflicts:
-            summary.add_conflict(item.line, item.project.slug, item.record.external_id)
+            summary.add_conflict(item.line, item.project.slug, item.row.external_id)
         summary.project_ids.update(item.project.pk for item in items)
 
 
@@ -506,7 +524,7 @@ def _classify(batch: list[_Item]) -> tuple[list[_Item], int, list[_Item]]:
     """
     wanted: dict[int, list[str]] = {}
     for item in batch:
-        wanted.setdefault(item.project.pk, []).append(item.record.external_id)
+        wanted.setdefault(item.project.pk, []).append(item.row.external_id)
     stored: dict[tuple[int, str], str] = {}
     for project_id, external_ids in wanted.items():
         for external_id, digest in _stored_hashes(project_id, external_ids):
@@ -515,12 +533,12 @@ def _classify(batch: list[_Item]) -> tuple[list[_Item], int, list[_Item]]:
     conflicts: list[_Item] = []
     duplicates = 0
     for item in batch:
-        key = (item.project.pk, item.record.external_id)
+        key = (item.project.pk, item.row.external_id)
         digest = stored.get(key)
         if digest is None:
-            stored[key] = item.record.sha256
+            stored[key] = item.row.sha256
             fresh.append(item)
-        elif digest == item.record.sha256:
+        elif digest == item.row.sha256:
             duplicates += 1
         else:
             conflicts.append(item)
@@ -546,27 +564,7 @@ def _stored_hashes(project_id: int, external_ids: list[str]) -> Iterable[tuple]:
 
 
 # Run columns a record fills; every other column gets its model default.
-_FROM_RECORD = (
-    "project_id",
-    "external_id",
-    "title",
-    "prompt",
-    "provider",
-    "model",
-    "effort",
-    "base_sha",
-    "original_commit",
-    "original_branch",
-    "original_tests_passed",
-    "sandbox_image",
-    "sandbox_config_sha256",
-    "started_at",
-    "output",
-    "usage",
-    "raw",
-    "record_sha256",
-    "imported_at",
-)
+_FROM_RECORD = ("project_id", *COLUMNS, "imported_at")
 
 
 def _write(items: list[_Item]) -> None:
@@ -587,7 +585,7 @@ def _write(items: list[_Item]) -> None:
 
 
 def _run(item: _Item, now) -> Run:
-    record = item.record
+    record = item.row.columns
     return Run(
         project=item.project,
         external_id=record.external_id,
@@ -611,89 +609,89 @@ def _run(item: _Item, now) -> Run:
     )
 
 
+# Binary COPY: the stream's signature (no flags, no extension) and its end.
+_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_TRAILER = b"\xff\xff"
+
+
 def _copy(items: list[_Item], now) -> None:
     """COPY the new runs; the ORM's per-row cost would be most of an import.
 
-    Binary COPY: text goes as its UTF-8 bytes, with no escaping on either side,
-    which halves the client's cost per row and cuts the server's. The canonical
-    JSON of ``usage`` and of the stored part of the record, made with the hash,
-    go as they are (:class:`_JsonbText`), so nothing is serialized again here.
-    Columns not filled from the record get the model default, so a field added
-    to Run later is still filled.
+    Binary COPY of rows whose record columns were put in binary form as their
+    lines were read (:func:`replayhub.ingest.rows.binary_fields`): here each
+    row is its field count, its project, those bytes and the columns the batch
+    shares -- the import time and every other column's model default, so a
+    field added to Run later is still filled -- with no work per column.
     """
+    table, names, shared = _copy_layout()
+    tail = b"".join(
+        binary_value(value, type_name)
+        for value, type_name in [(now, "timestamptz"), *shared]
+    )
+    heads: dict[int, bytes] = {}
+    parts = [_SIGNATURE]
+    for item in items:
+        pk = item.project.pk
+        head = heads.get(pk)
+        if head is None:
+            head = heads[pk] = _FIELD_COUNT(len(_FROM_RECORD) + len(shared), 8, pk)
+        parts += (head, item.row.columns, tail)
+    parts.append(_TRAILER)
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.write(b"".join(parts))
+
+
+_FIELD_COUNT = struct.Struct(">hiq").pack
+# The binary form each record column is made in (rows.binary_fields); any
+# other column type there would be a COPY error, found once a process here.
+_TEXT_TYPES = ("text", "varchar")
+_RECORD_TYPES = {
+    "original_tests_passed": ("bool",),
+    "started_at": ("timestamptz",),
+    "usage": ("jsonb",),
+    "raw": ("jsonb",),
+}
+_LAYOUT: dict[str, tuple[str, str, list[tuple[Any, str]]]] = {}
+
+
+def _copy_layout() -> tuple[str, str, list[tuple[Any, str]]]:
+    """The table, the quoted column list and the defaults of the columns not
+    filled from the record with their type names (once a process)."""
+    quote = connection.ops.quote_name
+    table = quote(Run._meta.db_table)
+    if table in _LAYOUT:
+        return _LAYOUT[table]
     fields = [f for f in Run._meta.concrete_fields if not f.primary_key]
     column = {f.attname: f.column for f in fields}
     others = [f for f in fields if f.attname not in _FROM_RECORD]
-    defaults = tuple(
-        json.dumps(f.get_default(), cls=f.encoder)
-        if isinstance(f, JSONField)
-        else f.get_db_prep_save(f.get_default(), connection)
-        for f in others
-    )
-    quote = connection.ops.quote_name
-    table = quote(Run._meta.db_table)
-    names = ", ".join(
-        quote(name)
-        for name in [column[n] for n in _FROM_RECORD] + [f.column for f in others]
-    )
+    columns = [column[name] for name in _FROM_RECORD] + [f.column for f in others]
+    names = ", ".join(quote(name) for name in columns)
     with connection.cursor() as cursor:
-        raw_cursor = cursor.cursor
-        raw_cursor.adapters.register_dumper(None, _JsonbText)
-        types = _column_types(raw_cursor, table, names)
-        with raw_cursor.copy(
-            f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(types)
-            _send(copy, items, now, defaults)
-
-
-def _send(copy, items: list[_Item], now, defaults: tuple) -> None:
-    for item in items:
-        record = item.record
-        copy.write_row(
-            (
-                item.project.pk,
-                record.external_id,
-                record.title,
-                record.prompt,
-                record.provider,
-                record.model,
-                record.effort,
-                record.base_sha,
-                record.original_commit,
-                record.original_branch,
-                record.original_tests_passed,
-                record.sandbox_image,
-                record.sandbox_config_sha256,
-                record.started_at,
-                record.output,
-                record.usage_json,
-                record.stored_json,
-                record.sha256,
-                now,
-                *defaults,
-            )
-        )
-
-
-_TYPES: dict[tuple[str, str], list[int]] = {}
-
-
-def _column_types(cursor, table: str, names: str) -> list[int]:
-    """The type oids of the columns, as binary COPY needs them (once a process)."""
-    key = (table, names)
-    if key not in _TYPES:
         cursor.execute(f"SELECT {names} FROM {table} LIMIT 0")  # noqa: S608 -- quoted model names
-        _TYPES[key] = [column.type_code for column in cursor.description]
-    return _TYPES[key]
-
-
-class _JsonbText(Dumper):
-    """A jsonb value from JSON text already made, for binary COPY: the format is
-    a version byte, then the text."""
-
-    format = Format.BINARY
-    oid = postgres.types["jsonb"].oid
-
-    def dump(self, obj: str) -> bytes:
-        return b"\x01" + obj.encode()
+        types = [
+            postgres.types.get(description.type_code)
+            for description in cursor.description
+        ]
+    type_names = [info.name if info is not None else "?" for info in types]
+    if type_names[0] != "int8":
+        raise RuntimeError(f"run.project_id is {type_names[0]}, not what COPY sends")
+    carried = type_names[1 : len(_FROM_RECORD) - 1]
+    for name, type_name in zip(COLUMNS, carried, strict=True):
+        if type_name not in _RECORD_TYPES.get(name, _TEXT_TYPES):
+            raise RuntimeError(f"run.{name} is {type_name}, not what COPY sends")
+    defaults = [
+        (
+            json.dumps(f.get_default(), cls=f.encoder)
+            if isinstance(f, JSONField)
+            else f.get_db_prep_save(f.get_default(), connection),
+            type_name,
+        )
+        for f, type_name in zip(others, type_names[len(_FROM_RECORD) :], strict=True)
+    ]
+    _LAYOUT[table] = (table, names, defaults)
+    return _LAYOUT[table]

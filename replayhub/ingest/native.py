@@ -140,23 +140,6 @@ def parse_line(data: bytes, *, terminated: bool = True) -> Any:
     return _parse_strictly(data, terminated=terminated)
 
 
-def read_record(
-    data: bytes,
-    *,
-    terminated: bool = True,
-    max_prompt_bytes: int,
-    project: str | None = None,
-) -> Record:
-    """:func:`parse_line` then :func:`check_record`, as one step: the same
-    record or the same RecordError, faster (what the fast parse proved about
-    the numbers is not proved again)."""
-    value = _fast_parse(data)
-    if value is None:
-        value = _parse_strictly(data, terminated=terminated)
-        return check_record(value, max_prompt_bytes=max_prompt_bytes, project=project)
-    return _check(value, max_prompt_bytes, project, plain=True)
-
-
 def _fast_parse(data: bytes) -> dict[str, Any] | None:
     """The line read by orjson when that is provably what :func:`_parse_strictly`
     reads: a JSON object without a repeated key whose numbers orjson reads and
@@ -343,10 +326,6 @@ def _check(
     value: Any, max_prompt_bytes: int, project: str | None, *, plain: bool
 ) -> Record:
     """:func:`check_record`; ``plain``: :func:`_members` already passed ``value``."""
-    if type(value) is dict:
-        record = _check_usual(value, max_prompt_bytes, project, plain)
-        if record is not None:
-            return record
     if not isinstance(value, dict):
         raise RecordError(f"a record must be a JSON object, not {json_type(value)}")
     errors: list[str] = []
@@ -414,137 +393,6 @@ def _check(
         stored_json=stored_json,
         sha256=digest,
         usage_json=canonical_json(usage),
-    )
-
-
-def _check_usual(
-    value: dict[str, Any], max_prompt_bytes: int, project: str | None, plain: bool
-) -> Record | None:
-    """The record when every field is of the usual, valid kind; else None.
-
-    The same checks as :func:`check_record` below, in straight-line code with
-    exact types, for a line that passes them all -- the case that decides how
-    fast a large import is. It never refuses: anything unusual (a wrong type,
-    a value over a limit, a str subclass from a Python caller) returns None
-    and the full checks run, to refuse with every reason or to accept.
-    """
-    get = value.get
-    named = get("project")
-    if named is None:
-        if project is None:
-            return None
-    elif (
-        type(named) is not str
-        or not SLUG.fullmatch(named)
-        or (project is not None and named != project)
-    ):
-        return None
-    external_id = get("external_id")
-    if (
-        type(external_id) is not str
-        or len(external_id) > EXTERNAL_ID_LIMIT
-        or not external_id.strip()
-        or CONTROL.search(external_id)
-    ):
-        return None
-    prompt = get("prompt")
-    if (
-        type(prompt) is not str
-        or len(prompt) > max_prompt_bytes // 4
-        or not prompt.strip()
-    ):
-        return None
-    title = get("title")
-    provider = get("provider")
-    model = get("model")
-    effort = get("effort")
-    branch = get("original_branch")
-    base_sha = get("base_sha")
-    commit = get("original_commit")
-    passed = get("original_tests_passed")
-    started = get("started_at")
-    output = get("output")
-    sandbox = get("sandbox")
-    usage = get("usage")
-    if not (
-        (title is None or (type(title) is str and len(title) <= _TITLE))
-        and (provider is None or (type(provider) is str and len(provider) <= _PROV))
-        and (model is None or (type(model) is str and len(model) <= _MODEL))
-        and (effort is None or (type(effort) is str and len(effort) <= _EFFORT))
-        and (branch is None or (type(branch) is str and len(branch) <= _BRANCH))
-        and (base_sha is None or (type(base_sha) is str and SHA.fullmatch(base_sha)))
-        and (commit is None or (type(commit) is str and SHA.fullmatch(commit)))
-        and (passed is None or type(passed) is bool)
-        and type(started) is str
-        and (output is None or type(output) is str)
-    ):
-        return None
-    try:
-        moment = datetime.fromisoformat(started)
-    except ValueError:
-        return None
-    if moment.tzinfo is None or moment.utcoffset() is None:
-        return None
-    image = config = ""
-    if sandbox is not None:
-        if type(sandbox) is not dict:
-            return None
-        image = sandbox.get("image")
-        config = sandbox.get("config_sha256")
-        if image is None:
-            image = ""
-        elif type(image) is not str or len(image) > IMAGE_LIMIT:
-            return None
-        if config is None:
-            config = ""
-        elif type(config) is not str or not SHA256.fullmatch(config):
-            return None
-    if usage is None:
-        usage = {}
-    elif type(usage) is not dict or not _usual_usage(usage):
-        return None
-    stored_json, digest = _fingerprint(value, plain=plain)
-    usage_json = _canonical_bytes(usage, plain=plain).decode("utf-8") if usage else "{}"
-    return Record(
-        project=named or project,
-        external_id=external_id,
-        title=title or "",
-        prompt=prompt,
-        provider=provider or "",
-        model=model or "",
-        effort=effort or "",
-        base_sha=base_sha or "",
-        original_commit=commit or "",
-        original_branch=branch or "",
-        original_tests_passed=passed,
-        sandbox_image=image,
-        sandbox_config_sha256=config,
-        started_at=moment,
-        output=output or "",
-        usage=usage,
-        raw=value,
-        stored_json=stored_json,
-        sha256=digest,
-        usage_json=usage_json,
-    )
-
-
-_TITLE, _PROV, _MODEL, _EFFORT, _BRANCH = (
-    TEXT_LIMITS[name]
-    for name in ("title", "provider", "model", "effort", "original_branch")
-)
-
-
-def _usual_usage(usage: dict[str, Any]) -> bool:
-    for key in USAGE_COUNTS:
-        count = usage.get(key)
-        if count is not None and (
-            type(count) is not int or not 0 <= count <= BIGINT_MAX
-        ):
-            return False
-    cost = usage.get("cost_usd")
-    return cost is None or (
-        (type(cost) is float or type(cost) is int) and math.isfinite(cost) and cost >= 0
     )
 
 

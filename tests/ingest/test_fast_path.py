@@ -3,16 +3,17 @@ strict path (stdlib ``json``, the field checker) does."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 
+from replayhub.ingest.fastpath import read_record
 from replayhub.ingest.native import (
     RecordError,
     _parse_strictly,
     check_record,
     parse_line,
-    read_record,
 )
 from tests.ingest.records import record
 
@@ -109,6 +110,7 @@ def both_ways(value, project="shop", max_prompt_bytes=LIMIT, ensure_ascii=True):
     [
         {},
         {"project": "shop"},
+        {"project": None},
         {"project": "other"},
         {"project": 5},
         {"project": "not a slug"},
@@ -147,6 +149,11 @@ def both_ways(value, project="shop", max_prompt_bytes=LIMIT, ensure_ascii=True):
         {"usage": {"cost_usd": 2**70}},
         {"usage": {"extra": [1e-9, {"k": "v"}]}},
         {"extra": {"note": "a\x00b"}},
+        {"extra": {"prompt": "Fix bug 1 in the cart module."}},
+        {"extra": {"output": "Done; 12 tests passed.", "project": "shop"}},
+        {"extra": {"project": None}, "project": None},
+        {"extra": ',"prompt":"Fix bug 1 in the cart module."'},
+        {"a": {"prompt": "Fix bug 1 in the cart module."}, "b": [{"usage": {}}]},
         {"extra": "literally \\u0000"},
         {"extra": "\U0001f600 \u2028 caf\u00e9"},
         {"extra": 10**30},
@@ -188,10 +195,21 @@ def test_a_record_from_a_python_caller_with_a_str_subclass_is_checked_in_full():
 
 
 def test_the_usual_record_takes_the_fast_path():
-    from replayhub.ingest.native import _check_usual, _fast_parse
+    from replayhub.ingest.fastpath import _check_usual
+    from replayhub.ingest.native import _fast_parse
 
-    for ensure_ascii in (True, False):
-        data = json.dumps(record(title="Café"), ensure_ascii=ensure_ascii).encode()
-        value = _fast_parse(data)
-        assert value is not None
-        assert _check_usual(value, LIMIT, "shop", True) is not None
+    usual = [
+        record(title="Café"),
+        record(project="shop"),
+        record(project=None),
+        record(output=""),
+        record(drop=["output", "usage", "sandbox"]),
+    ]
+    for value, ensure_ascii in itertools.product(usual, (True, False)):
+        data = json.dumps(value, ensure_ascii=ensure_ascii).encode()
+        parsed = _fast_parse(data)
+        assert parsed is not None
+        checked = _check_usual(parsed, LIMIT, "shop")
+        assert checked is not None
+        expected = check_record(value, max_prompt_bytes=LIMIT, project="shop")
+        assert fields(checked) == fields(expected)

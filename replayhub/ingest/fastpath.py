@@ -1,0 +1,218 @@
+"""The usual native record, read fast: what a large import spends its time on.
+
+:func:`read_record` is :func:`~replayhub.ingest.native.parse_line` then
+:func:`~replayhub.ingest.native.check_record` as one step -- the same record or
+the same RecordError. A line that orjson reads as the stdlib would and whose
+every field is of the usual, valid kind is checked here in straight-line code,
+and its canonical texts are written by orjson without a second look at what
+the fast parse proved. Anything else -- a wrong type, a value over a limit, a
+string the database cannot store -- goes to the full checks, which refuse
+with every reason or accept, so this module never words an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from .native import (
+    BIGINT_MAX,
+    CONTROL,
+    EXTERNAL_ID_LIMIT,
+    IMAGE_LIMIT,
+    SHA,
+    SHA256,
+    SLUG,
+    TEXT_LIMITS,
+    USAGE_COUNTS,
+    Record,
+    _check,
+    _fast_parse,
+    _parse_strictly,
+    check_record,
+)
+
+_SORTED = orjson.OPT_SORT_KEYS
+_TITLE, _PROV, _MODEL, _EFFORT, _BRANCH = (
+    TEXT_LIMITS[name]
+    for name in ("title", "provider", "model", "effort", "original_branch")
+)
+
+
+def read_record(
+    data: bytes,
+    *,
+    terminated: bool = True,
+    max_prompt_bytes: int,
+    project: str | None = None,
+) -> Record:
+    """:func:`parse_line` then :func:`check_record`, as one step: the same
+    record or the same RecordError, faster (what the fast parse proved about
+    the numbers and keys is not proved again)."""
+    value = _fast_parse(data)
+    if value is None:
+        value = _parse_strictly(data, terminated=terminated)
+        return check_record(value, max_prompt_bytes=max_prompt_bytes, project=project)
+    record = _check_usual(value, max_prompt_bytes, project)
+    if record is None:
+        return _check(value, max_prompt_bytes, project, plain=True)
+    return record
+
+
+def _check_usual(
+    value: dict[str, Any], max_prompt_bytes: int, project: str | None
+) -> Record | None:
+    """The record when every field is of the usual, valid kind; else None.
+
+    ``value`` passed :func:`~replayhub.ingest.native._fast_parse`. The same
+    checks as the full ones, with exact types (a str subclass from a Python
+    caller takes the full checks). It never refuses: anything unusual returns
+    None and the full checks run, to refuse with every reason or to accept.
+    """
+    get = value.get
+    named = get("project")
+    if named is None:
+        if project is None:
+            return None
+    elif (
+        type(named) is not str
+        or not SLUG.fullmatch(named)
+        or (project is not None and named != project)
+    ):
+        return None
+    external_id = get("external_id")
+    prompt = get("prompt")
+    title = get("title")
+    provider = get("provider")
+    model = get("model")
+    effort = get("effort")
+    branch = get("original_branch")
+    base_sha = get("base_sha")
+    commit = get("original_commit")
+    passed = get("original_tests_passed")
+    started = get("started_at")
+    output = get("output")
+    sandbox = get("sandbox")
+    usage = get("usage")
+    if not (
+        type(external_id) is str
+        and len(external_id) <= EXTERNAL_ID_LIMIT
+        and type(prompt) is str
+        and len(prompt) <= max_prompt_bytes // 4
+        and (title is None or (type(title) is str and len(title) <= _TITLE))
+        and (provider is None or (type(provider) is str and len(provider) <= _PROV))
+        and (model is None or (type(model) is str and len(model) <= _MODEL))
+        and (effort is None or (type(effort) is str and len(effort) <= _EFFORT))
+        and (branch is None or (type(branch) is str and len(branch) <= _BRANCH))
+        and (base_sha is None or (type(base_sha) is str and SHA.fullmatch(base_sha)))
+        and (commit is None or (type(commit) is str and SHA.fullmatch(commit)))
+        and (passed is None or type(passed) is bool)
+        and type(started) is str
+        and (output is None or type(output) is str)
+        and external_id.strip()
+        and prompt.strip()
+        and not CONTROL.search(external_id)
+    ):
+        return None
+    try:
+        moment = datetime.fromisoformat(started)
+    except ValueError:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return None
+    image = config = ""
+    if sandbox is not None:
+        if type(sandbox) is not dict:
+            return None
+        image = sandbox.get("image")
+        config = sandbox.get("config_sha256")
+        if image is None:
+            image = ""
+        elif type(image) is not str or len(image) > IMAGE_LIMIT:
+            return None
+        if config is None:
+            config = ""
+        elif type(config) is not str or not SHA256.fullmatch(config):
+            return None
+    if usage is None:
+        usage = {}
+    elif type(usage) is not dict or not _usual_usage(usage):
+        return None
+    texts = _written(value, named, prompt, output, usage)
+    if texts is None:
+        return None
+    stored_json, digest, usage_json = texts
+    return Record(
+        project=named or project,
+        external_id=external_id,
+        title=title or "",
+        prompt=prompt,
+        provider=provider or "",
+        model=model or "",
+        effort=effort or "",
+        base_sha=base_sha or "",
+        original_commit=commit or "",
+        original_branch=branch or "",
+        original_tests_passed=passed,
+        sandbox_image=image,
+        sandbox_config_sha256=config,
+        started_at=moment,
+        output=output or "",
+        usage=usage,
+        raw=value,
+        stored_json=stored_json,
+        sha256=digest,
+        usage_json=usage_json,
+    )
+
+
+def _usual_usage(usage: dict[str, Any]) -> bool:
+    for key in USAGE_COUNTS:
+        count = usage.get(key)
+        if count is not None and (
+            type(count) is not int or not 0 <= count <= BIGINT_MAX
+        ):
+            return False
+    cost = usage.get("cost_usd")
+    return cost is None or (
+        (type(cost) is float or type(cost) is int) and math.isfinite(cost) and cost >= 0
+    )
+
+
+def _written(
+    value: dict[str, Any],
+    project: str | None,
+    prompt: str,
+    output: str | None,
+    usage: dict[str, Any],
+) -> tuple[str, str, str] | None:
+    """The stored part's canonical text, the record's hash and the usage's
+    text, as :func:`~replayhub.ingest.native._fingerprint` and
+    :func:`~replayhub.ingest.native.canonical_json` give them; None for a
+    string the database cannot store (the full checks then refuse it)."""
+    try:
+        if "project" in value:
+            rest = value.copy()
+            del rest["project"]
+        else:
+            rest = value
+        hashed = orjson.dumps(rest, option=_SORTED)
+        stored = value.copy()
+        del stored["prompt"]
+        if output:
+            del stored["output"]
+        stored_text = orjson.dumps(stored, option=_SORTED)
+        usage_text = orjson.dumps(usage, option=_SORTED) if usage else b"{}"
+    except orjson.JSONEncodeError:  # a lone surrogate
+        return None
+    if b"\\u0000" in hashed:
+        return None
+    return (
+        stored_text.decode(),
+        hashlib.sha256(hashed).hexdigest(),
+        usage_text.decode(),
+    )

@@ -1,0 +1,177 @@
+"""Batches of lines read into rows ready to store; pure, no database.
+
+:func:`read_batch` reads a batch of numbered lines (:class:`Parsed`): each
+valid record as a :class:`Row` -- the line, the project it names, the
+external id and hash that classify it, and its columns -- and each invalid
+line with the reason. With ``binary=True`` the columns are already in
+PostgreSQL's binary ``COPY`` format (:data:`COLUMNS`, in that order), so the
+process storing them does no work per column; otherwise they are the
+:class:`~replayhub.ingest.native.Record` itself.
+
+The batch is the unit of work so that it can be read in another process
+(:mod:`replayhub.ingest.parsing`): what crosses over is the lines' bytes one
+way and, the other way, one bytes object and four small values per record.
+"""
+
+from __future__ import annotations
+
+import struct
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from .fastpath import read_record
+from .native import Record, RecordError
+
+# The run columns a row carries, in the order of its binary form; the project
+# and the columns every row of a batch shares are added by the writer.
+COLUMNS = (
+    "external_id",
+    "title",
+    "prompt",
+    "provider",
+    "model",
+    "effort",
+    "base_sha",
+    "original_commit",
+    "original_branch",
+    "original_tests_passed",
+    "sandbox_image",
+    "sandbox_config_sha256",
+    "started_at",
+    "output",
+    "usage",
+    "raw",
+    "record_sha256",
+)
+
+# One line: its number, its bytes (None when over the size limit) and whether
+# it ended with a newline.
+Lines = list[tuple[int, bytes | None, bool]]
+
+
+class Row(NamedTuple):
+    line: int
+    project: str | None
+    external_id: str
+    sha256: str
+    # The binary COPY fields of COLUMNS, or the Record.
+    columns: Any
+
+
+class Parsed(NamedTuple):
+    rows: list[Row]
+    invalid: list[tuple[int, str]]
+
+
+def read_batch(
+    lines: Lines,
+    *,
+    project: str | None,
+    max_prompt_bytes: int,
+    max_line_bytes: int,
+    binary: bool,
+) -> Parsed:
+    """Read ``lines`` in order; ``project`` as for :func:`read_record`."""
+    rows: list[Row] = []
+    invalid: list[tuple[int, str]] = []
+    for number, data, terminated in lines:
+        if data is None:
+            too_long = f"the line is longer than the limit of {max_line_bytes:,} bytes"
+            invalid.append((number, too_long))
+            continue
+        try:
+            record = read_record(
+                data,
+                terminated=terminated,
+                max_prompt_bytes=max_prompt_bytes,
+                project=project,
+            )
+        except RecordError as error:
+            invalid.append((number, str(error)))
+            continue
+        rows.append(
+            Row(
+                number,
+                record.project,
+                record.external_id,
+                record.sha256,
+                binary_fields(record) if binary else record,
+            )
+        )
+    return Parsed(rows, invalid)
+
+
+_LENGTH = struct.Struct(">i").pack
+_TIMESTAMP = struct.Struct(">iq").pack
+_NULL = b"\xff\xff\xff\xff"
+_BOOLEAN = {
+    True: b"\x00\x00\x00\x01\x01",
+    False: b"\x00\x00\x00\x01\x00",
+    None: _NULL,
+}
+# PostgreSQL counts timestamps in microseconds from 2000-01-01 UTC.
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def binary_fields(record: Record) -> bytes:
+    """The :data:`COLUMNS` of ``record`` as binary COPY fields: each a 4-byte
+    length and the value (text as UTF-8; jsonb as version 1 and the text;
+    boolean one byte; timestamptz 8 bytes of microseconds)."""
+    parts = []
+    append = parts.append
+    for text in (
+        record.external_id,
+        record.title,
+        record.prompt,
+        record.provider,
+        record.model,
+        record.effort,
+        record.base_sha,
+        record.original_commit,
+        record.original_branch,
+    ):
+        data = text.encode()
+        append(_LENGTH(len(data)))
+        append(data)
+    append(_BOOLEAN[record.original_tests_passed])
+    for text in (record.sandbox_image, record.sandbox_config_sha256):
+        data = text.encode()
+        append(_LENGTH(len(data)))
+        append(data)
+    append(_TIMESTAMP(8, (record.started_at - _PG_EPOCH) // _MICROSECOND))
+    data = record.output.encode()
+    append(_LENGTH(len(data)))
+    append(data)
+    for text in (record.usage_json, record.stored_json):
+        data = text.encode()
+        append(_LENGTH(len(data) + 1))
+        append(b"\x01")
+        append(data)
+    append(b"\x00\x00\x00\x40")
+    append(record.sha256.encode())
+    return b"".join(parts)
+
+
+def binary_value(value: Any, type_name: str) -> bytes:
+    """One binary COPY field of a column default, for the types the run
+    table's defaulted columns use; anything else is a ValueError."""
+    if value is None:
+        return _NULL
+    if type_name in ("text", "varchar") and isinstance(value, str):
+        data = value.encode()
+    elif type_name == "jsonb" and isinstance(value, str):
+        data = b"\x01" + value.encode()
+    elif type_name == "bool" and isinstance(value, bool):
+        data = b"\x01" if value else b"\x00"
+    elif type_name == "int8" and isinstance(value, int):
+        data = struct.pack(">q", value)
+    elif type_name == "int4" and isinstance(value, int):
+        data = struct.pack(">i", value)
+    elif type_name == "float8" and isinstance(value, int | float):
+        data = struct.pack(">d", value)
+    elif type_name == "timestamptz" and isinstance(value, datetime):
+        data = struct.pack(">q", (value - _PG_EPOCH) // _MICROSECOND)
+    else:
+        raise ValueError(f"no binary COPY form for {value!r} as {type_name}")
+    return _LENGTH(len(data)) + data

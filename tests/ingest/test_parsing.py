@@ -1,0 +1,130 @@
+"""An import's batches read in a process of its own store what reading them in
+line stores, and a failure there reaches the caller."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from datetime import datetime
+
+import pytest
+
+from replayhub.ingest import importer, parsing
+from replayhub.models import Run
+from tests.ingest.records import jsonl, make_project, record
+
+# Every column a record fills, compared row by row.
+COLUMNS = (
+    "external_id",
+    "title",
+    "prompt",
+    "provider",
+    "model",
+    "effort",
+    "base_sha",
+    "original_commit",
+    "original_branch",
+    "original_tests_passed",
+    "sandbox_image",
+    "sandbox_config_sha256",
+    "started_at",
+    "output",
+    "usage",
+    "raw",
+    "record_sha256",
+    "preflight",
+    "preflight_reason",
+    "provenance",
+    "source",
+    "reward",
+    "deferred_at",
+)
+
+
+FIFTH = "tab\there\nnewline \\ back\\slash \u00e9 \U0001f600"
+SIXTH = {"original_tests_passed": False, "started_at": "2024-02-29T23:59:59.5+05:30"}
+
+
+def lines() -> bytes:
+    values = [record(n) for n in range(1, 9)]
+    values[3] = record(4, title=None, base_sha="abc1234", output="", usage=None)
+    values[4] = record(5, prompt=FIFTH)
+    values[5] = record(6, **SIXTH)
+    values += [record(2), record(3, title="changed"), {"x": 1}]
+    values += [{**record(20), "project": "nope"}, record(21, extra={"k": [1.5, None]})]
+    return jsonl(*values) + b'{"external_id": "cut'
+
+
+def stored(project) -> list[tuple]:
+    return list(
+        Run.objects.filter(project=project)
+        .order_by("external_id")
+        .values_list(*COLUMNS)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
+    repo, monkeypatch, require_postgres
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 3)
+    started = []
+
+    class Recorded(parsing.ParserProcess):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            started.append(self.process)
+
+    monkeypatch.setattr(importer, "ParserProcess", Recorded)
+    in_line, apart = make_project(repo, "inline"), make_project(repo, "apart")
+
+    monkeypatch.setattr(importer, "PARSER_PROCESS", False)
+    expected = importer.import_stream(chunks=[lines()], project=in_line)
+    assert not started
+    monkeypatch.setattr(importer, "PARSER_PROCESS", True)
+    summary = importer.import_stream(chunks=[lines()], project=apart)
+
+    assert len(started) == 1 and started[0].exitcode == 0
+    # The same summary, naming the other project.
+    assert json.dumps(summary.to_dict()) == json.dumps(expected.to_dict()).replace(
+        '"inline', '"apart'
+    )
+    assert (summary.imported, summary.duplicates, summary.conflicts_total) == (9, 1, 1)
+    assert [entry["line"] for entry in summary.invalid] == [11, 12, 14]
+    assert stored(apart) == stored(in_line)
+    run = Run.objects.get(project=apart, external_id="run-0006")
+    assert run.started_at == datetime.fromisoformat("2024-02-29T23:59:59.5+05:30")
+    assert run.original_tests_passed is False
+    assert run.record == record(6, **SIXTH)
+    assert Run.objects.get(project=apart, external_id="run-0005").prompt == FIFTH
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_in_the_parsing_process_reaches_the_caller_and_keeps_whole_batches(
+    repo, monkeypatch, require_postgres
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", 2)
+    project = make_project(repo)
+    real_read = parsing.read_batch
+
+    def read_batch(batch, **kw):
+        if batch[0][0] == 5:
+            raise MemoryError("no room to read")
+        return real_read(batch, **kw)
+
+    # Patched before the child is forked, so the child has it too.
+    monkeypatch.setattr(parsing, "read_batch", read_batch)
+
+    with pytest.raises(RuntimeError, match="MemoryError: no room to read"):
+        importer.import_stream(
+            chunks=[jsonl(*(record(n) for n in range(1, 11)))], project=project
+        )
+
+    assert sorted(Run.objects.values_list("external_id", flat=True)) == [
+        "run-0001",
+        "run-0002",
+        "run-0003",
+        "run-0004",
+    ]
+    assert not multiprocessing.active_children()
