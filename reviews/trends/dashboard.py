@@ -58,6 +58,11 @@ class LegendItem:
     latest: str = ""
 
 
+def slot_days(filters: Filters) -> int:
+    """Nights per bar, point and table row: 1, or 7 past :data:`WEEKLY_AFTER`."""
+    return 7 if filters.nights > WEEKLY_AFTER else 1
+
+
 def build_dashboard(
     *,
     totals: Sequence[NightTotals],
@@ -68,9 +73,11 @@ def build_dashboard(
 
     Past :data:`WEEKLY_AFTER` nights, every series is summed to weeks first
     (counted from ``since``): two years of nights would be bars thinner than
-    a pixel, tables of 731 rows and a page of a megabyte.
+    a pixel, tables of 731 rows and a page of a megabyte. The totals may
+    come as weeks already (``nightly_sums(filters, 7)``); summing leaves
+    those as they are.
     """
-    step = 7 if filters.nights > WEEKLY_AFTER else 1
+    step = slot_days(filters)
     if step > 1:
         totals = weekly_totals(totals, filters.since, step)
     frame = Frame(filters.since, filters.until, step=step)
@@ -198,7 +205,9 @@ def dashboard_context(filters: Filters) -> dict[str, Any]:
     key = _cache_key(filters, version)
     built = cache.get(key)
     if built is None:
-        totals, decided = nightly_sums(filters) if version[0] else ([], {})
+        totals, decided = (
+            nightly_sums(filters, slot_days(filters)) if version[0] else ([], {})
+        )
         built = draw(build_dashboard(totals=totals, decided=decided, filters=filters))
         built["models"] = model_choices(filters) if version[0] else []
         cache.set(key, built, CACHE_SECONDS)

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from reviews.trends.forms import Filters
 from reviews.trends.queries import nightly_sums
+from reviews.trends.series import weekly_totals
 
 from . import data
 from .test_dashboard import RANGE, table
@@ -199,6 +200,33 @@ def test_reason_codes_outside_the_verdict_table_are_still_counted(db):
         (NIGHT - timedelta(days=1), {"timeout": 1}),
         (NIGHT, {"gpu_melted": 4, "timeout": 2}),
     ]
+
+
+def test_weeks_summed_by_the_database_are_the_nights_summed_into_weeks(db):
+    shop, billing = data.project("shop"), data.project("billing")
+    since = NIGHT - timedelta(days=40)
+    for i in range(-30, 41, 2):
+        day = since + timedelta(days=i)
+        reasons = {"timeout": 1 + i % 3}
+        if i % 10 == 0:
+            reasons["gpu_melted"] = 2  # a code outside the verdict table
+        data.rollup(shop, day, attempted=20, by_reason=reasons, deferred=i % 4)
+        data.rollup(
+            billing,
+            day,
+            attempted=10,
+            by_reason={"flaky_tests": 1},
+            confirmed={"identical": 1},
+            overturned={"divergent": i % 2},
+        )
+    filters = Filters(since=since, until=NIGHT)
+
+    weeks, decided = nightly_sums(filters, 7)
+    nights, nightly_decided = nightly_sums(filters)
+
+    assert weeks == weekly_totals(nights, since, 7)
+    assert weeks[0].night == since - timedelta(days=28)
+    assert decided == nightly_decided
 
 
 def test_decisions_count_only_the_nights_shown(db):
