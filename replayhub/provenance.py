@@ -10,6 +10,7 @@ gathers its inputs from the repository.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
@@ -162,6 +163,7 @@ def valid_record_sha(value: object) -> bool:
     return isinstance(value, str) and _RECORD_SHA.fullmatch(value) is not None
 
 
+@functools.lru_cache(maxsize=1024)
 def image_is_pinned(image: str | None) -> bool:
     """Whether an image reference carries a ``@sha256:`` digest."""
     return bool(image) and _DIGEST.search(image) is not None
@@ -216,11 +218,10 @@ def _resolve(
     project_config_sha256: str | None,
     test_command: str | None,
 ) -> Provenance:
-    warnings = _environment_warnings(
-        image=image,
-        recorded_config_sha256=recorded_config_sha256,
-        project_config_sha256=project_config_sha256,
-        test_command=test_command,
+    warnings = list(
+        _environment_warnings(
+            image, recorded_config_sha256, project_config_sha256, test_command
+        )
     )
 
     def result(
@@ -311,13 +312,15 @@ def _no_base(reason: str) -> BaseResolution:
     return BaseResolution(None, "none", False, False, reason)
 
 
+# The runs of one project share a few images and configurations: a batch of
+# them works out the same warnings again and again.
+@functools.lru_cache(maxsize=1024)
 def _environment_warnings(
-    *,
     image: str | None,
     recorded_config_sha256: str | None,
     project_config_sha256: str | None,
     test_command: str | None,
-) -> list[str]:
+) -> tuple[str, ...]:
     warnings = []
     if not image:
         warnings.append("the record names no sandbox image")
@@ -339,7 +342,7 @@ def _environment_warnings(
         )
     if not (test_command or "").strip():
         warnings.append("the project has no test command, so no test gate can run")
-    return warnings
+    return tuple(warnings)
 
 
 def _fork_point(

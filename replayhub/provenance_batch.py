@@ -31,9 +31,10 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
 from replayhub.gitops import (
     DEFAULT_TIMEOUT,
@@ -43,7 +44,7 @@ from replayhub.gitops import (
     git_environment,
     repository_git_dir,
 )
-from replayhub.history import _HEX_NAME, History
+from replayhub.history import History
 from replayhub.provenance import Provenance, resolve_provenance, valid_record_sha
 
 # Beyond this much rev-list output (a batch whose originals sit on long lines of
@@ -51,6 +52,18 @@ from replayhub.provenance import Provenance, resolve_provenance, valid_record_sh
 GRAPH_OUTPUT_CAP = 32 * 1024 * 1024
 # Commits walked for one original before its questions go to git instead.
 WALK_LIMIT = 5_000
+
+
+class Passes(NamedTuple):
+    """What one batch's passes found (see :meth:`BatchHistory.passes`)."""
+
+    default_branch: str | None
+    # The default branch's tip, None when it names no commit.
+    tip: str | None
+    # Each name asked (record values) -> the full sha of its commit, or None.
+    names: dict[str, str | None]
+    # Each commit walked from the originals -> its parents.
+    parents: dict[str, list[str]]
 
 
 class CatFile:
@@ -63,6 +76,7 @@ class CatFile:
         self.git_dir = git_dir
         self.timeout = timeout
         self._proc: subprocess.Popen[bytes] | None = None
+        self._hex: int | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
@@ -96,13 +110,56 @@ class CatFile:
         Only names that :func:`valid_record_sha` accepts are asked; a short name
         that git resolves to something not starting with it (a ref named like
         a sha) names nothing.
+
+        A full sha is asked as it is: git then reads the object's type from
+        the pack, where ``<sha>^{commit}`` would read and parse the object
+        (four times the git time on a batch of commits); either way only a
+        commit's own sha names it. A short name is asked with ``^{commit}``,
+        which settles which object it abbreviates.
         """
         asked = sorted({name for name in names if valid_record_sha(name)})
         if not asked:
             return {}
+        full = self._hex_length()
+        lines = self._ask(
+            [name if len(name) == full else f"{name}^{{commit}}" for name in asked]
+        )
+        answers: dict[str, str | None] = {}
+        for name, line in zip(asked, lines, strict=True):
+            fields = line.split()
+            kind = fields[1] if len(fields) == 3 else b""
+            # Peeled or not, a name that is not the commit's own sha (a tag's)
+            # names nothing.
+            if kind == b"commit" and (sha := fields[0].decode()).startswith(name):
+                answers[name] = sha
+            else:
+                answers[name] = None
+        return answers
+
+    def _hex_length(self) -> int | None:
+        """The length of the repository's full object names (40, or 64 for
+        SHA-256); None when git cannot say, and every name is peeled."""
+        if self._hex is None:
+            result = git(
+                "rev-parse",
+                "--show-object-format",
+                git_dir=self.git_dir,
+                timeout=self.timeout,
+                check=False,
+            )
+            form = result.stdout.strip()
+            self._hex = (
+                {b"sha1": 40, b"sha256": 64}.get(form, 0)
+                if result.returncode == 0
+                else 0
+            )
+        return self._hex or None
+
+    def _ask(self, requests: list[str]) -> list[bytes]:
+        """cat-file's answer line to each request, in order."""
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
-        request = b"".join(f"{name}^{{commit}}\n".encode() for name in asked)
+        request = "".join(f"{line}\n" for line in requests).encode()
         failure: list[BaseException] = []
 
         def feed() -> None:
@@ -122,30 +179,25 @@ class CatFile:
         watchdog = threading.Timer(self.timeout, stop)
         writer.start()
         watchdog.start()
-        answers: dict[str, str | None] = {}
+        # One answer line per request: read blocks until all have come.
+        wanted, lines, chunks = len(requests), 0, []
         try:
-            for name in asked:
-                line = proc.stdout.readline()
-                if not line:
+            while lines < wanted:
+                chunk = proc.stdout.read1(1 << 16)
+                if not chunk:
                     raise GitError(
                         f"git cat-file timed out after {self.timeout:g}s"
                         if timed_out.is_set()
                         else "git cat-file stopped answering"
                     )
-                fields = line.split()
-                sha = fields[0].decode() if len(fields) == 3 else ""
-                if fields[1:2] != [b"commit"] or (
-                    _HEX_NAME.fullmatch(name) and not sha.startswith(name)
-                ):
-                    answers[name] = None
-                else:
-                    answers[name] = sha
+                chunks.append(chunk)
+                lines += chunk.count(b"\n")
         finally:
             watchdog.cancel()
             writer.join(timeout=5)
         if failure:
             raise GitError(f"git cat-file: {failure[0]}")
-        return answers
+        return b"".join(chunks).split(b"\n")[:wanted]
 
     def close(self) -> None:
         if self._proc is not None:
@@ -175,6 +227,9 @@ class BatchHistory:
         self.git_dir = repository_git_dir(repo)
         self.timeout = timeout
         self._cat = CatFile(self.git_dir, timeout=timeout)
+        # The wrapped History is asked from the thread resolving a batch and
+        # from the one preparing the next (branch tips).
+        self._lock = threading.Lock()
         self._head: tuple[str | None] | None = None
         self._tips: dict[str, str | None] = {}
         self._names: dict[str, str | None] = {}
@@ -207,17 +262,34 @@ class BatchHistory:
         originals: Iterable[str],
     ) -> None:
         """Resolve ``names`` and walk from ``originals`` (record values, unchecked)."""
-        originals = [o for o in originals if valid_record_sha(o)]
-        self._tips = {}
-        self._names = self._cat.commits([*names, *originals])
-        self._parents, self._walks = {}, {}
-        self._tip = self.branch_tip(default_branch) if default_branch else None
-        if self._tip is None:
-            return
-        found = {sha for o in originals if (sha := self._names.get(o))}
+        self.use(
+            self.passes(default_branch=default_branch, names=names, originals=originals)
+        )
+
+    def passes(
+        self,
+        *,
+        default_branch: str | None,
+        names: Iterable[str],
+        originals: Iterable[str],
+    ) -> Passes:
+        """What :meth:`prepare` finds, without installing it.
+
+        Safe to call on one other thread while the batch before is resolved
+        (one preparing thread at a time): it uses the cat-file and git
+        commands of its own, and the wrapped History under a lock.
+        """
+        originals = list(originals)
+        # Names that are no hex sha are not asked, and found in no pass.
+        found_names = self._cat.commits([*names, *originals])
+        tip = self._branch_tip(default_branch) if default_branch else None
+        passes = Passes(default_branch, tip, found_names, {})
+        if tip is None:
+            return passes
+        found = {sha for o in originals if (sha := found_names.get(o))}
         if not found:
-            return
-        request = "".join(f"{sha}\n" for sha in sorted(found)) + f"^{self._tip}\n"
+            return passes
+        request = "".join(f"{sha}\n" for sha in sorted(found)) + f"^{tip}\n"
         result = git(
             "rev-list",
             "--parents",
@@ -231,13 +303,25 @@ class BatchHistory:
             check=False,
         )
         if result.returncode != 0 or result.truncated:
-            return  # every question goes to git, as per run
-        parents: dict[str, list[str]] = {}
+            return passes  # every question goes to git, as per run
+        parents = passes.parents
         for line in result.stdout.decode().splitlines():
             commit, *rest = line.split()
-            if not commit.startswith("-"):
+            if commit[0] != "-":
                 parents[commit] = rest
-        self._parents = parents
+        return passes
+
+    def use(self, passes: Passes) -> None:
+        """Answer from ``passes`` (of this repository) until the next batch."""
+        self._names, self._parents, self._walks = passes.names, passes.parents, {}
+        self._tip = passes.tip
+        self._tips = (
+            {passes.default_branch: passes.tip} if passes.default_branch else {}
+        )
+
+    def _branch_tip(self, name: str) -> str | None:
+        with self._lock:
+            return self.history.branch_tip(name)
 
     def _walk(self, original: str) -> tuple[set[str], set[str]] | None:
         """(commits of the original's own line, where it meets the tip's history).
@@ -267,12 +351,13 @@ class BatchHistory:
 
     def head_branch(self) -> str | None:
         if self._head is None:
-            self._head = (self.history.head_branch(),)
+            with self._lock:
+                self._head = (self.history.head_branch(),)
         return self._head[0]
 
     def branch_tip(self, name: str) -> str | None:
         if name not in self._tips:
-            self._tips[name] = self.history.branch_tip(name)
+            self._tips[name] = self._branch_tip(name)
         return self._tips[name]
 
     def commit(self, rev: str) -> str | None:
@@ -282,14 +367,16 @@ class BatchHistory:
         if suffix == "1" and sha in self._parents:
             first = self._parents[sha][:1]
             return first[0] if first else None
-        return self.history.commit(rev)
+        with self._lock:
+            return self.history.commit(rev)
 
     def merge_base(self, one: str, other: str) -> str | None:
         if one == self._tip and other in self._parents:
             walk = self._walk(other)
             if walk is not None and len(walk[1]) <= 1:
                 return next(iter(walk[1]), None)
-        return self.history.merge_base(one, other)
+        with self._lock:
+            return self.history.merge_base(one, other)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         walk = self._walk(descendant) if descendant in self._parents else None
@@ -302,29 +389,38 @@ class BatchHistory:
                 return False
             if len(meets) == 1:
                 (meet,) = meets
-                return ancestor == meet or self.history.is_ancestor(ancestor, meet)
-        return self.history.is_ancestor(ancestor, descendant)
+                if ancestor == meet:
+                    return True
+                with self._lock:
+                    return self.history.is_ancestor(ancestor, meet)
+        with self._lock:
+            return self.history.is_ancestor(ancestor, descendant)
 
     def ancestry_path(self, ancestor: str, descendant: str) -> dict[str, list[str]]:
-        return self.history.ancestry_path(ancestor, descendant)
+        with self._lock:
+            return self.history.ancestry_path(ancestor, descendant)
 
 
 def resolve_batch(
-    history: BatchHistory, requests: list[dict], *, default_branch: str | None
+    history: BatchHistory,
+    requests: list[dict],
+    *,
+    default_branch: str | None,
+    passes: Callable[[], Passes] | None = None,
 ) -> list[Provenance | GitError]:
     """:func:`resolve_provenance` for each of ``requests`` (its keyword arguments
     without the repository), answered from one pass over the batch.
 
-    A GitError of one request's own questions is its answer; one of the passes
-    is every request's.
+    ``passes`` hands over the batch's passes when they were made ahead (by
+    :func:`batch_passes` on another thread: ``Future.result``); without it
+    they are made here. A GitError of one request's own questions is its
+    answer; one of the passes is every request's.
     """
     try:
-        history.prepare(
-            default_branch=default_branch,
-            names=[r["recorded_base"] for r in requests if r.get("recorded_base")],
-            originals=[
-                r["original_commit"] for r in requests if r.get("original_commit")
-            ],
+        history.use(
+            passes()
+            if passes is not None
+            else batch_passes(history, requests, default_branch=default_branch)
         )
     except GitError as error:
         return [error] * len(requests)
@@ -341,3 +437,14 @@ def resolve_batch(
         except GitError as error:
             answers.append(error)
     return answers
+
+
+def batch_passes(
+    history: BatchHistory, requests: list[dict], *, default_branch: str | None
+) -> Passes:
+    """The passes :func:`resolve_batch` answers ``requests`` from."""
+    return history.passes(
+        default_branch=default_branch,
+        names=[r["recorded_base"] for r in requests if r.get("recorded_base")],
+        originals=[r["original_commit"] for r in requests if r.get("original_commit")],
+    )

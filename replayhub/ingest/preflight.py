@@ -34,7 +34,7 @@ from replayhub.gitops import GitError
 from replayhub.history import History
 from replayhub.models import Preflight, Project, Run
 from replayhub.provenance import Provenance, resolve_provenance
-from replayhub.provenance_batch import BatchHistory, resolve_batch
+from replayhub.provenance_batch import BatchHistory, batch_passes, resolve_batch
 
 CHUNK = 2000
 STORE_ROWS = 500
@@ -71,12 +71,14 @@ class _Resolvers:
     """How a preflight resolves each project's runs: batched or one by one.
 
     Batched, one BatchHistory per project lives as long as the preflight (its
-    cat-file serves every chunk); one by one, a few threads share the work.
+    cat-file serves every chunk), and a thread of its own makes a chunk's git
+    passes while the chunk before is resolved; one by one, a few threads
+    share the work.
     """
 
     def __init__(self, batched: bool) -> None:
         self.batched = batched
-        self.pool = None if batched else ThreadPoolExecutor(THREADS)
+        self.pool = ThreadPoolExecutor(1 if batched else THREADS)
         self.histories: dict[int, BatchHistory] = {}
         self.storer = _Storer() if batched and _Storer.usable() else None
 
@@ -88,10 +90,10 @@ class _Resolvers:
             if self.storer is not None:
                 self.storer.close(wait=error is None)
         finally:
+            # Passes still being made use the histories: they end first.
+            self.pool.shutdown()
             for history in self.histories.values():
                 history.close()
-            if self.pool is not None:
-                self.pool.shutdown()
 
     def store(self, runs: list[tuple[int, str, str, Any]]) -> None:
         if self.storer is not None:
@@ -99,27 +101,41 @@ class _Resolvers:
         else:
             _store(runs)
 
-    def resolve(
+    def start(
         self, project: Project, branch: str | None, requests: list[dict[str, Any]]
-    ) -> list[Provenance | GitError]:
-        """Each request's provenance, or the GitError that kept it from one."""
-        if self.pool is not None:
-            futures = [self.pool.submit(resolve_provenance, **r) for r in requests]
-            return [_outcome(future) for future in futures]
+    ) -> Callable[[], list[Provenance | GitError]]:
+        """Start resolving ``requests`` (without ``repo_path``); the callable
+        returned gives each request's provenance, or the GitError that kept it
+        from one."""
+        if not self.batched:
+            futures = [
+                self.pool.submit(resolve_provenance, repo_path=project.repo_path, **r)
+                for r in requests
+            ]
+            return lambda: [_outcome(future) for future in futures]
         try:
             if project.pk not in self.histories:
                 self.histories[project.pk] = BatchHistory(project.repo_path)
-            history = self.histories[project.pk]
-            local = [{k: v for k, v in r.items() if k != "repo_path"} for r in requests]
-            return list(resolve_batch(history, local, default_branch=branch))
         except GitError as error:
-            return [error] * len(requests)
+            failed: list[Provenance | GitError] = [error] * len(requests)
+            return lambda: failed
+        history = self.histories[project.pk]
+        passes = self.pool.submit(
+            batch_passes, history, requests, default_branch=branch
+        )
+        return lambda: resolve_batch(
+            history, requests, default_branch=branch, passes=passes.result
+        )
 
 
 class _Storer:
-    """Writes each chunk's outcomes on a thread of its own (its own connection)
-    while the next chunk is resolved. One chunk waits at most; an error in the
-    thread surfaces at the next chunk or at the end."""
+    """Writes the chunks' outcomes on threads of their own (a connection each)
+    while the next chunks are resolved. Writing a chunk costs the database
+    about what resolving it costs Python, so two chunks are written side by
+    side; one more waits at most. An error in a thread surfaces at the next
+    chunk or at the end."""
+
+    THREADS = 2
 
     @staticmethod
     def usable() -> bool:
@@ -129,10 +145,14 @@ class _Storer:
     def __init__(self) -> None:
         self.queue: queue.Queue[list | None] = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
-        self.thread = threading.Thread(
-            target=self._run, name="replayhub-preflight-store", daemon=True
-        )
-        self.thread.start()
+        self.threads = [
+            threading.Thread(
+                target=self._run, name="replayhub-preflight-store", daemon=True
+            )
+            for _ in range(self.THREADS)
+        ]
+        for thread in self.threads:
+            thread.start()
 
     def _run(self) -> None:
         try:
@@ -151,9 +171,11 @@ class _Storer:
         self.queue.put(runs)
 
     def close(self, *, wait: bool) -> None:
-        if self.thread.is_alive():
+        running = [thread for thread in self.threads if thread.is_alive()]
+        for _ in running:
             self.queue.put(None)
-            self.thread.join()
+        for thread in running:
+            thread.join()
         if wait and self.error is not None:
             error, self.error = self.error, None
             raise error
@@ -169,10 +191,15 @@ def _outcome(future: Future[Provenance]) -> Provenance | GitError:
 def preflight_runs(*, run_ids: Iterable[int], batched: bool = True) -> PreflightResult:
     """Preflight the given runs, whatever their current state (a rerun refreshes)."""
     result = PreflightResult()
-    with _Resolvers(batched) as resolvers:
+
+    def chunks() -> Iterator[list[_Row]]:
         for chunk in _chunks(iter(run_ids), CHUNK):
             rows = Run.objects.filter(pk__in=chunk).values_list(*_Row._fields)
-            _preflight_chunk([_Row(*values) for values in rows], result, resolvers)
+            yield [_Row(*values) for values in rows]
+
+    with _Resolvers(batched) as resolvers:
+        for _ in _preflight_chunks(chunks(), result, resolvers):
+            pass
     return result
 
 
@@ -199,11 +226,13 @@ def preflight_pending(
         total = pending.count()
         if limit is not None:
             total = min(limit, total)
-    last = 0
-    done = 0
-    with _Resolvers(batched) as resolvers:
-        while limit is None or done < limit:
-            size = CHUNK if limit is None else min(CHUNK, limit - done)
+
+    def chunks() -> Iterator[list[_Row]]:
+        # Read by id past the last chunk read, not by state: the chunk before
+        # may not be stored yet when the next is read.
+        last, read = 0, 0
+        while limit is None or read < limit:
+            size = CHUNK if limit is None else min(CHUNK, limit - read)
             rows = [
                 _Row(*values)
                 for values in pending.filter(pk__gt=last)
@@ -211,10 +240,15 @@ def preflight_pending(
                 .values_list(*_Row._fields)[:size]
             ]
             if not rows:
-                break
-            _preflight_chunk(rows, result, resolvers)
+                return
+            yield rows
             last = rows[-1].pk
-            done += len(rows)
+            read += len(rows)
+
+    done = 0
+    with _Resolvers(batched) as resolvers:
+        for finished in _preflight_chunks(chunks(), result, resolvers):
+            done += finished
             if progress is not None:
                 progress(done, total)
     result.pending = pending.count()
@@ -237,14 +271,35 @@ class _Row(NamedTuple):
     sandbox_config_sha256: str
 
 
-def _preflight_chunk(
+def _preflight_chunks(
+    chunks: Iterator[list[_Row]], result: PreflightResult, resolvers: _Resolvers
+) -> Iterator[int]:
+    """Preflight each chunk; yields the runs of each as it is done.
+
+    A chunk's resolution is started (its git passes made on the resolvers'
+    thread) before the chunk ahead of it is finished, so git works on one
+    chunk while Python resolves the other.
+    """
+    ahead: Callable[[], int] | None = None
+    for rows in chunks:
+        started = _start_chunk(rows, result, resolvers)
+        if ahead is not None:
+            yield ahead()
+        ahead = started
+    if ahead is not None:
+        yield ahead()
+
+
+def _start_chunk(
     rows: list[_Row], result: PreflightResult, resolvers: _Resolvers
-) -> None:
+) -> Callable[[], int]:
+    """Start resolving a chunk; the callable returned finishes it (stores the
+    outcomes, counts them in ``result``) and returns its number of runs."""
     projects = Project.objects.in_bulk({row.project_id for row in rows})
     by_project: dict[int, list[_Row]] = {}
     for row in rows:
         by_project.setdefault(row.project_id, []).append(row)
-    done: list[tuple[int, str, str, Any]] = []
+    started = []
     for project_id, project_rows in by_project.items():
         project = projects[project_id]
         try:
@@ -253,37 +308,56 @@ def _preflight_chunk(
             result.failed += len(project_rows)
             result.add_error(f"{project.slug}: {error}")
             continue
-        requests: dict[tuple, dict[str, Any]] = {}
-        keyed: list[tuple[_Row, tuple]] = []
+        # Runs with the same inputs share one resolution.
+        requests: dict[tuple[str, str, str, str], dict[str, Any]] = {}
         common = _project_arguments(project, branch)
         for row in project_rows:
-            arguments = _arguments(common, row)
-            key = tuple(arguments.values())
-            requests.setdefault(key, arguments)
-            keyed.append((row, key))
-        answers = resolvers.resolve(project, branch, list(requests.values()))
-        # What each distinct resolution stores, worked out once for all its runs.
-        stored: dict[tuple, tuple[str, str, Any] | GitError] = {}
-        for key, provenance in zip(requests, answers, strict=True):
-            if isinstance(provenance, GitError):
-                stored[key] = provenance
-            elif provenance.reproducible:
-                stored[key] = (Preflight.READY, "", provenance.to_dict())
-            else:
-                reason = provenance.not_reproducible_reason
-                stored[key] = (Preflight.UNREPRODUCIBLE, reason, provenance.to_dict())
-        for row, key in keyed:
-            outcome = stored[key]
-            if isinstance(outcome, GitError):
-                result.failed += 1
-                result.add_error(f"{project.slug}: {outcome}")
-                continue
-            if outcome[0] == Preflight.READY:
-                result.ready += 1
-            else:
-                result.unreproducible += 1
-            done.append((row.pk, *outcome))
-    resolvers.store(done)
+            key = row[2:]
+            if key not in requests:
+                requests[key] = _arguments(common, row)
+        answers = resolvers.start(project, branch, list(requests.values()))
+        started.append((project, project_rows, list(requests), answers))
+
+    def finish() -> int:
+        done: list[tuple[int, str, str, Any]] = []
+        for project, project_rows, keys, answers in started:
+            _collect(project, project_rows, keys, answers(), result, done)
+        resolvers.store(done)
+        return len(rows)
+
+    return finish
+
+
+def _collect(
+    project: Project,
+    rows: list[_Row],
+    keys: list[tuple],
+    answers: list[Provenance | GitError],
+    result: PreflightResult,
+    done: list[tuple[int, str, str, Any]],
+) -> None:
+    """Count each run's outcome and add what it stores to ``done``."""
+    # What each distinct resolution stores, worked out once for all its runs.
+    stored: dict[tuple, tuple[str, str, Any] | GitError] = {}
+    for key, provenance in zip(keys, answers, strict=True):
+        if isinstance(provenance, GitError):
+            stored[key] = provenance
+        elif provenance.reproducible:
+            stored[key] = (Preflight.READY, "", provenance.to_dict())
+        else:
+            reason = provenance.not_reproducible_reason
+            stored[key] = (Preflight.UNREPRODUCIBLE, reason, provenance.to_dict())
+    for row in rows:
+        outcome = stored[row[2:]]
+        if isinstance(outcome, GitError):
+            result.failed += 1
+            result.add_error(f"{project.slug}: {outcome}")
+            continue
+        if outcome[0] == Preflight.READY:
+            result.ready += 1
+        else:
+            result.unreproducible += 1
+        done.append((row.pk, *outcome))
 
 
 def _store(runs: list[tuple[int, str, str, Any]]) -> None:
@@ -341,7 +415,6 @@ def _head_branch(project: Project) -> str | None:
 def _project_arguments(project: Project, branch: str | None) -> dict[str, Any]:
     """What every run of a project passes to resolve_provenance alike."""
     return {
-        "repo_path": project.repo_path,
         "default_branch": branch,
         "project_config_sha256": project.sandbox_config_sha256 or None,
         "test_command": shlex.join(project.test_command) or None,
@@ -349,13 +422,11 @@ def _project_arguments(project: Project, branch: str | None) -> dict[str, Any]:
 
 
 def _arguments(common: dict[str, Any], run: _Row) -> dict[str, Any]:
+    """resolve_provenance's keyword arguments for a run, but the repository."""
     return {
-        "repo_path": common["repo_path"],
         "original_commit": run.original_commit or None,
         "recorded_base": run.base_sha or None,
-        "default_branch": common["default_branch"],
         "image": run.sandbox_image or None,
         "recorded_config_sha256": run.sandbox_config_sha256 or None,
-        "project_config_sha256": common["project_config_sha256"],
-        "test_command": common["test_command"],
+        **common,
     }

@@ -11,7 +11,8 @@ from dataclasses import asdict
 
 import pytest
 
-from replayhub.ingest.preflight import preflight_pending
+from replayhub.ingest import preflight
+from replayhub.ingest.preflight import preflight_pending, preflight_runs
 from replayhub.models import Preflight, Run
 from replayhub.provenance import resolve_provenance
 from tests.engine.gitrepos import make_repo
@@ -52,6 +53,9 @@ def build_history(tmp_path):
     c["orphan"] = repo.commit({"z.py": "2\n"}, "lonely child")
     repo.checkout("main")
     c["tip"] = repo.head()
+    # An annotated tag: its own sha names a tag object, not a commit.
+    repo.git("tag", "--annotate", "--message", "release", "v1", c["side"])
+    c["tag"] = repo.git("rev-parse", "v1").strip()
     # A branch named like the prefix of a commit it does not point to.
     prefix = c["side"][:8]
     repo.git("branch", prefix, c["other"])
@@ -73,6 +77,8 @@ ORIGINALS = [
     "short:side",
     "ambiguous:side",
     "tree",
+    "tag",
+    "short:tag",
     "missing",
     "invalid",
     None,
@@ -86,6 +92,7 @@ BASES = [
     "other",
     "same",
     "main_later",
+    "tag",
     "missing",
     "invalid",
 ]
@@ -181,3 +188,55 @@ def test_a_stored_provenance_is_the_dataclass_whole(tmp_path):
 
     assert provenance.to_dict() == asdict(provenance)
     assert provenance.to_dict()["warnings"] is not provenance.warnings
+
+
+def test_batched_preflight_matches_across_many_chunks(db, tmp_path, monkeypatch):
+    """Each chunk's git passes are made while the chunk before is resolved."""
+    repo, commits = build_history(tmp_path)
+    project = make_project(repo)
+    seed_runs(project, commits)
+    preflight_pending(project_ids=[project.pk], batched=False)
+    one_by_one = outcomes()
+    Run.objects.update(preflight=Preflight.PENDING, preflight_reason="", provenance={})
+    monkeypatch.setattr(preflight, "CHUNK", 16)
+    seen = []
+
+    first = preflight_pending(
+        project_ids=[project.pk], limit=100, progress=lambda *a: seen.append(a)
+    )
+
+    assert first.ready + first.unreproducible == 100
+    assert seen == [(n, 100) for n in [*range(16, 100, 16), 100]]
+    assert first.pending == len(one_by_one) - 100
+    rest = preflight_pending(project_ids=[project.pk])
+    assert rest.pending == 0
+    assert outcomes() == one_by_one
+    # A rerun of chosen runs refreshes them alike, chunk by chunk.
+    Run.objects.update(preflight=Preflight.PENDING, preflight_reason="", provenance={})
+    ids = list(Run.objects.order_by("-pk").values_list("pk", flat=True))
+    preflight_runs(run_ids=ids[::2])
+    preflight_runs(run_ids=ids[1::2])
+    assert outcomes() == one_by_one
+
+
+def test_a_tag_is_no_original_nor_base_batched_or_not(db, tmp_path):
+    repo, commits = build_history(tmp_path)
+    project = make_project(repo)
+    Run.objects.create(
+        project=project, external_id="tagged", original_commit=commits["tag"]
+    )
+    Run.objects.create(
+        project=project,
+        external_id="tag-base",
+        original_commit=commits["side"],
+        base_sha=commits["tag"],
+    )
+
+    preflight_pending(project_ids=[project.pk])
+
+    tagged = Run.objects.get(external_id="tagged")
+    assert tagged.preflight == Preflight.UNREPRODUCIBLE
+    assert "not in the project repository" in tagged.preflight_reason
+    based = Run.objects.get(external_id="tag-base")
+    assert based.provenance["base"]["source"] == "fork-point"
+    assert any("recorded base" in w for w in based.provenance["warnings"])
