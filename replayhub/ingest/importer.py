@@ -286,17 +286,23 @@ class _Importer:
         return self
 
     def __exit__(self, kind, error, traceback) -> None:
+        failed = error is not None
         try:
-            if error is not None:
-                if self.writer is not None:
-                    self.writer.stop()
-                return
-            self.flush(last=True)
-            while self.parser is not None and self.parser.waiting:
-                self.take(self.parser.take())
+            if not failed:
+                self.flush(last=True)
+                while self.parser is not None and self.parser.waiting:
+                    self.take(self.parser.take())
+        except BaseException:
+            failed = True
+            raise
         finally:
             if self.parser is not None:
                 self.parser.close()
+            if failed and self.writer is not None:
+                # Whole batches: the ones handed over are stored.
+                self.writer.stop()
+        if failed:
+            return
         if self.writer is not None:
             self.writer.close()
         # Unknown projects are found when a batch is stored, after later lines
@@ -320,7 +326,13 @@ class _Importer:
         lines, self.pending = self.pending, []
         if not lines:
             return
-        if self.parser is None and not last and PARSER_PROCESS and _Writer.usable():
+        if (
+            self.parser is None
+            and not last
+            and PARSER_PROCESS
+            and _Writer.usable()
+            and ParserProcess.usable()
+        ):
             self.parser = ParserProcess(
                 project=self.slug,
                 max_prompt_bytes=self.max_prompt_bytes,

@@ -22,67 +22,94 @@ from typing import Any
 
 from .rows import Lines, Parsed, read_batch
 
-# Batches handed over and not yet taken back: one being read while the next
-# waits, so the child never waits for the importing process.
+# Parsing processes: with the importing process and the database server, two
+# keep both cores busy where one left the importing process waiting for it.
+PROCESSES = 2
+# Batches handed to each and not yet taken back: one being read while the next
+# waits, so a child never waits for the importing process.
 IN_FLIGHT = 2
 
 
 class ParserProcess:
-    """A child process reading batches of lines into binary rows, in order."""
+    """Child processes reading batches of lines into binary rows; the batches
+    go to them in turn and come back in the order they were handed over."""
+
+    @staticmethod
+    def usable() -> bool:
+        # A daemonic process (a pool's worker) may not start children.
+        return not multiprocessing.current_process().daemon
 
     def __init__(
-        self, *, project: str | None, max_prompt_bytes: int, max_line_bytes: int
+        self,
+        *,
+        project: str | None,
+        max_prompt_bytes: int,
+        max_line_bytes: int,
+        processes: int = PROCESSES,
     ) -> None:
-        # fork: the child starts in milliseconds with the code already loaded,
+        # fork: a child starts in milliseconds with the code already loaded,
         # and runs nothing but pure functions over the bytes it is sent -- no
         # database connection, lock or thread of the parent is used there.
         context = multiprocessing.get_context("fork")
-        self.connection, child = context.Pipe()
         options = {
             "project": project,
             "max_prompt_bytes": max_prompt_bytes,
             "max_line_bytes": max_line_bytes,
         }
-        self.process = context.Process(
-            target=_serve,
-            args=(child, self.connection, options),
-            name="replayhub-import-parser",
-            daemon=True,
-        )
-        self.process.start()
-        child.close()
-        self.waiting = 0
+        self.connections: list[Connection] = []
+        self.processes: list[multiprocessing.process.BaseProcess] = []
+        for _ in range(processes):
+            ours, theirs = context.Pipe()
+            self.connections.append(ours)
+            # A child has a copy of every end of ours made so far; it closes
+            # them, so that closing ours ends each child's connection.
+            process = context.Process(
+                target=_serve,
+                args=(theirs, list(self.connections), options),
+                name="replayhub-import-parser",
+                daemon=True,
+            )
+            process.start()
+            theirs.close()
+            self.processes.append(process)
+        self.sent = 0
+        self.taken = 0
+
+    @property
+    def waiting(self) -> int:
+        return self.sent - self.taken
 
     def put(self, lines: Lines) -> None:
-        self.connection.send(lines)
-        self.waiting += 1
+        self.connections[self.sent % len(self.connections)].send(lines)
+        self.sent += 1
 
     def full(self) -> bool:
-        return self.waiting >= IN_FLIGHT
+        return self.waiting >= IN_FLIGHT * len(self.connections)
 
     def take(self) -> Parsed:
-        """The oldest batch handed over, read; what the child raised, raised."""
-        answer = self.connection.recv()
-        self.waiting -= 1
+        """The oldest batch handed over, read; what a child raised, raised."""
+        answer = self.connections[self.taken % len(self.connections)].recv()
+        self.taken += 1
         if isinstance(answer, str):
             raise RuntimeError(f"the import's parsing process failed:\n{answer}")
         return Parsed(*answer)
 
     def close(self) -> None:
-        """Stop the child (batches not taken are dropped) and wait for it."""
-        self.connection.close()
-        self.process.join(timeout=10)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+        """Stop the children (batches not taken are dropped) and wait for them."""
+        for connection in self.connections:
+            connection.close()
+        for process in self.processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join()
 
 
 def _serve(
-    connection: Connection, other_end: Connection, options: dict[str, Any]
+    connection: Connection, inherited: list[Connection], options: dict[str, Any]
 ) -> None:
-    # The child's copy of the importing process's end: closed, so that the
-    # importing process closing its own ends the connection.
-    other_end.close()
+    for end in inherited:
+        end.close()
     # The batches are received on a thread of their own: the importing process
     # may be handing over the next batch while this one sends a large answer,
     # and each would wait for the other to read.

@@ -118,39 +118,60 @@ def binary_fields(record: Record) -> bytes:
     """The :data:`COLUMNS` of ``record`` as binary COPY fields: each a 4-byte
     length and the value (text as UTF-8; jsonb as version 1 and the text;
     boolean one byte; timestamptz 8 bytes of microseconds)."""
-    parts = []
-    append = parts.append
-    for text in (
-        record.external_id,
-        record.title,
-        record.prompt,
-        record.provider,
-        record.model,
-        record.effort,
-        record.base_sha,
-        record.original_commit,
-        record.original_branch,
-    ):
-        data = text.encode()
-        append(_LENGTH(len(data)))
-        append(data)
-    append(_BOOLEAN[record.original_tests_passed])
-    for text in (record.sandbox_image, record.sandbox_config_sha256):
-        data = text.encode()
-        append(_LENGTH(len(data)))
-        append(data)
-    append(_TIMESTAMP(8, (record.started_at - _PG_EPOCH) // _MICROSECOND))
-    data = record.output.encode()
-    append(_LENGTH(len(data)))
-    append(data)
-    for text in (record.usage_json, record.stored_json):
-        data = text.encode()
-        append(_LENGTH(len(data) + 1))
-        append(b"\x01")
-        append(data)
-    append(b"\x00\x00\x00\x40")
-    append(record.sha256.encode())
-    return b"".join(parts)
+    # One expression rather than a loop: this runs for every record.
+    length = _LENGTH
+    external_id = record.external_id.encode()
+    title = record.title.encode()
+    prompt = record.prompt.encode()
+    provider = record.provider.encode()
+    model = record.model.encode()
+    effort = record.effort.encode()
+    base_sha = record.base_sha.encode()
+    commit = record.original_commit.encode()
+    branch = record.original_branch.encode()
+    image = record.sandbox_image.encode()
+    config = record.sandbox_config_sha256.encode()
+    output = record.output.encode()
+    usage = record.usage_json.encode()
+    stored = record.stored_json.encode()
+    return b"".join(
+        (
+            length(len(external_id)),
+            external_id,
+            length(len(title)),
+            title,
+            length(len(prompt)),
+            prompt,
+            length(len(provider)),
+            provider,
+            length(len(model)),
+            model,
+            length(len(effort)),
+            effort,
+            length(len(base_sha)),
+            base_sha,
+            length(len(commit)),
+            commit,
+            length(len(branch)),
+            branch,
+            _BOOLEAN[record.original_tests_passed],
+            length(len(image)),
+            image,
+            length(len(config)),
+            config,
+            _TIMESTAMP(8, (record.started_at - _PG_EPOCH) // _MICROSECOND),
+            length(len(output)),
+            output,
+            length(len(usage) + 1),
+            b"\x01",
+            usage,
+            length(len(stored) + 1),
+            b"\x01",
+            stored,
+            b"\x00\x00\x00\x40",
+            record.sha256.encode(),
+        )
+    )
 
 
 def binary_value(value: Any, type_name: str) -> bytes:

@@ -73,7 +73,7 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
     class Recorded(parsing.ParserProcess):
         def __init__(self, **kw):
             super().__init__(**kw)
-            started.append(self.process)
+            started.extend(self.processes)
 
     monkeypatch.setattr(importer, "ParserProcess", Recorded)
     in_line, apart = make_project(repo, "inline"), make_project(repo, "apart")
@@ -84,7 +84,8 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
     monkeypatch.setattr(importer, "PARSER_PROCESS", True)
     summary = importer.import_stream(chunks=[lines()], project=apart)
 
-    assert len(started) == 1 and started[0].exitcode == 0
+    assert len(started) == 2
+    assert all(process.exitcode == 0 for process in started)
     # The same summary, naming the other project.
     assert json.dumps(summary.to_dict()) == json.dumps(expected.to_dict()).replace(
         '"inline', '"apart'
