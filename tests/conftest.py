@@ -183,3 +183,17 @@ def require_redis():
     _need(
         "Redis", settings.CELERY_BROKER_URL.startswith("redis"), "set CELERY_BROKER_URL"
     )
+
+
+@pytest.fixture
+def env_cache(settings):
+    """A private environment cache for one test, removed after it: under the
+    work dir, since the sandbox uid must be able to reach it."""
+    import uuid
+
+    from replayhub.fstree import remove_tree
+
+    root = Path(settings.REPLAYHUB_WORK_DIR) / f"envs-{uuid.uuid4().hex[:8]}"
+    settings.REPLAYHUB_ENV_CACHE_DIR = root
+    yield root
+    remove_tree(root)

@@ -23,7 +23,7 @@ from replayhub.rootimages import runner_for
 from tests.engine.gitrepos import Executable
 from tests.engine.scripted import make_project, make_run, original_commit
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 
 GREET = 'def greet(name):\n    return "hello " + name\n'
 SETUP = """#!/bin/sh
@@ -61,15 +61,6 @@ class AddTests(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 """
-
-
-@pytest.fixture(autouse=True)
-def env_cache(settings):
-    # Under the work dir: the sandbox uid must be able to reach it.
-    root = Path(settings.REPLAYHUB_WORK_DIR) / f"envs-{uuid.uuid4().hex[:8]}"
-    settings.REPLAYHUB_ENV_CACHE_DIR = root
-    yield root
-    remove_tree(root)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import hashlib
 import importlib.metadata
 import io
 import subprocess
-import uuid
 import zipfile
 from pathlib import Path
 
@@ -22,13 +21,12 @@ import pytest
 
 from replayhub import services
 from replayhub.demo import GOOD, STUB
-from replayhub.fstree import remove_tree
 from replayhub.models import Replay
 from replayhub.pkgindex import PackageIndex, write_index
 from tests.engine.gitrepos import Executable, make_repo
 from tests.engine.scripted import make_project, make_run, original_commit
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 
 DISTRIBUTIONS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
 _SKIPPED_DIST_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
@@ -93,14 +91,6 @@ def index(tmp_path_factory):
     write_index(root, dict(installed_wheel(name) for name in DISTRIBUTIONS))
     with PackageIndex(root) as served:
         yield served
-
-
-@pytest.fixture(autouse=True)
-def env_cache(settings):
-    root = Path(settings.REPLAYHUB_WORK_DIR) / f"envs-{uuid.uuid4().hex[:8]}"
-    settings.REPLAYHUB_ENV_CACHE_DIR = root
-    yield root
-    remove_tree(root)
 
 
 def test_the_host_python_has_no_pytest():

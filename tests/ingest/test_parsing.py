@@ -9,29 +9,13 @@ from datetime import datetime
 
 import pytest
 
-from replayhub.ingest import importer, parsing
+from replayhub.ingest import importer, parsing, rows
 from replayhub.models import Run
 from tests.ingest.records import jsonl, make_project, record
 
 # Every column a record fills, compared row by row.
 COLUMNS = (
-    "external_id",
-    "title",
-    "prompt",
-    "provider",
-    "model",
-    "effort",
-    "base_sha",
-    "original_commit",
-    "original_branch",
-    "original_tests_passed",
-    "sandbox_image",
-    "sandbox_config_sha256",
-    "started_at",
-    "output",
-    "usage",
-    "raw",
-    "record_sha256",
+    *rows.COLUMNS,
     "preflight",
     "preflight_reason",
     "provenance",

@@ -4,12 +4,8 @@ and a setup that fails ends the replay inconclusive before the harness runs."""
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
-
 import pytest
 
-from replayhub.fstree import remove_tree
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
 from tests.rollouts.harness import (
     make_environment_repo,
@@ -17,22 +13,13 @@ from tests.rollouts.harness import (
     seed_with,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 
 BUILD = [
     "sh",
     "-c",
     'echo built > "$REPLAYHUB_ENV_DIR/marker"; echo "setup ran" >&2',
 ]
-
-
-@pytest.fixture(autouse=True)
-def env_cache(settings):
-    # Under the work dir: the sandbox uid must be able to reach it.
-    root = Path(settings.REPLAYHUB_WORK_DIR) / f"envs-{uuid.uuid4().hex[:8]}"
-    settings.REPLAYHUB_ENV_CACHE_DIR = root
-    yield root
-    remove_tree(root)
 
 
 def replay(project, **order):
