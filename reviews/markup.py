@@ -1,8 +1,8 @@
-"""Partials drawn by Jinja2: the few templates that repeat an element thousands
-of times a page (the trends charts and tables, the review queue's rows).
+"""Partials drawn by Jinja2: the review queue's rows, repeated on every page.
 
 The Django template engine spends several microseconds on every variable it
-prints; a 56-night trends page has some six thousand, a queue page a thousand.
+prints; a queue page has a thousand (the trends charts, with ten thousand, are
+drawn in plain Python: ``reviews/trends/drawing.py``).
 Jinja2 compiles a template to Python and prints the same variables about five
 times faster. It is the second engine in ``TEMPLATES`` (``replayhub/settings.py``,
 templates under ``templates/jinja2/``), always autoescaped as Django's is, so
@@ -20,17 +20,11 @@ from django.utils.safestring import SafeString, mark_safe
 from jinja2 import Environment, StrictUndefined
 
 
-def coord(value: float) -> str:
-    """An SVG coordinate with one decimal, never localized (a comma would break it)."""
-    return f"{value:.1f}"
-
-
 def environment(**options: Any) -> Environment:
     """The Jinja2 engine's environment (``TEMPLATES`` names it)."""
     options = {**options, "undefined": StrictUndefined}
     options.pop("autoescape", None)
     env = Environment(autoescape=True, **options)
-    env.filters["coord"] = coord
     return env
 
 

@@ -1,9 +1,9 @@
 """Chart geometry: pure functions from nightly series to coordinates.
 
 A chart is plain data (rectangles, lines, texts, dots in its viewBox's
-coordinates); ``templates/reviews/trends/_chart.svg.html`` draws it. Nothing
-here makes markup, so every text a chart places (reason codes are data from
-records) is escaped by the template engine.
+coordinates); ``drawing.draw_chart`` draws it. Nothing here makes markup:
+every text a chart places (reason codes are data from records) is escaped
+where it is drawn.
 """
 
 from __future__ import annotations

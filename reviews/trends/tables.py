@@ -1,7 +1,7 @@
 """The nightly tables beside the charts, as plain data.
 
 Every chart has a table with its numbers (for reading exact values, and for
-screen readers); ``templates/reviews/trends/_table.html`` draws one.
+screen readers); ``drawing.draw_table`` draws one.
 """
 
 from __future__ import annotations
