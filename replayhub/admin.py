@@ -364,6 +364,17 @@ class RollupAdmin(admin.ModelAdmin):
     list_filter = ["project"]
     date_hierarchy = "date"
 
+    # Computed from the replays (``manage.py rollup`` recomputes them), and
+    # summed into the all-projects totals as they are written: never by hand.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
 
 @admin.register(ImportJob)
 class ImportJobAdmin(admin.ModelAdmin):

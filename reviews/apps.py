@@ -8,8 +8,23 @@ class ReviewsConfig(AppConfig):
     verbose_name = "Reviews"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete, pre_delete
+
+        from replayhub.models import Project
         from replayhub.signals import night_closed
 
-        from .rollups import on_night_closed
+        from . import rollups
 
-        night_closed.connect(on_night_closed, dispatch_uid="reviews.rollup_night")
+        night_closed.connect(
+            rollups.on_night_closed, dispatch_uid="reviews.rollup_night"
+        )
+        pre_delete.connect(
+            rollups.before_project_deleted,
+            sender=Project,
+            dispatch_uid="reviews.rollup_span",
+        )
+        post_delete.connect(
+            rollups.after_project_deleted,
+            sender=Project,
+            dispatch_uid="reviews.rollup_totals",
+        )

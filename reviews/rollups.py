@@ -46,12 +46,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
     Case,
     Count,
     F,
+    Max,
+    Min,
     OuterRef,
     Q,
     Subquery,
@@ -68,9 +70,11 @@ from replayhub.models import (
     Replay,
     ReplayStatus,
     Rollup,
+    RollupTotal,
     RunSource,
     Verdict,
 )
+from replayhub.models.nights import NightCounts
 
 from .models import Decision, Review
 
@@ -125,15 +129,25 @@ class Counts:
         elif decision == Decision.OVERTURN:
             self.overturned[verdict] += n
 
+    def merge(self, row: dict) -> None:
+        """Add the counts of a row (``Rollup`` values) to these."""
+        for verdict in Verdict.values:
+            self.verdicts[verdict] += row[verdict]
+        for name in ("by_reason", "confirmed", "overturned"):
+            mine = getattr(self, name)
+            for key, n in (row[name] or {}).items():
+                mine[key] += n
+        self.deferred += row["deferred"]
+
     def row(
-        self, *, day: date, project_id: int, model: str, source: str, now: datetime
-    ) -> Rollup:
+        self, cls: type[NightCounts] = Rollup, *, day: date, now: datetime, **key
+    ) -> NightCounts:
+        """A row of ``cls`` with these counts; ``key`` names model, source (and
+        the project of a Rollup)."""
         verdicts = {v: self.verdicts.get(v, 0) for v in Verdict.values}
-        return Rollup(
+        return cls(
             date=day,
-            project_id=project_id,
-            model=model,
-            source=source,
+            **key,
             attempted=sum(verdicts.values()),
             **verdicts,
             by_reason=_sorted(self.by_reason),
@@ -194,7 +208,63 @@ def rollup_range(
             ).delete()
             Rollup.objects.bulk_create(rows)
             written += len(rows)
+        refresh_totals(since, until)
     return written
+
+
+# Taken by every rewrite of the all-projects totals, until its transaction
+# ends (PostgreSQL; SQLite writes one transaction at a time anyway).
+TOTALS_LOCK = 0x52485F544F54  # "RH_TOT"
+
+
+def refresh_totals(since: date, until: date, *, now: datetime | None = None) -> int:
+    """Rewrite the all-projects rows (``RollupTotal``) of the nights
+    ``since``..``until`` from their Rollup rows; returns the rows written.
+
+    Call it in the transaction that rewrote those Rollup rows. Two such
+    transactions for different projects of one night each see only their own
+    rows until they commit; the lock makes the second wait for the first to
+    commit, then sum both, so the totals end with every project counted.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TOTALS_LOCK])
+    now = now or timezone.now()
+    sums: dict[tuple[date, str, str], Counts] = defaultdict(Counts)
+    rows = Rollup.objects.filter(date__gte=since, date__lte=until).values(
+        "date",
+        "model",
+        "source",
+        *Verdict.values,
+        "deferred",
+        "by_reason",
+        "confirmed",
+        "overturned",
+    )
+    for row in rows.order_by().iterator(chunk_size=5000):
+        sums[(row["date"], row["model"], row["source"])].merge(row)
+    totals = [
+        counts.row(RollupTotal, day=day, model=model, source=source, now=now)
+        for (day, model, source), counts in sorted(sums.items())
+    ]
+    RollupTotal.objects.filter(date__gte=since, date__lte=until).delete()
+    RollupTotal.objects.bulk_create(totals)
+    return len(totals)
+
+
+def before_project_deleted(sender, *, instance: Project, **kwargs) -> None:
+    """Receiver of ``pre_delete`` for Project: notes the nights its rollups span."""
+    instance._rollup_span = Rollup.objects.filter(project=instance).aggregate(
+        first=Min("date"), last=Max("date")
+    )
+
+
+def after_project_deleted(sender, *, instance: Project, **kwargs) -> None:
+    """Receiver of ``post_delete`` for Project: its rollups went with it, so the
+    all-projects totals of those nights are summed again without them."""
+    span = getattr(instance, "_rollup_span", None)
+    if span and span["first"] is not None:
+        refresh_totals(span["first"], span["last"])
 
 
 def on_night_closed(sender, *, night: Night, **kwargs) -> None:

@@ -12,7 +12,7 @@ from .ingest import (
     IngestToken,
     IngestTokenQuerySet,
 )
-from .nights import Budget, Night, NightStatus, Rollup
+from .nights import Budget, Night, NightStatus, Rollup, RollupTotal
 from .projects import (
     Preflight,
     Project,
@@ -67,6 +67,7 @@ __all__ = [
     "RolloutAnchor",
     "RolloutMode",
     "Rollup",
+    "RollupTotal",
     "Run",
     "RunSource",
     "Runner",

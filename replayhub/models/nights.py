@@ -179,17 +179,10 @@ class Night(models.Model):
         return f"{self.project} night of {self.date}"
 
 
-class Rollup(models.Model):
-    """One night of one project and one model, counted once for the dashboard.
-
-    Written when a night closes and recomputable for any range; the trends
-    dashboard reads only these rows, never the replays.
-    """
+class NightCounts(models.Model):
+    """The counts of one night's finished replays, as the dashboard reads them."""
 
     date = models.DateField()
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="rollups"
-    )
     model = models.CharField(max_length=200, blank=True)
     # Code runs and rollouts are counted apart: their verdicts rest on
     # different evidence (tests on trees, a verifier's reward).
@@ -203,9 +196,40 @@ class Rollup(models.Model):
     # Human decisions on this night's replays, per automated verdict.
     confirmed = models.JSONField(default=dict, blank=True)
     overturned = models.JSONField(default=dict, blank=True)
-    # Runs deferred by the budget; kept on the project's row with model "".
+    # Runs deferred by the budget; kept on the row with model "".
     deferred = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def reached(self) -> int:
+        return self.attempted - self.inconclusive
+
+
+def verdicts_add_up(name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=Q(
+            attempted=models.F("identical")
+            + models.F("equivalent")
+            + models.F("divergent")
+            + models.F("inconclusive")
+        ),
+        name=name,
+    )
+
+
+class Rollup(NightCounts):
+    """One night of one project and one model, counted once for the dashboard.
+
+    Written when a night closes and recomputable for any range; the trends
+    dashboard reads only these rows, never the replays.
+    """
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="rollups"
+    )
 
     class Meta:
         ordering = ["date", "project", "model", "source"]
@@ -215,15 +239,7 @@ class Rollup(models.Model):
                 name="rollup_unique_night_model",
             ),
             choices_check("source", RunSource, "rollup_source_valid"),
-            models.CheckConstraint(
-                condition=Q(
-                    attempted=models.F("identical")
-                    + models.F("equivalent")
-                    + models.F("divergent")
-                    + models.F("inconclusive")
-                ),
-                name="rollup_verdicts_add_up",
-            ),
+            verdicts_add_up("rollup_verdicts_add_up"),
         ]
         indexes = [
             # The dashboard of one project over a date range: its sums, its
@@ -262,6 +278,25 @@ class Rollup(models.Model):
     def __str__(self) -> str:
         return f"{self.project} {self.model or 'all models'} {self.date}"
 
-    @property
-    def reached(self) -> int:
-        return self.attempted - self.inconclusive
+
+class RollupTotal(NightCounts):
+    """One night of every project together, per model and source.
+
+    The sums of the night's Rollup rows, rewritten with them
+    (``reviews.rollups``): the all-projects dashboard reads a few rows a night
+    here instead of one per project and model there.
+    """
+
+    class Meta:
+        ordering = ["date", "model", "source"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["date", "model", "source"],
+                name="rolluptotal_unique_night_model",
+            ),
+            choices_check("source", RunSource, "rolluptotal_source_valid"),
+            verdicts_add_up("rolluptotal_verdicts_add_up"),
+        ]
+
+    def __str__(self) -> str:
+        return f"all projects {self.model or 'all models'} {self.date}"

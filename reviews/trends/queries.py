@@ -1,5 +1,9 @@
-"""The dashboard's reads: ``Rollup`` rows only, never the replays.
+"""The dashboard's reads: rollup rows only, never the replays.
 
+One project's dashboard reads its ``Rollup`` rows; the all-projects dashboard
+reads ``RollupTotal``, the same nights already summed over every project (a
+few rows a night instead of one per project and model: summing the JSON
+counts of fifty projects' rows was most of that page's time).
 ``rollups_version`` is the one query a cached dashboard costs; a fresh build
 adds ``nightly_sums`` (counts, reasons and decisions per night, in one query)
 and ``model_choices``.
@@ -16,7 +20,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Max, QuerySet
 
-from replayhub.models import Rollup
+from replayhub.models import Rollup, RollupTotal
+from replayhub.models.nights import NightCounts
 from replayhub.trends import TRAILING_NIGHTS
 from replayhub.verdicts import INCONCLUSIVE_REASONS
 
@@ -24,11 +29,20 @@ from .forms import Filters
 from .series import VERDICTS, NightTotals
 
 
-def rollups(filters: Filters, since: date | None = None) -> QuerySet[Rollup]:
-    """The rollup rows of the filters, from ``since`` if given."""
-    rows = Rollup.objects.filter(
-        date__gte=since or filters.since, date__lte=filters.until
-    )
+def counted(filters: Filters) -> type[NightCounts]:
+    """The rows the dashboard of ``filters`` sums: one project's rollups, or
+    the all-projects totals."""
+    return Rollup if filters.project_id is not None else RollupTotal
+
+
+def rollups(
+    filters: Filters,
+    since: date | None = None,
+    *,
+    cls: type[NightCounts] = Rollup,
+) -> QuerySet[Any]:
+    """The rows of ``cls`` the filters select, from ``since`` if given."""
+    rows = cls.objects.filter(date__gte=since or filters.since, date__lte=filters.until)
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:
@@ -129,7 +143,7 @@ def nightly_sums(
         for column in ("confirmed", "overturned")
         for v in VERDICTS
     ]
-    table = connection.ops.quote_name(Rollup._meta.db_table)
+    table = connection.ops.quote_name(counted(filters)._meta.db_table)
     sql = (
         f"SELECT {slot_sql} AS slot, "  # noqa: S608 -- names, keys: constants above
         + ", ".join([f"SUM(r.{c})" for c in COUNT_COLUMNS] + reasons_sql + decided_sql)
@@ -200,7 +214,7 @@ def _reason_sums(
 ) -> dict[date, dict[str, int]]:
     """Every reason key of the nights ``since``..``until``, summed per night."""
     where, params = _where(filters, since, until)
-    table = connection.ops.quote_name(Rollup._meta.db_table)
+    table = connection.ops.quote_name(counted(filters)._meta.db_table)
     each = _EACH[connection.vendor]
     sql = (
         "SELECT r.date, j.key, SUM(CAST(j.value AS INTEGER)) "  # noqa: S608
@@ -235,7 +249,9 @@ def _as_date(value) -> date | None:
 
 def model_choices(filters: Filters) -> list[str]:
     """Models with rollups in the range (and project), for the filter."""
-    rows = Rollup.objects.filter(date__gte=filters.since, date__lte=filters.until)
+    rows = counted(filters).objects.filter(
+        date__gte=filters.since, date__lte=filters.until
+    )
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
     models = set(
@@ -247,7 +263,7 @@ def model_choices(filters: Filters) -> list[str]:
 
 
 def latest_rollup(filters: Filters) -> date | None:
-    rows = Rollup.objects.all()
+    rows = counted(filters).objects.all()
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:
@@ -264,7 +280,7 @@ def rollups_version(filters: Filters) -> tuple[int, int, str]:
     inserted row always gets a higher id and a fresh ``computed_at``; a night
     that lost its rows changes the count.
     """
-    rows = rollups(filters, since=history_start(filters))
+    rows = rollups(filters, since=history_start(filters), cls=counted(filters))
     found = rows.aggregate(n=Count("id"), top=Max("id"), at=Max("computed_at"))
     at = found["at"].isoformat() if found["at"] else ""
     return found["n"], found["top"] or 0, at

@@ -16,6 +16,7 @@ from replayhub.models import (
     Run,
 )
 from reviews.models import Review
+from reviews.rollups import refresh_totals
 
 _serial = count(1)
 
@@ -119,12 +120,13 @@ def rollup(
     confirmed: dict | None = None,
     overturned: dict | None = None,
 ) -> Rollup:
-    """A rollup row whose decided verdicts split evenly-ish three ways."""
+    """A rollup row whose decided verdicts split evenly-ish three ways, summed
+    into its night's all-projects totals as ``rollup_range`` would."""
     inconclusive = sum(by_reason.values())
     reached = attempted - inconclusive
     identical = reached // 2
     equivalent = (reached - identical) // 2
-    return Rollup.objects.create(
+    row = Rollup.objects.create(
         date=day,
         project=item,
         model=model,
@@ -138,6 +140,8 @@ def rollup(
         overturned=overturned or {},
         deferred=deferred,
     )
+    refresh_totals(day, day)
+    return row
 
 
 def steady_then_bad(
