@@ -5,7 +5,8 @@ A worker claims the replay a message names with one conditional UPDATE
 arrive twice, so two claimers may race for one replay and exactly one must
 win. The figure: 16 processes (4 with ``--quick``) claiming 4,000 queued
 replays, every replay named to two of them, claims per second from the first
-claim to the last.
+claim to the last. The processes are started (Django set up, connected) once
+and take every round in turn, all starting at the same instant.
 
 Beside it: the same claimers taking the next queued replay themselves, oldest
 first, with ``select_for_update(skip_locked=True)`` and the same conditional
@@ -42,86 +43,111 @@ CLAIMERS = 16
 GOAL_PER_S = 500
 
 
-def claimer(mode: str, k: int, ids: list[int], start_at: float, out) -> None:
-    """One claimer process: claims and reports what it won."""
+def claimer(k: int, ids: list[int], orders, out) -> None:
+    """One claimer process for every round: set up and connected once, then
+    for each ``(mode, start_at)`` on ``orders`` claims its share from
+    ``start_at`` on and reports what it won; None ends it."""
     import django
 
     django.setup()
+    import psycopg
     from django.db import connection, transaction
 
     from replayhub.models import Replay, ReplayStatus
 
     owner = f"claimer-{k}"
-    won: list[int] = []
     connection.ensure_connection()
-    raw = None
-    if mode == "floor":
-        import psycopg
-
-        raw = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
-    while time.time() < start_at:
-        time.sleep(0.001)
-    began = time.perf_counter()
-    if mode == "by id":
-        for pk in ids:
-            if Replay.objects.claim(pk, owner=owner):
-                won.append(pk)
-    elif mode == "skip locked":
-        queued = Replay.objects.filter(status=ReplayStatus.QUEUED).order_by("pk")
-        while True:
-            with transaction.atomic():
-                pk = (
-                    queued.select_for_update(skip_locked=True)
-                    .values_list("pk", flat=True)
-                    .first()
-                )
-                if pk is None:
-                    break
+    raw = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
+    out.put(("ready", k))
+    while (order := orders.get()) is not None:
+        mode, start_at = order
+        won: list[int] = []
+        while time.time() < start_at:
+            time.sleep(0.001)
+        began = time.perf_counter()
+        if mode == "by id":
+            for pk in ids:
                 if Replay.objects.claim(pk, owner=owner):
                     won.append(pk)
-    else:
-        assert raw is not None
-        for pk in ids:
-            cursor = raw.execute(
-                "UPDATE replayhub_replay SET status = 'running', lease_owner = %s, "
-                "lease_expires_at = now() + interval '10 minutes', started_at = now() "
-                "WHERE id = %s AND status = 'queued'",
-                [owner, pk],
-            )
-            if cursor.rowcount:
-                won.append(pk)
-    out.put((k, won, began, time.perf_counter()))
+        elif mode == "skip locked":
+            queued = Replay.objects.filter(status=ReplayStatus.QUEUED).order_by("pk")
+            while True:
+                with transaction.atomic():
+                    pk = (
+                        queued.select_for_update(skip_locked=True)
+                        .values_list("pk", flat=True)
+                        .first()
+                    )
+                    if pk is None:
+                        break
+                    if Replay.objects.claim(pk, owner=owner):
+                        won.append(pk)
+        else:
+            for pk in ids:
+                cursor = raw.execute(
+                    "UPDATE replayhub_replay SET status = 'running', "
+                    "lease_owner = %s, lease_expires_at = now() + "
+                    "interval '10 minutes', started_at = now() "
+                    "WHERE id = %s AND status = 'queued'",
+                    [owner, pk],
+                )
+                if cursor.rowcount:
+                    won.append(pk)
+        out.put((k, won, began, time.perf_counter()))
+    raw.close()
 
 
-def run_round(
-    mode: str, replays: int, claimers: int
-) -> tuple[float, dict[int, list[int]]]:
-    context = multiprocessing.get_context("spawn")
-    out = context.Queue()
-    # Each id goes to two claimers, as a message delivered twice would: one
-    # takes its share oldest first, the other newest first, so they collide
-    # on some replays rather than racing in step on all.
-    half = claimers // 2
-    shares = [
-        [pk for pk in range(1, replays + 1) if pk % half == k % half][
-            :: 1 if k < half else -1
+class Claimers:
+    """``claimers`` processes started once and given every round in turn, so
+    a round's time is the claiming, not the starting. They are forked from
+    this process, Django already set up, its connections closed first: each
+    opens its own."""
+
+    def __init__(self, replays: int, claimers: int) -> None:
+        from django.db import connections
+
+        connections.close_all()
+        context = multiprocessing.get_context("fork")
+        self.out = context.Queue()
+        # Each id goes to two claimers, as a message delivered twice would: one
+        # takes its share oldest first, the other newest first, so they collide
+        # on some replays rather than racing in step on all.
+        half = claimers // 2
+        shares = [
+            [pk for pk in range(1, replays + 1) if pk % half == k % half][
+                :: 1 if k < half else -1
+            ]
+            for k in range(claimers)
         ]
-        for k in range(claimers)
-    ]
-    # Every process set up and connected first (Django starts in each).
-    start_at = time.time() + 1.0 + 0.4 * claimers
-    procs = [
-        context.Process(target=claimer, args=(mode, k, shares[k], start_at, out))
-        for k in range(claimers)
-    ]
-    for proc in procs:
-        proc.start()
-    results = [out.get(timeout=600) for _ in procs]
-    for proc in procs:
-        proc.join()
-    first = min(r[2] for r in results)
-    last = max(r[3] for r in results)
-    return replays / (last - first), {k: won for k, won, _, _ in results}
+        self.orders = [context.Queue() for _ in range(claimers)]
+        self.procs = [
+            context.Process(
+                target=claimer, args=(k, shares[k], self.orders[k], self.out)
+            )
+            for k in range(claimers)
+        ]
+        for proc in self.procs:
+            proc.start()
+        for _ in self.procs:
+            self.out.get(timeout=600)
+
+    def round(self, mode: str, replays: int) -> tuple[float, dict[int, list[int]]]:
+        # Every claimer waits for the same instant, then claims flat out.
+        start_at = time.time() + 0.5
+        for orders in self.orders:
+            orders.put((mode, start_at))
+        results = [self.out.get(timeout=600) for _ in self.procs]
+        first = min(r[2] for r in results)
+        last = max(r[3] for r in results)
+        return replays / (last - first), {k: won for k, won, _, _ in results}
+
+    def close(self) -> None:
+        for orders in self.orders:
+            orders.put(None)
+        for proc in self.procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.kill()
 
 
 def check(won: dict[int, list[int]], replays: int) -> None:
@@ -180,15 +206,18 @@ def run(args) -> int:
                 "UPDATE replayhub_replay SET status = 'queued', lease_owner = '', "
                 "lease_expires_at = NULL, started_at = NULL"
             )
-        connection.close()  # no connection is inherited by the claimers
 
     rates: dict[str, list[float]] = {"by id": [], "skip locked": [], "floor": []}
-    for _ in range(args.rounds):
-        for mode in rates:
-            reset()
-            rate, won = run_round(mode, args.replays, args.claimers)
-            check(won, args.replays)
-            rates[mode].append(rate)
+    claimers = Claimers(args.replays, args.claimers)
+    try:
+        for _ in range(args.rounds):
+            for mode in rates:
+                reset()
+                rate, won = claimers.round(mode, args.replays)
+                check(won, args.replays)
+                rates[mode].append(rate)
+    finally:
+        claimers.close()
     print(
         f"{args.replays:,} queued replays, {args.claimers} claimers, "
         f"{args.rounds} rounds"

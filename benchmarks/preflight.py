@@ -11,15 +11,19 @@ at all. An original already merged into the default branch is resolved one run
 at a time even in a batch (a few git processes); none is in this mix.
 
 Beside it, in the same run, the same step one run at a time (``batched=False``:
-a few git processes per run, on four threads), on the first 1,000 runs
-(preflighting all of them that way takes minutes). Both ways must store the
-same provenance for those runs, or the benchmark stops.
+a few git processes per run, on four threads), on the first 500 runs
+(``--sample``; preflighting all of them that way takes minutes). Both ways
+must store the same provenance for those runs, or the benchmark stops. Every
+run is set back to pending (one UPDATE of all rows) before each measurement.
 
 Goal: at least 5,000 runs/s batched at 100,000 runs. PostgreSQL only (a scratch
-database is created and dropped):
+database is created and dropped). The repository is made once under
+var/bench-cache/; the imported runs once on the server, whose database each
+run copies (``replayhub_bench_seeded_preflight_*``, see benchmarks/support.py):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
-        .venv/bin/python benchmarks/preflight.py [--runs 100000] [--repeat 3] [--quick]
+        .venv/bin/python benchmarks/preflight.py [--runs 100000] [--sample 500]
+        [--repeat 3] [--quick]
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from benchmarks.support import in_scratch_database, record, summary  # noqa: E40
 SCRATCH_DB = "replayhub_bench_preflight"
 GOAL_RUNS_PER_S = 5_000
 MAIN_COMMITS = 2_000
+PROJECT = "bench"
 
 
 def make_repository(path: Path, runs: int) -> list[str]:
@@ -127,41 +132,58 @@ def write_records(path: Path, commits: list[str]) -> None:
             out.write(json.dumps(value) + "\n")
 
 
-def run(args) -> int:
+def setup() -> None:
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    work = Path(tempfile.mkdtemp(prefix="replayhub-bench-preflight-"))
-    try:
-        return measure(args, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(args, work: Path) -> int:
+def seeding(args) -> None:
+    """The project and its runs, imported once and kept on the server (a copy
+    of that database is what each run measures on; see support)."""
+    setup()
     from replayhub.ingest.importer import read_chunks
-    from replayhub.ingest.preflight import preflight_pending
     from replayhub.ingest.services import PreflightMode, runs_import
-    from replayhub.models import Preflight, Project, Run
+    from replayhub.models import Project
 
     began = time.perf_counter()
     repo, commits = cached_repository(args.runs)
     project = Project.objects.create(
-        slug="bench", repo_path=str(repo), test_command=["true"]
+        slug=PROJECT, repo_path=str(repo), test_command=["true"]
     )
-    write_records(work / "runs.jsonl", commits)
-    with open(work / "runs.jsonl", "rb") as stream:
-        imported = runs_import(
-            project=project, source=read_chunks(stream), preflight=PreflightMode.SKIP
-        ).imported
+    with tempfile.TemporaryDirectory(prefix="replayhub-bench-preflight-") as work:
+        records = Path(work) / "runs.jsonl"
+        write_records(records, commits)
+        with open(records, "rb") as stream:
+            imported = runs_import(
+                project=project,
+                source=read_chunks(stream),
+                preflight=PreflightMode.SKIP,
+            ).imported
     assert imported == args.runs, imported
     print(
         f"seeded {args.runs:,} runs (and their repository, unless cached) in "
         f"{time.perf_counter() - began:.1f} s"
     )
+
+
+def run(args) -> int:
+    setup()
+    return measure(args)
+
+
+def measure(args) -> int:
+    from replayhub.ingest.preflight import preflight_pending
+    from replayhub.models import Preflight, Project, Run
+
+    repo, _ = cached_repository(args.runs)
+    # The kept database may come from another checkout: its repository is ours.
+    project = Project.objects.get(slug=PROJECT)
+    Project.objects.filter(pk=project.pk).update(repo_path=str(repo))
+    assert Run.objects.filter(project=project).count() == args.runs
 
     sample_ids = list(
         Run.objects.order_by("pk").values_list("pk", flat=True)[: args.sample]
@@ -238,7 +260,13 @@ def main() -> int:
     args.runs = args.runs or (1_000 if args.quick else 100_000)
     args.sample = args.sample or (100 if args.quick else 500)
     args.repeat = args.repeat or (2 if args.quick else 3)
-    return in_scratch_database(SCRATCH_DB, "benchmarks/preflight.py", lambda: run(args))
+    return in_scratch_database(
+        SCRATCH_DB,
+        "benchmarks/preflight.py",
+        lambda: run(args),
+        seed=lambda: seeding(args),
+        seed_key=f"{args.runs} {MAIN_COMMITS}",
+    )
 
 
 if __name__ == "__main__":

@@ -38,7 +38,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
 BENCH_VAR = Path(tempfile.mkdtemp(prefix="bench-", dir=ROOT / "var"))
 BENCH_VAR.chmod(0o755)  # the sandbox uid must reach the workspaces inside
 os.environ["REPLAYHUB_VAR_DIR"] = str(BENCH_VAR)
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{BENCH_VAR / 'bench.sqlite3'}")
+if "DATABASE_URL" not in os.environ:
+    from benchmarks.support import migrated_sqlite
+
+    migrated_sqlite(BENCH_VAR / "bench.sqlite3")
+    os.environ["DATABASE_URL"] = f"sqlite:///{BENCH_VAR / 'bench.sqlite3'}"
 
 import django  # noqa: E402
 
@@ -173,10 +177,11 @@ def measure(*, runs: int, files: int, enforce: bool) -> int:
     for i in range(runs + 1):
         replay = services.replay_create(run=run, trigger="command")
         t_figure = timed(lambda r=replay: services.replay_execute(replay_id=r.pk))
-        t_floor = timed(lambda: floor_once(repo, base, original, BENCH_VAR / "floor"))
-        if i:  # the first round warms caches
+        if i:  # the first replay warms caches (the floor's git and bwrap too)
             figure.append(t_figure)
-            floor.append(t_floor)
+            floor.append(
+                timed(lambda: floor_once(repo, base, original, BENCH_VAR / "floor"))
+            )
     last = run.replays.order_by("-id").first()
     print(f"repository: {files} files; last verdict {last.verdict}/{last.reason_code}")
     print(summary("replay", figure))

@@ -151,18 +151,18 @@ def measure(*, runs: int, files: int, enforce: bool) -> int:
     }
     verdicts: dict[tuple[str, bool], set[str]] = {key: set() for key in samples}
     floor = []
-    # Round 0 warms caches; its uncached replays are each run's first attempt.
-    # Uncached and cached attempts alternate, so drift on the machine hits both.
-    for i in range(runs + 1):
+    # Each run's first attempt, untimed, warms the caches: every timed replay
+    # is a later attempt. Uncached and cached attempts alternate, so drift on
+    # the machine hits both.
+    for name, run in bench_runs.items():
+        verdicts[name, False].add(replay_once(name, run, cached=False)[1])
+    for _ in range(runs):
         for name, run in bench_runs.items():
             for cached in (False, True):
                 seconds, verdict = replay_once(name, run, cached=cached)
                 verdicts[name, cached].add(verdict)
-                if i:
-                    samples[name, cached].append(seconds)
-        seconds = timed(lambda: test_run_floor(repo, original, BENCH_VAR / "floor"))
-        if i:
-            floor.append(seconds)
+                samples[name, cached].append(seconds)
+        floor.append(timed(lambda: test_run_floor(repo, original, BENCH_VAR / "floor")))
 
     print(f"repository: {files} files; {runs} replays per figure")
     print(f"{'':<34} {'test runs':>9}  {'s per replay':<20}  replays/min")

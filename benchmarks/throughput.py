@@ -233,10 +233,10 @@ def run(args) -> int:
                         )
                     )
                     assert len(verdicts) == 1 and "" not in verdicts, verdicts
-                    floor_s = floor_round(
-                        overhead, (repo, base, original), n, concurrency
-                    )
-                    if i:
+                    if i:  # the floor's git and bwrap are warm from the replays
+                        floor_s = floor_round(
+                            overhead, (repo, base, original), n, concurrency
+                        )
                         figure.append(n / seconds * 60)
                         floor.append(n / floor_s * 60)
                 replays = args.replays * args.rounds
