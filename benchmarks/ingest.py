@@ -14,6 +14,16 @@ prompt and output, as the run table stores it) into a plain table with the same
 column compression (no constraints, one primary key) with psycopg — no checks,
 no hashing, no duplicate detection.
 
+The floor on the run table, in the same run: the same code ``COPY``-ing the
+same rows (and ``source``, which has no database default) into the run table
+itself, emptied before as for the import -- its foreign key, unique index and
+other indexes, what the import cannot do without. And the server's work alone,
+once a run at the largest size: the import's own binary rows, made before the
+clock starts, ``COPY``-ed in its batches of :data:`BATCH` rows, a transaction
+each, into the run table, into the same with the per-batch lookup of stored
+hashes the import made before each batch, and into a bare table with the run
+table's columns (``LIKE``, its primary key only).
+
 Preflight is a step of its own with its own benchmark (``preflight.py``).
 
 Goal: at least the floor's records/s (1.0x) at 100,000 lines, and the same
@@ -55,6 +65,11 @@ SCRATCH_DB = "replayhub_bench_ingest"
 GOAL_RATIO = 1.0
 FLAT_MEMORY_MIB = 16
 FLOOR_TABLE = "bench_floor_run"
+# The run table's columns, defaults and storage; its primary key only.
+BARE_RUN_TABLE = "bench_bare_run"
+RUN_TABLE = "replayhub_run"
+# The import's batch size (replayhub.ingest.importer.BATCH_SIZE).
+BATCH = 1000
 # The run table keeps these in their own columns and not again in ``raw``.
 VERBATIM = ("prompt", "output")
 TEXT = (
@@ -174,7 +189,7 @@ def child_import(path: str) -> dict:
     }
 
 
-def child_floor(path: str) -> dict:
+def child_floor(path: str, table: str, project_id: str) -> dict:
     import psycopg
 
     columns = (
@@ -183,6 +198,13 @@ def child_floor(path: str) -> dict:
         "sandbox_config_sha256, started_at, output, usage, raw, record_sha256, "
         "preflight, preflight_reason, provenance, imported_at"
     )
+    # Blank text is "" as the run table stores it (its columns are NOT NULL);
+    # its source has no database default (the model gives one).
+    shared: tuple = ("", "pending", "", "{}", "2024-11-30T00:00:00Z")
+    if table == RUN_TABLE:
+        columns += ", source"
+        shared += ("code",)
+    project = int(project_id)
     with psycopg.connect(os.environ["DATABASE_URL"]) as conn:
         before = memory_kib("VmRSS")
         cpu = cpu_seconds()
@@ -191,37 +213,33 @@ def child_floor(path: str) -> dict:
         with (
             open(path, "rb") as stream,
             conn.cursor() as cursor,
-            cursor.copy(f"COPY {FLOOR_TABLE} ({columns}) FROM STDIN") as copy,
+            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
         ):
             for raw in stream:
                 value = json.loads(raw)
                 sandbox = value.get("sandbox") or {}
                 copy.write_row(
                     (
-                        1,
+                        project,
                         value["external_id"],
-                        value.get("title"),
+                        value.get("title") or "",
                         value["prompt"],
-                        value.get("provider"),
-                        value.get("model"),
-                        value.get("effort"),
-                        value.get("base_sha"),
-                        value.get("original_commit"),
-                        value.get("original_branch"),
+                        value.get("provider") or "",
+                        value.get("model") or "",
+                        value.get("effort") or "",
+                        value.get("base_sha") or "",
+                        value.get("original_commit") or "",
+                        value.get("original_branch") or "",
                         value.get("original_tests_passed"),
-                        sandbox.get("image"),
-                        sandbox.get("config_sha256"),
+                        sandbox.get("image") or "",
+                        sandbox.get("config_sha256") or "",
                         value["started_at"],
-                        value.get("output"),
+                        value.get("output") or "",
                         json.dumps(value.get("usage") or {}),
                         json.dumps(
                             {k: v for k, v in value.items() if k not in VERBATIM}
                         ),
-                        "",
-                        "pending",
-                        "",
-                        "{}",
-                        "2024-11-30T00:00:00Z",
+                        *shared,
                     )
                 )
                 records += 1
@@ -235,6 +253,62 @@ def child_floor(path: str) -> dict:
         "peak_kib": memory_kib("VmHWM"),
         "growth_kib": memory_kib("VmHWM") - before,
     }
+
+
+# The server's work alone, each into tables emptied as for an import.
+SERVER_WAYS = ("run table", "run table + hash lookup", "bare table")
+
+
+def child_server(path: str) -> dict:
+    """Seconds to COPY the import's binary rows, made beforehand, in its
+    batches, into the run table (with and without the per-batch lookup of
+    stored hashes) and into a bare table of the same columns."""
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from replayhub.ingest import importer
+    from replayhub.ingest.native import split_lines
+    from replayhub.ingest.rows import read_batch
+    from replayhub.models import Project
+
+    project = Project.objects.get(slug="bench")
+    now = timezone.now()
+    limits = {
+        "max_prompt_bytes": settings.REPLAYHUB_MAX_PROMPT_BYTES,
+        "max_line_bytes": settings.REPLAYHUB_MAX_RECORD_BYTES,
+    }
+    batches = []
+    with open(path, "rb") as stream:
+        lines = list(
+            split_lines(
+                importer.read_chunks(stream), max_line_bytes=limits["max_line_bytes"]
+            )
+        )
+    for first in range(0, len(lines), BATCH):
+        batch = lines[first : first + BATCH]
+        rows = read_batch(batch, project=project.slug, binary=True, **limits).rows
+        items = [importer._Item(row.line, project, row) for row in rows]
+        batches.append((items, importer._copy_data(items, now)))
+    del lines
+    table, names, _ = importer._copy_layout()
+    seconds = {}
+    for way in SERVER_WAYS:
+        empty_tables()
+        target = BARE_RUN_TABLE if way == "bare table" else table
+        statement = f"COPY {target} ({names}) FROM STDIN (FORMAT BINARY)"
+        start = time.perf_counter()
+        for items, data in batches:
+            with transaction.atomic(), connection.cursor() as cursor:
+                if way == "run table + hash lookup":
+                    importer._classify(items)
+                with cursor.cursor.copy(statement) as copy:
+                    copy.write(data)
+        seconds[way] = time.perf_counter() - start
+    return {"seconds": seconds, "records": sum(len(i) for i, _ in batches)}
 
 
 def in_child(*args: str) -> dict:
@@ -258,7 +332,7 @@ def in_child(*args: str) -> dict:
 # --- the parent -------------------------------------------------------------------
 
 
-def setup_database() -> None:
+def setup_database() -> int:
     import django
 
     django.setup()
@@ -268,7 +342,7 @@ def setup_database() -> None:
     from replayhub.models import Project
 
     call_command("migrate", verbosity=0)
-    Project.objects.create(slug="bench", repo_path="/srv/git/bench.git")
+    project = Project.objects.create(slug="bench", repo_path="/srv/git/bench.git")
     with connection.cursor() as cursor:
         cursor.execute(
             f"CREATE TABLE {FLOOR_TABLE} (id bigserial PRIMARY KEY, "
@@ -286,15 +360,22 @@ def setup_database() -> None:
             "ALTER COLUMN output SET COMPRESSION lz4, "
             "ALTER COLUMN raw SET COMPRESSION lz4"
         )
+        cursor.execute(
+            f"CREATE TABLE {BARE_RUN_TABLE} (LIKE {RUN_TABLE} INCLUDING DEFAULTS "
+            "INCLUDING IDENTITY INCLUDING COMPRESSION INCLUDING STORAGE, "
+            "PRIMARY KEY (id))"
+        )
+    return project.pk
 
 
 def empty_tables() -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE replayhub_run, {FLOOR_TABLE} CASCADE")
+        tables = f"{RUN_TABLE}, {FLOOR_TABLE}, {BARE_RUN_TABLE}"
+        cursor.execute(f"TRUNCATE {tables} CASCADE")
         # Fresh statistics, as on a table between imports rather than mid-load.
-        cursor.execute(f"VACUUM ANALYZE replayhub_run, {FLOOR_TABLE}")
+        cursor.execute(f"VACUUM ANALYZE {tables}")
 
 
 def summary(samples: list[dict]) -> dict:
@@ -319,31 +400,47 @@ def row(name: str, s: dict) -> str:
 
 
 def run(args) -> int:
-    setup_database()
+    project_id = str(setup_database())
     work = Path(tempfile.mkdtemp(prefix="replayhub-bench-ingest-"))
+    largest, smallest = max(args.sizes), min(args.sizes)
     results = {}
+    server: list[dict] = []
     for size in args.sizes:
         path = work / f"runs-{size}.jsonl"
         bytes_per_line = write_file(path, size)
-        imports, floors = [], []
+        imports, floors, on_run_table = [], [], []
         for _ in range(args.runs):
             empty_tables()
             imports.append(in_child("import", str(path)))
-            floors.append(in_child("floor", str(path)))
-        for sample in imports + floors:
-            if sample["records"] != size or sample["invalid"]:
+            floors.append(in_child("floor", str(path), FLOOR_TABLE, project_id))
+            empty_tables()
+            on_run_table.append(in_child("floor", str(path), RUN_TABLE, project_id))
+            if size == largest:
+                server.append(in_child("server", str(path)))
+        for sample in imports + floors + on_run_table + server:
+            if sample["records"] != size or sample.get("invalid"):
                 raise RuntimeError(f"expected {size} records, got {sample}")
-        results[size] = (summary(imports), summary(floors))
+        results[size] = (summary(imports), summary(floors), summary(on_run_table))
         print(
             f"--- {size:,} lines, {bytes_per_line:,.0f} bytes a line, {args.runs} runs"
         )
-        print(row("import_runs", results[size][0]))
-        print(row("floor json+COPY", results[size][1]))
-        figure, floor = results[size]
-        print(f"ratio import/floor {figure['median'] / floor['median']:.2f}")
+        figure, floor, run_floor = results[size]
+        print(row("import_runs", figure))
+        print(row("floor json+COPY", floor))
+        print(row("same, run table", run_floor))
+        print(
+            f"ratio import/floor {figure['median'] / floor['median']:.2f}, "
+            f"import/run-table floor {figure['median'] / run_floor['median']:.2f}, "
+            f"run-table floor/floor {run_floor['median'] / floor['median']:.2f}"
+        )
 
-    largest, smallest = max(args.sizes), min(args.sizes)
-    figure, floor = results[largest]
+    # The server alone: the same rows and batches, per way, as records/s.
+    served = {way: [largest / s["seconds"][way] for s in server] for way in SERVER_WAYS}
+    print(f"--- the server alone, COPY of the import's rows, {BATCH:,} a batch")
+    for way, rates in served.items():
+        print(f"{way:<24} median {statistics.median(rates):9,.0f} rec/s")
+
+    figure, floor, run_floor = results[largest]
     ratio = figure["median"] / floor["median"]
     drift = figure["peak_mib"] - results[smallest][0]["peak_mib"]
     rate_ok = ratio >= GOAL_RATIO
@@ -369,6 +466,28 @@ def run(args) -> int:
     )
     record(
         "ingest",
+        f"import_runs, {largest:,} lines, beside the run-table floor",
+        unit="rec/s",
+        samples=figure["rates"],
+        floor="stdlib json + COPY into the run table itself",
+        floor_samples=run_floor["rates"],
+        goal="",
+        holds=None,
+    )
+    record(
+        "ingest",
+        f"server alone: COPY of the import's rows into the run table, {largest:,}",
+        unit="rec/s",
+        samples=served["run table"],
+        floor="the same COPY into a bare table of its columns",
+        floor_samples=served["bare table"],
+        goal="",
+        holds=None,
+        note="with the per-batch lookup of stored hashes: "
+        f"{statistics.median(served['run table + hash lookup']):,.0f} rec/s",
+    )
+    record(
+        "ingest",
         f"import_runs peak memory, {smallest:,} -> {largest:,} lines",
         unit="MiB",
         samples=[figure["peak_mib"]],
@@ -386,6 +505,7 @@ def main() -> int:
         result = {
             "import": lambda: child_import(*rest),
             "floor": lambda: child_floor(*rest),
+            "server": lambda: child_server(*rest),
         }[kind]()
         print(json.dumps(result))
         return 0

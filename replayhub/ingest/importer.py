@@ -627,15 +627,27 @@ _TRAILER = b"\xff\xff"
 
 
 def _copy(items: list[_Item], now) -> None:
-    """COPY the new runs; the ORM's per-row cost would be most of an import.
+    """COPY the new runs; the ORM's per-row cost would be most of an import."""
+    table, names, _ = _copy_layout()
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.write(_copy_data(items, now))
 
-    Binary COPY of rows whose record columns were put in binary form as their
-    lines were read (:func:`replayhub.ingest.rows.binary_fields`): here each
-    row is its field count, its project, those bytes and the columns the batch
-    shares -- the import time and every other column's model default, so a
-    field added to Run later is still filled -- with no work per column.
+
+def _copy_data(items: list[_Item], now) -> bytes:
+    """The binary COPY stream of ``items``, in the columns of :func:`_copy_layout`.
+
+    The record columns were put in binary form as their lines were read
+    (:func:`replayhub.ingest.rows.binary_fields`): here each row is its field
+    count, its project, those bytes and the columns the batch shares -- the
+    import time and every other column's model default, so a field added to
+    Run later is still filled -- with no work per column.
     """
-    table, names, shared = _copy_layout()
+    _, _, shared = _copy_layout()
     tail = b"".join(
         binary_value(value, type_name)
         for value, type_name in [(now, "timestamptz"), *shared]
@@ -649,13 +661,7 @@ def _copy(items: list[_Item], now) -> None:
             head = heads[pk] = _FIELD_COUNT(len(_FROM_RECORD) + len(shared), 8, pk)
         parts += (head, item.row.columns, tail)
     parts.append(_TRAILER)
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(
-            f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
-        ) as copy,
-    ):
-        copy.write(b"".join(parts))
+    return b"".join(parts)
 
 
 _FIELD_COUNT = struct.Struct(">hiq").pack
