@@ -281,6 +281,7 @@ class _Importer:
         self.parser: ParserProcess | None = None
         self.writer: _Writer | None = None
         self.statistics = _Statistics()
+        self.optimistic = True
 
     def __enter__(self) -> _Importer:
         return self
@@ -370,10 +371,24 @@ class _Importer:
     def store(self, items: list[_Item]) -> None:
         """Classify a batch and write its new runs, in one transaction.
 
-        A batch that collides with a concurrent import of the same ids (a
-        unique violation) is rolled back and classified again against what
+        While the batches before were all new, a batch is first written whole
+        without looking up stored hashes (in a savepoint when inside a
+        transaction): the unique (project, external id) index refuses it if
+        one of its records is stored already or repeated in it, and it is then
+        rolled back and classified. A batch that collides with a concurrent
+        import of the same ids is rolled back and classified again against what
         that import stored.
         """
+        if self.optimistic:
+            try:
+                with transaction.atomic():
+                    _write(items)
+            except IntegrityError:
+                pass
+            else:
+                self.account(items, items, 0, [])
+                return
+        self.statistics.refresh()
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 with transaction.atomic():
@@ -384,6 +399,9 @@ class _Importer:
                     raise
                 continue
             self.account(items, fresh, duplicates, conflicts)
+            # A file of records stored before is looked up batch by batch
+            # rather than written twice.
+            self.optimistic = not duplicates and not conflicts
             return
 
     def resolve(self, rows: list[Row]) -> list[_Item]:
@@ -495,9 +513,10 @@ class _Statistics:
     index. On a table that has grown much since it was last analyzed (the
     first big import into an empty table) the planner believes the project has
     a handful of runs and scans all of them instead, once per batch, which
-    makes a large import quadratic. Analyzing whenever the table has doubled
-    since the estimate costs a few ANALYZEs per import at most, and none for
-    an import that is small next to the table.
+    makes a large import quadratic. Analyzing before a lookup whenever the
+    table has doubled since the estimate costs a few ANALYZEs per import at
+    most, none for an import that is small next to the table, and none for
+    one that never looks up (all its records new).
     """
 
     def __init__(self) -> None:
@@ -506,7 +525,11 @@ class _Statistics:
         self.added = 0
 
     def grew(self, rows: int) -> None:
-        if not self.enabled or not rows:
+        self.added += rows
+
+    def refresh(self) -> None:
+        """Analyze the table if it has doubled since the estimate."""
+        if not self.enabled or not self.added:
             return
         table = Run._meta.db_table
         with connection.cursor() as cursor:
@@ -515,7 +538,6 @@ class _Statistics:
                     "SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table]
                 )
                 self.known = max(cursor.fetchone()[0], 0)
-            self.added += rows
             if self.added > max(self.known, BATCH_SIZE):
                 # Only the key columns: the row count is what matters here,
                 # and the wide text and JSON columns would make it slow.

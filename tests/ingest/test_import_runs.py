@@ -495,8 +495,78 @@ def test_a_record_without_a_project_needs_one_on_the_command_line(project, tmp_p
     assert summary["invalid"][0]["error"].startswith("project: required field")
 
 
+@pytest.mark.parametrize("batch", [1000, 2], ids=["one-batch", "batches"])
+def test_a_file_repeating_stored_records_and_its_own_is_counted_exactly(
+    project, tmp_path, monkeypatch, batch
+):
+    # Batches written whole until one repeats a record, then looked up.
+    monkeypatch.setattr(importer, "BATCH_SIZE", batch)
+    write(tmp_path / "first.jsonl", jsonl(*(record(n) for n in range(1, 5))))
+    assert (
+        summary_of(str(tmp_path / "first.jsonl"), "--project", "shop")[1]["imported"]
+        == 4
+    )
+    numbers = [5, 2, 6, 6, 7, 8, 9, 10, 3, 4, 11, 11]
+    values = [record(n) for n in numbers]
+    values[9] = record(4, title="changed")
+    write(tmp_path / "second.jsonl", jsonl(*values))
+
+    status, summary = summary_of(str(tmp_path / "second.jsonl"), "--project", "shop")
+
+    assert status == 1
+    assert (summary["imported"], summary["duplicates"]) == (7, 4)
+    assert summary["conflicts"] == [
+        {"line": 10, "project": "shop", "external_id": "run-0004"}
+    ]
+    stored = list(Run.objects.values_list("external_id", flat=True))
+    assert sorted(stored) == [f"run-{n:04d}" for n in range(1, 12)]
+    assert Run.objects.get(external_id="run-0004").title == "Task 4"
+
+
+def another_import(project, *values) -> None:
+    """Import ``values`` on a thread of its own, as a concurrent import would."""
+
+    def run():
+        try:
+            importer.import_stream(chunks=[jsonl(*values)], project=project)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=60)
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("batch", [1000, 1], ids=["in-line", "writer-thread"])
+def test_a_batch_written_whole_after_another_import_stored_a_record_is_classified(
+    repo, monkeypatch, require_postgres, batch
+):
+    monkeypatch.setattr(importer, "BATCH_SIZE", batch)
+    project = make_project(repo)
+    real_write = importer._write
+    raced = []
+
+    def race_then_write(items):
+        # Another import stores run-0002 before this batch is written.
+        if not raced and any(i.row.external_id == "run-0002" for i in items):
+            raced.append(True)
+            another_import(project, record(2))
+        return real_write(items)
+
+    monkeypatch.setattr(importer, "_write", race_then_write)
+
+    summary = importer.import_stream(
+        chunks=[jsonl(record(1), record(2), record(3))], project=project
+    )
+
+    assert raced
+    assert (summary.imported, summary.duplicates, summary.conflicts_total) == (2, 1, 0)
+    assert Run.objects.count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("batch", [1000, 2], ids=["in-line", "writer-thread"])
 def test_a_batch_that_collides_with_another_import_is_classified_again(
     repo, monkeypatch, require_postgres, batch
 ):
@@ -509,26 +579,19 @@ def test_a_batch_that_collides_with_another_import_is_classified_again(
         result = real_classify(items)
         if not raced:
             raced.append(True)
-
             # Another import stores run-0002 after this batch looked it up.
-            def other_import():
-                try:
-                    importer.import_stream(chunks=[jsonl(record(2))], project=project)
-                finally:
-                    connection.close()
-
-            thread = threading.Thread(target=other_import)
-            thread.start()
-            thread.join(timeout=60)
+            another_import(project, record(2))
         return result
 
     monkeypatch.setattr(importer, "_classify", classify_then_race)
 
+    # The first batch repeats run-0002, so it is looked up.
     summary = importer.import_stream(
-        chunks=[jsonl(record(1), record(2), record(3))], project=project
+        chunks=[jsonl(record(2), record(2), record(1), record(3))], project=project
     )
 
-    assert (summary.imported, summary.duplicates, summary.conflicts_total) == (2, 1, 0)
+    assert raced
+    assert (summary.imported, summary.duplicates, summary.conflicts_total) == (2, 2, 0)
     assert Run.objects.count() == 3
 
 
