@@ -395,6 +395,10 @@ def run(args) -> int:
     setup()
     from django.contrib.auth.models import User
 
+    # Loaded as the WSGI server loads it (views imported, start-up objects
+    # frozen out of the garbage collector's way).
+    import replayhub.wsgi  # noqa: F401
+
     return measure(args, User.objects.get(username=REVIEWER))
 
 
