@@ -55,13 +55,13 @@ class Script:
 
 
 SUITE = [
-    Script("preflight.py", ["--sample", "300", "--repeat", "2"]),
+    Script("preflight.py", ["--sample", "300", "--repeat", "3"]),
     Script("ingest.py", ["--runs", "3"]),
     Script("nightly_admission.py", ["--rounds", "3"]),
     Script("review_queue.py", ["--iterations", "60", "--paginator-iterations", "4"]),
     Script("trends.py", ["--iterations", "40", "--rollups", "6"]),
     Script("replay_overhead.py", ["--runs", "3"], sqlite=True),
-    Script("test_gate.py", ["--runs", "2"], sqlite=True),
+    Script("test_gate.py", ["--runs", "3"], sqlite=True),
     Script("environment.py", ["--runs", "3"], sqlite=True),
     Script("rollouts.py", ["--runs", "3"], sqlite=True),
     Script("throughput.py", ["--replays", "2", "--rounds", "2"]),
