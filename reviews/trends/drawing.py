@@ -11,12 +11,17 @@ model names come from records.
 
 from __future__ import annotations
 
-from html import escape
+from functools import lru_cache
+from html import escape as _escape
 
 from django.utils.safestring import SafeString, mark_safe
 
 from .charts import Chart
 from .tables import Table
+
+# Classes, colours and most numbers repeat thousands of times a page: each is
+# escaped once.
+escape = lru_cache(maxsize=4096)(_escape)
 
 
 def draw_chart(chart: Chart, *, chart_id: str, title: str) -> SafeString:
