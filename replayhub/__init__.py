@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .celery import app as celery_app
+from replayhub.celery import app as celery_app
 
 __all__ = ("celery_app",)

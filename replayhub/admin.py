@@ -8,8 +8,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .ingest.tokens import token_issue
-from .models import (
+from replayhub.ingest.tokens import token_issue
+from replayhub.models import (
     Budget,
     Comparison,
     EgressAttempt,
@@ -30,7 +30,7 @@ from .models import (
     TextSuite,
     WorkerCheck,
 )
-from .rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
+from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 
 ROLLOUT_FIELDS = [
     "harness_command",

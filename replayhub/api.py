@@ -19,11 +19,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from replayhub import roles
-
-from .ingest.importer import READ_SIZE, read_chunks
-from .ingest.services import PreflightMode, runs_import
-from .ingest.tokens import Denied, token_authenticate
-from .models import Comparison, ImportFormat, Replay, Run, TestOutcome
+from replayhub.ingest.importer import READ_SIZE, read_chunks
+from replayhub.ingest.services import PreflightMode, runs_import
+from replayhub.ingest.tokens import Denied, token_authenticate
+from replayhub.models import Comparison, ImportFormat, Replay, Run, TestOutcome
 
 # Bodies up to this size stay in memory while they are checked; larger ones are
 # spooled to a temporary file.

@@ -8,4 +8,4 @@ class ReplayhubConfig(AppConfig):
     verbose_name = "ReplayHub"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401 - registers the deploy checks
+        from replayhub import checks  # noqa: F401 - registers the deploy checks

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import DatabaseError
 
-from .health import limit_backend
-from .sandbox import SandboxUnavailable, get_runner
+from replayhub.health import limit_backend
+from replayhub.sandbox import SandboxUnavailable, get_runner
 
 
 @register(Tags.security, deploy=True)
@@ -67,8 +67,8 @@ def sandbox_caps_are_the_kernels(app_configs, **kwargs):
 def rollout_rewards_have_a_separate_verifier(app_configs, **kwargs):
     """A rollout project whose rewards come from the harness's own sandbox,
     where the model's tool calls run and could write the reward themselves."""
-    from .models import Project
-    from .rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
+    from replayhub.models import Project
+    from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 
     try:
         projects = list(

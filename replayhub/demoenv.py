@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .demo import AGENT, BAD, GOOD, STUB
-from .gitops import git
-from .pkgindex import pure_wheel, write_index
+from replayhub.demo import AGENT, BAD, GOOD, STUB
+from replayhub.gitops import git
+from replayhub.pkgindex import pure_wheel, write_index
 
 SLUG = "demo-env"
 PACKAGE = "greetlib"

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .fstree import remove_tree
+from replayhub.fstree import remove_tree
 
 READY = "ready"
 FAILED = "failed"

@@ -33,13 +33,13 @@ from typing import Any
 
 from django.conf import settings
 
-from . import gitops, netaccess, rootimages
-from .envcache import FAILED, READY, Entry, EnvCache, LockTimeout
-from .gateway.egress import EgressAttempt
-from .globs import glob_match
-from .history import History
-from .models import Project
-from .sandbox import (
+from replayhub import gitops, netaccess, rootimages
+from replayhub.envcache import FAILED, READY, Entry, EnvCache, LockTimeout
+from replayhub.gateway.egress import EgressAttempt
+from replayhub.globs import glob_match
+from replayhub.history import History
+from replayhub.models import Project
+from replayhub.sandbox import (
     Bind,
     Limits,
     Runner,
@@ -47,8 +47,8 @@ from .sandbox import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from .sandbox.base import BASE_ENV
-from .verdicts import Reason
+from replayhub.sandbox.base import BASE_ENV
+from replayhub.verdicts import Reason
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from .sandbox import SandboxUnavailable, get_runner
+from replayhub.sandbox import SandboxUnavailable, get_runner
 
 
 def check_database() -> str:
@@ -21,7 +21,7 @@ def check_database() -> str:
 
 
 def check_broker() -> str:
-    from .celery import app
+    from replayhub.celery import app
 
     try:
         with app.connection_for_write() as conn:

@@ -13,12 +13,12 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import gitops
-from .capture import Captured, TooManyFiles, capture_workspace
-from .globs import glob_match
-from .models import Project
-from .sandbox.watchdog import disk_usage
-from .verdicts import Decision, Facts, Reason, decide
+from replayhub import gitops
+from replayhub.capture import Captured, TooManyFiles, capture_workspace
+from replayhub.globs import glob_match
+from replayhub.models import Project
+from replayhub.sandbox.watchdog import disk_usage
+from replayhub.verdicts import Decision, Facts, Reason, decide
 
 
 def inconclusive(reason: Reason, detail: str, **facts) -> Decision:

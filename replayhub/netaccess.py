@@ -21,11 +21,11 @@ from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 
-from .gateway.egress import EgressAttempt, EgressProxy
-from .gateway.server import Caps, ModelCall, ModelGateway, Upstream
-from .models import Project, Provider
-from .sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
-from .sandbox.network import MAX_SOCKET_PATH, proxy_env, relay_mount
+from replayhub.gateway.egress import EgressAttempt, EgressProxy
+from replayhub.gateway.server import Caps, ModelCall, ModelGateway, Upstream
+from replayhub.models import Project, Provider
+from replayhub.sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
+from replayhub.sandbox.network import MAX_SOCKET_PATH, proxy_env, relay_mount
 
 MODEL_PORT = 8790
 EGRESS_PORT = 8791

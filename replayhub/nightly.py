@@ -22,9 +22,9 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from . import budgets, signals
-from .budgets import Amounts
-from .models import (
+from replayhub import budgets, signals
+from replayhub.budgets import Amounts
+from replayhub.models import (
     Budget,
     Night,
     NightStatus,

@@ -11,10 +11,10 @@ import re
 import shlex
 from pathlib import Path
 
-from .gitops import GitError
-from .history import History
-from .models import Project, Provider
-from .models.projects import (
+from replayhub.gitops import GitError
+from replayhub.history import History
+from replayhub.models import Project, Provider
+from replayhub.models.projects import (
     default_setup_inputs,
     default_test_paths,
     egress_list_problem,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .gitops import Scratch
-from .testpaths import (
+from replayhub.gitops import Scratch
+from replayhub.testpaths import (
     Interference,
     TestChanges,
     find_interference,

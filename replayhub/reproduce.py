@@ -20,14 +20,14 @@ from typing import Any
 
 from django.conf import settings
 
-from . import environments, gitops, leftovers, netaccess, rootimages, testmemory
-from .budgets import Amounts
-from .gateway.egress import EgressAttempt
-from .gateway.server import ModelCall
-from .models import Phase, Project, Run
-from .provenance import Provenance, resolve_provenance
-from .reference import TestPlan, plan_tests
-from .sandbox import (
+from replayhub import environments, gitops, leftovers, netaccess, rootimages, testmemory
+from replayhub.budgets import Amounts
+from replayhub.gateway.egress import EgressAttempt
+from replayhub.gateway.server import ModelCall
+from replayhub.models import Phase, Project, Run
+from replayhub.provenance import Provenance, resolve_provenance
+from replayhub.reference import TestPlan, plan_tests
+from replayhub.sandbox import (
     Bind,
     Limits,
     Runner,
@@ -35,15 +35,15 @@ from .sandbox import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from .testgate import (
+from replayhub.testgate import (
     CheckoutFailed,
     GateResult,
     compare_first_attempts,
     read_small_file,
     run_gate,
 )
-from .testpaths import interference_summary
-from .verdicts import Decision, Facts, Reason, decide
+from replayhub.testpaths import interference_summary
+from replayhub.verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .fstree import remove_tree
-from .models import Project
-from .sandbox import Runner, get_runner
+from replayhub.fstree import remove_tree
+from replayhub.models import Project
+from replayhub.sandbox import Runner, get_runner
 
 _DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})\Z")
 UMOCI_TIMEOUT = 600

@@ -27,11 +27,11 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import nightly, reproduce, tasks, testmemory
-from .budgets import Amounts
-from .gitops import remove_tree
-from .logs import replay_context
-from .models import (
+from replayhub import nightly, reproduce, tasks, testmemory
+from replayhub.budgets import Amounts
+from replayhub.gitops import remove_tree
+from replayhub.logs import replay_context
+from replayhub.models import (
     Comparison,
     EgressAttempt,
     ModelCall,
@@ -45,11 +45,11 @@ from .models import (
     Trigger,
     WorkerCheck,
 )
-from .reproduce import Report, check_dict
-from .rollouts import replay as rollout_replay
-from .testpaths import KIND_TEXT
-from .texttier import night as text_night
-from .verdicts import Decision, Facts, Reason, decide
+from replayhub.reproduce import Report, check_dict
+from replayhub.rollouts import replay as rollout_replay
+from replayhub.testpaths import KIND_TEXT
+from replayhub.texttier import night as text_night
+from replayhub.verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
 

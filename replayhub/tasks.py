@@ -9,13 +9,13 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from . import services
-from .health import describe_sandbox
-from .ingest import preflight
-from .ingest import services as ingest_services
-from .models import WorkerCheck
-from .rollouts import services as rollout_services
-from .texttier import services as text_services
+from replayhub import services
+from replayhub.health import describe_sandbox
+from replayhub.ingest import preflight
+from replayhub.ingest import services as ingest_services
+from replayhub.models import WorkerCheck
+from replayhub.rollouts import services as rollout_services
+from replayhub.texttier import services as text_services
 
 
 @shared_task
@@ -58,7 +58,7 @@ def preflight_pending(project_id: int) -> None:
 @shared_task
 def dispatch_night(night_id: int) -> None:
     """Send every queued replay a night admitted to the replay queue."""
-    from .models import Replay, ReplayStatus
+    from replayhub.models import Replay, ReplayStatus
 
     ids = Replay.objects.filter(
         night_id=night_id, status=ReplayStatus.QUEUED
@@ -97,7 +97,7 @@ def follow_source(source_id: int) -> None:
 @shared_task
 def dispatch_text_night(night_id: int) -> None:
     """Send every queued text replay a night admitted to the workers."""
-    from .models import TextReplay, TextStatus
+    from replayhub.models import TextReplay, TextStatus
 
     ids = TextReplay.objects.filter(
         night_id=night_id, status=TextStatus.QUEUED

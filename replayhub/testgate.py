@@ -15,15 +15,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .gitops import GitError, Scratch, remove_tree
-from .sandbox import Bind, Limits, Runner, SandboxSpec
-from .testcases import TestCase, compare_cases, parse_junit_cases, parse_output_cases
-from .testsummary import Counts, parse_junit, parse_summary
-from .verdicts import SuiteResult
-from .verdicts.toolchain import missing_toolchain
+from replayhub.gitops import GitError, Scratch, remove_tree
+from replayhub.sandbox import Bind, Limits, Runner, SandboxSpec
+from replayhub.testcases import (
+    TestCase,
+    compare_cases,
+    parse_junit_cases,
+    parse_output_cases,
+)
+from replayhub.testsummary import Counts, parse_junit, parse_summary
+from replayhub.verdicts import SuiteResult
+from replayhub.verdicts.toolchain import missing_toolchain
 
 if TYPE_CHECKING:
-    from .netaccess import PhaseNetwork
+    from replayhub.netaccess import PhaseNetwork
 
 JUNIT_DIR = "/replayhub-out"
 JUNIT_FILE = f"{JUNIT_DIR}/junit.xml"

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from django.db import connection
 from django.utils import timezone
 
-from .models import CachedResult, Project, TestRecord
-from .testgate import Attempt, GateResult
+from replayhub.models import CachedResult, Project, TestRecord
+from replayhub.testgate import Attempt, GateResult
 
 # Test ids are kept to this many characters in the flake memory.
 MAX_ID_CHARS = 500

@@ -4,10 +4,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from replayhub import api, health
 from reviews import api as review_api
 from reviews import upload
-
-from . import api, health
 
 admin.site.site_header = "ReplayHub administration"
 admin.site.site_title = "ReplayHub"

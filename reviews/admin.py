@@ -2,7 +2,15 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import AuditEvent, Claim, Comment, GoldItem, Label, Review, ReviewPolicy
+from reviews.models import (
+    AuditEvent,
+    Claim,
+    Comment,
+    GoldItem,
+    Label,
+    Review,
+    ReviewPolicy,
+)
 
 
 @admin.register(Claim)

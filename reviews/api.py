@@ -13,9 +13,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from replayhub import api
-
-from . import comments
-from .models import Review
+from reviews import comments
+from reviews.models import Review
 
 
 @login_not_required

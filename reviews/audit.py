@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .models import AuditEvent
+from reviews.models import AuditEvent
 
 
 def record(*, actor, action: str, replay_id: int, before=None, after=None) -> None:

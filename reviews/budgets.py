@@ -17,9 +17,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from replayhub import nightly, roles
 from replayhub.models import Budget, Night, Project, Run
 from replayhub.texttier import night as text_night
-
-from . import services
-from .models import AuditEvent
+from reviews import services
+from reviews.models import AuditEvent
 
 HISTORY_NIGHTS = 14
 # Deferred runs listed per tier on a card (the counts are whole).

@@ -13,11 +13,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from replayhub.models import Comparison, Replay, TestOutcome
-
-from . import audit
-from .diffs import split_files
-from .models import Comment, CommentTarget
-from .notices import mentioned_users, notify
+from reviews import audit
+from reviews.diffs import split_files
+from reviews.models import Comment, CommentTarget
+from reviews.notices import mentioned_users, notify
 
 MAX_BODY = 10_000
 MAX_EXCERPT_LINES = 40

@@ -3,10 +3,9 @@ from __future__ import annotations
 from django.utils import timezone
 
 from replayhub import roles
-
-from .models import Review
-from .services import undo_deadline
-from .trail import UNDO_SESSION_KEY, decision_sentence
+from reviews.models import Review
+from reviews.services import undo_deadline
+from reviews.trail import UNDO_SESSION_KEY, decision_sentence
 
 
 def user_roles(request):

@@ -4,11 +4,10 @@ from django import forms
 
 from replayhub.models import Project, Verdict
 from replayhub.verdicts import REASON_TEXT
-
-from .models import Decision
-from .overrule import contradicted
-from .queue import Cursor, Filters
-from .teamforms import label_choices, split_label
+from reviews.models import Decision
+from reviews.overrule import contradicted
+from reviews.queue import Cursor, Filters
+from reviews.teamforms import label_choices, split_label
 
 
 class ScopeFilterForm(forms.Form):

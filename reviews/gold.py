@@ -14,10 +14,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand, Verdict
-
-from . import audit
-from .labels import labels_save
-from .models import Decision, GoldItem, GoldServing, Purpose, Review
+from reviews import audit
+from reviews.labels import labels_save
+from reviews.models import Decision, GoldItem, GoldServing, Purpose, Review
 
 _random = random.SystemRandom()
 

@@ -12,11 +12,10 @@ from django.utils import timezone
 
 from replayhub import roles
 from replayhub.models import Replay
-
-from . import audit
-from .models import Claim, Decision, Label, Review, ReviewPolicy
-from .notices import notify
-from .services import ClaimHeld, NotDecidable, lease_end, review_decide
+from reviews import audit
+from reviews.models import Claim, Decision, Label, Review, ReviewPolicy
+from reviews.notices import notify
+from reviews.services import ClaimHeld, NotDecidable, lease_end, review_decide
 
 BULK_MAX = 500
 

@@ -11,8 +11,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from replayhub.models import Replay
-
-from .models import Comment, Review
+from reviews.models import Comment, Review
 
 DONE_PAGE = 100
 SEARCH_LIMIT = 100

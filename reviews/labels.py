@@ -12,8 +12,8 @@ from collections import Counter
 from django import forms
 from django.db.models import QuerySet
 
-from .forms import DecisionForm
-from .models import Decision, Label, ReviewLabel
+from reviews.forms import DecisionForm
+from reviews.models import Decision, Label, ReviewLabel
 
 
 def project_labels(project_id: int) -> list[Label]:

@@ -16,7 +16,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
 
-from .models import Notice
+from reviews.models import Notice
 
 log = logging.getLogger(__name__)
 

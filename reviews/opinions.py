@@ -12,10 +12,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
-
-from . import audit
-from .models import Decision, Purpose, Review, ReviewPolicy, SecondOpinion
-from .notices import notify
+from reviews import audit
+from reviews.models import Decision, Purpose, Review, ReviewPolicy, SecondOpinion
+from reviews.notices import notify
 
 
 class OpinionRefused(Exception):

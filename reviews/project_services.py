@@ -22,8 +22,7 @@ from replayhub.models import (
     Trigger,
 )
 from replayhub.project_setup import project_fields
-
-from .models import AuditEvent
+from reviews.models import AuditEvent
 
 
 class ReplayRefused(Exception):

@@ -28,8 +28,7 @@ from replayhub.models import (
 )
 from replayhub.project_setup import ProjectInvalid
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
-
-from .project_services import ReplayRefused, project_save, replay_now
+from reviews.project_services import ReplayRefused, project_save, replay_now
 
 START_REPLAY = "replayhub.add_replay"
 ADD_PROJECT = "replayhub.add_project"

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 from django.db.models import Count, Q
 
-from . import agreement
-from .history import Period, day_start
-from .labels import label_counts
-from .models import Decision, GoldItem, Purpose, Review, SecondOpinion
+from reviews import agreement
+from reviews.history import Period, day_start
+from reviews.labels import label_counts
+from reviews.models import Decision, GoldItem, Purpose, Review, SecondOpinion
 
 
 def _reviews(period: Period):

@@ -20,8 +20,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
-
-from .models import ReviewLabel
+from reviews.models import ReviewLabel
 
 PAGE_SIZE = 50
 _LAST_BAND = max(ReviewBand.values)

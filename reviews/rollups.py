@@ -75,8 +75,7 @@ from replayhub.models import (
     Verdict,
 )
 from replayhub.models.nights import NightCounts
-
-from .models import Decision, Review
+from reviews.models import Decision, Review
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,7 @@ from replayhub.models import (
 )
 from replayhub.texttier import services as text_services
 from replayhub.texttier.replay import BadTarget, Target
-
-from .rollouts import messages_view
+from reviews.rollouts import messages_view
 
 VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"

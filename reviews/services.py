@@ -15,11 +15,10 @@ from django.utils import timezone
 
 from replayhub import services as replay_services
 from replayhub.models import Replay, ReplayStatus, Run, Trigger, Verdict
-
-from . import audit, gold, opinions, rollups
-from .labels import labels_save
-from .models import AuditEvent, Claim, Decision, Label, Review
-from .overrule import contradicted
+from reviews import audit, gold, opinions, rollups
+from reviews.labels import labels_save
+from reviews.models import AuditEvent, Claim, Decision, Label, Review
+from reviews.overrule import contradicted
 
 # claim_next locks one candidate at a time (locking a few would hide them from
 # the reviewers pressing "Next" at the same moment, who would find nothing) and

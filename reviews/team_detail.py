@@ -15,11 +15,10 @@ from django.http import HttpRequest, QueryDict
 
 from replayhub import roles
 from replayhub.models import Replay, ReplayStatus, ReviewBand, Verdict
-
-from . import comments, gold, handoff, opinions
-from .labels import LabelledDecisionForm, project_labels
-from .models import GoldItem, Review, ReviewPolicy, SecondOpinion
-from .services import lease_end
+from reviews import comments, gold, handoff, opinions
+from reviews.labels import LabelledDecisionForm, project_labels
+from reviews.models import GoldItem, Review, ReviewPolicy, SecondOpinion
+from reviews.services import lease_end
 
 
 def is_blind(replay: Replay, user) -> bool:

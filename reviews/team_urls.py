@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import teamviews as views
+from reviews import teamviews as views
 
 urlpatterns = [
     path(

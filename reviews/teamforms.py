@@ -10,9 +10,8 @@ from django.utils import timezone
 
 from replayhub.models import Project, Verdict
 from replayhub.verdicts import REASON_TEXT
-
-from .history import DoneFilters, Period
-from .models import Decision, Label
+from reviews.history import DoneFilters, Period
+from reviews.models import Decision, Label
 
 
 class PeriodMixin(forms.Form):

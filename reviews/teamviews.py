@@ -17,12 +17,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from replayhub import roles
 from replayhub.models import Replay
-
-from . import comments as comment_services
-from . import gold, handoff, history, opinions, quality
-from .models import Comment, Notice
-from .teamforms import AgreementForm, BulkForm, DoneForm, SearchForm
-from .trends.exports import _cell
+from reviews import comments as comment_services
+from reviews import gold, handoff, history, opinions, quality
+from reviews.models import Comment, Notice
+from reviews.teamforms import AgreementForm, BulkForm, DoneForm, SearchForm
+from reviews.trends.exports import _cell
 
 
 def _back(replay_id: int, anchor: str = "") -> HttpResponse:

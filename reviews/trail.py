@@ -13,8 +13,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from replayhub.models import ReviewBand, Verdict
-
-from . import trail_together
+from reviews import trail_together
 
 # The session key holding the id of the reviewer's latest decision, offered
 # for taking back on the next page.

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from . import budgets, projects, rollouts, runs, views
-from .trends import views as trends
+from reviews import budgets, projects, rollouts, runs, views
+from reviews.trends import views as trends
 
 app_name = "reviews"
 

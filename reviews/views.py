@@ -36,15 +36,14 @@ from replayhub.models import (
     WorkerCheck,
 )
 from replayhub.verdicts import REASON_TEXT
-
-from . import comments, gold, markup, team_detail
-from . import queue as review_queue
-from .cases import CaseTable, case_table
-from .diffs import hunk_view, pair_by_path, split_files
-from .forms import DecisionForm, QueueFilterForm
-from .models import AuditEvent, Claim, Decision, Review
-from .rollouts import rollout_view
-from .services import (
+from reviews import comments, gold, markup, team_detail
+from reviews import queue as review_queue
+from reviews.cases import CaseTable, case_table
+from reviews.diffs import hunk_view, pair_by_path, split_files
+from reviews.forms import DecisionForm, QueueFilterForm
+from reviews.models import AuditEvent, Claim, Decision, Review
+from reviews.rollouts import rollout_view
+from reviews.services import (
     ClaimHeld,
     NotDecidable,
     NotUndoable,
@@ -56,8 +55,8 @@ from .services import (
     review_undo,
     undo_deadline,
 )
-from .templatetags.review_tags import age, until
-from .trail import UNDO_SESSION_KEY, decision_sentence, event_sentence
+from reviews.templatetags.review_tags import age, until
+from reviews.trail import UNDO_SESSION_KEY, decision_sentence, event_sentence
 
 # Diffs with more lines than this (per kind) show their file list and load each
 # file's lines on demand, so one huge change cannot stall the page.

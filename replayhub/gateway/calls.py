@@ -7,7 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
-from . import wire
+from replayhub.gateway import wire
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import wire
+from replayhub.gateway import wire
 
 IDLE_CONNECTIONS = 8
 # As provider_add accepts them: a name is one path segment.

@@ -39,9 +39,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import wire
-from .calls import Caps, Draft, ModelCall, Totals
-from .providers import ConnectionPool, Upstream
+from replayhub.gateway import wire
+from replayhub.gateway.calls import Caps, Draft, ModelCall, Totals
+from replayhub.gateway.providers import ConnectionPool, Upstream
 
 logger = logging.getLogger(__name__)
 

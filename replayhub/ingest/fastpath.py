@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .native import (
+from replayhub.ingest.native import (
     BIGINT_MAX,
     CONTROL,
     EXTERNAL_ID_LIMIT,

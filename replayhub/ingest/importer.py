@@ -29,11 +29,10 @@ from django.db.models import JSONField
 from django.utils import timezone
 from psycopg import postgres
 
+from replayhub.ingest.native import Line, RecordError, split_lines, stored_part
+from replayhub.ingest.parsing import ParserProcess
+from replayhub.ingest.rows import COLUMNS, Lines, Parsed, Row, binary_value, read_batch
 from replayhub.models import Project, Run
-
-from .native import Line, RecordError, split_lines, stored_part
-from .parsing import ParserProcess
-from .rows import COLUMNS, Lines, Parsed, Row, binary_value, read_batch
 
 BATCH_SIZE = 1000
 # On PostgreSQL an import of more than one batch reads its lines in a process

@@ -18,9 +18,8 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.ingest.importer import Summary, Throttle
 from replayhub.models import ImportJob, ImportStatus, Project
-
-from .importer import Summary, Throttle
 
 # The progress written to the job's row at most this often.
 PROGRESS_INTERVAL = 0.5

@@ -20,7 +20,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .rows import Lines, Parsed, read_batch
+from replayhub.ingest.rows import Lines, Parsed, read_batch
 
 # Parsing processes: with the importing process and the database server, two
 # keep both cores busy where one left the importing process waiting for it.

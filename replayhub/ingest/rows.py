@@ -19,8 +19,8 @@ import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from .fastpath import read_record
-from .native import Record, RecordError
+from replayhub.ingest.fastpath import read_record
+from replayhub.ingest.native import Record, RecordError
 
 # The run columns a row carries, in the order of its binary form; the project
 # and the columns every row of a batch shares are added by the writer.

@@ -18,12 +18,11 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
 from replayhub import tasks
+from replayhub.ingest import jobs
+from replayhub.ingest.importer import Summary, import_body, import_stream, read_chunks
+from replayhub.ingest.preflight import preflight_pending
 from replayhub.models import ImportFormat, ImportJob, Project
 from replayhub.rollouts import ingest as rollouts
-
-from . import jobs
-from .importer import Summary, import_body, import_stream, read_chunks
-from .preflight import preflight_pending
 
 logger = logging.getLogger(__name__)
 

@@ -3,17 +3,17 @@ found, the nights that budget them, how runs come in, and the seeds of rollouts.
 
 from __future__ import annotations
 
-from .evidence import CachedResult, TestRecord
-from .gateway import EgressAttempt, ModelCall, Provider, ProviderKind
-from .ingest import (
+from replayhub.models.evidence import CachedResult, TestRecord
+from replayhub.models.gateway import EgressAttempt, ModelCall, Provider, ProviderKind
+from replayhub.models.ingest import (
     ImportFormat,
     ImportJob,
     ImportStatus,
     IngestToken,
     IngestTokenQuerySet,
 )
-from .nights import Budget, Night, NightStatus, Rollup, RollupTotal
-from .projects import (
+from replayhub.models.nights import Budget, Night, NightStatus, Rollup, RollupTotal
+from replayhub.models.projects import (
     Preflight,
     Project,
     RolloutAnchor,
@@ -22,7 +22,7 @@ from .projects import (
     Runner,
     RunSource,
 )
-from .replays import (
+from replayhub.models.replays import (
     Comparison,
     Phase,
     Replay,
@@ -37,8 +37,14 @@ from .replays import (
     WorkerCheck,
     lease_deadline,
 )
-from .rollouts import FollowedFile, FollowSource, Seed, SeedAnchor, SeedKind
-from .texttier import TextReplay, TextStatus, TextSuite, TextTrigger
+from replayhub.models.rollouts import (
+    FollowedFile,
+    FollowSource,
+    Seed,
+    SeedAnchor,
+    SeedKind,
+)
+from replayhub.models.texttier import TextReplay, TextStatus, TextSuite, TextTrigger
 
 __all__ = [
     "Budget",

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .projects import Project
+from replayhub.models.projects import Project
 
 
 class TestRecord(models.Model):

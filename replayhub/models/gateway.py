@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .projects import choices_check
+from replayhub.models.projects import choices_check
 
 
 class ProviderKind(models.TextChoices):

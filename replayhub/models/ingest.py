@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from .projects import Project, choices_check
+from replayhub.models.projects import Project, choices_check
 
 
 class ImportStatus(models.TextChoices):

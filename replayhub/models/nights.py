@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .projects import Project, RunSource, choices_check
+from replayhub.models.projects import Project, RunSource, choices_check
 
 # As the text tier reads it: a provider name, a colon, a model name.
 _TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}:\S.{0,199}")

@@ -10,7 +10,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from django.utils import timezone
 
-from .projects import Project, Run, choices_check
+from replayhub.models.projects import Project, Run, choices_check
 
 
 class Tier(models.TextChoices):

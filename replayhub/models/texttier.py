@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from .projects import Project, Run, choices_check
+from replayhub.models.projects import Project, Run, choices_check
 
 
 class TextStatus(models.TextChoices):

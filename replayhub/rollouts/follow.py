@@ -29,9 +29,14 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from replayhub.models import FollowedFile, FollowSource
-
-from .index import LoadReport, load
-from .ingest import BATCH_SIZE, Accepted, RolloutStore, RolloutSummary, merge_report
+from replayhub.rollouts.index import LoadReport, load
+from replayhub.rollouts.ingest import (
+    BATCH_SIZE,
+    Accepted,
+    RolloutStore,
+    RolloutSummary,
+    merge_report,
+)
 
 RECORD_FILES = "*_rollouts_*.jsonl"
 # The bytes of a file's start that tell a rewritten file from a grown one.

@@ -28,9 +28,9 @@ from typing import Any
 
 import orjson
 
-from .graph import leaves
-from .records import REPLAY_MARK, ShapeError, Trace, parse_record
-from .seeds import SeedRules
+from replayhub.rollouts.graph import leaves
+from replayhub.rollouts.records import REPLAY_MARK, ShapeError, Trace, parse_record
+from replayhub.rollouts.seeds import SeedRules
 
 READ_SIZE = 256 * 1024
 # A rollout with its token ids and logprobs is large; a line past this is

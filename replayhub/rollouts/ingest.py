@@ -24,11 +24,10 @@ from django.db import IntegrityError, transaction
 from replayhub.ingest.importer import REPORT_LIMIT, Summary
 from replayhub.ingest.native import RecordError, canonical_json
 from replayhub.models import Preflight, Project, Run, RunSource, Seed
-
-from .graph import branches
-from .index import Already, Loaded, LoadReport, load, read_lines
-from .records import Trace, content_text
-from .seeds import SeedDraft, SeedRules, derive, is_replay_output
+from replayhub.rollouts.graph import branches
+from replayhub.rollouts.index import Already, Loaded, LoadReport, load, read_lines
+from replayhub.rollouts.records import Trace, content_text
+from replayhub.rollouts.seeds import SeedDraft, SeedRules, derive, is_replay_output
 
 BATCH_SIZE = 200
 _ATTEMPTS = 3

@@ -42,6 +42,15 @@ from replayhub.reproduce import (
     read_usage,
     runner_for,
 )
+from replayhub.rollouts import verifier
+from replayhub.rollouts.completions import (
+    MalformedCompletion,
+    Message,
+    normalise,
+    same,
+    similarity,
+)
+from replayhub.rollouts.result import ResultProblem, read_result
 from replayhub.sandbox import Bind, SandboxSpec, SandboxUnavailable
 from replayhub.verdicts import Reason
 from replayhub.verdicts.rollout import (
@@ -50,10 +59,6 @@ from replayhub.verdicts.rollout import (
     RolloutFacts,
     decide_rollout,
 )
-
-from . import verifier
-from .completions import MalformedCompletion, Message, normalise, same, similarity
-from .result import ResultProblem, read_result
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from replayhub.rollouts.completions import MalformedCompletion, Message, normalise
 from replayhub.verdicts import Reason
-
-from .completions import MalformedCompletion, Message, normalise
 
 RESULT_MAX_BYTES = 4 * 1024 * 1024
 

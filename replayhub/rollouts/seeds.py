@@ -30,8 +30,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from .graph import branches
-from .records import Node, Trace, content_text
+from replayhub.rollouts.graph import branches
+from replayhub.rollouts.records import Node, Trace, content_text
 
 DEFAULT_VERIFICATION_TURN = (
     "Carefully check your work above. Re-verify the reasoning and the final answer "

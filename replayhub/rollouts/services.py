@@ -19,9 +19,8 @@ from django.utils import timezone
 from replayhub import tasks
 from replayhub.ingest.importer import Summary
 from replayhub.models import FollowSource, Project
-
-from . import follow, ingest
-from .ingest import RolloutSummary
+from replayhub.rollouts import follow, ingest
+from replayhub.rollouts.ingest import RolloutSummary
 
 
 def rollouts_import(

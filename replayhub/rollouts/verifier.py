@@ -31,10 +31,9 @@ from typing import Any
 from replayhub import gitops
 from replayhub.models import Project
 from replayhub.reproduce import agent_limits
+from replayhub.rollouts.completions import Message
+from replayhub.rollouts.result import ResultProblem, read_reward
 from replayhub.sandbox import Bind, SandboxSpec
-
-from .completions import Message
-from .result import ResultProblem, read_reward
 
 # Inside the verifier's sandbox: its inputs, read-only, and its own output.
 INPUT_DIR = "/replayhub-input"

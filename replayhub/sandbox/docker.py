@@ -25,8 +25,7 @@ import time
 import uuid
 
 from replayhub.fstree import chown_tree
-
-from .base import (
+from replayhub.sandbox.base import (
     BASE_ENV,
     HOME,
     TMP,
@@ -35,7 +34,7 @@ from .base import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from .output import HeadTailBuffer
+from replayhub.sandbox.output import HeadTailBuffer
 
 PINNED = re.compile(r"@sha256:[0-9a-f]{64}\Z")
 SANDBOX_USER = "65534:65534"

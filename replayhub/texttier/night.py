@@ -37,9 +37,8 @@ from replayhub.models import (
     TextTrigger,
     Verdict,
 )
-
-from . import judge as judging
-from .replay import BadTarget, Target
+from replayhub.texttier import judge as judging
+from replayhub.texttier.replay import BadTarget, Target
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,9 @@ from django.conf import settings
 
 from replayhub.gateway.providers import Upstream
 from replayhub.models import Provider, Run
-
-from . import judge as judging
-from .client import Completion, Policy, complete
-from .similarity import jaccard
+from replayhub.texttier import judge as judging
+from replayhub.texttier.client import Completion, Policy, complete
+from replayhub.texttier.similarity import jaccard
 
 _PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 

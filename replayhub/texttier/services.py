@@ -25,9 +25,14 @@ from replayhub.models import (
     TextSuite,
     TextTrigger,
 )
-
-from . import suites
-from .replay import BadTarget, Target, check_registered, execute, policy
+from replayhub.texttier import suites
+from replayhub.texttier.replay import (
+    BadTarget,
+    Target,
+    check_registered,
+    execute,
+    policy,
+)
 
 log = logging.getLogger(__name__)
 

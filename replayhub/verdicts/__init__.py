@@ -12,7 +12,7 @@ a refusal, never a judgement of the agent.
 
 from __future__ import annotations
 
-from .facts import (
+from replayhub.verdicts.facts import (
     BASE_SOURCES,
     HARNESS_REASONS,
     INCONCLUSIVE_REASONS,
@@ -29,7 +29,7 @@ from .facts import (
     SuiteResult,
     Verdict,
 )
-from .table import decide
+from replayhub.verdicts.table import decide
 
 __all__ = [
     "BASE_SOURCES",

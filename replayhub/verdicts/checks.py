@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .facts import Check, EvidenceClass, Facts, Outcome, SuiteResult
-from .text import (
+from replayhub.verdicts.facts import Check, EvidenceClass, Facts, Outcome, SuiteResult
+from replayhub.verdicts.text import (
     base_reason,
     base_trusted,
     clean,

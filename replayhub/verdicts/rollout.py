@@ -35,8 +35,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .facts import Check, Decision, EvidenceClass, Outcome, Reason, Verdict
-from .text import clean
+from replayhub.verdicts.facts import (
+    Check,
+    Decision,
+    EvidenceClass,
+    Outcome,
+    Reason,
+    Verdict,
+)
+from replayhub.verdicts.text import clean
 
 # The failures a rollout replay can end in before its completion is judged.
 ROLLOUT_FAILURES: frozenset[Reason] = frozenset(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .checks import checks_for
-from .facts import Decision, Facts, Reason, SuiteResult, Verdict
-from .text import (
+from replayhub.verdicts.checks import checks_for
+from replayhub.verdicts.facts import Decision, Facts, Reason, SuiteResult, Verdict
+from replayhub.verdicts.text import (
     base_reason,
     base_trusted,
     baseline_reason,

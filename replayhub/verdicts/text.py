@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .facts import TRUSTED_BASE_SOURCES, Facts, Reason, SuiteResult
+from replayhub.verdicts.facts import TRUSTED_BASE_SOURCES, Facts, Reason, SuiteResult
 
 # How many disallowed paths a reason sentence names before summarising the rest.
 _PATHS_NAMED = 5

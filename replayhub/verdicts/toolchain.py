@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .text import clean
+from replayhub.verdicts.text import clean
 
 # The first line that names a missing piece, in the order tools print them.
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from ..trends import series
+from reviews.trends import series
 
 register = template.Library()
 

@@ -14,8 +14,7 @@ from datetime import date, timedelta
 from functools import cached_property
 
 from replayhub.trends import ChartPoint
-
-from .series import (
+from reviews.trends.series import (
     VERDICT_COLORS,
     VERDICTS,
     NightTotals,

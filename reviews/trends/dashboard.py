@@ -18,8 +18,7 @@ from django.utils.dateparse import parse_datetime
 
 from replayhub.models import Project, RunSource
 from replayhub.trends import SIGMAS, TRAILING_NIGHTS, find_alarm, p_chart
-
-from .charts import (
+from reviews.trends.charts import (
     Frame,
     control_chart,
     coverage_chart,
@@ -28,10 +27,15 @@ from .charts import (
     overturn_chart,
     reason_chart,
 )
-from .drawing import draw_chart, draw_table
-from .forms import NIGHTS_SHOWN, Filters
-from .queries import latest_rollup, model_choices, nightly_sums, rollups_version
-from .series import (
+from reviews.trends.drawing import draw_chart, draw_table
+from reviews.trends.forms import NIGHTS_SHOWN, Filters
+from reviews.trends.queries import (
+    latest_rollup,
+    model_choices,
+    nightly_sums,
+    rollups_version,
+)
+from reviews.trends.series import (
     VERDICT_COLORS,
     VERDICT_LABELS,
     VERDICTS,
@@ -44,7 +48,7 @@ from .series import (
     top_reasons,
     weekly_totals,
 )
-from .tables import control_table, coverage_table, mix_table, reason_table
+from reviews.trends.tables import control_table, coverage_table, mix_table, reason_table
 
 # Windows longer than this are shown as weeks.
 WEEKLY_AFTER = 180

@@ -16,8 +16,8 @@ from html import escape as _escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from .charts import Chart
-from .tables import Table
+from reviews.trends.charts import Chart
+from reviews.trends.tables import Table
 
 # Classes, colours and most numbers repeat thousands of times a page: each is
 # escaped once.

@@ -11,12 +11,12 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from ..history import Period
-from ..labels import label_counts
-from ..quality import decided
-from .forms import Filters
-from .queries import rollups
-from .series import VERDICTS
+from reviews.history import Period
+from reviews.labels import label_counts
+from reviews.quality import decided
+from reviews.trends.forms import Filters
+from reviews.trends.queries import rollups
+from reviews.trends.series import VERDICTS
 
 EXPORT_COUNTS = [
     "attempted",

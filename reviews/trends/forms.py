@@ -10,8 +10,7 @@ from django import forms
 from django.utils import timezone
 
 from replayhub.models import RunSource
-
-from ..forms import ScopeFilterForm
+from reviews.forms import ScopeFilterForm
 
 NIGHTS_SHOWN = 56
 # About two years: past that the bars get thinner than a pixel.

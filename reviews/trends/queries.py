@@ -24,9 +24,8 @@ from replayhub.models import Rollup, RollupTotal
 from replayhub.models.nights import NightCounts
 from replayhub.trends import TRAILING_NIGHTS
 from replayhub.verdicts import INCONCLUSIVE_REASONS
-
-from .forms import Filters
-from .series import VERDICTS, NightTotals
+from reviews.trends.forms import Filters
+from reviews.trends.series import VERDICTS, NightTotals
 
 
 def counted(filters: Filters) -> type[NightCounts]:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from replayhub.trends import ChartPoint
-
-from .series import (
+from reviews.trends.series import (
     VERDICT_LABELS,
     VERDICTS,
     NightTotals,

@@ -15,9 +15,8 @@ from django.db.models import Avg, Count, DateField, F
 from django.db.models.functions import Coalesce, TruncDate
 
 from replayhub.models import TextReplay, TextStatus
-
-from .forms import Filters
-from .tables import Cell, Head, Table
+from reviews.trends.forms import Filters
+from reviews.trends.tables import Cell, Head, Table
 
 
 def similarity_by_night(filters: Filters) -> list[dict]:

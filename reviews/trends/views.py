@@ -15,13 +15,12 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from replayhub import roles
-
-from ..views import _partial
-from .dashboard import dashboard_context
-from .drawing import draw_table
-from .exports import export_csv, export_payload, export_rows, labels_given
-from .forms import Filters, TrendsFilterForm
-from .texttier import similarity_by_night, similarity_table
+from reviews.trends.dashboard import dashboard_context
+from reviews.trends.drawing import draw_table
+from reviews.trends.exports import export_csv, export_payload, export_rows, labels_given
+from reviews.trends.forms import Filters, TrendsFilterForm
+from reviews.trends.texttier import similarity_by_night, similarity_table
+from reviews.views import _partial
 
 
 @require_GET

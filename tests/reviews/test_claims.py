@@ -15,8 +15,7 @@ from reviews import services
 from reviews.models import AuditEvent, Claim
 from reviews.services import ClaimHeld, claim_next, claim_release, claim_take
 from tests.conftest import make_user
-
-from .replays import make_replay
+from tests.reviews.replays import make_replay
 
 
 def test_next_takes_the_highest_priority_item(reviewer):

@@ -12,8 +12,7 @@ from replayhub.models import Replay, Trigger
 from reviews.models import AuditEvent, Claim, Review
 from reviews.services import ClaimHeld, NotDecidable, claim_take, review_decide
 from tests.conftest import make_user
-
-from .replays import make_replay
+from tests.reviews.replays import make_replay
 
 
 def decide_url(replay) -> str:

@@ -11,8 +11,7 @@ from django.urls import reverse
 
 from replayhub.models import Replay, TestOutcome
 from reviews import views
-
-from .replays import make_replay
+from tests.reviews.replays import make_replay
 
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 

@@ -8,8 +8,7 @@ from django.urls import reverse
 
 from replayhub.models import TestOutcome
 from reviews.cases import case_table
-
-from .replays import make_replay
+from tests.reviews.replays import make_replay
 
 PAYLOAD = "<script>window.__pwned=1</script>"
 

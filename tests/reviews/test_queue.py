@@ -14,8 +14,7 @@ from replayhub.models import Replay, ReplayStatus, ReviewBand
 from reviews import queue
 from reviews.models import Claim
 from reviews.queue import Cursor, Filters
-
-from .replays import make_project, make_replay
+from tests.reviews.replays import make_project, make_replay
 
 QUEUE = reverse("reviews:queue")
 

@@ -19,8 +19,7 @@ from reviews.models import (
 )
 from reviews.services import claim_take, review_decide
 from tests.conftest import make_user
-
-from .replays import make_replay
+from tests.reviews.replays import make_replay
 
 COMMENT = {
     "target": "dod",

@@ -22,8 +22,7 @@ from reviews.models import (
 )
 from reviews.services import NotDecidable, claim_next, claim_take, review_decide
 from tests.conftest import make_user
-
-from .replays import make_project, make_replay
+from tests.reviews.replays import make_project, make_replay
 
 
 @pytest.fixture

@@ -30,8 +30,7 @@ from tests.engine.scripted import (
     make_run,
     original_commit,
 )
-
-from .conftest import RunInSandbox, processes_mentioning
+from tests.sandbox.conftest import RunInSandbox, processes_mentioning
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None

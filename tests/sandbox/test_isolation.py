@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from replayhub.sandbox import Bind
-
-from .conftest import RunInSandbox
+from tests.sandbox.conftest import RunInSandbox
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None

@@ -14,8 +14,7 @@ import pytest
 
 from replayhub.sandbox import SandboxOutcome
 from replayhub.sandbox.bwrap import BwrapRunner
-
-from .conftest import RunInSandbox, orphaned_zombies, processes_mentioning
+from tests.sandbox.conftest import RunInSandbox, orphaned_zombies, processes_mentioning
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None

@@ -24,8 +24,7 @@ from replayhub.sandbox.network import (
     relay_mount,
 )
 from replayhub.sandbox.relay import EXIT_RELAY, UsageError, parse_args
-
-from .conftest import RunInSandbox, processes_mentioning
+from tests.sandbox.conftest import RunInSandbox, processes_mentioning
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None

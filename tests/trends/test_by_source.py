@@ -11,8 +11,7 @@ from django.urls import reverse
 
 from replayhub.models import Rollup
 from reviews.rollups import rollup_range
-
-from . import data
+from tests.trends import data
 
 TRENDS = reverse("reviews:trends")
 CSV = reverse("reviews:trends_export_csv")

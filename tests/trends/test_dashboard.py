@@ -22,8 +22,7 @@ from reviews.trends.charts import (
     reason_chart,
 )
 from reviews.trends.series import NightTotals, reason_label, top_reasons
-
-from . import data
+from tests.trends import data
 
 TRENDS = reverse("reviews:trends")
 BAD_NIGHT = date(2026, 2, 20)

@@ -14,9 +14,8 @@ from django.urls import reverse
 from reviews.trends.forms import Filters
 from reviews.trends.queries import nightly_sums
 from reviews.trends.series import weekly_totals
-
-from . import data
-from .test_dashboard import RANGE, table
+from tests.trends import data
+from tests.trends.test_dashboard import RANGE, table
 
 TRENDS = reverse("reviews:trends")
 CSV = reverse("reviews:trends_export_csv")

@@ -8,8 +8,7 @@ import pytest
 
 from replayhub.models import Rollup
 from reviews.rollups import night_of, night_start, rollup_range
-
-from . import data
+from tests.trends import data
 
 
 def utc(*args) -> datetime:

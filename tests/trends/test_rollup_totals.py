@@ -12,8 +12,7 @@ from django.db import connection, connections, transaction
 
 from replayhub.models import Project, Rollup, RollupTotal
 from reviews.rollups import rollup_range, rollup_replay
-
-from . import data
+from tests.trends import data
 
 MARCH_2 = date(2026, 3, 2)
 MARCH_3 = date(2026, 3, 3)

@@ -12,8 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from replayhub import nightly
 from replayhub.models import Night, Replay, Rollup
 from reviews.rollups import rollup_closed_night, rollup_range
-
-from . import data
+from tests.trends import data
 
 MARCH_2 = date(2026, 3, 2)
 IN_NIGHT = datetime(2026, 3, 2, 23, 30, tzinfo=UTC)

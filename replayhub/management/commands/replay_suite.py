@@ -6,11 +6,10 @@ from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub.management.commands.replay_text import target_arg
 from replayhub.models import Project
 from replayhub.texttier import services
 from replayhub.texttier.replay import BadTarget
-
-from .replay_text import target_arg
 
 
 def _date(value: str) -> date:
