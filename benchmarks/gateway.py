@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[0] = str(ROOT)
 
 from benchmarks.support import record  # noqa: E402
+from replayhub.demo.model_api import StandInProvider  # noqa: E402
 from replayhub.gateway import Caps, ModelGateway, Upstream  # noqa: E402
-from replayhub.gateway.standin import StandInProvider  # noqa: E402
 from tests.gateway.client import (  # noqa: E402
     UnixHTTPConnection,
     anthropic_headers,

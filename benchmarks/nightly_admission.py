@@ -64,8 +64,9 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from replayhub import nightly, services
+    from replayhub import services
     from replayhub.models import Budget, Night, Project, Replay, Run
+    from replayhub.nights import scheduler
 
     call_command("migrate", verbosity=0)
     project = Project.objects.create(
@@ -115,7 +116,7 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
 
     def floor() -> float:
         reset()
-        night = nightly.night_open(project=project, now=timezone.now())
+        night = scheduler.night_open(project=project, now=timezone.now())
         start = time.perf_counter()
         with connection.cursor() as cursor:
             cursor.execute(

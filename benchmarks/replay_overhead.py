@@ -51,7 +51,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from benchmarks.support import record  # noqa: E402
-from replayhub import gitops, services  # noqa: E402
+from replayhub import services  # noqa: E402
+from replayhub.git import scratch  # noqa: E402
 from replayhub.models import Project, Run  # noqa: E402
 from replayhub.sandbox import SandboxSpec, get_runner  # noqa: E402
 
@@ -62,20 +63,20 @@ CHANGE = "echo 'VALUE_0 = 1' > pkg0/mod0.py"
 
 def make_repository(path: Path, files: int) -> tuple[str, str]:
     """A repository with ``files`` files; returns (base, original) shas."""
-    gitops.git("init", "--quiet", "--template=", "--initial-branch=main", str(path))
+    scratch.git("init", "--quiet", "--template=", "--initial-branch=main", str(path))
     for i in range(files):
         sub = path / f"pkg{i % 40}"
         sub.mkdir(exist_ok=True)
         (sub / f"mod{i}.py").write_text(f"VALUE_{i} = {i}\n" * 20)
     kwargs = {"git_dir": path / ".git", "work_tree": path}
-    gitops.git("add", "--all", **kwargs)
-    gitops.git("commit", "--quiet", "-m", "base", **kwargs)
-    base = gitops.git("rev-parse", "HEAD", **kwargs).stdout.decode().strip()
-    gitops.git("checkout", "--quiet", "-b", "agent", **kwargs)
+    scratch.git("add", "--all", **kwargs)
+    scratch.git("commit", "--quiet", "-m", "base", **kwargs)
+    base = scratch.git("rev-parse", "HEAD", **kwargs).stdout.decode().strip()
+    scratch.git("checkout", "--quiet", "-b", "agent", **kwargs)
     (path / "pkg0" / "mod0.py").write_text("VALUE_0 = 'changed'\n")
-    gitops.git("commit", "--quiet", "-am", "agent change", **kwargs)
-    original = gitops.git("rev-parse", "HEAD", **kwargs).stdout.decode().strip()
-    gitops.git("checkout", "--quiet", "main", **kwargs)
+    scratch.git("commit", "--quiet", "-am", "agent change", **kwargs)
+    original = scratch.git("rev-parse", "HEAD", **kwargs).stdout.decode().strip()
+    scratch.git("checkout", "--quiet", "main", **kwargs)
     return base, original
 
 

@@ -11,8 +11,8 @@ import re
 import shlex
 from pathlib import Path
 
-from replayhub.gitops import GitError
-from replayhub.history import History
+from replayhub.git.history import History
+from replayhub.git.scratch import GitError
 from replayhub.models import Project, Provider
 from replayhub.models.projects import (
     default_setup_inputs,

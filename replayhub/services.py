@@ -27,9 +27,8 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from replayhub import nightly, reproduce, tasks, testmemory
-from replayhub.budgets import Amounts
-from replayhub.gitops import remove_tree
+from replayhub import tasks
+from replayhub.git.scratch import remove_tree
 from replayhub.logs import replay_context
 from replayhub.models import (
     Comparison,
@@ -45,9 +44,12 @@ from replayhub.models import (
     Trigger,
     WorkerCheck,
 )
-from replayhub.reproduce import Report, check_dict
+from replayhub.nights import scheduler
+from replayhub.nights.arithmetic import Amounts
+from replayhub.replay.execute import Report, check_dict, execute
 from replayhub.rollouts import replay as rollout_replay
-from replayhub.testpaths import KIND_TEXT
+from replayhub.testgate import memory
+from replayhub.testgate.paths import KIND_TEXT
 from replayhub.texttier import night as text_night
 from replayhub.verdicts import Decision, Facts, Reason, decide
 
@@ -196,7 +198,7 @@ def _replay_execute(*, replay_id: int, owner: str | None):
                     on_phase=on_phase,
                 )
             else:
-                report = reproduce.execute(
+                report = execute(
                     project=replay.project,
                     run=replay.run,
                     replay_id=replay.pk,
@@ -237,7 +239,7 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
     with transaction.atomic():
         if not Replay.objects.cancel(replay.pk, owner=owner):
             return
-        nightly.settle(replay=replay, actual=Amounts(), now=now)
+        scheduler.settle(replay=replay, actual=Amounts(), now=now)
         Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
             deferred_at=now
         )
@@ -347,7 +349,7 @@ def replay_finish(
                 return False
             if report is not None:
                 _store_findings(replay, report)
-            nightly.settle(replay=replay, actual=actual, now=timezone.now())
+            scheduler.settle(replay=replay, actual=actual, now=timezone.now())
     except Exception as error:
         log.exception("replay %s: its findings could not be stored", replay.pk)
         return _finish_unstored(
@@ -431,10 +433,10 @@ def _finish_unstored(
             return False
         try:
             with transaction.atomic():
-                nightly.settle(replay=replay, actual=actual, now=now)
+                scheduler.settle(replay=replay, actual=actual, now=now)
         except Exception:
             time_only = dataclasses.replace(actual, tokens=0, cost_usd=Decimal(0))
-            nightly.settle(replay=replay, actual=time_only, now=now)
+            scheduler.settle(replay=replay, actual=time_only, now=now)
     log.warning("replay %s finished without its findings: %s", replay.pk, line)
     return True
 
@@ -469,7 +471,7 @@ def _store_findings(replay: Replay, report: Report) -> None:
             )
             for a in report.gate.attempts
         )
-        testmemory.remember(
+        memory.remember(
             project=replay.project,
             replay_id=replay.pk,
             gate=report.gate,
@@ -659,12 +661,12 @@ def night_run(
     now: datetime | None = None,
     immediate: bool = False,
     agentic: bool = True,
-) -> nightly.NightReport:
+) -> scheduler.NightReport:
     """Admit this night's replays for ``project``, tier by tier: the text
     tier's first, then (``agentic``) the agentic tier's — only runs the text
     tier passed on, when the project's policy says so. A worker sends them to
     their queues once the admission commits."""
-    budget = nightly.budget_of(project)
+    budget = scheduler.budget_of(project)
     text = text_night.night_admit_text(project=project, now=now, immediate=immediate)
     if text.admitted and text.night is not None:
         tasks.dispatch_text_night.delay_on_commit(text.night.pk)
@@ -675,18 +677,18 @@ def night_run(
             return text_night.gate_agentic(runs, budget)
 
     if agentic:
-        report = nightly.night_admit(
+        report = scheduler.night_admit(
             project=project, now=now, immediate=immediate, gate=gate
         )
     else:
-        report = nightly.NightReport(night=text.night)
+        report = scheduler.NightReport(night=text.night)
     report.text = text
     if report.admitted and report.night is not None:
         tasks.dispatch_night.delay_on_commit(report.night.pk)
     return report
 
 
-def nights_tick(*, now: datetime | None = None) -> list[nightly.NightReport]:
+def nights_tick(*, now: datetime | None = None) -> list[scheduler.NightReport]:
     """What beat runs every few minutes: start nights that began, close ended ones.
 
     Each night's selection runs once: the night is claimed by a conditional
@@ -699,10 +701,10 @@ def nights_tick(*, now: datetime | None = None) -> list[nightly.NightReport]:
         Q(agentic_enabled=True) | Q(budget__text_enabled=True)
     )
     for project in projects:
-        if nightly.night_claim(project=project, now=now):
+        if scheduler.night_claim(project=project, now=now):
             reports.append(night_run(project=project, now=now))
             continue
-        budget = nightly.budget_of(project)
+        budget = scheduler.budget_of(project)
         if budget.text_enabled and text_night.in_window(project, now):
             # Tiered: every tick admits the text replays the budget now has
             # room for and, when the text tier gates the agentic tier, the
@@ -715,5 +717,5 @@ def nights_tick(*, now: datetime | None = None) -> list[nightly.NightReport]:
                     agentic=text_night.gates_agentic(budget),
                 )
             )
-    nightly.night_close_ended(now=now)
+    scheduler.night_close_ended(now=now)
     return reports

@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from replayhub import nightly, roles
+from replayhub import roles
 from replayhub.models import Budget, Night, Project, Run
+from replayhub.nights import scheduler
 from replayhub.texttier import night as text_night
 from reviews import services
 from reviews.models import AuditEvent
@@ -312,7 +313,7 @@ def budget_edit(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect(f"{reverse('reviews:budgets')}#budget-{project.slug}")
     if not request.user.has_perm(roles.MANAGE_BUDGETS):
         raise PermissionDenied
-    budget = nightly.budget_of(project)
+    budget = scheduler.budget_of(project)
     show_money = request.user.has_perm(roles.VIEW_MONEY)
     budget_form = BudgetForm(
         request.POST, instance=budget, prefix="budget", show_money=show_money

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from replayhub import hunks
+from replayhub.git import hunks
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"^diff --git (.+)$")
@@ -228,7 +228,7 @@ def pair_by_path(
     return [(path, pair[0], pair[1]) for path, pair in rows.items()]
 
 
-# What a reviewer reads for each noise class of ``replayhub.hunks``, and its
+# What a reviewer reads for each noise class of ``replayhub.git.hunks``, and its
 # tooltip. Substantive files carry no badge: they are the ones to read.
 HUNK_LABELS = {
     hunks.WHITESPACE: (

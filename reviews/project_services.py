@@ -9,7 +9,6 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from replayhub import budgets, nightly
 from replayhub import services as replay_services
 from replayhub.models import (
     Budget,
@@ -21,6 +20,7 @@ from replayhub.models import (
     Run,
     Trigger,
 )
+from replayhub.nights import arithmetic, scheduler
 from replayhub.project_setup import project_fields
 from reviews.models import AuditEvent
 
@@ -48,9 +48,9 @@ def _night_running(project: Project, now: datetime) -> Night | None:
     )
 
 
-def _limits(project: Project) -> budgets.Amounts:
+def _limits(project: Project) -> arithmetic.Amounts:
     budget = Budget.objects.filter(project=project).first() or Budget(project=project)
-    return budgets.Amounts(
+    return arithmetic.Amounts(
         budget.max_replays,
         budget.max_sandbox_minutes * 60,
         budget.max_tokens,
@@ -74,23 +74,23 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
             "This run can never reach a verdict"
             + (f": {run.preflight_reason}" if run.preflight_reason else ".")
         )
-    estimate = budgets.estimate(
-        recent=nightly.recent_actuals(project), caps=nightly.caps_of(project)
+    estimate = arithmetic.estimate(
+        recent=scheduler.recent_actuals(project), caps=scheduler.caps_of(project)
     )
     with transaction.atomic():
         night = _night_running(project, now)
         extra: dict = {}
         if night is not None:
-            if not nightly.reserve(night=night, amount=estimate, now=now):
-                left = nightly.remaining_of(Night.objects.get(pk=night.pk))
-                short = budgets.blocking_dimensions(estimate, left) or ["budget"]
+            if not scheduler.reserve(night=night, amount=estimate, now=now):
+                left = scheduler.remaining_of(Night.objects.get(pk=night.pk))
+                short = arithmetic.blocking_dimensions(estimate, left) or ["budget"]
                 raise ReplayRefused(
                     f"Tonight's budget has no room for this replay "
                     f"({_names(short)} used up); raise it on the Budgets page "
                     "or wait for the next night."
                 )
             extra = {"night": night, "reservation": _json(estimate)}
-        elif short := budgets.blocking_dimensions(estimate, _limits(project)):
+        elif short := arithmetic.blocking_dimensions(estimate, _limits(project)):
             raise ReplayRefused(
                 f"One replay is estimated past a whole night's budget "
                 f"({_names(short)}); raise it on the Budgets page."
@@ -117,7 +117,7 @@ def _names(dimensions: list[str]) -> str:
     return ", ".join(d.replace("_usd", "").replace("_", " ") for d in dimensions)
 
 
-def _json(amount: budgets.Amounts) -> dict:
+def _json(amount: arithmetic.Amounts) -> dict:
     data = amount.as_dict()
     data["cost_usd"] = str(data["cost_usd"])
     return data

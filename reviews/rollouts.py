@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET
 from replayhub import roles
 from replayhub.models import Replay, Seed
 from replayhub.rollouts.completions import MalformedCompletion, normalise
-from replayhub.rollouts.record import output_record, record_line
+from replayhub.rollouts.output import output_record, record_line
 from replayhub.rollouts.replay import replay_mark
 
 # Text longer than this, or of more lines, is collapsed behind its first line.

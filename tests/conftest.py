@@ -191,7 +191,7 @@ def env_cache(settings):
     work dir, since the sandbox uid must be able to reach it."""
     import uuid
 
-    from replayhub.fstree import remove_tree
+    from replayhub.lib.fstree import remove_tree
 
     root = Path(settings.REPLAYHUB_WORK_DIR) / f"envs-{uuid.uuid4().hex[:8]}"
     settings.REPLAYHUB_ENV_CACHE_DIR = root

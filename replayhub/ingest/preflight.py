@@ -1,6 +1,6 @@
 """Preflight, the free tier: can a recorded run ever reach a verdict?
 
-For each run, :func:`replayhub.provenance.resolve_provenance` reconstructs the
+For each run, :func:`replayhub.replay.provenance.resolve_provenance` reconstructs the
 input state from the project repository; the snapshot is stored on the run and
 the run is marked ``ready`` or ``unreproducible`` (no original commit, original
 not in the repository, no base at all) with the reason. An unreproducible run is
@@ -10,7 +10,7 @@ Preflight reads the repository, so it is a step of its own, never part of
 storing records: the importer stays fast whatever the repository, and a run
 whose repository cannot be read stays ``pending`` to be tried again. Runs are
 taken in chunks; each project's runs of a chunk are resolved together by
-:mod:`replayhub.provenance_batch` (one ``cat-file`` per project for the whole
+:mod:`replayhub.replay.provenance_batch` (one ``cat-file`` per project for the whole
 preflight, one ``rev-list`` per chunk), and runs with the same inputs share one
 resolution. ``batched=False`` resolves every run on its own instead (a few git
 processes each, on a few threads): the reference the batched way must match.
@@ -30,11 +30,11 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
-from replayhub.gitops import GitError
-from replayhub.history import History
+from replayhub.git.history import History
+from replayhub.git.scratch import GitError
 from replayhub.models import Preflight, Project, Run
-from replayhub.provenance import Provenance, resolve_provenance
-from replayhub.provenance_batch import BatchHistory, batch_passes, resolve_batch
+from replayhub.replay.provenance import Provenance, resolve_provenance
+from replayhub.replay.provenance_batch import BatchHistory, batch_passes, resolve_batch
 
 CHUNK = 2000
 STORE_ROWS = 500

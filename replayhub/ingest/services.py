@@ -19,10 +19,10 @@ from django.core.files.uploadedfile import UploadedFile
 
 from replayhub import tasks
 from replayhub.ingest import jobs
+from replayhub.ingest import verifiers as rollouts
 from replayhub.ingest.importer import Summary, import_body, import_stream, read_chunks
 from replayhub.ingest.preflight import preflight_pending
 from replayhub.models import ImportFormat, ImportJob, Project
-from replayhub.rollouts import ingest as rollouts
 
 logger = logging.getLogger(__name__)
 

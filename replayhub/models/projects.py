@@ -11,10 +11,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.gateway.allow import parse_allow_entry
-from replayhub.globs import compile_glob
 from replayhub.ingest.native import whole_record
+from replayhub.lib.globs import compile_glob
 from replayhub.rollouts.seeds import DEFAULT_VERIFICATION_TURN
-from replayhub.testpaths import DEFAULT_TEST_PATHS
+from replayhub.testgate.paths import DEFAULT_TEST_PATHS
 
 # The files that decide what a project's setup phase installs: the common
 # lockfiles and dependency lists, at the repository root.

@@ -435,7 +435,7 @@ class Comparison(models.Model):
     replay_paths = models.JSONField(default=list, blank=True)
     disallowed_paths = models.JSONField(default=list, blank=True)
     truncated = models.BooleanField(default=False)
-    # Path -> hunk class (replayhub.hunks) of each path in ``differing_paths``.
+    # Path -> hunk class (replayhub.git.hunks) of each path in ``differing_paths``.
     hunk_classes = models.JSONField(default=dict, blank=True)
     # How many of them are substantive, stored so the queue needs no JSON per
     # row; null for comparisons made before the classes existed.

@@ -29,8 +29,8 @@ from typing import Any
 import orjson
 
 from replayhub.rollouts.graph import leaves
-from replayhub.rollouts.records import REPLAY_MARK, ShapeError, Trace, parse_record
 from replayhub.rollouts.seeds import SeedRules
+from replayhub.rollouts.trace import REPLAY_MARK, ShapeError, Trace, parse_record
 
 READ_SIZE = 256 * 1024
 # A rollout with its token ids and logprobs is large; a line past this is

@@ -29,10 +29,12 @@ from typing import Any
 
 from django.conf import settings
 
-from replayhub import environments, gitops, netaccess
-from replayhub.history import History
+from replayhub.environments import build
+from replayhub.gateway import access
+from replayhub.git.history import History
+from replayhub.git.scratch import GitError, Scratch
 from replayhub.models import Phase, Project, Replay, RunSource
-from replayhub.reproduce import (
+from replayhub.replay.execute import (
     IO_DIR,
     AgentResult,
     Report,
@@ -226,7 +228,7 @@ def execute_rollout(
         runner.check()
     except SandboxUnavailable as exc:
         return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
-    scratch = gitops.Scratch(
+    scratch = Scratch(
         Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
     )
     scratch.remove()  # a previous delivery of this replay may have left it behind
@@ -234,10 +236,10 @@ def execute_rollout(
         # The project's environment, as a code replay's: the harness and the
         # separate verifier both get it read-only.
         try:
-            environment = environments.for_replay(
+            environment = build.for_replay(
                 project, scratch=scratch, base=commit, runner=runner
             )
-        except environments.Unprepared as exc:
+        except build.Unprepared as exc:
             exc.account(report)
             return failed(exc.reason, exc.detail)
         with environment or contextlib.nullcontext():
@@ -307,7 +309,7 @@ def _harness_commit(project: Project, commit: str) -> str | None:
                 return repo.commit(commit)
             branch = project.default_branch or repo.head_branch()
             return repo.branch_tip(branch) if branch else None
-    except gitops.GitError:
+    except GitError:
         return None
 
 
@@ -317,7 +319,7 @@ def _run_harness(
     task: RolloutTask,
     commit: str,
     runner: Any,
-    scratch: gitops.Scratch,
+    scratch: Scratch,
     caps: dict,
     on_phase: Callable[[str], object],
     report: RolloutReport,
@@ -327,7 +329,7 @@ def _run_harness(
     on_phase(Phase.PROVISIONING)
     try:
         workspace = scratch.provision(commit)
-    except (gitops.GitError, OSError) as exc:
+    except (GitError, OSError) as exc:
         return failed(
             Reason.FIXTURE_FAILED,
             f"the workspace could not be provisioned at {commit[:12]}: {exc}",
@@ -351,7 +353,7 @@ def _run_harness(
     limits = agent_limits(project, caps)
     binds = [Bind(io_dir, IO_DIR, writable=True)]
     try:
-        outcome, network = netaccess.run_phase(
+        outcome, network = access.run_phase(
             runner,
             SandboxSpec(
                 argv=argv,
@@ -360,12 +362,12 @@ def _run_harness(
                 limits=limits,
                 binds=tuple(binds),
             ),
-            needs=netaccess.agent_needs(project, task.provider),
+            needs=access.agent_needs(project, task.provider),
             directory=scratch.root / "net-agent",
             phase="agent",
-            caps=netaccess.caps_for(project, caps),
+            caps=access.caps_for(project, caps),
         )
-    except netaccess.MissingKey as exc:
+    except access.MissingKey as exc:
         return failed(Reason.HARNESS_ERROR, str(exc))
     except SandboxUnavailable as exc:
         return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))

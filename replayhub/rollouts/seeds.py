@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replayhub.rollouts.graph import branches
-from replayhub.rollouts.records import Node, Trace, content_text
+from replayhub.rollouts.trace import Node, Trace, content_text
 
 DEFAULT_VERIFICATION_TURN = (
     "Carefully check your work above. Re-verify the reasoning and the final answer "

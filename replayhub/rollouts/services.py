@@ -17,10 +17,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub import tasks
+from replayhub.ingest import follow, verifiers
 from replayhub.ingest.importer import Summary
+from replayhub.ingest.verifiers import RolloutSummary
 from replayhub.models import FollowSource, Project
-from replayhub.rollouts import follow, ingest
-from replayhub.rollouts.ingest import RolloutSummary
 
 
 def rollouts_import(
@@ -33,8 +33,10 @@ def rollouts_import(
     """Import verifiers record files (index-selected where they have an
     index) or a stream of one file's bytes into ``project``."""
     if chunks is not None:
-        return ingest.import_chunks(project=project, chunks=chunks, progress=progress)
-    return ingest.import_files(project=project, paths=paths, progress=progress)
+        return verifiers.import_chunks(
+            project=project, chunks=chunks, progress=progress
+        )
+    return verifiers.import_files(project=project, paths=paths, progress=progress)
 
 
 def follow_source_get(*, project: Project, pattern: str) -> FollowSource:

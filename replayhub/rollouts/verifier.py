@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replayhub import gitops
+from replayhub.git.scratch import GitError, Scratch
 from replayhub.models import Project
-from replayhub.reproduce import agent_limits
+from replayhub.replay.execute import agent_limits
 from replayhub.rollouts.completions import Message
 from replayhub.rollouts.result import ResultProblem, read_reward
 from replayhub.sandbox import Bind, SandboxSpec
@@ -88,7 +88,7 @@ def score(
     (removed whatever happens). What it did goes into ``record``; its reward is
     returned, or ``VerifierFailed`` raised. ``SandboxUnavailable`` passes
     through."""
-    scratch = gitops.Scratch(root, project.repo_path)
+    scratch = Scratch(root, project.repo_path)
     scratch.remove()  # a previous delivery of this replay may have left it behind
     try:
         return _score(
@@ -112,7 +112,7 @@ def _score(
     command: Sequence[str],
     commit: str,
     runner: Any,
-    scratch: gitops.Scratch,
+    scratch: Scratch,
     seed: Sequence[dict],
     completion: Sequence[Message],
     env: dict[str, str],
@@ -120,7 +120,7 @@ def _score(
 ) -> Scored:
     try:
         workspace = scratch.provision(commit)
-    except (gitops.GitError, OSError) as exc:
+    except (GitError, OSError) as exc:
         raise VerifierFailed(
             f"its workspace could not be provisioned at {commit[:12]}: {exc}"
         ) from None

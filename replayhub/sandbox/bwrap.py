@@ -75,7 +75,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from replayhub.fstree import chown_tree
+from replayhub.lib.fstree import chown_tree
 from replayhub.sandbox.base import (
     HOME,
     TMP,

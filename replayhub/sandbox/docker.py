@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 
-from replayhub.fstree import chown_tree
+from replayhub.lib.fstree import chown_tree
 from replayhub.sandbox.base import (
     BASE_ENV,
     HOME,

@@ -23,7 +23,6 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from replayhub import budgets, nightly, tiers
 from replayhub.models import (
     Budget,
     Night,
@@ -37,6 +36,7 @@ from replayhub.models import (
     TextTrigger,
     Verdict,
 )
+from replayhub.nights import arithmetic, scheduler, tiers
 from replayhub.texttier import judge as judging
 from replayhub.texttier.replay import BadTarget, Target
 
@@ -150,9 +150,9 @@ class TextNightReport:
 
 
 def in_window(project: Project, now: datetime) -> bool:
-    budget = nightly.budget_of(project)
+    budget = scheduler.budget_of(project)
     return (
-        budgets.night_containing(
+        arithmetic.night_containing(
             now,
             start_hour=budget.window_start_hour,
             end_hour=budget.window_end_hour,
@@ -171,7 +171,7 @@ def night_admit_text(
     ``text_deferred``), first in line at the next admission.
     """
     now = now or timezone.now()
-    budget = nightly.budget_of(project)
+    budget = scheduler.budget_of(project)
     if not budget.text_enabled:
         return TextNightReport(skipped_reason="the text tier is off for this project")
     try:
@@ -181,7 +181,7 @@ def night_admit_text(
         return TextNightReport(skipped_reason=f"text tier target: {error}")
     if not immediate and not in_window(project, now):
         return TextNightReport(skipped_reason="outside the night's window")
-    night = nightly.night_open(project=project, now=now, immediate=immediate)
+    night = scheduler.night_open(project=project, now=now, immediate=immediate)
     report = TextNightReport(night=night)
     if not (night.window_start <= now < night.window_end):
         report.skipped_reason = "the night's window has ended"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replayhub.verdicts.checks import checks_for
+from replayhub.verdicts.check_list import checks_for
 from replayhub.verdicts.facts import Decision, Facts, Reason, SuiteResult, Verdict
 from replayhub.verdicts.text import (
     base_reason,

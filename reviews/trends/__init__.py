@@ -3,7 +3,7 @@
 The dashboard reads ``Rollup`` rows only, never the replays (``queries``).
 Everything after the queries is pure: the nightly totals (``series``) become
 chart geometry (``charts``) and tables (``tables``) as plain data, and the
-p-chart and its alarm come from ``replayhub.trends``. The templates under
+p-chart and its alarm come from ``reviews.trends.statistics``. The templates under
 ``templates/reviews/trends/`` draw the charts and tables, so every text they
 place (reason codes and model names are data from records) is escaped by the
 template engine. ``dashboard`` draws them once per build and caches the result

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from functools import cached_property
 
-from replayhub.trends import ChartPoint
 from reviews.trends.series import (
     VERDICT_COLORS,
     VERDICTS,
@@ -23,6 +22,7 @@ from reviews.trends.series import (
     reason_color,
     reason_counts,
 )
+from reviews.trends.statistics import ChartPoint
 
 
 def short_pct(value: float) -> str:

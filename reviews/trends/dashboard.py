@@ -17,7 +17,6 @@ from django.core.cache import cache
 from django.utils.dateparse import parse_datetime
 
 from replayhub.models import Project, RunSource
-from replayhub.trends import SIGMAS, TRAILING_NIGHTS, find_alarm, p_chart
 from reviews.trends.charts import (
     Frame,
     control_chart,
@@ -48,6 +47,7 @@ from reviews.trends.series import (
     top_reasons,
     weekly_totals,
 )
+from reviews.trends.statistics import SIGMAS, TRAILING_NIGHTS, find_alarm, p_chart
 from reviews.trends.tables import control_table, coverage_table, mix_table, reason_table
 
 # Windows longer than this are shown as weeks.

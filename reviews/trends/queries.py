@@ -22,10 +22,10 @@ from django.db.models import Count, Max, QuerySet
 
 from replayhub.models import Rollup, RollupTotal
 from replayhub.models.nights import NightCounts
-from replayhub.trends import TRAILING_NIGHTS
 from replayhub.verdicts import INCONCLUSIVE_REASONS
 from reviews.trends.forms import Filters
 from reviews.trends.series import VERDICTS, NightTotals
+from reviews.trends.statistics import TRAILING_NIGHTS
 
 
 def counted(filters: Filters) -> type[NightCounts]:

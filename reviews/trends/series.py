@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from replayhub.trends import NightRate
 from replayhub.verdicts import REASON_TEXT, Verdict
+from reviews.trends.statistics import NightRate
 
 # Reasons stacked one by one; the rest are drawn together as "other".
 TOP_REASONS = 6

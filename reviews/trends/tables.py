@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from replayhub.trends import ChartPoint
 from reviews.trends.series import (
     VERDICT_LABELS,
     VERDICTS,
@@ -20,6 +19,7 @@ from reviews.trends.series import (
     reason_counts,
     reason_label,
 )
+from reviews.trends.statistics import ChartPoint
 
 
 @dataclass(slots=True)

@@ -12,10 +12,10 @@ import os
 import pytest
 from django.core.management import call_command
 
-from replayhub import demoenv
-from replayhub.gateway.standin import StandInProvider
+from replayhub.demo import packaged
+from replayhub.demo.model_api import StandInProvider
+from replayhub.demo.pkgindex import PackageIndex
 from replayhub.models import EgressAttempt, Replay
-from replayhub.pkgindex import PackageIndex
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,7 +31,7 @@ def standin(settings):
 @pytest.fixture
 def package_index(settings, tmp_path):
     """The demo's package index, as ``./dev run`` serves it."""
-    demoenv.write_demo_index(tmp_path)
+    packaged.write_demo_index(tmp_path)
     with PackageIndex(tmp_path) as index:
         settings.REPLAYHUB_DEMO_INDEX_URL = index.url
         yield index
@@ -71,7 +71,7 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
 
     # The second project's tests import a package the host lacks: its setup
     # phase built the environment once, and the other replays reused it.
-    env_replays = Replay.objects.filter(project__slug=demoenv.SLUG).order_by("id")
+    env_replays = Replay.objects.filter(project__slug=packaged.SLUG).order_by("id")
     assert {r.run.external_id: r.verdict for r in env_replays} == {
         "env-001": "equivalent",
         "env-002": "identical",

@@ -8,7 +8,7 @@ import os
 import pytest
 from playwright.sync_api import expect
 
-from replayhub.gateway.standin import StandInProvider
+from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Provider, TextReplay
 from tests.texttier.conftest import KEY_ENV, PRICES, make_run
 

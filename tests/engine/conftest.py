@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replayhub.demo import GOOD
+from replayhub.demo.calculator import GOOD
 from tests.engine.scripted import make_project, make_project_repo, original_commit
 
 

@@ -7,7 +7,7 @@
     merge = repo.merge("feature")
 
 File contents are ``str`` (text), ``bytes``, :class:`Symlink`, :class:`Executable`,
-or ``None`` to delete the path. git runs through ``replayhub.gitops.git``, so the
+or ``None`` to delete the path. git runs through ``replayhub.git.scratch.git``, so the
 repositories see the same pinned environment as production code.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from replayhub.gitops import git
+from replayhub.git.scratch import git
 
 
 @dataclass(frozen=True)

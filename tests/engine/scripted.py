@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replayhub.demo import AGENT, STUB, TESTS
+from replayhub.demo.calculator import AGENT, STUB, TESTS
 from replayhub.models import Project, Run
 from tests.engine.gitrepos import Executable, Repo, make_repo
 

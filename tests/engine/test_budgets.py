@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from replayhub.budgets import (
+from replayhub.nights.arithmetic import (
     DIMENSIONS,
     Amounts,
     blocking_dimensions,
@@ -148,7 +148,7 @@ def test_the_night_containing_a_moment_uses_the_local_date():
 
 
 def test_how_many_fit_is_bounded_by_the_tightest_dimension():
-    from replayhub.budgets import how_many_fit
+    from replayhub.nights.arithmetic import how_many_fit
 
     estimate = Amounts(1, 100, 1_000, Decimal("0.5"))
     left = Amounts(50, 450, 100_000, Decimal("10"))

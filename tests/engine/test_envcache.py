@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from replayhub.envcache import FAILED, READY, Entry, EnvCache
+from replayhub.environments.cache import FAILED, READY, Entry, EnvCache
 
 
 def key(n: int) -> str:

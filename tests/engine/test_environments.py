@@ -14,12 +14,14 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from replayhub import environments, gitops, services
-from replayhub.demo import GOOD
-from replayhub.fstree import remove_tree
+from replayhub import services
+from replayhub.demo.calculator import GOOD
+from replayhub.demo.pkgindex import PackageIndex, pure_wheel, write_index
+from replayhub.environments import build
+from replayhub.environments.images import runner_for
+from replayhub.git.scratch import Scratch
+from replayhub.lib.fstree import remove_tree
 from replayhub.models import EgressAttempt, Replay
-from replayhub.pkgindex import PackageIndex, pure_wheel, write_index
-from replayhub.rootimages import runner_for
 from tests.engine.gitrepos import Executable
 from tests.engine.scripted import make_project, make_run, original_commit
 
@@ -181,17 +183,17 @@ def test_without_its_environment_the_missing_package_is_named(project, repo):
 
 def test_concurrent_replays_with_one_key_build_it_once(project, repo):
     base = repo.rev("main")
-    results: list[environments.Environment] = []
+    results: list[build.Environment] = []
     errors: list[BaseException] = []
 
     def prepare(n: int) -> None:
-        scratch = gitops.Scratch(
+        scratch = Scratch(
             Path(settings.REPLAYHUB_WORK_DIR) / f"concurrent-{uuid.uuid4().hex}",
             repo.path,
         )
         try:
             results.append(
-                environments.prepare(
+                build.prepare(
                     project, scratch=scratch, base=base, runner=runner_for(project)
                 )
             )
@@ -220,7 +222,7 @@ def test_a_deep_work_directory_still_reaches_the_index(
     # hold the egress proxy's socket, which then goes in a short directory of
     # its own, gone with the phase.
     deep = Path(settings.REPLAYHUB_WORK_DIR) / ("d" * 60) / ("e" * 60)
-    scratch = gitops.Scratch(deep / f"replay-{uuid.uuid4().hex}", repo.path)
+    scratch = Scratch(deep / f"replay-{uuid.uuid4().hex}", repo.path)
     made: list[Path] = []
 
     def mkdtemp(*args, **kwargs) -> str:
@@ -230,7 +232,7 @@ def test_a_deep_work_directory_still_reaches_the_index(
     real_mkdtemp = tempfile.mkdtemp
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     try:
-        env = environments.prepare(
+        env = build.prepare(
             project, scratch=scratch, base=repo.rev("main"), runner=runner_for(project)
         )
     finally:

@@ -13,10 +13,11 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from replayhub import nightly, services
-from replayhub.budgets import Amounts
-from replayhub.demo import GOOD
+from replayhub import services
+from replayhub.demo.calculator import GOOD
 from replayhub.models import Budget, Night, Replay
+from replayhub.nights import scheduler
+from replayhub.nights.arithmetic import Amounts
 from tests.conftest import (
     REQUIRE_SERVICES,
     ROOT,
@@ -49,7 +50,7 @@ def open_night(project, now):
         window_end_hour=0,  # a whole day: "now" is always inside
         timezone="UTC",
     )
-    return nightly.night_open(project=project, now=now)
+    return scheduler.night_open(project=project, now=now)
 
 
 @pytest.mark.django_db
@@ -137,7 +138,7 @@ def test_a_broker_restart_mid_night_loses_nothing_and_spends_nothing_twice(
     now = timezone.now()
     night = open_night(project, now)
     # Admitted (reserved) and handed to a private Redis that nobody consumes yet.
-    assert nightly.reserve(night=night, amount=Amounts(1, 60, 0, Decimal(0)), now=now)
+    assert scheduler.reserve(night=night, amount=Amounts(1, 60, 0, Decimal(0)), now=now)
     replay = services.replay_create(
         run=run,
         trigger="scheduler",

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from replayhub.fstree import chown_tree, remove_tree
+from replayhub.lib.fstree import chown_tree, remove_tree
 
 NOBODY = 65534
 

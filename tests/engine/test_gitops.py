@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from replayhub.capture import capture_workspace
-from replayhub.gitops import (
+from replayhub.git.scratch import (
     GitError,
     Scratch,
     compare,
     git,
     remove_tree,
 )
+from replayhub.replay.capture import capture_workspace
 from tests.engine.gitrepos import Executable, Repo, Symlink, make_repo, write_files
 
 BASE_FILES = {

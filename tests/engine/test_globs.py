@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replayhub.globs import compile_glob, glob_match
+from replayhub.lib.globs import compile_glob, glob_match
 
 GLOB_TABLE = [
     # pattern, path, matches

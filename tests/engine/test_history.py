@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from replayhub.gitops import GitError, git
-from replayhub.history import History
+from replayhub.git.history import History
+from replayhub.git.scratch import GitError, git
 from tests.engine.gitrepos import Repo, make_repo
 
 

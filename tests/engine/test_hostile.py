@@ -16,8 +16,10 @@ import pytest
 from django.db import DataError
 from django.utils import timezone
 
-from replayhub import gitops, leftovers, reproduce, services
+from replayhub import services
+from replayhub.git import scratch
 from replayhub.models import Comparison, Replay, TestOutcome, TestRecord
+from replayhub.replay import execute, leftovers
 from replayhub.services import escape_text, storable, unescape_text
 from tests.engine.scripted import make_project, make_run
 
@@ -204,9 +206,9 @@ def test_more_files_than_the_cap_fires_the_cap_before_any_checkout(
     calc_repo, calc_base, calc_good, monkeypatch
 ):
     checkouts = []
-    original_checkout = gitops.Scratch.checkout_tree
+    original_checkout = scratch.Scratch.checkout_tree
     monkeypatch.setattr(
-        gitops.Scratch,
+        scratch.Scratch,
         "checkout_tree",
         lambda self, tree, dest: (
             checkouts.append(dest) or original_checkout(self, tree, dest)
@@ -234,7 +236,7 @@ def test_a_capture_that_times_out_on_few_files_is_a_harness_error(
     calc_repo, calc_base, calc_good, monkeypatch
 ):
     def capture(*args, **kwargs):
-        raise gitops.GitError("git update-index timed out after 120s")
+        raise scratch.GitError("git update-index timed out after 120s")
 
     monkeypatch.setattr(leftovers, "capture_workspace", capture)
     project = make_project(calc_repo, max_files=1000)
@@ -248,9 +250,9 @@ def test_a_comparison_too_large_for_git_fires_the_cap(
     calc_project, calc_base, calc_good, monkeypatch
 ):
     def compare(*args, **kwargs):
-        raise gitops.GitError("git diff printed more than 67108864 bytes")
+        raise scratch.GitError("git diff printed more than 67108864 bytes")
 
-    monkeypatch.setattr(gitops, "compare", compare)
+    monkeypatch.setattr(scratch, "compare", compare)
     run = make_run(
         calc_project, prompt="manyfiles 50", original=calc_good, base=calc_base
     )
@@ -264,9 +266,9 @@ def test_test_files_too_many_for_git_to_list_fire_the_cap(
     calc_project, calc_base, calc_good, monkeypatch
 ):
     def plan(*args, **kwargs):
-        raise gitops.GitError("git ls-tree printed more than 67108864 bytes")
+        raise scratch.GitError("git ls-tree printed more than 67108864 bytes")
 
-    monkeypatch.setattr(reproduce, "plan_tests", plan)
+    monkeypatch.setattr(execute, "plan_tests", plan)
     run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
     result = replay(run)
 
@@ -275,12 +277,12 @@ def test_test_files_too_many_for_git_to_list_fire_the_cap(
 
 
 def test_git_running_out_of_time_or_room_is_told_apart_from_its_faults(tmp_path):
-    with pytest.raises(gitops.GitError) as slow:
-        gitops.git("-c", "alias.wait=!sleep 5", "wait", cwd=tmp_path, timeout=0.2)
-    with pytest.raises(gitops.GitError) as loud:
-        gitops.git("version", output_cap=4)
-    with pytest.raises(gitops.GitError) as broken:
-        gitops.git("rev-parse", "--verify", "HEAD", cwd=tmp_path)
+    with pytest.raises(scratch.GitError) as slow:
+        scratch.git("-c", "alias.wait=!sleep 5", "wait", cwd=tmp_path, timeout=0.2)
+    with pytest.raises(scratch.GitError) as loud:
+        scratch.git("version", output_cap=4)
+    with pytest.raises(scratch.GitError) as broken:
+        scratch.git("rev-parse", "--verify", "HEAD", cwd=tmp_path)
 
     assert leftovers.grew_too_large(slow.value)
     assert leftovers.grew_too_large(loud.value)
@@ -292,14 +294,14 @@ def test_the_file_cap_defaults_to_two_hundred_thousand(calc_project):
 
 
 def _checkout_failing(monkeypatch, tree: str, message: str):
-    original_checkout = gitops.Scratch.checkout_tree
+    original_checkout = scratch.Scratch.checkout_tree
 
     def checkout(self, tree_or_commit, dest):
         if str(dest).rsplit("/", 1)[-1].startswith(f"tests-{tree}-"):
-            raise gitops.GitError(message)
+            raise scratch.GitError(message)
         return original_checkout(self, tree_or_commit, dest)
 
-    monkeypatch.setattr(gitops.Scratch, "checkout_tree", checkout)
+    monkeypatch.setattr(scratch.Scratch, "checkout_tree", checkout)
 
 
 def test_a_checkout_of_the_replay_tree_that_times_out_fires_the_file_cap(
@@ -334,7 +336,7 @@ def test_an_unexpected_failure_of_the_execution_ends_the_replay(
     def explode(*args, **kwargs):
         raise RuntimeError("the diff machinery broke\nsecond line")
 
-    monkeypatch.setattr(gitops, "compare", explode)
+    monkeypatch.setattr(scratch, "compare", explode)
     run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
     result = replay(run)
 

@@ -18,9 +18,9 @@ from django.conf import settings
 from django.urls import reverse
 
 from replayhub import services
-from replayhub.capture import capture_workspace
-from replayhub.gitops import Scratch
+from replayhub.git.scratch import Scratch
 from replayhub.models import Replay
+from replayhub.replay.capture import capture_workspace
 from tests.engine.gitrepos import make_repo
 from tests.engine.scripted import make_project, make_run
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from replayhub import leftovers, services
-from replayhub.gitops import Scratch
+from replayhub import services
+from replayhub.git.scratch import Scratch
 from replayhub.models import Replay
+from replayhub.replay import leftovers
 from replayhub.sandbox.watchdog import disk_usage
 from tests.engine.gitrepos import make_repo
 from tests.engine.scripted import make_project, make_run

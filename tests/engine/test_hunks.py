@@ -7,11 +7,10 @@ import time
 
 import pytest
 
-from replayhub import blobs, services
-from replayhub.capture import capture_workspace
-from replayhub.demo import GOOD
-from replayhub.gitops import Scratch, compare
-from replayhub.hunks import (
+from replayhub import services
+from replayhub.demo.calculator import GOOD
+from replayhub.git import blobs
+from replayhub.git.hunks import (
     MAX_BYTES,
     NOISE,
     PYTHON_EQUIVALENT,
@@ -22,7 +21,9 @@ from replayhub.hunks import (
     classify_all,
     count_substantive,
 )
+from replayhub.git.scratch import Scratch, compare
 from replayhub.models import Comparison
+from replayhub.replay.capture import capture_workspace
 from tests.engine.gitrepos import Executable, Symlink, make_repo, write_files
 from tests.engine.scripted import (
     make_project,

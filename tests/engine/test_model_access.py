@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 
 from replayhub import services
-from replayhub.demo import GOOD, TESTS
-from replayhub.gateway.standin import StandInProvider
+from replayhub.demo.calculator import GOOD, TESTS
+from replayhub.demo.model_api import StandInProvider
 from replayhub.models import EgressAttempt, ModelCall, Provider, Replay
 from tests.engine.scripted import make_run, original_commit
 

@@ -11,9 +11,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from replayhub import nightly, services
-from replayhub.budgets import Amounts
+from replayhub import services
 from replayhub.models import Budget, Night, Project, Replay, Run
+from replayhub.nights import scheduler
+from replayhub.nights.arithmetic import Amounts
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
 
@@ -109,7 +110,7 @@ def test_never_replayed_runs_come_before_retries_and_re_checks(project):
     finish(nightly_replay(fresh_retry), "inconclusive", when=NOW - timedelta(hours=1))
     never = make_runs(project, 1, prefix="never")[0]
 
-    order = [r.external_id for r in nightly.candidates(project, NOW)]
+    order = [r.external_id for r in scheduler.candidates(project, NOW)]
 
     assert order == [never.external_id, retry.external_id, checked.external_id]
 
@@ -123,7 +124,7 @@ def nightly_replay(run):
 def test_runs_that_preflight_ruled_out_are_never_candidates(project):
     make_runs(project, 2)
     Run.objects.filter(external_id="run-0").update(preflight="unreproducible")
-    assert [r.external_id for r in nightly.candidates(project, NOW)] == ["run-1"]
+    assert [r.external_id for r in scheduler.candidates(project, NOW)] == ["run-1"]
 
 
 def test_a_project_not_opted_in_spends_nothing(project):
@@ -167,12 +168,12 @@ def test_settling_returns_the_reservation_and_records_the_actual(project):
     replay = Replay.objects.get(pk=report.admitted[0])
     estimate = Amounts.from_dict(replay.reservation)
 
-    nightly.settle(
+    scheduler.settle(
         replay=replay,
         actual=Amounts(1, 42, 1000, Decimal("0.25")),
         now=NOW + timedelta(hours=1),
     )
-    nightly.settle(  # a second settle changes nothing
+    scheduler.settle(  # a second settle changes nothing
         replay=replay,
         actual=Amounts(1, 42, 1000, Decimal("0.25")),
         now=NOW + timedelta(hours=1),
@@ -193,10 +194,10 @@ def test_an_explicit_replay_is_charged_to_the_open_night(project):
     from replayhub import services
 
     run = make_runs(project, 1)[0]
-    nightly.night_open(project=project, now=NOW)
+    scheduler.night_open(project=project, now=NOW)
     replay = services.replay_create(run=run, trigger="command")
 
-    nightly.settle(replay=replay, actual=Amounts(1, 30, 0, 0), now=NOW)
+    scheduler.settle(replay=replay, actual=Amounts(1, 30, 0, 0), now=NOW)
 
     night = Night.objects.get()
     assert (night.used_replays, night.used_sandbox_seconds) == (1, 30)
@@ -244,7 +245,7 @@ def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
         try:
             barrier.wait()
             for _ in range(5):
-                if nightly.reserve(night=night, amount=estimate, now=NOW):
+                if scheduler.reserve(night=night, amount=estimate, now=NOW):
                     admitted.append(1)
         finally:
             connection.close()

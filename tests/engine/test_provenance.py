@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from replayhub.gitops import git
-from replayhub.history import History
-from replayhub.provenance import (
+from replayhub.git.history import History
+from replayhub.git.scratch import git
+from replayhub.replay.provenance import (
     NO_ORIGINAL,
     BaseResolution,
     choose_base,

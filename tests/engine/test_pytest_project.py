@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from replayhub import services
-from replayhub.demo import GOOD, STUB
+from replayhub.demo.calculator import GOOD, STUB
+from replayhub.demo.pkgindex import PackageIndex, write_index
 from replayhub.models import Replay
-from replayhub.pkgindex import PackageIndex, write_index
 from tests.engine.gitrepos import Executable, make_repo
 from tests.engine.scripted import make_project, make_run, original_commit
 

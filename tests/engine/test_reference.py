@@ -14,10 +14,10 @@ import pytest
 from django.core.management import call_command
 
 from replayhub import services
-from replayhub.gitops import Scratch
+from replayhub.git.scratch import Scratch
 from replayhub.models import CachedResult, Replay, TestRecord
 from replayhub.sandbox import Limits, get_runner
-from replayhub.testgate import run_gate
+from replayhub.testgate.gate import run_gate
 from tests.engine.scripted import (
     make_run,
 )

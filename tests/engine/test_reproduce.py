@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from replayhub import services
-from replayhub.demo import BAD, GOOD, OTHER_BAD
+from replayhub.demo.calculator import BAD, GOOD, OTHER_BAD
 from replayhub.models import Replay, ReviewBand, TestRecord
 from tests.conftest import ROOT, child_env
 from tests.engine.scripted import (

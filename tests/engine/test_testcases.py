@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from replayhub.testcases import (
+from replayhub.testgate.cases import (
     MAX_CASES,
     MAX_ID,
     MAX_LINE,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from replayhub import testpaths
-from replayhub.testpaths import (
+from replayhub.testgate import paths
+from replayhub.testgate.paths import (
     DEFAULT_TEST_PATHS,
     JUNIT_PATH,
     MAX_HITS,
@@ -165,7 +165,7 @@ ORIGINAL = {
 
 
 def test_identical_test_files_are_no_change():
-    changes = testpaths.test_changes(ORIGINAL, dict(ORIGINAL), DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(ORIGINAL, dict(ORIGINAL), DEFAULT_TEST_PATHS)
 
     assert changes == TestChanges()
     assert not changes.any
@@ -175,7 +175,7 @@ def test_identical_test_files_are_no_change():
 def test_non_test_files_are_ignored():
     replay = {**ORIGINAL, "src/calc.py": "d2", "src/new.py": "e1"}
 
-    changes = testpaths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
 
     assert not changes.any
 
@@ -183,7 +183,7 @@ def test_non_test_files_are_ignored():
 def test_an_added_test_file():
     replay = {**ORIGINAL, "tests/test_new.py": "f1"}
 
-    changes = testpaths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
 
     assert changes == TestChanges(added=("tests/test_new.py",))
     assert changes.any
@@ -193,7 +193,7 @@ def test_an_added_test_file():
 def test_changed_test_files():
     replay = {**ORIGINAL, "tests/test_io.py": "b2", "tests/conftest.py": "c2"}
 
-    changes = testpaths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
 
     assert changes.changed == ("tests/conftest.py", "tests/test_io.py")
     assert changes.summary() == (
@@ -205,7 +205,7 @@ def test_changed_test_files():
 def test_a_deleted_test_file():
     replay = {p: sha for p, sha in ORIGINAL.items() if p != "tests/test_calc.py"}
 
-    changes = testpaths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
 
     assert changes == TestChanges(deleted=("tests/test_calc.py",))
     assert changes.summary() == "the replay deleted 1 test file (tests/test_calc.py)"
@@ -219,7 +219,7 @@ def test_deletions_changes_and_additions_together():
         "src/calc.py": "d1",
     }
 
-    changes = testpaths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(ORIGINAL, replay, DEFAULT_TEST_PATHS)
 
     assert changes == TestChanges(
         added=("tests/test_new.py",),
@@ -235,7 +235,7 @@ def test_deletions_changes_and_additions_together():
 def test_the_summary_names_at_most_five_paths():
     original = {f"tests/test_{n}.py": "x" for n in range(7)}
 
-    changes = testpaths.test_changes(original, {}, DEFAULT_TEST_PATHS)
+    changes = paths.test_changes(original, {}, DEFAULT_TEST_PATHS)
 
     assert changes.summary() == (
         "the replay deleted 7 test files (tests/test_0.py, tests/test_1.py, "
@@ -247,7 +247,7 @@ def test_the_given_patterns_decide_what_is_compared():
     original = {"checks/a.py": "1", "tests/b.py": "2"}
     replay = {"checks/a.py": "9", "tests/b.py": "9"}
 
-    changes = testpaths.test_changes(original, replay, ["checks/**"])
+    changes = paths.test_changes(original, replay, ["checks/**"])
 
     assert changes == TestChanges(changed=("checks/a.py",))
 
@@ -737,7 +737,7 @@ def test_the_summary_names_at_most_five_hits():
 
 
 def test_the_module_imports_no_django():
-    source = Path(testpaths.__file__).read_text()
+    source = Path(paths.__file__).read_text()
     imported = {
         node.module if isinstance(node, ast.ImportFrom) else alias.name
         for node in ast.walk(ast.parse(source))

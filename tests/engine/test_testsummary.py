@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from replayhub.testsummary import Counts, parse_junit, parse_summary
+from replayhub.testgate.summary import Counts, parse_junit, parse_summary
 
 PYTEST_OUTPUT = """\
 ============================= test session starts ==============================

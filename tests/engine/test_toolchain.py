@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replayhub.testgate import interpret
+from replayhub.testgate.gate import interpret
 from replayhub.verdicts import Reason, SuiteResult, decide
 from replayhub.verdicts.toolchain import missing_toolchain
 from tests.engine.test_verdicts import facts

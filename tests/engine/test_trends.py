@@ -6,7 +6,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from replayhub.trends import (
+from reviews.trends.statistics import (
     NightRate,
     find_alarm,
     limits,

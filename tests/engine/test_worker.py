@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from replayhub import services
-from replayhub.demo import GOOD
+from replayhub.demo.calculator import GOOD
 from replayhub.models import Replay, ReviewBand
 from tests.conftest import ROOT, child_env, wait_for
 from tests.engine.scripted import make_project, make_project_repo, make_run

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from replayhub.demo.model_api import REAL_KEY, StandInProvider
 from replayhub.gateway import Caps, ModelGateway, Upstream
-from replayhub.gateway.standin import REAL_KEY, StandInProvider
 from tests.gateway.client import PLACEHOLDER
 
 PRICES = {

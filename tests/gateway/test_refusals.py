@@ -14,8 +14,8 @@ from decimal import Decimal
 
 import pytest
 
+from replayhub.demo.model_api import REAL_KEY, StandInProvider
 from replayhub.gateway import Caps, ModelCall, Upstream
-from replayhub.gateway.standin import REAL_KEY, StandInProvider
 from tests.gateway.client import (
     CHAT,
     MESSAGES,

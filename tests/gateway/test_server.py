@@ -12,9 +12,9 @@ from decimal import Decimal
 
 import pytest
 
+from replayhub.demo.model_api import REAL_KEY
 from replayhub.gateway import Caps, ModelCall, ModelGateway, Upstream
 from replayhub.gateway import providers as providers_module
-from replayhub.gateway.standin import REAL_KEY
 from tests.gateway.client import (
     CHAT,
     MESSAGES,

@@ -14,7 +14,7 @@ import pytest
 from replayhub.ingest import preflight
 from replayhub.ingest.preflight import preflight_pending, preflight_runs
 from replayhub.models import Preflight, Run
-from replayhub.provenance import resolve_provenance
+from replayhub.replay.provenance import resolve_provenance
 from tests.engine.gitrepos import make_repo
 from tests.ingest.records import PINNED, make_project
 

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from replayhub import tasks
+from replayhub.ingest import follow, verifiers
 from replayhub.models import FollowedFile, FollowSource, Project, Run
-from replayhub.rollouts import follow, ingest
 from replayhub.rollouts import services as rollouts
 from tests.conftest import wait_for
 from tests.rollouts.traces import line, multi_tool
@@ -152,7 +152,7 @@ def test_a_crash_between_batches_never_imports_a_line_twice(
     path = write(step_file(run_dir, 1), b"".join(line(record(n)) for n in range(5)))
     monkeypatch.setattr(follow, "BATCH_SIZE", 2)
     judged = []
-    real_judge = ingest.RolloutStore.judge
+    real_judge = verifiers.RolloutStore.judge
 
     def crash_on_the_fifth(self, loaded):
         judged.append(loaded.number)
@@ -160,11 +160,11 @@ def test_a_crash_between_batches_never_imports_a_line_twice(
             raise KeyboardInterrupt  # the worker is killed mid-pass
         return real_judge(self, loaded)
 
-    monkeypatch.setattr(ingest.RolloutStore, "judge", crash_on_the_fifth)
+    monkeypatch.setattr(verifiers.RolloutStore, "judge", crash_on_the_fifth)
     with pytest.raises(KeyboardInterrupt):
         follow_once(project, run_dir)
     assert len(stored()) == 4
-    monkeypatch.setattr(ingest.RolloutStore, "judge", real_judge)
+    monkeypatch.setattr(verifiers.RolloutStore, "judge", real_judge)
     result = follow_once(project, run_dir)
     # The next pass starts after the last line stored: nothing is seen twice.
     assert (result["imported"], result["duplicates"]) == (1, 0)
@@ -177,7 +177,7 @@ def test_a_second_pass_that_loses_the_race_stores_nothing(project, run_dir):
     row = FollowedFile.objects.create(source=source, path=str(step_file(run_dir, 1)))
     # This pass read offset 0; another worker moved it before this one stored.
     FollowedFile.objects.filter(pk=row.pk).update(offset=1)
-    store = ingest.RolloutStore(project, ingest.RolloutSummary())
+    store = verifiers.RolloutStore(project, verifiers.RolloutSummary())
     follow._follow_file(store, row, step_file(run_dir, 1), follow._Seen(1, 0, 0))
     assert stored() == []
     assert store.summary.files[-1]["problem"] == "followed by another pass"

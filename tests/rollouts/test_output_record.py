@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from replayhub.rollouts.records import parse_record
+from replayhub.rollouts.trace import parse_record
 from tests.reviews.test_rollout_detail import ONERROR, replayed
 from tests.rollouts.harness import make_environment_repo, make_rollout_project
 

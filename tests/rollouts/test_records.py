@@ -7,8 +7,8 @@ import json
 import pytest
 
 from replayhub.rollouts.graph import branches
-from replayhub.rollouts.records import ShapeError, parse_record, read_trace
 from replayhub.rollouts.seeds import SeedRules, derive
+from replayhub.rollouts.trace import ShapeError, parse_record, read_trace
 from tests.rollouts.traces import RECORDS, compacted, multi_tool
 
 

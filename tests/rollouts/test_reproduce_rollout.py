@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from replayhub.gateway.standin import StandInProvider
+from replayhub.demo.model_api import StandInProvider
 from replayhub.models import ModelCall, Provider, Replay, ReviewBand
 from reviews.services import review_decide
 from tests.rollouts.harness import (

@@ -6,7 +6,6 @@ import random
 
 import pytest
 
-from replayhub.rollouts.records import read_trace
 from replayhub.rollouts.seeds import (
     DEFAULT_VERIFICATION_TURN,
     SeedRules,
@@ -16,6 +15,7 @@ from replayhub.rollouts.seeds import (
     recheck_seed,
     tool_call_seeds,
 )
+from replayhub.rollouts.trace import read_trace
 from tests.rollouts.traces import (
     RESTART,
     SYSTEM,

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.core.checks import run_checks
 
-from replayhub.gateway.standin import StandInProvider
+from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Project, Provider
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
 from tests.rollouts.harness import (

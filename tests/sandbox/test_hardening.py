@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 
 from replayhub import services
-from replayhub.demo import GOOD
-from replayhub.gitops import Scratch, git, remove_tree
+from replayhub.demo.calculator import GOOD
+from replayhub.git.scratch import Scratch, git, remove_tree
 from replayhub.models import Replay
 from replayhub.sandbox import Limits, SandboxSpec
 from replayhub.sandbox.bwrap import LAUNCH_PATH, BwrapRunner

@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from replayhub import rootimages
-from replayhub.fstree import remove_tree
+from replayhub.environments.images import (
+    image_digest,
+    mismatch,
+    root_label,
+    rootfs_for,
+    runner_for,
+    warnings_for,
+)
+from replayhub.lib.fstree import remove_tree
 from replayhub.models import Project
 from replayhub.sandbox import Limits, SandboxSpec
 from replayhub.sandbox.docker import DockerRunner
@@ -71,7 +78,7 @@ def test_the_imported_image_is_the_sandbox_root_and_host_usr_is_not_visible(
     workspace = images / "ws"
     workspace.mkdir(parents=True)
 
-    runner = rootimages.runner_for(project)
+    runner = runner_for(project)
     outcome = runner.run(
         SandboxSpec(
             argv=(
@@ -91,8 +98,8 @@ def test_the_imported_image_is_the_sandbox_root_and_host_usr_is_not_visible(
     assert "busybox" in outcome.output
     assert "HOST-PYTHON-VISIBLE" not in outcome.output
     assert "usr-read-only" in outcome.output
-    assert rootimages.root_label(project) == f"image:{rootimages.image_digest(ref)}"
-    assert rootimages.warnings_for(project, ref) == []
+    assert root_label(project) == f"image:{image_digest(ref)}"
+    assert warnings_for(project, ref) == []
 
 
 def test_a_layout_whose_digest_is_not_the_reference_is_refused(layout, images):
@@ -117,9 +124,9 @@ def test_without_an_unpacked_copy_the_host_root_is_used_with_a_warning(images):
     ref = "registry.example/tiny@sha256:" + "a" * 64
     project = Project.objects.create(slug="tiny", repo_path="/srv/x", root_image=ref)
 
-    assert rootimages.rootfs_for(project) is None
-    assert rootimages.root_label(project) == "host"
-    (warning,) = rootimages.warnings_for(project, ref)
+    assert rootfs_for(project) is None
+    assert root_label(project) == "host"
+    (warning,) = warnings_for(project, ref)
     assert "not unpacked on this worker" in warning
 
 
@@ -127,10 +134,10 @@ def test_a_record_from_another_image_is_a_mismatch():
     ours = "registry.example/tiny@sha256:" + "a" * 64
     theirs = "registry.example/tiny@sha256:" + "b" * 64
 
-    assert "differs from the project's root image" in rootimages.mismatch(ours, theirs)
-    assert rootimages.mismatch(ours, ours) == ""
-    assert rootimages.mismatch(ours, "python:3.12") == ""
-    assert rootimages.mismatch("", theirs) == ""
+    assert "differs from the project's root image" in mismatch(ours, theirs)
+    assert mismatch(ours, ours) == ""
+    assert mismatch(ours, "python:3.12") == ""
+    assert mismatch("", theirs) == ""
 
 
 @pytest.mark.django_db
@@ -144,7 +151,7 @@ def test_the_docker_runner_runs_the_root_image_itself(tmp_path):
         sandbox_image="python:3.12@sha256:" + "d" * 64,
     )
 
-    runner = rootimages.runner_for(project)
+    runner = runner_for(project)
 
     assert isinstance(runner, DockerRunner)
     argv = runner.command(SandboxSpec(argv=("true",), workspace=tmp_path), "c1")

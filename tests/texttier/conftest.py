@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from replayhub.gateway.standin import StandInProvider
+from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Project, Provider, Run
 
 # The demo's key variable: tests/conftest.py sets it before any worker starts,

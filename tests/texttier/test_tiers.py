@@ -7,8 +7,9 @@ from decimal import Decimal
 
 import pytest
 
-from replayhub import services, tiers
+from replayhub import services
 from replayhub.models import Budget, Night, Project, Replay, Run, TextReplay
+from replayhub.nights import tiers
 from replayhub.texttier import services as text_services
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window

@@ -11,7 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.trends import p_chart
 from reviews.rollups import rollup_range
 from reviews.trends.charts import (
     Frame,
@@ -22,6 +21,7 @@ from reviews.trends.charts import (
     reason_chart,
 )
 from reviews.trends.series import NightTotals, reason_label, top_reasons
+from reviews.trends.statistics import p_chart
 from tests.trends import data
 
 TRENDS = reverse("reviews:trends")

@@ -9,8 +9,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from replayhub import nightly
 from replayhub.models import Night, Replay, Rollup
+from replayhub.nights import scheduler
 from reviews.rollups import rollup_closed_night, rollup_range
 from tests.trends import data
 
@@ -240,7 +240,7 @@ def test_closing_a_night_rolls_it_up_with_the_night_before(counted_night):
     march_1 = data.night(counted_night, MARCH_2 - timedelta(days=1), status="closed")
     data.replay(counted_night, night=march_1, verdict="identical", finished_at=IN_NIGHT)
 
-    nightly.night_close_ended(now=datetime(2026, 3, 3, 7, tzinfo=UTC))
+    scheduler.night_close_ended(now=datetime(2026, 3, 3, 7, tzinfo=UTC))
 
     assert Night.objects.get(date=MARCH_2).status == "closed"
     assert rows(project=counted_night, date=MARCH_2) == HAND_COUNTED
@@ -252,7 +252,7 @@ def test_a_night_closed_by_someone_else_is_not_rolled_up_twice(counted_night):
     computed = Rollup.objects.values_list("computed_at", flat=True).first()
 
     # Already closed: the tick finds nothing to close and writes nothing.
-    nightly.night_close_ended(now=datetime(2026, 3, 3, 7, tzinfo=UTC))
+    scheduler.night_close_ended(now=datetime(2026, 3, 3, 7, tzinfo=UTC))
 
     assert Rollup.objects.values_list("computed_at", flat=True).first() == computed
 

@@ -15,7 +15,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from replayhub import demo, demoenv, roles, services
+from replayhub import roles, services
+from replayhub.demo import calculator, packaged
 from replayhub.models import (
     Project,
     Provider,
@@ -47,19 +48,21 @@ class Command(BaseCommand):
         folder = settings.VAR_DIR / "demo"
         folder.mkdir(parents=True, exist_ok=True)
         self.say("building the demo repository")
-        commits = demo.build_repository(folder / "calc")
+        commits = calculator.build_repository(folder / "calc")
         project = self.project(folder / "calc")
-        self.import_and_queue(project, demo.records(commits), folder / "runs.jsonl")
+        self.import_and_queue(
+            project, calculator.records(commits), folder / "runs.jsonl"
+        )
         # The second project's tests need a package the host does not have:
         # its setup phase installs it from the demo's index, once.
         index_url = settings.REPLAYHUB_DEMO_INDEX_URL
-        repo = folder / f"calc-env-{demoenv.index_port(index_url)}"
-        env_commits = demoenv.build_repository(repo, index_url)
+        repo = folder / f"calc-env-{packaged.index_port(index_url)}"
+        env_commits = packaged.build_repository(repo, index_url)
         env_project, _ = Project.objects.update_or_create(
-            slug=demoenv.SLUG, defaults=demoenv.project_fields(repo, index_url)
+            slug=packaged.SLUG, defaults=packaged.project_fields(repo, index_url)
         )
         self.import_and_queue(
-            env_project, demoenv.records(env_commits), folder / "runs-env.jsonl"
+            env_project, packaged.records(env_commits), folder / "runs-env.jsonl"
         )
         if wait:
             self.wait_for_replays([project, env_project], wait)

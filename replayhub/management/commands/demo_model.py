@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub import demoenv
-from replayhub.gateway.standin import StandInProvider
-from replayhub.pkgindex import PackageIndex
+from replayhub.demo import packaged
+from replayhub.demo.model_api import StandInProvider
+from replayhub.demo.pkgindex import PackageIndex
 
 
 class Command(BaseCommand):
@@ -34,13 +34,13 @@ class Command(BaseCommand):
                 "REPLAYHUB_DEMO_MODEL_URL must be http://127.0.0.1:PORT.", returncode=2
             )
         try:
-            index_port = demoenv.index_port(settings.REPLAYHUB_DEMO_INDEX_URL)
+            index_port = packaged.index_port(settings.REPLAYHUB_DEMO_INDEX_URL)
         except ValueError as error:
             raise CommandError(
                 f"REPLAYHUB_DEMO_INDEX_URL: {error}", returncode=2
             ) from None
         index_root = settings.VAR_DIR / "demo" / "index"
-        demoenv.write_demo_index(index_root)
+        packaged.write_demo_index(index_root)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         with (

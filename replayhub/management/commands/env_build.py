@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub import environments
+from replayhub.environments import build
 from replayhub.models import Project
 from replayhub.sandbox import SandboxUnavailable
 
@@ -32,15 +32,15 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"preparing the environment of {slug}…")
         try:
-            environment = environments.build_ahead(project, base)
+            environment = build.build_ahead(project, base)
         except ValueError as error:
             raise CommandError(str(error), returncode=2) from None
-        except environments.SetupFailed as failed:
+        except build.SetupFailed as failed:
             tail = failed.summary.get("output_tail", "").rstrip()
             raise CommandError(
                 f"setup failed: {failed.detail}\n{tail}", returncode=1
             ) from None
-        except (SandboxUnavailable, environments.LockTimeout) as error:
+        except (SandboxUnavailable, build.LockTimeout) as error:
             raise CommandError(str(error), returncode=1) from None
         assert environment is not None
         how = "cached" if environment.cached else "built"

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from django.core.management.base import BaseCommand
 
-from replayhub import environments
+from replayhub.environments import build
 
 
 class Command(BaseCommand):
@@ -18,7 +18,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, as_json, **options):
-        store = environments.cache()
+        store = build.cache()
         entries = store.entries()
         if as_json:
             rows = [

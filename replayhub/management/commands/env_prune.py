@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub import environments
+from replayhub.environments import build
 
 
 class Command(BaseCommand):
@@ -19,7 +19,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, keys, all, **options):
-        store = environments.cache()
+        store = build.cache()
         if all or keys:
             known = {e.key: e for e in store.entries()}
             wanted = list(known) if all else []

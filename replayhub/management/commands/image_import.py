@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from replayhub import rootimages
+from replayhub.environments import images
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
     def handle(self, *args, ref, layout, **options):
         directory, _, tag = layout.partition(":")
         try:
-            rootfs = rootimages.import_layout(ref, Path(directory), tag or "latest")
-        except rootimages.ImageError as error:
+            rootfs = images.import_layout(ref, Path(directory), tag or "latest")
+        except images.ImageError as error:
             raise CommandError(str(error), returncode=2) from None
         self.stdout.write(f"unpacked {ref} at {rootfs}")

@@ -11,12 +11,12 @@ from typing import IO
 
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub.ingest.follow import natural_key
 from replayhub.ingest.importer import Summary, Throttle, read_chunks
 from replayhub.ingest.services import PreflightMode, runs_import
+from replayhub.ingest.verifiers import RolloutSummary
 from replayhub.models import Project
 from replayhub.rollouts import services as rollouts
-from replayhub.rollouts.follow import natural_key
-from replayhub.rollouts.ingest import RolloutSummary
 
 
 class Command(BaseCommand):

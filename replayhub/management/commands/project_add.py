@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub.environments.images import image_digest
 from replayhub.models import Project, RolloutAnchor, RolloutMode
 from replayhub.models.projects import rollout_settings_problem
 from replayhub.project_setup import ProjectInvalid, project_fields
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
-from replayhub.rootimages import image_digest
 
 
 class Command(BaseCommand):

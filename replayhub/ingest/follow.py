@@ -28,15 +28,15 @@ from pathlib import Path
 from django.db import IntegrityError
 from django.utils import timezone
 
-from replayhub.models import FollowedFile, FollowSource
-from replayhub.rollouts.index import LoadReport, load
-from replayhub.rollouts.ingest import (
+from replayhub.ingest.verifiers import (
     BATCH_SIZE,
     Accepted,
     RolloutStore,
     RolloutSummary,
     merge_report,
 )
+from replayhub.models import FollowedFile, FollowSource
+from replayhub.rollouts.index import LoadReport, load
 
 RECORD_FILES = "*_rollouts_*.jsonl"
 # The bytes of a file's start that tell a rewritten file from a grown one.

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from replayhub.testsummary import MAX_JUNIT_BYTES, read_junit
+from replayhub.testgate.summary import MAX_JUNIT_BYTES, read_junit
 
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
 FAILING = frozenset({FAILED, ERROR})

@@ -315,7 +315,7 @@ def build_repository(path) -> dict[str, str]:
     """Create (or reopen) the demo repository; returns the named commits."""
     from pathlib import Path
 
-    from replayhub.gitops import git
+    from replayhub.git.scratch import git
 
     path = Path(path)
     git_dir = path / ".git"

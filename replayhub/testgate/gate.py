@@ -15,20 +15,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from replayhub.gitops import GitError, Scratch, remove_tree
+from replayhub.git.scratch import GitError, Scratch, remove_tree
 from replayhub.sandbox import Bind, Limits, Runner, SandboxSpec
-from replayhub.testcases import (
+from replayhub.testgate.cases import (
     TestCase,
     compare_cases,
     parse_junit_cases,
     parse_output_cases,
 )
-from replayhub.testsummary import Counts, parse_junit, parse_summary
+from replayhub.testgate.summary import Counts, parse_junit, parse_summary
 from replayhub.verdicts import SuiteResult
 from replayhub.verdicts.toolchain import missing_toolchain
 
 if TYPE_CHECKING:
-    from replayhub.netaccess import PhaseNetwork
+    from replayhub.gateway.access import PhaseNetwork
 
 JUNIT_DIR = "/replayhub-out"
 JUNIT_FILE = f"{JUNIT_DIR}/junit.xml"

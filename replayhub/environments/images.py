@@ -26,7 +26,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from replayhub.fstree import remove_tree
+from replayhub.lib.fstree import remove_tree
 from replayhub.models import Project
 from replayhub.sandbox import Runner, get_runner
 

@@ -26,8 +26,8 @@ from replayhub.ingest.native import RecordError, canonical_json
 from replayhub.models import Preflight, Project, Run, RunSource, Seed
 from replayhub.rollouts.graph import branches
 from replayhub.rollouts.index import Already, Loaded, LoadReport, load, read_lines
-from replayhub.rollouts.records import Trace, content_text
 from replayhub.rollouts.seeds import SeedDraft, SeedRules, derive, is_replay_output
+from replayhub.rollouts.trace import Trace, content_text
 
 BATCH_SIZE = 200
 _ATTEMPTS = 3

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from replayhub.globs import glob_match
+from replayhub.lib.globs import glob_match
 
 # Globs relative to the repository root; ``**`` crosses directories, so
 # ``**/tests/**`` also covers ``tests/**`` at the root (see globs.glob_match).

@@ -16,7 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from replayhub.models import CachedResult, Project, TestRecord
-from replayhub.testgate import Attempt, GateResult
+from replayhub.testgate.gate import Attempt, GateResult
 
 # Test ids are kept to this many characters in the flake memory.
 MAX_ID_CHARS = 500

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from replayhub import hunks
+from replayhub.git import hunks
 
 # Bytes read per comparison, both sides of every file together. Parsing Python
 # costs about a second per MiB, so this bounds the classifier's time too.
@@ -25,7 +25,7 @@ _HEADER_SLACK = 128
 
 
 class GitDir(Protocol):
-    """What this module needs of :class:`replayhub.gitops.Scratch`."""
+    """What this module needs of :class:`replayhub.git.scratch.Scratch`."""
 
     def git(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]: ...
 

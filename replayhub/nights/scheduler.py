@@ -22,8 +22,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from replayhub import budgets, signals
-from replayhub.budgets import Amounts
+from replayhub import signals
 from replayhub.models import (
     Budget,
     Night,
@@ -36,13 +35,15 @@ from replayhub.models import (
     Trigger,
     Verdict,
 )
+from replayhub.nights import arithmetic
+from replayhub.nights.arithmetic import Amounts
 
 log = logging.getLogger(__name__)
 
 # An inconclusive run is retried only after this long, so a flapping harness
 # does not spend the whole night on one run.
 RETRY_MIN_AGE = timedelta(hours=6)
-RECENT_REPLAYS = budgets.ESTIMATE_WINDOW
+RECENT_REPLAYS = arithmetic.ESTIMATE_WINDOW
 
 
 def budget_of(project: Project) -> Budget:
@@ -61,7 +62,7 @@ def _amounts(night: Night, kind: str) -> Amounts:
 
 
 def remaining_of(night: Night) -> Amounts:
-    return budgets.remaining(
+    return arithmetic.remaining(
         limits=_amounts(night, "limit"),
         reserved=_amounts(night, "reserved"),
         used=_amounts(night, "used"),
@@ -80,13 +81,13 @@ def night_open(*, project: Project, now: datetime, immediate: bool = False) -> N
         "end_hour": budget.window_end_hour,
         "tz": budget.timezone,
     }
-    day = budgets.night_containing(now, **window)
+    day = arithmetic.night_containing(now, **window)
     if day is None or immediate:
         day = timezone.localtime(now, timezone=_zone(budget)).date()
-        start, end = budgets.window_for(day, **window)
+        start, end = arithmetic.window_for(day, **window)
         start, end = now, now + (end - start)
     else:
-        start, end = budgets.window_for(day, **window)
+        start, end = arithmetic.window_for(day, **window)
     night, created = Night.objects.get_or_create(
         project=project,
         date=day,
@@ -285,7 +286,7 @@ def night_admit(
     if not project.agentic_enabled:
         return NightReport(skipped_reason="agentic replays are off for this project")
     budget = budget_of(project)
-    in_window = budgets.night_containing(
+    in_window = arithmetic.night_containing(
         now,
         start_hour=budget.window_start_hour,
         end_hour=budget.window_end_hour,
@@ -301,7 +302,9 @@ def night_admit(
     if not (night.window_start <= now < night.window_end):
         report.skipped_reason = "the night's window has ended"
         return report
-    estimate = budgets.estimate(recent=recent_actuals(project), caps=caps_of(project))
+    estimate = arithmetic.estimate(
+        recent=recent_actuals(project), caps=caps_of(project)
+    )
     runs = candidates(project, now)
     if gate is not None:
         runs = gate(runs)
@@ -310,11 +313,11 @@ def night_admit(
         # Every candidate shares one estimate, so the night admits the first k
         # at once: one conditional UPDATE reserves k estimates, or nothing.
         night = Night.objects.get(pk=night.pk)
-        count = budgets.how_many_fit(estimate, remaining_of(night), len(wanted))
+        count = arithmetic.how_many_fit(estimate, remaining_of(night), len(wanted))
         while count and not reserve(night=night, amount=estimate * count, now=now):
             # Someone else reserved meanwhile: look again at what is left.
             night = Night.objects.get(pk=night.pk)
-            count = budgets.how_many_fit(estimate, remaining_of(night), count)
+            count = arithmetic.how_many_fit(estimate, remaining_of(night), count)
         admitted, deferred = wanted[:count], wanted[count:]
         report.admitted = _create_replays(project, night, admitted, estimate, now)
         Run.objects.filter(pk__in=admitted).update(deferred_at=None)
@@ -350,7 +353,7 @@ def _create_replays(
     # the estimates of those admitted after it, never more.
     after = remaining_of(Night.objects.get(pk=night.pk))
     caps = [
-        budgets.caps_for_replay(
+        arithmetic.caps_for_replay(
             time_limit_seconds=project.time_limit_seconds,
             max_tokens=project.max_tokens,
             left=after + estimate * (len(run_ids) - i),
@@ -404,7 +407,7 @@ def night_claim(*, project: Project, now: datetime) -> bool:
     run its selection: the night is claimed once, by a conditional UPDATE of
     ``scheduled_at``."""
     budget = budget_of(project)
-    day = budgets.night_containing(
+    day = arithmetic.night_containing(
         now,
         start_hour=budget.window_start_hour,
         end_hour=budget.window_end_hour,

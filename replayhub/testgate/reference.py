@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from replayhub.gitops import Scratch
-from replayhub.testpaths import (
+from replayhub.git.scratch import Scratch
+from replayhub.testgate.paths import (
     Interference,
     TestChanges,
     find_interference,

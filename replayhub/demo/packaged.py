@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from replayhub.demo import AGENT, BAD, GOOD, STUB
-from replayhub.gitops import git
-from replayhub.pkgindex import pure_wheel, write_index
+from replayhub.demo.calculator import AGENT, BAD, GOOD, STUB
+from replayhub.demo.pkgindex import pure_wheel, write_index
+from replayhub.git.scratch import git
 
 SLUG = "demo-env"
 PACKAGE = "greetlib"

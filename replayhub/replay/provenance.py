@@ -1,6 +1,6 @@
 """Reconstruct a replay's input state: the base commit, the image, what drifted.
 
-The project repository is only read, through :class:`replayhub.history.History`
+The project repository is only read, through :class:`replayhub.git.history.History`
 (GitPython with the same pinned environment as the git CLI wrapper). Nothing a
 record says reaches git unless it is a hex sha.
 
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from replayhub.history import History
+from replayhub.git.history import History
 
 BaseSource = Literal["recorded", "fork-point", "first-parent", "none"]
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from replayhub.rollouts.records import REPLAY_MARK
+from replayhub.rollouts.trace import REPLAY_MARK
 
 
 def output_record(

@@ -31,7 +31,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from replayhub.gitops import GitError, Scratch, require_sha
+from replayhub.git.scratch import GitError, Scratch, require_sha
 
 # Longer paths cannot be opened by name (PATH_MAX), so git cannot store them.
 PATH_MAX = 4096

@@ -14,7 +14,7 @@ A setup that fails is remembered (with its output) for
 ``REPLAYHUB_ENV_FAILURE_SECONDS``, so a broken lockfile does not rerun setup
 for every replay of the night. Concurrent replays with one key build once: the
 first takes the key's lock, the others wait for it and reuse the result. The
-cache itself (layout, LRU, disk cap) is :mod:`replayhub.envcache`.
+cache itself (layout, LRU, disk cap) is :mod:`replayhub.environments.cache`.
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ from typing import Any
 
 from django.conf import settings
 
-from replayhub import gitops, netaccess, rootimages
-from replayhub.envcache import FAILED, READY, Entry, EnvCache, LockTimeout
+from replayhub.environments import images
+from replayhub.environments.cache import FAILED, READY, Entry, EnvCache, LockTimeout
+from replayhub.gateway import access
 from replayhub.gateway.egress import EgressAttempt
-from replayhub.globs import glob_match
-from replayhub.history import History
+from replayhub.git.history import History
+from replayhub.git.scratch import GitError, Scratch, remove_tree, require_sha
+from replayhub.lib.globs import glob_match
 from replayhub.models import Project
 from replayhub.sandbox import (
     Bind,
@@ -139,15 +141,13 @@ def environment_key(
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
 
-def input_blobs(
-    scratch: gitops.Scratch, base: str, globs: Sequence[str]
-) -> dict[str, str]:
+def input_blobs(scratch: Scratch, base: str, globs: Sequence[str]) -> dict[str, str]:
     """The files of ``base`` matching ``globs``: path -> blob id."""
     if not globs:
         return {}
     scratch.create()
     listing = scratch.git(
-        "ls-tree", "-r", "-z", "--full-tree", gitops.require_sha(base)
+        "ls-tree", "-r", "-z", "--full-tree", require_sha(base)
     ).stdout
     found: dict[str, str] = {}
     for line in listing.split(b"\0"):
@@ -172,11 +172,11 @@ def setup_settings(project: Project) -> dict[str, object]:
     }
 
 
-def project_key(project: Project, scratch: gitops.Scratch, base: str) -> str:
+def project_key(project: Project, scratch: Scratch, base: str) -> str:
     return environment_key(
         setup_command=project.setup_command,
         inputs=input_blobs(scratch, base, project.setup_inputs),
-        root=rootimages.root_label(project),
+        root=images.root_label(project),
         setup_settings=setup_settings(project),
     )
 
@@ -274,7 +274,7 @@ class _WithEnvironment:
 def prepare(
     project: Project,
     *,
-    scratch: gitops.Scratch,
+    scratch: Scratch,
     base: str,
     runner: Runner,
     on_setup: Callable[[], object] = lambda: None,
@@ -338,7 +338,7 @@ def prepare(
 
 
 def for_replay(
-    project: Project, *, scratch: gitops.Scratch, base: str, runner: Runner
+    project: Project, *, scratch: Scratch, base: str, runner: Runner
 ) -> Environment | None:
     """:func:`prepare` for a replay: whatever stops it is :class:`Unprepared`,
     with the reason that ends the replay inconclusive."""
@@ -354,7 +354,7 @@ def for_replay(
         ) from exc
     except SandboxUnavailable as exc:
         raise Unprepared(Reason.SANDBOX_UNAVAILABLE, str(exc)) from exc
-    except (LockTimeout, gitops.GitError) as exc:
+    except (LockTimeout, GitError) as exc:
         raise Unprepared(
             Reason.HARNESS_ERROR, f"the environment could not be prepared: {exc}"
         ) from exc
@@ -364,7 +364,7 @@ def _build(
     project: Project,
     store: EnvCache,
     key: str,
-    scratch: gitops.Scratch,
+    scratch: Scratch,
     base: str,
     runner: Runner,
 ) -> Environment:
@@ -384,7 +384,7 @@ def _build(
         store.discard_build(build)
         raise
     finally:
-        gitops.remove_tree(work)
+        remove_tree(work)
     entry = Entry(
         key=key,
         state=READY,
@@ -419,7 +419,7 @@ def _build(
 def run_setup(
     project: Project,
     *,
-    scratch: gitops.Scratch,
+    scratch: Scratch,
     base: str,
     runner: Runner,
     env_dir: Path,
@@ -435,7 +435,7 @@ def run_setup(
     # The setup phase calls no model gateway, so nothing on loopback is exempt
     # from the proxy: a package index on the worker's 127.0.0.1 is reached
     # through it, allowed or refused, and recorded either way.
-    outcome, network = netaccess.run_phase(
+    outcome, network = access.run_phase(
         runner,
         SandboxSpec(
             argv=argv,
@@ -444,7 +444,7 @@ def run_setup(
             limits=setup_limits(project),
             binds=tuple(binds),
         ),
-        needs=netaccess.Needs(egress=egress, proxy=bool(egress)),
+        needs=access.Needs(egress=egress, proxy=bool(egress)),
         directory=work / "net",
         phase="setup",
         loopback_direct=False,
@@ -489,12 +489,12 @@ def build_ahead(project: Project, base: str | None = None) -> Environment | None
         sha = history.commit(base) if base else history.branch_tip(branch)
     if sha is None:
         raise ValueError(f"{base or branch!r} names no commit in {project.repo_path}")
-    scratch = gitops.Scratch(
+    scratch = Scratch(
         Path(settings.REPLAYHUB_WORK_DIR) / f"env-build-{uuid.uuid4().hex[:12]}",
         project.repo_path,
     )
     try:
-        runner = rootimages.runner_for(project)
+        runner = images.runner_for(project)
         runner.check()
         environment = prepare(
             project, scratch=scratch, base=sha, runner=runner, force=True

@@ -3,11 +3,11 @@
 The project repository is admin-owned and only read here: resolve a rev, find a
 merge base, test ancestry, list an ancestry path, name the HEAD branch. A
 replay's workspace is agent-writable, so everything that touches it goes through
-the git CLI wrapper in :mod:`replayhub.gitops` instead (private index, pinned
+the git CLI wrapper in :mod:`replayhub.git.scratch` instead (private index, pinned
 environment, no config read from the workspace).
 
 A :class:`History` holds one ``git.Repo`` whose git processes get the same pinned
-environment and command-line configuration as :func:`replayhub.gitops.git`. Revs
+environment and command-line configuration as :func:`replayhub.git.scratch.git`. Revs
 resolve through GitPython's persistent ``git cat-file --batch-check`` (git's own
 name lookup, one process for all queries); merge-base and rev-list are one git
 command each.
@@ -24,7 +24,7 @@ from types import TracebackType
 
 import git
 
-from replayhub.gitops import (
+from replayhub.git.scratch import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_TIMEOUT,
     SAFE_CONFIG,
@@ -166,7 +166,7 @@ class History:
         """Run ``git <command> <args>`` through GitPython: exit code and stdout.
 
         A non-zero exit is the caller's to judge; a command stopped by a signal
-        (the timeout kills it) raises GitError, as :func:`replayhub.gitops.git`
+        (the timeout kills it) raises GitError, as :func:`replayhub.git.scratch.git`
         does.
         """
         try:
@@ -248,7 +248,7 @@ def _environment(git_dir: Path) -> dict[str, str]:
     """What GitPython adds to the environment of every git process it starts.
 
     GitPython starts from the worker's own environment and adds these, where
-    :func:`replayhub.gitops.git` replaces it whole; so besides the pinned values,
+    :func:`replayhub.git.scratch.git` replaces it whole; so besides the pinned values,
     the variables through which the worker's environment could hand git more
     configuration or another repository are set to say "none" or "this one".
     """

@@ -37,9 +37,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replayhub import blobs, hunks
-from replayhub.fstree import remove_tree
-from replayhub.globs import glob_match
+from replayhub.git import blobs, hunks
+from replayhub.lib.fstree import remove_tree
+from replayhub.lib.globs import glob_match
 
 DEFAULT_TIMEOUT = 120.0
 # Plumbing output (rev-list, name lists) is parsed whole, so exceeding this is an

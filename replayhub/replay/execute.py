@@ -20,13 +20,15 @@ from typing import Any
 
 from django.conf import settings
 
-from replayhub import environments, gitops, leftovers, netaccess, rootimages, testmemory
-from replayhub.budgets import Amounts
+from replayhub.environments import build, images
+from replayhub.gateway import access
 from replayhub.gateway.egress import EgressAttempt
 from replayhub.gateway.server import ModelCall
+from replayhub.git.scratch import Comparison, GitError, Scratch, compare
 from replayhub.models import Phase, Project, Run
-from replayhub.provenance import Provenance, resolve_provenance
-from replayhub.reference import TestPlan, plan_tests
+from replayhub.nights.arithmetic import Amounts
+from replayhub.replay import leftovers
+from replayhub.replay.provenance import Provenance, resolve_provenance
 from replayhub.sandbox import (
     Bind,
     Limits,
@@ -35,14 +37,16 @@ from replayhub.sandbox import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from replayhub.testgate import (
+from replayhub.testgate import memory
+from replayhub.testgate.gate import (
     CheckoutFailed,
     GateResult,
     compare_first_attempts,
     read_small_file,
     run_gate,
 )
-from replayhub.testpaths import interference_summary
+from replayhub.testgate.paths import interference_summary
+from replayhub.testgate.reference import TestPlan, plan_tests
 from replayhub.verdicts import Decision, Facts, Reason, decide
 
 log = logging.getLogger(__name__)
@@ -91,7 +95,7 @@ class Report:
 
     decision: Decision
     provenance: dict = field(default_factory=dict)
-    comparison: gitops.Comparison | None = None
+    comparison: Comparison | None = None
     gate: GateResult | None = None
     agent: AgentResult = field(default_factory=AgentResult)
     usage: dict = field(default_factory=dict)
@@ -223,7 +227,7 @@ def test_limits(project: Project) -> Limits:
 
 def runner_for(project: Project) -> Runner:
     """The project's runner, on its root image where one is unpacked here."""
-    return rootimages.runner_for(project)
+    return images.runner_for(project)
 
 
 def agent_argv(project: Project, caps: dict) -> list[str]:
@@ -338,7 +342,7 @@ class Context:
     run: Run
     runner: Runner
     provenance: Provenance
-    scratch: gitops.Scratch
+    scratch: Scratch
     base_facts: dict
     caps: dict = field(default_factory=dict)
     on_phase: Callable[[str], object] = lambda phase: None
@@ -395,9 +399,9 @@ def execute(
     if prov.base.sha is None:
         return _decided(report, decide(Facts(**base_facts)))
     report.provenance.setdefault("warnings", []).extend(
-        rootimages.warnings_for(project, run.sandbox_image or None)
+        images.warnings_for(project, run.sandbox_image or None)
     )
-    mismatch = rootimages.mismatch(project.root_image, run.sandbox_image)
+    mismatch = images.mismatch(project.root_image, run.sandbox_image)
     if mismatch and project.require_image_match:
         return _decided(
             report, _inconclusive(Reason.IMAGE_MISMATCH, mismatch, **base_facts)
@@ -412,7 +416,7 @@ def execute(
         )
         return report
 
-    scratch = gitops.Scratch(
+    scratch = Scratch(
         Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
     )
     scratch.remove()  # a previous delivery of this replay may have left it behind
@@ -437,10 +441,10 @@ def _with_environment(ctx: Context, report: Report) -> Decision:
     """The replay in the project's environment, built by its setup phase or
     taken from the cache; a failed setup ends it ``setup_failed``."""
     try:
-        environment = environments.for_replay(
+        environment = build.for_replay(
             ctx.project, scratch=ctx.scratch, base=ctx.base, runner=ctx.runner
         )
-    except environments.Unprepared as exc:
+    except build.Unprepared as exc:
         exc.account(report)
         return _inconclusive(exc.reason, exc.detail, **ctx.base_facts)
     if environment is None:
@@ -456,7 +460,7 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
     on_phase(Phase.PROVISIONING)
     try:
         workspace = scratch.provision(ctx.base)
-    except (gitops.GitError, OSError) as exc:
+    except (GitError, OSError) as exc:
         return _inconclusive(
             Reason.FIXTURE_FAILED,
             f"the workspace could not be provisioned at {ctx.base[:12]}: {exc}",
@@ -476,7 +480,7 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
     argv = tuple(agent_argv(project, caps))
     binds = [Bind(io_dir, IO_DIR, writable=True)]
     try:
-        outcome, network = netaccess.run_phase(
+        outcome, network = access.run_phase(
             runner,
             SandboxSpec(
                 argv=argv,
@@ -485,12 +489,12 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
                 limits=agent_limits(project, caps),
                 binds=tuple(binds),
             ),
-            needs=netaccess.agent_needs(project, run.provider),
+            needs=access.agent_needs(project, run.provider),
             directory=scratch.root / "net-agent",
             phase="agent",
-            caps=netaccess.caps_for(project, caps),
+            caps=access.caps_for(project, caps),
         )
-    except netaccess.MissingKey as exc:
+    except access.MissingKey as exc:
         return _inconclusive(Reason.HARNESS_ERROR, str(exc), **base_facts)
     except SandboxUnavailable as exc:
         return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **base_facts)
@@ -553,14 +557,14 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         return files
     report.tree_files = files
     try:
-        comparison = gitops.compare(
+        comparison = compare(
             scratch,
             base=ctx.base,
             original_commit=ctx.original_commit,
             replay_tree=replay_tree,
             allowed_globs=project.allowed_paths,
         )
-    except gitops.GitError as exc:
+    except GitError as exc:
         if leftovers.grew_too_large(exc):
             return leftovers.file_cap_fired(
                 f"comparing the agent's {report.tree_files:,} files with the "
@@ -614,7 +618,7 @@ _TREE_PHASES = {
 
 
 def _judge_by_tests(
-    ctx: Context, report: Report, comparison: gitops.Comparison, facts: Facts
+    ctx: Context, report: Report, comparison: Comparison, facts: Facts
 ) -> Decision:
     """The test gate on the original, the replay and, when the replay's test files
     differ from the original's, the reference tree; then the verdict."""
@@ -628,7 +632,7 @@ def _judge_by_tests(
             replay_paths=comparison.replay_paths,
             patterns=patterns,
         )
-    except gitops.GitError as exc:
+    except GitError as exc:
         if not leftovers.grew_too_large(exc):
             raise
         return leftovers.file_cap_fired(
@@ -645,20 +649,20 @@ def _judge_by_tests(
         ctx.scratch, trees, project, ctx.base_facts
     ):
         return oversize
-    report.cache_key = testmemory.cache_key(
+    report.cache_key = memory.cache_key(
         project,
         tree=comparison.original_tree,
         image=ctx.image,
         environment=report.environment.get("key", ""),
     )
-    cached = testmemory.cached_original(project, report.cache_key)
-    needs = netaccess.test_needs(project)
+    cached = memory.cached_original(project, report.cache_key)
+    needs = access.test_needs(project)
     failed: CheckoutFailed | None = None
     with ExitStack() as stack:
         network = None
         if needs:
             network = stack.enter_context(
-                netaccess.PhaseNetwork(
+                access.PhaseNetwork(
                     directory=ctx.scratch.root / "net-tests", needs=needs, phase="tests"
                 )
             )
@@ -691,7 +695,7 @@ def _judge_by_tests(
     ctx.on_phase(Phase.VERDICT)
     judged = "reference" if "reference" in trees else "replay"
     per_test = compare_first_attempts(gate, judged)
-    flipping = gate.flipping() | testmemory.known_flaky(project, per_test.newly_failing)
+    flipping = gate.flipping() | memory.known_flaky(project, per_test.newly_failing)
     return decide(
         replace(
             facts,

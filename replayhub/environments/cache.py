@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from replayhub.fstree import remove_tree
+from replayhub.lib.fstree import remove_tree
 
 READY = "ready"
 FAILED = "failed"

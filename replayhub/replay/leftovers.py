@@ -13,10 +13,10 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from replayhub import gitops
-from replayhub.capture import Captured, TooManyFiles, capture_workspace
-from replayhub.globs import glob_match
+from replayhub.git.scratch import GitError, Scratch, require_sha
+from replayhub.lib.globs import glob_match
 from replayhub.models import Project
+from replayhub.replay.capture import Captured, TooManyFiles, capture_workspace
 from replayhub.sandbox.watchdog import disk_usage
 from replayhub.verdicts import Decision, Facts, Reason, decide
 
@@ -38,15 +38,15 @@ def disk_bytes(project: Project) -> int:
     return project.max_disk_mb * 1024 * 1024
 
 
-def grew_too_large(error: gitops.GitError) -> bool:
+def grew_too_large(error: GitError) -> bool:
     """Whether git failed on the size of a tree rather than on a fault of its
-    own: it ran past its timeout or printed more than it may (``gitops.git``
+    own: it ran past its timeout or printed more than it may (``git``
     says so in the message)."""
     message = str(error)
     return " timed out after " in message or " printed more than " in message
 
 
-def count_files(scratch: gitops.Scratch, tree: str) -> int:
+def count_files(scratch: Scratch, tree: str) -> int:
     """The entries (files, links, submodules) of ``tree``.
 
     Read from the header of a private index made from the tree (signature,
@@ -55,19 +55,19 @@ def count_files(scratch: gitops.Scratch, tree: str) -> int:
     """
     index = scratch.root / f"count-{uuid.uuid4().hex}.index"
     try:
-        scratch.git("read-tree", gitops.require_sha(tree), index_file=index)
+        scratch.git("read-tree", require_sha(tree), index_file=index)
         with index.open("rb") as handle:
             header = handle.read(12)
     finally:
         index.unlink(missing_ok=True)
     if len(header) < 12 or header[:4] != b"DIRC":
-        raise gitops.GitError(f"git read-tree wrote no index for {tree}")
+        raise GitError(f"git read-tree wrote no index for {tree}")
     return int(struct.unpack(">I", header[8:12])[0])
 
 
-def tree_bytes(scratch: gitops.Scratch, tree: str) -> int:
+def tree_bytes(scratch: Scratch, tree: str) -> int:
     """What checking ``tree`` out writes: the sum of its blobs' sizes."""
-    out = scratch.git("ls-tree", "-r", "-l", "-z", gitops.require_sha(tree)).stdout
+    out = scratch.git("ls-tree", "-r", "-l", "-z", require_sha(tree)).stdout
     total = 0
     for record in filter(None, out.split(b"\0")):
         size = record.partition(b"\t")[0].split()[-1]
@@ -78,7 +78,7 @@ def tree_bytes(scratch: gitops.Scratch, tree: str) -> int:
 
 def capture(
     *,
-    scratch: gitops.Scratch,
+    scratch: Scratch,
     workspace: Path,
     written: Iterable[Path],
     project: Project,
@@ -108,7 +108,7 @@ def capture(
             f"the agent left more than {max_files:,} files in its checkout",
             base_facts,
         )
-    except gitops.GitError as exc:
+    except GitError as exc:
         # Within the file and disk caps, and with no name git refuses left
         # for it to refuse, a failing capture is ReplayHub's.
         return inconclusive(
@@ -120,7 +120,7 @@ def capture(
 
 
 def counted(
-    scratch: gitops.Scratch, tree: str, project: Project, base_facts: dict
+    scratch: Scratch, tree: str, project: Project, base_facts: dict
 ) -> int | Decision:
     """The files of the captured ``tree``, or the file cap's decision.
 
@@ -130,7 +130,7 @@ def counted(
     max_files = project.max_files
     try:
         files = count_files(scratch, tree)
-    except gitops.GitError as exc:
+    except GitError as exc:
         if grew_too_large(exc):
             return file_cap_fired(
                 f"counting the files the agent left failed ({exc}); the cap is "
@@ -148,7 +148,7 @@ def counted(
 
 
 def too_large_to_check_out(
-    scratch: gitops.Scratch, trees: dict[str, str], project: Project, base_facts: dict
+    scratch: Scratch, trees: dict[str, str], project: Project, base_facts: dict
 ) -> Decision | None:
     """The disk cap, before a tree the agent shaped is copied for its tests."""
     cap = disk_bytes(project)

@@ -1,6 +1,6 @@
 """Provenance for many runs of one project with a handful of git processes.
 
-:func:`replayhub.provenance.resolve_provenance` asks git a few questions per
+:func:`replayhub.replay.provenance.resolve_provenance` asks git a few questions per
 run (resolve the original and the recorded base, the merge base with the
 default branch, an ancestry check), each answered by git on its own. For a
 batch of runs of one repository, :class:`BatchHistory` answers the same
@@ -17,13 +17,13 @@ one commit has that commit as its merge base, its first parent is on its line,
 and its ancestry is read off the walk. Anything the passes do not decide (an
 original already merged into the default branch, a line of work that meets the
 default branch twice, a recorded base elsewhere in history) is asked of the
-wrapped :class:`~replayhub.history.History`, exactly as per run. The rules in
-:mod:`replayhub.provenance` run unchanged on top, so a batch gives the same
+wrapped :class:`~replayhub.git.history.History`, exactly as per run. The rules in
+:mod:`replayhub.replay.provenance` run unchanged on top, so a batch gives the same
 provenance as resolving its runs one by one.
 
 The repository is the project's own (admin-owned), never a replay's workspace;
 git runs with the pinned environment and configuration of
-:mod:`replayhub.gitops`.
+:mod:`replayhub.git.scratch`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
 
-from replayhub.gitops import (
+from replayhub.git.history import History
+from replayhub.git.scratch import (
     DEFAULT_TIMEOUT,
     SAFE_CONFIG,
     GitError,
@@ -44,8 +45,7 @@ from replayhub.gitops import (
     git_environment,
     repository_git_dir,
 )
-from replayhub.history import History
-from replayhub.provenance import Provenance, resolve_provenance, valid_record_sha
+from replayhub.replay.provenance import Provenance, resolve_provenance, valid_record_sha
 
 # Beyond this much rev-list output (a batch whose originals sit on long lines of
 # work away from the default branch), the batch is answered per run instead.
