@@ -191,19 +191,17 @@ def offset_queue(request):
     from django.shortcuts import render
 
     from replayhub import roles
-    from reviews import queue as review_queue
+    from reviews import queue_reads
     from reviews.forms import QueueFilterForm
-    from reviews.views import queue_context
+    from reviews.views.queue import queue_context
 
     @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
     def view(request):
         form = QueueFilterForm(request.GET)
         form.is_valid()
         filters = form.filters()
-        rows = review_queue.ordered(
-            review_queue.listing(filters), banded=filters.banded
-        )
-        page = Paginator(rows, review_queue.PAGE_SIZE).get_page(request.GET.get("page"))
+        rows = queue_reads.ordered(queue_reads.listing(filters), banded=filters.banded)
+        page = Paginator(rows, queue_reads.PAGE_SIZE).get_page(request.GET.get("page"))
         context = queue_context(
             form=form, rows=list(page), next_cursor="", paged=page.number > 1
         )
@@ -231,11 +229,11 @@ def measure(args, reviewer) -> int:
     from django.test.utils import CaptureQueriesContext
 
     from replayhub.models import Replay
-    from reviews import queue as review_queue
-    from reviews.queue import Cursor
+    from reviews import queue_reads
+    from reviews.queue_reads import Cursor
 
     queued = Replay.objects.awaiting_review().count()
-    size = review_queue.PAGE_SIZE
+    size = queue_reads.PAGE_SIZE
     deep_index = int(queued * 0.9) // size * size
     deep_row = (
         Replay.objects.awaiting_review()

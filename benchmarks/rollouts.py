@@ -66,10 +66,10 @@ from django.core.management import call_command  # noqa: E402
 
 from benchmarks.support import record as report  # noqa: E402
 from replayhub.ingest import follow  # noqa: E402
+from replayhub.ingest.services import follow_source_get, rollouts_follow  # noqa: E402
 from replayhub.models import Project, Run  # noqa: E402
 from replayhub.rollouts.index import LoadReport, load  # noqa: E402
 from replayhub.rollouts.seeds import SeedRules, derive  # noqa: E402
-from replayhub.rollouts.services import follow_source_get, rollouts_follow  # noqa: E402
 
 GOAL_SPEEDUP = 5.0
 GOAL_FOLLOW_MS = 50.0

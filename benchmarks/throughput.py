@@ -164,15 +164,15 @@ def run(args) -> int:
     from django.conf import settings
     from django.core.management import call_command
 
-    from benchmarks import replay_overhead as overhead
+    from benchmarks.replay_overhead import BENCH_VAR, make_repository
     from replayhub import services
     from replayhub.models import Project, Replay, ReplayStatus, Run
 
-    work = overhead.BENCH_VAR
+    work = BENCH_VAR
     try:
         call_command("migrate", verbosity=0)
         repo = work / "repo"
-        base, original = overhead.make_repository(repo, args.files)
+        base, original = make_repository(repo, args.files)
         project = Project.objects.create(
             slug="bench",
             repo_path=str(repo),
@@ -234,9 +234,7 @@ def run(args) -> int:
                     )
                     assert len(verdicts) == 1 and "" not in verdicts, verdicts
                     if i:  # the floor's git and bwrap are warm from the replays
-                        floor_s = floor_round(
-                            overhead, (repo, base, original), n, concurrency
-                        )
+                        floor_s = floor_round((repo, base, original), n, concurrency)
                         figure.append(n / seconds * 60)
                         floor.append(n / floor_s * 60)
                 replays = args.replays * args.rounds
@@ -294,8 +292,10 @@ def run(args) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def floor_round(overhead, shas: tuple, n: int, threads: int) -> float:
+def floor_round(shas: tuple, n: int, threads: int) -> float:
     """Seconds for ``n`` floors, on ``threads`` threads."""
+    from benchmarks.replay_overhead import BENCH_VAR, floor_once
+
     todo = list(range(n))
     lock = threading.Lock()
 
@@ -305,7 +305,7 @@ def floor_round(overhead, shas: tuple, n: int, threads: int) -> float:
                 if not todo:
                     return
                 job = todo.pop()
-            overhead.floor_once(*shas, overhead.BENCH_VAR / f"floor{k}-{job}")
+            floor_once(*shas, BENCH_VAR / f"floor{k}-{job}")
 
     start = time.perf_counter()
     pool = [threading.Thread(target=loop, args=(k,)) for k in range(threads)]

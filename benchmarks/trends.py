@@ -88,7 +88,7 @@ def seed_rollups(projects) -> float:
     from django.db import connection
 
     from replayhub.models import Rollup
-    from reviews.rollups import refresh_totals
+    from reviews.trends.rollups import refresh_totals
 
     ids = _array(p.pk for p in projects) + "::bigint[]"
     models = "ARRAY['', " + ", ".join(f"'{m}'" for m in MODELS) + "]"
@@ -403,7 +403,7 @@ def measure_rollup(args, project, night_id) -> bool:
     from django.db import connection
 
     from replayhub.models import Rollup
-    from reviews.rollups import rollup_range
+    from reviews.trends.rollups import rollup_range
 
     def rollup():
         return rollup_range(since=LAST_NIGHT, until=LAST_NIGHT, project=project)

@@ -1,13 +1,49 @@
-"""The Celery application; its configuration is the ``CELERY_*`` settings."""
+"""The Celery application; its configuration is the ``CELERY_*`` settings.
+
+Work is sent to the workers by task name (:class:`Task`), never by importing
+``replayhub.tasks``: the tasks call the services, and the services enqueue
+without importing the tasks back, so no import cycle runs through them.
+"""
 
 from __future__ import annotations
 
 import os
+from enum import StrEnum
+from functools import partial
 
 from celery import Celery
+from django.db import transaction
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
 
 app = Celery("replayhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class Task(StrEnum):
+    """Every task's name: ``replayhub.tasks`` registers each under its name
+    here, and the settings route and schedule them by the same names."""
+
+    ANSWER_WORKER_CHECK = "replayhub.tasks.answer_worker_check"
+    RUN_REPLAY = "replayhub.tasks.run_replay"
+    REAP_EXPIRED_LEASES = "replayhub.tasks.reap_expired_leases"
+    NIGHTLY_TICK = "replayhub.tasks.nightly_tick"
+    PREFLIGHT_PENDING = "replayhub.tasks.preflight_pending"
+    DISPATCH_NIGHT = "replayhub.tasks.dispatch_night"
+    IMPORT_UPLOAD = "replayhub.tasks.import_upload"
+    RUN_TEXT_REPLAY = "replayhub.tasks.run_text_replay"
+    FOLLOW_ROLLOUTS = "replayhub.tasks.follow_rollouts"
+    FOLLOW_SOURCE = "replayhub.tasks.follow_source"
+    DISPATCH_TEXT_NIGHT = "replayhub.tasks.dispatch_text_night"
+
+
+def enqueue(task: Task, *args: object, on_commit: bool = True) -> None:
+    """Send ``task`` with ``args`` to the workers; by default once the current
+    transaction commits (at once outside one), so a worker never reads a row
+    before it is there."""
+    send = partial(app.send_task, task.value, args=args)
+    if on_commit:
+        transaction.on_commit(send)
+    else:
+        send()

@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from replayhub import tasks
+from replayhub.celery import Task, enqueue
 from replayhub.git.scratch import remove_tree
 from replayhub.logs import replay_context
 from replayhub.models import (
@@ -47,18 +47,23 @@ from replayhub.models import (
 from replayhub.nights import scheduler
 from replayhub.nights.arithmetic import Amounts
 from replayhub.replay.execute import Report, check_dict, execute
-from replayhub.rollouts import replay as rollout_replay
+from replayhub.rollouts.replay import execute_rollout, task_for
 from replayhub.testgate import memory
 from replayhub.testgate.paths import KIND_TEXT
-from replayhub.texttier import night as text_night
-from replayhub.verdicts import Decision, Facts, Reason, decide
+from replayhub.texttier.night import (
+    gate_agentic,
+    gates_agentic,
+    in_window,
+    night_admit_text,
+)
+from replayhub.verdicts import Facts, Reason, Ruling, decide
 
 log = logging.getLogger(__name__)
 
 
 def worker_check_request(*, user) -> WorkerCheck:
     check = WorkerCheck.objects.create(requested_by=user)
-    tasks.answer_worker_check.delay_on_commit(check.pk)
+    enqueue(Task.ANSWER_WORKER_CHECK, check.pk)
     return check
 
 
@@ -90,7 +95,7 @@ def replay_request(
     replay = replay_create(
         run=run, trigger=trigger, user=user, enqueued_at=timezone.now(), **budget
     )
-    tasks.run_replay.delay_on_commit(replay.pk)
+    enqueue(Task.RUN_REPLAY, replay.pk)
     return replay
 
 
@@ -111,7 +116,7 @@ def replay_requeue_stale(*, older_than: timedelta, now=None) -> list[int]:
     )
     for replay_id in stale:
         if Replay.objects.requeue(replay_id, sent_before=sent_before, now=now):
-            tasks.run_replay.delay(replay_id)
+            enqueue(Task.RUN_REPLAY, replay_id, on_commit=False)
     if stale:
         log.warning("sent %d queued replays to the broker again", len(stale))
     return stale
@@ -188,9 +193,9 @@ def _replay_execute(*, replay_id: int, owner: str | None):
 
         report: Report
         try:
-            rollout = rollout_replay.task_for(replay)
+            rollout = task_for(replay)
             if rollout is not None:
-                report = rollout_replay.execute_rollout(
+                report = execute_rollout(
                     project=replay.project,
                     task=rollout,
                     replay_id=replay.pk,
@@ -302,14 +307,14 @@ def _reap(replay: Replay, *, now: datetime) -> bool:
 def replay_finish(
     *,
     replay: Replay,
-    outcome: Report | Decision,
+    outcome: Report | Ruling,
     owner: str,
     expired_before: datetime | None = None,
 ) -> bool:
     """End a running replay with its verdict, from any path; False if it was not
     ``owner``'s to end (the lease was lost, or a heartbeat beat the reaper).
 
-    ``outcome`` is what the execution found, or a bare ``Decision`` when the
+    ``outcome`` is what the execution found, or a bare ``Ruling`` when the
     replay ended without executing (its worker was lost). Everything is
     written in one transaction: the replay's verdict and evidence, the
     comparison, the test runs, the run's provenance, and the night's budget.
@@ -326,7 +331,7 @@ def replay_finish(
     if report is not None:
         report, escaped, dropped = storable(report)
     decision = report.decision if report else outcome
-    assert isinstance(decision, Decision)
+    assert isinstance(decision, Ruling)
     provenance = report.provenance if report else replay.provenance
     actual = report.actual() if report else Amounts()
     result = _finished_fields(replay, decision, provenance)
@@ -365,7 +370,7 @@ def replay_finish(
     return True
 
 
-def _finished_fields(replay: Replay, decision: Decision, provenance: dict) -> dict:
+def _finished_fields(replay: Replay, decision: Ruling, provenance: dict) -> dict:
     retries_exhausted = replay.attempt >= replay.project.max_attempts
     return {
         "verdict": decision.verdict,
@@ -441,7 +446,7 @@ def _finish_unstored(
     return True
 
 
-def _harness_error(detail: str) -> Decision:
+def _harness_error(detail: str) -> Ruling:
     return decide(Facts(harness_failure=Reason.HARNESS_ERROR, harness_detail=detail))
 
 
@@ -667,14 +672,14 @@ def night_run(
     tier passed on, when the project's policy says so. A worker sends them to
     their queues once the admission commits."""
     budget = scheduler.budget_of(project)
-    text = text_night.night_admit_text(project=project, now=now, immediate=immediate)
+    text = night_admit_text(project=project, now=now, immediate=immediate)
     if text.admitted and text.night is not None:
-        tasks.dispatch_text_night.delay_on_commit(text.night.pk)
+        enqueue(Task.DISPATCH_TEXT_NIGHT, text.night.pk)
     gate = None
-    if text_night.gates_agentic(budget):
+    if gates_agentic(budget):
 
         def gate(runs):
-            return text_night.gate_agentic(runs, budget)
+            return gate_agentic(runs, budget)
 
     if agentic:
         report = scheduler.night_admit(
@@ -684,7 +689,7 @@ def night_run(
         report = scheduler.NightReport(night=text.night)
     report.text = text
     if report.admitted and report.night is not None:
-        tasks.dispatch_night.delay_on_commit(report.night.pk)
+        enqueue(Task.DISPATCH_NIGHT, report.night.pk)
     return report
 
 
@@ -705,7 +710,7 @@ def nights_tick(*, now: datetime | None = None) -> list[scheduler.NightReport]:
             reports.append(night_run(project=project, now=now))
             continue
         budget = scheduler.budget_of(project)
-        if budget.text_enabled and text_night.in_window(project, now):
+        if budget.text_enabled and in_window(project, now):
             # Tiered: every tick admits the text replays the budget now has
             # room for and, when the text tier gates the agentic tier, the
             # agentic replays of runs it has passed on since. Without the
@@ -714,7 +719,7 @@ def nights_tick(*, now: datetime | None = None) -> list[scheduler.NightReport]:
                 night_run(
                     project=project,
                     now=now,
-                    agentic=text_night.gates_agentic(budget),
+                    agentic=gates_agentic(budget),
                 )
             )
     scheduler.night_close_ended(now=now)

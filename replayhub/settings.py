@@ -137,18 +137,18 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "reviews.context_processors.user_roles",
-                "reviews.notices.inbox",
+                "reviews.together.notices.inbox",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },
     },
     {
         # Only the partials that repeat an element thousands of times a page
-        # (reviews/markup.py says which and why); always autoescaped.
+        # (reviews/render/jinja.py says which and why); always autoescaped.
         "BACKEND": "django.template.backends.jinja2.Jinja2",
         "DIRS": [BASE_DIR / "templates" / "jinja2"],
         "APP_DIRS": False,
-        "OPTIONS": {"environment": "reviews.markup.environment"},
+        "OPTIONS": {"environment": "reviews.render.jinja.environment"},
     },
 ]
 

@@ -10,15 +10,20 @@ from django.conf import settings
 from django.utils import timezone
 
 from replayhub import services
+from replayhub.celery import Task
 from replayhub.health import describe_sandbox
 from replayhub.ingest import preflight
-from replayhub.ingest import services as ingest_services
+from replayhub.ingest.services import (
+    follow_claimed,
+    follow_due,
+    import_job_requeue_stale,
+    import_job_run,
+)
 from replayhub.models import WorkerCheck
-from replayhub.rollouts import services as rollout_services
-from replayhub.texttier import services as text_services
+from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
 
 
-@shared_task
+@shared_task(name=Task.ANSWER_WORKER_CHECK)
 def answer_worker_check(check_id: int) -> None:
     # Conditional UPDATE: a redelivered message leaves the first answer alone.
     WorkerCheck.objects.filter(pk=check_id, answered_at__isnull=True).update(
@@ -28,34 +33,34 @@ def answer_worker_check(check_id: int) -> None:
     )
 
 
-@shared_task
+@shared_task(name=Task.RUN_REPLAY)
 def run_replay(replay_id: int) -> None:
     # Safe to deliver twice: only a queued replay can be claimed.
     services.replay_execute(replay_id=replay_id)
 
 
-@shared_task
+@shared_task(name=Task.REAP_EXPIRED_LEASES)
 def reap_expired_leases() -> None:
     services.replay_reap_expired()
     services.replay_requeue_stale(
         older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
     )
-    ingest_services.import_job_requeue_stale()
-    text_services.text_replay_reap_stale()
+    import_job_requeue_stale()
+    text_replay_reap_stale()
 
 
-@shared_task
+@shared_task(name=Task.NIGHTLY_TICK)
 def nightly_tick() -> None:
     services.nights_tick()
 
 
-@shared_task
+@shared_task(name=Task.PREFLIGHT_PENDING)
 def preflight_pending(project_id: int) -> None:
     # Idempotent: only runs still pending are looked at.
     preflight.preflight_pending(project_ids=[project_id])
 
 
-@shared_task
+@shared_task(name=Task.DISPATCH_NIGHT)
 def dispatch_night(night_id: int) -> None:
     """Send every queued replay a night admitted to the replay queue."""
     from replayhub.models import Replay, ReplayStatus
@@ -69,32 +74,32 @@ def dispatch_night(night_id: int) -> None:
             run_replay.apply_async((replay_id,), producer=producer)
 
 
-@shared_task
+@shared_task(name=Task.IMPORT_UPLOAD)
 def import_upload(job_id: int) -> None:
     # Safe to deliver twice: a finished job is left alone, and importing the
     # same file again stores nothing twice.
-    ingest_services.import_job_run(job_id=job_id)
+    import_job_run(job_id=job_id)
 
 
-@shared_task
+@shared_task(name=Task.RUN_TEXT_REPLAY)
 def run_text_replay(text_replay_id: int) -> None:
     # Safe to deliver twice: only a queued text replay can be claimed.
-    text_services.text_replay_execute(text_replay_id=text_replay_id)
+    text_replay_execute(text_replay_id=text_replay_id)
 
 
-@shared_task
+@shared_task(name=Task.FOLLOW_ROLLOUTS)
 def follow_rollouts() -> None:
-    rollout_services.follow_due()
+    follow_due()
 
 
-@shared_task
+@shared_task(name=Task.FOLLOW_SOURCE)
 def follow_source(source_id: int) -> None:
     # Safe to deliver twice: a pass is claimed, and offsets only move forward
     # from the value a pass read.
-    rollout_services.follow_claimed(source_id=source_id)
+    follow_claimed(source_id=source_id)
 
 
-@shared_task
+@shared_task(name=Task.DISPATCH_TEXT_NIGHT)
 def dispatch_text_night(night_id: int) -> None:
     """Send every queued text replay a night admitted to the workers."""
     from replayhub.models import TextReplay, TextStatus

@@ -5,8 +5,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from replayhub import api, health
-from reviews import api as review_api
-from reviews import upload
+from reviews.api import replay_detail
+from reviews.views import upload
 
 admin.site.site_header = "ReplayHub administration"
 admin.site.site_title = "ReplayHub"
@@ -27,7 +27,7 @@ urlpatterns = [
     path("api/v1/runs/<int:run_id>", api.run_detail, name="api_run_detail"),
     path(
         "api/v1/replays/<int:replay_id>",
-        review_api.replay_detail,
+        replay_detail,
         name="api_replay_detail",
     ),
     path("runs/upload/", upload.runs_upload, name="runs_upload"),
@@ -35,7 +35,7 @@ urlpatterns = [
 ]
 
 # Styled error pages with the navigation and a way back.
-handler400 = "reviews.errors.bad_request"
-handler403 = "reviews.errors.forbidden"
-handler404 = "reviews.errors.not_found"
-handler500 = "reviews.errors.server_error"
+handler400 = "reviews.views.errors.bad_request"
+handler403 = "reviews.views.errors.forbidden"
+handler404 = "reviews.views.errors.not_found"
+handler500 = "reviews.views.errors.server_error"

@@ -13,8 +13,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from replayhub import api
-from reviews import comments
 from reviews.models import Review
+from reviews.together import comments
 
 
 @login_not_required

@@ -12,7 +12,7 @@ class ReviewsConfig(AppConfig):
 
         from replayhub.models import Project
         from replayhub.signals import night_closed
-        from reviews import rollups
+        from reviews.trends import rollups
 
         night_closed.connect(
             rollups.on_night_closed, dispatch_uid="reviews.rollup_night"

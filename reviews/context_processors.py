@@ -4,8 +4,8 @@ from django.utils import timezone
 
 from replayhub import roles
 from reviews.models import Review
+from reviews.replay_page.trail import UNDO_SESSION_KEY, decision_sentence
 from reviews.services import undo_deadline
-from reviews.trail import UNDO_SESSION_KEY, decision_sentence
 
 
 def user_roles(request):

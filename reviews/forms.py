@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from django import forms
 
-from replayhub.models import Project, Verdict
-from replayhub.verdicts import REASON_TEXT
-from reviews.models import Decision
-from reviews.overrule import contradicted
-from reviews.queue import Cursor, Filters
-from reviews.teamforms import label_choices, split_label
+from replayhub.models import VERDICT_CHOICES, Project
+from replayhub.verdicts import REASON_TEXT, Verdict
+from reviews.models import Review
+from reviews.queue_reads import Cursor, QueueFilters
+from reviews.replay_page.overrule import contradicted
+from reviews.together.forms import label_choices, split_label
 
 
 class ScopeFilterForm(forms.Form):
@@ -34,7 +34,7 @@ class QueueFilterForm(ScopeFilterForm):
     """The queue's query string: filters that combine, and the page cursor."""
 
     verdict = forms.ChoiceField(
-        choices=[("", "Queue (by band)"), *Verdict.choices], required=False
+        choices=[("", "Queue (by band)"), *VERDICT_CHOICES], required=False
     )
     reason = forms.ChoiceField(
         choices=[("", "Any reason"), *((str(k), v) for k, v in REASON_TEXT.items())],
@@ -52,12 +52,12 @@ class QueueFilterForm(ScopeFilterForm):
         except ValueError:
             raise forms.ValidationError("That page link is not valid.") from None
 
-    def filters(self) -> Filters:
+    def filters(self) -> QueueFilters:
         """The valid filters; a field that failed validation filters nothing."""
         data = getattr(self, "cleaned_data", {})
         project, model = self.scope()
         label_id, label_value = split_label(data.get("label", ""))
-        return Filters(
+        return QueueFilters(
             project_id=project.pk if project else None,
             model=model,
             verdict=data.get("verdict", ""),
@@ -87,15 +87,15 @@ class VerdictSelect(forms.Select):
 
 # Each corrected verdict's own key on the replay page; the same digit always
 # means the same verdict, whichever verdict the replay has.
-VERDICT_KEYS = {verdict: str(n) for n, verdict in enumerate(Verdict.values, start=1)}
+VERDICT_KEYS = {verdict: str(n) for n, verdict in enumerate(tuple(Verdict), start=1)}
 
 
 class DecisionForm(forms.Form):
-    decision = forms.ChoiceField(choices=Decision.choices)
+    decision = forms.ChoiceField(choices=Review.Decision.choices)
     verdict_after = forms.ChoiceField(
         choices=[
             ("", "Corrected verdict…"),
-            *((v, f"{VERDICT_KEYS[v]} · {label}") for v, label in Verdict.choices),
+            *((v, f"{VERDICT_KEYS[v]} · {label}") for v, label in VERDICT_CHOICES),
         ],
         required=False,
         label="Corrected verdict",
@@ -117,7 +117,7 @@ class DecisionForm(forms.Form):
         self.verdict = verdict
         widget = self.fields["verdict_after"].widget
         widget.contradictions = {}
-        for v in Verdict.values:
+        for v in tuple(Verdict):
             if found := contradicted(checks, v):
                 widget.contradictions[v] = " ".join(found)
         # The current verdict is not a correction of itself.
@@ -129,7 +129,7 @@ class DecisionForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("decision") == Decision.OVERTURN:
+        if data.get("decision") == Review.Decision.OVERTURN:
             after = data.get("verdict_after")
             if not after:
                 self.add_error("verdict_after", "Choose the corrected verdict.")

@@ -9,7 +9,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub import roles
-from replayhub.models import Project, Replay, Verdict
+from replayhub.models import VERDICT_CHOICES, Project, Replay
+from replayhub.verdicts import Verdict
 
 
 class Ability(models.Model):
@@ -50,7 +51,10 @@ class Claim(models.Model):
         return self.expires_at > timezone.now()
 
 
-class Decision(models.TextChoices):
+class _Decision(models.TextChoices):
+    """What a reviewer does with a verdict: ``Review.Decision`` (defined out here
+    so that ``Review.Meta``'s constraint can name it)."""
+
     CONFIRM = "confirm", "Confirm"
     OVERTURN = "overturn", "Overturn"
     RERUN = "rerun", "Rerun"
@@ -79,11 +83,13 @@ class Review(models.Model):
     settled verdict and changes nothing on the replay.
     """
 
+    Decision = _Decision
+
     replay = models.ForeignKey(Replay, on_delete=models.CASCADE, related_name="reviews")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
-    decision = models.CharField(max_length=16, choices=Decision)
-    verdict_before = models.CharField(max_length=16, choices=Verdict)
-    verdict_after = models.CharField(max_length=16, choices=Verdict, blank=True)
+    decision = models.CharField(max_length=16, choices=_Decision)
+    verdict_before = models.CharField(max_length=16, choices=VERDICT_CHOICES)
+    verdict_after = models.CharField(max_length=16, choices=VERDICT_CHOICES, blank=True)
     note = models.TextField(blank=True)
     purpose = models.CharField(max_length=16, choices=Purpose, default=Purpose.DECISION)
     created_at = models.DateTimeField(default=timezone.now)
@@ -97,7 +103,8 @@ class Review(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(decision__in=Decision.values), name="review_decision_valid"
+                condition=Q(decision__in=_Decision.values),
+                name="review_decision_valid",
             ),
             # An overturn names the corrected verdict, and it must differ.
             models.CheckConstraint(
@@ -119,6 +126,21 @@ class Review(models.Model):
         return f"{self.decision} on replay {self.replay_id}"
 
 
+class AuditEventManager(models.Manager["AuditEvent"]):
+    def record(
+        self, *, actor, action: str, replay_id: int, before=None, after=None
+    ) -> AuditEvent:
+        """One event of a replay's trail: a change a person made to it."""
+        return self.create(
+            actor=actor,
+            action=action,
+            object_type="replay",
+            object_id=str(replay_id),
+            before=before or {},
+            after=after or {},
+        )
+
+
 class AuditEvent(models.Model):
     """Append-only: who changed what, from what, to what, when."""
 
@@ -131,6 +153,8 @@ class AuditEvent(models.Model):
     before = models.JSONField(default=dict, blank=True)
     after = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AuditEventManager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -187,20 +211,20 @@ class ReviewPolicy(models.Model):
     def clean(self) -> None:
         verdicts = self.second_on_verdicts
         if not isinstance(verdicts, list) or any(
-            v not in Verdict.values for v in verdicts
+            v not in tuple(Verdict) for v in verdicts
         ):
             raise ValidationError(
                 {
                     "second_on_verdicts": "A list of verdicts: "
-                    + ", ".join(f'"{v}"' for v in Verdict.values)
+                    + ", ".join(f'"{v}"' for v in tuple(Verdict))
                 }
             )
 
     def needs_second(self, *, decision: str, verdict_after: str) -> str:
         """Why a decision needs a second reviewer ("" when it does not)."""
-        if decision == Decision.OVERTURN and self.second_on_overturn:
+        if decision == Review.Decision.OVERTURN and self.second_on_overturn:
             return "overturn"
-        if decision != Decision.RERUN and verdict_after in (
+        if decision != Review.Decision.RERUN and verdict_after in (
             self.second_on_verdicts or []
         ):
             return f"decided {verdict_after}"
@@ -400,7 +424,7 @@ class GoldItem(models.Model):
     """A decided replay whose verdict is settled: reviewers are checked against it."""
 
     replay = models.OneToOneField(Replay, on_delete=models.CASCADE, related_name="gold")
-    verdict = models.CharField(max_length=16, choices=Verdict)
+    verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES)
     # The band it is shown in, as if freshly queued.
     band = models.PositiveSmallIntegerField()
     marked_by = models.ForeignKey(

@@ -9,7 +9,6 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from replayhub import services as replay_services
 from replayhub.models import (
     Budget,
     Night,
@@ -22,6 +21,7 @@ from replayhub.models import (
 )
 from replayhub.nights import arithmetic, scheduler
 from replayhub.project_setup import project_fields
+from replayhub.services import replay_request
 from reviews.models import AuditEvent
 
 
@@ -95,9 +95,7 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
                 f"One replay is estimated past a whole night's budget "
                 f"({_names(short)}); raise it on the Budgets page."
             )
-        replay = replay_services.replay_request(
-            run=run, trigger=Trigger.NOW, user=actor, **extra
-        )
+        replay = replay_request(run=run, trigger=Trigger.NOW, user=actor, **extra)
         AuditEvent.objects.create(
             actor=actor,
             action="replay.request",

@@ -13,12 +13,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from replayhub import services as replay_services
-from replayhub.models import Replay, ReplayStatus, Run, Trigger, Verdict
-from reviews import audit, gold, opinions, rollups
-from reviews.labels import labels_save
-from reviews.models import AuditEvent, Claim, Decision, Label, Review
-from reviews.overrule import contradicted
+from replayhub.models import Replay, ReplayStatus, Run, Trigger
+from replayhub.services import replay_request
+from replayhub.verdicts import Verdict
+from reviews.models import AuditEvent, Claim, Label, Review
+from reviews.replay_page.overrule import contradicted
+from reviews.together import gold, opinions
+from reviews.together.labels import labels_save
+from reviews.trends import rollups
 
 # claim_next locks one candidate at a time (locking a few would hide them from
 # the reviewers pressing "Next" at the same moment, who would find nothing) and
@@ -59,9 +61,6 @@ def lease_end(now: datetime) -> datetime:
     return now + timedelta(seconds=settings.REPLAYHUB_REVIEW_LEASE_SECONDS)
 
 
-_audit = audit.record
-
-
 def _take(*, replay_id: int, reviewer, now: datetime) -> Claim | None:
     """Write the claim row if nobody else holds it; None when someone does.
 
@@ -100,7 +99,7 @@ def _release_others(*, reviewer, keep_replay_id: int, now: datetime) -> None:
     for replay_id in held.filter(expires_at__gt=now).values_list(
         "replay_id", flat=True
     ):
-        _audit(
+        AuditEvent.objects.record(
             actor=reviewer,
             action="claim.release",
             replay_id=replay_id,
@@ -148,7 +147,7 @@ def claim_next(
                 # look again with a fresh one.
                 continue
             _release_others(reviewer=reviewer, keep_replay_id=replay_id, now=now)
-            _audit(
+            AuditEvent.objects.record(
                 actor=reviewer,
                 action="claim.take",
                 replay_id=replay_id,
@@ -174,7 +173,7 @@ def claim_take(*, replay: Replay, reviewer, now: datetime | None = None) -> Clai
             raise ClaimHeld(
                 Claim.objects.select_related("reviewer").get(replay_id=replay.pk)
             )
-        _audit(
+        AuditEvent.objects.record(
             actor=reviewer,
             action="claim.take",
             replay_id=replay.pk,
@@ -191,7 +190,7 @@ def claim_release(*, replay: Replay, reviewer) -> bool:
     with transaction.atomic():
         released, _ = Claim.objects.filter(replay=replay, reviewer=reviewer).delete()
         if released:
-            _audit(
+            AuditEvent.objects.record(
                 actor=reviewer,
                 action="claim.release",
                 replay_id=replay.pk,
@@ -242,17 +241,17 @@ def review_decide(
         if locked.status != ReplayStatus.FINISHED:
             raise NotDecidable("the replay has not reached a verdict yet")
         overruled: list[str] = []
-        if decision not in Decision.values:
+        if decision not in Review.Decision.values:
             raise NotDecidable(f"unknown decision {decision!r}")
-        if decision == Decision.OVERTURN:
-            if verdict_after not in Verdict.values or verdict_after == locked.verdict:
+        if decision == Review.Decision.OVERTURN:
+            if verdict_after not in tuple(Verdict) or verdict_after == locked.verdict:
                 raise NotDecidable("an overturn names a different verdict")
             overruled = contradicted(
                 (locked.evidence or {}).get("checks", []), verdict_after
             )
             if overruled and not overrule:
                 raise OverrulesEvidence(overruled)
-        elif decision == Decision.CONFIRM:
+        elif decision == Review.Decision.CONFIRM:
             verdict_after = locked.verdict
         else:
             verdict_after = ""
@@ -265,10 +264,10 @@ def review_decide(
             raise NotDecidable(str(exc)) from None
 
         rerun = None
-        if decision == Decision.RERUN:
+        if decision == Review.Decision.RERUN:
             run = Run.objects.only("id", "project_id").get(pk=locked.run_id)
             # A rollout replay is rerun from the same seed.
-            rerun = replay_services.replay_request(
+            rerun = replay_request(
                 run=run, trigger=Trigger.RERUN, user=reviewer, seed_id=locked.seed_id
             )
         Replay.objects.leave_review_queue(locked.pk)
@@ -294,11 +293,11 @@ def review_decide(
         if labels:
             names = dict(Label.objects.filter(pk__in=labels).values_list("pk", "name"))
             after["labels"] = {names[pk]: value for pk, value in labels.items()}
-        if decision == Decision.OVERTURN and overruled:
+        if decision == Review.Decision.OVERTURN and overruled:
             after["overruled"] = overruled
         if rerun is not None:
             after["rerun_replay"] = rerun.pk
-        _audit(
+        AuditEvent.objects.record(
             actor=reviewer,
             action=f"review.{decision}",
             replay_id=locked.pk,
@@ -341,7 +340,7 @@ def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Rev
             raise NotUndoable("a later decision stands on this replay")
         if latest.reviewer_id != reviewer.pk:
             raise NotUndoable("only the reviewer who decided can take it back")
-        if latest.decision == Decision.RERUN:
+        if latest.decision == Review.Decision.RERUN:
             raise NotUndoable("a rerun is already queued and cannot be taken back")
         if now > undo_deadline(latest):
             raise NotUndoable("the time to take this decision back has passed")
@@ -361,7 +360,7 @@ def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Rev
             Replay.objects.return_to_review_queue(locked.pk, band=band)
         opinions.after_undo(review=latest)
         claim = _take(replay_id=locked.pk, reviewer=reviewer, now=now)
-        _audit(
+        AuditEvent.objects.record(
             actor=reviewer,
             action="review.undo",
             replay_id=locked.pk,

@@ -34,9 +34,15 @@ from typing import Any
 from django.conf import settings
 
 from replayhub.environments import images
-from replayhub.environments.cache import FAILED, READY, Entry, EnvCache, LockTimeout
+from replayhub.environments.cache import (
+    FAILED,
+    READY,
+    CacheEntry,
+    EnvCache,
+    LockTimeout,
+)
 from replayhub.gateway import access
-from replayhub.gateway.egress import EgressAttempt
+from replayhub.gateway.egress import ConnectAttempt
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError, Scratch, remove_tree, require_sha
 from replayhub.lib.globs import glob_match
@@ -70,7 +76,7 @@ class SetupFailed(Exception):
         summary: dict,
         *,
         detail: str,
-        attempts: Sequence[EgressAttempt] = (),
+        attempts: Sequence[ConnectAttempt] = (),
         seconds: float = 0.0,
     ) -> None:
         super().__init__(detail)
@@ -94,7 +100,7 @@ class Unprepared(Exception):
         detail: str,
         *,
         summary: dict | None = None,
-        attempts: Sequence[EgressAttempt] = (),
+        attempts: Sequence[ConnectAttempt] = (),
         seconds: float = 0.0,
     ) -> None:
         super().__init__(detail)
@@ -110,7 +116,7 @@ class Unprepared(Exception):
 
 
 def _account(
-    report: Any, summary: dict, attempts: list[EgressAttempt], seconds: float
+    report: Any, summary: dict, attempts: list[ConnectAttempt], seconds: float
 ) -> None:
     if summary:
         report.environment = summary
@@ -214,7 +220,7 @@ class Environment:
     path: Path
     cached: bool
     setup_seconds: float
-    attempts: list[EgressAttempt] = field(default_factory=list)
+    attempts: list[ConnectAttempt] = field(default_factory=list)
     # Sandbox time spent building it for this replay (0 when cached).
     seconds: float = 0.0
     _fd: int | None = None
@@ -385,7 +391,7 @@ def _build(
         raise
     finally:
         remove_tree(work)
-    entry = Entry(
+    entry = CacheEntry(
         key=key,
         state=READY,
         built_at=time.time(),
@@ -424,7 +430,7 @@ def run_setup(
     runner: Runner,
     env_dir: Path,
     work: Path,
-) -> tuple[SandboxOutcome, list[EgressAttempt]]:
+) -> tuple[SandboxOutcome, list[ConnectAttempt]]:
     """The setup command on a clean checkout of ``base``, ``env_dir`` writable
     at :data:`ENV_PATH`, egress to the project's setup hosts only."""
     checkout = scratch.checkout_tree(base, work / "checkout")
@@ -452,7 +458,7 @@ def run_setup(
     return outcome, network.attempts if network is not None else []
 
 
-def _failure_summary(entry: Entry, *, cached: bool) -> dict:
+def _failure_summary(entry: CacheEntry, *, cached: bool) -> dict:
     return {
         "key": entry.key,
         "cached": cached,
@@ -464,7 +470,7 @@ def _failure_summary(entry: Entry, *, cached: bool) -> dict:
 
 
 def _failure_detail(
-    entry: Entry, *, cached: bool, outcome: SandboxOutcome | None = None
+    entry: CacheEntry, *, cached: bool, outcome: SandboxOutcome | None = None
 ) -> str:
     if outcome is not None and (outcome.timed_out or outcome.limit_fired):
         how = f"hit its {(outcome.limit_fired or 'wall_time').replace('_', ' ')} cap"

@@ -44,7 +44,7 @@ class LockTimeout(Exception):
 
 
 @dataclass(frozen=True)
-class Entry:
+class CacheEntry:
     key: str
     state: str
     built_at: float
@@ -95,7 +95,7 @@ class EnvCache:
     def env_dir(self, key: str) -> Path:
         return self.root / check_key(key) / "env"
 
-    def get(self, key: str) -> Entry | None:
+    def get(self, key: str) -> CacheEntry | None:
         directory = self.root / check_key(key)
         try:
             meta = json.loads((directory / "meta.json").read_text())
@@ -103,14 +103,14 @@ class EnvCache:
         except (OSError, ValueError):
             return None
         try:
-            entry = Entry(**meta, last_used=used)
+            entry = CacheEntry(**meta, last_used=used)
         except TypeError:
             return None
         if entry.state == READY and not (directory / "env").is_dir():
             return None
         return entry
 
-    def entries(self) -> list[Entry]:
+    def entries(self) -> list[CacheEntry]:
         """Every complete entry, least recently used first."""
         if not self.root.is_dir():
             return []
@@ -120,7 +120,7 @@ class EnvCache:
                 found.append(entry)
         return sorted(found, key=lambda e: (e.last_used, e.key))
 
-    def failure_fresh(self, entry: Entry, now: float | None = None) -> bool:
+    def failure_fresh(self, entry: CacheEntry, now: float | None = None) -> bool:
         """Whether a failed entry is still remembered (no setup reruns)."""
         now = time.time() if now is None else now
         return entry.state == FAILED and now - entry.built_at < self.failure_ttl
@@ -169,15 +169,17 @@ class EnvCache:
         build.chmod(0o755)
         return build
 
-    def commit(self, build: Path, entry: Entry) -> Entry:
+    def commit(self, build: Path, entry: CacheEntry) -> CacheEntry:
         """Make ``build`` the entry for ``entry.key`` (replacing any failure)."""
-        entry = Entry(**{**entry.to_meta(), "size_bytes": tree_size(build / "env")})
+        entry = CacheEntry(
+            **{**entry.to_meta(), "size_bytes": tree_size(build / "env")}
+        )
         self._write_meta(build, entry)
         self._discard(entry.key)
         os.rename(build, self.root / entry.key)
         return self.get(entry.key) or entry
 
-    def record_failure(self, entry: Entry) -> Entry:
+    def record_failure(self, entry: CacheEntry) -> CacheEntry:
         """Remember a failed setup (its output tail) without any environment."""
         self._discard(entry.key)
         directory = self.root / entry.key
@@ -189,7 +191,7 @@ class EnvCache:
         with contextlib.suppress(OSError):
             os.utime(self.root / check_key(key) / "used")
 
-    def _write_meta(self, directory: Path, entry: Entry) -> None:
+    def _write_meta(self, directory: Path, entry: CacheEntry) -> None:
         temporary = directory / "meta.json.new"
         temporary.write_text(json.dumps(entry.to_meta()))
         os.replace(temporary, directory / "meta.json")

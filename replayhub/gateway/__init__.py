@@ -3,8 +3,8 @@ the provider APIs of ``wire``) and the egress proxy (``egress``)."""
 
 from __future__ import annotations
 
-from replayhub.gateway.calls import Caps, ModelCall, Totals
+from replayhub.gateway.calls import Caps, MeteredCall, Totals
 from replayhub.gateway.providers import Upstream
 from replayhub.gateway.server import ModelGateway
 
-__all__ = ["Caps", "ModelCall", "ModelGateway", "Totals", "Upstream"]
+__all__ = ["Caps", "MeteredCall", "ModelGateway", "Totals", "Upstream"]

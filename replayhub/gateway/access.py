@@ -21,8 +21,8 @@ from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 
-from replayhub.gateway.egress import EgressAttempt, EgressProxy
-from replayhub.gateway.server import Caps, ModelCall, ModelGateway, Upstream
+from replayhub.gateway.egress import ConnectAttempt, EgressProxy
+from replayhub.gateway.server import Caps, MeteredCall, ModelGateway, Upstream
 from replayhub.models import Project, Provider
 from replayhub.sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
 from replayhub.sandbox.network import MAX_SOCKET_PATH, proxy_env, relay_mount
@@ -126,11 +126,11 @@ class PhaseNetwork:
         return self._mount.wrap(argv)
 
     @property
-    def calls(self) -> list[ModelCall]:
+    def calls(self) -> list[MeteredCall]:
         return list(self.gateway.calls) if self.gateway else []
 
     @property
-    def attempts(self) -> list[EgressAttempt]:
+    def attempts(self) -> list[ConnectAttempt]:
         return list(self.proxy.attempts) if self.proxy else []
 
     @property

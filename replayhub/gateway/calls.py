@@ -20,7 +20,7 @@ class Caps:
 
 
 @dataclass(frozen=True)
-class ModelCall:
+class MeteredCall:
     """One call as the gateway saw it.
 
     ``status`` is the upstream's HTTP status, the gateway's 502/504 when the

@@ -70,7 +70,7 @@ _BODY_HEADERS = frozenset({"content-length", "transfer-encoding"})
 
 
 @dataclass(frozen=True)
-class EgressAttempt:
+class ConnectAttempt:
     """One connection the sandbox asked the proxy for.
 
     ``outcome``: "ok" (connected; the bytes were relayed until either side
@@ -132,7 +132,7 @@ class EgressProxy:
         socket_path: Path | str,
         allow: Sequence[str],
         phase: str,
-        on_attempt: Callable[[EgressAttempt], object] | None = None,
+        on_attempt: Callable[[ConnectAttempt], object] | None = None,
         *,
         max_header_bytes: int = 16 * 1024,
         max_tunnels: int = 32,
@@ -154,7 +154,7 @@ class EgressProxy:
         self._tunnels = threading.BoundedSemaphore(max_tunnels)
         self._clients = threading.BoundedSemaphore(max_clients)
         self._lock = threading.Lock()
-        self._attempts: list[EgressAttempt] = []
+        self._attempts: list[ConnectAttempt] = []
         self._open: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._closing = threading.Event()
@@ -163,7 +163,7 @@ class EgressProxy:
         self._acceptor: threading.Thread | None = None
 
     @property
-    def attempts(self) -> list[EgressAttempt]:
+    def attempts(self) -> list[ConnectAttempt]:
         """The attempts so far, in the order they ended (a copy)."""
         with self._lock:
             return list(self._attempts)
@@ -423,7 +423,7 @@ class EgressProxy:
         )
 
     def _record(self, draft: _Draft, started: float) -> None:
-        attempt = EgressAttempt(
+        attempt = ConnectAttempt(
             duration_ms=(time.monotonic() - started) * 1000, **asdict(draft)
         )
         with self._lock:

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from replayhub.gateway import wire
-from replayhub.gateway.calls import Caps, Draft, ModelCall, Totals
+from replayhub.gateway.calls import Caps, Draft, MeteredCall, Totals
 from replayhub.gateway.providers import ConnectionPool, Upstream
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class ModelGateway:
         providers: list[Upstream],
         placeholder: str,
         caps: Caps,
-        on_call: Callable[[ModelCall], object] | None = None,
+        on_call: Callable[[MeteredCall], object] | None = None,
         *,
         connect_timeout: float = 10.0,
         read_timeout: float = 300.0,
@@ -123,7 +123,7 @@ class ModelGateway:
         }
         self._secrets = [u.key.encode() for u in providers if u.key]
         self._lock = threading.Lock()
-        self._calls: list[ModelCall] = []
+        self._calls: list[MeteredCall] = []
         self._totals = Totals()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -136,7 +136,7 @@ class ModelGateway:
         self.close()
 
     @property
-    def calls(self) -> list[ModelCall]:
+    def calls(self) -> list[MeteredCall]:
         with self._lock:
             return list(self._calls)
 
@@ -214,10 +214,10 @@ class ModelGateway:
             self._totals = replace(totals, requests=totals.requests + 1)
             return None
 
-    def _record(self, draft: Draft) -> ModelCall:
+    def _record(self, draft: Draft) -> MeteredCall:
         usage = draft.usage
         now = time.perf_counter()
-        call = ModelCall(
+        call = MeteredCall(
             provider=draft.provider,
             kind=draft.kind,
             endpoint=draft.endpoint,
@@ -268,7 +268,7 @@ class ModelGateway:
         )
         return call
 
-    def _notify(self, call: ModelCall) -> None:
+    def _notify(self, call: MeteredCall) -> None:
         if self.on_call is None:
             return
         try:
@@ -532,7 +532,7 @@ class _Handler(BaseHTTPRequestHandler):
         meter = wire.UsageMeter(upstream.kind, streaming=streaming)
         redactor = wire.Redactor(upstream.key.encode())
 
-        def end(error: str = "") -> ModelCall:
+        def end(error: str = "") -> MeteredCall:
             """Records the call and gives the upstream connection back."""
             draft.usage = usage = meter.finish()
             model = usage.model if usage.model in upstream.prices else request.model

@@ -557,7 +557,7 @@ class Scratch:
 
 
 @dataclass
-class Comparison:
+class TreeComparison:
     """The git-level answer for one replay; texts are capped, see ``truncated``."""
 
     identical: bool
@@ -601,7 +601,7 @@ def compare(
     replay_tree: str,
     allowed_globs: Iterable[str] = (),
     cap_bytes: int = DIFF_CAP,
-) -> Comparison:
+) -> TreeComparison:
     """Compare the original result with the replay's, both grown from ``base``.
 
     Identity is decided on tree hashes. Patches and the stat use rename detection
@@ -652,7 +652,7 @@ def compare(
         if globs
         else []
     )
-    return Comparison(
+    return TreeComparison(
         identical=identical,
         base_tree=base_tree,
         original_tree=original_tree,

@@ -29,7 +29,7 @@ from django.db.models import JSONField
 from django.utils import timezone
 from psycopg import postgres
 
-from replayhub.ingest.native import Line, RecordError, split_lines, stored_part
+from replayhub.ingest.native import RecordError, RecordLine, split_lines, stored_part
 from replayhub.ingest.parsing import ParserProcess
 from replayhub.ingest.rows import COLUMNS, Lines, Parsed, Row, binary_value, read_batch
 from replayhub.models import Project, Run
@@ -49,7 +49,7 @@ _PROJECT_CACHE = 1000
 
 
 @dataclass
-class Summary:
+class ImportSummary:
     """What an import did. :meth:`to_dict` is the documented summary object."""
 
     imported: int = 0
@@ -106,7 +106,7 @@ def read_chunks(stream: IO[bytes], size: int = READ_SIZE) -> Iterator[bytes]:
 
 
 # Called after each batch with the number of lines read and the summary so far.
-Progress = Callable[[int, Summary], None]
+Progress = Callable[[int, ImportSummary], None]
 
 
 class Throttle:
@@ -130,7 +130,7 @@ def import_stream(
     chunks: Iterable[bytes],
     project: Project | None = None,
     progress: Progress | None = None,
-) -> Summary:
+) -> ImportSummary:
     """Import a JSONL byte stream (a file, stdin, an upload, a request body).
 
     ``project`` is the project records go to when they do not name one, and the
@@ -142,11 +142,11 @@ def import_stream(
 
 def import_lines(
     *,
-    lines: Iterable[Line],
+    lines: Iterable[RecordLine],
     project: Project | None = None,
     progress: Progress | None = None,
-) -> Summary:
-    summary = Summary()
+) -> ImportSummary:
+    summary = ImportSummary()
     with _Importer(summary, project, progress) as importer:
         for number, data, terminated in lines:
             if data is None or (data and not data.isspace()):
@@ -159,7 +159,7 @@ def import_body(
     chunks: Iterable[bytes],
     project: Project,
     progress: Progress | None = None,
-) -> Summary:
+) -> ImportSummary:
     """Import an HTTP request body: a JSON array of records, or JSONL.
 
     The first non-blank byte decides (looked for in the first
@@ -178,7 +178,7 @@ def import_body(
         return import_stream(
             chunks=itertools.chain([head], chunks), project=project, progress=progress
         )
-    summary = Summary()
+    summary = ImportSummary()
     with _Importer(summary, project, progress) as importer:
         for position, element in _array_elements(head + b"".join(chunks)):
             try:
@@ -261,7 +261,7 @@ class _Importer:
 
     def __init__(
         self,
-        summary: Summary,
+        summary: ImportSummary,
         project: Project | None,
         progress: Progress | None = None,
     ) -> None:

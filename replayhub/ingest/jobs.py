@@ -18,7 +18,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Q
 from django.utils import timezone
 
-from replayhub.ingest.importer import Summary, Throttle
+from replayhub.ingest.importer import ImportSummary, Throttle
 from replayhub.models import ImportJob, ImportStatus, Project
 
 # The progress written to the job's row at most this often.
@@ -93,18 +93,18 @@ class JobProgress:
         self.rows = ImportJob.objects.filter(pk=job.pk)
         self.due = Throttle(PROGRESS_INTERVAL)
 
-    def importing(self, lines: int, summary: Summary) -> None:
+    def importing(self, lines: int, summary: ImportSummary) -> None:
         if self.due():
             self.update(lines_read=lines, **_counts(summary))
 
-    def imported(self, summary: Summary) -> None:
+    def imported(self, summary: ImportSummary) -> None:
         self.update(status=ImportStatus.PREFLIGHT, **_counts(summary))
 
     def preflighting(self, done: int, total: int) -> None:
         if self.due():
             self.update(preflight_done=done, preflight_total=total)
 
-    def finish(self, summary: Summary) -> None:
+    def finish(self, summary: ImportSummary) -> None:
         self.update(
             status=ImportStatus.DONE,
             summary=summary.to_dict(),
@@ -123,7 +123,7 @@ class JobProgress:
         self.rows.update(updated_at=timezone.now(), **fields)
 
 
-def _counts(summary: Summary) -> dict[str, int]:
+def _counts(summary: ImportSummary) -> dict[str, int]:
     return {
         "imported": summary.imported,
         "duplicates": summary.duplicates,

@@ -49,7 +49,7 @@ class RecordError(ValueError):
     """Why one line is not a valid record; the message names the field."""
 
 
-class Line(NamedTuple):
+class RecordLine(NamedTuple):
     """One physical line. ``data`` is None when the line was over the size limit."""
 
     number: int
@@ -89,7 +89,9 @@ class Record:
     usage_json: str
 
 
-def split_lines(chunks: Iterable[bytes], *, max_line_bytes: int) -> Iterator[Line]:
+def split_lines(
+    chunks: Iterable[bytes], *, max_line_bytes: int
+) -> Iterator[RecordLine]:
     """Cut a stream of byte chunks into numbered lines (1-based, ``\\n`` ends one).
 
     Memory stays within one line of at most ``max_line_bytes``: the bytes of a
@@ -107,12 +109,12 @@ def split_lines(chunks: Iterable[bytes], *, max_line_bytes: int) -> Iterator[Lin
         for piece in pieces[:-1]:
             number += 1
             if too_long or size + len(piece) > max_line_bytes:
-                yield Line(number, None, True)
+                yield RecordLine(number, None, True)
             elif parts:
                 parts.append(piece)
-                yield Line(number, b"".join(parts), True)
+                yield RecordLine(number, b"".join(parts), True)
             else:
-                yield Line(number, piece, True)
+                yield RecordLine(number, piece, True)
             parts, size, too_long = [], 0, False
         tail = pieces[-1]
         if tail and not too_long:
@@ -123,7 +125,7 @@ def split_lines(chunks: Iterable[bytes], *, max_line_bytes: int) -> Iterator[Lin
                 parts.append(tail)
     if parts or too_long:
         number += 1
-        yield Line(number, None if too_long else b"".join(parts), False)
+        yield RecordLine(number, None if too_long else b"".join(parts), False)
 
 
 def parse_line(data: bytes, *, terminated: bool = True) -> Any:

@@ -1,28 +1,34 @@
 """Import workflows: one entry for the API, the upload page, its worker and the
-command, and the upload jobs a worker imports. Keyword-only functions.
-
-This module enqueues, so it imports :mod:`replayhub.tasks`, and the tasks call
-these services: each module takes the other whole and reads its attributes only
-when called, so either can be imported first.
-"""
+command; the upload jobs a worker imports; and rollouts followed as a training
+run writes them. Keyword-only functions; work for a worker is enqueued by task
+name (``replayhub.celery``)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.db.models import Q
+from django.utils import timezone
 
-from replayhub import tasks
-from replayhub.ingest import jobs
-from replayhub.ingest import verifiers as rollouts
-from replayhub.ingest.importer import Summary, import_body, import_stream, read_chunks
+from replayhub.celery import Task, enqueue
+from replayhub.ingest import follow, jobs, verifiers
+from replayhub.ingest.importer import (
+    ImportSummary,
+    import_body,
+    import_stream,
+    read_chunks,
+)
 from replayhub.ingest.preflight import preflight_pending
-from replayhub.models import ImportFormat, ImportJob, Project
+from replayhub.ingest.verifiers import RolloutSummary
+from replayhub.models import FollowSource, ImportFormat, ImportJob, Project
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +49,10 @@ class ImportProgress(Protocol):
     """What a long import reports as it goes: a terminal's status line, a job's
     row. Calls come from the importing thread."""
 
-    def importing(self, lines: int, summary: Summary) -> None:
+    def importing(self, lines: int, summary: ImportSummary) -> None:
         """After each batch: the lines read and the counts so far."""
 
-    def imported(self, summary: Summary) -> None:
+    def imported(self, summary: ImportSummary) -> None:
         """Once every record is stored or refused; preflight comes next."""
 
     def preflighting(self, done: int, total: int) -> None:
@@ -61,7 +67,7 @@ def runs_import(
     allow_array: bool = False,
     progress: ImportProgress | None = None,
     format: str = ImportFormat.NATIVE,
-) -> Summary:
+) -> ImportSummary:
     """Import native run records, then preflight the pending runs they touched.
 
     With ``format="verifiers"`` the stream is one file of verifiers rollout
@@ -83,7 +89,7 @@ def runs_import(
     if format == ImportFormat.VERIFIERS:
         if project is None:
             raise ValueError("rollout records name no project: give one")
-        summary: Summary = rollouts.import_chunks(
+        summary: ImportSummary = verifiers.import_chunks(
             project=project, chunks=source, progress=importing
         )
         if progress is not None:
@@ -111,7 +117,7 @@ def runs_import(
     summary.preflight_errors = result.errors
     if bounded and result.pending:
         for project_id in sorted(project_ids):
-            tasks.preflight_pending.delay_on_commit(project_id)
+            enqueue(Task.PREFLIGHT_PENDING, project_id)
     return summary
 
 
@@ -125,7 +131,7 @@ def import_job_create(
     """Keep an upload too large to import in the request; a worker imports it
     once the caller's transaction commits."""
     job = jobs.save_upload(upload=upload, project=project, user=actor, format=format)
-    tasks.import_upload.delay_on_commit(job.pk)
+    enqueue(Task.IMPORT_UPLOAD, job.pk)
     return job
 
 
@@ -165,5 +171,58 @@ def import_job_requeue_stale() -> int:
     many were queued."""
     job_ids = jobs.due_again()
     for job_id in job_ids:
-        tasks.import_upload.delay_on_commit(job_id)
+        enqueue(Task.IMPORT_UPLOAD, job_id)
     return len(job_ids)
+
+
+def rollouts_import(
+    *,
+    project: Project,
+    paths: Iterable[Path] = (),
+    chunks: Iterable[bytes] | None = None,
+    progress: Callable[[int, ImportSummary], None] | None = None,
+) -> RolloutSummary:
+    """Import verifiers record files (index-selected where they have an
+    index) or a stream of one file's bytes into ``project``."""
+    if chunks is not None:
+        return verifiers.import_chunks(
+            project=project, chunks=chunks, progress=progress
+        )
+    return verifiers.import_files(project=project, paths=paths, progress=progress)
+
+
+def follow_source_get(*, project: Project, pattern: str) -> FollowSource:
+    """The source following ``pattern`` for ``project``, made the first time.
+    A relative pattern is made absolute, so workers elsewhere find it."""
+    pattern = os.path.abspath(pattern)
+    return FollowSource.objects.get_or_create(project=project, pattern=pattern)[0]
+
+
+def rollouts_follow(*, source: FollowSource) -> RolloutSummary:
+    """One follow pass over ``source``, now."""
+    return follow.follow_pass(source)
+
+
+def follow_claimed(*, source_id: int) -> RolloutSummary | None:
+    """A follow pass, unless one started less than half a period ago (a
+    second delivery, or a pass still running): one conditional UPDATE claims
+    the pass."""
+    now = timezone.now()
+    recent = now - timedelta(seconds=settings.REPLAYHUB_FOLLOW_SECONDS / 2)
+    claimed = (
+        FollowSource.objects.filter(pk=source_id, enabled=True)
+        .filter(Q(last_pass_at__isnull=True) | Q(last_pass_at__lt=recent))
+        .update(last_pass_at=now)
+    )
+    if not claimed:
+        return None
+    source = FollowSource.objects.select_related("project").get(pk=source_id)
+    return follow.follow_pass(source)
+
+
+def follow_due() -> int:
+    """Queue a pass for every enabled source; how many were queued."""
+    ids = list(FollowSource.objects.filter(enabled=True).values_list("pk", flat=True))
+    for source_id in ids:
+        enqueue(Task.FOLLOW_SOURCE, source_id, on_commit=False)
+    return len(ids)

@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from replayhub.ingest.importer import REPORT_LIMIT, Summary
+from replayhub.ingest.importer import REPORT_LIMIT, ImportSummary
 from replayhub.ingest.native import RecordError, canonical_json
 from replayhub.models import Preflight, Project, Run, RunSource, Seed
 from replayhub.rollouts.graph import branches
@@ -36,7 +36,7 @@ SKIP_REASONS = ("replayed", "source_reward", "no_seed", "empty", "overlong")
 
 
 @dataclass
-class RolloutSummary(Summary):
+class RolloutSummary(ImportSummary):
     """An import summary with what rollouts add: ``skipped`` counts records
     left out by reason (``overlong`` counts seeds), ``seeds`` the seeds
     stored, ``files`` what each file's index did."""
@@ -243,7 +243,7 @@ def import_files(
     project: Project,
     paths: Iterable[Path],
     summary: RolloutSummary | None = None,
-    progress: Callable[[int, Summary], None] | None = None,
+    progress: Callable[[int, ImportSummary], None] | None = None,
 ) -> RolloutSummary:
     """Import record files, each index-selected when it has an index."""
     summary = summary if summary is not None else RolloutSummary()
@@ -273,7 +273,7 @@ def import_chunks(
     *,
     project: Project,
     chunks: Iterable[bytes],
-    progress: Callable[[int, Summary], None] | None = None,
+    progress: Callable[[int, ImportSummary], None] | None = None,
 ) -> RolloutSummary:
     """Import a stream (standard input, an upload, a request body): every line
     is read, as there is no index beside it."""

@@ -19,10 +19,11 @@ from replayhub.models.projects import (
     RolloutAnchor,
     RolloutMode,
     Run,
-    Runner,
+    RunnerKind,
     RunSource,
 )
 from replayhub.models.replays import (
+    VERDICT_CHOICES,
     Comparison,
     Phase,
     Replay,
@@ -33,7 +34,6 @@ from replayhub.models.replays import (
     Tier,
     TreeKind,
     Trigger,
-    Verdict,
     WorkerCheck,
     lease_deadline,
 )
@@ -47,6 +47,7 @@ from replayhub.models.rollouts import (
 from replayhub.models.texttier import TextReplay, TextStatus, TextSuite, TextTrigger
 
 __all__ = [
+    "VERDICT_CHOICES",
     "Budget",
     "CachedResult",
     "Comparison",
@@ -76,7 +77,7 @@ __all__ = [
     "RollupTotal",
     "Run",
     "RunSource",
-    "Runner",
+    "RunnerKind",
     "Seed",
     "SeedAnchor",
     "SeedKind",
@@ -89,7 +90,6 @@ __all__ = [
     "Tier",
     "TreeKind",
     "Trigger",
-    "Verdict",
     "WorkerCheck",
     "lease_deadline",
 ]

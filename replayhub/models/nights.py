@@ -283,7 +283,7 @@ class RollupTotal(NightCounts):
     """One night of every project together, per model and source.
 
     The sums of the night's Rollup rows, rewritten with them
-    (``reviews.rollups``): the all-projects dashboard reads a few rows a night
+    (``reviews.trends.rollups``): the all-projects dashboard reads a few rows a night
     here instead of one per project and model there.
     """
 

@@ -40,9 +40,14 @@ DEFAULT_SETUP_INPUTS = (
 
 
 def choices_check(
-    field: str, choices: type[models.TextChoices], name: str, blank=False
+    field: str,
+    choices: type[models.TextChoices] | list[tuple[str, str]],
+    name: str,
+    blank=False,
 ):
-    allowed = Q(**{f"{field}__in": choices.values})
+    """A constraint that ``field`` holds one of ``choices`` (or "" if ``blank``)."""
+    values = choices.values if isinstance(choices, type) else [v for v, _ in choices]
+    allowed = Q(**{f"{field}__in": values})
     if blank:
         allowed |= Q(**{field: ""})
     return models.CheckConstraint(condition=allowed, name=name)
@@ -110,7 +115,7 @@ def argv_problem(value: object) -> str:
     return ""
 
 
-class Runner(models.TextChoices):
+class RunnerKind(models.TextChoices):
     BWRAP = "bwrap", "bubblewrap"
     DOCKER = "docker", "Docker"
 
@@ -144,7 +149,9 @@ class Project(models.Model):
     allowed_paths = models.JSONField(
         default=list, blank=True, help_text="Globs relative to the repository root."
     )
-    runner = models.CharField(max_length=16, choices=Runner, default=Runner.BWRAP)
+    runner = models.CharField(
+        max_length=16, choices=RunnerKind, default=RunnerKind.BWRAP
+    )
     sandbox_image = models.CharField(max_length=512, blank=True)
     sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
     # Per-replay caps.
@@ -316,7 +323,7 @@ class Project(models.Model):
     class Meta:
         ordering = ["slug"]
         constraints = [
-            choices_check("runner", Runner, "project_runner_valid"),
+            choices_check("runner", RunnerKind, "project_runner_valid"),
             models.CheckConstraint(
                 condition=Q(time_limit_seconds__gt=0),
                 name="project_time_limit_positive",

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.models.projects import Project, Run, choices_check
+from replayhub.verdicts import Verdict
 
 
 class Tier(models.TextChoices):
@@ -38,11 +39,8 @@ class Phase(models.TextChoices):
     DONE = "done", "Done"
 
 
-class Verdict(models.TextChoices):
-    IDENTICAL = "identical", "Identical"
-    EQUIVALENT = "equivalent", "Equivalent"
-    DIVERGENT = "divergent", "Divergent"
-    INCONCLUSIVE = "inconclusive", "Inconclusive"
+# A verdict column's choices, built from the rule modules' one ``Verdict``.
+VERDICT_CHOICES = [(verdict.value, verdict.label) for verdict in Verdict]
 
 
 class ReviewBand(models.IntegerChoices):
@@ -308,7 +306,7 @@ class Replay(models.Model):
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    verdict = models.CharField(max_length=16, choices=Verdict, blank=True)
+    verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES, blank=True)
     reason_code = models.CharField(max_length=32, blank=True)
     reason = models.TextField(blank=True)
     evidence = models.JSONField(default=dict, blank=True)
@@ -354,7 +352,9 @@ class Replay(models.Model):
             choices_check("status", ReplayStatus, "replay_status_valid"),
             choices_check("phase", Phase, "replay_phase_valid"),
             choices_check("trigger", Trigger, "replay_trigger_valid"),
-            choices_check("verdict", Verdict, "replay_verdict_valid", blank=True),
+            choices_check(
+                "verdict", VERDICT_CHOICES, "replay_verdict_valid", blank=True
+            ),
             models.CheckConstraint(
                 condition=Q(review_band__isnull=True)
                 | Q(review_band__in=ReviewBand.values),

@@ -33,10 +33,10 @@ from replayhub.models import (
     ReplayStatus,
     Run,
     Trigger,
-    Verdict,
 )
 from replayhub.nights import arithmetic
 from replayhub.nights.arithmetic import Amounts
+from replayhub.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -20,19 +20,19 @@ MILLION = Decimal(1_000_000)
 
 
 @dataclass(frozen=True)
-class Policy:
+class TierPolicy:
     similarity_below: float
     score_at_most: int | None = None
     escalate_categories: Collection[str] = ()
 
 
-def escalated(category: object, policy: Policy) -> bool:
+def escalated(category: object, policy: TierPolicy) -> bool:
     """Whether the record's category always goes on to the agentic tier."""
     return isinstance(category, str) and category in policy.escalate_categories
 
 
 def passes_on(
-    *, similarity: float | None, score: int | None, failed: bool, policy: Policy
+    *, similarity: float | None, score: int | None, failed: bool, policy: TierPolicy
 ) -> bool:
     """Whether one text replay's result sends its run to the agentic tier."""
     if failed or similarity is None:

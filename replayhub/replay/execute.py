@@ -22,9 +22,9 @@ from django.conf import settings
 
 from replayhub.environments import build, images
 from replayhub.gateway import access
-from replayhub.gateway.egress import EgressAttempt
-from replayhub.gateway.server import ModelCall
-from replayhub.git.scratch import Comparison, GitError, Scratch, compare
+from replayhub.gateway.egress import ConnectAttempt
+from replayhub.gateway.server import MeteredCall
+from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
 from replayhub.nights.arithmetic import Amounts
 from replayhub.replay import leftovers
@@ -47,7 +47,7 @@ from replayhub.testgate.gate import (
 )
 from replayhub.testgate.paths import interference_summary
 from replayhub.testgate.reference import TestPlan, plan_tests
-from replayhub.verdicts import Decision, Facts, Reason, decide
+from replayhub.verdicts import Facts, Reason, Ruling, decide
 
 log = logging.getLogger(__name__)
 
@@ -93,16 +93,16 @@ class AgentResult:
 class Report:
     """Everything one replay found, ready to be stored."""
 
-    decision: Decision
+    decision: Ruling
     provenance: dict = field(default_factory=dict)
-    comparison: Comparison | None = None
+    comparison: TreeComparison | None = None
     gate: GateResult | None = None
     agent: AgentResult = field(default_factory=AgentResult)
     usage: dict = field(default_factory=dict)
     sandbox_seconds: float = 0.0
     # Every call through the model gateway and every egress attempt.
-    model_calls: list[ModelCall] = field(default_factory=list)
-    egress: list[EgressAttempt] = field(default_factory=list)
+    model_calls: list[MeteredCall] = field(default_factory=list)
+    egress: list[ConnectAttempt] = field(default_factory=list)
     # The agent's own usage file when the gateway measured the real usage.
     usage_reported: dict = field(default_factory=dict)
     # Usage numbers out of range, as text: never spent (see ``bounded_usage``).
@@ -245,7 +245,7 @@ def agent_argv(project: Project, caps: dict) -> list[str]:
     return argv
 
 
-def models_called(calls: list[ModelCall]) -> tuple[str, ...]:
+def models_called(calls: list[MeteredCall]) -> tuple[str, ...]:
     """The models that answered the agent (refused calls reached none)."""
     return tuple(
         str(c.model_answered or c.model_requested)
@@ -254,7 +254,7 @@ def models_called(calls: list[ModelCall]) -> tuple[str, ...]:
     )
 
 
-def measured_usage(calls: list[ModelCall]) -> dict:
+def measured_usage(calls: list[MeteredCall]) -> dict:
     """The usage the gateway measured, in the shape of the agent's usage file."""
     costs = [c.cost_usd for c in calls if c.cost_usd is not None]
     used = [c for c in calls if c.input_tokens or c.output_tokens]
@@ -326,7 +326,7 @@ def bounded_usage(usage: dict) -> tuple[dict, dict]:
     return kept, refused
 
 
-def _decided(report: Report, decision: Decision) -> Report:
+def _decided(report: Report, decision: Ruling) -> Report:
     report.decision = decision
     return report
 
@@ -437,7 +437,7 @@ def execute(
     return report
 
 
-def _with_environment(ctx: Context, report: Report) -> Decision:
+def _with_environment(ctx: Context, report: Report) -> Ruling:
     """The replay in the project's environment, built by its setup phase or
     taken from the cache; a failed setup ends it ``setup_failed``."""
     try:
@@ -454,7 +454,7 @@ def _with_environment(ctx: Context, report: Report) -> Decision:
         return _execute_in(replace(ctx, runner=environment.wrap(ctx.runner)), report)
 
 
-def _execute_in(ctx: Context, report: Report) -> Decision:
+def _execute_in(ctx: Context, report: Report) -> Ruling:
     project, run, runner, scratch = ctx.project, ctx.run, ctx.runner, ctx.scratch
     caps, on_phase, base_facts = ctx.caps, ctx.on_phase, ctx.base_facts
     on_phase(Phase.PROVISIONING)
@@ -546,14 +546,14 @@ def _execute_in(ctx: Context, report: Report) -> Decision:
         owner=runner.owner(),
         base_facts=base_facts,
     )
-    if isinstance(captured, Decision):
+    if isinstance(captured, Ruling):
         return captured
     replay_tree = captured.tree
     report.unstorable_paths = captured.unstorable
     report.unstorable_count = captured.unstorable_count
     report.nested_repositories = captured.nested_repositories
     files = leftovers.counted(scratch, replay_tree, project, base_facts)
-    if isinstance(files, Decision):
+    if isinstance(files, Ruling):
         return files
     report.tree_files = files
     try:
@@ -618,8 +618,8 @@ _TREE_PHASES = {
 
 
 def _judge_by_tests(
-    ctx: Context, report: Report, comparison: Comparison, facts: Facts
-) -> Decision:
+    ctx: Context, report: Report, comparison: TreeComparison, facts: Facts
+) -> Ruling:
     """The test gate on the original, the replay and, when the replay's test files
     differ from the original's, the reference tree; then the verdict."""
     project = ctx.project
@@ -716,7 +716,7 @@ def _judge_by_tests(
     )
 
 
-def _checkout_failed(ctx: Context, report: Report, failed: CheckoutFailed) -> Decision:
+def _checkout_failed(ctx: Context, report: Report, failed: CheckoutFailed) -> Ruling:
     """A tree could not be checked out for its tests. Git running out of time
     on a tree the agent wrote is the size of what it wrote, the file cap's
     business; any other failure, or one on the original's tree, is ReplayHub's.

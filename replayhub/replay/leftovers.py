@@ -18,19 +18,19 @@ from replayhub.lib.globs import glob_match
 from replayhub.models import Project
 from replayhub.replay.capture import Captured, TooManyFiles, capture_workspace
 from replayhub.sandbox.watchdog import disk_usage
-from replayhub.verdicts import Decision, Facts, Reason, decide
+from replayhub.verdicts import Facts, Reason, Ruling, decide
 
 
-def inconclusive(reason: Reason, detail: str, **facts) -> Decision:
+def inconclusive(reason: Reason, detail: str, **facts) -> Ruling:
     return decide(Facts(harness_failure=reason, harness_detail=detail, **facts))
 
 
-def file_cap_fired(detail: str, base_facts: dict) -> Decision:
+def file_cap_fired(detail: str, base_facts: dict) -> Ruling:
     """What the agent wrote is too large to capture, compare or test."""
     return inconclusive(Reason.CAP_FIRED, detail, cap_detail="max_files", **base_facts)
 
 
-def disk_cap_fired(detail: str, base_facts: dict) -> Decision:
+def disk_cap_fired(detail: str, base_facts: dict) -> Ruling:
     return inconclusive(Reason.CAP_FIRED, detail, cap_detail="disk", **base_facts)
 
 
@@ -84,7 +84,7 @@ def capture(
     project: Project,
     owner: tuple[int, int] | None,
     base_facts: dict,
-) -> Captured | Decision:
+) -> Captured | Ruling:
     """The agent's checkout as a tree, or the decision that ends the replay.
 
     ``written`` is everything the agent could write (the checkout included),
@@ -121,7 +121,7 @@ def capture(
 
 def counted(
     scratch: Scratch, tree: str, project: Project, base_facts: dict
-) -> int | Decision:
+) -> int | Ruling:
     """The files of the captured ``tree``, or the file cap's decision.
 
     Checked before anything reads the tree whole: a compare, a checkout and a
@@ -149,7 +149,7 @@ def counted(
 
 def too_large_to_check_out(
     scratch: Scratch, trees: dict[str, str], project: Project, base_facts: dict
-) -> Decision | None:
+) -> Ruling | None:
     """The disk cap, before a tree the agent shaped is copied for its tests."""
     cap = disk_bytes(project)
     for name in ("replay", "reference"):

@@ -23,7 +23,7 @@ from replayhub.testgate.cases import (
     parse_junit_cases,
     parse_output_cases,
 )
-from replayhub.testgate.summary import Counts, parse_junit, parse_summary
+from replayhub.testgate.summary import TestCounts, parse_junit, parse_summary
 from replayhub.verdicts import SuiteResult
 from replayhub.verdicts.toolchain import missing_toolchain
 
@@ -178,7 +178,11 @@ def read_small_file(path: Path, max_bytes: int) -> bytes | None:
 
 
 def interpret(
-    *, exit_code: int | None, timed_out: bool, limit_fired: str, counts: Counts | None
+    *,
+    exit_code: int | None,
+    timed_out: bool,
+    limit_fired: str,
+    counts: TestCounts | None,
 ) -> tuple[bool, bool | None]:
     """(ran, passed) from what the sandbox and the runner's summary said.
 

@@ -33,7 +33,7 @@ MAX_SCANNED_BYTES = 2 * 1024 * 1024
 MAX_SCANNED_TOTAL = 32 * 1024 * 1024
 
 
-class Entry(NamedTuple):
+class TreeEntry(NamedTuple):
     mode: str
     sha: str
 
@@ -50,14 +50,14 @@ class TestPlan:
     interference: tuple[Interference, ...] = ()
 
 
-def tree_entries(scratch: Scratch, tree: str) -> dict[str, Entry]:
+def tree_entries(scratch: Scratch, tree: str) -> dict[str, TreeEntry]:
     """Every file of ``tree`` (blobs, links, submodules) by path."""
     out = scratch.git("ls-tree", "-r", "-z", "--full-tree", tree).stdout
     entries = {}
     for record in filter(None, out.split(b"\0")):
         meta, _, raw_path = record.partition(b"\t")
         mode, _kind, sha = meta.decode().split()
-        entries[raw_path.decode("utf-8", "surrogateescape")] = Entry(mode, sha)
+        entries[raw_path.decode("utf-8", "surrogateescape")] = TreeEntry(mode, sha)
     return entries
 
 
@@ -103,7 +103,7 @@ def plan_tests(
 
 
 def build_reference(
-    scratch: Scratch, *, replay_tree: str, take: dict[str, Entry], drop: list[str]
+    scratch: Scratch, *, replay_tree: str, take: dict[str, TreeEntry], drop: list[str]
 ) -> str:
     """``replay_tree`` with the entries of ``take`` set and the paths ``drop``
     removed; the new tree's sha."""
@@ -125,8 +125,8 @@ def _interference(
     scratch: Scratch,
     paths: list[str],
     *,
-    replay: dict[str, Entry],
-    original: dict[str, Entry],
+    replay: dict[str, TreeEntry],
+    original: dict[str, TreeEntry],
 ) -> list[Interference]:
     """Hits in the replay's versions of ``paths`` that the original's versions of
     the same files do not have (the project's own code is not the replay's)."""

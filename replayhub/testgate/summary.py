@@ -32,13 +32,13 @@ MAX_JUNIT_BYTES = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class Counts:
+class TestCounts:
     executed: int
     failed: int
     runner: str
 
 
-def parse_summary(output: str) -> Counts | None:
+def parse_summary(output: str) -> TestCounts | None:
     """Read the test count from the closing summary of a test run's output.
 
     Understands pytest, unittest (and Django's runner), go test -v, cargo test,
@@ -71,7 +71,7 @@ _CARGO = re.compile(
 _GO_RESULT = re.compile(r"^[ \t]*--- (PASS|FAIL): ", re.MULTILINE)
 
 
-def _cargo(text: str) -> tuple[int, Counts] | None:
+def _cargo(text: str) -> tuple[int, TestCounts] | None:
     executed = failed = 0
     end = -1
     for match in _CARGO.finditer(text):
@@ -81,10 +81,10 @@ def _cargo(text: str) -> tuple[int, Counts] | None:
         end = match.end()
     if end < 0:
         return None
-    return end, Counts(executed, failed, "cargo")
+    return end, TestCounts(executed, failed, "cargo")
 
 
-def _go(text: str) -> tuple[int, Counts] | None:
+def _go(text: str) -> tuple[int, TestCounts] | None:
     if "=== RUN" not in text:
         return None
     executed = failed = 0
@@ -96,10 +96,10 @@ def _go(text: str) -> tuple[int, Counts] | None:
         end = match.end()
     if end < 0:
         return None
-    return end, Counts(executed, failed, "go")
+    return end, TestCounts(executed, failed, "go")
 
 
-def _last_line_summary(text: str) -> tuple[int, Counts] | None:
+def _last_line_summary(text: str) -> tuple[int, TestCounts] | None:
     start = max(0, len(text) - TAIL_CHARS)
     offset = start
     best = None
@@ -134,7 +134,7 @@ def _number(text: str) -> int | None:
     return None
 
 
-def _items(parts: list[str], words: dict[str, tuple[bool, bool]]) -> Counts | None:
+def _items(parts: list[str], words: dict[str, tuple[bool, bool]]) -> TestCounts | None:
     """Tally ``N word`` items; None when any item is not one of ``words``.
 
     ``words`` maps each word to (counts as executed, counts as failed).
@@ -148,7 +148,7 @@ def _items(parts: list[str], words: dict[str, tuple[bool, bool]]) -> Counts | No
         is_executed, is_failed = words[word]
         executed += count * is_executed
         failed += count * is_failed
-    return Counts(executed, failed, "")
+    return TestCounts(executed, failed, "")
 
 
 _PYTEST_WORDS = {
@@ -173,18 +173,20 @@ _PYTEST_DURATION = re.compile(
 )
 
 
-def _pytest(line: str) -> Counts | None:
+def _pytest(line: str) -> TestCounts | None:
     """``== 1 failed, 3 passed, 2 skipped in 0.12s ==`` or ``no tests ran in 0.01s``."""
     body = line.strip("= ")
     duration = _PYTEST_DURATION.search(body)
     if duration is not None:
         body = body[: duration.start()]
     if body == "no tests ran":
-        return Counts(0, 0, "pytest")
+        return TestCounts(0, 0, "pytest")
     if duration is None:
         return None
     counts = _items(body.split(","), _PYTEST_WORDS)
-    return None if counts is None else Counts(counts.executed, counts.failed, "pytest")
+    return (
+        None if counts is None else TestCounts(counts.executed, counts.failed, "pytest")
+    )
 
 
 _PLAIN_WORDS = {
@@ -196,7 +198,7 @@ _PLAIN_WORDS = {
 }
 
 
-def _plain(line: str) -> Counts | None:
+def _plain(line: str) -> TestCounts | None:
     """``3 passed, 1 failed`` with nothing else on the line."""
     parts = line.rstrip(".").split(",")
     counts = _items(parts, _PLAIN_WORDS)
@@ -204,7 +206,7 @@ def _plain(line: str) -> Counts | None:
         part.strip().endswith((" passed", " failed")) for part in parts
     ):
         return None
-    return Counts(counts.executed, counts.failed, "plain")
+    return TestCounts(counts.executed, counts.failed, "plain")
 
 
 _JS_WORDS = {
@@ -216,7 +218,7 @@ _JS_WORDS = {
 }
 
 
-def _jest(line: str) -> Counts | None:
+def _jest(line: str) -> TestCounts | None:
     """``Tests:       1 failed, 3 passed, 4 total``."""
     if not line.startswith("Tests:"):
         return None
@@ -228,10 +230,10 @@ def _jest(line: str) -> Counts | None:
     counts = _items(parts, _JS_WORDS)
     if counts is None or counts.executed > total:
         return None
-    return Counts(counts.executed, counts.failed, "jest")
+    return TestCounts(counts.executed, counts.failed, "jest")
 
 
-def _vitest(line: str) -> Counts | None:
+def _vitest(line: str) -> TestCounts | None:
     """``Tests  1 failed | 2 passed (3)``."""
     if not line.startswith("Tests  ") or not line.endswith(")"):
         return None
@@ -242,7 +244,7 @@ def _vitest(line: str) -> Counts | None:
     counts = _items(body.split("|"), _JS_WORDS)
     if counts is None or counts.executed > total:
         return None
-    return Counts(counts.executed, counts.failed, "vitest")
+    return TestCounts(counts.executed, counts.failed, "vitest")
 
 
 _UNITTEST_RAN = re.compile(r"Ran ([0-9]{1,9}) tests? in [0-9]{1,9}(?:\.[0-9]{1,9})?s")
@@ -260,10 +262,10 @@ def _unittest_ran(line: str) -> int | None:
     return None if match is None else int(match[1])
 
 
-def _unittest_status(line: str, ran: int) -> Counts | None:
+def _unittest_status(line: str, ran: int) -> TestCounts | None:
     """The line after ``Ran N tests``: ``OK``, ``FAILED (failures=1, skipped=2)``."""
     if line == "NO TESTS RAN":
-        return Counts(0, 0, "unittest")
+        return TestCounts(0, 0, "unittest")
     word, _, details = line.partition(" ")
     if word not in {"OK", "FAILED"}:
         return None
@@ -280,12 +282,12 @@ def _unittest_status(line: str, ran: int) -> Counts | None:
     executed = ran - tally["skipped"]
     if executed < 0:
         return None
-    return Counts(executed, tally["failed"], "unittest")
+    return TestCounts(executed, tally["failed"], "unittest")
 
 
 def parse_junit(
     source: str | os.PathLike[str] | bytes, max_bytes: int = MAX_JUNIT_BYTES
-) -> Counts | None:
+) -> TestCounts | None:
     """Read the test count from a JUnit XML report.
 
     ``source`` is the report's bytes, or a path to it (a str is always a path).
@@ -413,7 +415,7 @@ def _local_name(tag: object) -> str:
     return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
-def _junit_counts(root: ElementTree.Element) -> Counts | None:
+def _junit_counts(root: ElementTree.Element) -> TestCounts | None:
     if _local_name(root.tag) not in {"testsuites", "testsuite"}:
         return None
     cases = [el for el in root.iter() if _local_name(el.tag) == "testcase"]
@@ -426,7 +428,7 @@ def _junit_counts(root: ElementTree.Element) -> Counts | None:
                 continue
             executed += 1
             failed += bool(children & {"failure", "error"})
-        return Counts(executed, failed, "junit")
+        return TestCounts(executed, failed, "junit")
     if "tests" in root.attrib or _local_name(root.tag) == "testsuite":
         return _suite_attributes(root)
     # A <testsuites> root without totals: add up the suites it holds.
@@ -439,10 +441,10 @@ def _junit_counts(root: ElementTree.Element) -> Counts | None:
             return None
         executed += counts.executed
         failed += counts.failed
-    return Counts(executed, failed, "junit")
+    return TestCounts(executed, failed, "junit")
 
 
-def _suite_attributes(suite: ElementTree.Element) -> Counts | None:
+def _suite_attributes(suite: ElementTree.Element) -> TestCounts | None:
     values = {}
     # nose writes "skip"; googletest adds "disabled" tests to its total.
     for name in ("tests", "failures", "errors", "skipped", "skip", "disabled"):
@@ -453,4 +455,4 @@ def _suite_attributes(suite: ElementTree.Element) -> Counts | None:
     executed = values["tests"] - values["skipped"] - values["skip"] - values["disabled"]
     if executed < 0:
         return None
-    return Counts(executed, values["failures"] + values["errors"], "junit")
+    return TestCounts(executed, values["failures"] + values["errors"], "junit")

@@ -31,7 +31,7 @@ MAX_BACKOFF_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
-class Policy:
+class CallPolicy:
     """How hard to try: ``timeout`` bounds the connection and each read,
     ``retries`` are the attempts after the first (on 429 and 5xx only), the
     n-th waiting ``backoff * 2**(n-1)`` seconds."""
@@ -194,7 +194,7 @@ def complete(
     *,
     model: str,
     prompt: str,
-    policy: Policy = Policy(),
+    policy: CallPolicy = CallPolicy(),
     sleep: Callable[[float], None] = time.sleep,
 ) -> Completion:
     """Ask ``model`` of ``upstream`` for one completion of ``prompt``."""

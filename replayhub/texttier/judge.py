@@ -58,14 +58,14 @@ def _cut(text: str) -> str:
     return text[:MAX_SIDE] + "\n[… cut]"
 
 
-def prompt(*, task: str, original: str, replayed: str) -> str:
+def judge_prompt(*, task: str, original: str, replayed: str) -> str:
     """The judge's prompt for one comparison."""
     return PROMPT.format(
         task=_cut(task), original=_cut(original), replayed=_cut(replayed)
     )
 
 
-def parse(answer: str) -> Judgement:
+def parse_judgement(answer: str) -> Judgement:
     """The score and rationale of ``answer``; ``Unparseable`` says why not."""
     text = answer.strip()
     if fenced := _FENCE.match(text):

@@ -34,17 +34,17 @@ from replayhub.models import (
     TextReplay,
     TextStatus,
     TextTrigger,
-    Verdict,
 )
 from replayhub.nights import arithmetic, scheduler, tiers
-from replayhub.texttier import judge as judging
+from replayhub.texttier.judge import MAX_SIDE, PROMPT
 from replayhub.texttier.replay import BadTarget, Target
+from replayhub.verdicts import Verdict
 
 log = logging.getLogger(__name__)
 
 
-def policy_of(budget: Budget) -> tiers.Policy:
-    return tiers.Policy(
+def policy_of(budget: Budget) -> tiers.TierPolicy:
+    return tiers.TierPolicy(
         similarity_below=budget.text_similarity_below,
         score_at_most=budget.text_score_at_most,
         escalate_categories=tuple(
@@ -196,8 +196,8 @@ def night_admit_text(
                 output_bytes=len(run.output.encode("utf-8", "surrogatepass")),
                 max_tokens=settings.REPLAYHUB_TEXT_MAX_TOKENS,
                 judged=judge is not None,
-                judge_overhead_bytes=len(judging.PROMPT.encode()),
-                side_cap_bytes=4 * judging.MAX_SIDE,
+                judge_overhead_bytes=len(PROMPT.encode()),
+                side_cap_bytes=4 * MAX_SIDE,
                 target_price=target_price,
                 judge_price=judge_price,
             )

@@ -17,8 +17,13 @@ from django.conf import settings
 
 from replayhub.gateway.providers import Upstream
 from replayhub.models import Provider, Run
-from replayhub.texttier import judge as judging
-from replayhub.texttier.client import Completion, Policy, complete
+from replayhub.texttier.client import CallPolicy, Completion, complete
+from replayhub.texttier.judge import (
+    MAX_RATIONALE,
+    Unparseable,
+    judge_prompt,
+    parse_judgement,
+)
 from replayhub.texttier.similarity import jaccard
 
 _PROVIDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -57,8 +62,8 @@ def check_registered(*targets: Target | None) -> None:
             )
 
 
-def policy() -> Policy:
-    return Policy(
+def policy() -> CallPolicy:
+    return CallPolicy(
         timeout=float(settings.REPLAYHUB_TEXT_TIMEOUT_SECONDS),
         retries=settings.REPLAYHUB_TEXT_RETRIES,
         backoff=settings.REPLAYHUB_TEXT_BACKOFF_MS / 1000,
@@ -91,7 +96,7 @@ def _upstream(name: str) -> Upstream:
         raise CallFailed(str(error)) from None
 
 
-def _call(target: Target, prompt: str, how: Policy) -> Completion:
+def _call(target: Target, prompt: str, how: CallPolicy) -> Completion:
     try:
         upstream = _upstream(target.provider)
     except CallFailed as error:
@@ -109,7 +114,7 @@ def _add_cost(total: Decimal | None, part: Completion) -> Decimal | None:
 
 
 def execute(
-    *, run: Run, target: Target, judge: Target | None, how: Policy | None = None
+    *, run: Run, target: Target, judge: Target | None, how: CallPolicy | None = None
 ) -> dict[str, Any]:
     """The fields a finished text replay stores, failures included."""
     how = how or policy()
@@ -134,7 +139,7 @@ def execute(
         return fields
     verdict = _call(
         judge,
-        judging.prompt(task=run.prompt, original=run.output, replayed=output),
+        judge_prompt(task=run.prompt, original=run.output, replayed=output),
         how,
     )
     fields["judge_input_tokens"] = verdict.input_tokens
@@ -145,10 +150,10 @@ def execute(
         fields["judge_error"] = f"the judge's call failed: {verdict.error}"[:500]
         return fields
     try:
-        judgement = judging.parse(verdict.text or "")
-    except judging.Unparseable as error:
+        judgement = parse_judgement(verdict.text or "")
+    except Unparseable as error:
         fields["judge_error"] = f"unparseable answer: {error}"
-        fields["judge_answer"] = (verdict.text or "")[: judging.MAX_RATIONALE * 4]
+        fields["judge_answer"] = (verdict.text or "")[: MAX_RATIONALE * 4]
         return fields
     fields["equivalence_score"] = judgement.score
     fields["judge_rationale"] = judgement.rationale

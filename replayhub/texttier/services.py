@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from replayhub import tasks
+from replayhub.celery import Task, enqueue
 from replayhub.models import (
     Night,
     Project,
@@ -78,7 +78,7 @@ def text_replay_request(
     row = text_replay_create(
         run=run, target=target, judge=judge, trigger=TextTrigger.PAGE, user=user
     )
-    tasks.run_text_replay.delay_on_commit(row.pk)
+    enqueue(Task.RUN_TEXT_REPLAY, row.pk)
     return row
 
 

@@ -21,7 +21,7 @@ class Result:
 
 
 @dataclass(frozen=True)
-class Summary:
+class SuiteSummary:
     total: int
     replayed: int
     skipped: int
@@ -35,13 +35,13 @@ class Summary:
         return asdict(self)
 
 
-def summarize(results: Iterable[Result]) -> Summary:
+def summarize(results: Iterable[Result]) -> SuiteSummary:
     """Counts and means; a mean is None when nothing contributed to it."""
     results = list(results)
     replayed = [r for r in results if not r.skipped and not r.failed]
     similarities = [r.similarity for r in replayed if r.similarity is not None]
     scores = [r.score for r in replayed if r.score is not None]
-    return Summary(
+    return SuiteSummary(
         total=len(results),
         replayed=len(replayed),
         skipped=sum(r.skipped for r in results),

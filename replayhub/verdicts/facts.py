@@ -9,10 +9,16 @@ from types import MappingProxyType
 
 
 class Verdict(StrEnum):
+    """The one verdict type: the models' choices are built from it."""
+
     IDENTICAL = "identical"
     EQUIVALENT = "equivalent"
     DIVERGENT = "divergent"
     INCONCLUSIVE = "inconclusive"
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
 
 
 class Reason(StrEnum):
@@ -350,7 +356,7 @@ class Check:
 
 
 @dataclass(frozen=True)
-class Decision:
+class Ruling:
     verdict: Verdict
     reason_code: Reason
     reason: str

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 
 from replayhub.verdicts.facts import (
     Check,
-    Decision,
     EvidenceClass,
     Outcome,
     Reason,
+    Ruling,
     Verdict,
 )
 from replayhub.verdicts.text import clean
@@ -127,9 +127,9 @@ class RolloutFacts:
         return reward >= self.pass_threshold
 
 
-def decide_rollout(facts: RolloutFacts) -> Decision:
+def decide_rollout(facts: RolloutFacts) -> Ruling:
     verdict, code, reason = _row(facts)
-    return Decision(
+    return Ruling(
         verdict=verdict, reason_code=code, reason=reason, checks=_checks(facts)
     )
 

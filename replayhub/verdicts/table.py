@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from replayhub.verdicts.check_list import checks_for
-from replayhub.verdicts.facts import Decision, Facts, Reason, SuiteResult, Verdict
+from replayhub.verdicts.facts import Facts, Reason, Ruling, SuiteResult, Verdict
 from replayhub.verdicts.text import (
     base_reason,
     base_trusted,
@@ -22,7 +22,7 @@ from replayhub.verdicts.text import (
 )
 
 
-def decide(facts: Facts) -> Decision:
+def decide(facts: Facts) -> Ruling:
     """Apply the verdict table to ``facts``; the first matching row wins.
 
     Evidence floor: a suite meets it only when its count is known, non-zero and at
@@ -34,7 +34,7 @@ def decide(facts: Facts) -> Decision:
     whatever the floor.
     """
     verdict, code, reason = _row(facts)
-    return Decision(
+    return Ruling(
         verdict=verdict, reason_code=code, reason=reason, checks=checks_for(facts)
     )
 

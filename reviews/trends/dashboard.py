@@ -17,6 +17,7 @@ from django.core.cache import cache
 from django.utils.dateparse import parse_datetime
 
 from replayhub.models import Project, RunSource
+from reviews.render.drawing import draw_chart, draw_table
 from reviews.trends.charts import (
     Frame,
     control_chart,
@@ -26,8 +27,7 @@ from reviews.trends.charts import (
     overturn_chart,
     reason_chart,
 )
-from reviews.trends.drawing import draw_chart, draw_table
-from reviews.trends.forms import NIGHTS_SHOWN, Filters
+from reviews.trends.forms import NIGHTS_SHOWN, TrendFilters
 from reviews.trends.queries import (
     latest_rollup,
     model_choices,
@@ -62,7 +62,7 @@ class LegendItem:
     latest: str = ""
 
 
-def slot_days(filters: Filters) -> int:
+def slot_days(filters: TrendFilters) -> int:
     """Nights per bar, point and table row: 1, or 7 past :data:`WEEKLY_AFTER`."""
     return 7 if filters.nights > WEEKLY_AFTER else 1
 
@@ -71,7 +71,7 @@ def build_dashboard(
     *,
     totals: Sequence[NightTotals],
     decided: Mapping[str, Mapping[str, int]],
-    filters: Filters,
+    filters: TrendFilters,
 ) -> dict[str, Any]:
     """Series, charts, tables and the banner from nightly totals; no database.
 
@@ -184,7 +184,7 @@ def draw(built: dict[str, Any]) -> dict[str, Any]:
 CACHE_SECONDS = 6 * 3600
 
 
-def _cache_key(filters: Filters, version: tuple) -> str:
+def _cache_key(filters: TrendFilters, version: tuple) -> str:
     raw = repr(
         (
             filters.since,
@@ -198,7 +198,7 @@ def _cache_key(filters: Filters, version: tuple) -> str:
     return f"replayhub:trends:{digest}"
 
 
-def dashboard_context(filters: Filters) -> dict[str, Any]:
+def dashboard_context(filters: TrendFilters) -> dict[str, Any]:
     """Everything the page needs, read from Rollup rows only.
 
     A cached build is used while the rollups it was built from are unchanged

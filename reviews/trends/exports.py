@@ -11,10 +11,10 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from reviews.history import Period
-from reviews.labels import label_counts
-from reviews.quality import decided
-from reviews.trends.forms import Filters
+from reviews.together.labels import label_counts
+from reviews.together.past import Period
+from reviews.together.quality import decided
+from reviews.trends.forms import TrendFilters
 from reviews.trends.queries import rollups
 from reviews.trends.series import VERDICTS
 
@@ -28,7 +28,7 @@ EXPORT_COUNTS = [
 ]
 
 
-def export_rows(filters: Filters) -> list[dict[str, Any]]:
+def export_rows(filters: TrendFilters) -> list[dict[str, Any]]:
     """The filtered rollup rows as plain values, by night, project and model."""
     rows = (
         rollups(filters)
@@ -60,7 +60,7 @@ def export_rows(filters: Filters) -> list[dict[str, Any]]:
     ]
 
 
-def export_payload(filters: Filters) -> dict[str, Any]:
+def export_payload(filters: TrendFilters) -> dict[str, Any]:
     """The JSON export and ``GET /api/v1/trends``: the filters and their rows."""
     return {
         "filters": filters.as_json(),
@@ -83,7 +83,7 @@ def export_payload(filters: Filters) -> dict[str, Any]:
     }
 
 
-def labels_given(filters: Filters) -> list[dict]:
+def labels_given(filters: TrendFilters) -> list[dict]:
     """Label values given with decisions in the filters' nights and project
     (the model and source filters do not apply: a label is a decision's)."""
     return label_counts(

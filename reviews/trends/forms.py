@@ -18,7 +18,7 @@ MAX_NIGHTS = 731
 
 
 @dataclass(frozen=True)
-class Filters:
+class TrendFilters:
     """What the dashboard shows: nights ``since``..``until`` inclusive."""
 
     since: date
@@ -84,7 +84,7 @@ class TrendsFilterForm(ScopeFilterForm):
                 self.add_error("since", f"Show at most {MAX_NIGHTS} nights at once.")
         return data
 
-    def filters(self) -> Filters:
+    def filters(self) -> TrendFilters:
         """The valid filters; a field that failed validation takes its default."""
         data = getattr(self, "cleaned_data", {})
         project, model = self.scope()
@@ -95,7 +95,7 @@ class TrendsFilterForm(ScopeFilterForm):
             until = max(until, since)
         default_since, until = default_window(until)
         since = since or default_since
-        return Filters(
+        return TrendFilters(
             since=since,
             until=until,
             project_id=project.pk if project else None,

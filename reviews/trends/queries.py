@@ -23,19 +23,19 @@ from django.db.models import Count, Max, QuerySet
 from replayhub.models import Rollup, RollupTotal
 from replayhub.models.nights import NightCounts
 from replayhub.verdicts import INCONCLUSIVE_REASONS
-from reviews.trends.forms import Filters
+from reviews.trends.forms import TrendFilters
 from reviews.trends.series import VERDICTS, NightTotals
 from reviews.trends.statistics import TRAILING_NIGHTS
 
 
-def counted(filters: Filters) -> type[NightCounts]:
+def counted(filters: TrendFilters) -> type[NightCounts]:
     """The rows the dashboard of ``filters`` sums: one project's rollups, or
     the all-projects totals."""
     return Rollup if filters.project_id is not None else RollupTotal
 
 
 def rollups(
-    filters: Filters,
+    filters: TrendFilters,
     since: date | None = None,
     *,
     cls: type[NightCounts] = Rollup,
@@ -51,7 +51,7 @@ def rollups(
     return rows
 
 
-def history_start(filters: Filters) -> date:
+def history_start(filters: TrendFilters) -> date:
     """The first night fetched: the p-chart's trailing window before ``since``."""
     return filters.since - timedelta(days=TRAILING_NIGHTS)
 
@@ -78,7 +78,7 @@ _EACH = {"postgresql": "jsonb_each_text", "sqlite": "json_each"}
 assert all(re.fullmatch(r"[a-z_]+", key) for key in [*KNOWN_REASONS, *VERDICTS])
 
 
-def _where(filters: Filters, since: date, until: date) -> tuple[str, list[Any]]:
+def _where(filters: TrendFilters, since: date, until: date) -> tuple[str, list[Any]]:
     adapt = connection.ops.adapt_datefield_value
     where, params = ["r.date >= %s", "r.date <= %s"], [adapt(since), adapt(until)]
     if filters.project_id is not None:
@@ -100,7 +100,7 @@ _DAYS = {
 }
 
 
-def _slot(filters: Filters, step: int) -> tuple[str, list[Any], int]:
+def _slot(filters: TrendFilters, step: int) -> tuple[str, list[Any], int]:
     """The SQL of a row's slot, its parameters, and the days the slots lead by.
 
     A slot is a night, or ``step`` nights counted from ``since`` (weeks, named
@@ -117,7 +117,7 @@ def _slot(filters: Filters, step: int) -> tuple[str, list[Any], int]:
 
 
 def nightly_sums(
-    filters: Filters, step: int = 1
+    filters: TrendFilters, step: int = 1
 ) -> tuple[list[NightTotals], dict[str, dict[str, int]]]:
     """Totals per night, or per ``step`` nights (oldest first), and human
     decisions per verdict.
@@ -209,7 +209,7 @@ def nightly_sums(
 
 
 def _reason_sums(
-    filters: Filters, *, since: date, until: date
+    filters: TrendFilters, *, since: date, until: date
 ) -> dict[date, dict[str, int]]:
     """Every reason key of the nights ``since``..``until``, summed per night."""
     where, params = _where(filters, since, until)
@@ -246,7 +246,7 @@ def _as_date(value) -> date | None:
     return date.fromisoformat(str(value))
 
 
-def model_choices(filters: Filters) -> list[str]:
+def model_choices(filters: TrendFilters) -> list[str]:
     """Models with rollups in the range (and project), for the filter."""
     rows = counted(filters).objects.filter(
         date__gte=filters.since, date__lte=filters.until
@@ -261,7 +261,7 @@ def model_choices(filters: Filters) -> list[str]:
     return sorted(models)
 
 
-def latest_rollup(filters: Filters) -> date | None:
+def latest_rollup(filters: TrendFilters) -> date | None:
     rows = counted(filters).objects.all()
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
@@ -272,7 +272,7 @@ def latest_rollup(filters: Filters) -> date | None:
     return rows.aggregate(latest=Max("date"))["latest"]
 
 
-def rollups_version(filters: Filters) -> tuple[int, int, str]:
+def rollups_version(filters: TrendFilters) -> tuple[int, int, str]:
     """What changes whenever a rollup row the dashboard reads is rewritten.
 
     Rollups are only ever deleted and inserted again (``rollup_range``), and an

@@ -25,9 +25,7 @@ VERDICTS = [
     Verdict.DIVERGENT,
     Verdict.INCONCLUSIVE,
 ]
-# The labels of ``replayhub.models.Verdict``, kept here so that this module
-# and the charts stay free of Django.
-VERDICT_LABELS = {verdict: verdict.capitalize() for verdict in VERDICTS}
+VERDICT_LABELS = {verdict: verdict.label for verdict in VERDICTS}
 VERDICT_COLORS = {
     Verdict.IDENTICAL: "#2f8a4f",
     Verdict.EQUIVALENT: "#3454d1",

@@ -15,12 +15,12 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from replayhub import roles
+from reviews.render.drawing import draw_table
 from reviews.trends.dashboard import dashboard_context
-from reviews.trends.drawing import draw_table
 from reviews.trends.exports import export_csv, export_payload, export_rows, labels_given
-from reviews.trends.forms import Filters, TrendsFilterForm
-from reviews.trends.texttier import similarity_by_night, similarity_table
-from reviews.views import _partial
+from reviews.trends.forms import TrendFilters, TrendsFilterForm
+from reviews.trends.text_similarity import similarity_by_night, similarity_table
+from reviews.views import partial
 
 
 @require_GET
@@ -41,7 +41,7 @@ def trends(request: HttpRequest) -> HttpResponse:
         table = similarity_table(similarity_by_night(filters))
         context["text_similarity"] = draw_table(table) if table.rows else ""
     response = render(
-        request, _partial(request, "reviews/trends.html", "results"), context
+        request, partial(request, "reviews/trends.html", "results"), context
     )
     patch_vary_headers(response, ["HX-Request"])
     return response
@@ -65,7 +65,7 @@ def trends_labels(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _export_filters(request: HttpRequest) -> Filters | HttpResponse:
+def _export_filters(request: HttpRequest) -> TrendFilters | HttpResponse:
     form = TrendsFilterForm(request.GET)
     if not form.is_valid():
         errors = "; ".join(e for field in form.errors.values() for e in field)
@@ -75,7 +75,7 @@ def _export_filters(request: HttpRequest) -> Filters | HttpResponse:
     return form.filters()
 
 
-def _export_name(filters: Filters, extension: str) -> str:
+def _export_name(filters: TrendFilters, extension: str) -> str:
     scope = filters.project or "all-projects"
     return f"replayhub-trends-{scope}-{filters.since}-{filters.until}.{extension}"
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 
 from replayhub.models import Replay
-from reviews import views
 from reviews.models import AuditEvent, Claim, Review
+from reviews.replay_page import views
 from tests.conftest import make_user
 from tests.reviews.replays import make_project, make_replay
 

@@ -1,20 +1,34 @@
-"""The import chain runs one way, and modules stay a readable size.
+"""The tree tells the architecture, and the build fails when it stops doing so.
 
-Views and commands → services → domain (reproduce, nightly, ingest) → models
-and pure rules; tasks call services; only services modules enqueue tasks. The
-domain (``replayhub``) never imports the people's side (``reviews``), except in
-the project's wiring. Imports inside functions count as much as the ones at the
-top of a module.
+- No import cycle at all: views, commands and tasks call services; services
+  call the domain and enqueue work by task name (``replayhub.celery.Task``),
+  so nothing imports ``replayhub.tasks``.
+- The domain's packages import only downward. Modules with no Django in them
+  (the pure rules and the plain engine: sandbox, git, gateway servers) are the
+  floor every layer stands on, the models included.
+- The domain (``replayhub``) never imports the people's side (``reviews``),
+  except in the project's wiring.
+- One name per thing: no module name in both apps but Django's and the
+  layers', no singular/plural pair in one package, no project module imported
+  under another name, one class per name across the apps.
+- Only ``reviews/render/`` marks text as safe HTML.
+- Few modules at each app's top, none over the size limit; the tests mirror
+  the packages.
+
+Imports inside functions count as much as the ones at the top of a module.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
+from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 from tests.conftest import ROOT
 
-PACKAGES = ("replayhub", "reviews")
+APPS = ("replayhub", "reviews")
 # The project's wiring may name the apps built on the domain.
 WIRING = (
     "replayhub.urls",
@@ -24,7 +38,26 @@ WIRING = (
     "replayhub.management.",
     "replayhub.migrations.",
 )
+# Names Django (or a layer) gives a module in every app that has one.
+FIXED_NAMES = {
+    "__init__",
+    "admin",
+    "apps",
+    "checks",
+    "context_processors",
+    "forms",
+    "migrations",
+    "models",
+    "signals",
+    "templatetags",
+    "urls",
+    "views",
+    "services",
+    "api",
+}
+DJANGO_ROOTS = {"django", "django_htmx", "celery", "jinja2"}
 MAX_LINES = 800
+MAX_TOP_LEVEL = {"replayhub": 16, "reviews": 12}
 # Modules whose size is the data they hold, not code to read.
 SIZE_EXEMPT = ("/migrations/",)
 
@@ -36,12 +69,19 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@cache
 def modules() -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
             found[module_name(path)] = path
     return found
+
+
+def import_nodes(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
 
 
 def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
@@ -49,10 +89,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in import_nodes(path):
         if isinstance(node, ast.Import):
             candidates = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
+        else:
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
@@ -62,8 +102,6 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             # ``from package import module`` imports the module itself.
             candidates = [f"{source}.{alias.name}" for alias in node.names]
             candidates = [c if c in known else source for c in candidates]
-        else:
-            continue
         for candidate in candidates:
             while candidate and candidate not in known:
                 candidate = candidate.rpartition(".")[0]
@@ -72,21 +110,16 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return targets
 
 
-def graph() -> dict[str, set[str]]:
+@cache
+def graph() -> dict[str, frozenset[str]]:
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    return {
+        name: frozenset(imports_of(name, path, known)) for name, path in known.items()
+    }
 
 
-def is_tasks(name: str) -> bool:
-    return name.rpartition(".")[2] == "tasks"
-
-
-def is_services(name: str) -> bool:
-    return name.rpartition(".")[2] == "services"
-
-
-def find_cycle(edges: dict[str, set[str]]) -> list[str]:
-    """One import cycle as a list of modules, or [] when there is none."""
+def find_cycle(edges) -> list[str]:
+    """One import cycle as a list of nodes, or [] when there is none."""
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     path: list[str] = []
 
@@ -108,36 +141,86 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str]:
     return []
 
 
+def django_free() -> set[str]:
+    """Modules that import no Django, directly or through project modules."""
+    edges = graph()
+    free = {
+        name
+        for name, path in modules().items()
+        if not any(
+            (
+                alias.name if isinstance(node, ast.Import) else node.module or ""
+            ).partition(".")[0]
+            in DJANGO_ROOTS
+            for node in import_nodes(path)
+            for alias in node.names
+        )
+    }
+    changed = True
+    while changed:
+        changed = False
+        for name in list(free):
+            if edges[name] - free:
+                free.discard(name)
+                changed = True
+    return free
+
+
+def unit(name: str) -> str:
+    """The package a module belongs to for layering: ``replayhub.git`` for
+    ``replayhub.git.scratch``; a top-level module is its own unit."""
+    return ".".join(name.split(".")[:2])
+
+
+def stem(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
 def test_the_graph_reader_sees_function_level_and_relative_imports():
     edges = graph()
     assert "replayhub.models" in edges["replayhub.services"]
-    assert "replayhub.tasks" in edges["replayhub.services"]
+    assert "replayhub.celery" in edges["replayhub.services"]
     assert "replayhub.ingest.native" in edges["replayhub.ingest.importer"]
     # Imported inside ready(): a function-level import.
     assert "replayhub.signals" in edges["reviews.apps"]
 
 
-def test_only_services_modules_import_tasks():
-    importers = {
-        name
-        for name, targets in graph().items()
-        if any(is_tasks(t) for t in targets) and not is_tasks(name)
-    }
-    assert importers, "the check found no enqueueing module at all"
-    assert {name for name in importers if not is_services(name)} == set()
-
-
-def test_the_import_graph_without_the_enqueue_arrows_has_no_cycle():
-    edges = {
-        name: {t for t in targets if not (is_services(name) and is_tasks(t))}
-        for name, targets in graph().items()
-    }
-    assert find_cycle(edges) == []
-
-
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_there_is_no_import_cycle_at_all():
+    assert find_cycle(graph()) == []
+
+
+def test_nothing_imports_the_tasks():
+    importers = {
+        name for name, targets in graph().items() if "replayhub.tasks" in targets
+    }
+    assert importers == set()
+
+
+def test_every_task_is_registered_under_its_name_in_the_table():
+    import replayhub.tasks  # noqa: F401 - what a worker loads
+    from replayhub.celery import Task, app
+
+    registered = {name for name in app.tasks if name.startswith("replayhub.")}
+    assert registered == {task.value for task in Task}
+
+
+def test_the_domains_packages_import_only_downward():
+    free = django_free()
+    assert "replayhub.verdicts.table" in free
+    assert "replayhub.models" not in free
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, targets in graph().items():
+        if not name.startswith("replayhub.") or name.startswith(WIRING):
+            continue
+        for target in targets - free:
+            if unit(target) != unit(name):
+                edges[unit(name)].add(unit(target))
+    assert find_cycle(edges) == []
 
 
 def test_the_domain_never_imports_the_peoples_side():
@@ -153,10 +236,98 @@ def test_the_domain_never_imports_the_peoples_side():
     assert arrows == set()
 
 
+def named_modules(app: str) -> set[str]:
+    """The stems of ``app``'s modules and packages; commands, migrations and
+    the modules of a models package (named for their tables, and reached
+    through the package) aside."""
+    return {
+        stem(name)
+        for name in modules()
+        if name.startswith(f"{app}.")
+        and not any(part in name for part in (".migrations", ".management", ".models."))
+    }
+
+
+def test_no_module_name_means_two_things_in_the_two_apps():
+    shared = named_modules("replayhub") & named_modules("reviews")
+    assert shared - FIXED_NAMES == set()
+
+
+def test_no_package_holds_a_singular_and_its_plural():
+    by_package: dict[str, set[str]] = defaultdict(set)
+    for name in modules():
+        by_package[name.rpartition(".")[0]].add(stem(name))
+    pairs = {
+        (package, name)
+        for package, names in by_package.items()
+        for name in names
+        if f"{name}s" in names
+    }
+    assert pairs == set()
+
+
+def test_no_project_module_is_imported_under_another_name():
+    folders = (*APPS, "tests", "benchmarks")
+    aliased = set()
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            if "/migrations/" in str(path):
+                continue
+            for node in import_nodes(path):
+                for alias in node.names:
+                    if alias.asname is None:
+                        continue
+                    source = (
+                        alias.name
+                        if isinstance(node, ast.Import)
+                        else f"{node.module}.{alias.name}"
+                    )
+                    if (ROOT / Path(*source.split("."))).with_suffix(".py").exists():
+                        aliased.add((str(path.relative_to(ROOT)), source))
+    assert aliased == set()
+
+
+def test_a_class_name_means_one_class_across_the_apps():
+    defined: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules().items():
+        if ".migrations." in name or ".management." in name:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined[node.name].add(name)
+    assert {cls: where for cls, where in defined.items() if len(where) > 1} == {}
+
+
+def test_one_verdict_type_and_the_reviewers_decision_nested_in_review():
+    from replayhub import models, verdicts
+    from reviews.models import Review
+
+    assert not hasattr(models, "Verdict")
+    assert [value for value, _ in models.VERDICT_CHOICES] == list(verdicts.Verdict)
+    assert Review.Decision.values == ["confirm", "overturn", "rerun"]
+
+
+def test_only_the_renderers_mark_text_safe():
+    marking = {
+        str(path.relative_to(ROOT))
+        for app in APPS
+        for path in (ROOT / app).rglob("*.py")
+        if "mark_safe(" in path.read_text()
+    }
+    assert marking
+    assert {path for path in marking if not path.startswith("reviews/render/")} == set()
+
+
+def test_each_app_has_few_modules_at_its_top():
+    for app, most in MAX_TOP_LEVEL.items():
+        top = list((ROOT / app).glob("*.py"))
+        assert len(top) <= most, (app, sorted(p.name for p in top))
+
+
 def test_no_module_is_over_the_size_limit():
     paths = [
         path
-        for folder in (*PACKAGES, "tests", "benchmarks")
+        for folder in (*APPS, "tests", "benchmarks")
         for path in (ROOT / folder).rglob("*.py")
         if not any(part in str(path) for part in SIZE_EXEMPT)
     ]
@@ -169,9 +340,6 @@ def test_no_module_is_over_the_size_limit():
     assert too_long == {}
 
 
-def test_the_models_verdicts_are_the_rule_modules_verdicts():
-    from replayhub import models, verdicts
-
-    assert [(v.name, v.value) for v in models.Verdict] == [
-        (v.name, v.value) for v in verdicts.Verdict
-    ]
+def test_mypy_checks_both_apps_whole():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["files"] == list(APPS)

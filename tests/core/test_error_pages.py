@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from reviews import views
+from reviews import queue_reads
 
 
 def test_a_missing_page_is_styled_with_the_navigation_and_a_way_back(client, reviewer):
@@ -63,7 +63,7 @@ def test_a_server_error_is_styled_and_keeps_the_navigation(
     def broken(*args, **kwargs):
         raise RuntimeError("the queue broke")
 
-    monkeypatch.setattr(views.review_queue, "page", broken)
+    monkeypatch.setattr(queue_reads, "page", broken)
     client = Client(raise_request_exception=False)
     client.force_login(reviewer)
     with caplog.at_level(logging.INFO, logger="django.request"):

@@ -5,29 +5,29 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from replayhub import settings as s
+from replayhub.settings import database_from_url, env_bool, env_int
 
 
 @pytest.mark.parametrize(("raw", "value"), [("1", True), ("off", False), ("", True)])
 def test_env_bool_reads_the_usual_spellings(monkeypatch, raw, value):
     monkeypatch.setenv("X_FLAG", raw)
-    assert s.env_bool("X_FLAG", True) is value
+    assert env_bool("X_FLAG", True) is value
 
 
 def test_a_malformed_boolean_is_an_error(monkeypatch):
     monkeypatch.setenv("X_FLAG", "maybe")
     with pytest.raises(ImproperlyConfigured, match="X_FLAG='maybe' is not a boolean"):
-        s.env_bool("X_FLAG", False)
+        env_bool("X_FLAG", False)
 
 
 def test_a_malformed_integer_is_an_error(monkeypatch):
     monkeypatch.setenv("X_INT", "ten")
     with pytest.raises(ImproperlyConfigured, match="not an integer"):
-        s.env_int("X_INT", 1)
+        env_int("X_INT", 1)
 
 
 def test_database_urls_are_translated():
-    pg = s.database_from_url("postgres://u:p%40ss@db.local:5433/replay")
+    pg = database_from_url("postgres://u:p%40ss@db.local:5433/replay")
     assert (
         pg["ENGINE"],
         pg["NAME"],
@@ -36,10 +36,10 @@ def test_database_urls_are_translated():
         pg["HOST"],
         pg["PORT"],
     ) == ("django.db.backends.postgresql", "replay", "u", "p@ss", "db.local", "5433")
-    lite = s.database_from_url("sqlite:////tmp/x.sqlite3")
+    lite = database_from_url("sqlite:////tmp/x.sqlite3")
     assert lite["NAME"] == "/tmp/x.sqlite3"
     with pytest.raises(ImproperlyConfigured, match="mysql"):
-        s.database_from_url("mysql://x/y")
+        database_from_url("mysql://x/y")
 
 
 @pytest.mark.django_db

@@ -8,20 +8,20 @@ import os
 
 import pytest
 
-from replayhub.environments.cache import FAILED, READY, Entry, EnvCache
+from replayhub.environments.cache import FAILED, READY, CacheEntry, EnvCache
 
 
 def key(n: int) -> str:
     return hashlib.sha256(str(n).encode()).hexdigest()
 
 
-def build(cache: EnvCache, n: int, *, size: int, used: float) -> Entry:
+def build(cache: EnvCache, n: int, *, size: int, used: float) -> CacheEntry:
     with cache.exclusive(key(n), timeout=1):
         directory = cache.new_build(key(n))
         (directory / "env" / "blob").write_bytes(os.urandom(size))
         entry = cache.commit(
             directory,
-            Entry(key=key(n), state=READY, built_at=used, setup_seconds=1.0),
+            CacheEntry(key=key(n), state=READY, built_at=used, setup_seconds=1.0),
         )
     os.utime(cache.root / key(n) / "used", (used, used))
     return entry
@@ -66,7 +66,7 @@ def test_using_an_environment_makes_it_recent(cache):
 
 def test_a_failure_is_remembered_for_its_time_then_forgotten(cache):
     failed = cache.record_failure(
-        Entry(
+        CacheEntry(
             key=key(7),
             state=FAILED,
             built_at=1000.0,
@@ -85,7 +85,7 @@ def test_a_failure_is_remembered_for_its_time_then_forgotten(cache):
 
 def test_a_success_replaces_a_remembered_failure(cache):
     cache.record_failure(
-        Entry(key=key(1), state=FAILED, built_at=1.0, setup_seconds=2.0)
+        CacheEntry(key=key(1), state=FAILED, built_at=1.0, setup_seconds=2.0)
     )
     build(cache, 1, size=10, used=5.0)
 

@@ -252,7 +252,7 @@ def test_a_comparison_too_large_for_git_fires_the_cap(
     def compare(*args, **kwargs):
         raise scratch.GitError("git diff printed more than 67108864 bytes")
 
-    monkeypatch.setattr(scratch, "compare", compare)
+    monkeypatch.setattr(execute, "compare", compare)
     run = make_run(
         calc_project, prompt="manyfiles 50", original=calc_good, base=calc_base
     )
@@ -336,7 +336,7 @@ def test_an_unexpected_failure_of_the_execution_ends_the_replay(
     def explode(*args, **kwargs):
         raise RuntimeError("the diff machinery broke\nsecond line")
 
-    monkeypatch.setattr(scratch, "compare", explode)
+    monkeypatch.setattr(execute, "compare", explode)
     run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
     result = replay(run)
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from replayhub.testgate.summary import Counts, parse_junit, parse_summary
+from replayhub.testgate.summary import TestCounts, parse_junit, parse_summary
 
 PYTEST_OUTPUT = """\
 ============================= test session starts ==============================
@@ -184,25 +184,31 @@ VITEST_OUTPUT = """\
 
 
 def test_pytest_counts_passed_and_failed_but_not_skipped():
-    assert parse_summary(PYTEST_OUTPUT) == Counts(4, 1, "pytest")
+    assert parse_summary(PYTEST_OUTPUT) == TestCounts(4, 1, "pytest")
 
 
 def test_pytest_colour_codes_are_ignored():
-    assert parse_summary(PYTEST_COLOURED) == Counts(3, 1, "pytest")
+    assert parse_summary(PYTEST_COLOURED) == TestCounts(3, 1, "pytest")
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("1 failed, 2 passed, 1 error in 0.31s", Counts(4, 2, "pytest")),
-        ("==== 5 passed, 1 xfailed in 0.20s ====", Counts(6, 0, "pytest")),
-        ("== 2 passed, 1 xpassed, 3 deselected in 1.02s ==", Counts(3, 0, "pytest")),
-        ("= 1 passed, 4 subtests passed in 0.01s =", Counts(1, 0, "pytest")),
-        ("===== 3 failed, 9 passed in 65.41s (0:01:05) =====", Counts(12, 3, "pytest")),
-        ("======= 1 error in 0.12s =======", Counts(1, 1, "pytest")),
-        ("============ no tests ran in 0.01s ============", Counts(0, 0, "pytest")),
-        ("no tests ran", Counts(0, 0, "pytest")),
-        ("========= 2 skipped in 0.01s =========", Counts(0, 0, "pytest")),
+        ("1 failed, 2 passed, 1 error in 0.31s", TestCounts(4, 2, "pytest")),
+        ("==== 5 passed, 1 xfailed in 0.20s ====", TestCounts(6, 0, "pytest")),
+        (
+            "== 2 passed, 1 xpassed, 3 deselected in 1.02s ==",
+            TestCounts(3, 0, "pytest"),
+        ),
+        ("= 1 passed, 4 subtests passed in 0.01s =", TestCounts(1, 0, "pytest")),
+        (
+            "===== 3 failed, 9 passed in 65.41s (0:01:05) =====",
+            TestCounts(12, 3, "pytest"),
+        ),
+        ("======= 1 error in 0.12s =======", TestCounts(1, 1, "pytest")),
+        ("============ no tests ran in 0.01s ============", TestCounts(0, 0, "pytest")),
+        ("no tests ran", TestCounts(0, 0, "pytest")),
+        ("========= 2 skipped in 0.01s =========", TestCounts(0, 0, "pytest")),
     ],
 )
 def test_pytest_summary_lines(line, expected):
@@ -217,20 +223,20 @@ def test_a_pytest_line_with_an_unknown_word_is_not_a_summary():
 
 
 def test_unittest_failures_and_errors_both_fail():
-    assert parse_summary(UNITTEST_FAILED) == Counts(5, 2, "unittest")
+    assert parse_summary(UNITTEST_FAILED) == TestCounts(5, 2, "unittest")
 
 
 def test_django_runner_output_subtracts_skipped_tests():
-    assert parse_summary(DJANGO_OK) == Counts(12, 0, "unittest")
+    assert parse_summary(DJANGO_OK) == TestCounts(12, 0, "unittest")
 
 
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
-        ("OK", Counts(4, 0, "unittest")),
-        ("OK (skipped=1, expected failures=1)", Counts(3, 0, "unittest")),
-        ("FAILED (errors=2)", Counts(4, 2, "unittest")),
-        ("FAILED (failures=1, unexpected successes=1)", Counts(4, 2, "unittest")),
+        ("OK", TestCounts(4, 0, "unittest")),
+        ("OK (skipped=1, expected failures=1)", TestCounts(3, 0, "unittest")),
+        ("FAILED (errors=2)", TestCounts(4, 2, "unittest")),
+        ("FAILED (failures=1, unexpected successes=1)", TestCounts(4, 2, "unittest")),
     ],
 )
 def test_unittest_status_lines(status, expected):
@@ -242,7 +248,7 @@ def test_unittest_status_lines(status, expected):
 def test_unittest_with_no_tests_executed_none():
     output = f"\n{'-' * 70}\nRan 0 tests in 0.000s\n\nNO TESTS RAN\n"
 
-    assert parse_summary(output) == Counts(0, 0, "unittest")
+    assert parse_summary(output) == TestCounts(0, 0, "unittest")
 
 
 def test_unittest_ran_line_without_its_status_line_is_not_a_summary():
@@ -253,7 +259,7 @@ def test_unittest_ran_line_without_its_status_line_is_not_a_summary():
 
 
 def test_go_verbose_counts_tests_and_subtests_but_not_skips():
-    assert parse_summary(GO_VERBOSE) == Counts(5, 2, "go")
+    assert parse_summary(GO_VERBOSE) == TestCounts(5, 2, "go")
 
 
 def test_go_without_verbose_output_gives_no_count():
@@ -273,7 +279,7 @@ def test_go_without_verbose_ignores_the_failures_it_lists():
 
 
 def test_cargo_sums_the_blocks_of_every_crate():
-    assert parse_summary(CARGO_OUTPUT) == Counts(5, 1, "cargo")
+    assert parse_summary(CARGO_OUTPUT) == TestCounts(5, 1, "cargo")
 
 
 def test_cargo_blocks_far_apart_are_all_counted():
@@ -283,14 +289,14 @@ def test_cargo_blocks_far_apart_are_all_counted():
     )
     output = block + "test noise ... ok\n" * 20_000 + block
 
-    assert parse_summary(output) == Counts(20, 0, "cargo")
+    assert parse_summary(output) == TestCounts(20, 0, "cargo")
 
 
 # jest and vitest
 
 
 def test_jest_counts_passed_and_failed_not_skipped_or_todo():
-    assert parse_summary(JEST_OUTPUT) == Counts(4, 1, "jest")
+    assert parse_summary(JEST_OUTPUT) == TestCounts(4, 1, "jest")
 
 
 def test_jest_test_suites_line_is_not_mistaken_for_tests():
@@ -300,20 +306,22 @@ def test_jest_test_suites_line_is_not_mistaken_for_tests():
 
 
 def test_vitest_counts_passed_and_failed_not_skipped():
-    assert parse_summary(VITEST_OUTPUT) == Counts(3, 1, "vitest")
+    assert parse_summary(VITEST_OUTPUT) == TestCounts(3, 1, "vitest")
 
 
 def test_vitest_all_passing():
     output = " Test Files  1 passed (1)\n      Tests  3 passed (3)\n"
 
-    assert parse_summary(output) == Counts(3, 0, "vitest")
+    assert parse_summary(output) == TestCounts(3, 0, "vitest")
 
 
 # plain lines and choosing among summaries
 
 
 def test_a_plain_passed_failed_line_is_read():
-    assert parse_summary("running...\n7 passed, 2 failed\n") == Counts(9, 2, "plain")
+    assert parse_summary("running...\n7 passed, 2 failed\n") == TestCounts(
+        9, 2, "plain"
+    )
 
 
 def test_output_without_a_summary_gives_none():
@@ -325,13 +333,13 @@ def test_the_last_of_several_pytest_summaries_wins():
     first = "==== 10 passed in 0.50s ====\n"
     last = "==== 1 failed, 2 passed in 0.10s ====\n"
 
-    assert parse_summary(first + "rerunning\n" + last) == Counts(3, 1, "pytest")
+    assert parse_summary(first + "rerunning\n" + last) == TestCounts(3, 1, "pytest")
 
 
 def test_a_summary_printed_by_a_test_before_the_real_one_is_ignored():
     output = "captured: 99 passed, 0 failed\n" + PYTEST_OUTPUT
 
-    assert parse_summary(output) == Counts(4, 1, "pytest")
+    assert parse_summary(output) == TestCounts(4, 1, "pytest")
 
 
 def test_the_runner_that_spoke_last_wins_across_runners():
@@ -349,7 +357,7 @@ def test_a_summary_beyond_the_scanned_tail_is_not_read():
 def test_carriage_return_progress_does_not_hide_the_summary():
     output = "[ 50%]\r[100%]\r==== 2 passed in 0.1s ====\r\n"
 
-    assert parse_summary(output) == Counts(2, 0, "pytest")
+    assert parse_summary(output) == TestCounts(2, 0, "pytest")
 
 
 def test_unicode_digits_are_not_counts():
@@ -388,7 +396,7 @@ def test_unicode_digits_are_not_counts():
 def test_a_pathological_megabyte_of_output_is_parsed_without_error(output):
     result = parse_summary(output)
 
-    assert result is None or isinstance(result, Counts)
+    assert result is None or isinstance(result, TestCounts)
 
 
 # JUnit XML
@@ -414,21 +422,21 @@ PYTEST_JUNIT = b"""\
 
 
 def test_junit_counts_testcases_with_their_children():
-    assert parse_junit(PYTEST_JUNIT) == Counts(4, 2, "junit")
+    assert parse_junit(PYTEST_JUNIT) == TestCounts(4, 2, "junit")
 
 
 def test_junit_is_read_from_a_path(tmp_path):
     report = tmp_path / "report.xml"
     report.write_bytes(PYTEST_JUNIT)
 
-    assert parse_junit(report) == Counts(4, 2, "junit")
-    assert parse_junit(str(report)) == Counts(4, 2, "junit")
+    assert parse_junit(report) == TestCounts(4, 2, "junit")
+    assert parse_junit(str(report)) == TestCounts(4, 2, "junit")
 
 
 def test_junit_suite_attributes_are_used_when_there_are_no_testcases():
     report = b'<testsuite name="x" tests="10" failures="2" errors="1" skipped="3"/>'
 
-    assert parse_junit(report) == Counts(7, 3, "junit")
+    assert parse_junit(report) == TestCounts(7, 3, "junit")
 
 
 def test_junit_testsuites_without_totals_adds_up_its_suites():
@@ -439,13 +447,13 @@ def test_junit_testsuites_without_totals_adds_up_its_suites():
         b"</testsuites>"
     )
 
-    assert parse_junit(report) == Counts(8, 2, "junit")
+    assert parse_junit(report) == TestCounts(8, 2, "junit")
 
 
 def test_junit_testsuites_totals_are_used_when_present():
     report = b'<testsuites tests="9" failures="0"><testsuite name="a"/></testsuites>'
 
-    assert parse_junit(report) == Counts(9, 0, "junit")
+    assert parse_junit(report) == TestCounts(9, 0, "junit")
 
 
 def test_junit_surefire_nested_suites_count_every_case():
@@ -463,7 +471,7 @@ def test_junit_surefire_nested_suites_count_every_case():
   </testcase>
 </testsuite>"""
 
-    assert parse_junit(report) == Counts(3, 1, "junit")
+    assert parse_junit(report) == TestCounts(3, 1, "junit")
 
 
 def test_junit_googletest_disabled_cases_are_not_executed():
@@ -475,7 +483,7 @@ def test_junit_googletest_disabled_cases_are_not_executed():
   </testsuite>
 </testsuites>"""
 
-    assert parse_junit(report) == Counts(1, 0, "junit")
+    assert parse_junit(report) == TestCounts(1, 0, "junit")
 
 
 def test_junit_in_latin1_is_decoded_by_its_declaration():
@@ -484,11 +492,11 @@ def test_junit_in_latin1_is_decoded_by_its_declaration():
         '<testsuite tests="1"><testcase name="caf\u00e9"/></testsuite>'
     ).encode("latin-1")
 
-    assert parse_junit(report) == Counts(1, 0, "junit")
+    assert parse_junit(report) == TestCounts(1, 0, "junit")
 
 
 def test_an_empty_junit_report_executed_nothing():
-    assert parse_junit(b"<testsuites/>") == Counts(0, 0, "junit")
+    assert parse_junit(b"<testsuites/>") == TestCounts(0, 0, "junit")
 
 
 @pytest.mark.parametrize(
@@ -598,4 +606,4 @@ def test_deeply_nested_junit_is_parsed_without_error():
     depth = 100_000
     report = b"<testsuites>" + b"<a>" * depth + b"</a>" * depth + b"</testsuites>"
 
-    assert parse_junit(report) == Counts(0, 0, "junit")
+    assert parse_junit(report) == TestCounts(0, 0, "junit")

@@ -10,11 +10,11 @@ from replayhub.verdicts import (
     INCONCLUSIVE_REASONS,
     REASON_VERDICT,
     ROLLOUT_REASONS,
-    Decision,
     EvidenceClass,
     Facts,
     Outcome,
     Reason,
+    Ruling,
     Verdict,
     decide,
 )
@@ -42,7 +42,7 @@ TEST_SETTINGS = ((True, False), (False, False), (True, True))
 
 
 @functools.cache
-def sweep() -> tuple[tuple[Facts, Decision], ...]:
+def sweep() -> tuple[tuple[Facts, Ruling], ...]:
     grid = itertools.product(
         (None, Reason.TIMEOUT),
         BASES,
@@ -99,7 +99,7 @@ JUDGING = (
 
 
 @functools.cache
-def judging_sweep() -> tuple[tuple[Facts, Decision], ...]:
+def judging_sweep() -> tuple[tuple[Facts, Ruling], ...]:
     """Every pair of suites and reference runs under each kind of test evidence."""
     results = []
     for original, replay, reference, extra, recorded, disallowed in itertools.product(

@@ -24,7 +24,7 @@ from replayhub.gateway.allow import (
     parse_host,
     split_authority,
 )
-from replayhub.gateway.egress import EgressAttempt, EgressProxy
+from replayhub.gateway.egress import ConnectAttempt, EgressProxy
 from replayhub.sandbox import Limits, SandboxSpec
 from replayhub.sandbox.bwrap import BwrapRunner
 from replayhub.sandbox.network import relay_mount
@@ -239,7 +239,7 @@ def ask(proxy: EgressProxy, request: bytes, *, hang_up: bool = True) -> bytes:
     return answer
 
 
-def settled(proxy: EgressProxy, count: int) -> list[EgressAttempt]:
+def settled(proxy: EgressProxy, count: int) -> list[ConnectAttempt]:
     """The attempts, once `count` of them are recorded (recording ends a thread)."""
     deadline = time.monotonic() + 5
     while len(proxy.attempts) < count and time.monotonic() < deadline:
@@ -250,7 +250,7 @@ def settled(proxy: EgressProxy, count: int) -> list[EgressAttempt]:
 def test_plain_http_goes_where_the_url_says_without_the_proxy_headers(
     net_dir: Path, upstream: int
 ) -> None:
-    seen: list[EgressAttempt] = []
+    seen: list[ConnectAttempt] = []
     with EgressProxy(
         net_dir / "egress.sock", [f"127.0.0.1:{upstream}"], "agent", seen.append
     ) as proxy:
@@ -412,7 +412,7 @@ def test_a_bad_allowlist_is_refused_before_anything_listens(net_dir: Path) -> No
 
 
 def test_a_callback_that_fails_does_not_break_the_proxy(net_dir: Path) -> None:
-    def explode(attempt: EgressAttempt) -> None:
+    def explode(attempt: ConnectAttempt) -> None:
         raise RuntimeError("boom")
 
     with EgressProxy(net_dir / "egress.sock", [], "agent", explode) as proxy:
@@ -482,7 +482,7 @@ def test_a_sandboxed_client_goes_through_the_proxy_where_allowed(
 ) -> None:
     down = closed_port
     allow = [f"127.0.0.1:{upstream}", f"localhost:{upstream}", f"127.0.0.1:{down}"]
-    seen: list[EgressAttempt] = []
+    seen: list[ConnectAttempt] = []
     with EgressProxy(net_dir / "egress.sock", allow, "agent", seen.append) as proxy:
         code, output = sandboxed(
             net_dir,

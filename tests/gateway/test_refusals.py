@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 
 from replayhub.demo.model_api import REAL_KEY, StandInProvider
-from replayhub.gateway import Caps, ModelCall, Upstream
+from replayhub.gateway import Caps, MeteredCall, Upstream
 from tests.gateway.client import (
     CHAT,
     MESSAGES,
@@ -263,7 +263,7 @@ def test_the_real_key_appears_in_no_answer_record_or_log(
 ):
     caplog.set_level(logging.DEBUG)
     answers = []
-    seen: list[ModelCall] = []
+    seen: list[MeteredCall] = []
     gateway = make_gateway(on_call=seen.append)
     upstream.leak_key = True  # an upstream that echoes the key it got
     for stream in (False, True):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import stat
 import threading
 import time
@@ -13,8 +14,7 @@ from decimal import Decimal
 import pytest
 
 from replayhub.demo.model_api import REAL_KEY
-from replayhub.gateway import Caps, ModelCall, ModelGateway, Upstream
-from replayhub.gateway import providers as providers_module
+from replayhub.gateway import Caps, MeteredCall, ModelGateway, Upstream
 from tests.gateway.client import (
     CHAT,
     MESSAGES,
@@ -332,7 +332,7 @@ def test_a_call_on_a_connection_dropped_as_it_goes_out_is_retried_once(
 ):
     upstream.drop_idle = True
     # As if the upstream closed it just after the idle check.
-    monkeypatch.setattr(providers_module.select, "select", lambda *a: ([], [], []))
+    monkeypatch.setattr(select, "select", lambda *a: ([], [], []))
     assert [ask_gpt(gateway)[0] for _ in range(3)] == [200, 200, 200]
     assert len(upstream.received) == 3
 
@@ -382,7 +382,7 @@ def test_a_socket_path_that_exists_is_not_taken_over(socket_dir, upstream):
 def test_an_on_call_that_fails_does_not_break_the_agents_call(
     make_gateway, upstream, caplog
 ):
-    def broken(record: ModelCall) -> None:
+    def broken(record: MeteredCall) -> None:
         raise RuntimeError("database down")
 
     gateway = make_gateway(on_call=broken)

@@ -14,7 +14,7 @@ from django.db import connection
 from django.urls import reverse
 
 from replayhub.ingest import importer
-from replayhub.management.commands import import_runs as import_runs_command
+from replayhub.management.commands.import_runs import _Status
 from replayhub.models import Preflight, Run
 from tests.conftest import ROOT, child_env
 from tests.ingest.records import EXAMPLE, jsonl, line, make_project, record, write
@@ -358,7 +358,7 @@ def test_a_long_import_shows_its_progress_on_a_terminal_and_only_there(
     project, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 4)
-    monkeypatch.setattr(import_runs_command._Status, "INTERVAL", 0)
+    monkeypatch.setattr(_Status, "INTERVAL", 0)
     path = write(tmp_path / "runs.jsonl", jsonl(*(record(n) for n in range(1, 11))))
     terminal, out = Terminal(), io.StringIO()
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from replayhub.ingest.native import (
-    Line,
     RecordError,
+    RecordLine,
     canonical_json,
     check_record,
     parse_line,
@@ -44,19 +44,19 @@ def parse_problem(data: bytes, **kw) -> str:
 def test_lines_are_numbered_and_may_span_chunks():
     chunks = [b'{"a": 1}\n{"b"', b": 2}\n", b"\n", b'{"c": 3}']
     assert list(split_lines(chunks, max_line_bytes=100)) == [
-        Line(1, b'{"a": 1}', True),
-        Line(2, b'{"b": 2}', True),
-        Line(3, b"", True),
-        Line(4, b'{"c": 3}', False),
+        RecordLine(1, b'{"a": 1}', True),
+        RecordLine(2, b'{"b": 2}', True),
+        RecordLine(3, b"", True),
+        RecordLine(4, b'{"c": 3}', False),
     ]
 
 
 def test_a_line_over_the_limit_is_dropped_and_the_next_line_is_intact():
     chunks = [b"x" * 30, b"y" * 30 + b"\n" + b"ok\n", b"z" * 70]
     assert list(split_lines(chunks, max_line_bytes=50)) == [
-        Line(1, None, True),
-        Line(2, b"ok", True),
-        Line(3, None, False),
+        RecordLine(1, None, True),
+        RecordLine(2, b"ok", True),
+        RecordLine(3, None, False),
     ]
 
 

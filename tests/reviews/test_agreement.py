@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from reviews.agreement import (
+from reviews.together.agreement import (
     GoldScore,
     PairAgreement,
     cohen_kappa,

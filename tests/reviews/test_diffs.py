@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from reviews.diffs import ADD, CONTEXT, DEL, HUNK, NOTE, pair_by_path, split_files
+from reviews.replay_page.diffs import (
+    ADD,
+    CONTEXT,
+    DEL,
+    HUNK,
+    NOTE,
+    pair_by_path,
+    split_files,
+)
 
 TWO_FILES = """\
 diff --git a/src/app.py b/src/app.py

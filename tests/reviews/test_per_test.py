@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from replayhub.models import TestOutcome
-from reviews.cases import case_table
+from reviews.replay_page.outcomes import case_table
 from tests.reviews.replays import make_replay
 
 PAYLOAD = "<script>window.__pwned=1</script>"

@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
-from reviews import queue
+from reviews import queue_reads
 from reviews.models import Claim
-from reviews.queue import Cursor, Filters
+from reviews.queue_reads import Cursor, QueueFilters
 from tests.reviews.replays import make_project, make_replay
 
 QUEUE = reverse("reviews:queue")
@@ -87,7 +87,7 @@ def test_filters_combine(as_reviewer):
 def test_filters_survive_in_the_page_links(as_reviewer, monkeypatch):
     for minutes in range(3):
         make_replay(verdict="divergent", finished_ago=timedelta(minutes=minutes + 1))
-    monkeypatch.setattr(queue, "PAGE_SIZE", 2)
+    monkeypatch.setattr(queue_reads, "PAGE_SIZE", 2)
 
     html = as_reviewer.get(QUEUE, {"reason": "replay_fails_tests"}).content.decode()
 
@@ -104,10 +104,10 @@ def test_an_unknown_filter_value_is_reported_and_ignored(as_reviewer):
     assert b"Select a valid choice" in response.content
 
 
-def walk(filters: Filters, size: int) -> list[int]:
+def walk(filters: QueueFilters, size: int) -> list[int]:
     seen, cursor = [], None
     while True:
-        result = queue.page(filters, after=cursor, size=size)
+        result = queue_reads.page(filters, after=cursor, size=size)
         seen += [row["id"] for row in result.rows]
         if result.next_cursor is None:
             return seen
@@ -139,7 +139,7 @@ def test_keyset_pages_cover_the_queue_exactly_once_across_bands_and_ties(db):
     )
 
     for size in (1, 2, 3, 5, 50):
-        assert walk(Filters(), size) == expected
+        assert walk(QueueFilters(), size) == expected
 
 
 def test_keyset_pages_in_verdict_order(db):
@@ -149,7 +149,7 @@ def test_keyset_pages_in_verdict_order(db):
     ]
     expected = [r.pk for r in sorted(made, key=lambda r: r.finished_at, reverse=True)]
 
-    assert walk(Filters(verdict="identical"), 3) == expected
+    assert walk(QueueFilters(verdict="identical"), 3) == expected
 
 
 def test_the_older_link_leads_to_the_next_page(as_reviewer, monkeypatch):
@@ -157,7 +157,7 @@ def test_the_older_link_leads_to_the_next_page(as_reviewer, monkeypatch):
         make_replay(verdict="divergent", finished_ago=timedelta(minutes=m))
         for m in (1, 2, 3)
     ]
-    monkeypatch.setattr(queue, "PAGE_SIZE", 2)
+    monkeypatch.setattr(queue_reads, "PAGE_SIZE", 2)
 
     first = as_reviewer.get(QUEUE)
     second = as_reviewer.get(QUEUE, {"after": first.context["next_cursor"]})
@@ -190,12 +190,12 @@ def test_a_cursor_survives_its_text_form_to_the_microsecond():
 
 
 def test_band_counts_stop_at_the_cap(as_reviewer, monkeypatch):
-    monkeypatch.setattr(queue, "COUNT_CAP", 2)
+    monkeypatch.setattr(queue_reads, "COUNT_CAP", 2)
     for _ in range(4):
         make_replay(verdict="equivalent")
     make_replay(verdict="divergent")
 
-    assert queue.band_counts(Filters(), cap=2) == {1: 3, 2: 1}
+    assert queue_reads.band_counts(QueueFilters(), cap=2) == {1: 3, 2: 1}
     html = as_reviewer.get(QUEUE).content.decode()
     assert "<b>2+</b> Verifier passed, diff diverged" in html
     assert "more than 2 awaiting review" in html
@@ -262,7 +262,7 @@ def test_the_queue_page_runs_a_fixed_number_of_queries(
 ):
     for verdict in ["equivalent", "divergent", "inconclusive"] * 10:
         make_replay(verdict=verdict)
-    monkeypatch.setattr(queue, "PAGE_SIZE", 3)
+    monkeypatch.setattr(queue_reads, "PAGE_SIZE", 3)
     cursors = [None]
     for _ in range(3):
         response = as_reviewer.get(QUEUE, {"after": cursors[-1] or ""})

@@ -7,7 +7,6 @@ from django.test import Client
 from django.urls import reverse
 
 from replayhub import roles
-from reviews import comments
 from reviews.models import (
     Claim,
     Comment,
@@ -18,6 +17,7 @@ from reviews.models import (
     SecondOpinion,
 )
 from reviews.services import claim_take, review_decide
+from reviews.together import comments
 from tests.conftest import make_user
 from tests.reviews.replays import make_replay
 
@@ -255,8 +255,8 @@ def test_label_counts_reach_the_trends_export_and_the_agreement_csv(reviewer, le
 def test_the_agreement_page_shows_kappa_and_gold_agreement_of_a_known_set(
     reviewer, lead, admin_user
 ):
-    from reviews import gold
     from reviews.models import GoldServing
+    from reviews.together import gold
 
     sam = make_user("sam", roles.REVIEWER)
     # rita and sam judge four replays: both divergent, both equivalent, then

@@ -7,7 +7,6 @@ from django.core import mail
 
 from replayhub import roles
 from replayhub.models import Replay, ReviewBand
-from reviews import comments, gold, handoff, history, opinions
 from reviews.models import (
     AuditEvent,
     Claim,
@@ -21,6 +20,7 @@ from reviews.models import (
     SecondOpinion,
 )
 from reviews.services import NotDecidable, claim_next, claim_take, review_decide
+from reviews.together import comments, gold, handoff, opinions, past
 from tests.conftest import make_user
 from tests.reviews.replays import make_project, make_replay
 
@@ -165,7 +165,7 @@ def test_labels_are_stored_with_the_decision_and_audited(reviewer):
     assert ReviewLabel.objects.get(review=review).value == "agent"
     event = AuditEvent.objects.get(action="review.confirm")
     assert event.after["labels"] == {"root cause": "agent"}
-    found = history.done(history.DoneFilters(label_id=cause.pk, label_value="agent"))
+    found = past.done(past.DoneFilters(label_id=cause.pk, label_value="agent"))
     assert list(found) == [review]
 
 
@@ -305,11 +305,11 @@ def test_search_finds_by_id_external_id_title_and_comment_text(reviewer):
             "body": "flaky currency rounding",
         },
     )
-    assert history.search("invoice") == [first]
-    assert history.search(str(second.pk))[0] == second
-    assert history.search(first.run.external_id)[0] == first
-    assert history.search("rounding") == [second]
-    assert history.search("   ") == []
+    assert past.search("invoice") == [first]
+    assert past.search(str(second.pk))[0] == second
+    assert past.search(first.run.external_id)[0] == first
+    assert past.search("rounding") == [second]
+    assert past.search("   ") == []
 
 
 def test_a_served_gold_item_released_unjudged_can_come_back(reviewer, sam, admin_user):

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from replayhub.models import Replay
 from reviews.models import AuditEvent, Review
-from reviews.overrule import contradicted
+from reviews.replay_page.overrule import contradicted
 from reviews.services import (
     NotUndoable,
     OverrulesEvidence,

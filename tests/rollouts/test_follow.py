@@ -11,9 +11,8 @@ import pytest
 from django.core.management import call_command
 
 from replayhub import tasks
-from replayhub.ingest import follow, verifiers
+from replayhub.ingest import follow, services, verifiers
 from replayhub.models import FollowedFile, FollowSource, Project, Run
-from replayhub.rollouts import services as rollouts
 from tests.conftest import wait_for
 from tests.rollouts.traces import line, multi_tool
 
@@ -94,7 +93,7 @@ def test_an_unchanged_directory_imports_nothing_and_reads_nothing(project, run_d
 
     follow.open = watching_open  # type: ignore[attr-defined]
     try:
-        result = rollouts.rollouts_follow(source=source)
+        result = services.rollouts_follow(source=source)
     finally:
         del follow.open  # type: ignore[attr-defined]
     assert (result.imported, result.duplicates, opened) == (0, 0, [])
@@ -173,7 +172,7 @@ def test_a_crash_between_batches_never_imports_a_line_twice(
 
 def test_a_second_pass_that_loses_the_race_stores_nothing(project, run_dir):
     write(step_file(run_dir, 1), line(record(1)) + line(record(2)))
-    source = rollouts.follow_source_get(project=project, pattern=str(run_dir))
+    source = services.follow_source_get(project=project, pattern=str(run_dir))
     row = FollowedFile.objects.create(source=source, path=str(step_file(run_dir, 1)))
     # This pass read offset 0; another worker moved it before this one stored.
     FollowedFile.objects.filter(pk=row.pk).update(offset=1)
@@ -185,10 +184,10 @@ def test_a_second_pass_that_loses_the_race_stores_nothing(project, run_dir):
 
 def test_the_beat_task_claims_one_pass_per_period(project, run_dir):
     write(step_file(run_dir, 1), line(record(1)))
-    source = rollouts.follow_source_get(project=project, pattern=str(run_dir))
-    first = rollouts.follow_claimed(source_id=source.pk)
+    source = services.follow_source_get(project=project, pattern=str(run_dir))
+    first = services.follow_claimed(source_id=source.pk)
     assert first is not None and first.imported == 1
-    assert rollouts.follow_claimed(source_id=source.pk) is None
+    assert services.follow_claimed(source_id=source.pk) is None
     source.refresh_from_db()
     assert source.last_summary["imported"] == 1
 
@@ -202,7 +201,7 @@ def test_the_beat_task_queues_a_pass_per_source_that_a_worker_does(
     )
     run_dir = tmp_path / "output"
     write(step_file(run_dir, 3), line(record(3)) + line(record(4)))
-    rollouts.follow_source_get(project=project, pattern=str(run_dir))
+    services.follow_source_get(project=project, pattern=str(run_dir))
     tasks.follow_rollouts()  # what beat sends every REPLAYHUB_FOLLOW_SECONDS
     wait_for(lambda: Run.objects.filter(project=project).count() == 2, timeout=60)
     source = FollowSource.objects.get(project=project)

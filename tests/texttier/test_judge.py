@@ -8,13 +8,13 @@ from replayhub.texttier import judge
 
 
 def test_the_prompt_carries_the_task_both_answers_and_the_json_shape():
-    text = judge.prompt(task="Add a flag", original="A says", replayed="B says")
+    text = judge.judge_prompt(task="Add a flag", original="A says", replayed="B says")
     assert "Add a flag" in text and "A says" in text and "B says" in text
     assert '{"score": <integer from 1 to 10>, "rationale":' in text
 
 
 def test_a_very_long_side_is_cut_in_the_prompt():
-    text = judge.prompt(task="t", original="x" * 100_000, replayed="y")
+    text = judge.judge_prompt(task="t", original="x" * 100_000, replayed="y")
     assert len(text) < 30_000 and "[… cut]" in text
 
 
@@ -28,7 +28,7 @@ def test_a_very_long_side_is_cut_in_the_prompt():
     ],
 )
 def test_a_well_formed_answer_is_read(answer):
-    assert judge.parse(answer) == judge.Judgement(8, "Same fix, other names.")
+    assert judge.parse_judgement(answer) == judge.Judgement(8, "Same fix, other names.")
 
 
 @pytest.mark.parametrize(
@@ -50,4 +50,4 @@ def test_a_well_formed_answer_is_read(answer):
 )
 def test_anything_else_is_unparseable_and_no_score_is_guessed(answer, why):
     with pytest.raises(judge.Unparseable, match=why):
-        judge.parse(answer)
+        judge.parse_judgement(answer)

@@ -10,10 +10,10 @@ import pytest
 from replayhub import services
 from replayhub.models import Budget, Night, Project, Replay, Run, TextReplay
 from replayhub.nights import tiers
-from replayhub.texttier import services as text_services
+from replayhub.texttier.services import text_replay_execute
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
-POLICY = tiers.Policy(similarity_below=0.5, score_at_most=4)
+POLICY = tiers.TierPolicy(similarity_below=0.5, score_at_most=4)
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_what_the_text_tier_passes_on(similarity, score, failed, expected):
 
 
 def test_an_escalated_category_goes_on_whatever_the_text_tier_found():
-    policy = tiers.Policy(similarity_below=0.5, escalate_categories=("security",))
+    policy = tiers.TierPolicy(similarity_below=0.5, escalate_categories=("security",))
     assert tiers.escalated("security", policy)
     assert not tiers.escalated("docs", policy) and not tiers.escalated(None, policy)
 
@@ -104,7 +104,7 @@ def make_runs(project, n, **kw):
 
 def execute_text_night(night):
     for row in TextReplay.objects.filter(night=night, status="queued").order_by("id"):
-        text_services.text_replay_execute(text_replay_id=row.pk)
+        text_replay_execute(text_replay_id=row.pk)
 
 
 def test_agentic_replays_go_only_to_runs_the_text_tier_passed_on(

@@ -16,7 +16,7 @@ from replayhub.models import (
     Run,
 )
 from reviews.models import Review
-from reviews.rollups import refresh_totals
+from reviews.trends.rollups import refresh_totals
 
 _serial = count(1)
 

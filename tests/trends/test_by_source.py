@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from replayhub.models import Rollup
-from reviews.rollups import rollup_range
+from reviews.trends.rollups import rollup_range
 from tests.trends import data
 
 TRENDS = reverse("reviews:trends")

@@ -11,7 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from reviews.rollups import rollup_range
 from reviews.trends.charts import (
     Frame,
     control_chart,
@@ -20,6 +19,7 @@ from reviews.trends.charts import (
     rate_scale,
     reason_chart,
 )
+from reviews.trends.rollups import rollup_range
 from reviews.trends.series import NightTotals, reason_label, top_reasons
 from reviews.trends.statistics import p_chart
 from tests.trends import data

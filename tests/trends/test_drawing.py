@@ -6,9 +6,9 @@ import re
 
 from django.test import override_settings
 
-from replayhub.models import Verdict
+from replayhub.verdicts import Verdict
+from reviews.render.drawing import draw_chart, draw_table
 from reviews.trends.charts import Chart, Column, Dot, Line, Rect, Text
-from reviews.trends.drawing import draw_chart, draw_table
 from reviews.trends.series import VERDICT_LABELS, VERDICTS
 from reviews.trends.tables import Cell, Head, Table
 

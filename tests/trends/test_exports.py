@@ -11,7 +11,7 @@ from datetime import date, timedelta
 import pytest
 from django.urls import reverse
 
-from reviews.trends.forms import Filters
+from reviews.trends.forms import TrendFilters
 from reviews.trends.queries import nightly_sums
 from reviews.trends.series import weekly_totals
 from tests.trends import data
@@ -191,7 +191,7 @@ def test_reason_codes_outside_the_verdict_table_are_still_counted(db):
         shop, NIGHT, attempted=5, by_reason={"gpu_melted": 1}, model="claude-opus-4"
     )
     data.rollup(shop, NIGHT - timedelta(days=1), attempted=10, by_reason={"timeout": 1})
-    filters = Filters(since=NIGHT - timedelta(days=3), until=NIGHT)
+    filters = TrendFilters(since=NIGHT - timedelta(days=3), until=NIGHT)
 
     totals, _ = nightly_sums(filters)
 
@@ -218,7 +218,7 @@ def test_weeks_summed_by_the_database_are_the_nights_summed_into_weeks(db):
             confirmed={"identical": 1},
             overturned={"divergent": i % 2},
         )
-    filters = Filters(since=since, until=NIGHT)
+    filters = TrendFilters(since=since, until=NIGHT)
 
     weeks, decided = nightly_sums(filters, 7)
     nights, nightly_decided = nightly_sums(filters)
@@ -239,7 +239,7 @@ def test_decisions_count_only_the_nights_shown(db):
         confirmed={"identical": 5},
         overturned={"divergent": 1},
     )
-    filters = Filters(since=NIGHT - timedelta(days=3), until=NIGHT)
+    filters = TrendFilters(since=NIGHT - timedelta(days=3), until=NIGHT)
 
     totals, decided = nightly_sums(filters)
 

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from replayhub.models import Rollup
-from reviews.rollups import night_of, night_start, rollup_range
+from reviews.trends.rollups import night_of, night_start, rollup_range
 from tests.trends import data
 
 

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection, connections, transaction
 
 from replayhub.models import Project, Rollup, RollupTotal
-from reviews.rollups import rollup_range, rollup_replay
+from reviews.trends.rollups import rollup_range, rollup_replay
 from tests.trends import data
 
 MARCH_2 = date(2026, 3, 2)

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from replayhub.models import Night, Replay, Rollup
 from replayhub.nights import scheduler
-from reviews.rollups import rollup_closed_night, rollup_range
+from reviews.trends.rollups import rollup_closed_night, rollup_range
 from tests.trends import data
 
 MARCH_2 = date(2026, 3, 2)

@@ -26,7 +26,7 @@ from replayhub.models import (
     Run,
     Trigger,
 )
-from reviews.rollups import rollup_range
+from reviews.trends.rollups import rollup_range
 
 
 class Command(BaseCommand):

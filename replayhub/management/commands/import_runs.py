@@ -11,12 +11,12 @@ from typing import IO
 
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub.ingest import services
 from replayhub.ingest.follow import natural_key
-from replayhub.ingest.importer import Summary, Throttle, read_chunks
-from replayhub.ingest.services import PreflightMode, runs_import
+from replayhub.ingest.importer import ImportSummary, Throttle, read_chunks
+from replayhub.ingest.services import PreflightMode
 from replayhub.ingest.verifiers import RolloutSummary
 from replayhub.models import Project
-from replayhub.rollouts import services as rollouts
 
 
 class Command(BaseCommand):
@@ -94,7 +94,7 @@ class Command(BaseCommand):
         # pending by an earlier --no-preflight import included: with
         # --preflight-only, nothing is read and those of --project are done.
         with _open(file) as stream:
-            summary = runs_import(
+            summary = services.runs_import(
                 project=target,
                 source=() if stream is None else read_chunks(stream),
                 preflight=PreflightMode.SKIP if no_preflight else PreflightMode.ALL,
@@ -126,13 +126,13 @@ class Command(BaseCommand):
             raise CommandError("give a FILE, a GLOB, or - for stdin.", returncode=2)
         status = _Status(self.stderr)
         if file == "-":
-            summary = rollouts.rollouts_import(
+            summary = services.rollouts_import(
                 project=target,
                 chunks=read_chunks(sys.stdin.buffer),
                 progress=status.importing,
             )
         else:
-            summary = rollouts.rollouts_import(
+            summary = services.rollouts_import(
                 project=target, paths=_record_files(file), progress=status.importing
             )
         status.clear()
@@ -146,9 +146,9 @@ class Command(BaseCommand):
             raise CommandError(
                 f"--follow: {pattern} is neither a directory nor a glob.", returncode=2
             )
-        source = rollouts.follow_source_get(project=project, pattern=pattern)
+        source = services.follow_source_get(project=project, pattern=pattern)
         while True:
-            summary = rollouts.rollouts_follow(source=source)
+            summary = services.rollouts_follow(source=source)
             if options["once"] or summary.imported or summary.files_problems:
                 self.stdout.write(_render(summary, as_json=as_json))
             if options["once"]:
@@ -192,13 +192,13 @@ class _Status:
         self.due = Throttle(self.INTERVAL)
         self.shown = False
 
-    def importing(self, lines: int, summary: Summary) -> None:
+    def importing(self, lines: int, summary: ImportSummary) -> None:
         self.show(
             f"import: {lines:,} lines read, {summary.imported:,} imported, "
             f"{summary.duplicates:,} duplicates, {summary.invalid_total:,} invalid"
         )
 
-    def imported(self, summary: Summary) -> None:
+    def imported(self, summary: ImportSummary) -> None:
         pass
 
     def preflighting(self, done: int, total: int) -> None:
@@ -232,7 +232,7 @@ def _open(path: str | None) -> contextlib.AbstractContextManager[IO[bytes] | Non
         ) from None
 
 
-def _render(summary: Summary, *, as_json: bool) -> str:
+def _render(summary: ImportSummary, *, as_json: bool) -> str:
     if as_json:
         return json.dumps(summary.to_dict())
     rows = [

@@ -5,7 +5,7 @@ from datetime import date
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.models import Project
-from reviews.rollups import rollup_range
+from reviews.trends.rollups import rollup_range
 
 
 def _date(value: str) -> date:

@@ -15,11 +15,11 @@ from django.db.models import Avg, Count, DateField, F
 from django.db.models.functions import Coalesce, TruncDate
 
 from replayhub.models import TextReplay, TextStatus
-from reviews.trends.forms import Filters
+from reviews.trends.forms import TrendFilters
 from reviews.trends.tables import Cell, Head, Table
 
 
-def similarity_by_night(filters: Filters) -> list[dict]:
+def similarity_by_night(filters: TrendFilters) -> list[dict]:
     """``{night, target, mean, count}`` rows, oldest night first."""
     rows = (
         TextReplay.objects.filter(

@@ -8,10 +8,10 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from replayhub.models import Project, Verdict
-from replayhub.verdicts import REASON_TEXT
-from reviews.history import DoneFilters, Period
-from reviews.models import Decision, Label
+from replayhub.models import VERDICT_CHOICES, Project
+from replayhub.verdicts import REASON_TEXT, Verdict
+from reviews.models import Label, Review
+from reviews.together.past import DoneFilters, Period
 
 
 class PeriodMixin(forms.Form):
@@ -44,10 +44,10 @@ class DoneForm(PeriodMixin):
         empty_label="Everyone",
     )
     decision = forms.ChoiceField(
-        choices=[("", "Any decision"), *Decision.choices], required=False
+        choices=[("", "Any decision"), *Review.Decision.choices], required=False
     )
     verdict = forms.ChoiceField(
-        choices=[("", "Any verdict"), *Verdict.choices], required=False
+        choices=[("", "Any verdict"), *VERDICT_CHOICES], required=False
     )
     label = forms.ChoiceField(choices=[], required=False)
     before = forms.IntegerField(required=False, widget=forms.HiddenInput)
@@ -107,7 +107,7 @@ class BulkForm(PeriodMixin):
         required=False,
         empty_label="All projects",
     )
-    verdict = forms.ChoiceField(choices=Verdict.choices, initial=Verdict.IDENTICAL)
+    verdict = forms.ChoiceField(choices=VERDICT_CHOICES, initial=Verdict.IDENTICAL)
     reason = forms.ChoiceField(
         choices=[("", "Any reason"), *((str(k), v) for k, v in REASON_TEXT.items())],
         required=False,

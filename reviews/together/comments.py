@@ -13,10 +13,9 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from replayhub.models import Comparison, Replay, TestOutcome
-from reviews import audit
-from reviews.diffs import split_files
-from reviews.models import Comment, CommentTarget
-from reviews.notices import mentioned_users, notify
+from reviews.models import AuditEvent, Comment, CommentTarget
+from reviews.replay_page.diffs import split_files
+from reviews.together.notices import mentioned_users, notify
 
 MAX_BODY = 10_000
 MAX_EXCERPT_LINES = 40
@@ -132,7 +131,7 @@ def comment_add(*, replay: Replay, author, data: dict) -> Comment:
             excerpt=quoted,
             body=data["body"],
         )
-        audit.record(
+        AuditEvent.objects.record(
             actor=author,
             action="comment.add",
             replay_id=replay.pk,
@@ -147,7 +146,7 @@ def comment_reply(*, thread: Comment, author, body: str) -> Comment:
         comment = Comment.objects.create(
             replay_id=thread.replay_id, author=author, parent=thread, body=body
         )
-        audit.record(
+        AuditEvent.objects.record(
             actor=author,
             action="comment.reply",
             replay_id=thread.replay_id,
@@ -170,7 +169,7 @@ def comment_resolve(*, thread: Comment, user, resolved: bool) -> bool:
                 resolved_at=None, resolved_by=None
             )
         if changed:
-            audit.record(
+            AuditEvent.objects.record(
                 actor=user,
                 action="comment.resolve" if resolved else "comment.reopen",
                 replay_id=thread.replay_id,

@@ -14,11 +14,11 @@ from datetime import datetime
 from django.http import HttpRequest, QueryDict
 
 from replayhub import roles
-from replayhub.models import Replay, ReplayStatus, ReviewBand, Verdict
-from reviews import comments, gold, handoff, opinions
-from reviews.labels import LabelledDecisionForm, project_labels
+from replayhub.models import VERDICT_CHOICES, Replay, ReplayStatus, ReviewBand
 from reviews.models import GoldItem, Review, ReviewPolicy, SecondOpinion
 from reviews.services import lease_end
+from reviews.together import comments, gold, handoff, opinions
+from reviews.together.labels import LabelledDecisionForm, project_labels
 
 
 def is_blind(replay: Replay, user) -> bool:
@@ -79,7 +79,7 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         "shown_band": (
             ReviewBand(replay.review_band).label if replay.review_band else ""
         ),
-        "verdict_choices": Verdict.choices,
+        "verdict_choices": VERDICT_CHOICES,
         "can_comment": user.has_perm(roles.COMMENT),
         "can_manage_claims": user.has_perm(roles.MANAGE_CLAIMS),
         "can_manage_gold": user.has_perm(roles.MANAGE_GOLD),

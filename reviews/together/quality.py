@@ -6,10 +6,10 @@ from datetime import timedelta
 
 from django.db.models import Count, Q
 
-from reviews import agreement
-from reviews.history import Period, day_start
-from reviews.labels import label_counts
-from reviews.models import Decision, GoldItem, Purpose, Review, SecondOpinion
+from reviews.models import GoldItem, Purpose, Review, SecondOpinion
+from reviews.together import agreement
+from reviews.together.labels import label_counts
+from reviews.together.past import Period, day_start
 
 
 def _reviews(period: Period):
@@ -33,7 +33,7 @@ def _first_judgements(rows) -> dict[str, dict[int, str]]:
     """Each reviewer's first verdict on each replay (confirm or overturn)."""
     found: dict[str, dict[int, str]] = {}
     for name, replay_id, verdict in (
-        rows.filter(decision__in=[Decision.CONFIRM, Decision.OVERTURN])
+        rows.filter(decision__in=[Review.Decision.CONFIRM, Review.Decision.OVERTURN])
         .order_by("created_at", "id")
         .values_list("reviewer__username", "replay_id", "verdict_after")
     ):
@@ -55,7 +55,8 @@ def report(period: Period) -> dict:
         .annotate(
             decisions=Count("id", filter=~Q(purpose=Purpose.GOLD)),
             overturns=Count(
-                "id", filter=Q(decision=Decision.OVERTURN) & ~Q(purpose=Purpose.GOLD)
+                "id",
+                filter=Q(decision=Review.Decision.OVERTURN) & ~Q(purpose=Purpose.GOLD),
             ),
             gold_checks=Count("id", filter=Q(purpose=Purpose.GOLD)),
         )

@@ -14,7 +14,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from replayhub import roles
@@ -22,6 +21,7 @@ from replayhub.models import Replay, Seed
 from replayhub.rollouts.completions import MalformedCompletion, normalise
 from replayhub.rollouts.output import output_record, record_line
 from replayhub.rollouts.replay import replay_mark
+from reviews.views import replay_for
 
 # Text longer than this, or of more lines, is collapsed behind its first line.
 LONG_CHARS = 600
@@ -123,9 +123,7 @@ def _passes(reward: object, threshold: object) -> bool | None:
 def replay_rollout_record(request: HttpRequest, replay_id: int) -> HttpResponse:
     """The replay's output as one verifiers record (JSONL), marked as
     ReplayHub's own so that importing it back never makes it a rollout."""
-    replay = get_object_or_404(
-        Replay.objects.select_related("run", "seed"), pk=replay_id
-    )
+    replay = replay_for(request.user, replay_id, related=("run", "seed"))
     found = (replay.evidence or {}).get("rollout") or {}
     if replay.seed is None or found.get("completion") is None:
         raise Http404("this replay has no rollout output")

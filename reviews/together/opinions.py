@@ -12,9 +12,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
-from reviews import audit
-from reviews.models import Decision, Purpose, Review, ReviewPolicy, SecondOpinion
-from reviews.notices import notify
+from reviews.models import (
+    AuditEvent,
+    Purpose,
+    Review,
+    ReviewPolicy,
+    SecondOpinion,
+)
+from reviews.together.notices import notify
 
 
 class OpinionRefused(Exception):
@@ -61,7 +66,7 @@ def second_opinion_ask(*, replay: Replay, user, note: str = "") -> SecondOpinion
         except IntegrityError:
             raise OpinionRefused("a second opinion is already asked for") from None
         Replay.objects.enter_review_band(locked.pk, ReviewBand.NEEDS_SECOND_REVIEW)
-        audit.record(
+        AuditEvent.objects.record(
             actor=user,
             action="second_opinion.ask",
             replay_id=locked.pk,
@@ -89,7 +94,7 @@ def after_decision(
     if opinion is not None:
         first = opinion.first_review
         agrees = None
-        if first is not None and review.decision != Decision.RERUN:
+        if first is not None and review.decision != Review.Decision.RERUN:
             agrees = first.verdict_after == review.verdict_after
         opinion.second_review = review
         opinion.agrees = agrees
@@ -97,7 +102,7 @@ def after_decision(
         review.purpose = Purpose.SECOND
         review.save(update_fields=["purpose"])
         action = {True: "agree", False: "disagree", None: "give"}[agrees]
-        audit.record(
+        AuditEvent.objects.record(
             actor=review.reviewer,
             action=f"second_opinion.{action}",
             replay_id=replay_id,
@@ -128,7 +133,7 @@ def after_decision(
     Replay.objects.return_to_review_queue(
         replay_id, band=ReviewBand.NEEDS_SECOND_REVIEW
     )
-    audit.record(
+    AuditEvent.objects.record(
         actor=review.reviewer,
         action="second_opinion.required",
         replay_id=replay_id,

@@ -12,10 +12,9 @@ from django.utils import timezone
 
 from replayhub import roles
 from replayhub.models import Replay
-from reviews import audit
-from reviews.models import Claim, Decision, Label, Review, ReviewPolicy
-from reviews.notices import notify
+from reviews.models import AuditEvent, Claim, Label, Review, ReviewPolicy
 from reviews.services import ClaimHeld, NotDecidable, lease_end, review_decide
+from reviews.together.notices import notify
 
 BULK_MAX = 500
 
@@ -36,7 +35,7 @@ def claim_release_any(*, replay: Replay, actor) -> bool:
         if claim is None:
             return False
         claim.delete()
-        audit.record(
+        AuditEvent.objects.record(
             actor=actor,
             action="claim.release",
             replay_id=replay.pk,
@@ -56,7 +55,7 @@ def claim_reassign(*, replay: Replay, actor, to) -> Claim:
             replay=replay,
             defaults={"reviewer": to, "claimed_at": now, "expires_at": lease_end(now)},
         )
-        audit.record(
+        AuditEvent.objects.record(
             actor=actor,
             action="claim.reassign",
             replay_id=replay.pk,
@@ -116,7 +115,7 @@ def bulk_confirm(*, replay_ids: list[int], reviewer, note: str = "") -> BulkResu
             review_decide(
                 replay=Replay(pk=replay_id),
                 reviewer=reviewer,
-                decision=Decision.CONFIRM,
+                decision=Review.Decision.CONFIRM,
                 note=note or "bulk confirm",
             )
         except (ClaimHeld, NotDecidable, Replay.DoesNotExist) as exc:

@@ -13,10 +13,10 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from replayhub.models import Replay, ReplayStatus, ReviewBand, Verdict
-from reviews import audit
-from reviews.labels import labels_save
-from reviews.models import Decision, GoldItem, GoldServing, Purpose, Review
+from replayhub.models import Replay, ReplayStatus, ReviewBand
+from replayhub.verdicts import Verdict
+from reviews.models import AuditEvent, GoldItem, GoldServing, Purpose, Review
+from reviews.together.labels import labels_save
 
 _random = random.SystemRandom()
 
@@ -30,7 +30,8 @@ def gold_mark(*, replay: Replay, actor, verdict: str = "") -> GoldItem:
     with transaction.atomic():
         latest = (
             Review.objects.filter(
-                replay=replay, decision__in=[Decision.CONFIRM, Decision.OVERTURN]
+                replay=replay,
+                decision__in=[Review.Decision.CONFIRM, Review.Decision.OVERTURN],
             )
             .exclude(purpose=Purpose.GOLD)
             .order_by("-created_at", "-id")
@@ -39,7 +40,7 @@ def gold_mark(*, replay: Replay, actor, verdict: str = "") -> GoldItem:
         if replay.status != ReplayStatus.FINISHED or latest is None:
             raise NotGold("only a replay a reviewer has decided can be gold")
         verdict = verdict or latest.verdict_after
-        if verdict not in Verdict.values:
+        if verdict not in tuple(Verdict):
             raise NotGold(f"unknown verdict {verdict!r}")
         band = ReviewBand.for_verdict(replay.verdict, True) or ReviewBand.DIVERGENT
         item, _ = GoldItem.objects.update_or_create(
@@ -51,7 +52,7 @@ def gold_mark(*, replay: Replay, actor, verdict: str = "") -> GoldItem:
                 "active": True,
             },
         )
-        audit.record(
+        AuditEvent.objects.record(
             actor=actor,
             action="gold.mark",
             replay_id=replay.pk,
@@ -66,7 +67,9 @@ def gold_unmark(*, replay: Replay, actor) -> bool:
             active=False
         )
         if changed:
-            audit.record(actor=actor, action="gold.unmark", replay_id=replay.pk)
+            AuditEvent.objects.record(
+                actor=actor, action="gold.unmark", replay_id=replay.pk
+            )
     return bool(changed)
 
 
@@ -134,10 +137,10 @@ def gold_judge(
     """Record a reviewer's judgement of a gold item; the replay itself is untouched."""
     with transaction.atomic():
         replay = Replay.objects.only("id", "verdict").get(pk=serving.gold.replay_id)
-        if decision == Decision.OVERTURN:
-            if verdict_after not in Verdict.values or verdict_after == replay.verdict:
+        if decision == Review.Decision.OVERTURN:
+            if verdict_after not in tuple(Verdict) or verdict_after == replay.verdict:
                 raise NotGold("an overturn names a different verdict")
-        elif decision == Decision.CONFIRM:
+        elif decision == Review.Decision.CONFIRM:
             verdict_after = replay.verdict
         else:
             verdict_after = ""
@@ -154,7 +157,7 @@ def gold_judge(
         serving.save(update_fields=["review"])
         if labels:
             labels_save(review=review, values=labels)
-        audit.record(
+        AuditEvent.objects.record(
             actor=serving.reviewer,
             action="gold.judge",
             replay_id=replay.pk,

@@ -2,7 +2,7 @@
 
 The Django template engine spends several microseconds on every variable it
 prints; a queue page has a thousand (the trends charts, with ten thousand, are
-drawn in plain Python: ``reviews/trends/drawing.py``).
+drawn in plain Python: ``reviews/render/drawing.py``).
 Jinja2 compiles a template to Python and prints the same variables about five
 times faster. It is the second engine in ``TEMPLATES`` (``replayhub/settings.py``,
 templates under ``templates/jinja2/``), always autoescaped as Django's is, so

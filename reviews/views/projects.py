@@ -10,21 +10,26 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Least
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import (
+    require_GET,
+    require_http_methods,
+)
 
 from replayhub import roles
 from replayhub.models import (
+    VERDICT_CHOICES,
     Preflight,
     Project,
     Provider,
     Replay,
     ReplayStatus,
     Run,
-    Verdict,
+    TestRecord,
 )
 from replayhub.project_setup import ProjectInvalid
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
@@ -51,7 +56,7 @@ class RunFilterForm(forms.Form):
         required=False,
     )
     verdict = forms.ChoiceField(
-        choices=[("", "Any verdict"), *Verdict.choices], required=False
+        choices=[("", "Any verdict"), *VERDICT_CHOICES], required=False
     )
     model = forms.CharField(required=False, max_length=200)
     since = forms.DateField(required=False, label="Imported from")
@@ -305,3 +310,44 @@ def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
         return _save(request, project)
     form = ProjectForm(initial=ProjectForm.initial_for(project))
     return _project_form_page(request, form, project)
+
+
+@require_GET
+@permission_required(roles.VIEW_PROJECTS, raise_exception=True)
+def project_list(request: HttpRequest) -> HttpResponse:
+    # One grouped query: each project's runs by preflight state, and the newest.
+    by_state = {
+        f"runs_{state}": Count("runs", filter=Q(runs__preflight=state))
+        for state in Preflight.values
+    }
+    listed = Project.objects.annotate(
+        runs_total=Count("runs"), last_import=Max("runs__imported_at"), **by_state
+    ).order_by("slug")
+    return render(
+        request,
+        "reviews/projects.html",
+        {"page": "projects", "projects": listed, "flaky": _flaky_tests()},
+    )
+
+
+FLAKY_SHOWN = 200
+
+
+def _flaky_tests() -> list[dict]:
+    """Tests seen both passing and failing on one tree, most flips first.
+
+    The flip rate is the share of a test's runs, on the trees where it flipped,
+    that went the minority's way: 0.5 is a coin toss.
+    """
+    rows = (
+        TestRecord.objects.filter(passed__gt=0, failed__gt=0)
+        .values("project__slug", "test_id")
+        .annotate(
+            minority=Sum(Least("passed", "failed")),
+            runs=Sum(F("passed") + F("failed")),
+            last_seen=Max("last_seen"),
+            replays=Sum("replays"),
+        )
+        .order_by("-minority", "project__slug", "test_id")[:FLAKY_SHOWN]
+    )
+    return [{**row, "flip_rate": row["minority"] / row["runs"]} for row in rows]

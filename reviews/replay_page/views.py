@@ -6,14 +6,9 @@ from collections import defaultdict
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, Max, Q, Sum
-from django.db.models.functions import Least
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
-from django.utils.text import Truncator
 from django.views.decorators.http import (
     require_GET,
     require_http_methods,
@@ -21,28 +16,25 @@ from django.views.decorators.http import (
 )
 from django_htmx.http import HTMX_STOP_POLLING
 
-from replayhub import roles, services
+from replayhub import roles
 from replayhub.models import (
     Comparison,
-    Preflight,
-    Project,
     Replay,
     ReplayStatus,
-    ReviewBand,
-    RunSource,
-    TestRecord,
     TreeKind,
-    Verdict,
-    WorkerCheck,
 )
 from replayhub.verdicts import REASON_TEXT
-from reviews import comments, gold, markup, team_detail
-from reviews import queue as review_queue
-from reviews.cases import CaseTable, case_table
-from reviews.diffs import hunk_view, pair_by_path, split_files
-from reviews.forms import DecisionForm, QueueFilterForm
-from reviews.models import AuditEvent, Claim, Decision, Review
-from reviews.rollouts import rollout_view
+from reviews.forms import DecisionForm
+from reviews.models import AuditEvent, Claim, Review
+from reviews.replay_page import together
+from reviews.replay_page.continuations import rollout_view
+from reviews.replay_page.diffs import hunk_view, pair_by_path, split_files
+from reviews.replay_page.outcomes import CaseTable, case_table
+from reviews.replay_page.trail import (
+    UNDO_SESSION_KEY,
+    decision_sentence,
+    event_sentence,
+)
 from reviews.services import (
     ClaimHeld,
     NotDecidable,
@@ -55,254 +47,30 @@ from reviews.services import (
     review_undo,
     undo_deadline,
 )
-from reviews.templatetags.review_tags import age, until
-from reviews.trail import UNDO_SESSION_KEY, decision_sentence, event_sentence
+from reviews.together import gold
+from reviews.views import partial, replay_for
 
 # Diffs with more lines than this (per kind) show their file list and load each
 # file's lines on demand, so one huge change cannot stall the page.
 INLINE_DIFF_LINES = 1500
 # The tail of the agent's output shown on the page; the rest stays stored.
 AGENT_OUTPUT_SHOWN = 64 * 1024
-QUEUE_ROWS_TEMPLATE = "reviews/_queue_rows.html"
+
+# What the replay page shows besides the replay's own row.
+PAGE_RELATED = (
+    "run",
+    "project",
+    "comparison",
+    "claim__reviewer",
+    "requested_by",
+    "seed",
+)
 
 DIFF_KINDS = {
     "dod": ("diff_of_diffs", "Diff of diffs"),
     "original": ("original_patch", "Original change"),
     "replay": ("replay_patch", "Replay change"),
 }
-
-
-def _replay_or_404(replay_id: int) -> Replay:
-    return get_object_or_404(
-        Replay.objects.select_related(
-            "run",
-            "project",
-            "comparison",
-            "claim__reviewer",
-            "requested_by",
-            "seed",
-        ),
-        pk=replay_id,
-    )
-
-
-def _partial(request: HttpRequest, template: str, partial: str) -> str:
-    # A history restore asks for the whole page even though it comes from htmx.
-    if request.htmx and not request.htmx.history_restore_request:
-        return f"{template}#{partial}"
-    return template
-
-
-def _detail_url() -> str:
-    """The replay page's URL with ``{}`` for the id: ``reverse`` once a page
-    rather than once a row (a tenth of the queue page's CPU)."""
-    marker = 918273645
-    return reverse("reviews:replay_detail", args=[marker]).replace(str(marker), "{}")
-
-
-def _queue_row(row: dict, now, project_slugs: dict[int, str], detail_url: str) -> dict:
-    """What one queue row shows, as plain values.
-
-    The queue is the hot page: plain values keep the template's per-row work
-    small, which is most of the page's time once the queries are cheap.
-    """
-    holder = review_queue.holder(row, now)
-    band = row["review_band"]
-    files = row["comparison__files_changed"]
-    return {
-        "id": row["id"],
-        "url": detail_url.format(int(row["id"])),
-        "verdict": row["verdict"],
-        "verdict_label": Verdict(row["verdict"]).label,
-        "reason": REASON_TEXT.get(row["reason_code"], row["reason_code"]),
-        "band": band,
-        "band_label": ReviewBand(band).label if band else "",
-        "project": project_slugs.get(row["project_id"], ""),
-        "title": Truncator(row["run__title"] or row["run__external_id"]).chars(90),
-        "model": row["run__model"],
-        "rollout": row.get("run__source") == RunSource.ROLLOUT,
-        "age": age(row["finished_at"], now),
-        "finished": row["finished_at"].isoformat(timespec="seconds"),
-        "files": files,
-        "insertions": row["comparison__insertions"],
-        "deletions": row["comparison__deletions"],
-        "substantive": row["comparison__substantive_files"],
-        "holder": holder,
-        "holder_left": holder and until(row["claim__expires_at"], now),
-    }
-
-
-def queue_context(
-    *,
-    form: QueueFilterForm,
-    rows: list[dict],
-    next_cursor: str,
-    paged: bool,
-    can_decide: bool = False,
-) -> dict:
-    """The queue template's context; the benchmark builds its Paginator page with it."""
-    filters = form.filters()
-    counts = review_queue.band_counts(filters) if filters.banded else {}
-    now = timezone.now()
-    data = getattr(form, "cleaned_data", {})
-    projects = dict(form.fields["project"].queryset.values_list("id", "slug"))
-    open_threads = comments.unresolved([row["id"] for row in rows])
-    blind = team_detail.blind_projects() if can_decide else set()
-    detail_url = _detail_url()
-    rows = [
-        {
-            **_queue_row(row, now, projects, detail_url),
-            "open_threads": open_threads.get(row["id"], 0),
-            "blind": row["project_id"] in blind,
-        }
-        for row in rows
-    ]
-    return {
-        "page": "queue",
-        "form": form,
-        "filters": filters,
-        "selected": {
-            "project": data["project"].slug if data.get("project") else "",
-            "model": data.get("model", ""),
-            "verdict": data.get("verdict", ""),
-            "reason": data.get("reason", ""),
-            "label": data.get("label", ""),
-        },
-        "labels": list(form.fields["label"].choices),
-        "projects": sorted(projects.values()),
-        "verdicts": form.fields["verdict"].choices,
-        "reasons": form.fields["reason"].choices,
-        "rows": rows,
-        # The rows are most of the page: drawn by Jinja2 (reviews/markup.py).
-        "rows_html": markup.render(
-            QUEUE_ROWS_TEMPLATE,
-            {"rows": rows, "banded": filters.banded, "paged": paged},
-        ),
-        "next_cursor": next_cursor,
-        "paged": paged,
-        "bands": [
-            (band, label, counts.get(band, 0)) for band, label in ReviewBand.choices
-        ],
-        "count_cap": review_queue.COUNT_CAP,
-        "queued_total": sum(counts.values()),
-    }
-
-
-@require_GET
-@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
-def queue(request: HttpRequest) -> HttpResponse:
-    form = QueueFilterForm(request.GET)
-    form.is_valid()
-    result = review_queue.page(
-        form.filters(), after=form.cursor(), size=review_queue.PAGE_SIZE
-    )
-    response = render(
-        request,
-        _partial(request, "reviews/queue.html", "results"),
-        queue_context(
-            form=form,
-            rows=result.rows,
-            next_cursor=result.next_cursor.encode() if result.next_cursor else "",
-            paged=form.cursor() is not None,
-            can_decide=request.user.has_perm(roles.DECIDE),
-        ),
-    )
-    patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-@require_GET
-@permission_required(roles.VIEW_PROJECTS, raise_exception=True)
-def projects(request: HttpRequest) -> HttpResponse:
-    # One grouped query: each project's runs by preflight state, and the newest.
-    by_state = {
-        f"runs_{state}": Count("runs", filter=Q(runs__preflight=state))
-        for state in Preflight.values
-    }
-    listed = Project.objects.annotate(
-        runs_total=Count("runs"), last_import=Max("runs__imported_at"), **by_state
-    ).order_by("slug")
-    return render(
-        request,
-        "reviews/projects.html",
-        {"page": "projects", "projects": listed, "flaky": _flaky_tests()},
-    )
-
-
-FLAKY_SHOWN = 200
-
-
-def _flaky_tests() -> list[dict]:
-    """Tests seen both passing and failing on one tree, most flips first.
-
-    The flip rate is the share of a test's runs, on the trees where it flipped,
-    that went the minority's way: 0.5 is a coin toss.
-    """
-    rows = (
-        TestRecord.objects.filter(passed__gt=0, failed__gt=0)
-        .values("project__slug", "test_id")
-        .annotate(
-            minority=Sum(Least("passed", "failed")),
-            runs=Sum(F("passed") + F("failed")),
-            last_seen=Max("last_seen"),
-            replays=Sum("replays"),
-        )
-        .order_by("-minority", "project__slug", "test_id")[:FLAKY_SHOWN]
-    )
-    return [{**row, "flip_rate": row["minority"] / row["runs"]} for row in rows]
-
-
-@require_GET
-@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def status(request: HttpRequest) -> HttpResponse:
-    checks = WorkerCheck.objects.select_related("requested_by")[:10]
-    return render(request, "reviews/status.html", {"page": "status", "checks": checks})
-
-
-@require_POST
-@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def worker_check_create(request: HttpRequest) -> HttpResponse:
-    check = services.worker_check_request(user=request.user)
-    if not request.htmx:
-        return redirect("reviews:status")
-    return render(request, "reviews/status.html#check", {"check": check})
-
-
-@require_GET
-@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def worker_check_detail(request: HttpRequest, check_id: int) -> HttpResponse:
-    check = get_object_or_404(WorkerCheck, pk=check_id)
-    response = render(request, "reviews/status.html#check", {"check": check})
-    if check.answered_at is not None:
-        # 286 tells htmx to stop polling: the worker has answered.
-        response.status_code = HTMX_STOP_POLLING
-    return response
-
-
-@require_GET
-@permission_required(roles.VIEW_REPLAYS, raise_exception=True)
-def running(request: HttpRequest) -> HttpResponse:
-    rows = review_queue.running()
-    response = render(
-        request,
-        _partial(request, "reviews/running.html", "running"),
-        {"page": "queue", "rows": rows, "now": timezone.now()},
-    )
-    if request.htmx and not rows:
-        # 286 tells htmx to stop polling: nothing is waiting or running.
-        response.status_code = HTMX_STOP_POLLING
-    patch_vary_headers(response, ["HX-Request"])
-    return response
-
-
-@require_POST
-@permission_required(roles.DECIDE, raise_exception=True)
-def next_item(request: HttpRequest) -> HttpResponse:
-    replay = claim_next(reviewer=request.user)
-    if replay is None:
-        messages.info(request, "Nothing left to review: every queued item is held.")
-        return redirect("reviews:queue")
-    return redirect("reviews:replay_detail", replay_id=replay.pk)
 
 
 def _claim_state(replay: Replay, user) -> tuple[Claim | None, bool]:
@@ -364,7 +132,7 @@ def human_verdict(reviews: list[Review]) -> Review | None:
             r
             for r in reviews
             if r.undone_at is None
-            and r.decision != Decision.RERUN
+            and r.decision != Review.Decision.RERUN
             and r.purpose != "gold"
         ),
         None,
@@ -379,7 +147,7 @@ def _undoable(reviews: list[Review], user) -> Review | None:
     latest = standing[0]
     if (
         latest.reviewer_id != user.pk
-        or latest.decision == Decision.RERUN
+        or latest.decision == Review.Decision.RERUN
         or timezone.now() > undo_deadline(latest)
     ):
         return None
@@ -504,7 +272,7 @@ def _page_context(
     request: HttpRequest, replay: Replay, form=None, overruled=()
 ) -> dict:
     context = _detail_context(request, replay, form=form, overruled=overruled)
-    context.update(team_detail.extras(request, replay, context))
+    context.update(together.extras(request, replay, context))
     return context
 
 
@@ -517,7 +285,7 @@ def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
         if not request.user.has_perm(roles.DECIDE):
             raise PermissionDenied
         return _decide(request, replay_id)
-    replay = _replay_or_404(replay_id)
+    replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
     return render(request, "reviews/replay_detail.html", _page_context(request, replay))
 
 
@@ -525,8 +293,8 @@ def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def replay_progress(request: HttpRequest, replay_id: int) -> HttpResponse:
     """The phase line of a replay still running, polled by its detail page."""
-    replay = get_object_or_404(
-        Replay.objects.only("id", "status", "phase", "started_at"), pk=replay_id
+    replay = replay_for(
+        request.user, replay_id, only=("id", "status", "phase", "started_at")
     )
     response = render(
         request,
@@ -549,7 +317,7 @@ def replay_diff_file(
     if kind not in DIFF_KINDS:
         raise Http404("no such diff")
     field, title = DIFF_KINDS[kind]
-    replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
+    replay = replay_for(request.user, replay_id, only=("id",))
     # Only the one text column: the other two may be a megabyte each.
     text = (
         Comparison.objects.filter(replay=replay).values_list(field, flat=True).first()
@@ -559,7 +327,7 @@ def replay_diff_file(
         raise Http404("no such file in this diff")
     return render(
         request,
-        _partial(request, "reviews/diff_file.html", "body"),
+        partial(request, "reviews/diff_file.html", "body"),
         {
             "page": "queue",
             "replay": replay,
@@ -575,7 +343,7 @@ def replay_diff_file(
 @permission_required(roles.DECIDE, raise_exception=True)
 def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
     # Only the id: a claim needs no diffs, and they can weigh megabytes.
-    replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
+    replay = replay_for(request.user, replay_id, only=("id",))
     try:
         claim_take(replay=replay, reviewer=request.user)
     except ClaimHeld as exc:
@@ -586,7 +354,7 @@ def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
 @require_POST
 @permission_required(roles.DECIDE, raise_exception=True)
 def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = get_object_or_404(Replay.objects.only("id"), pk=replay_id)
+    replay = replay_for(request.user, replay_id, only=("id",))
     # A gold item served to the reviewer is released like any held item.
     released = gold.gold_release(replay_id=replay.pk, user=request.user)
     if claim_release(replay=replay, reviewer=request.user) or released:
@@ -639,8 +407,8 @@ def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
 
 
 def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay_or_404(replay_id)
-    form = team_detail.decision_form(replay, request.POST)
+    replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
+    form = together.decision_form(replay, request.POST)
     if not form.is_valid():
         context = _page_context(request, replay, form=form)
         return render(request, "reviews/replay_detail.html", context, status=400)
@@ -668,7 +436,7 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
         # Asked again, with the same choice and note: the second "yes" records it.
         data = request.POST.copy()
         data["overrule"] = "on"
-        form = team_detail.decision_form(replay, data)
+        form = together.decision_form(replay, data)
         form.is_valid()
         context = _page_context(request, replay, form=form, overruled=exc.reasons)
         return render(request, "reviews/replay_detail.html", context, status=409)
@@ -686,7 +454,7 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
         messages.info(request, _gold_message(review.verdict_after, serving))
     else:
         messages.success(request, decision_sentence(review))
-        if review.decision != Decision.RERUN:
+        if review.decision != Review.Decision.RERUN:
             request.session[UNDO_SESSION_KEY] = review.pk
     following = claim_next(reviewer=request.user)
     if following is None:

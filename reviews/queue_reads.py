@@ -96,7 +96,7 @@ class Cursor:
 
 
 @dataclass(frozen=True)
-class Filters:
+class QueueFilters:
     project_id: int | None = None
     model: str = ""
     verdict: str = ""
@@ -139,7 +139,7 @@ class Page:
     next_cursor: Cursor | None
 
 
-def listing(filters: Filters) -> QuerySet:
+def listing(filters: QueueFilters) -> QuerySet:
     """The rows a filter selects, unordered, as dicts of ``ROW_FIELDS``."""
     if filters.banded:
         # finished_at is always set on a queued replay; requiring it keeps the
@@ -166,7 +166,7 @@ def _older_than(cursor: Cursor) -> Q:
     )
 
 
-def page(filters: Filters, *, after: Cursor | None, size: int = PAGE_SIZE) -> Page:
+def page(filters: QueueFilters, *, after: Cursor | None, size: int = PAGE_SIZE) -> Page:
     """One page of the listing, strictly after ``after``.
 
     In band order the rest of the cursor's band and the bands after it are two
@@ -196,7 +196,7 @@ def page(filters: Filters, *, after: Cursor | None, size: int = PAGE_SIZE) -> Pa
     return Page(rows=rows, next_cursor=next_cursor)
 
 
-def band_counts(filters: Filters, cap: int | None = None) -> dict[int, int]:
+def band_counts(filters: QueueFilters, cap: int | None = None) -> dict[int, int]:
     """Queued replays per band, counted up to ``cap + 1`` (more means "cap+").
 
     One statement: per band, a count over at most ``cap + 1`` entries of the

@@ -24,9 +24,9 @@ from replayhub.models import (
     TextStatus,
     TextSuite,
 )
-from replayhub.texttier import services as text_services
 from replayhub.texttier.replay import BadTarget, Target
-from reviews.rollouts import messages_view
+from replayhub.texttier.services import text_replay_request
+from reviews.replay_page.continuations import messages_view
 
 VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"
@@ -126,7 +126,7 @@ def run_text_replay(request: HttpRequest, run_id: int) -> HttpResponse:
     form = TextReplayForm(request.POST)
     if form.is_valid():
         try:
-            text_services.text_replay_request(
+            text_replay_request(
                 run=run,
                 target=form.cleaned_data["target"],
                 judge=form.cleaned_data["judge"],

@@ -17,11 +17,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from replayhub import roles
 from replayhub.models import Replay
-from reviews import comments as comment_services
-from reviews import gold, handoff, history, opinions, quality
 from reviews.models import Comment, Notice
-from reviews.teamforms import AgreementForm, BulkForm, DoneForm, SearchForm
+from reviews.together import comments, gold, handoff, opinions, past, quality
+from reviews.together.forms import AgreementForm, BulkForm, DoneForm, SearchForm
 from reviews.trends.exports import _cell
+from reviews.views import replay_for
 
 
 def _back(replay_id: int, anchor: str = "") -> HttpResponse:
@@ -29,18 +29,18 @@ def _back(replay_id: int, anchor: str = "") -> HttpResponse:
     return redirect(f"{url}#{anchor}" if anchor else url)
 
 
-def _replay(replay_id: int) -> Replay:
+def _replay(request: HttpRequest, replay_id: int) -> Replay:
     # Only the columns an action needs: the diffs can weigh megabytes.
-    return get_object_or_404(
-        Replay.objects.only("id", "status", "project_id", "verdict"), pk=replay_id
+    return replay_for(
+        request.user, replay_id, only=("id", "status", "project_id", "verdict")
     )
 
 
 @require_POST
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_create(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay(replay_id)
-    form = comment_services.CommentForm(request.POST)
+    replay = _replay(request, replay_id)
+    form = comments.CommentForm(request.POST)
     if not form.is_valid():
         errors = "; ".join(
             f"{name.replace('_', ' ')}: {' '.join(errs)}"
@@ -49,10 +49,10 @@ def comment_create(request: HttpRequest, replay_id: int) -> HttpResponse:
         messages.error(request, f"Comment not added ({errors}).")
         return _back(replay.pk, "comments")
     try:
-        comment = comment_services.comment_add(
+        comment = comments.comment_add(
             replay=replay, author=request.user, data=form.cleaned_data
         )
-    except comment_services.CommentRefused as exc:
+    except comments.CommentRefused as exc:
         messages.error(request, f"Comment not added: {exc}.")
         return _back(replay.pk, "comments")
     return _back(replay.pk, f"thread-{comment.pk}")
@@ -66,11 +66,11 @@ def _thread(comment_id: int) -> Comment:
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
-    form = comment_services.ReplyForm(request.POST)
+    form = comments.ReplyForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Reply not added: write something first.")
     else:
-        comment_services.comment_reply(
+        comments.comment_reply(
             thread=thread, author=request.user, body=form.cleaned_data["body"]
         )
     return _back(thread.replay_id, f"thread-{thread.pk}")
@@ -80,7 +80,7 @@ def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
-    comment_services.comment_resolve(
+    comments.comment_resolve(
         thread=thread, user=request.user, resolved=request.POST.get("resolved") != "0"
     )
     return _back(thread.replay_id, f"thread-{thread.pk}")
@@ -89,7 +89,7 @@ def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
 @require_POST
 @permission_required(roles.DECIDE, raise_exception=True)
 def second_opinion(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay(replay_id)
+    replay = _replay(request, replay_id)
     try:
         opinions.second_opinion_ask(
             replay=replay, user=request.user, note=request.POST.get("note", "")[:150]
@@ -106,7 +106,7 @@ def second_opinion(request: HttpRequest, replay_id: int) -> HttpResponse:
 @require_POST
 @permission_required(roles.MANAGE_GOLD, raise_exception=True)
 def gold_toggle(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay(replay_id)
+    replay = _replay(request, replay_id)
     if request.POST.get("gold") == "0":
         gold.gold_unmark(replay=replay, actor=request.user)
         messages.info(request, f"Replay {replay.pk} is no longer a gold item.")
@@ -127,7 +127,7 @@ def gold_toggle(request: HttpRequest, replay_id: int) -> HttpResponse:
 @require_POST
 @permission_required(roles.MANAGE_CLAIMS, raise_exception=True)
 def claim_assign(request: HttpRequest, replay_id: int) -> HttpResponse:
-    replay = _replay(replay_id)
+    replay = _replay(request, replay_id)
     name = request.POST.get("to", "").strip()
     if not name:
         if handoff.claim_release_any(replay=replay, actor=request.user):
@@ -152,9 +152,9 @@ def done(request: HttpRequest) -> HttpResponse:
     everyone = request.user.has_perm(roles.VIEW_AGREEMENT)
     form = DoneForm(request.GET, everyone=everyone)
     form.is_valid()
-    rows = list(history.done(form.filters(request.user))[: history.DONE_PAGE + 1])
-    more = len(rows) > history.DONE_PAGE
-    rows = rows[: history.DONE_PAGE]
+    rows = list(past.done(form.filters(request.user))[: past.DONE_PAGE + 1])
+    more = len(rows) > past.DONE_PAGE
+    rows = rows[: past.DONE_PAGE]
     return render(
         request,
         "reviews/done.html",
@@ -173,8 +173,8 @@ def done(request: HttpRequest) -> HttpResponse:
 def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET)
     text = form.cleaned_data["q"] if form.is_valid() else ""
-    found = history.search(text)
-    open_threads = comment_services.unresolved([r.pk for r in found])
+    found = past.search(text)
+    open_threads = comments.unresolved([r.pk for r in found])
     return render(
         request,
         "reviews/search.html",
@@ -183,7 +183,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "form": form,
             "q": text,
             "rows": [(r, open_threads.get(r.pk, 0)) for r in found],
-            "limit": history.SEARCH_LIMIT,
+            "limit": past.SEARCH_LIMIT,
         },
     )
 
@@ -196,12 +196,10 @@ def _bulk_set(form: BulkForm):
     if data.get("reason"):
         rows = rows.filter(reason_code=data["reason"])
     if data.get("since"):
-        rows = rows.filter(finished_at__gte=history.day_start(data["since"]))
+        rows = rows.filter(finished_at__gte=past.day_start(data["since"]))
     if data.get("until"):
         rows = rows.filter(
-            finished_at__lt=history.day_start(
-                data["until"] + timezone.timedelta(days=1)
-            )
+            finished_at__lt=past.day_start(data["until"] + timezone.timedelta(days=1))
         )
     return handoff.undecided(rows).order_by("-finished_at", "-id")
 

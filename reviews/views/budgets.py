@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from replayhub import roles
 from replayhub.models import Budget, Night, Project, Run
 from replayhub.nights import scheduler
-from replayhub.texttier import night as text_night
+from replayhub.texttier.night import text_candidates
 from reviews import services
 from reviews.models import AuditEvent
 
@@ -247,7 +247,7 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
         .only("id", "external_id", "title", "deferred_at")
         .order_by("deferred_at", "id")[:DEFERRED_SHOWN],
         "text_deferred_runs": (
-            text_night.text_candidates(project, tonight, budget).only(
+            text_candidates(project, tonight, budget).only(
                 "id", "external_id", "title"
             )[:DEFERRED_SHOWN]
             if tonight is not None and tonight.text_deferred

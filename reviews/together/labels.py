@@ -13,7 +13,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from reviews.forms import DecisionForm
-from reviews.models import Decision, Label, ReviewLabel
+from reviews.models import Label, Review, ReviewLabel
 
 
 def project_labels(project_id: int) -> list[Label]:
@@ -43,7 +43,7 @@ class LabelledDecisionForm(DecisionForm):
 
     def clean(self):
         data = super().clean()
-        if data.get("decision") in (Decision.CONFIRM, Decision.OVERTURN):
+        if data.get("decision") in (Review.Decision.CONFIRM, Review.Decision.OVERTURN):
             for label in self.labels:
                 if label.required and not data.get(self.field_name(label)):
                     self.add_error(

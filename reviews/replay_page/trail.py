@@ -12,14 +12,14 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from replayhub.models import ReviewBand, Verdict
-from reviews import trail_together
+from replayhub.models import VERDICT_CHOICES, ReviewBand
+from reviews.together import sentences
 
 # The session key holding the id of the reviewer's latest decision, offered
 # for taking back on the next page.
 UNDO_SESSION_KEY = "undo_review"
 
-_VERDICTS = dict(Verdict.choices)
+_VERDICTS = dict(VERDICT_CHOICES)
 
 
 @dataclass
@@ -113,6 +113,6 @@ def event_sentence(event) -> Sentence:
         s.say("registered the project")
     elif action == "project.update":
         s.say("changed ").say(", ".join(sorted(after)) or "nothing", True)
-    elif not trail_together.say(s, action, before, after):
+    elif not sentences.say(s, action, before, after):
         s.say(action.replace(".", " ").replace("_", " "))
     return s

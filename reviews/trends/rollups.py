@@ -72,10 +72,10 @@ from replayhub.models import (
     Rollup,
     RollupTotal,
     RunSource,
-    Verdict,
 )
 from replayhub.models.nights import NightCounts
-from reviews.models import Decision, Review
+from replayhub.verdicts import Verdict
+from reviews.models import Review
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def night_start(day: date, *, start_hour: int, tz: str) -> datetime:
 
 
 @dataclass
-class Counts:
+class RollupCounts:
     """The counters of one (night, model) row while it is being built."""
 
     verdicts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -123,14 +123,14 @@ class Counts:
         self.verdicts[verdict] += n
         if verdict == Verdict.INCONCLUSIVE:
             self.by_reason[reason] += n
-        if decision == Decision.CONFIRM:
+        if decision == Review.Decision.CONFIRM:
             self.confirmed[verdict] += n
-        elif decision == Decision.OVERTURN:
+        elif decision == Review.Decision.OVERTURN:
             self.overturned[verdict] += n
 
     def merge(self, row: dict) -> None:
         """Add the counts of a row (``Rollup`` values) to these."""
-        for verdict in Verdict.values:
+        for verdict in Verdict:
             self.verdicts[verdict] += row[verdict]
         for name in ("by_reason", "confirmed", "overturned"):
             mine = getattr(self, name)
@@ -143,7 +143,7 @@ class Counts:
     ) -> NightCounts:
         """A row of ``cls`` with these counts; ``key`` names model, source (and
         the project of a Rollup)."""
-        verdicts = {v: self.verdicts.get(v, 0) for v in Verdict.values}
+        verdicts = {v: self.verdicts.get(v, 0) for v in Verdict}
         return cls(
             date=day,
             **key,
@@ -229,12 +229,12 @@ def refresh_totals(since: date, until: date, *, now: datetime | None = None) -> 
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TOTALS_LOCK])
     now = now or timezone.now()
-    sums: dict[tuple[date, str, str], Counts] = defaultdict(Counts)
+    sums: dict[tuple[date, str, str], RollupCounts] = defaultdict(RollupCounts)
     rows = Rollup.objects.filter(date__gte=since, date__lte=until).values(
         "date",
         "model",
         "source",
-        *Verdict.values,
+        *tuple(Verdict),
         "deferred",
         "by_reason",
         "confirmed",
@@ -323,7 +323,7 @@ def _project_rows(
             project_id=project_id, date__gte=since, date__lte=until
         ).values_list("pk", "date", "deferred")
     }
-    counts: dict[tuple[date, str, str], Counts] = defaultdict(Counts)
+    counts: dict[tuple[date, str, str], RollupCounts] = defaultdict(RollupCounts)
     for day, deferred in nights.values():
         counts[(day, "", RunSource.CODE)].deferred = deferred
 
