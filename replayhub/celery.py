@@ -22,8 +22,9 @@ app.autodiscover_tasks()
 
 
 class Task(StrEnum):
-    """Every task's name: ``replayhub.tasks`` registers each under its name
-    here, and the settings route and schedule them by the same names."""
+    """Every task's name: ``replayhub.tasks`` and ``reviews.tasks`` register
+    each under its name here, and the settings route and schedule them by the
+    same names."""
 
     ANSWER_WORKER_CHECK = "replayhub.tasks.answer_worker_check"
     RUN_REPLAY = "replayhub.tasks.run_replay"
@@ -36,13 +37,17 @@ class Task(StrEnum):
     FOLLOW_ROLLOUTS = "replayhub.tasks.follow_rollouts"
     FOLLOW_SOURCE = "replayhub.tasks.follow_source"
     DISPATCH_TEXT_NIGHT = "replayhub.tasks.dispatch_text_night"
+    ROLLUP_NIGHT = "reviews.tasks.rollup_night"
+    ROLLUP_SWEEP = "reviews.tasks.rollup_sweep"
 
 
-def enqueue(task: Task, *args: object, on_commit: bool = True) -> None:
-    """Send ``task`` with ``args`` to the workers; by default once the current
-    transaction commits (at once outside one), so a worker never reads a row
-    before it is there."""
-    send = partial(app.send_task, task.value, args=args)
+def enqueue(
+    task: Task, *args: object, on_commit: bool = True, countdown: float = 0
+) -> None:
+    """Send ``task`` with ``args`` to the workers, to start ``countdown``
+    seconds from now; by default once the current transaction commits (at
+    once outside one), so a worker never reads a row before it is there."""
+    send = partial(app.send_task, task.value, args=args, countdown=countdown or None)
     if on_commit:
         transaction.on_commit(send)
     else:

@@ -286,6 +286,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "replayhub.tasks.nightly_tick",
         "schedule": 120.0,
     },
+    # Sends again the recount of any night a decision asked for and that has
+    # not been counted since (a lost message, a failed recount).
+    "rollup-sweep": {
+        "task": "reviews.tasks.rollup_sweep",
+        "schedule": 60.0,
+    },
     # Queues a follow pass for each followed rollout source.
     "follow-rollouts": {
         "task": "replayhub.tasks.follow_rollouts",
@@ -345,6 +351,9 @@ REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 # A reviewer can take back their own decision for this long after making it.
 REPLAYHUB_REVIEW_UNDO_SECONDS = env_int("REPLAYHUB_REVIEW_UNDO_SECONDS", 300)
+# A decision's night is counted again this long after the first decision of a
+# burst, by a worker; the decisions made meanwhile are counted in one pass.
+REPLAYHUB_ROLLUP_DELAY_SECONDS = env_int("REPLAYHUB_ROLLUP_DELAY_SECONDS", 5)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
 # Mentions and assignments also go out by e-mail (Django's EMAIL_* settings) to
 # users who have an address.

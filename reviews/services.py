@@ -311,7 +311,7 @@ def review_decide(
         opinions.after_decision(
             review=review, opinion=opinion, project_id=locked.project_id
         )
-        transaction.on_commit(lambda: rollups.rollup_replay(locked.pk))
+        transaction.on_commit(lambda: rollups.rollup_request(locked.pk))
     return review
 
 
@@ -375,7 +375,7 @@ def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Rev
                 "claimed_by": reviewer.get_username() if claim else None,
             },
         )
-        transaction.on_commit(lambda: rollups.rollup_replay(locked.pk))
+        transaction.on_commit(lambda: rollups.rollup_request(locked.pk))
     return latest
 
 

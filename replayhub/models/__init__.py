@@ -12,7 +12,14 @@ from replayhub.models.ingest import (
     IngestToken,
     IngestTokenQuerySet,
 )
-from replayhub.models.nights import Budget, Night, NightStatus, Rollup, RollupTotal
+from replayhub.models.nights import (
+    Budget,
+    Night,
+    NightStatus,
+    Rollup,
+    RollupRequest,
+    RollupTotal,
+)
 from replayhub.models.projects import (
     Preflight,
     Project,
@@ -74,6 +81,7 @@ __all__ = [
     "RolloutAnchor",
     "RolloutMode",
     "Rollup",
+    "RollupRequest",
     "RollupTotal",
     "Run",
     "RunSource",

@@ -300,3 +300,33 @@ class RollupTotal(NightCounts):
 
     def __str__(self) -> str:
         return f"all projects {self.model or 'all models'} {self.date}"
+
+
+class RollupRequest(models.Model):
+    """A night of a project whose rollup is owed: a reviewer decided on one of
+    its replays since it was last counted.
+
+    One row per project and night, however many decisions: the first decision
+    writes it and sends the task that recounts the night, the rest find it
+    and send nothing (``reviews.trends.rollups.rollup_request``).
+    """
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="rollup_requests"
+    )
+    date = models.DateField()
+    requested_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "date"], name="rolluprequest_unique_night"
+            ),
+        ]
+        indexes = [
+            # The sweep: requests whose task has not run for a while, oldest first.
+            models.Index(fields=["requested_at"], name="rolluprequest_requested"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} {self.date} (owed since {self.requested_at})"

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
@@ -63,6 +64,7 @@ from django.db.models import (
 from django.db.models.functions import ExtractHour, TruncDate
 from django.utils import timezone
 
+from replayhub.celery import Task, enqueue
 from replayhub.models import (
     Budget,
     Night,
@@ -70,6 +72,7 @@ from replayhub.models import (
     Replay,
     ReplayStatus,
     Rollup,
+    RollupRequest,
     RollupTotal,
     RunSource,
 )
@@ -285,12 +288,9 @@ def rollup_closed_night(night: Night) -> int:
     )
 
 
-def rollup_replay(replay_id: int) -> int:
-    """Recompute the night a finished replay counts in, after a human decision.
-
-    A decision changes the confirmed and overturned figures of the replay's
-    night; without this they would wait for the next night to close.
-    """
+def _counted_night(replay_id: int) -> tuple[Project, date] | None:
+    """The project and night a finished replay counts in (None when it does
+    not count: not finished)."""
     replay = (
         Replay.objects.select_related("night", "project")
         .only("id", "finished_at", "night__date", "project")
@@ -298,17 +298,89 @@ def rollup_replay(replay_id: int) -> int:
         .first()
     )
     if replay is None or replay.finished_at is None:
-        return 0
+        return None
     if replay.night is not None:
-        day = replay.night.date
-    else:
-        budget = Budget.objects.filter(project_id=replay.project_id).first()
-        day = night_of(
-            replay.finished_at,
-            start_hour=budget.window_start_hour if budget else DEFAULT_START_HOUR,
-            tz=budget.timezone if budget else DEFAULT_TIMEZONE,
+        return replay.project, replay.night.date
+    budget = Budget.objects.filter(project_id=replay.project_id).first()
+    day = night_of(
+        replay.finished_at,
+        start_hour=budget.window_start_hour if budget else DEFAULT_START_HOUR,
+        tz=budget.timezone if budget else DEFAULT_TIMEZONE,
+    )
+    return replay.project, day
+
+
+def rollup_replay(replay_id: int) -> int:
+    """Recompute the night a finished replay counts in, now."""
+    counted = _counted_night(replay_id)
+    if counted is None:
+        return 0
+    project, day = counted
+    return rollup_range(since=day, until=day, project=project)
+
+
+def rollup_request(replay_id: int) -> bool:
+    """Owe a recount of the night a decided replay counts in; True when this
+    call sent the task that will make it.
+
+    A decision changes its night's confirmed and overturned figures, and
+    counting a night reads all of its replays (a 10,000-replay night takes a
+    tenth of a second and more): too much to pay inside a reviewer's request.
+    So the request only writes the night's one ``RollupRequest`` row, and the
+    first decision of a burst sends the task, a few seconds later
+    (``REPLAYHUB_ROLLUP_DELAY_SECONDS``), that counts every decision made by
+    then. A decision that finds the row already there sends nothing: the task
+    deletes the row before it reads the replays, so it counts that decision
+    too, and a decision made after the deletion writes a new row.
+    """
+    counted = _counted_night(replay_id)
+    if counted is None:
+        return False
+    project, day = counted
+    _, created = RollupRequest.objects.get_or_create(project=project, date=day)
+    if created:
+        enqueue(
+            Task.ROLLUP_NIGHT,
+            project.pk,
+            day.isoformat(),
+            countdown=settings.REPLAYHUB_ROLLUP_DELAY_SECONDS,
         )
-    return rollup_range(since=day, until=day, project=replay.project)
+    return created
+
+
+def rollup_owed(*, project_id: int, day: date) -> int:
+    """Recount a night a decision asked for (the task's work); safe to run
+    twice. Returns the rows written, 0 when nothing was owed."""
+    # Deleted, and committed, before the replays are read: a decision that
+    # commits after this point writes a new request (and task) of its own.
+    taken, _ = RollupRequest.objects.filter(project_id=project_id, date=day).delete()
+    if not taken:
+        return 0
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return 0
+    try:
+        return rollup_range(since=day, until=day, project=project)
+    except Exception:
+        # Still owed: the sweep sends the task again.
+        RollupRequest.objects.get_or_create(project_id=project_id, date=day)
+        raise
+
+
+def rollup_sweep(*, older_than: timedelta) -> int:
+    """Send the task again for every request older than ``older_than``: its
+    message was lost (a broker restart) or its recount failed. Returns how
+    many were sent."""
+    stale = RollupRequest.objects.filter(
+        requested_at__lt=timezone.now() - older_than
+    ).values_list("pk", "project_id", "date")
+    sent = 0
+    for pk, project_id, day in stale:
+        # Moves on, so each stale request is sent once per period.
+        if RollupRequest.objects.filter(pk=pk).update(requested_at=timezone.now()):
+            enqueue(Task.ROLLUP_NIGHT, project_id, day.isoformat(), on_commit=False)
+            sent += 1
+    return sent
 
 
 def _project_rows(
