@@ -46,7 +46,8 @@ from replayhub.models import (
 )
 from replayhub.nights import scheduler
 from replayhub.nights.arithmetic import Amounts
-from replayhub.replay.execute import Report, check_dict, execute
+from replayhub.replay.execute import execute
+from replayhub.replay.workspace import Report, check_dict
 from replayhub.rollouts.replay import execute_rollout, task_for
 from replayhub.testgate import memory
 from replayhub.testgate.paths import KIND_TEXT

@@ -7,210 +7,43 @@ database only through the ``on_phase`` callback. Storing the report is
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import shlex
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
-from decimal import Decimal, InvalidOperation
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.conf import settings
-
-from replayhub.environments import build, images
+from replayhub.environments import images
 from replayhub.gateway import access
-from replayhub.gateway.egress import ConnectAttempt
-from replayhub.gateway.server import MeteredCall
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
-from replayhub.nights.arithmetic import Amounts
 from replayhub.replay import leftovers
 from replayhub.replay.provenance import Provenance, resolve_provenance
+from replayhub.replay.workspace import (
+    IO_DIR,
+    NotRun,
+    Report,
+    models_called,
+    prepared,
+    run_agent,
+)
 from replayhub.sandbox import (
-    Bind,
     Limits,
     Runner,
-    SandboxOutcome,
-    SandboxSpec,
     SandboxUnavailable,
 )
 from replayhub.testgate import memory
 from replayhub.testgate.gate import (
     CheckoutFailed,
-    GateResult,
     compare_first_attempts,
-    read_small_file,
     run_gate,
 )
 from replayhub.testgate.paths import interference_summary
-from replayhub.testgate.reference import TestPlan, plan_tests
+from replayhub.testgate.reference import plan_tests
 from replayhub.verdicts import Facts, Reason, Ruling, decide
 
 log = logging.getLogger(__name__)
-
-IO_DIR = "/replayhub"
-USAGE_MAX_BYTES = 64 * 1024
-AGENT_OUTPUT_CHARS = 256 * 1024
-# Usage numbers beyond these are not believed: no replay spends that much, and
-# the replay's columns and the night's sums must hold what is kept.
-USAGE_MAX_COUNT = 10**12
-USAGE_MAX_COST_USD = Decimal(100_000)
-
-
-@dataclass
-class AgentResult:
-    exit_code: int | None = None
-    output: str = ""
-    output_truncated: bool = False
-    timed_out: bool = False
-    limit_fired: str = ""
-    duration_s: float = 0.0
-    # How memory and processes were capped ("cgroup-v2", "rlimit", …), and what
-    # the limit that fired measured.
-    limit_backend: str = ""
-    limit_detail: str = ""
-
-    @classmethod
-    def of(cls, outcome: SandboxOutcome) -> AgentResult:
-        """The agent phase's outcome, its output cut to its last characters."""
-        return cls(
-            exit_code=outcome.exit_code,
-            output=outcome.output[-AGENT_OUTPUT_CHARS:],
-            output_truncated=outcome.output_truncated
-            or len(outcome.output) > AGENT_OUTPUT_CHARS,
-            timed_out=outcome.timed_out,
-            limit_fired=outcome.limit_fired,
-            duration_s=outcome.duration_s,
-            limit_backend=outcome.limit_backend,
-            limit_detail=outcome.limit_detail,
-        )
-
-
-@dataclass
-class Report:
-    """Everything one replay found, ready to be stored."""
-
-    decision: Ruling
-    provenance: dict = field(default_factory=dict)
-    comparison: TreeComparison | None = None
-    gate: GateResult | None = None
-    agent: AgentResult = field(default_factory=AgentResult)
-    usage: dict = field(default_factory=dict)
-    sandbox_seconds: float = 0.0
-    # Every call through the model gateway and every egress attempt.
-    model_calls: list[MeteredCall] = field(default_factory=list)
-    egress: list[ConnectAttempt] = field(default_factory=list)
-    # The agent's own usage file when the gateway measured the real usage.
-    usage_reported: dict = field(default_factory=dict)
-    # Usage numbers out of range, as text: never spent (see ``bounded_usage``).
-    usage_refused: dict = field(default_factory=dict)
-    # Files (and links and submodules) in the captured tree.
-    tree_files: int | None = None
-    # Paths the agent left that git could not store (the first ``LISTED``,
-    # and how many), and directories holding a repository of their own.
-    unstorable_paths: list[str] = field(default_factory=list)
-    unstorable_count: int = 0
-    nested_repositories: list[str] = field(default_factory=list)
-    # The test files' side of the comparison, when the test gate ran.
-    plan: TestPlan | None = None
-    trees: dict[str, str] = field(default_factory=dict)
-    cache_key: str = ""
-    # The project's environment: its key, whether it came from the cache, the
-    # setup's duration (and a failed setup's output).
-    environment: dict = field(default_factory=dict)
-
-    def actual(self) -> Amounts:
-        """What this replay spent, for the night's budget."""
-        usage = self.usage
-        ran = self.agent.duration_s > 0
-        return Amounts(
-            replays=1 if ran else 0,
-            sandbox_seconds=math.ceil(self.sandbox_seconds),
-            tokens=int(usage.get("input_tokens", 0))
-            + int(usage.get("output_tokens", 0)),
-            cost_usd=Decimal(usage.get("cost_usd", "0")),
-        )
-
-    def summary(self) -> dict:
-        """The JSON shape printed by ``reproduce --json`` (without full diffs)."""
-        comparison = None
-        if self.comparison is not None:
-            comparison = {
-                k: v
-                for k, v in self.comparison.to_dict().items()
-                if k not in {"diff_of_diffs", "original_patch", "replay_patch"}
-            }
-        suites = {}
-        for tree in ("original", "replay", "reference"):
-            suite = self.gate.suite(tree) if self.gate else None
-            suites[tree] = asdict(suite) if suite else None
-        return {
-            "verdict": str(self.decision.verdict),
-            "reason_code": str(self.decision.reason_code),
-            "reason": self.decision.reason,
-            "provenance": self.provenance,
-            "comparison": comparison,
-            "original_test": suites["original"],
-            "replay_test": suites["replay"],
-            "reference_test": suites["reference"],
-            "test_changes": self.plan.changes.to_dict() if self.plan else None,
-            "evidence": [check_dict(c) for c in self.decision.checks],
-            "agent": self.agent_summary(),
-            "usage": self.usage,
-            "usage_reported": self.usage_reported,
-            "usage_refused": self.usage_refused,
-            "tree_files": self.tree_files,
-            "unstorable_paths": self.unstorable_paths,
-            "nested_repositories": self.nested_repositories,
-            "model_calls": [
-                {
-                    **_plain(asdict(call)),
-                    "model": call.model_answered or call.model_requested,
-                }
-                for call in self.model_calls
-            ],
-            "egress": [_plain(asdict(attempt)) for attempt in self.egress],
-            "environment": self.environment or None,
-        }
-
-    def extra_evidence(self) -> dict:
-        """What a kind of replay adds to the stored evidence (see ``rollouts``)."""
-        return {}
-
-    def agent_summary(self) -> dict:
-        """What the agent phase did, without its output."""
-        return {k: v for k, v in asdict(self.agent).items() if k != "output"}
-
-
-def _plain(data: dict) -> dict:
-    """JSON-ready values: decimals and times as text."""
-    return {
-        k: str(v) if isinstance(v, Decimal) or hasattr(v, "isoformat") else v
-        for k, v in data.items()
-    }
-
-
-def check_dict(check) -> dict:
-    return {
-        "name": check.name,
-        "outcome": str(check.outcome),
-        "evidence_class": str(check.evidence_class),
-        "detail": check.detail,
-    }
-
-
-def agent_limits(project: Project, caps: dict) -> Limits:
-    return Limits(
-        wall_seconds=caps.get("wall_seconds") or project.time_limit_seconds,
-        memory_bytes=project.memory_limit_mb * 1024 * 1024,
-        max_processes=project.max_processes,
-        output_bytes=project.max_output_bytes,
-        disk_bytes=leftovers.disk_bytes(project),
-        disk_files=project.max_files,
-    )
 
 
 def test_limits(project: Project) -> Limits:
@@ -223,11 +56,6 @@ def test_limits(project: Project) -> Limits:
         disk_bytes=leftovers.disk_bytes(project),
         disk_files=project.max_files,
     )
-
-
-def runner_for(project: Project) -> Runner:
-    """The project's runner, on its root image where one is unpacked here."""
-    return images.runner_for(project)
 
 
 def agent_argv(project: Project, caps: dict) -> list[str]:
@@ -243,87 +71,6 @@ def agent_argv(project: Project, caps: dict) -> list[str]:
             arg = arg.replace(placeholder, value)
         argv.append(arg)
     return argv
-
-
-def models_called(calls: list[MeteredCall]) -> tuple[str, ...]:
-    """The models that answered the agent (refused calls reached none)."""
-    return tuple(
-        str(c.model_answered or c.model_requested)
-        for c in calls
-        if str(c.status).startswith("2") and (c.model_answered or c.model_requested)
-    )
-
-
-def measured_usage(calls: list[MeteredCall]) -> dict:
-    """The usage the gateway measured, in the shape of the agent's usage file."""
-    costs = [c.cost_usd for c in calls if c.cost_usd is not None]
-    used = [c for c in calls if c.input_tokens or c.output_tokens]
-    usage: dict = {
-        "input_tokens": sum(c.input_tokens or 0 for c in calls),
-        "output_tokens": sum(c.output_tokens or 0 for c in calls),
-        "cached_tokens": sum(c.cached_tokens or 0 for c in calls),
-        "requests": sum(1 for c in calls if c.status != "refused"),
-        "measured_by": "gateway",
-    }
-    if costs:
-        usage["cost_usd"] = str(sum(costs, Decimal(0)))
-    if len(costs) < len(used):
-        usage["cost_unknown_for_some_calls"] = True
-    return usage
-
-
-def read_usage(path: Path) -> dict:
-    """The agent's self-reported usage, validated; anything malformed is dropped."""
-    data = read_small_file(path, USAGE_MAX_BYTES)
-    if not data:
-        return {}
-    try:
-        raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(raw, dict):
-        return {}
-    usage: dict = {}
-    for key in ("input_tokens", "output_tokens", "turns"):
-        value = raw.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            usage[key] = value
-    cost = raw.get("cost_usd")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        try:
-            amount = Decimal(str(cost))
-        except InvalidOperation:
-            amount = None
-        if amount is not None and amount.is_finite() and amount >= 0:
-            usage["cost_usd"] = str(amount)
-    return usage
-
-
-def bounded_usage(usage: dict) -> tuple[dict, dict]:
-    """``usage`` less the numbers out of range, and those numbers as text.
-
-    A count (tokens, turns, requests) above ``USAGE_MAX_COUNT`` or a cost above
-    ``USAGE_MAX_COST_USD`` is refused: kept as evidence, never spent, since
-    2**63 tokens or a cost of 1e15 would overflow the columns that hold them.
-    """
-    kept: dict = {}
-    refused: dict = {}
-    for key, value in usage.items():
-        if key == "cost_usd":
-            try:
-                amount = Decimal(str(value))
-            except InvalidOperation:
-                amount = Decimal("NaN")
-            believed = amount.is_finite() and 0 <= amount <= USAGE_MAX_COST_USD
-        elif isinstance(value, int) and not isinstance(value, bool):
-            believed = 0 <= value <= USAGE_MAX_COUNT
-        else:
-            believed = True
-        if believed:
-            kept[key] = value
-        else:
-            refused[key] = str(value)
-    return kept, refused
 
 
 def _decided(report: Report, decision: Ruling) -> Report:
@@ -407,135 +154,54 @@ def execute(
             report, _inconclusive(Reason.IMAGE_MISMATCH, mismatch, **base_facts)
         )
 
-    runner = runner_for(project)
     try:
-        runner.check()
-    except SandboxUnavailable as exc:
-        report.decision = _inconclusive(
-            Reason.SANDBOX_UNAVAILABLE, str(exc), **base_facts
-        )
-        return report
-
-    scratch = Scratch(
-        Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
-    )
-    scratch.remove()  # a previous delivery of this replay may have left it behind
-    context = Context(
-        project=project,
-        run=run,
-        runner=runner,
-        provenance=prov,
-        scratch=scratch,
-        base_facts=base_facts,
-        caps=caps or {},
-        on_phase=on_phase,
-    )
-    try:
-        report.decision = _with_environment(context, report)
-    finally:
-        scratch.remove()
+        with prepared(
+            project, replay_id=replay_id, base=prov.base.sha, report=report
+        ) as (runner, scratch):
+            context = Context(
+                project=project,
+                run=run,
+                runner=runner,
+                provenance=prov,
+                scratch=scratch,
+                base_facts=base_facts,
+                caps=caps or {},
+                on_phase=on_phase,
+            )
+            report.decision = _execute_in(context, report)
+    except NotRun as exc:
+        report.decision = _not_run(exc, base_facts)
     return report
 
 
-def _with_environment(ctx: Context, report: Report) -> Ruling:
-    """The replay in the project's environment, built by its setup phase or
-    taken from the cache; a failed setup ends it ``setup_failed``."""
-    try:
-        environment = build.for_replay(
-            ctx.project, scratch=ctx.scratch, base=ctx.base, runner=ctx.runner
-        )
-    except build.Unprepared as exc:
-        exc.account(report)
-        return _inconclusive(exc.reason, exc.detail, **ctx.base_facts)
-    if environment is None:
-        return _execute_in(ctx, report)
-    with environment:
-        environment.account(report)
-        return _execute_in(replace(ctx, runner=environment.wrap(ctx.runner)), report)
+def _not_run(exc: NotRun, base_facts: dict) -> Ruling:
+    return _inconclusive(exc.reason, exc.detail, cap_detail=exc.cap, **base_facts)
 
 
 def _execute_in(ctx: Context, report: Report) -> Ruling:
     project, run, runner, scratch = ctx.project, ctx.run, ctx.runner, ctx.scratch
     caps, on_phase, base_facts = ctx.caps, ctx.on_phase, ctx.base_facts
-    on_phase(Phase.PROVISIONING)
     try:
-        workspace = scratch.provision(ctx.base)
-    except (GitError, OSError) as exc:
-        return _inconclusive(
-            Reason.FIXTURE_FAILED,
-            f"the workspace could not be provisioned at {ctx.base[:12]}: {exc}",
-            **base_facts,
-        )
-    io_dir = scratch.root / "io"
-    io_dir.mkdir()
-    (io_dir / "prompt.txt").write_text(run.prompt)
-
-    on_phase(Phase.AGENT)
-    env = {
-        "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
-        "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
-        "REPLAYHUB_TASK_ID": run.external_id,
-        "REPLAYHUB_MODEL": run.model,
-    }
-    argv = tuple(agent_argv(project, caps))
-    binds = [Bind(io_dir, IO_DIR, writable=True)]
-    try:
-        outcome, network = access.run_phase(
+        workspace, io_dir, outcome = run_agent(
             runner,
-            SandboxSpec(
-                argv=argv,
-                workspace=workspace,
-                env=env,
-                limits=agent_limits(project, caps),
-                binds=tuple(binds),
-            ),
-            needs=access.agent_needs(project, run.provider),
-            directory=scratch.root / "net-agent",
-            phase="agent",
-            caps=access.caps_for(project, caps),
+            scratch,
+            project=project,
+            commit=ctx.base,
+            argv=tuple(agent_argv(project, caps)),
+            env={
+                "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
+                "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
+                "REPLAYHUB_TASK_ID": run.external_id,
+                "REPLAYHUB_MODEL": run.model,
+            },
+            files={"prompt.txt": run.prompt},
+            provider=run.provider,
+            caps=caps,
+            report=report,
+            on_phase=on_phase,
         )
-    except access.MissingKey as exc:
-        return _inconclusive(Reason.HARNESS_ERROR, str(exc), **base_facts)
-    except SandboxUnavailable as exc:
-        return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **base_facts)
-    report.agent = AgentResult.of(outcome)
-    report.sandbox_seconds += outcome.duration_s
-    reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
-    report.usage_refused = refused
-    if network is not None:
-        report.model_calls = network.calls
-        report.egress += network.attempts
-    if network is not None and network.gateway is not None:
-        # What the gateway measured is what the replay spent; the agent's own
-        # account stays beside it as what the executor supplied.
-        report.usage, refused = bounded_usage(measured_usage(report.model_calls))
-        report.usage_refused |= {f"measured_{k}": v for k, v in refused.items()}
-        report.usage_reported = reported
-    else:
-        report.usage = reported
-    if network is not None and network.cap_fired:
-        return _inconclusive(
-            Reason.CAP_FIRED,
-            f"the model gateway's {network.cap_fired} cap was reached",
-            cap_detail=f"model {network.cap_fired}",
-            **base_facts,
-        )
-    if outcome.timed_out or outcome.limit_fired == "wall_time":
-        return _inconclusive(
-            Reason.TIMEOUT,
-            f"the agent ran past its {agent_limits(project, caps).wall_seconds:g} s "
-            "time limit",
-            cap_detail="wall_time",
-            **base_facts,
-        )
-    if outcome.limit_fired:
-        measured = f" ({outcome.limit_detail})" if outcome.limit_detail else ""
-        return _inconclusive(
-            Reason.CAP_FIRED,
-            f"the agent hit the {outcome.limit_fired.replace('_', ' ')} cap{measured}",
-            cap_detail=outcome.limit_fired,
-            **base_facts,
-        )
+    except NotRun as exc:
+        return _not_run(exc, base_facts)
 
     on_phase(Phase.CAPTURE)
     captured = leftovers.capture(

@@ -19,7 +19,6 @@ project's providers; storing the report is ``services.replay_finish``'s job.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -29,21 +28,10 @@ from typing import Any
 
 from django.conf import settings
 
-from replayhub.environments import build
-from replayhub.gateway import access
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError, Scratch
 from replayhub.models import Phase, Project, Replay, RunSource
-from replayhub.replay.execute import (
-    IO_DIR,
-    AgentResult,
-    Report,
-    agent_limits,
-    bounded_usage,
-    measured_usage,
-    read_usage,
-    runner_for,
-)
+from replayhub.replay.workspace import IO_DIR, NotRun, Report, prepared, run_agent
 from replayhub.rollouts import verifier
 from replayhub.rollouts.completions import (
     MalformedCompletion,
@@ -53,7 +41,7 @@ from replayhub.rollouts.completions import (
     similarity,
 )
 from replayhub.rollouts.result import ResultProblem, read_result
-from replayhub.sandbox import Bind, SandboxSpec, SandboxUnavailable
+from replayhub.sandbox import SandboxUnavailable
 from replayhub.verdicts import Reason
 from replayhub.verdicts.rollout import (
     HARNESS,
@@ -223,29 +211,13 @@ def execute_rollout(
             "default branch has none)",
         )
     report.rollout["harness_commit"] = commit
-    runner = runner_for(project)
     try:
-        runner.check()
-    except SandboxUnavailable as exc:
-        return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
-    scratch = Scratch(
-        Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
-    )
-    scratch.remove()  # a previous delivery of this replay may have left it behind
-    try:
-        # The project's environment, as a code replay's: the harness and the
-        # separate verifier both get it read-only.
-        try:
-            environment = build.for_replay(
-                project, scratch=scratch, base=commit, runner=runner
-            )
-        except build.Unprepared as exc:
-            exc.account(report)
-            return failed(exc.reason, exc.detail)
-        with environment or contextlib.nullcontext():
-            if environment is not None:
-                environment.account(report)
-                runner = environment.wrap(runner)
+        with prepared(project, replay_id=replay_id, base=commit, report=report) as (
+            runner,
+            scratch,
+        ):
+            # The project's environment, as a code replay's: the harness and
+            # the separate verifier both get it read-only.
             return _run_harness(
                 project=project,
                 task=task,
@@ -258,8 +230,8 @@ def execute_rollout(
                 failed=failed,
                 replay_id=replay_id,
             )
-    finally:
-        scratch.remove()
+    except NotRun as exc:
+        return failed(exc.reason, exc.detail, exc.cap)
 
 
 def _verified_reward(
@@ -326,74 +298,33 @@ def _run_harness(
     failed: Callable[..., RolloutReport],
     replay_id: int,
 ) -> RolloutReport:
-    on_phase(Phase.PROVISIONING)
     try:
-        workspace = scratch.provision(commit)
-    except (GitError, OSError) as exc:
-        return failed(
-            Reason.FIXTURE_FAILED,
-            f"the workspace could not be provisioned at {commit[:12]}: {exc}",
-        )
-    io_dir = scratch.root / "io"
-    io_dir.mkdir()
-    (io_dir / SEED_FILE).write_text(json.dumps(list(task.messages), ensure_ascii=False))
-
-    on_phase(Phase.AGENT)
-    env = {
-        "REPLAYHUB_SEED_FILE": f"{IO_DIR}/{SEED_FILE}",
-        "REPLAYHUB_RESULT_FILE": f"{IO_DIR}/{RESULT_FILE}",
-        "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
-        "REPLAYHUB_TASK_ID": task.trace_id,
-        "REPLAYHUB_SEED_KIND": task.seed_kind,
-        "REPLAYHUB_REPLAY_ID": str(replay_id),
-        "REPLAYHUB_MODEL": task.model,
-        "REPLAYHUB_REPLAY_MARK": json.dumps(task.mark, sort_keys=True),
-    }
-    argv = tuple(task.harness_command)
-    limits = agent_limits(project, caps)
-    binds = [Bind(io_dir, IO_DIR, writable=True)]
-    try:
-        outcome, network = access.run_phase(
+        _, io_dir, outcome = run_agent(
             runner,
-            SandboxSpec(
-                argv=argv,
-                workspace=workspace,
-                env=env,
-                limits=limits,
-                binds=tuple(binds),
-            ),
-            needs=access.agent_needs(project, task.provider),
-            directory=scratch.root / "net-agent",
-            phase="agent",
-            caps=access.caps_for(project, caps),
+            scratch,
+            project=project,
+            commit=commit,
+            argv=tuple(task.harness_command),
+            env={
+                "REPLAYHUB_SEED_FILE": f"{IO_DIR}/{SEED_FILE}",
+                "REPLAYHUB_RESULT_FILE": f"{IO_DIR}/{RESULT_FILE}",
+                "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
+                "REPLAYHUB_TASK_ID": task.trace_id,
+                "REPLAYHUB_SEED_KIND": task.seed_kind,
+                "REPLAYHUB_REPLAY_ID": str(replay_id),
+                "REPLAYHUB_MODEL": task.model,
+                "REPLAYHUB_REPLAY_MARK": json.dumps(task.mark, sort_keys=True),
+            },
+            files={SEED_FILE: json.dumps(list(task.messages), ensure_ascii=False)},
+            provider=task.provider,
+            caps=caps,
+            report=report,
+            on_phase=on_phase,
+            who="the harness",
         )
-    except access.MissingKey as exc:
-        return failed(Reason.HARNESS_ERROR, str(exc))
-    except SandboxUnavailable as exc:
-        return failed(Reason.SANDBOX_UNAVAILABLE, str(exc))
-    report.agent = AgentResult.of(outcome)
-    report.sandbox_seconds += outcome.duration_s
-    _account(report, io_dir, network)
+    except NotRun as exc:
+        return failed(exc.reason, exc.detail, exc.cap)
     on_phase(Phase.VERDICT)
-
-    if network is not None and network.cap_fired:
-        return failed(
-            Reason.CAP_FIRED,
-            f"the model gateway's {network.cap_fired} cap was reached",
-            f"model {network.cap_fired}",
-        )
-    if outcome.timed_out or outcome.limit_fired == "wall_time":
-        return failed(
-            Reason.TIMEOUT,
-            f"the harness ran past its {limits.wall_seconds:g} s time limit",
-            "wall_time",
-        )
-    if outcome.limit_fired:
-        return failed(
-            Reason.CAP_FIRED,
-            f"the harness hit the {outcome.limit_fired.replace('_', ' ')} cap",
-            outcome.limit_fired,
-        )
     if outcome.exit_code != 0:
         return failed(
             Reason.HARNESS_FAILED, f"it exited with status {outcome.exit_code}"
@@ -452,22 +383,6 @@ def _run_harness(
         )
     )
     return report
-
-
-def _account(report: Report, io_dir: Path, network: Any) -> None:
-    """What the harness spent: the gateway's measure when it ran, else the
-    harness's own usage file (as a code run's agent)."""
-    reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
-    report.usage_refused = refused
-    if network is not None:
-        report.model_calls = network.calls
-        report.egress = network.attempts
-    if network is not None and network.gateway is not None:
-        report.usage, refused = bounded_usage(measured_usage(report.model_calls))
-        report.usage_refused |= {f"measured_{k}": v for k, v in refused.items()}
-        report.usage_reported = reported
-    else:
-        report.usage = reported
 
 
 def stored_messages(messages: Sequence[Message]) -> list[dict]:

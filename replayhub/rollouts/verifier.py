@@ -30,7 +30,7 @@ from typing import Any
 
 from replayhub.git.scratch import GitError, Scratch
 from replayhub.models import Project
-from replayhub.replay.execute import agent_limits
+from replayhub.replay.workspace import agent_limits
 from replayhub.rollouts.completions import Message
 from replayhub.rollouts.result import ResultProblem, read_reward
 from replayhub.sandbox import Bind, SandboxSpec

@@ -1,0 +1,435 @@
+"""What every kind of replay shares: its report, the sandbox checked, a
+workspace of its own in the project's environment, and the agent phase run
+with its one way out and its spending read back.
+
+A code replay (``replay.execute``) and a rollout replay
+(``rollouts.replay``) differ in what the agent is given and in how the
+result is judged, not in these steps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from django.conf import settings
+
+from replayhub.environments import build, images
+from replayhub.gateway import access
+from replayhub.gateway.egress import ConnectAttempt
+from replayhub.gateway.server import MeteredCall
+from replayhub.git.scratch import GitError, Scratch, TreeComparison
+from replayhub.models import Phase, Project
+from replayhub.nights.arithmetic import Amounts
+from replayhub.replay import leftovers
+from replayhub.sandbox import (
+    Bind,
+    Limits,
+    Runner,
+    SandboxOutcome,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from replayhub.testgate.gate import (
+    GateResult,
+    read_small_file,
+)
+from replayhub.testgate.reference import TestPlan
+from replayhub.verdicts import Reason, Ruling
+
+IO_DIR = "/replayhub"
+
+USAGE_MAX_BYTES = 64 * 1024
+
+AGENT_OUTPUT_CHARS = 256 * 1024
+
+# Usage numbers beyond these are not believed: no replay spends that much, and
+# the replay's columns and the night's sums must hold what is kept.
+USAGE_MAX_COUNT = 10**12
+
+USAGE_MAX_COST_USD = Decimal(100_000)
+
+
+@dataclass
+class AgentResult:
+    exit_code: int | None = None
+    output: str = ""
+    output_truncated: bool = False
+    timed_out: bool = False
+    limit_fired: str = ""
+    duration_s: float = 0.0
+    # How memory and processes were capped ("cgroup-v2", "rlimit", …), and what
+    # the limit that fired measured.
+    limit_backend: str = ""
+    limit_detail: str = ""
+
+    @classmethod
+    def of(cls, outcome: SandboxOutcome) -> AgentResult:
+        """The agent phase's outcome, its output cut to its last characters."""
+        return cls(
+            exit_code=outcome.exit_code,
+            output=outcome.output[-AGENT_OUTPUT_CHARS:],
+            output_truncated=outcome.output_truncated
+            or len(outcome.output) > AGENT_OUTPUT_CHARS,
+            timed_out=outcome.timed_out,
+            limit_fired=outcome.limit_fired,
+            duration_s=outcome.duration_s,
+            limit_backend=outcome.limit_backend,
+            limit_detail=outcome.limit_detail,
+        )
+
+
+@dataclass
+class Report:
+    """Everything one replay found, ready to be stored."""
+
+    decision: Ruling
+    provenance: dict = field(default_factory=dict)
+    comparison: TreeComparison | None = None
+    gate: GateResult | None = None
+    agent: AgentResult = field(default_factory=AgentResult)
+    usage: dict = field(default_factory=dict)
+    sandbox_seconds: float = 0.0
+    # Every call through the model gateway and every egress attempt.
+    model_calls: list[MeteredCall] = field(default_factory=list)
+    egress: list[ConnectAttempt] = field(default_factory=list)
+    # The agent's own usage file when the gateway measured the real usage.
+    usage_reported: dict = field(default_factory=dict)
+    # Usage numbers out of range, as text: never spent (see ``bounded_usage``).
+    usage_refused: dict = field(default_factory=dict)
+    # Files (and links and submodules) in the captured tree.
+    tree_files: int | None = None
+    # Paths the agent left that git could not store (the first ``LISTED``,
+    # and how many), and directories holding a repository of their own.
+    unstorable_paths: list[str] = field(default_factory=list)
+    unstorable_count: int = 0
+    nested_repositories: list[str] = field(default_factory=list)
+    # The test files' side of the comparison, when the test gate ran.
+    plan: TestPlan | None = None
+    trees: dict[str, str] = field(default_factory=dict)
+    cache_key: str = ""
+    # The project's environment: its key, whether it came from the cache, the
+    # setup's duration (and a failed setup's output).
+    environment: dict = field(default_factory=dict)
+
+    def actual(self) -> Amounts:
+        """What this replay spent, for the night's budget."""
+        usage = self.usage
+        ran = self.agent.duration_s > 0
+        return Amounts(
+            replays=1 if ran else 0,
+            sandbox_seconds=math.ceil(self.sandbox_seconds),
+            tokens=int(usage.get("input_tokens", 0))
+            + int(usage.get("output_tokens", 0)),
+            cost_usd=Decimal(usage.get("cost_usd", "0")),
+        )
+
+    def summary(self) -> dict:
+        """The JSON shape printed by ``reproduce --json`` (without full diffs)."""
+        comparison = None
+        if self.comparison is not None:
+            comparison = {
+                k: v
+                for k, v in self.comparison.to_dict().items()
+                if k not in {"diff_of_diffs", "original_patch", "replay_patch"}
+            }
+        suites = {}
+        for tree in ("original", "replay", "reference"):
+            suite = self.gate.suite(tree) if self.gate else None
+            suites[tree] = asdict(suite) if suite else None
+        return {
+            "verdict": str(self.decision.verdict),
+            "reason_code": str(self.decision.reason_code),
+            "reason": self.decision.reason,
+            "provenance": self.provenance,
+            "comparison": comparison,
+            "original_test": suites["original"],
+            "replay_test": suites["replay"],
+            "reference_test": suites["reference"],
+            "test_changes": self.plan.changes.to_dict() if self.plan else None,
+            "evidence": [check_dict(c) for c in self.decision.checks],
+            "agent": self.agent_summary(),
+            "usage": self.usage,
+            "usage_reported": self.usage_reported,
+            "usage_refused": self.usage_refused,
+            "tree_files": self.tree_files,
+            "unstorable_paths": self.unstorable_paths,
+            "nested_repositories": self.nested_repositories,
+            "model_calls": [
+                {
+                    **_plain(asdict(call)),
+                    "model": call.model_answered or call.model_requested,
+                }
+                for call in self.model_calls
+            ],
+            "egress": [_plain(asdict(attempt)) for attempt in self.egress],
+            "environment": self.environment or None,
+        }
+
+    def extra_evidence(self) -> dict:
+        """What a kind of replay adds to the stored evidence (see ``rollouts``)."""
+        return {}
+
+    def agent_summary(self) -> dict:
+        """What the agent phase did, without its output."""
+        return {k: v for k, v in asdict(self.agent).items() if k != "output"}
+
+
+def _plain(data: dict) -> dict:
+    """JSON-ready values: decimals and times as text."""
+    return {
+        k: str(v) if isinstance(v, Decimal) or hasattr(v, "isoformat") else v
+        for k, v in data.items()
+    }
+
+
+def check_dict(check) -> dict:
+    return {
+        "name": check.name,
+        "outcome": str(check.outcome),
+        "evidence_class": str(check.evidence_class),
+        "detail": check.detail,
+    }
+
+
+def agent_limits(project: Project, caps: dict) -> Limits:
+    return Limits(
+        wall_seconds=caps.get("wall_seconds") or project.time_limit_seconds,
+        memory_bytes=project.memory_limit_mb * 1024 * 1024,
+        max_processes=project.max_processes,
+        output_bytes=project.max_output_bytes,
+        disk_bytes=leftovers.disk_bytes(project),
+        disk_files=project.max_files,
+    )
+
+
+def runner_for(project: Project) -> Runner:
+    """The project's runner, on its root image where one is unpacked here."""
+    return images.runner_for(project)
+
+
+def models_called(calls: list[MeteredCall]) -> tuple[str, ...]:
+    """The models that answered the agent (refused calls reached none)."""
+    return tuple(
+        str(c.model_answered or c.model_requested)
+        for c in calls
+        if str(c.status).startswith("2") and (c.model_answered or c.model_requested)
+    )
+
+
+def measured_usage(calls: list[MeteredCall]) -> dict:
+    """The usage the gateway measured, in the shape of the agent's usage file."""
+    costs = [c.cost_usd for c in calls if c.cost_usd is not None]
+    used = [c for c in calls if c.input_tokens or c.output_tokens]
+    usage: dict = {
+        "input_tokens": sum(c.input_tokens or 0 for c in calls),
+        "output_tokens": sum(c.output_tokens or 0 for c in calls),
+        "cached_tokens": sum(c.cached_tokens or 0 for c in calls),
+        "requests": sum(1 for c in calls if c.status != "refused"),
+        "measured_by": "gateway",
+    }
+    if costs:
+        usage["cost_usd"] = str(sum(costs, Decimal(0)))
+    if len(costs) < len(used):
+        usage["cost_unknown_for_some_calls"] = True
+    return usage
+
+
+def read_usage(path: Path) -> dict:
+    """The agent's self-reported usage, validated; anything malformed is dropped."""
+    data = read_small_file(path, USAGE_MAX_BYTES)
+    if not data:
+        return {}
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    usage: dict = {}
+    for key in ("input_tokens", "output_tokens", "turns"):
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            usage[key] = value
+    cost = raw.get("cost_usd")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        try:
+            amount = Decimal(str(cost))
+        except InvalidOperation:
+            amount = None
+        if amount is not None and amount.is_finite() and amount >= 0:
+            usage["cost_usd"] = str(amount)
+    return usage
+
+
+def bounded_usage(usage: dict) -> tuple[dict, dict]:
+    """``usage`` less the numbers out of range, and those numbers as text.
+
+    A count (tokens, turns, requests) above ``USAGE_MAX_COUNT`` or a cost above
+    ``USAGE_MAX_COST_USD`` is refused: kept as evidence, never spent, since
+    2**63 tokens or a cost of 1e15 would overflow the columns that hold them.
+    """
+    kept: dict = {}
+    refused: dict = {}
+    for key, value in usage.items():
+        if key == "cost_usd":
+            try:
+                amount = Decimal(str(value))
+            except InvalidOperation:
+                amount = Decimal("NaN")
+            believed = amount.is_finite() and 0 <= amount <= USAGE_MAX_COST_USD
+        elif isinstance(value, int) and not isinstance(value, bool):
+            believed = 0 <= value <= USAGE_MAX_COUNT
+        else:
+            believed = True
+        if believed:
+            kept[key] = value
+        else:
+            refused[key] = str(value)
+    return kept, refused
+
+
+class NotRun(Exception):
+    """The replay stopped before it had anything to judge: the reason code,
+    one sentence, and the cap that fired (if one did)."""
+
+    def __init__(self, reason: Reason, detail: str, cap: str = "") -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.cap = cap
+
+
+@contextmanager
+def prepared(
+    project: Project, *, replay_id: int, base: str, report: Report
+) -> Iterator[tuple[Runner, Scratch]]:
+    """The runner (in the project's environment, when it has one) and a
+    scratch directory of the replay's own, removed whatever happens.
+
+    Raises :class:`NotRun` when there is no sandbox, or the environment could
+    not be built (the setup's account is on ``report`` then).
+    """
+    runner = runner_for(project)
+    try:
+        runner.check()
+    except SandboxUnavailable as exc:
+        raise NotRun(Reason.SANDBOX_UNAVAILABLE, str(exc)) from exc
+    scratch = Scratch(
+        Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
+    )
+    scratch.remove()  # a previous delivery of this replay may have left it behind
+    try:
+        try:
+            environment = build.for_replay(
+                project, scratch=scratch, base=base, runner=runner
+            )
+        except build.Unprepared as exc:
+            exc.account(report)
+            raise NotRun(exc.reason, exc.detail) from exc
+        with environment or nullcontext():
+            if environment is not None:
+                environment.account(report)
+                runner = environment.wrap(runner)
+            yield runner, scratch
+    finally:
+        scratch.remove()
+
+
+def run_agent(
+    runner: Runner,
+    scratch: Scratch,
+    *,
+    project: Project,
+    commit: str,
+    argv: tuple[str, ...],
+    env: dict[str, str],
+    files: dict[str, str],
+    provider: str,
+    caps: dict,
+    report: Report,
+    on_phase: Callable[[str], object],
+    who: str = "the agent",
+) -> tuple[Path, Path, SandboxOutcome]:
+    """Check ``commit`` out, write ``files`` into the agent's ``IO_DIR`` and run
+    ``argv`` there with the project's way out (gateway, egress proxy) and the
+    agent phase's limits; what it spent goes on ``report``.
+
+    Returns the workspace, the IO directory and the outcome. Raises
+    :class:`NotRun` when the phase could not run, or was stopped by a cap or
+    its time limit (``who`` names the command in the reason).
+    """
+    on_phase(Phase.PROVISIONING)
+    try:
+        workspace = scratch.provision(commit)
+    except (GitError, OSError) as exc:
+        raise NotRun(
+            Reason.FIXTURE_FAILED,
+            f"the workspace could not be provisioned at {commit[:12]}: {exc}",
+        ) from exc
+    io_dir = scratch.root / "io"
+    io_dir.mkdir()
+    for name, text in files.items():
+        (io_dir / name).write_text(text)
+
+    on_phase(Phase.AGENT)
+    limits = agent_limits(project, caps)
+    try:
+        outcome, network = access.run_phase(
+            runner,
+            SandboxSpec(
+                argv=argv,
+                workspace=workspace,
+                env=env,
+                limits=limits,
+                binds=(Bind(io_dir, IO_DIR, writable=True),),
+            ),
+            needs=access.agent_needs(project, provider),
+            directory=scratch.root / "net-agent",
+            phase="agent",
+            caps=access.caps_for(project, caps),
+        )
+    except access.MissingKey as exc:
+        raise NotRun(Reason.HARNESS_ERROR, str(exc)) from exc
+    except SandboxUnavailable as exc:
+        raise NotRun(Reason.SANDBOX_UNAVAILABLE, str(exc)) from exc
+    report.agent = AgentResult.of(outcome)
+    report.sandbox_seconds += outcome.duration_s
+    reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
+    report.usage_refused = refused
+    if network is not None:
+        report.model_calls = network.calls
+        report.egress += network.attempts
+    if network is not None and network.gateway is not None:
+        # What the gateway measured is what the replay spent; the agent's own
+        # account stays beside it as what the executor supplied.
+        report.usage, refused = bounded_usage(measured_usage(report.model_calls))
+        report.usage_refused |= {f"measured_{k}": v for k, v in refused.items()}
+        report.usage_reported = reported
+    else:
+        report.usage = reported
+    if network is not None and network.cap_fired:
+        raise NotRun(
+            Reason.CAP_FIRED,
+            f"the model gateway's {network.cap_fired} cap was reached",
+            f"model {network.cap_fired}",
+        )
+    if outcome.timed_out or outcome.limit_fired == "wall_time":
+        raise NotRun(
+            Reason.TIMEOUT,
+            f"{who} ran past its {limits.wall_seconds:g} s time limit",
+            "wall_time",
+        )
+    if outcome.limit_fired:
+        measured = f" ({outcome.limit_detail})" if outcome.limit_detail else ""
+        raise NotRun(
+            Reason.CAP_FIRED,
+            f"{who} hit the {outcome.limit_fired.replace('_', ' ')} cap{measured}",
+            outcome.limit_fired,
+        )
+    return workspace, io_dir, outcome
