@@ -109,10 +109,11 @@ def add(a, b):
     return a * b
 EOF
           ;;
-  model|chatty) MODE=$mode python3 - <<'EOF'
+  model|chatty|persist) MODE=$mode python3 - <<'EOF'
 import json
 import os
 import re
+import time
 import urllib.request
 
 # A real agent would loop; these calls show the way out of the sandbox.
@@ -132,12 +133,18 @@ request = urllib.request.Request(
     },
 )
 text = ""
-for _ in range(3 if os.environ["MODE"] == "chatty" else 1):
+# "persist" retries a refused call for a minute, as agents with backoff do.
+persist = os.environ["MODE"] == "persist"
+until = time.monotonic() + 60
+for _ in range(3 if os.environ["MODE"] == "chatty" else 1000 if persist else 1):
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             answer = json.load(response)
     except urllib.error.HTTPError as error:
         print("model refused:", error.code, error.read().decode()[:300])
+        if persist and time.monotonic() < until:
+            time.sleep(0.5)
+            continue
         break
     text = "".join(part.get("text", "") for part in answer["content"])
     print("model answered", answer.get("model"), answer.get("usage"))

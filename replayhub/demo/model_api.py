@@ -22,7 +22,10 @@ saying so, as a server whose keep-alive timeout ran out does), ``failures``
 (HTTP statuses answered, in the API's error shape, to the next completion
 requests, one each, before answering normally; a 429 says ``Retry-After: 0``),
 ``replies`` (texts the next completions answer with, one each, instead of the
-echo).
+echo), ``bill_output_tokens`` (the output tokens a completion's usage reports,
+as a long generation would), ``cut_after`` (a stream ends after this many
+events, its connection closed without its usage, as an upstream that fails
+mid-answer does).
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class StandInProvider:
         self.record = True
         self.failures: list[int] = []
         self.replies: list[str] = []
+        self.bill_output_tokens: int | None = None
+        self.cut_after: int | None = None
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
@@ -220,6 +225,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for i, event in enumerate(events):
+            if i == self.fake.cut_after:
+                self.close_connection = True
+                return
             if i == 1 and self.fake.hold is not None:
                 self.fake.hold.wait(10)
             elif i and self.fake.event_delay:
@@ -233,9 +241,10 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self._reply(request.get("messages", []))
         prompt = _prompt_words(request)
         cached = min(fake.cached_tokens, prompt)
+        output = fake.bill_output_tokens or _words(reply)
         usage = {
             "input_tokens": prompt - cached,
-            "output_tokens": _words(reply),
+            "output_tokens": output,
             "cache_read_input_tokens": cached,
             "cache_creation_input_tokens": 0,
         }
@@ -288,7 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                    "usage": {"output_tokens": _words(reply)},
+                    "usage": {"output_tokens": output},
                 },
             ),
             _sse("message_stop", {"type": "message_stop"}),
@@ -300,10 +309,11 @@ class _Handler(BaseHTTPRequestHandler):
         model = fake.answer_model or request.get("model", "")
         reply = self._reply(request.get("messages", []))
         prompt = _prompt_words(request)
+        output = fake.bill_output_tokens or _words(reply)
         usage = {
             "prompt_tokens": prompt,
-            "completion_tokens": _words(reply),
-            "total_tokens": prompt + _words(reply),
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
             "prompt_tokens_details": {"cached_tokens": min(fake.cached_tokens, prompt)},
         }
         if not request.get("stream"):

@@ -15,6 +15,8 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -135,7 +137,49 @@ class PhaseNetwork:
 
     @property
     def cap_fired(self) -> str:
+        """The cap that refused a call ("" when none did)."""
         return (self.gateway.cap_fired or "") if self.gateway else ""
+
+    @property
+    def cap_passed(self) -> str:
+        """A cap the calls' measured totals went past ("" when none did): an
+        answer longer than its reservation, a usage no reservation foresaw."""
+        return self.gateway.totals.passed(self.caps) if self.gateway else ""
+
+    def spent(self) -> str:
+        """What the calls added up to, against the caps, as words."""
+        if self.gateway is None:
+            return ""
+        totals, caps = self.gateway.totals, self.caps
+        parts = [f"{totals.requests} calls", f"{totals.tokens:,} tokens"]
+        if totals.cost_usd:
+            parts.append(f"${totals.cost_usd:.6f}")
+        limits = []
+        if caps.max_tokens is not None:
+            limits.append(f"{caps.max_tokens:,} tokens")
+        if caps.max_cost_usd is not None:
+            limits.append(f"${caps.max_cost_usd}")
+        if caps.max_requests is not None:
+            limits.append(f"{caps.max_requests} calls")
+        against = f" against caps of {', '.join(limits)}" if limits else ""
+        return f"{', '.join(parts)}{against}"
+
+    def stop_after_cap(self, stop: threading.Event, grace: float) -> threading.Event:
+        """Sets ``stop`` ``grace`` seconds after a cap first refused a call; the
+        event returned ends the watch."""
+        done = threading.Event()
+        gateway = self.gateway
+
+        def watch() -> None:
+            while not done.wait(0.2):
+                fired_at = gateway.cap_fired_at if gateway else None
+                if fired_at is not None and time.monotonic() - fired_at >= grace:
+                    stop.set()
+                    return
+
+        if gateway is not None:
+            threading.Thread(target=watch, name="cap grace", daemon=True).start()
+        return done
 
     def _start_gateway(self) -> None:
         upstreams = []
@@ -212,6 +256,7 @@ def run_phase(
     phase: str,
     caps: Caps | None = None,
     loopback_direct: bool = True,
+    cap_grace: float | None = None,
 ) -> tuple[SandboxOutcome, PhaseNetwork | None]:
     """Run ``spec`` with the phase's way out, when it needs one.
 
@@ -219,6 +264,8 @@ def run_phase(
     egress attempts, a cap that fired); None when the phase needed none.
     ``loopback_direct`` False sends loopback through the proxy as well, so a
     service on the worker's own 127.0.0.1 is allowed or refused like any host.
+    With ``cap_grace``, the run is ended that many seconds after a cap first
+    refused a model call (an agent only retries then, burning sandbox time).
     """
     if not needs:
         return runner.run(spec), None
@@ -234,12 +281,21 @@ def run_phase(
             if loopback_direct or k.lower() != "no_proxy"
         }
         binds = spec.binds if network.bind is None else (*spec.binds, network.bind)
-        outcome = runner.run(
-            replace(
-                spec,
-                argv=network.wrap(spec.argv),
-                env={**spec.env, **env},
-                binds=binds,
-            )
+        stop = spec.stop or threading.Event()
+        watching = (
+            network.stop_after_cap(stop, cap_grace) if cap_grace is not None else None
         )
+        try:
+            outcome = runner.run(
+                replace(
+                    spec,
+                    argv=network.wrap(spec.argv),
+                    env={**spec.env, **env},
+                    binds=binds,
+                    stop=stop,
+                )
+            )
+        finally:
+            if watching is not None:
+                watching.set()
     return outcome, network

@@ -47,17 +47,36 @@ class MeteredCall:
     error: str
     streamed: bool
     started_at: datetime
+    # What was held back for the call before it went up (its worst case), and
+    # whether the usage recorded is that estimate: the call's own usage never
+    # arrived (the stream broke off before its last event).
+    reserved_tokens: int = 0
+    reserved_cost_usd: Decimal | None = None
+    usage_estimated: bool = False
 
 
 @dataclass(frozen=True)
 class Totals:
-    """What the forwarded calls added up to; the caps are checked on these.
+    """What the forwarded calls added up to, and what the calls still running
+    hold back (their worst case); the caps are checked on both together.
     ``unpriced``: calls that used tokens of a model with no price."""
 
     requests: int = 0
     tokens: int = 0
     cost_usd: Decimal = Decimal(0)
     unpriced: int = 0
+    reserved_tokens: int = 0
+    reserved_cost_usd: Decimal = Decimal(0)
+
+    def passed(self, caps: Caps) -> str:
+        """The cap the spent totals passed ("" when none did)."""
+        if caps.max_tokens is not None and self.tokens > caps.max_tokens:
+            return "tokens"
+        if caps.max_cost_usd is not None and self.cost_usd > caps.max_cost_usd:
+            return "cost"
+        if caps.max_requests is not None and self.requests > caps.max_requests:
+            return "requests"
+        return ""
 
 
 @dataclass
@@ -77,3 +96,7 @@ class Draft:
     status: int | Literal["refused"] = "refused"
     http_status: int = 0
     error: str = ""
+    # The worst case held back when the call was admitted.
+    reserved_tokens: int = 0
+    reserved_cost_usd: Decimal | None = None
+    worst: wire.Usage | None = None

@@ -35,6 +35,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,6 +52,10 @@ CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT_SECONDS = 30.0
 # A refused call's body is read and dropped up to this size.
 DRAIN_BYTES = 256 * 1024 * 1024
+# After the agent hangs up, the upstream's answer is still read (and metered)
+# up to this much and this long.
+DRAIN_UPSTREAM_BYTES = 64 * 1024 * 1024
+DRAIN_UPSTREAM_SECONDS = 120.0
 
 
 class _Refusal(Exception):
@@ -109,6 +114,9 @@ class ModelGateway:
         self.on_call = on_call
         self.max_body_bytes = max_body_bytes
         self.cap_fired: str | None = None
+        # When a cap first refused a call (time.monotonic()), for the phase
+        # that stops the agent a grace period later.
+        self.cap_fired_at: float | None = None
         context = None
         if any(urlsplit(u.base_url).scheme == "https" for u in providers):
             context = ssl.create_default_context()
@@ -195,27 +203,76 @@ class ModelGateway:
                 text = text.replace(key, "*" * len(key))
         return text
 
-    def _admit(self) -> str | None:
-        """The cap that refuses a call now, or ``None`` and the call counted."""
+    def _admit(
+        self, draft: Draft, upstream: Upstream, request: wire.Request
+    ) -> str | None:
+        """Why a cap refuses the call now, or ``None`` and the call admitted:
+        counted, and its worst case held back until its usage is known."""
+        worst = request.worst_case(upstream.kind)
+        tokens = (worst.input_tokens or 0) + (worst.output_tokens or 0)
+        cost = (
+            wire.cost(upstream.prices, request.model, worst)
+            if request.billed
+            else Decimal(0)
+        )
         with self._lock:
             totals, caps = self._totals, self.caps
+            held_tokens = totals.tokens + totals.reserved_tokens
+            held_cost = totals.cost_usd + totals.reserved_cost_usd
             fired = None
-            if caps.max_tokens is not None and totals.tokens >= caps.max_tokens:
+            if caps.max_tokens is not None and (
+                held_tokens >= caps.max_tokens or held_tokens + tokens > caps.max_tokens
+            ):
                 fired = "tokens"
             elif caps.max_cost_usd is not None and (
-                totals.cost_usd >= caps.max_cost_usd or totals.unpriced
+                totals.unpriced
+                or cost is None
+                or held_cost >= caps.max_cost_usd
+                or held_cost + cost > caps.max_cost_usd
             ):
                 fired = "cost"
             elif caps.max_requests is not None and totals.requests >= caps.max_requests:
                 fired = "requests"
             if fired:
                 self.cap_fired = self.cap_fired or fired
-                return fired
-            self._totals = replace(totals, requests=totals.requests + 1)
+                self.cap_fired_at = self.cap_fired_at or time.monotonic()
+                spent = {
+                    "tokens": f"{held_tokens} of {caps.max_tokens} tokens",
+                    "cost": f"${held_cost} of ${caps.max_cost_usd}",
+                    "requests": f"{totals.requests} of {caps.max_requests} calls",
+                }[fired]
+                return f"this replay's {fired} cap is reached ({spent} spent or held)"
+            if request.billed:
+                draft.worst, draft.reserved_tokens = worst, tokens
+                draft.reserved_cost_usd = cost
+            self._totals = replace(
+                totals,
+                requests=totals.requests + 1,
+                reserved_tokens=totals.reserved_tokens + tokens,
+                reserved_cost_usd=totals.reserved_cost_usd + (cost or 0),
+            )
             return None
 
+    def _charged(self, draft: Draft) -> tuple[wire.Usage, Decimal | None, bool]:
+        """What a call is charged: its usage, or its worst case when a billed
+        answer's usage never arrived in full (the agent or the upstream broke
+        the stream off before its last event); whether it is that estimate."""
+        usage, worst = draft.usage, draft.worst
+        answered = isinstance(draft.status, int) and (
+            200 <= draft.status < 300 or draft.status == 504
+        )
+        if worst is None or not answered or usage.complete:
+            return usage, draft.cost_usd, False
+        estimate = replace(
+            worst,
+            input_tokens=max(usage.input_tokens or 0, worst.input_tokens or 0),
+            output_tokens=max(usage.output_tokens or 0, worst.output_tokens or 0),
+            model=usage.model or worst.model,
+        )
+        return estimate, draft.reserved_cost_usd, True
+
     def _record(self, draft: Draft) -> MeteredCall:
-        usage = draft.usage
+        usage, cost_usd, estimated = self._charged(draft)
         now = time.perf_counter()
         call = MeteredCall(
             provider=draft.provider,
@@ -226,7 +283,7 @@ class ModelGateway:
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cached_tokens=usage.cached_tokens,
-            cost_usd=draft.cost_usd,
+            cost_usd=cost_usd,
             latency_ms=(now - draft.started) * 1000,
             first_byte_ms=(
                 (draft.first_byte - draft.started) * 1000
@@ -238,6 +295,9 @@ class ModelGateway:
             error=self.scrub(draft.error)[:300],
             streamed=draft.streamed,
             started_at=draft.started_at,
+            reserved_tokens=draft.reserved_tokens,
+            reserved_cost_usd=draft.reserved_cost_usd,
+            usage_estimated=estimated,
         )
         tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
         with self._lock:
@@ -249,6 +309,9 @@ class ModelGateway:
                     tokens=totals.tokens + tokens,
                     cost_usd=totals.cost_usd + (call.cost_usd or 0),
                     unpriced=totals.unpriced + (call.cost_usd is None and tokens > 0),
+                    reserved_tokens=totals.reserved_tokens - draft.reserved_tokens,
+                    reserved_cost_usd=totals.reserved_cost_usd
+                    - (draft.reserved_cost_usd or 0),
                 )
         level = (
             logging.INFO if call.error or call.status == "refused" else logging.DEBUG
@@ -393,9 +456,9 @@ class _Handler(BaseHTTPRequestHandler):
             request = wire.read_request(kind, slash + rest, self._read_body())
             draft.model_requested = request.model
             draft.streamed = request.stream
-            fired = gateway._admit()
-            if fired:
-                raise _Refusal(429, f"this replay's {fired} cap is reached")
+            refused = gateway._admit(draft, upstream, request)
+            if refused:
+                raise _Refusal(429, refused)
         except _Refusal as refusal:
             self._refuse(draft, kind, refusal)
             return
@@ -548,11 +611,15 @@ class _Handler(BaseHTTPRequestHandler):
             return call
 
         chunked = self._send_head(response)
+        # An agent that hangs up does not end the call: the upstream bills what
+        # it generates, so its answer is read (and metered) to its end, within
+        # bounds, after the agent has gone.
+        gone_at: float | None = None
+        unread = 0
         try:
             self.end_headers()
         except OSError:
-            end("the agent disconnected")
-            return
+            gone_at = time.monotonic()
 
         def frame(data: bytes) -> bytes:
             return b"%x\r\n%b\r\n" % (len(data), data) if chunked and data else data
@@ -575,13 +642,25 @@ class _Handler(BaseHTTPRequestHandler):
             # end: a length of 0 is the end.
             if not data or response.isclosed() or response.length == 0:
                 break
-            try:
-                self.wfile.write(frame(redactor.feed(data)))
-            except OSError:
-                end("the agent disconnected")
-                return
+            if gone_at is None:
+                try:
+                    self.wfile.write(frame(redactor.feed(data)))
+                except OSError:
+                    gone_at = time.monotonic()
+            else:
+                unread += len(data)
+                if (
+                    unread > DRAIN_UPSTREAM_BYTES
+                    or time.monotonic() - gone_at > DRAIN_UPSTREAM_SECONDS
+                ):
+                    meter.feed(data)
+                    end("the agent disconnected; the rest of the answer was not read")
+                    return
             meter.feed(data)
         meter.feed(data)
+        if gone_at is not None:
+            end("the agent disconnected")
+            return
         last = frame(redactor.feed(data) + redactor.flush())
         call = end()
         with contextlib.suppress(OSError):

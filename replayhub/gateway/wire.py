@@ -52,6 +52,21 @@ ALLOWED: dict[str, frozenset[tuple[str, str]]] = {
 }
 # The openai endpoints whose streams carry usage only when asked for it.
 USAGE_ON_REQUEST = frozenset({"/chat/completions", "/completions"})
+# The endpoints that spend tokens: a call to one is reserved before it goes up.
+BILLED = {
+    ANTHROPIC: frozenset({"/v1/messages"}),
+    OPENAI: frozenset(
+        {"/chat/completions", "/responses", "/completions", "/embeddings"}
+    ),
+}
+# What a billed call that names no output limit is reserved for, by kind: an
+# answer longer than that still ends the replay ``cap_fired`` if it takes the
+# totals past a cap (``Totals.passed``).
+DEFAULT_OUTPUT_BOUND = {ANTHROPIC: 4096, OPENAI: 4096}
+# A request's input is reserved at one token per this many bytes of its body:
+# fewer bytes a token than English text or code takes, so the JSON around the
+# text keeps the estimate above what a tokenizer counts.
+INPUT_BYTES_PER_TOKEN = 3
 
 # RFC 9110 7.6.1 hop-by-hop headers, plus what the gateway sets itself.
 HOP_BY_HOP = frozenset(
@@ -181,6 +196,25 @@ class Request:
     model: str | None
     stream: bool
     body: bytes
+    # The output limit the request names (max_tokens and its later names).
+    max_output: int | None = None
+    # Whether the endpoint spends tokens.
+    billed: bool = False
+
+    def worst_case(self, kind: str) -> Usage:
+        """The most this call may spend: its input estimated from the body's
+        size, and its output limit (or the kind's default bound)."""
+        if not self.billed:
+            return Usage(input_tokens=0, output_tokens=0, complete=True)
+        output = self.max_output
+        if output is None:
+            output = DEFAULT_OUTPUT_BOUND.get(kind, 4096)
+        return Usage(
+            input_tokens=-(-len(self.body) // INPUT_BYTES_PER_TOKEN),
+            output_tokens=output,
+            model=self.model,
+            complete=True,
+        )
 
 
 def read_request(kind: str, path: str, body: bytes) -> Request:
@@ -193,18 +227,30 @@ def read_request(kind: str, path: str, body: bytes) -> Request:
     final chunk; the other chunks carry ``"usage": null``). A body that is not
     a JSON object is forwarded as it came.
     """
+    billed = endpoint(kind, path) in BILLED.get(kind, frozenset())
     try:
         data = json.loads(body) if body else None
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        return Request(model=None, stream=False, body=body)
+        return Request(model=None, stream=False, body=body, billed=billed)
     model = data.get("model")
     model = model if isinstance(model, str) else None
     stream = data.get("stream") is True
+    limits = [
+        data.get(name)
+        for name in ("max_tokens", "max_completion_tokens", "max_output_tokens")
+    ]
+    given = [n for n in limits if isinstance(n, int) and not isinstance(n, bool)]
     if kind == OPENAI and stream and endpoint(kind, path) in USAGE_ON_REQUEST:
         body = _ask_for_usage(data, body)
-    return Request(model=model, stream=stream, body=body)
+    return Request(
+        model=model,
+        stream=stream,
+        body=body,
+        max_output=max(max(given), 0) if given else None,
+        billed=billed,
+    )
 
 
 def _ask_for_usage(data: dict[str, Any], body: bytes) -> bytes:

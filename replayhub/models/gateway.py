@@ -66,6 +66,13 @@ class ModelCall(models.Model):
     status = models.CharField(max_length=16)
     error = models.CharField(max_length=300, blank=True)
     streamed = models.BooleanField(default=False)
+    # The worst case held back for the call before it went up, and whether the
+    # usage above is that estimate (the call's own never arrived whole).
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    reserved_cost_usd = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True
+    )
+    usage_estimated = models.BooleanField(default=False)
     latency_ms = models.FloatField(default=0)
     started_at = models.DateTimeField(default=timezone.now)
 

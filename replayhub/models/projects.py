@@ -250,6 +250,11 @@ class Project(models.Model):
         blank=True,
         help_text="Model spend per replay, as the gateway measures it. Empty: no cap.",
     )
+    cap_grace_seconds = models.PositiveIntegerField(
+        default=10,
+        help_text="Once a cap has refused a model call, the agent is ended this "
+        "many seconds later (it would only retry).",
+    )
     allow_test_interference = models.BooleanField(
         default=False,
         help_text="Let a replay whose change could report a test run's success "

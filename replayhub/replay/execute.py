@@ -201,7 +201,8 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
             on_phase=on_phase,
         )
     except NotRun as exc:
-        return _not_run(exc, base_facts)
+        attempted = {"model_calls_attempted": len(report.model_calls)}
+        return _not_run(exc, {**base_facts, **attempted})
 
     on_phase(Phase.CAPTURE)
     captured = leftovers.capture(
@@ -259,6 +260,7 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
         unstorable_paths=unstorable,
         model_recorded=run.model,
         models_called=models_called(report.model_calls),
+        model_calls_attempted=len(report.model_calls),
         require_recorded_model=project.require_recorded_model,
         **base_facts,
     )

@@ -393,6 +393,7 @@ def run_agent(
             directory=scratch.root / "net-agent",
             phase="agent",
             caps=access.caps_for(project, caps),
+            cap_grace=project.cap_grace_seconds,
         )
     except access.MissingKey as exc:
         raise NotRun(Reason.HARNESS_ERROR, str(exc)) from exc
@@ -413,11 +414,21 @@ def run_agent(
         report.usage_reported = reported
     else:
         report.usage = reported
-    if network is not None and network.cap_fired:
+    if network is not None and (network.cap_fired or network.cap_passed):
+        cap = network.cap_fired or network.cap_passed
+        ended = ""
+        if outcome.limit_fired == "stopped":
+            ended = f"; {who} was ended {project.cap_grace_seconds} s after"
         raise NotRun(
             Reason.CAP_FIRED,
-            f"the model gateway's {network.cap_fired} cap was reached",
-            f"model {network.cap_fired}",
+            f"the model gateway's {cap} cap was reached ({network.spent()}){ended}",
+            f"model {cap}",
+        )
+    if network is not None and (failed := provider_failures(network.calls)):
+        raise NotRun(
+            Reason.PROVIDER_ERROR,
+            f"{who} made {len(network.calls)} model calls and the provider "
+            f"answered none of them ({failed})",
         )
     if outcome.timed_out or outcome.limit_fired == "wall_time":
         raise NotRun(
@@ -433,3 +444,18 @@ def run_agent(
             outcome.limit_fired,
         )
     return workspace, io_dir, outcome
+
+
+def provider_failures(calls: list[MeteredCall]) -> str:
+    """The failures, counted by status ("HTTP 500 to 27 calls, HTTP 429 to 3"), when
+    calls went up to the provider and not one was answered; "" otherwise."""
+    forwarded = [c for c in calls if c.status != "refused"]
+    if not forwarded or any(str(c.status).startswith("2") for c in forwarded):
+        return ""
+    counts: dict[str, int] = {}
+    for c in forwarded:
+        counts[f"HTTP {c.status}"] = counts.get(f"HTTP {c.status}", 0) + 1
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    first, *rest = ordered
+    words = [f"{first[0]} to {first[1]} call{'s' if first[1] > 1 else ''}"]
+    return ", ".join(words + [f"{status} to {n}" for status, n in rest])

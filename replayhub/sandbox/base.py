@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import posixpath
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +120,8 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     binds: tuple[Bind, ...] = ()
     network: str = "none"
+    # Set by the caller to end the run early (the outcome says "stopped").
+    stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         argv = tuple(self.argv)
@@ -156,7 +159,8 @@ class SandboxOutcome:
 
     `exit_code` is None only when the runner killed the run (wall clock); a command
     killed by a signal otherwise reports 128 + the signal number, as a shell would.
-    `limit_fired` names the most specific limit that was hit ("" when none was).
+    `limit_fired` names the most specific limit that was hit ("" when none was);
+    "stopped" when the caller ended the run (``SandboxSpec.stop``).
     """
 
     exit_code: int | None

@@ -71,6 +71,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -505,13 +506,13 @@ class BwrapRunner:
             start_new_session=True,
             pass_fds=fds,
         )
-        timed_out = False
+        ended = "done"
         try:
             assert process.stdout is not None
             pipe = process.stdout.fileno()
             os.set_blocking(pipe, False)
-            timed_out = not _pump(
-                process.pid, pipe, capture, deadline, confinement, watchdog
+            ended = _pump(
+                process.pid, pipe, capture, deadline, confinement, watchdog, spec.stop
             )
         finally:
             _kill_run(process.pid, behind_reaper=self._is_root)
@@ -521,8 +522,10 @@ class BwrapRunner:
                 _drain(process.stdout.fileno(), capture)
                 process.stdout.close()
         duration = time.monotonic() - started
+        timed_out = ended == "timeout"
+        stopped = ended == "stopped"
 
-        exit_code = None if timed_out else _exit_code(returncode)
+        exit_code = None if timed_out or stopped else _exit_code(returncode)
         output = capture.text()
         if exit_code == 1 and output.startswith("bwrap: execvp "):
             # bwrap says 1 when the command cannot be executed at all; report it
@@ -538,6 +541,8 @@ class BwrapRunner:
             fired = "file_size"
         elif not fired and timed_out:
             fired = "wall_time"
+        elif not fired and stopped:
+            fired = "stopped"
         return SandboxOutcome(
             exit_code=exit_code,
             output=output,
@@ -693,9 +698,11 @@ def _pump(
     deadline: float,
     confinement: Confinement,
     watchdog: Watchdog | None = None,
-) -> bool:
+    stop: threading.Event | None = None,
+) -> str:
     """Copy output into `capture` until the process is done or the watchdog
-    stopped it; False on timeout."""
+    stopped it ("done"), the deadline passed ("timeout") or `stop` was set
+    ("stopped")."""
     eof = False
     exited_at: float | None = None
     with selectors.DefaultSelector() as selector:
@@ -703,24 +710,26 @@ def _pump(
         while True:
             now = time.monotonic()
             if now >= deadline:
-                return False
+                return "timeout"
+            if stop is not None and stop.is_set():
+                return "stopped"
             if eof:
                 if _exited(pid):
-                    return True
+                    return "done"
                 time.sleep(min(0.01, deadline - now))
                 continue
             if selector.select(timeout=min(_POLL_SECONDS, deadline - now)):
                 eof = not _read_available(pipe, capture)
             confinement.poll()
             if watchdog is not None and watchdog.poll(pid):
-                return True
+                return "done"
             if not eof and _exited(pid):
                 # Normally EOF follows at once: bwrap's exit takes its whole pid
                 # namespace with it. Anything still holding the pipe gets a
                 # grace period, then the kill in the caller.
                 exited_at = exited_at or now
                 if now - exited_at > _DRAIN_SECONDS:
-                    return True
+                    return "done"
 
 
 def _read_available(pipe: int, capture: HeadTailBuffer) -> bool:

@@ -167,13 +167,19 @@ class DockerRunner:
         )
         reader = threading.Thread(target=_read_into, args=(process.stdout, capture))
         reader.start()
-        timed_out = False
+        timed_out = stopped = False
+        deadline = started + spec.limits.wall_seconds
         try:
-            process.wait(timeout=spec.limits.wall_seconds)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            self._docker("kill", container)
-            process.wait()
+            while process.poll() is None:
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                elif spec.stop is not None and spec.stop.is_set():
+                    stopped = True
+                else:
+                    time.sleep(0.05)
+                    continue
+                self._docker("kill", container)
+                process.wait()
         finally:
             reader.join()
             oom = self._docker(
@@ -181,9 +187,12 @@ class DockerRunner:
             ).strip()
             self._docker("rm", "--force", container)
         code = process.returncode
-        fired = "memory" if oom == "true" else ("wall_time" if timed_out else "")
+        fired = "memory" if oom == "true" else ""
+        fired = fired or ("wall_time" if timed_out else "stopped" if stopped else "")
         return SandboxOutcome(
-            exit_code=None if timed_out else (128 - code if code < 0 else code),
+            exit_code=None
+            if timed_out or stopped
+            else (128 - code if code < 0 else code),
             output=capture.text(),
             output_truncated=capture.truncated,
             timed_out=timed_out,

@@ -69,6 +69,14 @@ def checks_for(facts: Facts) -> tuple[Check, ...]:
 
 def _model_check(facts: Facts) -> Check:
     name = "model called"
+    if not facts.models_called and facts.model_calls_attempted:
+        return Check(
+            name,
+            Outcome.FAIL,
+            EvidenceClass.INDEPENDENTLY_OBSERVED,
+            f"None of the agent's {facts.model_calls_attempted} model calls "
+            "through the gateway was answered.",
+        )
     if not facts.models_called:
         return Check(
             name,

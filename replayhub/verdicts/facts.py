@@ -30,6 +30,7 @@ class Reason(StrEnum):
     NO_CHANGE = "no_change"
     WORKER_LOST = "worker_lost"
     HARNESS_ERROR = "harness_error"
+    PROVIDER_ERROR = "provider_error"
     SETUP_FAILED = "setup_failed"
     IMAGE_MISMATCH = "image_mismatch"
     # Rows 2-8: refusals.
@@ -96,6 +97,7 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
         Reason.NO_CHANGE,
         Reason.WORKER_LOST,
         Reason.HARNESS_ERROR,
+        Reason.PROVIDER_ERROR,
         Reason.SETUP_FAILED,
         Reason.IMAGE_MISMATCH,
     }
@@ -171,6 +173,7 @@ REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
         Reason.NO_CHANGE: "Agent produced no change",
         Reason.WORKER_LOST: "Worker lost",
         Reason.HARNESS_ERROR: "Harness error",
+        Reason.PROVIDER_ERROR: "Model provider failed",
         Reason.SETUP_FAILED: "Project setup failed",
         Reason.IMAGE_MISMATCH: "Recorded image differs from the root",
         Reason.BASE_UNTRUSTED: "Base commit not trusted",
@@ -299,6 +302,8 @@ class Facts:
     # (empty when the replay had no model access).
     model_recorded: str = ""
     models_called: tuple[str, ...] = ()
+    # Calls the agent tried through the gateway, answered or not.
+    model_calls_attempted: int = 0
     require_recorded_model: bool = False
     # host:port the test runs tried to reach and the egress proxy refused.
     denied_hosts: tuple[str, ...] = ()

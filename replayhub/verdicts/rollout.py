@@ -55,6 +55,7 @@ ROLLOUT_FAILURES: frozenset[Reason] = frozenset(
         Reason.CAP_FIRED,
         Reason.WORKER_LOST,
         Reason.HARNESS_ERROR,
+        Reason.PROVIDER_ERROR,
         Reason.HARNESS_FAILED,
         Reason.RESULT_MISSING,
         Reason.RESULT_MALFORMED,
@@ -79,6 +80,8 @@ _FAILURE_SENTENCE = {
     "result",
     Reason.WORKER_LOST: "The worker running the replay was lost before it finished",
     Reason.HARNESS_ERROR: "ReplayHub failed to run the rollout harness",
+    Reason.PROVIDER_ERROR: "Every model call the rollout harness made failed at "
+    "the provider",
     Reason.HARNESS_FAILED: "The project's rollout harness failed",
     Reason.RESULT_MISSING: "The rollout harness wrote no result, so the verifier's "
     "reward is unknown",

@@ -27,6 +27,8 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
         Reason.NO_CHANGE: "The agent finished without producing a change",
         Reason.WORKER_LOST: "The worker running the replay was lost before it finished",
         Reason.HARNESS_ERROR: "The replay harness failed before producing a change",
+        Reason.PROVIDER_ERROR: "Every model call the agent made failed at the "
+        "provider, so the replay says nothing of the agent",
         Reason.SETUP_FAILED: "The project's setup phase failed, so the replay had "
         "no environment to run in",
         Reason.IMAGE_MISMATCH: "The record's sandbox image is not the project's "

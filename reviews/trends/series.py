@@ -42,6 +42,7 @@ REASON_COLORS = {
     "no_change": "#6b7a8f",
     "worker_lost": "#d6336c",
     "harness_error": "#a61e4d",
+    "provider_error": "#c2255c",
     "setup_failed": "#862e9c",
     "image_mismatch": "#5c940d",
     "base_untrusted": "#1098ad",

@@ -106,8 +106,11 @@ def test_the_real_key_is_nowhere_inside_the_sandbox(
     assert KEY_ENV not in result.agent_output
 
 
-def test_the_tokens_cap_fires_mid_run(project, calc_base, calc_good, provider):
-    project.max_tokens = 5
+def test_the_tokens_cap_refuses_a_call_that_could_pass_it(
+    project, calc_base, calc_good, provider
+):
+    # The agent asks for up to 512 tokens: more than the cap, before it goes up.
+    project.max_tokens = 500
     project.save()
     run = make_run(
         project,
@@ -119,12 +122,49 @@ def test_the_tokens_cap_fires_mid_run(project, calc_base, calc_good, provider):
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
-    assert "tokens" in result.reason
-    statuses = list(
-        ModelCall.objects.filter(replay=result).values_list("status", flat=True)
+    assert "tokens cap" in result.reason and "500 tokens" in result.reason
+    (call,) = ModelCall.objects.filter(replay=result)
+    assert call.status == "refused" and call.reserved_tokens == 0
+    assert provider.received == []  # the refused call never left the worker
+
+
+def test_an_agent_retrying_past_a_cap_is_ended_after_the_grace(
+    project, calc_base, calc_good, provider
+):
+    project.max_tokens = 500
+    project.cap_grace_seconds = 1
+    project.time_limit_seconds = 60
+    project.save()
+    run = make_run(
+        project,
+        prompt=PROMPT.replace("model", "persist", 1),
+        original=calc_good,
+        base=calc_base,
     )
-    assert statuses == ["200", "refused"]
-    assert len(provider.received) == 1  # the refused call never left the worker
+
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "the agent was ended 1 s after" in result.reason
+    # It would have retried for a minute.
+    assert result.evidence["agent"]["duration_s"] < 20
+    assert ModelCall.objects.filter(replay=result).count() >= 1
+
+
+def test_a_replay_whose_calls_spent_past_a_cap_is_cap_fired(
+    project, calc_base, calc_good, provider
+):
+    # Reserved within the cap, but the upstream billed far more than the call
+    # asked for: the replay is not judged on what it spent past its cap.
+    project.max_tokens = 100_000
+    project.save()
+    provider.bill_output_tokens = 250_000
+    run = make_run(project, prompt=PROMPT, original=calc_good, base=calc_base)
+
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
+    assert "250," in result.reason and "100,000 tokens" in result.reason
 
 
 def test_another_model_is_flagged_and_refused_when_required(
@@ -227,3 +267,19 @@ def test_reproduce_json_lists_model_calls_and_egress(
     assert [
         (e["host"], e["port"], e["phase"], e["allowed"]) for e in out["egress"]
     ] == [("pypi.org", 443, "agent", False)]
+
+
+def test_every_call_failing_upstream_is_a_provider_error(
+    project, calc_base, calc_good, provider
+):
+    # The stand-in fails the agent's calls; the agent gives up and exits 0
+    # with nothing changed, as Aider does when every retry fails.
+    provider.failures = [500]
+    run = make_run(project, prompt=PROMPT, original=calc_good, base=calc_base)
+
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "provider_error")
+    assert "HTTP 500 to 1 call" in result.reason
+    checks = {c["name"]: c for c in result.evidence["checks"]}
+    assert "None of the agent's 1 model calls" in checks["model called"]["detail"]

@@ -158,42 +158,82 @@ def test_the_requests_cap_refuses_the_call_after_the_last_one_allowed(
     assert [c.status for c in gateway.calls] == [200, 200, "refused"]
 
 
-def test_the_tokens_cap_lets_the_call_that_crosses_it_complete(make_gateway, upstream):
-    gateway = make_gateway(Caps(max_tokens=10))
-    assert ask_claude(gateway, "one two three")[0] == 200  # 5 + 3 tokens
-    assert ask_claude(gateway, "one two three", stream=True)[0] == 200  # 16: past
-    assert gateway.cap_fired is None
+def reserved(body: bytes, max_tokens: int) -> int:
+    """What the gateway holds back for a call: its input at a token per three
+    bytes of body, and its output limit."""
+    return -(-len(body) // 3) + max_tokens
 
+
+def test_a_call_is_admitted_only_if_its_worst_case_fits_the_tokens_cap(
+    make_gateway, upstream
+):
+    worst = reserved(messages_body("one two three"), 100)
+    gateway = make_gateway(Caps(max_tokens=worst + 8))
+    assert ask_claude(gateway, "one two three")[0] == 200  # 5 + 3 tokens
+    assert gateway.cap_fired is None
+    assert gateway.calls[0].reserved_tokens == worst
+    assert gateway.totals.reserved_tokens == 0  # given back once measured
+
+    # 8 spent, and this call's worst case would take the totals past the cap.
+    assert ask_claude(gateway, "one two three four")[0] == 429
+    # No output limit named: reserved at the kind's default bound.
     status, _, body = ask_gpt(gateway)
     assert status == 429
     assert "tokens cap" in error_message("openai", body)
     assert gateway.cap_fired == "tokens"
-    assert gateway.totals.tokens == 16
-    assert len(upstream.received) == 2
+    assert gateway.totals.tokens == 8
+    assert len(upstream.received) == 1
 
 
-def test_the_cost_cap_fires_on_measured_cost(make_gateway, upstream):
-    gateway = make_gateway(Caps(max_cost_usd=Decimal("0.0001")))
-    assert ask_claude(gateway, "a b c")[0] == 200  # $0.00006
+def test_calls_at_the_same_time_never_spend_past_the_tokens_cap(make_gateway, upstream):
+    worst = reserved(messages_body("hello there world"), 100)
+    gateway = make_gateway(Caps(max_tokens=5 * worst))
+    upstream.first_byte_delay = 0.1
+    statuses: list[int] = []
+
+    def one() -> None:
+        statuses.append(ask_claude(gateway)[0])
+
+    threads = [threading.Thread(target=one) for _ in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # Each admitted call held its worst case: at most five were in flight.
+    assert statuses.count(200) == len(upstream.received) <= 5
+    assert statuses.count(429) >= 25
+    assert gateway.totals.tokens <= 5 * worst
+    assert gateway.totals.reserved_tokens == 0
+
+
+def test_the_cost_cap_holds_each_calls_worst_case_at_its_price(make_gateway, upstream):
+    # claude-test: $3 in, $15 out per million tokens.
+    worst = Decimal(-(-len(messages_body("a b c")) // 3) * 3 + 100 * 15) / 1_000_000
+    gateway = make_gateway(Caps(max_cost_usd=worst + Decimal("0.0001")))
+    assert ask_claude(gateway, "a b c")[0] == 200  # $0.00006 spent
+    assert gateway.calls[0].reserved_cost_usd == worst
     assert ask_claude(gateway, "a b c")[0] == 200  # $0.00012
+    # $0.00012 spent: one more worst case no longer fits.
     assert ask_claude(gateway, "a b c")[0] == 429
     assert gateway.cap_fired == "cost"
     assert gateway.totals.cost_usd == Decimal("0.00012")
+    assert len(upstream.received) == 2
 
 
-def test_the_cost_cap_refuses_once_the_cost_is_unknown(make_gateway, upstream):
+def test_the_cost_cap_refuses_a_model_it_has_no_price_for(make_gateway, upstream):
     gateway = make_gateway(Caps(max_cost_usd=Decimal(100)))
-    upstream.answer_model = "mystery"
-    call(
+    status, _, _ = call(
         agent(gateway),
         "POST",
         CHAT,
         chat_body("a", model="mystery"),
         openai_headers(PLACEHOLDER),
     )
-    assert ask_gpt(gateway)[0] == 429
+    assert status == 429
     assert gateway.cap_fired == "cost"
-    assert gateway.totals.unpriced == 1
+    assert upstream.received == []
+    assert ask_gpt(gateway)[0] == 200
 
 
 def test_the_requests_cap_holds_for_calls_at_the_same_time(make_gateway, upstream):

@@ -101,3 +101,24 @@ def test_another_model_is_the_first_warning(client, reviewer, replay):
     warnings = html[html.index('class="warnings"') :]
     assert warnings.index("model-warning") < warnings.index("</ul>")
     assert "The agent called claude-y; the record names claude-x." in warnings
+
+
+def test_the_page_shows_a_calls_reservation_and_an_estimated_usage(client, lead):
+    client.force_login(lead)
+    replay = make_replay(verdict="inconclusive")
+    ModelCall.objects.create(
+        replay=replay,
+        provider="acme",
+        model_requested="coder",
+        input_tokens=400,
+        output_tokens=4096,
+        reserved_tokens=4496,
+        usage_estimated=True,
+        status="200",
+        error="the agent disconnected",
+    )
+
+    html = page(client, replay)
+
+    assert "Reserved" in html and ">4496<" in html
+    assert "usage: estimated" in html
