@@ -17,8 +17,13 @@ the status line), ``event_delay`` (between stream events), ``hold`` (an event
 a stream waits on after its first event), ``answer_model`` (answer as another
 model), ``cached_tokens`` (input tokens reported as read from cache),
 ``leak_key`` (put the key it received in the reply, as a careless upstream
-might), ``drop_idle`` (close each connection after its response without
-saying so, as a server whose keep-alive timeout ran out does), ``failures``
+might; ``leak_as`` says how: ``"plain"``, ``"base64"``, ``"json"`` (its first
+characters JSON-escaped in the body's bytes), ``"percent"`` (percent-encoded),
+``"split"`` (a stream's deltas carry it a few characters each), ``"gzip"``
+(the whole body gzip-compressed, although identity was asked for) or ``"br"``
+(the same bytes labelled with an encoding the gateway does not read)),
+``drop_idle`` (close each connection after its response without saying so, as
+a server whose keep-alive timeout ran out does), ``failures``
 (HTTP statuses answered, in the API's error shape, to the next completion
 requests, one each, before answering normally; a 429 says ``Retry-After: 0``),
 ``replies`` (texts the next completions answer with, one each, instead of the
@@ -30,6 +35,8 @@ mid-answer does).
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import secrets
 import socket
@@ -82,6 +89,7 @@ class StandInProvider:
         self.answer_model: str | None = None
         self.cached_tokens = 0
         self.leak_key = False
+        self.leak_as = "plain"
         self.drop_idle = False
         self.record = True
         self.failures: list[int] = []
@@ -202,19 +210,37 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(self, messages: list[Any]) -> str:
         if self.fake.replies:
             reply = self.fake.replies.pop(0)
-            if self.fake.leak_key:
-                reply += f" (your key was {self.fake.key})"
-            return reply
-        users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-        reply = _text(users[-1].get("content")) if users else ""
+        else:
+            users = [
+                m for m in messages if isinstance(m, dict) and m.get("role") == "user"
+            ]
+            reply = _text(users[-1].get("content")) if users else ""
         if self.fake.leak_key:
-            reply += f" (your key was {self.fake.key})"
+            key = self.fake.key
+            if self.fake.leak_as == "base64":
+                key = base64.b64encode(key.encode()).decode()
+            reply += f" (your key was {key})"
         return reply
 
+    def _leaky(self, body: bytes) -> bytes:
+        """The body's bytes with the key written the way ``leak_as`` says."""
+        fake, key = self.fake, self.fake.key.encode()
+        if not fake.leak_key or not key:
+            return body
+        if fake.leak_as == "json":
+            escaped = b"".join(b"\\u%04x" % c for c in key[:3])
+            return body.replace(key, escaped + key[3:])
+        if fake.leak_as == "percent":
+            return body.replace(key, b"".join(b"%%%02X" % c for c in key))
+        return body
+
     def _json(self, status: int, data: Any) -> None:
-        body = json.dumps(data).encode()
+        body = self._leaky(json.dumps(data).encode())
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if self.fake.leak_key and self.fake.leak_as in ("gzip", "br"):
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", self.fake.leak_as)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -232,6 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.fake.hold.wait(10)
             elif i and self.fake.event_delay:
                 time.sleep(self.fake.event_delay)
+            event = self._leaky(event)
             self.wfile.write(b"%x\r\n%b\r\n" % (len(event), event))
         self.wfile.write(b"0\r\n\r\n")
 
@@ -282,8 +309,8 @@ class _Handler(BaseHTTPRequestHandler):
             ),
             _sse("ping", {"type": "ping"}),
         ]
-        for word in reply.split():
-            delta = {"type": "text_delta", "text": word + " "}
+        for word in _pieces(reply, fake.leak_as == "split"):
+            delta = {"type": "text_delta", "text": word}
             events.append(
                 _sse(
                     "content_block_delta",
@@ -347,7 +374,9 @@ class _Handler(BaseHTTPRequestHandler):
             return _sse(None, data)
 
         events = [chunk({"role": "assistant", "content": ""})]
-        events += [chunk({"content": word + " "}) for word in reply.split()]
+        events += [
+            chunk({"content": word}) for word in _pieces(reply, fake.leak_as == "split")
+        ]
         events.append(chunk({}, "stop"))
         if with_usage:
             events.append(
@@ -364,6 +393,13 @@ class _Handler(BaseHTTPRequestHandler):
             )
         events.append(b"data: [DONE]\n\n")
         self._stream(events)
+
+
+def _pieces(reply: str, small: bool) -> list[str]:
+    """A reply's stream deltas: a word each, or a few characters each."""
+    if small:
+        return [reply[i : i + 4] for i in range(0, len(reply), 4)]
+    return [word + " " for word in reply.split()]
 
 
 def _prompt_words(request: dict[str, Any]) -> int:

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import traceback
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ from urllib.parse import urlsplit
 from replayhub.gateway import wire
 from replayhub.gateway.calls import Caps, Draft, MeteredCall, Totals
 from replayhub.gateway.providers import ConnectionPool, Upstream
+from replayhub.gateway.redact import DeltaGuard, Redactor
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ CHUNK_BYTES = 64 * 1024
 CLOSE_WAIT_SECONDS = 30.0
 # A refused call's body is read and dropped up to this size.
 DRAIN_BYTES = 256 * 1024 * 1024
+# A compressed answer is decoded up to this size.
+MAX_DECODED_BYTES = 256 * 1024 * 1024
 # After the agent hangs up, the upstream's answer is still read (and metered)
 # up to this much and this long.
 DRAIN_UPSTREAM_BYTES = 64 * 1024 * 1024
@@ -196,12 +200,12 @@ class ModelGateway:
             os.unlink(self.socket_path)
 
     def scrub(self, text: str) -> str:
-        """``text`` with every provider's key masked."""
+        """``text`` with every provider's key masked, in any of its forms."""
+        data = text.encode("utf-8", "surrogateescape")
         for secret in self._secrets:
-            key = secret.decode()
-            if key in text:
-                text = text.replace(key, "*" * len(key))
-        return text
+            redactor = Redactor(secret)
+            data = redactor.feed(data) + redactor.flush()
+        return data.decode("utf-8", "surrogateescape")
 
     def _admit(
         self, draft: Draft, upstream: Upstream, request: wire.Request
@@ -593,7 +597,43 @@ class _Handler(BaseHTTPRequestHandler):
         draft.status = draft.http_status = response.status
         streaming = wire.is_event_stream(response.getheader("Content-Type"))
         meter = wire.UsageMeter(upstream.kind, streaming=streaming)
-        redactor = wire.Redactor(upstream.key.encode())
+        # The key is scrubbed from what the agent reads, so the agent must read
+        # what was scrubbed: a compressed body (sent although identity was
+        # asked for) is decoded first, and one the gateway cannot decode is
+        # not passed on.
+        coding = (response.getheader("Content-Encoding") or "").strip().lower()
+        decoder = None
+        if coding in ("gzip", "x-gzip"):
+            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "deflate":
+            decoder = zlib.decompressobj()
+        elif coding not in ("", "identity"):
+            response.close()
+            pool.release(conn, reuse=False)
+            self._fail(
+                draft,
+                502,
+                "the provider answered in an encoding the gateway cannot read",
+                coding[:40],
+            )
+            return
+        decoded = 0
+        redactor = Redactor(upstream.key.encode())
+        guard = DeltaGuard(upstream.key.encode()) if streaming else None
+
+        def scrubbed(data: bytes, last: bool = False) -> bytes:
+            """``data`` as the agent gets it: decoded, then scrubbed."""
+            nonlocal decoded
+            if decoder is not None:
+                data = decoder.decompress(data) + (decoder.flush() if last else b"")
+                decoded += len(data)
+                if decoded > MAX_DECODED_BYTES:
+                    raise ValueError("the decoded answer is too large")
+            meter.feed(data)
+            out = redactor.feed(data) + (redactor.flush() if last else b"")
+            if guard is not None:
+                out = guard.feed(out) + (guard.flush() if last else b"")
+            return out
 
         def end(error: str = "") -> MeteredCall:
             """Records the call and gives the upstream connection back."""
@@ -610,7 +650,7 @@ class _Handler(BaseHTTPRequestHandler):
                 gateway._notify(call)
             return call
 
-        chunked = self._send_head(response)
+        chunked = self._send_head(response, decoded=decoder is not None)
         # An agent that hangs up does not end the call: the upstream bills what
         # it generates, so its answer is read (and metered) to its end, within
         # bounds, after the agent has gone.
@@ -624,9 +664,9 @@ class _Handler(BaseHTTPRequestHandler):
         def frame(data: bytes) -> bytes:
             return b"%x\r\n%b\r\n" % (len(data), data) if chunked and data else data
 
-        # Each piece goes to the agent as soon as it arrives, before it is
-        # metered; the last is held until the call is recorded, so ``calls``
-        # has the call once the agent has the whole response.
+        # Each piece goes to the agent as soon as it arrives (once scrubbed);
+        # the last is held until the call is recorded, so ``calls`` has the
+        # call once the agent has the whole response.
         while True:
             try:
                 data = response.read1(CHUNK_BYTES)
@@ -642,9 +682,14 @@ class _Handler(BaseHTTPRequestHandler):
             # end: a length of 0 is the end.
             if not data or response.isclosed() or response.length == 0:
                 break
+            try:
+                out = scrubbed(data)
+            except (zlib.error, ValueError) as exc:
+                end(f"the provider's answer could not be decoded ({exc})")
+                return
             if gone_at is None:
                 try:
-                    self.wfile.write(frame(redactor.feed(data)))
+                    self.wfile.write(frame(out))
                 except OSError:
                     gone_at = time.monotonic()
             else:
@@ -653,31 +698,36 @@ class _Handler(BaseHTTPRequestHandler):
                     unread > DRAIN_UPSTREAM_BYTES
                     or time.monotonic() - gone_at > DRAIN_UPSTREAM_SECONDS
                 ):
-                    meter.feed(data)
                     end("the agent disconnected; the rest of the answer was not read")
                     return
-            meter.feed(data)
-        meter.feed(data)
+        try:
+            last = frame(scrubbed(data, last=True))
+        except (zlib.error, ValueError) as exc:
+            end(f"the provider's answer could not be decoded ({exc})")
+            return
         if gone_at is not None:
             end("the agent disconnected")
             return
-        last = frame(redactor.feed(data) + redactor.flush())
         call = end()
         with contextlib.suppress(OSError):
             self.wfile.write(last + (b"0\r\n\r\n" if chunked else b""))
         gateway._notify(call)
 
-    def _send_head(self, response: http.client.HTTPResponse) -> bool:
+    def _send_head(self, response: http.client.HTTPResponse, *, decoded: bool) -> bool:
         """Sends the upstream's status and headers (not yet flushed) with the
-        gateway's own framing; whether the body goes chunked."""
+        gateway's own framing; whether the body goes chunked.
+
+        The body's length is never the upstream's: scrubbing (and decoding)
+        changes it, so it goes chunked (or to the connection's end).
+        """
         self.send_response_only(response.status, response.reason)
         for name, value in wire.response_headers(response.getheaders()):
+            if decoded and name.lower() == "content-encoding":
+                continue
             self.send_header(name, self.server.gateway.scrub(value))
         chunked = False
         if response.status in (204, 304) or self.command == "HEAD":
             pass
-        elif response.length is not None:
-            self.send_header("Content-Length", str(response.length))
         elif self.request_version == "HTTP/1.1":
             self.send_header("Transfer-Encoding", "chunked")
             chunked = True

@@ -568,38 +568,3 @@ def error_body(kind: str, status: int, message: str) -> bytes:
             }
         }
     return json.dumps(data).encode()
-
-
-class Redactor:
-    """Replaces a secret in a byte stream with as many ``*``, across chunk
-    boundaries, without delaying a chunk that cannot be the start of it.
-
-    The replacement keeps the length, so a ``Content-Length`` stays right. Only
-    a chunk ending in a proper prefix of the secret holds those bytes back until
-    the next chunk or ``flush``.
-    """
-
-    def __init__(self, secret: bytes) -> None:
-        self.secret = secret
-        self._held = b""
-
-    def feed(self, chunk: bytes) -> bytes:
-        secret = self.secret
-        if not secret:
-            return chunk
-        data = self._held + chunk
-        if secret in data:
-            data = data.replace(secret, b"*" * len(secret))
-        keep = 0
-        tail = len(data) - len(secret) + 1
-        if data.find(secret[:1], max(tail, 0)) >= 0:
-            for n in range(min(len(secret) - 1, len(data)), 0, -1):
-                if data.endswith(secret[:n]):
-                    keep = n
-                    break
-        self._held = data[len(data) - keep :] if keep else b""
-        return data[: len(data) - keep]
-
-    def flush(self) -> bytes:
-        held, self._held = self._held, b""
-        return held

@@ -3,6 +3,7 @@ everything it answers, records and logs."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import shutil
@@ -27,6 +28,7 @@ from tests.gateway.client import (
     call,
     chat_body,
     error_message,
+    events,
     messages_body,
     openai_headers,
 )
@@ -316,7 +318,7 @@ def test_the_real_key_appears_in_no_answer_record_or_log(
 
     gateway.close()  # every on_call has run
 
-    assert any(b"(your key was ****" in body for _, _, body in answers)
+    assert any(b"(your key was [redacted])" in body for _, _, body in answers)
     for _, headers, body in answers:
         assert REAL_KEY.encode() not in body
         assert REAL_KEY not in repr(headers)
@@ -395,3 +397,67 @@ def test_an_https_upstream_must_present_a_trusted_certificate(
     assert status == 502
     assert "CERTIFICATE_VERIFY_FAILED" in gateway.calls[0].error
     assert self_signed_upstream.received == []
+
+
+@pytest.mark.parametrize(
+    ("form", "stream"),
+    [
+        *(
+            (form, stream)
+            for form in ("plain", "base64", "json", "percent")
+            for stream in (False, True)
+        ),
+        ("gzip", False),  # the stand-in compresses whole bodies only
+    ],
+)
+def test_an_echoed_key_is_scrubbed_in_every_encoding(
+    make_gateway, upstream, form, stream
+):
+    gateway = make_gateway()
+    upstream.leak_key, upstream.leak_as = True, form
+    encoded = {
+        "plain": REAL_KEY.encode(),
+        "base64": base64.b64encode(REAL_KEY.encode()),
+        "json": b"\\u0073\\u006b\\u002d" + REAL_KEY.encode()[3:],
+        "percent": b"".join(b"%%%02X" % c for c in REAL_KEY.encode()),
+        "gzip": REAL_KEY.encode(),
+    }[form]
+
+    for ask in (ask_claude, ask_gpt):
+        status, headers, body = ask(gateway, stream=stream)
+        assert status == 200
+        assert "content-encoding" not in headers
+        assert encoded not in body and REAL_KEY.encode() not in body
+        assert b"[redacted]" in body
+        # Nothing of the key's length shows: the mask is always the same.
+        assert str(len(REAL_KEY)).encode() not in body.split(b"your key was")[-1][:20]
+
+
+@pytest.mark.parametrize("ask", ["claude", "gpt"])
+def test_a_key_split_over_a_streams_deltas_is_scrubbed(make_gateway, upstream, ask):
+    gateway = make_gateway()
+    upstream.leak_key, upstream.leak_as = True, "split"
+    status, _, body = (ask_claude if ask == "claude" else ask_gpt)(gateway, stream=True)
+    assert status == 200
+    texts = []
+    for event in events(body):
+        if ask == "claude":
+            texts.append(event.get("delta", {}).get("text", ""))
+        else:
+            texts += [c["delta"].get("content") or "" for c in event["choices"]]
+    text = "".join(texts)
+    assert REAL_KEY not in text and REAL_KEY[:8] not in text
+    assert "(your key was [redacted])" in text
+    # The usage still reached the meter.
+    assert gateway.calls[-1].output_tokens
+
+
+def test_a_body_in_an_encoding_the_gateway_cannot_read_is_not_passed_on(
+    make_gateway, upstream
+):
+    gateway = make_gateway()
+    upstream.leak_key, upstream.leak_as = True, "br"
+    status, _, body = ask_claude(gateway)
+    assert status == 502
+    assert "cannot read" in error_message("anthropic", body)
+    assert gateway.calls[-1].status == 502
