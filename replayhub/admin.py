@@ -32,7 +32,9 @@ from replayhub.models import (
 )
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 
-ROLLOUT_FIELDS = [
+# Tuples, here and below: to the stubs a tuple of names is also a tuple of field
+# groups, where a list[str] is no list of groups (lists are invariant).
+ROLLOUT_FIELDS = (
     "harness_command",
     "verifier_command",
     "rollout_mode",
@@ -44,7 +46,7 @@ ROLLOUT_FIELDS = [
     "verification_turn",
     "rollout_seed",
     "max_seed_tokens",
-]
+)
 
 
 class BudgetInline(admin.StackedInline):
@@ -159,19 +161,22 @@ class RunAdmin(admin.ModelAdmin):
         return format_html('<pre class="readonly">{}</pre>', text)
 
 
+TEST_OUTCOME_FIELDS = (
+    "tree",
+    "attempt",
+    "ran",
+    "passed",
+    "exit_code",
+    "tests_executed",
+    "timed_out",
+)
+
+
 class TestOutcomeInline(admin.TabularInline):
     model = TestOutcome
     extra = 0
-    fields = [
-        "tree",
-        "attempt",
-        "ran",
-        "passed",
-        "exit_code",
-        "tests_executed",
-        "timed_out",
-    ]
-    readonly_fields = fields
+    fields = TEST_OUTCOME_FIELDS
+    readonly_fields = TEST_OUTCOME_FIELDS
     can_delete = False
 
 

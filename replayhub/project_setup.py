@@ -148,11 +148,11 @@ def project_fields(
             raise ProjectInvalid(option, f"{option}: {problem}")
     harness = _command("--harness-command", harness_command)
     if not harness:
-        for option, value in (
+        for option, command in (
             ("--test-command", test_command),
             ("--agent-command", agent_command),
         ):
-            if value is None:
+            if command is None:
                 raise ProjectInvalid(
                     option,
                     f"{option} is required (or --harness-command, for a project "

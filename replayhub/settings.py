@@ -64,7 +64,7 @@ def database_from_url(url: str) -> dict:
             "OPTIONS": SQLITE_OPTIONS,
         }
     if parts.scheme in {"postgres", "postgresql"}:
-        options = dict(parse_qsl(parts.query))
+        options: dict[str, str | bool] = dict(parse_qsl(parts.query))
         use_pool = options.pop("pool", "0") == "1"
         if use_pool:
             options["pool"] = True

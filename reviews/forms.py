@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any, cast
+
 from django import forms
 
 from replayhub.models import VERDICT_CHOICES, Project
@@ -8,6 +11,13 @@ from reviews.models import Review
 from reviews.queue_reads import Cursor, QueueFilters
 from reviews.replay_page.overrule import contradicted
 from reviews.together.forms import label_choices, split_label
+
+
+def choices_of(field: forms.Field) -> Iterable[tuple[Any, Any]]:
+    """A choice field's choices as pairs (or named groups)."""
+    # Django normalises choices when they are set: a list of pairs, or an iterator
+    # of them for a callable. The stubs' getter type still admits every input form.
+    return cast("Iterable[tuple[Any, Any]]", cast(forms.ChoiceField, field).choices)
 
 
 class ScopeFilterForm(forms.Form):
@@ -76,8 +86,19 @@ class VerdictSelect(forms.Select):
 
     contradictions: dict[str, str] = {}
 
-    def create_option(self, name, value, label, selected, index, **kwargs):
-        option = super().create_option(name, value, label, selected, index, **kwargs)
+    def create_option(
+        self,
+        name: str,
+        value: Any,
+        label: int | str,
+        selected: bool,
+        index: int,
+        subindex: int | None = None,
+        attrs: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        option = super().create_option(
+            name, value, label, selected, index, subindex, attrs
+        )
         if value:
             option["attrs"]["data-key"] = VERDICT_KEYS.get(str(value), "")
             if sentence := self.contradictions.get(str(value)):
@@ -87,7 +108,9 @@ class VerdictSelect(forms.Select):
 
 # Each corrected verdict's own key on the replay page; the same digit always
 # means the same verdict, whichever verdict the replay has.
-VERDICT_KEYS = {verdict: str(n) for n, verdict in enumerate(tuple(Verdict), start=1)}
+VERDICT_KEYS: dict[str, str] = {
+    verdict: str(n) for n, verdict in enumerate(tuple(Verdict), start=1)
+}
 
 
 class DecisionForm(forms.Form):
@@ -121,14 +144,13 @@ class DecisionForm(forms.Form):
             if found := contradicted(checks, v):
                 widget.contradictions[v] = " ".join(found)
         # The current verdict is not a correction of itself.
-        self.fields["verdict_after"].choices = [
-            choice
-            for choice in self.fields["verdict_after"].choices
-            if choice[0] != verdict
-        ]
+        field = cast(forms.ChoiceField, self.fields["verdict_after"])
+        field.choices = [c for c in choices_of(field) if c[0] != verdict]
 
     def clean(self):
         data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
         if data.get("decision") == Review.Decision.OVERTURN:
             after = data.get("verdict_after")
             if not after:

@@ -19,7 +19,8 @@ class Ability(models.Model):
     class Meta:
         managed = False
         default_permissions = ()
-        permissions = roles.ABILITIES
+        # A list of its own: the stubs' element type is wider (lists are invariant).
+        permissions = [*roles.ABILITIES]
 
     def __str__(self) -> str:
         return "app-wide permissions"

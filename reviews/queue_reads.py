@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from replayhub.models import Replay, ReplayStatus, ReviewBand
+from replayhub.models import Replay, ReplayQuerySet, ReplayStatus, ReviewBand
 from reviews.models import ReviewLabel
 
 PAGE_SIZE = 50
@@ -154,7 +155,8 @@ def listing(filters: QueueFilters) -> QuerySet:
 
 def ordered(rows: QuerySet, *, banded: bool) -> QuerySet:
     if banded:
-        return rows.in_queue_order()
+        # Every listing is drawn from Replay.objects, so its rows are a ReplayQuerySet.
+        return cast(ReplayQuerySet, rows).in_queue_order()
     return rows.order_by("-finished_at", "-id")
 
 
@@ -204,7 +206,8 @@ def band_counts(filters: QueueFilters, cap: int | None = None) -> dict[int, int]
     """
     cap = COUNT_CAP if cap is None else cap
     queued = filters.apply(Replay.objects.awaiting_review()).order_by()
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[Any] = []
     for band in ReviewBand.values:
         sql, band_params = (
             queued.filter(review_band=band).values("id")[: cap + 1].query

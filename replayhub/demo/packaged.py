@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from replayhub.demo.calculator import AGENT, BAD, GOOD, STUB
 from replayhub.demo.pkgindex import pure_wheel, write_index
-from replayhub.git.scratch import git
+from replayhub.git.scratch import GitOptions, git
 
 SLUG = "demo-env"
 PACKAGE = "greetlib"
@@ -79,7 +79,7 @@ def write_demo_index(root: Path) -> None:
 def build_repository(path: Path, index_url: str) -> dict[str, str]:
     """Create (or reopen) the repository; returns the named commits."""
     git_dir = path / ".git"
-    options = {"git_dir": git_dir, "work_tree": path}
+    options: GitOptions = {"git_dir": git_dir, "work_tree": path}
 
     def rev(ref: str) -> str:
         return git("rev-parse", "--verify", ref, **options).stdout.decode().strip()

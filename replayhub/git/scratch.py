@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from replayhub.git import blobs, hunks
 from replayhub.lib.fstree import remove_tree
@@ -121,6 +121,22 @@ def git_environment() -> dict[str, str]:
         # object; identity is decided on real hashes.
         "GIT_NO_REPLACE_OBJECTS": "1",
     }
+
+
+class GitOptions(TypedDict, total=False):
+    """Keyword arguments of :func:`git`, for callers that pass the same ones often."""
+
+    git_dir: Path | str | None
+    work_tree: Path | str | None
+    index_file: Path | str | None
+    cwd: Path | str | None
+    timeout: float
+    input: bytes | None
+    output_cap: int
+    truncate: bool
+    check: bool
+    user: tuple[int, int] | None
+    env: dict[str, str] | None
 
 
 def git(
@@ -510,7 +526,11 @@ class Scratch:
             timeout=self.timeout,
         )
         ws_git = workspace / ".git"
-        options = {"git_dir": ws_git, "work_tree": workspace, "timeout": self.timeout}
+        options: GitOptions = {
+            "git_dir": ws_git,
+            "work_tree": workspace,
+            "timeout": self.timeout,
+        }
         attributes = ws_git / "info" / "attributes"
         attributes.parent.mkdir(exist_ok=True)
         attributes.write_text(NO_CONVERSION, encoding="utf-8")

@@ -124,7 +124,9 @@ def _check_usual(
         return None
     if moment.tzinfo is None or moment.utcoffset() is None:
         return None
-    image = config = ""
+    # Any JSON value of the record, as the fields above, until checked below.
+    image: Any = ""
+    config: Any = ""
     if sandbox is not None:
         if type(sandbox) is not dict:
             return None

@@ -268,7 +268,8 @@ class _Importer:
         self.summary = summary
         self.progress = progress
         self.default = project
-        self.projects: dict[str, Project | None] = {}
+        # A record without a project caches its miss under None.
+        self.projects: dict[str | None, Project | None] = {}
         if project is not None:
             self.projects[project.slug] = project
         self.max_prompt_bytes = settings.REPLAYHUB_MAX_PROMPT_BYTES

@@ -35,6 +35,8 @@ def save_upload(
     with path.open("xb") as out:
         for chunk in upload.chunks():
             out.write(chunk)
+    # Only an UploadedFile made by hand lacks a size; a received upload has one.
+    assert upload.size is not None
     return ImportJob.objects.create(
         project=project,
         filename=(upload.name or "upload.jsonl")[:255],

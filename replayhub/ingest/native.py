@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import orjson
 
@@ -242,12 +242,14 @@ _REPR_CEILING = 1e16
 def _members(value: dict[str, Any] | list[Any]) -> int:
     """The number of object members in ``value``, nested ones included; -1 when
     it holds a float orjson may not read or write as the stdlib does."""
+    items: Iterable[Any]
     if type(value) is dict:
         count = len(value)
         items = value.values()
     else:
         count = 0
-        items = value
+        # The JSON parsers make plain dicts and lists: what is not a dict is a list.
+        items = cast("list[Any]", value)
     for item in items:
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:

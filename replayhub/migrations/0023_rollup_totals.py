@@ -14,7 +14,7 @@ def sum_existing_rollups(apps, schema_editor):
     """Every night's totals from the rollups already written."""
     Rollup = apps.get_model("replayhub", "Rollup")
     RollupTotal = apps.get_model("replayhub", "RollupTotal")
-    sums = {}
+    sums: dict[tuple, dict[str, defaultdict[str, int]]] = {}
     rows = Rollup.objects.values(
         "date", "model", "source", *VERDICTS, "deferred", *KEYED
     )

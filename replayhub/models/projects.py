@@ -324,6 +324,9 @@ class Project(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Not a field: set on a project being deleted, between pre_delete and
+    # post_delete, to the nights its rollups spanned (reviews.trends.rollups).
+    _rollup_span: dict[str, Any]
 
     class Meta:
         ordering = ["slug"]

@@ -166,7 +166,7 @@ def valid_record_sha(value: object) -> bool:
 @functools.lru_cache(maxsize=1024)
 def image_is_pinned(image: str | None) -> bool:
     """Whether an image reference carries a ``@sha256:`` digest."""
-    return bool(image) and _DIGEST.search(image) is not None
+    return bool(image and _DIGEST.search(image))
 
 
 def resolve_provenance(

@@ -28,13 +28,14 @@ git runs with the pinned environment and configuration of
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from replayhub.git.history import History
 from replayhub.git.scratch import (
@@ -181,9 +182,12 @@ class CatFile:
         watchdog.start()
         # One answer line per request: read blocks until all have come.
         wanted, lines, chunks = len(requests), 0, []
+        # The pipe is buffered (bufsize -1), so stdout is a BufferedReader: typeshed
+        # says only IO[bytes], which has no read1.
+        stdout = cast(io.BufferedReader, proc.stdout)
         try:
             while lines < wanted:
-                chunk = proc.stdout.read1(1 << 16)
+                chunk = stdout.read1(1 << 16)
                 if not chunk:
                     raise GitError(
                         f"git cat-file timed out after {self.timeout:g}s"

@@ -163,8 +163,9 @@ REASON_VERDICT: Mapping[Reason, Verdict] = MappingProxyType(
     }
 )
 
-# Short labels for badges, filters and the trends dashboard.
-REASON_TEXT: Mapping[Reason, str] = MappingProxyType(
+# Short labels for badges, filters and the trends dashboard. Keyed by str: the
+# pages look codes up as the database holds them (a Reason is one).
+REASON_TEXT: Mapping[str, str] = MappingProxyType(
     {
         Reason.SANDBOX_UNAVAILABLE: "Sandbox unavailable",
         Reason.FIXTURE_FAILED: "Workspace provisioning failed",

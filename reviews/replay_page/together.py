@@ -138,7 +138,7 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
             user.has_perm(roles.DECIDE) and finished and out["opinion"] is None
         )
         reviews = context.get("reviews")
-        if hasattr(reviews, "prefetch_related"):
+        if reviews is not None and hasattr(reviews, "prefetch_related"):
             out["reviews"] = reviews.prefetch_related("labels__label")
     if blind:
         out.update(reviews=[], audit=[], opinion_history=[], human=None)

@@ -48,7 +48,7 @@ from reviews.services import (
     undo_deadline,
 )
 from reviews.together import gold
-from reviews.views import partial, replay_for
+from reviews.views import HtmxHttpRequest, partial, replay_for
 
 # Diffs with more lines than this (per kind) show their file list and load each
 # file's lines on demand, so one huge change cannot stall the page.
@@ -311,7 +311,7 @@ def replay_progress(request: HttpRequest, replay_id: int) -> HttpResponse:
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def replay_diff_file(
-    request: HttpRequest, replay_id: int, kind: str, index: int
+    request: HtmxHttpRequest, replay_id: int, kind: str, index: int
 ) -> HttpResponse:
     """One file of one of a replay's diffs, for diffs too large to show whole."""
     if kind not in DIFF_KINDS:

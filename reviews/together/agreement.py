@@ -18,8 +18,11 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
+from typing import TypeVar
 
-Item = Hashable
+# A type variable: Mapping keys are invariant, so a dict keyed by replay ids is no
+# Mapping[Hashable, str].
+Item = TypeVar("Item", bound=Hashable)
 Judgements = Mapping[str, Mapping[Item, str]]
 
 
@@ -57,7 +60,9 @@ class GoldScore:
         return Fraction(self.agreed, self.judged) if self.judged else None
 
 
-def gold_agreement(judgements: Judgements, gold: Mapping[Item, str]) -> list[GoldScore]:
+def gold_agreement(
+    judgements: Judgements[Item], gold: Mapping[Item, str]
+) -> list[GoldScore]:
     """Each reviewer's agreement with the settled verdicts of gold items.
 
     Only gold items a reviewer judged count; reviewers who judged none are
@@ -87,7 +92,7 @@ class PairAgreement:
         return Fraction(self.agreed, self.shared) if self.shared else None
 
 
-def pairwise(judgements: Judgements) -> list[PairAgreement]:
+def pairwise(judgements: Judgements[Item]) -> list[PairAgreement]:
     """Every pair of reviewers who judged at least one item in common.
 
     Pairs are ordered by name (``first`` < ``second``), and so is the list.

@@ -44,6 +44,8 @@ class CommentForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
         start, end = data.get("line_start"), data.get("line_end")
         if start and end and end < start:
             self.add_error("line_end", "The range ends before it starts.")
@@ -88,8 +90,8 @@ def excerpt(
             line.text
             for line in file.lines
             if line.kind not in ("hunk", "note")
-            and (line.old if side == "old" else line.new) is not None
-            and start <= (line.old if side == "old" else line.new) <= end
+            and (number := line.old if side == "old" else line.new) is not None
+            and start <= number <= end
         ]
         if picked:
             return "\n".join(picked[:MAX_EXCERPT_LINES])

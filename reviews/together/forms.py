@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import cast
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -24,6 +25,8 @@ class PeriodMixin(forms.Form):
 
     def clean(self):
         data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
         since, until = data.get("since"), data.get("until")
         if since and until and until < since:
             self.add_error("until", "The period ends before it starts.")
@@ -57,7 +60,7 @@ class DoneForm(PeriodMixin):
         self.everyone = everyone
         if not everyone:
             del self.fields["reviewer"]
-        self.fields["label"].choices = label_choices()
+        cast(forms.ChoiceField, self.fields["label"]).choices = label_choices()
 
     def filters(self, user) -> DoneFilters:
         data = getattr(self, "cleaned_data", {})

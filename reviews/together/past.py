@@ -84,6 +84,7 @@ def search(text: str) -> list[Replay]:
     if text.lstrip("#").isdigit():
         ids.add(int(text.lstrip("#")))
     exact = Q(run__external_id=text) | Q(pk__in=ids)
+    by_comment: QuerySet[Comment]
     if connection.vendor == "postgresql":
         query = SearchQuery(text, config="simple", search_type="websearch")
         by_run = Replay.objects.annotate(

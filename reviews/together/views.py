@@ -4,6 +4,7 @@ the Done tab, search, bulk confirm, the agreement page and the inbox."""
 from __future__ import annotations
 
 import csv
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -43,7 +44,7 @@ def comment_create(request: HttpRequest, replay_id: int) -> HttpResponse:
     form = comments.CommentForm(request.POST)
     if not form.is_valid():
         errors = "; ".join(
-            f"{name.replace('_', ' ')}: {' '.join(errs)}"
+            f"{name.replace('_', ' ')}: {' '.join(str(e) for e in errs)}"
             for name, errs in form.errors.items()
         )
         messages.error(request, f"Comment not added ({errors}).")
@@ -199,7 +200,7 @@ def _bulk_set(form: BulkForm):
         rows = rows.filter(finished_at__gte=past.day_start(data["since"]))
     if data.get("until"):
         rows = rows.filter(
-            finished_at__lt=past.day_start(data["until"] + timezone.timedelta(days=1))
+            finished_at__lt=past.day_start(data["until"] + timedelta(days=1))
         )
     return handoff.undecided(rows).order_by("-finished_at", "-id")
 
@@ -271,12 +272,16 @@ def agreement(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
+    # LoginRequiredMiddleware lets no anonymous user this far.
+    assert request.user.is_authenticated
     notices = Notice.objects.filter(user=request.user).select_related("actor")[:200]
     return render(request, "reviews/inbox.html", {"page": "inbox", "notices": notices})
 
 
 @require_POST
 def inbox_read(request: HttpRequest) -> HttpResponse:
+    # LoginRequiredMiddleware lets no anonymous user this far.
+    assert request.user.is_authenticated
     rows = Notice.objects.filter(user=request.user, read_at__isnull=True)
     if request.POST.get("id", "").isdigit():
         rows = rows.filter(pk=int(request.POST["id"]))

@@ -404,15 +404,20 @@ def control_chart(points: Sequence[ChartPoint], frame: Frame) -> Chart:
     )
     top = rate_scale(peak)
     chart = _time_axes(frame, top, short_pct, rate_ticks(top))
-    limited = [p for p in points if p.center is not None]
+    # A point has its three limits or none (statistics.p_chart).
+    limited = [
+        (p.night, p.center, p.upper, p.lower)
+        for p in points
+        if p.center is not None and p.upper is not None and p.lower is not None
+    ]
     chart.polylines.extend(
-        _steps([(p.night, p.upper) for p in limited], frame, top, "limit")
+        _steps([(n, upper) for n, _, upper, _ in limited], frame, top, "limit")
     )
     chart.polylines.extend(
-        _steps([(p.night, p.lower) for p in limited], frame, top, "limit")
+        _steps([(n, lower) for n, _, _, lower in limited], frame, top, "limit")
     )
     chart.polylines.extend(
-        _steps([(p.night, p.center) for p in limited], frame, top, "center")
+        _steps([(n, center) for n, center, _, _ in limited], frame, top, "center")
     )
     rated = [(p.night, p.rate) for p in points if p.rate is not None]
     chart.polylines.extend(_lines(rated, frame, top, "rate"))
@@ -435,12 +440,12 @@ def control_chart(points: Sequence[ChartPoint], frame: Frame) -> Chart:
         if p.out_of_control:
             chart.texts.append(Text(x, y - 9, pct(p.rate, 0), cls="value ooc"))
     if limited:
-        last = limited[-1]
+        _, center, upper, lower = limited[-1]
         x = frame.width - frame.right + 4
         for value, name in (
-            (last.upper, "UCL"),
-            (last.center, "CL"),
-            (last.lower, "LCL"),
+            (upper, "UCL"),
+            (center, "CL"),
+            (lower, "LCL"),
         ):
             chart.texts.append(
                 Text(

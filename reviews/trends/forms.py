@@ -76,6 +76,8 @@ class TrendsFilterForm(ScopeFilterForm):
 
     def clean(self):
         data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
         since, until = data.get("since"), data.get("until")
         if since and until:
             if since > until:

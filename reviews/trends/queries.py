@@ -15,20 +15,22 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, TypeAlias
 
 from django.db import connection
 from django.db.models import Count, Max, QuerySet
 
 from replayhub.models import Rollup, RollupTotal
-from replayhub.models.nights import NightCounts
 from replayhub.verdicts import INCONCLUSIVE_REASONS
 from reviews.trends.forms import TrendFilters
 from reviews.trends.series import VERDICTS, NightTotals
 from reviews.trends.statistics import TRAILING_NIGHTS
 
+# The NightCounts tables; the abstract model itself has no manager to read with.
+Counted: TypeAlias = type[Rollup] | type[RollupTotal]
 
-def counted(filters: TrendFilters) -> type[NightCounts]:
+
+def counted(filters: TrendFilters) -> Counted:
     """The rows the dashboard of ``filters`` sums: one project's rollups, or
     the all-projects totals."""
     return Rollup if filters.project_id is not None else RollupTotal
@@ -38,10 +40,13 @@ def rollups(
     filters: TrendFilters,
     since: date | None = None,
     *,
-    cls: type[NightCounts] = Rollup,
+    cls: Counted = Rollup,
 ) -> QuerySet[Any]:
     """The rows of ``cls`` the filters select, from ``since`` if given."""
-    rows = cls.objects.filter(date__gte=since or filters.since, date__lte=filters.until)
+    # Of either table; only Rollup's are filtered by project (see counted).
+    rows: QuerySet[Any] = cls.objects.filter(
+        date__gte=since or filters.since, date__lte=filters.until
+    )
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:
@@ -80,7 +85,8 @@ assert all(re.fullmatch(r"[a-z_]+", key) for key in [*KNOWN_REASONS, *VERDICTS])
 
 def _where(filters: TrendFilters, since: date, until: date) -> tuple[str, list[Any]]:
     adapt = connection.ops.adapt_datefield_value
-    where, params = ["r.date >= %s", "r.date <= %s"], [adapt(since), adapt(until)]
+    where = ["r.date >= %s", "r.date <= %s"]
+    params: list[Any] = [adapt(since), adapt(until)]
     if filters.project_id is not None:
         where.append("r.project_id = %s")
         params.append(filters.project_id)
@@ -162,6 +168,8 @@ def nightly_sums(
     for row in rows:
         if step == 1:
             night = _as_date(row[0])
+            # The slot is then r.date, a column that is never NULL.
+            assert night is not None
         else:
             night = filters.since + timedelta(days=row[0] * step - lead)
         attempted, identical, equivalent, divergent, inconclusive, deferred = row[
@@ -224,7 +232,10 @@ def _reason_sums(
         cursor.execute(sql, params)
         for night, key, n in cursor.fetchall():
             if n:
-                found[_as_date(night)][key] = int(n)
+                day = _as_date(night)
+                # r.date is a column that is never NULL.
+                assert day is not None
+                found[day][key] = int(n)
     return found
 
 
@@ -248,7 +259,8 @@ def _as_date(value) -> date | None:
 
 def model_choices(filters: TrendFilters) -> list[str]:
     """Models with rollups in the range (and project), for the filter."""
-    rows = counted(filters).objects.filter(
+    # Of either table; only Rollup's are filtered by project (see counted).
+    rows: QuerySet[Any] = counted(filters).objects.filter(
         date__gte=filters.since, date__lte=filters.until
     )
     if filters.project_id is not None:
@@ -262,7 +274,8 @@ def model_choices(filters: TrendFilters) -> list[str]:
 
 
 def latest_rollup(filters: TrendFilters) -> date | None:
-    rows = counted(filters).objects.all()
+    # Of either table; only Rollup's are filtered by project (see counted).
+    rows: QuerySet[Any] = counted(filters).objects.all()
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:

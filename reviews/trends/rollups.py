@@ -44,6 +44,7 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -112,6 +113,9 @@ def night_start(day: date, *, start_hour: int, tz: str) -> datetime:
     return datetime.combine(day, time(start_hour), tzinfo=ZoneInfo(tz)).astimezone(UTC)
 
 
+_Counts = TypeVar("_Counts", bound=NightCounts)
+
+
 @dataclass
 class RollupCounts:
     """The counters of one (night, model) row while it is being built."""
@@ -141,12 +145,10 @@ class RollupCounts:
                 mine[key] += n
         self.deferred += row["deferred"]
 
-    def row(
-        self, cls: type[NightCounts] = Rollup, *, day: date, now: datetime, **key
-    ) -> NightCounts:
+    def row(self, cls: type[_Counts], *, day: date, now: datetime, **key) -> _Counts:
         """A row of ``cls`` with these counts; ``key`` names model, source (and
         the project of a Rollup)."""
-        verdicts = {v: self.verdicts.get(v, 0) for v in Verdict}
+        verdicts: dict[str, int] = {v: self.verdicts.get(v, 0) for v in Verdict}
         return cls(
             date=day,
             **key,
@@ -471,6 +473,8 @@ def _project_rows(
             n=group["n"],
         )
     return [
-        c.row(day=day, project_id=project_id, model=model, source=source, now=now)
+        c.row(
+            Rollup, day=day, project_id=project_id, model=model, source=source, now=now
+        )
         for (day, model, source), c in sorted(counts.items())
     ]

@@ -20,12 +20,12 @@ from reviews.trends.dashboard import dashboard_context
 from reviews.trends.exports import export_csv, export_payload, export_rows, labels_given
 from reviews.trends.forms import TrendFilters, TrendsFilterForm
 from reviews.trends.text_similarity import similarity_by_night, similarity_table
-from reviews.views import partial
+from reviews.views import HtmxHttpRequest, partial
 
 
 @require_GET
 @permission_required(roles.VIEW_TRENDS, raise_exception=True)
-def trends(request: HttpRequest) -> HttpResponse:
+def trends(request: HtmxHttpRequest) -> HttpResponse:
     form = TrendsFilterForm(request.GET)
     form.is_valid()
     filters = form.filters()
@@ -68,7 +68,7 @@ def trends_labels(request: HttpRequest) -> HttpResponse:
 def _export_filters(request: HttpRequest) -> TrendFilters | HttpResponse:
     form = TrendsFilterForm(request.GET)
     if not form.is_valid():
-        errors = "; ".join(e for field in form.errors.values() for e in field)
+        errors = "; ".join(str(e) for field in form.errors.values() for e in field)
         return HttpResponseBadRequest(
             f"Invalid filters: {errors}", content_type="text/plain; charset=utf-8"
         )

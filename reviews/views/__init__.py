@@ -9,9 +9,16 @@ from collections.abc import Sequence
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django_htmx.middleware import HtmxDetails
 
 from replayhub import roles
 from replayhub.models import Replay
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request once ``HtmxMiddleware`` has run: every view's request is one."""
+
+    htmx: HtmxDetails
 
 
 def replay_for(
@@ -32,7 +39,7 @@ def replay_for(
     return get_object_or_404(replays, pk=replay_id)
 
 
-def partial(request: HttpRequest, template: str, name: str) -> str:
+def partial(request: HtmxHttpRequest, template: str, name: str) -> str:
     """``template`` for a page load, its partial ``name`` for an htmx request."""
     # A history restore asks for the whole page even though it comes from htmx.
     if request.htmx and not request.htmx.history_restore_request:

@@ -20,6 +20,7 @@ from replayhub.nights import scheduler
 from replayhub.texttier.night import text_candidates
 from reviews import services
 from reviews.models import AuditEvent
+from reviews.views import HtmxHttpRequest
 
 HISTORY_NIGHTS = 14
 # Deferred runs listed per tier on a card (the counts are whole).
@@ -70,6 +71,8 @@ class BoundedForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
         for name, (least, most, unit) in self.bounds.items():
             if name not in self.fields or name in self.errors:
                 continue
@@ -264,7 +267,7 @@ OWNERS = {"budget": "per night", "caps": "per replay"}
 
 
 def _label(owner: str, name: str) -> str:
-    form = BudgetForm if owner == "budget" else CapsForm
+    form: type[BoundedForm] = BudgetForm if owner == "budget" else CapsForm
     label = form._meta.labels.get(name) if form._meta.labels else None
     return label or f"{name.replace('_', ' ')} ({OWNERS[owner]})"
 
@@ -306,7 +309,7 @@ def budgets_page(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.VIEW_BUDGETS, raise_exception=True)
-def budget_edit(request: HttpRequest, slug: str) -> HttpResponse:
+def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
     if request.method != "POST":
         # The form's address, opened again after a refused save: the page.

@@ -87,9 +87,7 @@ class RunFilterForm(forms.Form):
             rows = rows.filter(model__icontains=data["model"].strip())
         zone = timezone.get_current_timezone()
         if data.get("since"):
-            start = timezone.datetime.combine(
-                data["since"], timezone.datetime.min.time()
-            )
+            start = datetime.combine(data["since"], time.min)
             rows = rows.filter(imported_at__gte=timezone.make_aware(start, zone))
         if data.get("until"):
             end = datetime.combine(data["until"], time.max)

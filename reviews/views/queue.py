@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
@@ -20,7 +23,7 @@ from replayhub import roles
 from replayhub.models import ReviewBand, RunSource
 from replayhub.verdicts import REASON_TEXT, Verdict
 from reviews import queue_reads
-from reviews.forms import QueueFilterForm
+from reviews.forms import QueueFilterForm, choices_of
 from reviews.render import jinja
 from reviews.replay_page import together
 from reviews.services import (
@@ -28,7 +31,7 @@ from reviews.services import (
 )
 from reviews.templatetags.review_tags import age, until
 from reviews.together import comments
-from reviews.views import partial
+from reviews.views import HtmxHttpRequest, partial
 
 QUEUE_ROWS_TEMPLATE = "reviews/_queue_rows.html"
 
@@ -85,7 +88,10 @@ def queue_context(
     counts = queue_reads.band_counts(filters) if filters.banded else {}
     now = timezone.now()
     data = getattr(form, "cleaned_data", {})
-    projects = dict(form.fields["project"].queryset.values_list("id", "slug"))
+    project_field = cast(forms.ModelChoiceField, form.fields["project"])
+    # ScopeFilterForm declares the field with its queryset.
+    assert project_field.queryset is not None
+    projects = dict(project_field.queryset.values_list("id", "slug"))
     open_threads = comments.unresolved([row["id"] for row in rows])
     blind = together.blind_projects() if can_decide else set()
     detail_url = _detail_url()
@@ -108,10 +114,10 @@ def queue_context(
             "reason": data.get("reason", ""),
             "label": data.get("label", ""),
         },
-        "labels": list(form.fields["label"].choices),
+        "labels": list(choices_of(form.fields["label"])),
         "projects": sorted(projects.values()),
-        "verdicts": form.fields["verdict"].choices,
-        "reasons": form.fields["reason"].choices,
+        "verdicts": choices_of(form.fields["verdict"]),
+        "reasons": choices_of(form.fields["reason"]),
         "rows": rows,
         # The rows are most of the page: drawn by Jinja2 (reviews/render/jinja.py).
         "rows_html": jinja.render(
@@ -130,7 +136,7 @@ def queue_context(
 
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
-def queue(request: HttpRequest) -> HttpResponse:
+def queue(request: HtmxHttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET)
     form.is_valid()
     result = queue_reads.page(
@@ -153,7 +159,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
-def running(request: HttpRequest) -> HttpResponse:
+def running(request: HtmxHttpRequest) -> HttpResponse:
     rows = queue_reads.running()
     response = render(
         request,

@@ -5,6 +5,8 @@ original; the pages never present it as a reproduction verdict."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.contrib.auth.decorators import permission_required
 from django.db.models import F
@@ -27,6 +29,7 @@ from replayhub.models import (
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
 from reviews.replay_page.continuations import messages_view
+from reviews.views import HtmxHttpRequest
 
 VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"
@@ -45,13 +48,15 @@ class TextReplayForm(forms.Form):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         names = list(Provider.objects.values_list("name", flat=True))
-        self.fields["provider"].choices = [(n, n) for n in names]
-        self.fields["judge_provider"].choices = [("", "No judge")] + [
-            (n, n) for n in names
-        ]
+        provider = cast(forms.ChoiceField, self.fields["provider"])
+        judge = cast(forms.ChoiceField, self.fields["judge_provider"])
+        provider.choices = [(n, n) for n in names]
+        judge.choices = [("", "No judge")] + [(n, n) for n in names]
 
     def clean(self) -> dict:
         data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
         try:
             if data.get("provider") and data.get("model"):
                 data["target"] = Target.parse(f"{data['provider']}:{data['model']}")
@@ -106,7 +111,7 @@ def _seeds(run: Run) -> list[dict]:
 
 @require_GET
 @permission_required(VIEW_RUNS, raise_exception=True)
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("project"), pk=run_id)
     context = _run_context(request, run)
     if request.htmx and not request.htmx.history_restore_request:
@@ -120,7 +125,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_POST
 @permission_required(ADD_TEXT_REPLAY, raise_exception=True)
-def run_text_replay(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_text_replay(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """Queue a text replay of the run for a worker."""
     run = get_object_or_404(Run.objects.select_related("project"), pk=run_id)
     form = TextReplayForm(request.POST)
@@ -145,7 +150,7 @@ def run_text_replay(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 @permission_required(VIEW_RUNS, raise_exception=True)
-def text_replay_detail(request: HttpRequest, text_replay_id: int) -> HttpResponse:
+def text_replay_detail(request: HtmxHttpRequest, text_replay_id: int) -> HttpResponse:
     """Original and replayed output side by side, with the similarity and the
     judge's score and rationale."""
     row = get_object_or_404(

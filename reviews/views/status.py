@@ -16,6 +16,7 @@ from replayhub import roles, services
 from replayhub.models import (
     WorkerCheck,
 )
+from reviews.views import HtmxHttpRequest
 
 
 @require_GET
@@ -27,7 +28,7 @@ def status(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def worker_check_create(request: HttpRequest) -> HttpResponse:
+def worker_check_create(request: HtmxHttpRequest) -> HttpResponse:
     check = services.worker_check_request(user=request.user)
     if not request.htmx:
         return redirect("reviews:status")

@@ -16,6 +16,7 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from replayhub.ingest.services import PreflightMode, import_job_create, runs_import
 from replayhub.models import ImportFormat, ImportJob, Project
+from reviews.views import HtmxHttpRequest
 
 IMPORT_RUNS = "replayhub.add_run"
 
@@ -42,7 +43,7 @@ class UploadForm(forms.Form):
 @csrf_exempt
 @require_http_methods(["GET", "POST"])
 @permission_required(IMPORT_RUNS, raise_exception=True)
-def runs_upload(request: HttpRequest) -> HttpResponse:
+def runs_upload(request: HtmxHttpRequest) -> HttpResponse:
     limit = settings.REPLAYHUB_UPLOAD_MAX_BYTES
     declared = request.META.get("CONTENT_LENGTH", "")
     # The multipart envelope adds a little to the file itself.
@@ -57,7 +58,7 @@ def runs_upload(request: HttpRequest) -> HttpResponse:
 
 
 @csrf_protect
-def _runs_upload(request: HttpRequest, limit: int) -> HttpResponse:
+def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
     if request.method != "POST":
         return _page(request, UploadForm())
     form = UploadForm(request.POST, request.FILES)
@@ -107,7 +108,7 @@ def _page(request: HttpRequest, form: UploadForm, *, status: int = 200, **contex
 
 @require_GET
 @permission_required(IMPORT_RUNS, raise_exception=True)
-def upload_job(request: HttpRequest, job_id: int) -> HttpResponse:
+def upload_job(request: HtmxHttpRequest, job_id: int) -> HttpResponse:
     """An upload being imported by a worker: its progress, then its summary.
 
     The progress part polls itself every second and stops (286) once the job

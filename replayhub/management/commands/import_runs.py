@@ -213,6 +213,8 @@ class _Status:
 
     def clear(self) -> None:
         if self.shown:
+            # Only show() sets shown, and only once it has a stream to write to.
+            assert self.stream is not None
             self.stream.write("\r\x1b[K", ending="")
             self.stream.flush()
 
@@ -235,7 +237,7 @@ def _open(path: str | None) -> contextlib.AbstractContextManager[IO[bytes] | Non
 def _render(summary: ImportSummary, *, as_json: bool) -> str:
     if as_json:
         return json.dumps(summary.to_dict())
-    rows = [
+    rows: list[tuple[str, int | str]] = [
         ("imported", summary.imported),
         ("duplicates", summary.duplicates),
         ("conflicts", summary.conflicts_total),
