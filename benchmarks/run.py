@@ -60,6 +60,7 @@ SUITE = [
     Script("nightly_admission.py", ["--rounds", "3"]),
     Script("review_queue.py", ["--iterations", "60", "--paginator-iterations", "4"]),
     Script("trends.py", ["--iterations", "40", "--rollups", "6"]),
+    Script("decision.py", ["--iterations", "200", "--rollups", "10"]),
     Script("replay_overhead.py", ["--runs", "3"], sqlite=True),
     Script("test_gate.py", ["--runs", "3"], sqlite=True),
     Script("environment.py", ["--runs", "3"], sqlite=True),
