@@ -406,6 +406,12 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
         evidence["unstorable_count"] = report.unstorable_count
     if report.nested_repositories:
         evidence["nested_repositories"] = report.nested_repositories
+    if report.egress_counts.total > len(report.egress):
+        # More attempts than were kept one by one: the page shows the counts.
+        evidence["egress_counts"] = report.egress_counts.rows()[:200]
+        evidence["egress_total"] = report.egress_counts.total
+    if report.refused_counts:
+        evidence["refused_calls"] = report.refused_counts
     if escaped:
         evidence["escaped_text"] = escaped
     if dropped:

@@ -354,6 +354,9 @@ REPLAYHUB_REVIEW_UNDO_SECONDS = env_int("REPLAYHUB_REVIEW_UNDO_SECONDS", 300)
 # A decision's night is counted again this long after the first decision of a
 # burst, by a worker; the decisions made meanwhile are counted in one pass.
 REPLAYHUB_ROLLUP_DELAY_SECONDS = env_int("REPLAYHUB_ROLLUP_DELAY_SECONDS", 5)
+# Egress attempts and refused model calls a replay keeps one by one; past
+# these, they are only counted (by host and outcome, by provider and status).
+REPLAYHUB_EVIDENCE_KEPT = env_int("REPLAYHUB_EVIDENCE_KEPT", 200)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
 # Mentions and assignments also go out by e-mail (Django's EMAIL_* settings) to
 # users who have an address.

@@ -163,6 +163,15 @@ EOF
 socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)" "$port" \
             && echo "direct connection: reached" || echo "direct connection: failed"
           printf '%s\n' "$good" > calc.py ;;
+  flood) count=$(head -n 1 "$REPLAYHUB_PROMPT_FILE" | cut -d' ' -f2)
+         python3 -c "import os, socket, sys
+# CONNECTs the proxy refuses, in a loop, as a hostile agent would send.
+port = int(os.environ['HTTPS_PROXY'].rsplit(':', 1)[1])
+for n in range(int(sys.argv[1])):
+    with socket.create_connection(('127.0.0.1', port), timeout=5) as s:
+        s.sendall(b'CONNECT host%d.example:443 HTTP/1.1\\r\\n\\r\\n' % (n % 7))
+        s.recv(256)" "$count"
+         printf '%s\n' "$good" > calc.py ;;
   usage) printf '%s\n' "$other" > calc.py
          echo '{"input_tokens": 1200, "output_tokens": 300,' \
               '"cost_usd": 0.42, "turns": 3}' > "$REPLAYHUB_USAGE_FILE" ;;

@@ -120,7 +120,7 @@ def _account(
 ) -> None:
     if summary:
         report.environment = summary
-    report.egress += attempts
+    report.add_egress(list(attempts))
     report.sandbox_seconds += seconds
 
 

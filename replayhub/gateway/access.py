@@ -23,7 +23,9 @@ from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 
-from replayhub.gateway.egress import ConnectAttempt, EgressProxy
+from django.conf import settings
+
+from replayhub.gateway.egress import AttemptCounts, ConnectAttempt, EgressProxy
 from replayhub.gateway.server import Caps, MeteredCall, ModelGateway, Upstream
 from replayhub.models import Project, Provider
 from replayhub.sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
@@ -136,6 +138,14 @@ class PhaseNetwork:
         return list(self.proxy.attempts) if self.proxy else []
 
     @property
+    def attempt_counts(self) -> AttemptCounts:
+        return self.proxy.counts if self.proxy else AttemptCounts()
+
+    @property
+    def refused_counts(self) -> dict[str, int]:
+        return dict(self.gateway.refused_counts) if self.gateway else {}
+
+    @property
     def cap_fired(self) -> str:
         """The cap that refused a call ("" when none did)."""
         return (self.gateway.cap_fired or "") if self.gateway else ""
@@ -201,7 +211,13 @@ class PhaseNetwork:
             )
         socket_path = self.directory / MODEL_SOCKET
         self.gateway = self._stack.enter_context(
-            ModelGateway(socket_path, upstreams, self.placeholder, self.caps)
+            ModelGateway(
+                socket_path,
+                upstreams,
+                self.placeholder,
+                self.caps,
+                max_kept=settings.REPLAYHUB_EVIDENCE_KEPT,
+            )
         )
         self._ports[MODEL_PORT] = MODEL_SOCKET
         base = f"http://127.0.0.1:{MODEL_PORT}"
@@ -230,7 +246,12 @@ class PhaseNetwork:
     def _start_proxy(self) -> None:
         socket_path = self.directory / EGRESS_SOCKET
         self.proxy = self._stack.enter_context(
-            EgressProxy(socket_path, list(self.needs.egress), self.phase)
+            EgressProxy(
+                socket_path,
+                list(self.needs.egress),
+                self.phase,
+                max_kept=settings.REPLAYHUB_EVIDENCE_KEPT,
+            )
         )
         self._ports[EGRESS_PORT] = EGRESS_SOCKET
         self.env.update(proxy_env(EGRESS_PORT))

@@ -140,6 +140,7 @@ class EgressProxy:
         header_timeout: float = 30.0,
         idle_timeout: float = 300.0,
         connect_timeout: float = 10.0,
+        max_kept: int = 200,
     ) -> None:
         if isinstance(allow, str):
             raise TypeError("allow is a sequence of host:port patterns, not a str")
@@ -155,6 +156,8 @@ class EgressProxy:
         self._clients = threading.BoundedSemaphore(max_clients)
         self._lock = threading.Lock()
         self._attempts: list[ConnectAttempt] = []
+        self.max_kept = max_kept
+        self._counts = AttemptCounts()
         self._open: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._closing = threading.Event()
@@ -164,9 +167,17 @@ class EgressProxy:
 
     @property
     def attempts(self) -> list[ConnectAttempt]:
-        """The attempts so far, in the order they ended (a copy)."""
+        """The first ``max_kept`` attempts, in the order they ended (a copy):
+        an agent asking for connections in a loop must not fill the worker's
+        memory, nor the replay's page. ``counts`` counts them all."""
         with self._lock:
             return list(self._attempts)
+
+    @property
+    def counts(self) -> AttemptCounts:
+        """Every attempt, counted by phase, host, port and outcome (a copy)."""
+        with self._lock:
+            return self._counts.copy()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -427,7 +438,9 @@ class EgressProxy:
             duration_ms=(time.monotonic() - started) * 1000, **asdict(draft)
         )
         with self._lock:
-            self._attempts.append(attempt)
+            if len(self._attempts) < self.max_kept:
+                self._attempts.append(attempt)
+            self._counts.add(attempt)
         logger.info(
             "egress %s %s:%s %s",
             attempt.phase,
@@ -440,6 +453,61 @@ class EgressProxy:
                 self.on_attempt(attempt)
             except Exception:
                 logger.exception("on_attempt failed for %s", attempt)
+
+
+class AttemptCounts:
+    """Connection attempts counted by (phase, host, port, allowed, outcome),
+    for at most ``MAX_KEYS`` distinct keys; the rest count under one key per
+    phase and outcome whose host is ``OTHER_HOSTS``."""
+
+    MAX_KEYS = 1000
+    OTHER_HOSTS = "(other hosts)"
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str, int, bool, str], int] = {}
+
+    def add(self, attempt: ConnectAttempt, n: int = 1) -> None:
+        key = (
+            attempt.phase,
+            attempt.host,
+            attempt.port,
+            attempt.allowed,
+            attempt.outcome,
+        )
+        self._add(key, n)
+
+    def _add(self, key: tuple[str, str, int, bool, str], n: int) -> None:
+        if key not in self._counts and len(self._counts) >= self.MAX_KEYS:
+            key = (key[0], self.OTHER_HOSTS, 0, key[3], key[4])
+        self._counts[key] = self._counts.get(key, 0) + n
+
+    def merge(self, other: AttemptCounts) -> None:
+        for key, n in other._counts.items():
+            self._add(key, n)
+
+    def copy(self) -> AttemptCounts:
+        twin = AttemptCounts()
+        twin._counts = dict(self._counts)
+        return twin
+
+    @property
+    def total(self) -> int:
+        return sum(self._counts.values())
+
+    def rows(self) -> list[dict]:
+        """The counts as plain rows, most attempts first."""
+        ordered = sorted(self._counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [
+            {
+                "phase": phase,
+                "host": host,
+                "port": port,
+                "allowed": allowed,
+                "outcome": outcome,
+                "count": count,
+            }
+            for (phase, host, port, allowed, outcome), count in ordered
+        ]
 
 
 def _note_target(attempt: _Draft, authority: str) -> None:

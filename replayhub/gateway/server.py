@@ -105,6 +105,7 @@ class ModelGateway:
         connect_timeout: float = 10.0,
         read_timeout: float = 300.0,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_kept: int = 200,
     ) -> None:
         if not placeholder:
             raise ValueError("the placeholder key must not be empty")
@@ -136,6 +137,12 @@ class ModelGateway:
         self._secrets = [u.key.encode() for u in providers if u.key]
         self._lock = threading.Lock()
         self._calls: list[MeteredCall] = []
+        # Refused calls past the first ``max_kept`` are only counted, by
+        # provider and status: an agent retrying in a loop must not fill the
+        # worker's memory.
+        self.max_kept = max_kept
+        self._refused_kept = 0
+        self.refused_counts: dict[str, int] = {}
         self._totals = Totals()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -305,7 +312,14 @@ class ModelGateway:
         )
         tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
         with self._lock:
-            self._calls.append(call)
+            if call.status != "refused":
+                self._calls.append(call)
+            else:
+                key = f"{call.provider} {call.http_status}"
+                self.refused_counts[key] = self.refused_counts.get(key, 0) + 1
+                if self._refused_kept < self.max_kept:
+                    self._refused_kept += 1
+                    self._calls.append(call)
             if call.status != "refused":
                 totals = self._totals
                 self._totals = replace(

@@ -352,9 +352,15 @@ def _judge_by_tests(
             return _inconclusive(Reason.SANDBOX_UNAVAILABLE, str(exc), **ctx.base_facts)
     denied: tuple[str, ...] = ()
     if network is not None:
-        report.egress += network.attempts
+        report.add_egress(network.attempts, network.attempt_counts)
         denied = tuple(
-            sorted({f"{a.host}:{a.port}" for a in network.attempts if not a.allowed})
+            sorted(
+                {
+                    f"{row['host']}:{row['port']}"
+                    for row in network.attempt_counts.rows()
+                    if not row["allowed"]
+                }
+            )
         )
     report.gate = gate
     report.sandbox_seconds += gate.sandbox_seconds

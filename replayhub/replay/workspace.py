@@ -16,12 +16,13 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from replayhub.environments import build, images
 from replayhub.gateway import access
-from replayhub.gateway.egress import ConnectAttempt
+from replayhub.gateway.egress import AttemptCounts, ConnectAttempt
 from replayhub.gateway.server import MeteredCall
 from replayhub.git.scratch import GitError, Scratch, TreeComparison
 from replayhub.models import Phase, Project
@@ -98,6 +99,10 @@ class Report:
     # Every call through the model gateway and every egress attempt.
     model_calls: list[MeteredCall] = field(default_factory=list)
     egress: list[ConnectAttempt] = field(default_factory=list)
+    # Every egress attempt counted, kept or not; refused model calls by
+    # provider and status (only the first of each are in ``model_calls``).
+    egress_counts: AttemptCounts = field(default_factory=AttemptCounts)
+    refused_counts: dict[str, int] = field(default_factory=dict)
     # The agent's own usage file when the gateway measured the real usage.
     usage_reported: dict = field(default_factory=dict)
     # Usage numbers out of range, as text: never spent (see ``bounded_usage``).
@@ -168,12 +173,34 @@ class Report:
                 for call in self.model_calls
             ],
             "egress": [_plain(asdict(attempt)) for attempt in self.egress],
+            "egress_total": self.egress_counts.total,
+            "egress_counts": self.egress_counts.rows(),
+            "refused_calls": self.refused_counts,
             "environment": self.environment or None,
         }
 
     def extra_evidence(self) -> dict:
         """What a kind of replay adds to the stored evidence (see ``rollouts``)."""
         return {}
+
+    def add_egress(
+        self, attempts: list[ConnectAttempt], counts: AttemptCounts | None = None
+    ) -> None:
+        """A phase's egress attempts: all counted, the first few kept whole."""
+        if counts is None:
+            counts = AttemptCounts()
+            for attempt in attempts:
+                counts.add(attempt)
+        self.egress_counts.merge(counts)
+        room = max(settings.REPLAYHUB_EVIDENCE_KEPT - len(self.egress), 0)
+        self.egress += attempts[:room]
+
+    def add_network(self, network: Any) -> None:
+        """What a phase's way out recorded: its calls, attempts and counts."""
+        self.model_calls = [*self.model_calls, *network.calls]
+        self.add_egress(network.attempts, network.attempt_counts)
+        for key, n in network.refused_counts.items():
+            self.refused_counts[key] = self.refused_counts.get(key, 0) + n
 
     def agent_summary(self) -> dict:
         """What the agent phase did, without its output."""
@@ -404,8 +431,7 @@ def run_agent(
     reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
     report.usage_refused = refused
     if network is not None:
-        report.model_calls = network.calls
-        report.egress += network.attempts
+        report.add_network(network)
     if network is not None and network.gateway is not None:
         # What the gateway measured is what the replay spent; the agent's own
         # account stays beside it as what the executor supplied.

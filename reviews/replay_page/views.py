@@ -6,6 +6,7 @@ from collections import defaultdict
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -56,6 +57,8 @@ INLINE_DIFF_LINES = 1500
 # The tail of the agent's output shown on the page; the rest stays stored.
 AGENT_OUTPUT_SHOWN = 64 * 1024
 
+# Egress attempts listed a page at a time (a replay keeps a few hundred).
+EGRESS_PAGE = 50
 # What the replay page shows besides the replay's own row.
 PAGE_RELATED = (
     "run",
@@ -214,7 +217,12 @@ def _detail_context(
         "cases": _case_table(outcomes),
         "test_changes": (replay.evidence or {}).get("test_changes") or {},
         "model_calls": replay.model_calls.all(),
-        "egress": replay.egress_attempts.all(),
+        "egress": Paginator(replay.egress_attempts.all(), EGRESS_PAGE).get_page(
+            request.GET.get("egress")
+        ),
+        "egress_counts": (replay.evidence or {}).get("egress_counts") or [],
+        "egress_total": (replay.evidence or {}).get("egress_total"),
+        "refused_calls": (replay.evidence or {}).get("refused_calls") or {},
         "usage_reported": (replay.evidence or {}).get("usage_reported") or {},
         "model_warning": next(
             (

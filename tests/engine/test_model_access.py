@@ -283,3 +283,23 @@ def test_every_call_failing_upstream_is_a_provider_error(
     assert "HTTP 500 to 1 call" in result.reason
     checks = {c["name"]: c for c in result.evidence["checks"]}
     assert "None of the agent's 1 model calls" in checks["model called"]["detail"]
+
+
+def test_a_flood_of_refused_connections_is_counted_not_stored_one_by_one(
+    project, calc_base, calc_good, provider, client, admin_user, settings
+):
+    settings.REPLAYHUB_EVIDENCE_KEPT = 50
+    run = make_run(project, prompt="flood 400", original=calc_good, base=calc_base)
+
+    result = replay(run)
+
+    # Every attempt is counted; the replay keeps the first ones whole.
+    assert EgressAttempt.objects.filter(replay=result).count() == 50
+    assert result.evidence["egress_total"] == 400
+    counts = result.evidence["egress_counts"]
+    assert sum(row["count"] for row in counts) == 400
+    assert {row["host"] for row in counts} == {f"host{n}.example" for n in range(7)}
+    client.force_login(admin_user)
+    html = client.get(f"/replays/{result.pk}/").content.decode()
+    assert "400 in all" in html and "page 1 of 1" not in html
+    assert html.count("host3.example") >= 1

@@ -461,3 +461,12 @@ def test_a_body_in_an_encoding_the_gateway_cannot_read_is_not_passed_on(
     assert status == 502
     assert "cannot read" in error_message("anthropic", body)
     assert gateway.calls[-1].status == 502
+
+
+def test_refused_calls_past_the_first_few_are_only_counted(make_gateway, upstream):
+    gateway = make_gateway(Caps(max_requests=0), max_kept=3)
+    for _ in range(10):
+        assert ask_claude(gateway)[0] == 429
+
+    assert len(gateway.calls) == 3
+    assert gateway.refused_counts == {"claude 429": 10}
