@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import uuid
 from pathlib import Path
@@ -139,10 +140,10 @@ def import_layout(ref: str, layout: Path, tag: str) -> Path:
     bundle = target.parent
     staging = bundle.parent / f".unpack-{uuid.uuid4().hex[:8]}"
     staging.parent.mkdir(parents=True, exist_ok=True)
-    staging.parent.chmod(0o755)
-    argv = [umoci, "unpack", "--image", f"{layout}:{tag}", str(staging)]
-    if os.geteuid() != 0:
-        argv.insert(2, "--rootless")
+    _keep_to_the_sandbox(staging.parent)
+    # Rootless even as root: a hostile layer's device nodes are not made, and
+    # nothing is owned by the uids the layer names.
+    argv = [umoci, "unpack", "--rootless", "--image", f"{layout}:{tag}", str(staging)]
     result = subprocess.run(
         argv,
         capture_output=True,
@@ -155,9 +156,43 @@ def import_layout(ref: str, layout: Path, tag: str) -> Path:
         remove_tree(staging)
         line = (result.stderr.strip().splitlines() or ["no message"])[-1]
         raise ImageError(f"umoci could not unpack {layout}:{tag}: {line}")
+    _defang(staging / "rootfs")
     # The sandbox uid must reach the tree; umoci makes its bundle private.
     staging.chmod(0o755)
     (staging / "rootfs").chmod(0o755)
     remove_tree(bundle)
     os.rename(staging, bundle)
     return target
+
+
+def _keep_to_the_sandbox(directory: Path) -> None:
+    """The images directory: this worker's, and the sandbox's group may pass
+    through it (bubblewrap binds a root from there as the sandbox uid); no
+    other user reaches what is in it."""
+    if os.geteuid() == 0:
+        group = getattr(get_runner("bwrap"), "sandbox_gid", 65534)
+        os.chown(directory, 0, group)
+    directory.chmod(0o750 if os.geteuid() == 0 else 0o711)
+
+
+def _defang(rootfs: Path) -> None:
+    """What an image may not bring onto the worker host: device nodes, FIFOs
+    and sockets are removed, setuid and setgid bits cleared, and anything
+    owned by another user given to this one. Links are never followed."""
+    uid, gid = os.geteuid(), os.getegid()
+    stack = [rootfs]
+    while stack:
+        directory = stack.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                info = entry.stat(follow_symlinks=False)
+                mode = info.st_mode
+                if stat.S_ISDIR(mode):
+                    stack.append(Path(entry.path))
+                elif not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                    os.unlink(entry.path)
+                    continue
+                if (info.st_uid, info.st_gid) != (uid, gid):
+                    os.lchown(entry.path, uid, gid)
+                if not stat.S_ISLNK(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
+                    os.chmod(entry.path, stat.S_IMODE(mode) & ~0o6000)

@@ -35,6 +35,7 @@ from replayhub.ingest.verifiers import (
     RolloutSummary,
     merge_report,
 )
+from replayhub.lib.files import inside, open_regular
 from replayhub.models import FollowedFile, FollowSource
 from replayhub.rollouts.index import LoadReport, load
 
@@ -54,22 +55,54 @@ def natural_key(path: str) -> tuple:
     )
 
 
-def expand(pattern: str) -> list[str]:
+def expand(pattern: str, skipped: list[str] | None = None) -> list[str]:
     """The record files of a directory (every ``*_rollouts_*.jsonl`` under it)
-    or a glob, in natural order."""
-    if os.path.isdir(pattern):
-        found = list(_walk(pattern))
+    or a glob, in natural order. Links are never followed: one in the tree,
+    or a match that resolves outside the glob's fixed directory, is left out
+    and named in ``skipped``."""
+    skipped = [] if skipped is None else skipped
+    if os.path.isdir(pattern) and not os.path.islink(pattern):
+        found = list(_walk(pattern, skipped))
     else:
-        found = [p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+        found = matching(pattern, skipped)
     return sorted(set(found), key=natural_key)
 
 
-def _walk(directory: str):
+def matching(pattern: str, skipped: list[str]) -> list[str]:
+    """The regular files a glob matches; a link, or a match whose real path
+    is outside the glob's fixed directory, goes in ``skipped`` instead."""
+    root = _fixed_part(pattern)
+    found = []
+    for path in glob.glob(pattern, recursive=True):
+        if os.path.islink(path) or not inside(path, root):
+            skipped.append(path)
+        elif os.path.isfile(path):
+            found.append(path)
+    return found
+
+
+def _fixed_part(pattern: str) -> str:
+    """The directory a glob cannot leave: its components before the first
+    wildcard."""
+    parts = []
+    for part in pattern.split(os.sep):
+        if glob.has_magic(part):
+            break
+        parts.append(part)
+    return os.sep.join(parts) or "."
+
+
+def _walk(directory: str, skipped: list[str]):
     with os.scandir(directory) as entries:
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                yield from _walk(entry.path)
-            elif entry.is_file() and fnmatch.fnmatch(entry.name, RECORD_FILES):
+            if entry.is_symlink():
+                if fnmatch.fnmatch(entry.name, RECORD_FILES) or entry.is_dir():
+                    skipped.append(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                yield from _walk(entry.path, skipped)
+            elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatch(
+                entry.name, RECORD_FILES
+            ):
                 yield entry.path
 
 
@@ -91,9 +124,10 @@ def follow_pass(source: FollowSource) -> RolloutSummary:
             "pk", "path", "size", "mtime_ns", "inode"
         )
     }
-    for name in expand(source.pattern):
+    skipped: list[str] = []
+    for name in expand(source.pattern, skipped):
         try:
-            stat = os.stat(name)
+            stat = os.stat(name, follow_symlinks=False)
         except FileNotFoundError:
             continue
         seen = _Seen(stat.st_size, stat.st_mtime_ns, stat.st_ino)
@@ -102,6 +136,8 @@ def follow_pass(source: FollowSource) -> RolloutSummary:
             continue
         row = _row(source, name) if was is None else FollowedFile.objects.get(pk=was[0])
         _follow_file(store, row, Path(name), seen)
+    for name in skipped:
+        summary.files.append({"file": name, "problem": "a symbolic link: not followed"})
     source.last_summary = summary.to_dict()
     source.last_pass_at = timezone.now()
     source.save(update_fields=["last_summary", "last_pass_at"])
@@ -119,8 +155,14 @@ def _follow_file(
     store: RolloutStore, row: FollowedFile, path: Path, seen: _Seen
 ) -> None:
     summary = store.summary
-    with open(path, "rb") as stream:
-        head = stream.read(HEAD_BYTES)
+    try:
+        with open_regular(path) as stream:
+            head = stream.read(HEAD_BYTES)
+    except OSError as error:
+        summary.files.append(
+            {"file": str(path), "problem": error.strerror or str(error)}
+        )
+        return
     problem = _problem(row, seen, head)
     if problem:
         summary.files.append({"file": str(path), "problem": problem})

@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 
 from replayhub.ingest.importer import REPORT_LIMIT, ImportSummary
 from replayhub.ingest.native import RecordError, canonical_json
+from replayhub.lib.files import NotRegular
 from replayhub.models import Preflight, Project, Run, RunSource, Seed
 from replayhub.rollouts.graph import branches
 from replayhub.rollouts.index import Already, Loaded, LoadReport, load, read_lines
@@ -48,6 +49,12 @@ class RolloutSummary(ImportSummary):
     )
     seeds: int = 0
     files: list[dict[str, Any]] = field(default_factory=list)
+    # Files named to import that were not read (a link, a FIFO).
+    unread: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return super().complete and not self.unread
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
@@ -253,17 +260,23 @@ def import_files(
         store.path = path
         report = LoadReport()
         batch: list[Accepted] = []
-        for loaded in load(
-            path, rules=store.rules, report=report, already=store.already()
-        ):
-            lines += 1
-            if (item := store.judge(loaded)) is not None:
-                batch.append(item)
-            if len(batch) >= BATCH_SIZE:
-                store.store(batch)
-                batch = []
-                if progress is not None:
-                    progress(lines, summary)
+        try:
+            for loaded in load(
+                path, rules=store.rules, report=report, already=store.already()
+            ):
+                lines += 1
+                if (item := store.judge(loaded)) is not None:
+                    batch.append(item)
+                if len(batch) >= BATCH_SIZE:
+                    store.store(batch)
+                    batch = []
+                    if progress is not None:
+                        progress(lines, summary)
+        except NotRegular as error:
+            # A link or a FIFO named among the files: said, and not read.
+            summary.files.append({"file": str(path), "problem": error.strerror})
+            summary.unread += 1
+            continue
         store.store(batch)
         merge_report(summary, path, report)
     return summary

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from replayhub.lib.files import open_regular
 from replayhub.rollouts.graph import leaves
 from replayhub.rollouts.seeds import SeedRules
 from replayhub.rollouts.trace import REPLAY_MARK, ShapeError, Trace, parse_record
@@ -202,7 +203,7 @@ def _selected(
     if already is not None:
         wanted = _not_stored(wanted, already, skipped)
     # Unbuffered: each span is one pread, with no buffer filled around it.
-    with open(path, "rb", buffering=0) as stream:
+    with open_regular(path, buffering=0) as stream:
         fd = stream.fileno()
         for row in wanted:
             # One byte before the span: a whole line starts after a newline.
@@ -256,7 +257,8 @@ def _read_index(index: Path) -> tuple[list[int], list[Any]]:
     """The index's rows, parsed, and their line numbers. A last row without
     its newline is still being written: the lines it would name are read
     whole, as lines past the last row."""
-    data = index.read_bytes()
+    with open_regular(index) as stream:
+        data = stream.read()
     lines = data.split(b"\n")
     lines.pop()  # after the last newline: empty, or a row being written
     if b"\n\n" in data or data.startswith(b"\n") or b"\r" in data:
@@ -310,7 +312,7 @@ def _row(row: Any, number: int) -> _Row:
 def _stream(
     path: Path, *, start: int = 0, first_number: int = 1, final: bool = True
 ) -> Iterator[Loaded]:
-    with open(path, "rb") as stream:
+    with open_regular(path) as stream:
         stream.seek(start)
         yield from read_lines(
             _chunks(stream), start=start, first_number=first_number, final=final

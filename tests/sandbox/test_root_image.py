@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import uuid
 from pathlib import Path
@@ -156,3 +157,62 @@ def test_the_docker_runner_runs_the_root_image_itself(tmp_path):
     assert isinstance(runner, DockerRunner)
     argv = runner.command(SandboxSpec(argv=("true",), workspace=tmp_path), "c1")
     assert argv[argv.index("--") + 1 :] == [ref, "true"]
+
+
+@pytest.fixture(scope="module")
+def hostile_layout(tmp_path_factory) -> tuple[Path, str]:
+    """A layer as root could make it: a device node, a FIFO, a setuid-root and
+    a setgid file, and a file of another user."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can build such a layer")
+    work = tmp_path_factory.mktemp("hostile")
+    oci = work / "layout"
+    subprocess.run(["umoci", "init", "--layout", str(oci)], check=True, timeout=60)
+    subprocess.run(["umoci", "new", "--image", f"{oci}:bad"], check=True, timeout=60)
+    bundle = work / "bundle"
+    subprocess.run(
+        ["umoci", "unpack", "--image", f"{oci}:bad", str(bundle)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    rootfs = bundle / "rootfs"
+    (rootfs / "dev").mkdir()
+    os.mknod(rootfs / "dev" / "mem", 0o666 | stat.S_IFCHR, os.makedev(1, 1))
+    os.mkfifo(rootfs / "fifo")
+    shell = rootfs / "rootshell"
+    shutil.copy2("/bin/busybox", shell)
+    shell.chmod(0o4755)
+    (rootfs / "groupie").write_text("x")
+    (rootfs / "groupie").chmod(0o2755)
+    (rootfs / "theirs").write_text("y")
+    os.chown(rootfs / "theirs", 1234, 1234)
+    subprocess.run(
+        ["umoci", "repack", "--image", f"{oci}:bad", str(bundle)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    index = json.loads((oci / "index.json").read_text())
+    return oci, f"registry.example/bad@{index['manifests'][0]['digest']}"
+
+
+def test_an_imported_image_brings_no_device_setuid_or_foreign_file(
+    hostile_layout, images
+):
+    oci, ref = hostile_layout
+    call_command("image_import", ref, "--layout", f"{oci}:bad")
+
+    root = images / image_digest(ref).replace(":", "-") / "rootfs"
+    assert (root / "rootshell").is_file()
+    for path in root.rglob("*"):
+        info = path.lstat()
+        assert (
+            stat.S_ISREG(info.st_mode)
+            or stat.S_ISDIR(info.st_mode)
+            or (stat.S_ISLNK(info.st_mode))
+        ), path
+        assert not info.st_mode & 0o6000, path
+        assert info.st_uid == os.geteuid(), path
+    # Other users cannot reach the images; the sandbox's group can pass.
+    assert stat.S_IMODE(images.stat().st_mode) == 0o750

@@ -12,10 +12,11 @@ from typing import IO
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.ingest import services
-from replayhub.ingest.follow import natural_key
+from replayhub.ingest.follow import matching, natural_key
 from replayhub.ingest.importer import ImportSummary, Throttle, read_chunks
 from replayhub.ingest.services import PreflightMode
 from replayhub.ingest.verifiers import RolloutSummary
+from replayhub.lib.files import open_regular
 from replayhub.models import Project
 
 
@@ -160,14 +161,15 @@ class Command(BaseCommand):
 
 def _record_files(pattern: str) -> list[Path]:
     """The files FILE|GLOB names, in natural order; a usage error when none."""
-    if os.path.isfile(pattern):
+    if os.path.lexists(pattern) and not os.path.isdir(pattern):
+        # Opened as a regular file or not at all (never a link or a FIFO).
         return [Path(pattern)]
     if not glob.has_magic(pattern):
         raise CommandError(f"cannot read {pattern}: no such file.", returncode=2)
-    found = sorted(
-        (p for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)),
-        key=natural_key,
-    )
+    skipped: list[str] = []
+    found = sorted(matching(pattern, skipped), key=natural_key)
+    for path in skipped:
+        sys.stderr.write(f"skipped {path}: a symbolic link, not followed\n")
     if not found:
         raise CommandError(f"{pattern} matches no file.", returncode=2)
     return [Path(p) for p in found]
@@ -227,7 +229,7 @@ def _open(path: str | None) -> contextlib.AbstractContextManager[IO[bytes] | Non
     if path == "-":
         return contextlib.nullcontext(sys.stdin.buffer)
     try:
-        return open(path, "rb")
+        return open_regular(path)
     except OSError as error:
         raise CommandError(
             f"cannot read {path}: {error.strerror}.", returncode=2
