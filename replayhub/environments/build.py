@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ from replayhub.git.history import History
 from replayhub.git.scratch import GitError, Scratch, remove_tree, require_sha
 from replayhub.lib.globs import glob_match
 from replayhub.models import Project
+from replayhub.models.projects import DEFAULT_SETUP_INPUTS
 from replayhub.sandbox import (
     Bind,
     Limits,
@@ -63,7 +65,27 @@ log = logging.getLogger(__name__)
 # Where the environment is, inside every sandbox of the project's replays.
 ENV_PATH = "/replayhub-env"
 # Bumped when what a key stands for changes (the layout, the mount).
-KEY_FORMAT = 1
+KEY_FORMAT = 2
+# Files a setup commonly reads, counted in every key whatever the project's
+# setup_inputs say (the lockfiles are among its defaults).
+COMMONLY_READ = (
+    *DEFAULT_SETUP_INPUTS,
+    "setup.sh",
+    "*.sh",
+    "Makefile",
+    "GNUmakefile",
+    "makefile",
+    "*.mk",
+    "tox.ini",
+    "noxfile.py",
+    "justfile",
+    "Justfile",
+    ".python-version",
+    ".nvmrc",
+    ".tool-versions",
+)
+# How many of a key's input files its summary names.
+SUMMARY_INPUTS = 200
 OUTPUT_TAIL_CHARS = 4000
 _MAX_INPUT_FILES = 10_000
 
@@ -130,12 +152,16 @@ def environment_key(
     inputs: Mapping[str, str],
     root: str,
     setup_settings: Mapping[str, object],
+    repository: Sequence[str] = (),
+    scope: str = "",
 ) -> str:
     """The digest of everything an environment depends on (pure).
 
     ``inputs`` maps each input file's path to its git blob id at the base,
     which is the hash of its contents; ``root`` names the sandbox's root
-    filesystem ("host" or an image digest).
+    filesystem ("host" or an image digest); ``repository`` the repository's
+    root commits (what it is, whatever its path); ``scope`` who may share the
+    environment (one project, or an admin's named group).
     """
     document = {
         "format": KEY_FORMAT,
@@ -143,6 +169,8 @@ def environment_key(
         "inputs": dict(sorted(inputs.items())),
         "root": root,
         "settings": dict(sorted(setup_settings.items())),
+        "repository": sorted(repository),
+        "scope": scope,
     }
     return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
 
@@ -178,13 +206,83 @@ def setup_settings(project: Project) -> dict[str, object]:
     }
 
 
-def project_key(project: Project, scratch: Scratch, base: str) -> str:
-    return environment_key(
+def named_files(command: Sequence[str]) -> list[str]:
+    """The repository paths a setup command's words could name (pure): each
+    word, the words of a ``-c`` script, and what follows ``=`` in an option;
+    a word that could be no path of the tree is left out. Counted as they
+    are: a name that matches no file costs nothing."""
+    words: list[str] = []
+    for arg in command:
+        words.append(arg)
+        if any(c.isspace() for c in arg):
+            try:
+                words += shlex.split(arg, comments=True)
+            except ValueError:
+                words += arg.split()
+    names = []
+    for word in words:
+        word = word.partition("=")[2] if word.startswith("-") else word
+        word = word.removeprefix("./").strip("'\"")
+        if (
+            word
+            and not word.startswith(("/", "$", "-", "~"))
+            and ".." not in word.split("/")
+            and not any(c in word for c in "*?[]{}$`;|&<>\n")
+        ):
+            names.append(word)
+    return sorted(set(names))
+
+
+def key_inputs(project: Project) -> list[str]:
+    """The globs of every file whose contents go into the project's key."""
+    return sorted(
+        {*project.setup_inputs, *COMMONLY_READ, *named_files(project.setup_command)}
+    )
+
+
+def repository_roots(scratch: Scratch, base: str) -> list[str]:
+    """The root commits ``base`` descends from: which repository this is."""
+    scratch.create()
+    out = scratch.git("rev-list", "--max-parents=0", require_sha(base)).stdout
+    return sorted(out.decode().split())
+
+
+@dataclass(frozen=True)
+class Key:
+    """An environment's key and what it was made of, for the page."""
+
+    digest: str
+    inputs: dict[str, str]
+    repository: list[str]
+    scope: str
+
+    def describe(self) -> dict:
+        paths = sorted(self.inputs)
+        return {
+            "inputs": paths[:SUMMARY_INPUTS],
+            "inputs_count": len(paths),
+            "repository": self.repository,
+            "scope": self.scope,
+        }
+
+
+def project_key(project: Project, scratch: Scratch, base: str) -> Key:
+    inputs = input_blobs(scratch, base, key_inputs(project))
+    repository = repository_roots(scratch, base)
+    scope = (
+        f"group:{project.env_share_group}"
+        if project.env_share_group
+        else f"project:{project.pk}"
+    )
+    digest = environment_key(
         setup_command=project.setup_command,
-        inputs=input_blobs(scratch, base, project.setup_inputs),
+        inputs=inputs,
         root=images.root_label(project),
         setup_settings=setup_settings(project),
+        repository=repository,
+        scope=scope,
     )
+    return Key(digest, inputs, repository, scope)
 
 
 def cache() -> EnvCache:
@@ -196,11 +294,15 @@ def cache() -> EnvCache:
 
 
 def setup_limits(project: Project) -> Limits:
+    """The setup phase's caps: its own time, memory, disk and files (it writes
+    a dependency install), the project's processes and output."""
     return Limits(
-        wall_seconds=project.time_limit_seconds,
-        memory_bytes=project.memory_limit_mb * 1024 * 1024,
+        wall_seconds=project.setup_time_limit_seconds,
+        memory_bytes=project.setup_memory_mb * 1024 * 1024,
         max_processes=project.max_processes,
         output_bytes=project.max_output_bytes,
+        disk_bytes=project.setup_max_disk_mb * 1024 * 1024,
+        disk_files=project.setup_max_files,
     )
 
 
@@ -223,6 +325,8 @@ class Environment:
     attempts: list[ConnectAttempt] = field(default_factory=list)
     # Sandbox time spent building it for this replay (0 when cached).
     seconds: float = 0.0
+    # What the key was made of (``Key.describe``).
+    made_of: dict = field(default_factory=dict)
     _fd: int | None = None
 
     def summary(self) -> dict:
@@ -230,6 +334,7 @@ class Environment:
             "key": self.key,
             "cached": self.cached,
             "setup_seconds": round(self.setup_seconds, 3),
+            **self.made_of,
         }
 
     def account(self, report: Any) -> None:
@@ -296,9 +401,10 @@ def prepare(
     """
     if not project.setup_command:
         return None
-    key = project_key(project, scratch, base)
+    made = project_key(project, scratch, base)
+    key = made.digest
     store = cache()
-    wait = project.time_limit_seconds + 60.0
+    wait = project.setup_time_limit_seconds + 60.0
     deadline = time.monotonic() + wait
     built: Environment | None = None
     builds = 0
@@ -315,6 +421,7 @@ def prepare(
                 setup_seconds=entry.setup_seconds,
                 attempts=built.attempts if built else [],
                 seconds=built.seconds if built else 0.0,
+                made_of=made.describe(),
                 _fd=fd,
             )
         stack = contextlib.ExitStack()
@@ -332,14 +439,14 @@ def prepare(
             if entry is not None and entry.state == FAILED:
                 if store.failure_fresh(entry) and not force:
                     raise SetupFailed(
-                        _failure_summary(entry, cached=True),
+                        {**_failure_summary(entry, cached=True), **made.describe()},
                         detail=_failure_detail(entry, cached=True),
                     )
                 entry = None
             if entry is None:
                 on_setup()
                 builds += 1
-                built = _build(project, store, key, scratch, base, runner)
+                built = _build(project, store, made, scratch, base, runner)
     raise LockTimeout(f"the environment {key[:12]} was evicted as soon as it was built")
 
 
@@ -369,12 +476,13 @@ def for_replay(
 def _build(
     project: Project,
     store: EnvCache,
-    key: str,
+    made: Key,
     scratch: Scratch,
     base: str,
     runner: Runner,
 ) -> Environment:
     """Run the setup command into a new build directory (lock held)."""
+    key = made.digest
     build = store.new_build(key)
     work = scratch.root / f"setup-{uuid.uuid4().hex[:8]}"
     try:
@@ -404,8 +512,10 @@ def _build(
         store.discard_build(build)
         failed = store.record_failure(replace(entry, state=FAILED))
         raise SetupFailed(
-            _failure_summary(failed, cached=False),
-            detail=_failure_detail(failed, cached=False, outcome=outcome),
+            {**_failure_summary(failed, cached=False), **made.describe()},
+            detail=_failure_detail(
+                failed, cached=False, outcome=outcome, refused=_refused(attempts)
+            ),
             attempts=attempts,
             seconds=outcome.duration_s,
         )
@@ -419,6 +529,7 @@ def _build(
         setup_seconds=outcome.duration_s,
         attempts=attempts,
         seconds=outcome.duration_s,
+        made_of=made.describe(),
     )
 
 
@@ -450,7 +561,9 @@ def run_setup(
             limits=setup_limits(project),
             binds=tuple(binds),
         ),
-        needs=access.Needs(egress=egress, proxy=bool(egress)),
+        # Behind the proxy even with no host allowed: what the setup tried to
+        # reach is listed, and its failure names the host it needed.
+        needs=access.Needs(egress=egress, proxy=True),
         directory=work / "net",
         phase="setup",
         loopback_direct=False,
@@ -469,13 +582,26 @@ def _failure_summary(entry: CacheEntry, *, cached: bool) -> dict:
     }
 
 
+def _refused(attempts: Sequence[ConnectAttempt]) -> list[str]:
+    return sorted({f"{a.host}:{a.port}" for a in attempts if not a.allowed})
+
+
 def _failure_detail(
-    entry: CacheEntry, *, cached: bool, outcome: SandboxOutcome | None = None
+    entry: CacheEntry,
+    *,
+    cached: bool,
+    outcome: SandboxOutcome | None = None,
+    refused: Sequence[str] = (),
 ) -> str:
     if outcome is not None and (outcome.timed_out or outcome.limit_fired):
         how = f"hit its {(outcome.limit_fired or 'wall_time').replace('_', ' ')} cap"
+        if outcome.limit_detail:
+            how += f" ({outcome.limit_detail})"
     else:
         how = f"exited with status {entry.exit_code}"
+    if refused:
+        shown = ", ".join(refused[:5]) + (" and more" if len(refused) > 5 else "")
+        how += f" after the proxy refused {shown} (the project's egress_setup)"
     when = (
         f" (remembered from {time.strftime('%H:%M UTC', time.gmtime(entry.built_at))};"
         " not run again until the failure expires)"

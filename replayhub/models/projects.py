@@ -222,8 +222,22 @@ class Project(models.Model):
         default=default_setup_inputs,
         blank=True,
         help_text="Globs of the files whose contents at the base decide the "
-        "environment (lockfiles); a change builds a new one.",
+        "environment (lockfiles); a change builds a new one. The files a setup "
+        "commonly reads and those its command names count too.",
     )
+    env_share_group = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="Projects naming the same group may share one environment when "
+        "everything else that built it is the same. Empty: this project's own.",
+    )
+    # The setup phase's own limits, sized for a dependency install.
+    setup_time_limit_seconds = models.PositiveIntegerField(default=1800)
+    setup_memory_mb = models.PositiveIntegerField(default=4096)
+    setup_max_disk_mb = models.PositiveIntegerField(
+        default=4096, help_text="What the setup may write (its checkout and the env)."
+    )
+    setup_max_files = models.PositiveIntegerField(default=200_000)
     root_image = models.CharField(
         max_length=512,
         blank=True,

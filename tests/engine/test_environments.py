@@ -271,6 +271,12 @@ def test_env_build_builds_ahead_and_a_replay_reuses_it(project, repo, capsys):
         "key": entry["key"],
         "cached": True,
         "setup_seconds": round(entry["setup_seconds"], 3),
+        # What the key was made of: the files whose contents decided it, the
+        # repository's root commit, and who may share it.
+        "inputs": ["agent.sh", "requirements.txt", "setup.sh"],
+        "inputs_count": 3,
+        "repository": [repo.git("rev-list", "--max-parents=0", base).strip()],
+        "scope": f"project:{project.pk}",
     }
 
     call_command("env_prune", "--all")

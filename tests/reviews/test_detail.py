@@ -269,6 +269,28 @@ def test_the_environment_shows_its_key_whether_cached_and_its_setup_time(as_lead
     assert "from the cache" in html and "setup took 12.3 s" in html
 
 
+def test_the_environment_names_the_files_its_key_was_made_of(as_lead):
+    replay = make_replay()
+    replay.evidence["environment"] = {
+        "key": "c0ffee" * 10 + "abcd",
+        "cached": False,
+        "setup_seconds": 3.0,
+        "inputs": ["requirements.txt", f"setup{PAYLOAD}.sh"],
+        "inputs_count": 2,
+        "repository": ["ab" * 20],
+        "scope": "group:ml-team",
+    }
+    replay.save()
+
+    html = detail(as_lead, replay).content.decode()
+
+    assert "Keyed by 2 files, the repository and the group ml-team" in html
+    assert (
+        "<code>requirements.txt</code>" in html and "<code>abababababab</code>" in html
+    )
+    assert PAYLOAD not in html
+
+
 def test_a_failed_setup_shows_its_output_escaped(as_lead):
     replay = make_replay(
         verdict="inconclusive", reason_code="setup_failed", reason="setup failed."
