@@ -122,3 +122,67 @@ def leftover_cgroups() -> list[str]:
         for child in parent.iterdir()
         if child.is_dir() and child.name.startswith(mine)
     ]
+
+
+def test_agents_bending_caps_and_evidence_back_to_back_leave_nothing_and_fault_nothing(
+    calc_repo, calc_base, calc_good, monkeypatch, settings
+):
+    """The ways an agent with model access can bend a cap or swamp its
+    evidence, one replay each, through the gateway to a local stand-in."""
+    from replayhub.demo.calculator import GOOD as FIXED
+    from replayhub.demo.model_api import StandInProvider
+    from replayhub.models import EgressAttempt, ModelCall, Provider
+
+    settings.REPLAYHUB_EVIDENCE_KEPT = 40
+    monkeypatch.setenv("REPLAYHUB_TEST_BATTERY_KEY", "sk-battery")
+    prompt = f"model\n\n```python\n{FIXED}```\n"
+    with StandInProvider(key="sk-battery") as provider:
+        project = make_project(calc_repo, max_tokens=500, cap_grace_seconds=1)
+        project.providers.add(
+            Provider.objects.create(
+                name="acme",
+                kind="anthropic",
+                base_url=provider.base_url,
+                key_env="REPLAYHUB_TEST_BATTERY_KEY",
+                prices={"stand-in": {"input": "3", "output": "15"}},
+            )
+        )
+        cases = {
+            # Asks for more than the cap allows, then retries for a minute.
+            "persist": (prompt.replace("model", "persist", 1), lambda: None),
+            # Hundreds of refused CONNECTs.
+            "flood": ("flood 300", lambda: None),
+            # Every call fails upstream.
+            "failing": (prompt, lambda: setattr(provider, "failures", [500] * 5)),
+        }
+        results = {}
+        for name, (text, arrange) in cases.items():
+            if name == "failing":
+                project.max_tokens = None
+                project.save()
+            arrange()
+            run = make_run(
+                project,
+                prompt=text,
+                original=calc_good,
+                base=calc_base,
+                external_id=name,
+            )
+            replay = services.replay_create(run=run, trigger="command")
+            services.replay_execute(replay_id=replay.pk)
+            results[name] = Replay.objects.get(pk=replay.pk)
+
+    codes = {name: (r.verdict, r.reason_code) for name, r in results.items()}
+    assert codes == {
+        "persist": ("inconclusive", "cap_fired"),
+        "flood": ("identical", "same_tree"),
+        "failing": ("inconclusive", "provider_error"),
+    }
+    assert "ended 1 s after" in results["persist"].reason
+    assert EgressAttempt.objects.filter(replay=results["flood"]).count() == 40
+    assert results["flood"].evidence["egress_total"] == 300
+    assert ModelCall.objects.filter(replay=results["persist"]).count() <= 40
+    assert not Replay.objects.filter(status="running").exists()
+    work_dir = Path(settings.REPLAYHUB_WORK_DIR)
+    assert [p.name for p in work_dir.iterdir() if p.name.startswith("replay-")] == []
+    assert leftover_cgroups() == []
