@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from replayhub import api, health
-from reviews.api import replay_detail
+from reviews.api import replay_detail, run_detail
 from reviews.views import upload
 
 admin.site.site_header = "ReplayHub administration"
@@ -24,7 +24,7 @@ urlpatterns = [
         api.runs_create,
         name="api_runs_create",
     ),
-    path("api/v1/runs/<int:run_id>", api.run_detail, name="api_run_detail"),
+    path("api/v1/runs/<int:run_id>", run_detail, name="api_run_detail"),
     path(
         "api/v1/replays/<int:replay_id>",
         replay_detail,

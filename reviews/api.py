@@ -1,4 +1,5 @@
-"""The replay endpoint with the people's side added: decisions and comment threads.
+"""The replay and run endpoints with the people's side added: decisions, comment
+threads, and blind review's hiding.
 
 The domain's endpoint answers first (authentication, 404, the replay itself);
 this adds what only the review app knows.
@@ -13,8 +14,25 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from replayhub import api
+from replayhub.models import Replay, Run
 from reviews.models import Review
+from reviews.replay_page.together import hidden_from
 from reviews.together import comments
+
+# What blind review keeps from a reviewer until they have judged the replay.
+BLIND_FIELDS = ("verdict", "reason_code", "reason", "review_band")
+
+
+def _blinded(data: dict) -> dict:
+    for name in BLIND_FIELDS:
+        if name in data:
+            data[name] = None
+    if isinstance(data.get("evidence"), dict):
+        data["evidence"] = {
+            k: v for k, v in data["evidence"].items() if k not in ("checks",)
+        }
+    data["blind"] = True
+    return data
 
 
 @login_not_required
@@ -24,6 +42,11 @@ def replay_detail(request: HttpRequest, replay_id: int):
     if response.status_code != 200:
         return response
     data = json.loads(response.content)
+    project_id = Replay.objects.filter(pk=replay_id).values_list("project_id")[0][0]
+    if hidden_from(request.user, [(replay_id, project_id)]):
+        data = _blinded(data)
+        data["comments"], data["open_threads"], data["reviews"] = [], 0, []
+        return JsonResponse(data)
     threads = comments.as_json(replay_id)
     data["comments"] = threads
     data["open_threads"] = sum(1 for thread in threads if not thread["resolved"])
@@ -42,4 +65,18 @@ def replay_detail(request: HttpRequest, replay_id: int):
         .select_related("reviewer")
         .prefetch_related("labels__label")
     ]
+    return JsonResponse(data)
+
+
+@login_not_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int):
+    """The run endpoint, its replays' verdicts hidden where blind review says."""
+    response = api.run_detail(request, run_id)
+    if response.status_code != 200:
+        return response
+    data = json.loads(response.content)
+    project_id = Run.objects.filter(pk=run_id).values_list("project_id")[0][0]
+    hidden = hidden_from(request.user, [(r["id"], project_id) for r in data["replays"]])
+    data["replays"] = [_blinded(r) if r["id"] in hidden else r for r in data["replays"]]
     return JsonResponse(data)

@@ -106,6 +106,9 @@ class QueueFilters:
     # again for a second opinion or listed by verdict); "" value: any value.
     label_id: int | None = None
     label_value: str = ""
+    # Projects under blind review, listed apart (``blind_rows``) for a reviewer
+    # who may not know a verdict's band.
+    exclude_project_ids: frozenset[int] = frozenset()
 
     @property
     def banded(self) -> bool:
@@ -118,6 +121,8 @@ class QueueFilters:
         return not self.verdict
 
     def apply(self, rows: QuerySet) -> QuerySet:
+        if self.exclude_project_ids:
+            rows = rows.exclude(project_id__in=self.exclude_project_ids)
         if self.project_id is not None:
             rows = rows.filter(project_id=self.project_id)
         if self.model:
@@ -196,6 +201,20 @@ def page(filters: QueueFilters, *, after: Cursor | None, size: int = PAGE_SIZE) 
         rows = rows[:size]
         next_cursor = Cursor.after_row(rows[-1], banded=banded)
     return Page(rows=rows, next_cursor=next_cursor)
+
+
+def blind_rows(
+    project_ids: frozenset[int], filters: QueueFilters, size: int = PAGE_SIZE
+) -> list[dict]:
+    """Queued replays of projects under blind review, newest first: one
+    neutral band, so neither a band nor a row's place says its verdict."""
+    scoped = QueueFilters(
+        project_id=filters.project_id, model=filters.model, label_id=None
+    )
+    rows = scoped.apply(
+        Replay.objects.awaiting_review().filter(project_id__in=project_ids)
+    )
+    return list(rows.order_by("-finished_at", "-id").values(*ROW_FIELDS)[:size])
 
 
 def band_counts(filters: QueueFilters, cap: int | None = None) -> dict[int, int]:

@@ -161,6 +161,14 @@ def _detail_context(
     request: HttpRequest, replay: Replay, form=None, overruled=()
 ) -> dict:
     claim, mine = _claim_state(replay, request.user)
+    earlier = list(
+        Replay.objects.filter(run_id=replay.run_id)
+        .exclude(pk=replay.pk)
+        .only(
+            "id", "attempt", "status", "verdict", "reason_code", "created_at", "trigger"
+        )
+        .order_by("-created_at", "-id")[:20]
+    )
     reviews = list(
         Review.objects.filter(replay=replay)
         .select_related("reviewer")
@@ -237,12 +245,10 @@ def _detail_context(
         "rollout": rollout_view(replay),
         "agent_output": output[-AGENT_OUTPUT_SHOWN:],
         "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,
-        "earlier": Replay.objects.filter(run_id=replay.run_id)
-        .exclude(pk=replay.pk)
-        .only(
-            "id", "attempt", "status", "verdict", "reason_code", "created_at", "trigger"
-        )
-        .order_by("-created_at", "-id")[:20],
+        "earlier": earlier,
+        "earlier_hidden": together.hidden_from(
+            request.user, [(r.pk, replay.project_id) for r in earlier]
+        ),
         "reviews": reviews,
         "human": human_verdict(reviews),
         "undoable": _undoable(reviews, request.user),

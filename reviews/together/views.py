@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Notice
+from reviews.replay_page.together import hidden_from
 from reviews.together import comments, gold, handoff, opinions, past, quality
 from reviews.together.forms import AgreementForm, BulkForm, DoneForm, SearchForm
 from reviews.trends.exports import _cell
@@ -184,6 +185,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "form": form,
             "q": text,
             "rows": [(r, open_threads.get(r.pk, 0)) for r in found],
+            "hidden": hidden_from(request.user, [(r.pk, r.project_id) for r in found]),
             "limit": past.SEARCH_LIMIT,
         },
     )

@@ -10,7 +10,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
-from django.db.models import Count, F, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Least
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -33,7 +33,9 @@ from replayhub.models import (
 )
 from replayhub.project_setup import ProjectInvalid
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
+from reviews.models import Review
 from reviews.project_services import ReplayRefused, project_save, replay_now
+from reviews.replay_page import together
 
 START_REPLAY = "replayhub.add_replay"
 ADD_PROJECT = "replayhub.add_project"
@@ -216,8 +218,20 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
     form = RunFilterForm(request.GET)
     form.is_valid()
-    paginator = Paginator(form.runs(project), RUNS_PER_PAGE)
+    runs = form.runs(project)
+    blind = project.pk in together.blind_projects()
+    by_verdict = getattr(form, "cleaned_data", {}).get("verdict")
+    if blind and by_verdict and request.user.has_perm(roles.DECIDE):
+        # Listing by verdict would tell a blind reviewer the verdicts.
+        judged = Review.objects.filter(
+            replay_id=OuterRef("replay_id"), reviewer_id=request.user.pk
+        )
+        runs = runs.filter(Exists(judged))
+    paginator = Paginator(runs, RUNS_PER_PAGE)
     page = paginator.get_page(getattr(form, "cleaned_data", {}).get("page") or 1)
+    hidden = together.hidden_from(
+        request.user, [(run.replay_id, project.pk) for run in page if run.replay_id]
+    )
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -228,6 +242,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "form": form,
             "runs": page,
+            "hidden": hidden,
             "query": query.urlencode(),
             "filtered": any(v for k, v in request.GET.items() if k != "page"),
             "can_start_replay": request.user.has_perm(START_REPLAY),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 from django import forms
@@ -24,6 +25,7 @@ from replayhub.models import ReviewBand, RunSource
 from replayhub.verdicts import REASON_TEXT, Verdict
 from reviews import queue_reads
 from reviews.forms import QueueFilterForm, choices_of
+from reviews.queue_reads import QueueFilters
 from reviews.render import jinja
 from reviews.replay_page import together
 from reviews.services import (
@@ -82,9 +84,12 @@ def queue_context(
     next_cursor: str,
     paged: bool,
     can_decide: bool = False,
+    filters: QueueFilters | None = None,
+    blind_rows: list[dict] | None = None,
+    blind: frozenset[int] | None = None,
 ) -> dict:
     """The queue template's context; the benchmark builds its Paginator page with it."""
-    filters = form.filters()
+    filters = filters or form.filters()
     counts = queue_reads.band_counts(filters) if filters.banded else {}
     now = timezone.now()
     data = getattr(form, "cleaned_data", {})
@@ -93,7 +98,8 @@ def queue_context(
     assert project_field.queryset is not None
     projects = dict(project_field.queryset.values_list("id", "slug"))
     open_threads = comments.unresolved([row["id"] for row in rows])
-    blind = together.blind_projects() if can_decide else set()
+    if blind is None:
+        blind = frozenset(together.blind_projects()) if can_decide else frozenset()
     detail_url = _detail_url()
     rows = [
         {
@@ -102,6 +108,18 @@ def queue_context(
             "blind": row["project_id"] in blind,
         }
         for row in rows
+    ]
+    # One neutral band for blind review: neither its header nor a row's place
+    # says a verdict.
+    hidden = [
+        {
+            **_queue_row(row, now, projects, detail_url),
+            "open_threads": 0,
+            "blind": True,
+            "band": "blind",
+            "band_label": "Blind review: the verdict shows once you have judged",
+        }
+        for row in blind_rows or []
     ]
     return {
         "page": "queue",
@@ -123,7 +141,14 @@ def queue_context(
         "rows_html": jinja.render(
             QUEUE_ROWS_TEMPLATE,
             {"rows": rows, "banded": filters.banded, "paged": paged},
-        ),
+        )
+        if rows or not hidden
+        else "",
+        "blind_rows_html": jinja.render(
+            QUEUE_ROWS_TEMPLATE, {"rows": hidden, "banded": True, "paged": False}
+        )
+        if hidden
+        else "",
         "next_cursor": next_cursor,
         "paged": paged,
         "bands": [
@@ -139,8 +164,18 @@ def queue_context(
 def queue(request: HtmxHttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET)
     form.is_valid()
-    result = queue_reads.page(
-        form.filters(), after=form.cursor(), size=queue_reads.PAGE_SIZE
+    can_decide = request.user.has_perm(roles.DECIDE)
+    # A reviewer under blind review never sees those projects' replays in a
+    # band (nor in a verdict's or a reason's listing): they come apart.
+    blind = frozenset(together.blind_projects()) if can_decide else frozenset()
+    filters = replace(form.filters(), exclude_project_ids=blind)
+    result = queue_reads.page(filters, after=form.cursor(), size=queue_reads.PAGE_SIZE)
+    apart = (
+        blind
+        and filters.banded
+        and not filters.reason_code
+        and filters.label_id is None
+        and form.cursor() is None
     )
     response = render(
         request,
@@ -150,7 +185,10 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
             rows=result.rows,
             next_cursor=result.next_cursor.encode() if result.next_cursor else "",
             paged=form.cursor() is not None,
-            can_decide=request.user.has_perm(roles.DECIDE),
+            can_decide=can_decide,
+            filters=filters,
+            blind_rows=queue_reads.blind_rows(blind, filters) if apart else [],
+            blind=blind,
         ),
     )
     patch_vary_headers(response, ["HX-Request"])

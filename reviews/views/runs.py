@@ -28,6 +28,7 @@ from replayhub.models import (
 )
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
+from reviews.replay_page import together
 from reviews.replay_page.continuations import messages_view
 from reviews.views import HtmxHttpRequest
 
@@ -82,12 +83,18 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         .defer("output", "judge_answer", "judge_rationale")
         .order_by("-created_at", "-id")[:LISTED]
     )
+    replays = list(
+        Replay.objects.filter(run=run)
+        .only("id", "status", "verdict", "reason_code", "attempt", "finished_at")
+        .order_by("-id")[:20]
+    )
     return {
         "page": "projects",
         "run": run,
-        "replays": Replay.objects.filter(run=run)
-        .only("id", "status", "verdict", "reason_code", "attempt", "finished_at")
-        .order_by("-id")[:20],
+        "replays": replays,
+        "hidden": together.hidden_from(
+            request.user, [(r.pk, run.project_id) for r in replays]
+        ),
         "text_replays": rows,
         "pending": _pending(rows),
         "can_replay_text": request.user.has_perm(ADD_TEXT_REPLAY),
