@@ -1,4 +1,5 @@
-"""Shared fixtures: personas, a real Celery worker, the services switch."""
+"""Shared fixtures: personas, a real Celery worker, the services switch, and the
+projects, repositories and stand-ins the tests of several packages use."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,6 +16,12 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 
 from replayhub import roles
+from replayhub.demo.calculator import GOOD
+from replayhub.demo.model_api import StandInProvider
+from replayhub.models import Project, Provider, Run
+from tests.records import make_project as make_git_project
+from tests.records import project_repo
+from tests.scripted import make_project, make_project_repo, original_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 # The demo's stand-in model key, set before any worker starts so that the
@@ -163,6 +171,21 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
     pytest.fail(f"condition not met within {timeout} s")
 
 
+def processes_mentioning(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (zombies have none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 def _need(service: str, present: bool, hint: str) -> None:
     if present:
         return
@@ -197,3 +220,116 @@ def env_cache(settings):
     settings.REPLAYHUB_ENV_CACHE_DIR = root
     yield root
     remove_tree(root)
+
+
+# --- the scripted calculator project, for whole replays in the real sandbox ---
+
+
+@pytest.fixture
+def calc_repo(tmp_path):
+    return make_project_repo(tmp_path)
+
+
+@pytest.fixture
+def calc_project(calc_repo):
+    return make_project(calc_repo)
+
+
+@pytest.fixture
+def calc_base(calc_repo):
+    return calc_repo.rev("main")
+
+
+@pytest.fixture
+def calc_good(calc_repo):
+    return original_commit(calc_repo, GOOD, branch="agent/good")
+
+
+# --- the project native records are imported into, on a real repository ---
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return project_repo(tmp_path)
+
+
+@pytest.fixture
+def project(db, repo):
+    return make_git_project(repo)
+
+
+# --- the text tier: the local stand-in for both provider APIs, the two ---------
+# --- providers registered in front of it, and a recorded run to replay ---------
+
+# The demo's key variable: set above before any worker starts, so a worker
+# process holds it the way it holds a real provider's key.
+KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"
+PRICES = {
+    "claude-test": {"input": "3", "output": "15"},
+    "gpt-test": {"input": "2", "output": "8"},
+}
+
+
+@pytest.fixture
+def text_settings(settings):
+    settings.REPLAYHUB_TEXT_TIMEOUT_SECONDS = 1
+    settings.REPLAYHUB_TEXT_RETRIES = 2
+    settings.REPLAYHUB_TEXT_BACKOFF_MS = 10
+    return settings
+
+
+@pytest.fixture
+def standin() -> Iterator[StandInProvider]:
+    with StandInProvider(key=os.environ[KEY_ENV]) as server:
+        yield server
+
+
+@pytest.fixture
+def providers(db, standin) -> dict[str, Provider]:
+    """``claude`` (anthropic) and ``gpt`` (openai) in front of the stand-in."""
+    return {
+        "claude": Provider.objects.create(
+            name="claude",
+            kind="anthropic",
+            base_url=standin.base_url,
+            key_env=KEY_ENV,
+            prices=PRICES,
+        ),
+        "gpt": Provider.objects.create(
+            name="gpt",
+            kind="openai",
+            base_url=standin.base_url + "/v1",
+            key_env=KEY_ENV,
+            prices=PRICES,
+        ),
+    }
+
+
+def make_run(
+    project: Project | None = None,
+    *,
+    external_id: str = "run-1",
+    prompt: str = "add a retry to the webhook sender",
+    output: str = "add a retry to the webhook sender",
+    **fields,
+) -> Run:
+    project = (
+        project
+        or Project.objects.get_or_create(
+            slug="shop", defaults={"repo_path": "/srv/shop.git"}
+        )[0]
+    )
+    values = {
+        "title": f"Run {external_id}",
+        "model": "claude-sonnet",
+        "preflight": "ready",
+        **fields,
+    }
+    return Run.objects.create(
+        project=project, external_id=external_id, prompt=prompt, output=output, **values
+    )
+
+
+@pytest.fixture
+def run(db) -> Run:
+    return make_run()

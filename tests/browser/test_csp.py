@@ -25,10 +25,10 @@ from replayhub.models import (
     Run,
     TestOutcome,
 )
-from tests.ingest.records import EXAMPLE, project_repo
-from tests.ingest.records import make_project as make_git_project
+from tests.records import EXAMPLE, project_repo
+from tests.records import make_project as make_git_project
 from tests.reviews.replays import DIFF, make_project, make_replay
-from tests.trends import data
+from tests.reviews.trends import data
 
 pytestmark = pytest.mark.browser
 

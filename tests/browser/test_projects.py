@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from replayhub.models import Project, Replay, Run
-from tests.ingest.records import EXAMPLE, project_repo
-from tests.ingest.records import make_project as make_git_project
+from tests.records import EXAMPLE, project_repo
+from tests.records import make_project as make_git_project
 from tests.reviews.replays import make_replay
 
 pytestmark = pytest.mark.browser

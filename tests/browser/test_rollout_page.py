@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reviews.test_rollout_detail import (
+from tests.harness import (
     LONG_LOG,
     ONERROR,
     SCRIPT,
+    make_environment_repo,
+    make_rollout_project,
     replayed,
 )
-from tests.rollouts.harness import make_environment_repo, make_rollout_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Provider, TextReplay
-from tests.texttier.conftest import KEY_ENV, PRICES, make_run
+from tests.conftest import KEY_ENV, PRICES, make_run
 
 pytestmark = pytest.mark.browser
 

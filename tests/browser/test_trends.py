@@ -8,7 +8,7 @@ from datetime import date, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from tests.trends import data
+from tests.reviews.trends import data
 
 pytestmark = pytest.mark.browser
 

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Run
-from tests.ingest.records import EXAMPLE, jsonl, make_project, project_repo, record
+from tests.records import EXAMPLE, jsonl, make_project, project_repo, record
 
 pytestmark = pytest.mark.browser
 

@@ -17,7 +17,7 @@ from replayhub.ingest import importer
 from replayhub.management.commands.import_runs import _Status
 from replayhub.models import Preflight, Run
 from tests.conftest import ROOT, child_env
-from tests.ingest.records import EXAMPLE, jsonl, line, make_project, record, write
+from tests.records import EXAMPLE, jsonl, line, make_project, record, write
 
 SUMMARY_KEYS = {
     "imported",

@@ -11,7 +11,7 @@ import pytest
 
 from replayhub.ingest import importer, parsing, rows
 from replayhub.models import Run
-from tests.ingest.records import jsonl, make_project, record
+from tests.records import jsonl, make_project, record
 
 # Every column a record fills, compared row by row.
 COLUMNS = (

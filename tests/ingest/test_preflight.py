@@ -10,7 +10,7 @@ from django.core.management import call_command
 from replayhub.ingest.preflight import preflight_pending, preflight_runs
 from replayhub.models import Preflight, Run
 from replayhub.replay.provenance import NO_ORIGINAL
-from tests.ingest.records import PINNED, jsonl, record, write
+from tests.records import PINNED, jsonl, record, write
 
 
 def import_file(tmp_path, *values, options=()):

@@ -15,8 +15,8 @@ from replayhub.ingest import preflight
 from replayhub.ingest.preflight import preflight_pending, preflight_runs
 from replayhub.models import Preflight, Run
 from replayhub.replay.provenance import resolve_provenance
-from tests.engine.gitrepos import make_repo
-from tests.ingest.records import PINNED, make_project
+from tests.gitrepos import make_repo
+from tests.records import PINNED, make_project
 
 
 def build_history(tmp_path):

@@ -17,8 +17,8 @@ from replayhub.ingest.services import import_job_run
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ImportJob, Preflight, Run
 from tests.conftest import wait_for
-from tests.ingest.records import jsonl, line, make_project, project_repo, record, write
 from tests.ingest.test_preflight import agent_commit
+from tests.records import jsonl, line, make_project, project_repo, record, write
 
 
 def push(client, project, data: bytes):

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from replayhub.models import IngestToken
-from tests.ingest.records import jsonl, record
+from tests.records import jsonl, record
 
 
 def issue(*args: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from django.urls import reverse
 from replayhub.ingest.services import import_job_run
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ImportJob, Project, Run, Seed
-from tests.rollouts.traces import RECORDS, compacted, line, multi_tool
+from tests.traces import RECORDS, compacted, line, multi_tool
 
 
 @pytest.fixture

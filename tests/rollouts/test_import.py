@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from replayhub.models import Preflight, Project, Run, RunSource, Seed
-from tests.rollouts.traces import (
+from tests.traces import (
     INDEX,
     RECORDS,
     compacted,

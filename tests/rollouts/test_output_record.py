@@ -9,8 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from replayhub.rollouts.trace import parse_record
-from tests.reviews.test_rollout_detail import ONERROR, replayed
-from tests.rollouts.harness import make_environment_repo, make_rollout_project
+from tests.harness import ONERROR, make_environment_repo, make_rollout_project, replayed
 
 pytestmark = pytest.mark.django_db
 

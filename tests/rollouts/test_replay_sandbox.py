@@ -7,7 +7,7 @@ import json
 import pytest
 
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
-from tests.rollouts.harness import (
+from tests.harness import (
     make_environment_repo,
     make_rollout_project,
     seed_with,

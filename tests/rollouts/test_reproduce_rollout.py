@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import ModelCall, Provider, Replay, ReviewBand
 from reviews.services import review_decide
-from tests.rollouts.harness import (
+from tests.harness import (
     make_environment_repo,
     make_rollout,
     make_rollout_project,

@@ -15,7 +15,7 @@ from django.core.checks import run_checks
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Project, Provider
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
-from tests.rollouts.harness import (
+from tests.harness import (
     make_environment_repo,
     make_rollout,
     make_rollout_project,

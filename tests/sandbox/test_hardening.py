@@ -23,14 +23,15 @@ from replayhub.git.scratch import Scratch, git, remove_tree
 from replayhub.models import Replay
 from replayhub.sandbox import Limits, SandboxSpec
 from replayhub.sandbox.bwrap import LAUNCH_PATH, BwrapRunner
-from tests.engine.gitrepos import Repo, make_repo
-from tests.engine.scripted import (
+from tests.conftest import processes_mentioning
+from tests.gitrepos import Repo, make_repo
+from tests.sandbox.conftest import RunInSandbox
+from tests.scripted import (
     make_project,
     make_project_repo,
     make_run,
     original_commit,
 )
-from tests.sandbox.conftest import RunInSandbox, processes_mentioning
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None

@@ -224,7 +224,7 @@ def test_the_key_is_in_no_row_output_or_log(
 
 
 def test_a_run_without_a_prompt_is_a_stored_failure(providers, text_settings):
-    from tests.texttier.conftest import make_run
+    from tests.conftest import make_run
 
     run = make_run(prompt="", external_id="no-prompt")
     row = services.text_replay_create(run=run, target=Target("gpt", "gpt-test"))

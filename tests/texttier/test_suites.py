@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from replayhub.models import TextReplay, TextSuite
 from replayhub.texttier.suites import Result, summarize
-from tests.texttier.conftest import make_run
+from tests.conftest import make_run
 
 
 def test_the_summary_counts_and_averages():
