@@ -13,20 +13,27 @@ from urllib.parse import quote
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
 
 from replayhub import roles
 from replayhub.demo.calculator import GOOD
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Project, Provider, Run
-from tests.records import make_project as make_git_project
-from tests.records import project_repo
-from tests.scripted import make_project, make_project_repo, original_commit
+from tests.factories import (
+    make_calc_project,
+    make_git_project,
+    make_rollout_project,
+    make_text_run,
+    make_user,
+)
+from tests.gitrepos import project_repo
+from tests.harness import make_environment_repo
+from tests.scripted import make_project_repo, original_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 # The demo's stand-in model key, set before any worker starts so that the
 # workers hold it the way they hold a provider's key.
-os.environ.setdefault("REPLAYHUB_DEMO_MODEL_KEY", "demo-key-for-the-tests")
+DEMO_KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"
+os.environ.setdefault(DEMO_KEY_ENV, "demo-key-for-the-tests")
 REQUIRE_SERVICES = os.environ.get("REPLAYHUB_REQUIRE_SERVICES") == "1"
 
 
@@ -34,18 +41,6 @@ def pytest_report_header(config):
     db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
     broker = settings.CELERY_BROKER_URL.split("://", 1)[0]
     return f"replayhub: database={db} broker={broker} var={settings.VAR_DIR}"
-
-
-def make_user(username: str, role: str | None) -> User:
-    if role and not Group.objects.filter(name=role).exists():
-        # A transactional test flushed the tables the data migration filled.
-        from django.apps import apps
-
-        roles.sync_groups(apps)
-    user = User.objects.create_user(username=username, password="pw-" + username)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 @pytest.fixture
@@ -232,7 +227,7 @@ def calc_repo(tmp_path):
 
 @pytest.fixture
 def calc_project(calc_repo):
-    return make_project(calc_repo)
+    return make_calc_project(calc_repo)
 
 
 @pytest.fixture
@@ -249,22 +244,44 @@ def calc_good(calc_repo):
 
 
 @pytest.fixture
-def repo(tmp_path):
+def git_repo(tmp_path):
     return project_repo(tmp_path)
 
 
 @pytest.fixture
-def project(db, repo):
-    return make_git_project(repo)
+def git_project(db, git_repo):
+    return make_git_project(git_repo)
+
+
+# --- rollout projects ----------------------------------------------------------
+
+
+@pytest.fixture
+def rollout_project(tmp_path):
+    """The rollout environment's project, with its harness, its separate
+    verifier and a pass threshold of 0.5."""
+    return make_rollout_project(
+        make_environment_repo(tmp_path),
+        harness_command=["python3", "harness.py"],
+        verifier_command=["python3", "verifier.py"],
+        pass_threshold=0.5,
+    )
+
+
+@pytest.fixture
+def rl_project(db, tmp_path):
+    """The project a training run's rollout records are imported into."""
+    return Project.objects.create(
+        slug="rl", repo_path=str(tmp_path), rollout_anchor="tool-call"
+    )
 
 
 # --- the text tier: the local stand-in for both provider APIs, the two ---------
 # --- providers registered in front of it, and a recorded run to replay ---------
 
-# The demo's key variable: set above before any worker starts, so a worker
-# process holds it the way it holds a real provider's key.
-KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"
-PRICES = {
+# The providers' key is the demo's (DEMO_KEY_ENV, set above before any worker
+# starts), so a worker process holds it the way it holds a real provider's key.
+TEXT_PRICES = {
     "claude-test": {"input": "3", "output": "15"},
     "gpt-test": {"input": "2", "output": "8"},
 }
@@ -280,7 +297,7 @@ def text_settings(settings):
 
 @pytest.fixture
 def standin() -> Iterator[StandInProvider]:
-    with StandInProvider(key=os.environ[KEY_ENV]) as server:
+    with StandInProvider(key=os.environ[DEMO_KEY_ENV]) as server:
         yield server
 
 
@@ -292,44 +309,19 @@ def providers(db, standin) -> dict[str, Provider]:
             name="claude",
             kind="anthropic",
             base_url=standin.base_url,
-            key_env=KEY_ENV,
-            prices=PRICES,
+            key_env=DEMO_KEY_ENV,
+            prices=TEXT_PRICES,
         ),
         "gpt": Provider.objects.create(
             name="gpt",
             kind="openai",
             base_url=standin.base_url + "/v1",
-            key_env=KEY_ENV,
-            prices=PRICES,
+            key_env=DEMO_KEY_ENV,
+            prices=TEXT_PRICES,
         ),
     }
 
 
-def make_run(
-    project: Project | None = None,
-    *,
-    external_id: str = "run-1",
-    prompt: str = "add a retry to the webhook sender",
-    output: str = "add a retry to the webhook sender",
-    **fields,
-) -> Run:
-    project = (
-        project
-        or Project.objects.get_or_create(
-            slug="shop", defaults={"repo_path": "/srv/shop.git"}
-        )[0]
-    )
-    values = {
-        "title": f"Run {external_id}",
-        "model": "claude-sonnet",
-        "preflight": "ready",
-        **fields,
-    }
-    return Run.objects.create(
-        project=project, external_id=external_id, prompt=prompt, output=output, **values
-    )
-
-
 @pytest.fixture
-def run(db) -> Run:
-    return make_run()
+def text_run(db) -> Run:
+    return make_text_run()

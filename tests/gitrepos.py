@@ -129,3 +129,8 @@ def make_repo(
     repo = Repo(path)
     repo.commit(files or {"README.md": "readme\n"}, message)
     return repo
+
+
+def project_repo(tmp_path: Path) -> Repo:
+    """The repository of the project native records are imported into."""
+    return make_repo(tmp_path, {"cart.py": "TOTAL = 0\n"})

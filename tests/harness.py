@@ -34,7 +34,7 @@ from io import StringIO
 
 from django.core.management import call_command
 
-from replayhub.models import Project, Run, RunSource, Seed
+from tests.factories import make_rollout
 from tests.gitrepos import Repo, make_repo
 
 HARNESS = r"""
@@ -134,17 +134,6 @@ def make_environment_repo(tmp_path) -> Repo:
     return make_repo(tmp_path, {"harness.py": HARNESS, "verifier.py": VERIFIER})
 
 
-def make_rollout_project(repo: Repo, **overrides) -> Project:
-    fields = {
-        "slug": "invoicer",
-        "repo_path": str(repo.path),
-        "time_limit_seconds": 30,
-        "memory_limit_mb": 512,
-        **overrides,
-    }
-    return Project.objects.create(**fields)
-
-
 def seed_with(**order) -> list[dict]:
     """A seed whose last message tells the harness what to do."""
     return [
@@ -160,32 +149,6 @@ def seed_with(**order) -> list[dict]:
         {"role": "tool", "tool_call_id": "call_a1", "content": "1 failed"},
         {"role": "user", "content": json.dumps(order)},
     ]
-
-
-def make_rollout(project: Project, *, external_id: str, reward: float | None, seeds):
-    """A rollout run with its seeds: (messages, continuation, completion) each."""
-    run = Run.objects.create(
-        project=project,
-        external_id=external_id,
-        source=RunSource.ROLLOUT,
-        reward=reward,
-        title="invoicer-rounding",
-        model="coder-large",
-        preflight="ready",
-    )
-    for number, (messages, continuation, completion) in enumerate(seeds, 1):
-        Seed.objects.create(
-            run=run,
-            number=number,
-            key=f"{external_id}:continue:tool-call@{number * 3}",
-            kind="continue",
-            anchor="tool-call",
-            anchor_node=number * 3,
-            messages=messages,
-            continuation=continuation,
-            original_completion=completion,
-        )
-    return run
 
 
 # --- a rollout replayed whose seed and answer hold markup, for its page ----------

@@ -6,9 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replayhub.models import Project
-from tests.gitrepos import Repo, make_repo
-
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "runs.jsonl"
 PINNED = "ghcr.io/acme/agent@sha256:" + "ab" * 32
@@ -51,19 +48,3 @@ def jsonl(*values: Any) -> bytes:
 def write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
-
-
-def make_project(repo: Repo, slug: str = "shop", **fields: Any) -> Project:
-    return Project.objects.create(
-        slug=slug,
-        name=slug,
-        repo_path=str(repo.path),
-        test_command=["python3", "-m", "pytest", "-q"],
-        agent_command=["sh", "agent.sh"],
-        sandbox_config_sha256="c" * 64,
-        **fields,
-    )
-
-
-def project_repo(tmp_path: Path) -> Repo:
-    return make_repo(tmp_path, {"cart.py": "TOTAL = 0\n"})

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from replayhub.demo.calculator import AGENT, STUB, TESTS
-from replayhub.models import Project, Run
 from tests.gitrepos import Executable, Repo, make_repo
 
 
@@ -35,29 +34,3 @@ def original_commit(repo: Repo, calc: str, *, branch: str, tests: str = TESTS) -
     )
     repo.checkout("main")
     return sha
-
-
-def make_project(repo: Repo, **overrides) -> Project:
-    fields = {
-        "slug": "calc",
-        "repo_path": str(repo.path),
-        "test_command": ["python3", "-m", "unittest", "-v"],
-        "agent_command": ["sh", "agent.sh"],
-        "allowed_paths": ["calc.py", "test_*.py"],
-        "time_limit_seconds": 30,
-        "memory_limit_mb": 512,
-        **overrides,
-    }
-    return Project.objects.create(**fields)
-
-
-def make_run(project: Project, *, prompt: str, original: str, base: str = "", **kw):
-    return Run.objects.create(
-        project=project,
-        external_id=kw.pop("external_id", prompt.split()[0]),
-        title=kw.pop("title", f"replay {prompt}"),
-        prompt=prompt,
-        original_commit=original,
-        base_sha=base,
-        **kw,
-    )

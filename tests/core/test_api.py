@@ -18,14 +18,15 @@ from replayhub.models import (
     Run,
     TestOutcome,
 )
-from tests.records import jsonl, line, make_project, record
+from tests.factories import make_git_project
+from tests.records import jsonl, line, record
 
 NDJSON = "application/x-ndjson"
 
 
 @pytest.fixture
-def token(project):
-    return token_issue(project=project)[1]
+def token(git_project):
+    return token_issue(project=git_project)[1]
 
 
 def push(client, body: bytes, token: str | None, slug="shop", **headers):
@@ -42,7 +43,7 @@ def push(client, body: bytes, token: str | None, slug="shop", **headers):
 # --- authentication --------------------------------------------------------------
 
 
-def test_a_push_without_a_token_is_401_with_a_bearer_challenge(client, project):
+def test_a_push_without_a_token_is_401_with_a_bearer_challenge(client, git_project):
     response = push(client, jsonl(record()), None)
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == 'Bearer realm="replayhub"'
@@ -54,32 +55,32 @@ def test_a_push_without_a_token_is_401_with_a_bearer_challenge(client, project):
     "header",
     ["Basic dXNlcjpwdw==", "Bearer", "Bearer not-a-token", "Bearer rhi_zz_short"],
 )
-def test_a_malformed_authorization_header_is_401(client, project, header):
+def test_a_malformed_authorization_header_is_401(client, git_project, header):
     response = push(client, jsonl(record()), None, Authorization=header)
     assert response.status_code == 401
 
 
-def test_a_token_with_a_wrong_secret_is_401(client, project, token):
+def test_a_token_with_a_wrong_secret_is_401(client, git_project, token):
     forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     assert push(client, jsonl(record()), forged).status_code == 401
 
 
-def test_a_revoked_token_is_403(client, project, token):
+def test_a_revoked_token_is_403(client, git_project, token):
     IngestToken.objects.get().revoke()
     response = push(client, jsonl(record()), token)
     assert response.status_code == 403
     assert response.json() == {"error": "the ingest token was revoked"}
 
 
-def test_a_token_of_another_project_is_403(client, project, repo, token):
-    make_project(repo, slug="billing")
+def test_a_token_of_another_project_is_403(client, git_project, git_repo, token):
+    make_git_project(git_repo, slug="billing")
     response = push(client, jsonl(record()), token, slug="billing")
     assert response.status_code == 403
     assert not Run.objects.exists()
 
 
 def test_an_unknown_project_answers_like_a_foreign_one_so_nothing_leaks(
-    client, project, token
+    client, git_project, token
 ):
     unknown = push(client, jsonl(record()), token, slug="no-such-project")
     assert unknown.status_code == 403
@@ -95,7 +96,7 @@ def test_an_unknown_project_answers_like_a_foreign_one_so_nothing_leaks(
     )
 
 
-def test_the_token_is_stored_only_as_its_hash(project, token):
+def test_the_token_is_stored_only_as_its_hash(git_project, token):
     row = IngestToken.objects.get()
     assert row.token_sha256 == hashlib.sha256(token.encode()).hexdigest()
     assert token.startswith(f"rhi_{row.prefix}_")
@@ -104,18 +105,20 @@ def test_the_token_is_stored_only_as_its_hash(project, token):
     assert secret not in stored
 
 
-def test_a_push_needs_no_csrf_token_and_no_session(project, token):
+def test_a_push_needs_no_csrf_token_and_no_session(git_project, token):
     client = Client(enforce_csrf_checks=True)
     assert push(client, jsonl(record()), token).status_code == 201
 
 
-def test_a_successful_push_records_when_the_token_was_last_used(client, project, token):
+def test_a_successful_push_records_when_the_token_was_last_used(
+    client, git_project, token
+):
     assert IngestToken.objects.get().last_used_at is None
     push(client, jsonl(record()), token)
     assert IngestToken.objects.get().last_used_at is not None
 
 
-def test_only_post_is_allowed(client, project, token):
+def test_only_post_is_allowed(client, git_project, token):
     url = reverse("api_runs_create", args=["shop"])
     response = client.get(url, headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 405
@@ -124,7 +127,9 @@ def test_only_post_is_allowed(client, project, token):
 # --- bodies ----------------------------------------------------------------------
 
 
-def test_a_jsonl_body_is_imported_and_answered_with_the_summary(client, project, token):
+def test_a_jsonl_body_is_imported_and_answered_with_the_summary(
+    client, git_project, token
+):
     response = push(client, jsonl(record(1), record(2, original_commit=None)), token)
 
     assert response.status_code == 201
@@ -139,7 +144,7 @@ def test_a_jsonl_body_is_imported_and_answered_with_the_summary(client, project,
     assert Run.objects.filter(preflight=Preflight.UNREPRODUCIBLE).count() == 2
 
 
-def test_a_json_array_body_is_imported_too(client, project, token):
+def test_a_json_array_body_is_imported_too(client, git_project, token):
     body = json.dumps([record(1), record(2)]).encode()
     response = push(client, body, token, content_type="application/json")
     assert response.status_code == 201
@@ -147,7 +152,7 @@ def test_a_json_array_body_is_imported_too(client, project, token):
 
 
 def test_pushing_the_same_records_again_is_200_with_only_duplicates(
-    client, project, token
+    client, git_project, token
 ):
     push(client, jsonl(record(1), record(2)), token)
     response = push(client, jsonl(record(1), record(2)), token)
@@ -156,7 +161,7 @@ def test_pushing_the_same_records_again_is_200_with_only_duplicates(
 
 
 def test_invalid_lines_give_400_with_their_errors_and_the_valid_lines_are_imported(
-    client, project, token
+    client, git_project, token
 ):
     body = line(record(1)) + b"not json\n" + line(record(3, started_at="noon"))
     body += line(record(4))
@@ -172,7 +177,7 @@ def test_invalid_lines_give_400_with_their_errors_and_the_valid_lines_are_import
     assert Run.objects.count() == 2
 
 
-def test_a_conflict_is_409_and_the_stored_run_is_kept(client, project, token):
+def test_a_conflict_is_409_and_the_stored_run_is_kept(client, git_project, token):
     push(client, jsonl(record(1)), token)
     response = push(client, jsonl(record(1, prompt="changed"), record(2)), token)
     assert response.status_code == 409
@@ -183,7 +188,7 @@ def test_a_conflict_is_409_and_the_stored_run_is_kept(client, project, token):
     assert Run.objects.filter(external_id="run-0002").exists()
 
 
-def test_array_elements_are_checked_one_by_one_by_position(client, project, token):
+def test_array_elements_are_checked_one_by_one_by_position(client, git_project, token):
     body = b'[%s, [1], "x", %s]' % (
         json.dumps(record(1)).encode(),
         json.dumps(record(4)).encode(),
@@ -197,7 +202,7 @@ def test_array_elements_are_checked_one_by_one_by_position(client, project, toke
     ]
 
 
-def test_a_broken_array_keeps_the_elements_before_the_break(client, project, token):
+def test_a_broken_array_keeps_the_elements_before_the_break(client, git_project, token):
     body = b"[" + json.dumps(record(1)).encode() + b', {"external_id": '
     response = push(client, body, token, content_type="application/json")
     assert response.status_code == 400
@@ -208,7 +213,7 @@ def test_a_broken_array_keeps_the_elements_before_the_break(client, project, tok
 
 
 def test_invalid_utf8_in_one_array_element_spoils_only_that_element(
-    client, project, token
+    client, git_project, token
 ):
     bad = json.dumps(record(2)).encode().replace(b"Fix bug", b"Fix \xff bug")
     body = b"[" + json.dumps(record(1)).encode() + b"," + bad + b"]"
@@ -218,16 +223,16 @@ def test_invalid_utf8_in_one_array_element_spoils_only_that_element(
 
 
 def test_a_record_naming_another_project_is_refused_by_the_api(
-    client, project, repo, token
+    client, git_project, git_repo, token
 ):
-    make_project(repo, slug="billing")
+    make_git_project(git_repo, slug="billing")
     response = push(client, jsonl(record(1, project="billing")), token)
     assert response.status_code == 400
     assert not Run.objects.exists()
 
 
 def test_a_body_above_the_limit_is_413_before_anything_is_read(
-    client, project, token, settings
+    client, git_project, token, settings
 ):
     settings.REPLAYHUB_API_MAX_BODY_BYTES = 1000
     response = push(client, jsonl(*(record(n) for n in range(10))), token)
@@ -236,7 +241,7 @@ def test_a_body_above_the_limit_is_413_before_anything_is_read(
     assert not Run.objects.exists()
 
 
-def test_an_empty_body_is_400(client, project, token):
+def test_an_empty_body_is_400(client, git_project, token):
     response = client.post(
         reverse("api_runs_create", args=["shop"]),
         data=b"",
@@ -249,7 +254,7 @@ def test_an_empty_body_is_400(client, project, token):
 
 
 @pytest.mark.parametrize("length", [None, "", "-1", "1e3", "\u00b2"])
-def test_a_body_without_a_usable_length_is_411(rf, project, token, length):
+def test_a_body_without_a_usable_length_is_411(rf, git_project, token, length):
     from replayhub.api import runs_create
 
     request = rf.post(
@@ -269,9 +274,9 @@ def test_a_body_without_a_usable_length_is_411(rf, project, token, length):
 
 
 @pytest.fixture
-def run(project):
+def run(git_project):
     return Run.objects.create(
-        project=project,
+        project=git_project,
         external_id="run-<b>1</b>",
         prompt="<script>alert(1)</script>",
         raw={"external_id": "run-<b>1</b>", "extra": [1, 2]},

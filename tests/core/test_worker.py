@@ -17,15 +17,15 @@ from replayhub import services
 from replayhub.demo.calculator import GOOD
 from replayhub.models import Replay, ReviewBand
 from tests.conftest import ROOT, child_env, wait_for
-from tests.scripted import make_project, make_project_repo, make_run
-from tests.scripted import original_commit as make_original
+from tests.factories import make_calc_project, make_calc_run
+from tests.scripted import make_project_repo, original_commit
 
 
 @pytest.fixture
 def calc(tmp_path):
     repo = make_project_repo(tmp_path)
     base = repo.rev("main")
-    good = make_original(repo, GOOD, branch="agent/good")
+    good = original_commit(repo, GOOD, branch="agent/good")
     return repo, base, good
 
 
@@ -40,8 +40,8 @@ def expire(replay_id, owner="dead-host:1:abc"):
 @pytest.mark.django_db
 def test_an_expired_lease_ends_the_replay_as_worker_lost_and_queues_a_retry(calc):
     repo, base, good = calc
-    project = make_project(repo, max_attempts=3)
-    run = make_run(project, prompt="same", original=good, base=base)
+    project = make_calc_project(repo, max_attempts=3)
+    run = make_calc_run(project, prompt="same", original=good, base=base)
     lost = services.replay_create(run=run, trigger="command")
     expire(lost.pk)
 
@@ -62,8 +62,8 @@ def test_an_expired_lease_ends_the_replay_as_worker_lost_and_queues_a_retry(calc
 @pytest.mark.django_db
 def test_the_last_attempt_lost_goes_to_the_review_queue(calc):
     repo, base, good = calc
-    project = make_project(repo, max_attempts=1)
-    run = make_run(project, prompt="same", original=good, base=base)
+    project = make_calc_project(repo, max_attempts=1)
+    run = make_calc_run(project, prompt="same", original=good, base=base)
     lost = services.replay_create(run=run, trigger="command")
     expire(lost.pk)
 
@@ -78,8 +78,8 @@ def test_the_last_attempt_lost_goes_to_the_review_queue(calc):
 @pytest.mark.django_db
 def test_a_fresh_lease_is_left_alone(calc):
     repo, base, good = calc
-    project = make_project(repo)
-    run = make_run(project, prompt="same", original=good, base=base)
+    project = make_calc_project(repo)
+    run = make_calc_run(project, prompt="same", original=good, base=base)
     replay = services.replay_create(run=run, trigger="command")
     assert services.replay_claim(replay_id=replay.pk, owner="me")
 
@@ -90,8 +90,8 @@ def test_a_fresh_lease_is_left_alone(calc):
 @pytest.mark.django_db(transaction=True)
 def test_a_replay_queued_from_the_cli_is_run_by_a_real_worker(celery_worker, calc):
     repo, base, good = calc
-    project = make_project(repo)
-    run = make_run(project, prompt="other", original=good, base=base)
+    project = make_calc_project(repo)
+    run = make_calc_run(project, prompt="other", original=good, base=base)
 
     from django.core.management import call_command
 
@@ -120,8 +120,8 @@ def _processes_with(marker: str) -> list[int]:
 @pytest.mark.django_db(transaction=True)
 def test_killing_a_worker_mid_replay_leaves_nothing_running(tmp_path, calc, settings):
     repo, base, good = calc
-    project = make_project(repo, max_attempts=1, time_limit_seconds=120)
-    run = make_run(project, prompt="sleep", original=good, base=base)
+    project = make_calc_project(repo, max_attempts=1, time_limit_seconds=120)
+    run = make_calc_run(project, prompt="sleep", original=good, base=base)
     replay = services.replay_create(run=run, trigger="command")
 
     # A private worker with a short lease, running the replay directly.

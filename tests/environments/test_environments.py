@@ -22,8 +22,9 @@ from replayhub.environments.images import runner_for
 from replayhub.git.scratch import Scratch
 from replayhub.lib.fstree import remove_tree
 from replayhub.models import EgressAttempt, Replay
+from tests.factories import make_calc_project, make_calc_run
 from tests.gitrepos import Executable
-from tests.scripted import make_project, make_run, original_commit
+from tests.scripted import original_commit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 
@@ -88,8 +89,9 @@ def repo(calc_repo, index):
 
 
 @pytest.fixture
-def project(repo, index):
-    return make_project(
+def env_project(repo, index):
+    """The calculator project, with a setup phase installing from the index."""
+    return make_calc_project(
         repo,
         setup_command=["sh", "setup.sh"],
         egress_setup=[f"127.0.0.1:{index.port}"],
@@ -107,16 +109,16 @@ def replay_other(project, repo, name: str) -> Replay:
     base = repo.rev("main")
     original = original_commit(repo, GOOD, branch=f"agent/{name}", tests=TESTS)
     return replay(
-        make_run(
+        make_calc_run(
             project, prompt="other", original=original, base=base, external_id=name
         )
     )
 
 
 def test_the_tests_import_what_setup_installed_and_the_next_replay_reuses_it(
-    project, repo, index
+    env_project, repo, index
 ):
-    first = replay_other(project, repo, "one")
+    first = replay_other(env_project, repo, "one")
 
     assert (first.verdict, first.reason_code) == ("equivalent", "tests_agree"), (
         first.reason
@@ -129,7 +131,7 @@ def test_the_tests_import_what_setup_installed_and_the_next_replay_reuses_it(
         ("127.0.0.1", index.port, True),
     }
 
-    second = replay_other(project, repo, "two")
+    second = replay_other(env_project, repo, "two")
 
     assert (second.verdict, second.reason_code) == ("equivalent", "tests_agree")
     reused = second.evidence["environment"]
@@ -138,12 +140,12 @@ def test_the_tests_import_what_setup_installed_and_the_next_replay_reuses_it(
     assert not EgressAttempt.objects.filter(replay=second, phase="setup").exists()
 
 
-def test_a_changed_lockfile_builds_a_new_environment(project, repo, index):
-    first = replay_other(project, repo, "one")
+def test_a_changed_lockfile_builds_a_new_environment(env_project, repo, index):
+    first = replay_other(env_project, repo, "one")
     repo.checkout("main")
     repo.commit({"requirements.txt": requirements(index, "# pinned again\n")})
 
-    second = replay_other(project, repo, "two")
+    second = replay_other(env_project, repo, "two")
 
     assert second.reason_code == "tests_agree"
     assert second.evidence["environment"]["cached"] is False
@@ -151,13 +153,17 @@ def test_a_changed_lockfile_builds_a_new_environment(project, repo, index):
 
 
 def test_a_failing_setup_ends_setup_failed_and_is_not_run_for_every_replay(
-    project, repo
+    env_project, repo
 ):
-    project.setup_command = ["sh", "-c", "echo 'no matching distribution' >&2; exit 3"]
-    project.save()
+    env_project.setup_command = [
+        "sh",
+        "-c",
+        "echo 'no matching distribution' >&2; exit 3",
+    ]
+    env_project.save()
 
-    first = replay_other(project, repo, "one")
-    second = replay_other(project, repo, "two")
+    first = replay_other(env_project, repo, "one")
+    second = replay_other(env_project, repo, "two")
 
     assert (first.verdict, first.reason_code) == ("inconclusive", "setup_failed")
     assert "status 3" in first.reason and "no matching distribution" in first.reason
@@ -169,11 +175,11 @@ def test_a_failing_setup_ends_setup_failed_and_is_not_run_for_every_replay(
     assert second.sandbox_seconds == 0
 
 
-def test_without_its_environment_the_missing_package_is_named(project, repo):
-    project.setup_command = []
-    project.save()
+def test_without_its_environment_the_missing_package_is_named(env_project, repo):
+    env_project.setup_command = []
+    env_project.save()
 
-    result = replay_other(project, repo, "one")
+    result = replay_other(env_project, repo, "one")
 
     # Named for what is missing, not refused for its test count.
     assert (result.verdict, result.reason_code) == ("inconclusive", "tests_not_run")
@@ -181,7 +187,7 @@ def test_without_its_environment_the_missing_package_is_named(project, repo):
     assert "environment" not in result.evidence
 
 
-def test_concurrent_replays_with_one_key_build_it_once(project, repo):
+def test_concurrent_replays_with_one_key_build_it_once(env_project, repo):
     base = repo.rev("main")
     results: list[build.Environment] = []
     errors: list[BaseException] = []
@@ -194,7 +200,10 @@ def test_concurrent_replays_with_one_key_build_it_once(project, repo):
         try:
             results.append(
                 build.prepare(
-                    project, scratch=scratch, base=base, runner=runner_for(project)
+                    env_project,
+                    scratch=scratch,
+                    base=base,
+                    runner=runner_for(env_project),
                 )
             )
         except BaseException as error:
@@ -216,7 +225,7 @@ def test_concurrent_replays_with_one_key_build_it_once(project, repo):
 
 
 def test_a_deep_work_directory_still_reaches_the_index(
-    project, repo, settings, monkeypatch
+    env_project, repo, settings, monkeypatch
 ):
     # A unix socket path may be 107 bytes: a replay's scratch this deep cannot
     # hold the egress proxy's socket, which then goes in a short directory of
@@ -233,7 +242,10 @@ def test_a_deep_work_directory_still_reaches_the_index(
     monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
     try:
         env = build.prepare(
-            project, scratch=scratch, base=repo.rev("main"), runner=runner_for(project)
+            env_project,
+            scratch=scratch,
+            base=repo.rev("main"),
+            runner=runner_for(env_project),
         )
     finally:
         scratch.remove()
@@ -247,7 +259,7 @@ def test_a_deep_work_directory_still_reaches_the_index(
     assert not made[0].exists()
 
 
-def test_env_build_builds_ahead_and_a_replay_reuses_it(project, repo, capsys):
+def test_env_build_builds_ahead_and_a_replay_reuses_it(env_project, repo, capsys):
     call_command("env_build", "calc")
     built = capsys.readouterr().out
     call_command("env_build", "calc")
@@ -262,7 +274,7 @@ def test_env_build_builds_ahead_and_a_replay_reuses_it(project, repo, capsys):
 
     base = repo.rev("main")
     original = original_commit(repo, GOOD, branch="agent/json", tests=TESTS)
-    run = make_run(project, prompt="other", original=original, base=base)
+    run = make_calc_run(env_project, prompt="other", original=original, base=base)
     call_command("reproduce", str(run.pk), "--sync", "--json")
     out = json.loads(capsys.readouterr().out)
 
@@ -285,7 +297,7 @@ def test_a_record_from_another_image_is_image_mismatch_when_required(
     calc_project.root_image = "registry.example/py@sha256:" + "a" * 64
     calc_project.require_image_match = True
     calc_project.save()
-    run = make_run(
+    run = make_calc_run(
         calc_project,
         prompt="same",
         original=calc_good,
@@ -304,7 +316,7 @@ def test_a_record_from_another_image_is_a_provenance_warning_by_default(
 ):
     calc_project.root_image = "registry.example/py@sha256:" + "a" * 64
     calc_project.save()
-    run = make_run(
+    run = make_calc_run(
         calc_project,
         prompt="same",
         original=calc_good,

@@ -23,8 +23,9 @@ from replayhub import services
 from replayhub.demo.calculator import GOOD, STUB
 from replayhub.demo.pkgindex import PackageIndex, write_index
 from replayhub.models import Replay
+from tests.factories import make_calc_project, make_calc_run
 from tests.gitrepos import Executable, make_repo
-from tests.scripted import make_project, make_run, original_commit
+from tests.scripted import original_commit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 
@@ -119,7 +120,7 @@ def test_a_pytest_project_reaches_a_verdict_with_its_environment(tmp_path, index
     )
     base = repo.rev("main")
     original = original_commit(repo, GOOD, branch="agent/good", tests=TESTS)
-    project = make_project(
+    project = make_calc_project(
         repo,
         test_command=["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         setup_command=["sh", "setup.sh"],
@@ -127,8 +128,8 @@ def test_a_pytest_project_reaches_a_verdict_with_its_environment(tmp_path, index
         time_limit_seconds=180,
     )
 
-    other = replay(make_run(project, prompt="other", original=original, base=base))
-    bad = replay(make_run(project, prompt="bad", original=original, base=base))
+    other = replay(make_calc_run(project, prompt="other", original=original, base=base))
+    bad = replay(make_calc_run(project, prompt="bad", original=original, base=base))
 
     assert (other.verdict, other.reason_code) == ("equivalent", "tests_agree"), (
         other.reason

@@ -17,7 +17,8 @@ from replayhub import services
 from replayhub.demo.calculator import GOOD, TESTS
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import EgressAttempt, ModelCall, Provider, Replay
-from tests.scripted import make_run, original_commit
+from tests.factories import make_calc_run
+from tests.scripted import original_commit
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +37,8 @@ def provider(monkeypatch):
 
 
 @pytest.fixture
-def project(calc_project, provider):
+def gateway_project(calc_project, provider):
+    """The calculator project, allowed to call the stand-in as ``acme``."""
     calc_project.providers.add(
         Provider.objects.create(
             name="acme",
@@ -56,10 +58,14 @@ def replay(run) -> Replay:
 
 
 def test_an_agent_reaches_its_model_through_the_gateway_with_usage_measured(
-    project, calc_base, calc_good, provider
+    gateway_project, calc_base, calc_good, provider
 ):
-    run = make_run(
-        project, prompt=PROMPT, original=calc_good, base=calc_base, model="coder-large"
+    run = make_calc_run(
+        gateway_project,
+        prompt=PROMPT,
+        original=calc_good,
+        base=calc_base,
+        model="coder-large",
     )
 
     result = replay(run)
@@ -95,10 +101,12 @@ def test_an_agent_reaches_its_model_through_the_gateway_with_usage_measured(
 
 
 def test_the_real_key_is_nowhere_inside_the_sandbox(
-    project, calc_base, calc_good, provider
+    gateway_project, calc_base, calc_good, provider
 ):
     # The scripted agent prints its environment and every readable /proc environ.
-    result = replay(make_run(project, prompt="env", original=calc_good, base=calc_base))
+    result = replay(
+        make_calc_run(gateway_project, prompt="env", original=calc_good, base=calc_base)
+    )
 
     assert "ANTHROPIC_BASE_URL=http://127.0.0.1:" in result.agent_output
     assert "ANTHROPIC_API_KEY=rh-" in result.agent_output
@@ -106,11 +114,11 @@ def test_the_real_key_is_nowhere_inside_the_sandbox(
     assert KEY_ENV not in result.agent_output
 
 
-def test_the_tokens_cap_fires_mid_run(project, calc_base, calc_good, provider):
-    project.max_tokens = 5
-    project.save()
-    run = make_run(
-        project,
+def test_the_tokens_cap_fires_mid_run(gateway_project, calc_base, calc_good, provider):
+    gateway_project.max_tokens = 5
+    gateway_project.save()
+    run = make_calc_run(
+        gateway_project,
         prompt=PROMPT.replace("model", "chatty", 1),
         original=calc_good,
         base=calc_base,
@@ -128,16 +136,20 @@ def test_the_tokens_cap_fires_mid_run(project, calc_base, calc_good, provider):
 
 
 def test_another_model_is_flagged_and_refused_when_required(
-    project, calc_base, calc_good, provider
+    gateway_project, calc_base, calc_good, provider
 ):
     provider.answer_model = "coder-tiny"
-    run = make_run(
-        project, prompt=PROMPT, original=calc_good, base=calc_base, model="coder-large"
+    run = make_calc_run(
+        gateway_project,
+        prompt=PROMPT,
+        original=calc_good,
+        base=calc_base,
+        model="coder-large",
     )
 
     flagged = replay(run)
-    project.require_recorded_model = True
-    project.save()
+    gateway_project.require_recorded_model = True
+    gateway_project.save()
     refused = replay(run)
 
     assert flagged.verdict == "identical"
@@ -148,10 +160,10 @@ def test_another_model_is_flagged_and_refused_when_required(
 
 
 def test_a_direct_connection_to_the_upstream_fails(
-    project, calc_base, calc_good, provider
+    gateway_project, calc_base, calc_good, provider
 ):
-    run = make_run(
-        project,
+    run = make_calc_run(
+        gateway_project,
         prompt=f"direct {provider.port}",
         original=calc_good,
         base=calc_base,
@@ -164,12 +176,14 @@ def test_a_direct_connection_to_the_upstream_fails(
 
 
 def test_a_missing_key_on_the_worker_is_the_harness_s_fault(
-    project, calc_base, calc_good, monkeypatch
+    gateway_project, calc_base, calc_good, monkeypatch
 ):
     monkeypatch.delenv(KEY_ENV)
 
     result = replay(
-        make_run(project, prompt=PROMPT, original=calc_good, base=calc_base)
+        make_calc_run(
+            gateway_project, prompt=PROMPT, original=calc_good, base=calc_base
+        )
     )
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "harness_error")
@@ -191,14 +205,16 @@ class AddTests""",
 
 
 def test_tests_that_need_a_denied_host_end_network_required(
-    calc_repo, project, calc_base
+    calc_repo, gateway_project, calc_base
 ):
     original = original_commit(
         calc_repo, GOOD, branch="agent/network", tests=NETWORK_TESTS
     )
-    project.egress_tests = ["127.0.0.1:1"]
-    project.save()
-    run = make_run(project, prompt="other", original=original, base=calc_base)
+    gateway_project.egress_tests = ["127.0.0.1:1"]
+    gateway_project.save()
+    run = make_calc_run(
+        gateway_project, prompt="other", original=original, base=calc_base
+    )
 
     result = replay(run)
 
@@ -212,10 +228,14 @@ def test_tests_that_need_a_denied_host_end_network_required(
 
 
 def test_reproduce_json_lists_model_calls_and_egress(
-    project, calc_base, calc_good, provider, capsys
+    gateway_project, calc_base, calc_good, provider, capsys
 ):
-    run = make_run(
-        project, prompt=PROMPT, original=calc_good, base=calc_base, model="coder-large"
+    run = make_calc_run(
+        gateway_project,
+        prompt=PROMPT,
+        original=calc_good,
+        base=calc_base,
+        model="coder-large",
     )
 
     call_command("reproduce", str(run.pk), "--sync", "--json")

@@ -30,13 +30,13 @@ BASE_FILES = {
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Repo:
+def repo(tmp_path: Path) -> Repo:
     return make_repo(tmp_path, BASE_FILES)
 
 
 @pytest.fixture
-def scratch(tmp_path: Path, project: Repo):
-    scratch = Scratch(tmp_path / "replay", project.path)
+def scratch(tmp_path: Path, repo: Repo):
+    scratch = Scratch(tmp_path / "replay", repo.path)
     yield scratch
     scratch.remove()
 
@@ -62,9 +62,9 @@ def object_files(repo: Repo) -> set[str]:
 # --- provision -----------------------------------------------------------------
 
 
-def test_provision_checks_out_the_base_even_after_main_moved_on(project, scratch):
-    base = project.head()
-    project.commit({"src/app.py": "later\n", "later.txt": "x\n"}, "later work")
+def test_provision_checks_out_the_base_even_after_main_moved_on(repo, scratch):
+    base = repo.head()
+    repo.commit({"src/app.py": "later\n", "later.txt": "x\n"}, "later work")
 
     workspace = scratch.provision(base)
 
@@ -74,9 +74,9 @@ def test_provision_checks_out_the_base_even_after_main_moved_on(project, scratch
     assert (workspace / ".git" / "HEAD").read_text().strip() == base
 
 
-def test_provisioned_workspace_has_no_ref_leading_to_later_commits(project, scratch):
-    base = project.head()
-    project.commit({"solution.py": "x\n"}, "the original", branch="agent/fix")
+def test_provisioned_workspace_has_no_ref_leading_to_later_commits(repo, scratch):
+    base = repo.head()
+    repo.commit({"solution.py": "x\n"}, "the original", branch="agent/fix")
 
     workspace = scratch.provision(base)
 
@@ -86,10 +86,10 @@ def test_provisioned_workspace_has_no_ref_leading_to_later_commits(project, scra
     assert not packed.exists() or "refs/" not in packed.read_text()
 
 
-def test_the_agent_git_holds_only_what_the_base_reaches(project, scratch):
-    base = project.head()
-    original = project.commit({"solution.py": "secret fix\n"}, "original", branch="a")
-    fix_blob = project.git("rev-parse", f"{original}:solution.py")
+def test_the_agent_git_holds_only_what_the_base_reaches(repo, scratch):
+    base = repo.head()
+    original = repo.commit({"solution.py": "secret fix\n"}, "original", branch="a")
+    fix_blob = repo.git("rev-parse", f"{original}:solution.py")
 
     workspace = scratch.provision(base)
 
@@ -100,13 +100,13 @@ def test_the_agent_git_holds_only_what_the_base_reaches(project, scratch):
     # The original's objects cannot be found by hash from inside the workspace.
     probe = git("cat-file", "-e", fix_blob, git_dir=ws_git, check=False)
     assert probe.returncode != 0
-    assert str(project.path) not in (ws_git / "config").read_text()
+    assert str(repo.path) not in (ws_git / "config").read_text()
 
 
-def test_the_project_repository_is_never_written(project, scratch):
-    base = project.head()
-    original = project.commit({"src/app.py": "original\n"}, "original", branch="a")
-    before = object_files(project)
+def test_the_project_repository_is_never_written(repo, scratch):
+    base = repo.head()
+    original = repo.commit({"src/app.py": "original\n"}, "original", branch="a")
+    before = object_files(repo)
 
     workspace = scratch.provision(base)
     write_files(workspace, {"src/app.py": "replayed\n", "new.bin": b"\0\1\2"})
@@ -114,17 +114,17 @@ def test_the_project_repository_is_never_written(project, scratch):
     scratch.commit_tree(tree, base, "replay")
     compare(scratch, base=base, original_commit=original, replay_tree=tree)
 
-    assert object_files(project) == before
+    assert object_files(repo) == before
 
 
-def test_provision_refuses_to_reuse_a_workspace(project, scratch):
-    scratch.provision(project.head())
+def test_provision_refuses_to_reuse_a_workspace(repo, scratch):
+    scratch.provision(repo.head())
 
     with pytest.raises(FileExistsError):
-        scratch.provision(project.head())
+        scratch.provision(repo.head())
 
 
-def test_provision_rejects_a_base_that_is_not_a_commit(project, scratch):
+def test_provision_rejects_a_base_that_is_not_a_commit(repo, scratch):
     with pytest.raises(GitError, match="does not name a commit"):
         scratch.provision("0123456789abcdef0123456789abcdef01234567")
     with pytest.raises(ValueError, match="not a hex object name"):
@@ -134,14 +134,14 @@ def test_provision_rejects_a_base_that_is_not_a_commit(project, scratch):
 # --- capture -------------------------------------------------------------------
 
 
-def test_capture_of_an_untouched_workspace_is_the_base_tree(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_of_an_untouched_workspace_is_the_base_tree(repo, scratch):
+    workspace = scratch.provision(repo.head())
 
-    assert capture_workspace(scratch, workspace).tree == project.tree()
+    assert capture_workspace(scratch, workspace).tree == repo.tree()
 
 
-def test_capture_records_edits_additions_deletions_and_mode_changes(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_records_edits_additions_deletions_and_mode_changes(repo, scratch):
+    workspace = scratch.provision(repo.head())
     write_files(
         workspace,
         {"src/app.py": "edited\n", "src/new.py": "new\n", "docs/guide.md": None},
@@ -161,12 +161,12 @@ def test_capture_records_edits_additions_deletions_and_mode_changes(project, scr
 
 
 def test_capture_stores_symlinks_pointing_outside_as_links_never_followed(
-    project, scratch, tmp_path
+    repo, scratch, tmp_path
 ):
     outside = tmp_path / "host-secrets"
     outside.mkdir()
     (outside / "key").write_text("secret\n")
-    workspace = scratch.provision(project.head())
+    workspace = scratch.provision(repo.head())
     write_files(
         workspace,
         {"passwd": Symlink("/etc/passwd"), "src/secrets": Symlink(str(outside))},
@@ -179,8 +179,8 @@ def test_capture_stores_symlinks_pointing_outside_as_links_never_followed(
     assert not any(path.startswith("src/secrets/") for path in entries)
 
 
-def test_capture_replaces_a_tracked_directory_turned_into_a_symlink(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_replaces_a_tracked_directory_turned_into_a_symlink(repo, scratch):
+    workspace = scratch.provision(repo.head())
     shutil.rmtree(workspace / "src")
     (workspace / "src").symlink_to("/usr/lib")
 
@@ -190,8 +190,8 @@ def test_capture_replaces_a_tracked_directory_turned_into_a_symlink(project, scr
     assert "src/app.py" not in entries
 
 
-def test_capture_honours_gitignore_like_the_agents_own_git_would(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_honours_gitignore_like_the_agents_own_git_would(repo, scratch):
+    workspace = scratch.provision(repo.head())
     write_files(
         workspace,
         {".gitignore": "*.log\nREADME.md\n", "debug.log": "x\n", "README.md": "new\n"},
@@ -204,8 +204,8 @@ def test_capture_honours_gitignore_like_the_agents_own_git_would(project, scratc
     assert entries["README.md"] == ("100644", "new\n")
 
 
-def test_capture_ignores_a_deleted_or_replaced_workspace_git_dir(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_ignores_a_deleted_or_replaced_workspace_git_dir(repo, scratch):
+    workspace = scratch.provision(repo.head())
     shutil.rmtree(workspace / ".git")
     write_files(workspace, {"src/app.py": "edited\n"})
 
@@ -215,8 +215,8 @@ def test_capture_ignores_a_deleted_or_replaced_workspace_git_dir(project, scratc
     assert not any(path.startswith(".git") for path in entries)
 
 
-def test_capture_stores_a_nested_repository_as_a_plain_directory(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_stores_a_nested_repository_as_a_plain_directory(repo, scratch):
+    workspace = scratch.provision(repo.head())
     make_repo(workspace, {"inner.txt": "inner\n"}, name="vendor/lib")
 
     captured = capture_workspace(scratch, workspace)
@@ -227,8 +227,8 @@ def test_capture_stores_a_nested_repository_as_a_plain_directory(project, scratc
     assert captured.nested_repositories == ["vendor/lib"]
 
 
-def test_capture_skips_special_files_and_lists_them(project, scratch):
-    workspace = scratch.provision(project.head())
+def test_capture_skips_special_files_and_lists_them(repo, scratch):
+    workspace = scratch.provision(repo.head())
     os.mkfifo(workspace / "pipe")
 
     captured = capture_workspace(scratch, workspace)
@@ -237,14 +237,14 @@ def test_capture_skips_special_files_and_lists_them(project, scratch):
     assert captured.unstorable == ["pipe"]
 
 
-def test_capture_needs_to_know_the_base(project, tmp_path):
-    scratch = Scratch(tmp_path / "other", project.path)
+def test_capture_needs_to_know_the_base(repo, tmp_path):
+    scratch = Scratch(tmp_path / "other", repo.path)
     workspace = tmp_path / "elsewhere"
     workspace.mkdir()
 
     with pytest.raises(ValueError, match="base"):
         capture_workspace(scratch, workspace)
-    tree = capture_workspace(scratch, workspace, base=project.head()).tree
+    tree = capture_workspace(scratch, workspace, base=repo.head()).tree
 
     assert ls_tree(scratch, tree) == {}
 
@@ -258,10 +258,10 @@ def replay(scratch: Scratch, base: str, files: dict) -> str:
     return capture_workspace(scratch, workspace).tree
 
 
-def test_the_same_change_gives_identical_trees_and_no_diff_of_diffs(project, scratch):
-    base = project.head()
+def test_the_same_change_gives_identical_trees_and_no_diff_of_diffs(repo, scratch):
+    base = repo.head()
     change = {"src/app.py": "def main():\n    return 42\n", "src/extra.py": "x\n"}
-    original = project.commit(change, "original", branch="agent")
+    original = repo.commit(change, "original", branch="agent")
 
     comparison = compare(
         scratch,
@@ -271,7 +271,7 @@ def test_the_same_change_gives_identical_trees_and_no_diff_of_diffs(project, scr
     )
 
     assert comparison.identical
-    assert comparison.original_tree == comparison.replay_tree == project.tree()
+    assert comparison.original_tree == comparison.replay_tree == repo.tree()
     assert comparison.diff_of_diffs == comparison.diffstat == ""
     assert comparison.differing_paths == []
     assert comparison.files_changed == 0
@@ -281,9 +281,9 @@ def test_the_same_change_gives_identical_trees_and_no_diff_of_diffs(project, scr
     assert not comparison.truncated
 
 
-def test_a_different_change_shows_in_the_diff_of_diffs(project, scratch):
-    base = project.head()
-    original = project.commit(
+def test_a_different_change_shows_in_the_diff_of_diffs(repo, scratch):
+    base = repo.head()
+    original = repo.commit(
         {"src/app.py": "def main():\n    return 42\n", "src/extra.py": "x\n"},
         "original",
         branch="agent",
@@ -308,9 +308,9 @@ def test_a_different_change_shows_in_the_diff_of_diffs(project, scratch):
     assert comparison.base_tree != comparison.original_tree
 
 
-def test_binary_files_differ_without_their_content(project, scratch):
-    base = project.head()
-    original = project.commit({"logo.png": b"\x89PNG\0\1"}, "logo", branch="agent")
+def test_binary_files_differ_without_their_content(repo, scratch):
+    base = repo.head()
+    original = repo.commit({"logo.png": b"\x89PNG\0\1"}, "logo", branch="agent")
     tree = replay(scratch, base, {"logo.png": b"\x89PNG\0\2"})
 
     comparison = compare(scratch, base=base, original_commit=original, replay_tree=tree)
@@ -319,8 +319,8 @@ def test_binary_files_differ_without_their_content(project, scratch):
     assert comparison.differing_paths == ["logo.png"]
 
 
-def test_a_rename_counts_both_paths_as_touched(project, scratch):
-    base = project.head()
+def test_a_rename_counts_both_paths_as_touched(repo, scratch):
+    base = repo.head()
     tree = replay(
         scratch, base, {"src/util.py": None, "lib/util.py": BASE_FILES["src/util.py"]}
     )
@@ -338,8 +338,8 @@ def test_a_rename_counts_both_paths_as_touched(project, scratch):
     assert comparison.disallowed_paths == ["lib/util.py"]
 
 
-def test_paths_outside_the_allowed_globs_are_disallowed(project, scratch):
-    base = project.head()
+def test_paths_outside_the_allowed_globs_are_disallowed(repo, scratch):
+    base = repo.head()
     tree = replay(
         scratch,
         base,
@@ -368,8 +368,8 @@ def test_paths_outside_the_allowed_globs_are_disallowed(project, scratch):
     ]
 
 
-def test_no_allowed_globs_means_every_path_is_allowed(project, scratch):
-    base = project.head()
+def test_no_allowed_globs_means_every_path_is_allowed(repo, scratch):
+    base = repo.head()
     tree = replay(scratch, base, {"anywhere/at/all.txt": "x\n"})
 
     comparison = compare(
@@ -380,10 +380,10 @@ def test_no_allowed_globs_means_every_path_is_allowed(project, scratch):
     assert comparison.disallowed_paths == []
 
 
-def test_patches_are_cut_at_the_cap_on_a_line_boundary(project, scratch):
-    base = project.head()
+def test_patches_are_cut_at_the_cap_on_a_line_boundary(repo, scratch):
+    base = repo.head()
     big = "".join(f"line {n} of a long generated file\n" for n in range(2000))
-    original = project.commit({"big.txt": big}, "big", branch="agent")
+    original = repo.commit({"big.txt": big}, "big", branch="agent")
     tree = replay(scratch, base, {"big.txt": big.replace("line", "LINE")})
 
     comparison = compare(
@@ -397,9 +397,9 @@ def test_patches_are_cut_at_the_cap_on_a_line_boundary(project, scratch):
     assert (comparison.files_changed, comparison.insertions) == (1, 2000)
 
 
-def test_a_small_change_under_the_cap_is_not_truncated(project, scratch):
-    base = project.head()
-    original = project.commit({"a.txt": "a\n"}, "a", branch="agent")
+def test_a_small_change_under_the_cap_is_not_truncated(repo, scratch):
+    base = repo.head()
+    original = repo.commit({"a.txt": "a\n"}, "a", branch="agent")
     tree = replay(scratch, base, {"a.txt": "b\n"})
 
     comparison = compare(
@@ -413,8 +413,8 @@ def test_a_small_change_under_the_cap_is_not_truncated(project, scratch):
 # --- checkout_tree / commit_tree ----------------------------------------------------
 
 
-def test_checkout_tree_writes_a_clean_copy_without_git(project, scratch, tmp_path):
-    workspace = scratch.provision(project.head())
+def test_checkout_tree_writes_a_clean_copy_without_git(repo, scratch, tmp_path):
+    workspace = scratch.provision(repo.head())
     write_files(workspace, {"link": Symlink("/etc/hostname"), "src/app.py": "new\n"})
     tree = capture_workspace(scratch, workspace).tree
 
@@ -427,25 +427,23 @@ def test_checkout_tree_writes_a_clean_copy_without_git(project, scratch, tmp_pat
     assert not list(scratch.root.glob("checkout-*.index"))
 
 
-def test_checkout_tree_accepts_a_commit(project, scratch, tmp_path):
-    dest = scratch.checkout_tree(project.head(), tmp_path / "gate")
+def test_checkout_tree_accepts_a_commit(repo, scratch, tmp_path):
+    dest = scratch.checkout_tree(repo.head(), tmp_path / "gate")
 
     assert (dest / "README.md").read_text() == "readme\n"
 
 
-def test_checkout_tree_refuses_a_directory_that_is_not_empty(
-    project, scratch, tmp_path
-):
+def test_checkout_tree_refuses_a_directory_that_is_not_empty(repo, scratch, tmp_path):
     dest = tmp_path / "gate"
     dest.mkdir()
     (dest / "left-over").write_text("x")
 
     with pytest.raises(FileExistsError):
-        scratch.checkout_tree(project.head(), dest)
+        scratch.checkout_tree(repo.head(), dest)
 
 
-def test_commit_tree_makes_a_commit_of_the_tree_on_its_parent(project, scratch):
-    base = project.head()
+def test_commit_tree_makes_a_commit_of_the_tree_on_its_parent(repo, scratch):
+    base = repo.head()
     tree = replay(scratch, base, {"a.txt": "a\n"})
 
     commit = scratch.commit_tree(tree, base, "replay of run 7")
@@ -565,12 +563,12 @@ ATTACKS = [
 
 @pytest.mark.parametrize("plant", ATTACKS, ids=lambda plant: plant.__name__)
 def test_nothing_planted_in_the_workspace_runs_on_the_host(
-    plant, project, scratch, tmp_path
+    plant, repo, scratch, tmp_path
 ):
     marker = tmp_path / "host-marker"
     script = evil_script(tmp_path, marker)
-    base = project.head()
-    original = project.commit({"src/app.py": "original\n"}, "original", branch="a")
+    base = repo.head()
+    original = repo.commit({"src/app.py": "original\n"}, "original", branch="a")
     workspace = scratch.provision(base)
     write_files(workspace, {"src/app.py": "replayed\n"})
     naive_command = plant(workspace, script, tmp_path)
@@ -595,11 +593,11 @@ def test_nothing_planted_in_the_workspace_runs_on_the_host(
 
 
 def test_a_nested_repository_without_commits_is_captured_harmlessly(
-    project, scratch, tmp_path
+    repo, scratch, tmp_path
 ):
     marker = tmp_path / "host-marker"
     script = evil_script(tmp_path, marker)
-    workspace = scratch.provision(project.head())
+    workspace = scratch.provision(repo.head())
     git("init", "--quiet", "--template=", str(workspace / "empty"))
     install_traps(workspace / "empty" / ".git", script)
     (workspace / "empty" / "file.txt").write_text("x\n")
@@ -612,7 +610,7 @@ def test_a_nested_repository_without_commits_is_captured_harmlessly(
 
 
 def test_git_configuration_from_the_workers_environment_is_ignored(
-    project, scratch, tmp_path, monkeypatch
+    repo, scratch, tmp_path, monkeypatch
 ):
     marker = tmp_path / "host-marker"
     script = evil_script(tmp_path, marker)
@@ -643,8 +641,8 @@ def test_git_configuration_from_the_workers_environment_is_ignored(
     }
     for key, value in hostile_env.items():
         monkeypatch.setenv(key, value)
-    base = project.head()
-    original = project.commit({"src/app.py": "original\n"}, "original", branch="a")
+    base = repo.head()
+    original = repo.commit({"src/app.py": "original\n"}, "original", branch="a")
     workspace = scratch.provision(base)
     write_files(
         workspace,
@@ -666,30 +664,30 @@ def test_git_configuration_from_the_workers_environment_is_ignored(
 # --- runner ----------------------------------------------------------------------
 
 
-def test_git_errors_carry_the_tail_of_stderr(project):
+def test_git_errors_carry_the_tail_of_stderr(repo):
     with pytest.raises(GitError, match="Needed a single revision") as caught:
-        git("rev-parse", "--verify", "no-such-ref", git_dir=project.git_dir)
+        git("rev-parse", "--verify", "no-such-ref", git_dir=repo.git_dir)
 
     assert caught.value.returncode != 0
 
 
-def test_git_output_beyond_the_cap_is_an_error_unless_truncation_is_asked(project):
+def test_git_output_beyond_the_cap_is_an_error_unless_truncation_is_asked(repo):
     with pytest.raises(GitError, match="more than 10 bytes"):
-        git("cat-file", "-p", "HEAD", git_dir=project.git_dir, output_cap=10)
+        git("cat-file", "-p", "HEAD", git_dir=repo.git_dir, output_cap=10)
 
     result = git(
-        "cat-file", "-p", "HEAD", git_dir=project.git_dir, output_cap=10, truncate=True
+        "cat-file", "-p", "HEAD", git_dir=repo.git_dir, output_cap=10, truncate=True
     )
 
     assert result.truncated
     assert len(result.stdout) == 10
 
 
-def test_git_that_runs_too_long_is_killed_with_its_children(project):
+def test_git_that_runs_too_long_is_killed_with_its_children(repo):
     started = time.monotonic()
 
     with pytest.raises(GitError, match="timed out"):
-        git("-c", "alias.slow=!sleep 30", "slow", git_dir=project.git_dir, timeout=0.5)
+        git("-c", "alias.slow=!sleep 30", "slow", git_dir=repo.git_dir, timeout=0.5)
 
     assert time.monotonic() - started < 5
 
@@ -730,8 +728,8 @@ def chown_tree(top: Path, uid: int) -> None:
         os.lchown(path, uid, uid)
 
 
-def test_remove_deletes_everything_the_agent_locked_and_is_safe_twice(project, scratch):
-    scratch.provision(project.head())
+def test_remove_deletes_everything_the_agent_locked_and_is_safe_twice(repo, scratch):
+    scratch.provision(repo.head())
     locked_tree(scratch.workspace / "build")
     (scratch.workspace).chmod(0o500)
 

@@ -24,13 +24,9 @@ from replayhub.git.hunks import (
 from replayhub.git.scratch import Scratch, compare
 from replayhub.models import Comparison
 from replayhub.replay.capture import capture_workspace
+from tests.factories import make_calc_project, make_calc_run
 from tests.gitrepos import Executable, Symlink, make_repo, write_files
-from tests.scripted import (
-    make_project,
-    make_project_repo,
-    make_run,
-    original_commit,
-)
+from tests.scripted import make_project_repo, original_commit
 
 MODULE = b'''\
 """Prices."""
@@ -415,7 +411,9 @@ def test_a_finished_replay_stores_the_classes_and_the_substantive_count(tmp_path
     repo = make_project_repo(tmp_path)
     base = repo.rev("main")
     good = original_commit(repo, GOOD, branch="agent/good")
-    run = make_run(make_project(repo), prompt="other", original=good, base=base)
+    run = make_calc_run(
+        make_calc_project(repo), prompt="other", original=good, base=base
+    )
     replay = services.replay_create(run=run, trigger="command")
 
     services.replay_execute(replay_id=replay.pk)

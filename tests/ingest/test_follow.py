@@ -18,13 +18,6 @@ from tests.traces import line, multi_tool
 
 
 @pytest.fixture
-def project(db, tmp_path):
-    return Project.objects.create(
-        slug="rl", repo_path=str(tmp_path), rollout_anchor="tool-call"
-    )
-
-
-@pytest.fixture
 def run_dir(tmp_path) -> Path:
     return tmp_path / "output"
 
@@ -65,24 +58,24 @@ def stored() -> list[str]:
     return list(Run.objects.order_by("pk").values_list("external_id", flat=True))
 
 
-def test_appended_lines_are_picked_up_and_a_partial_line_waits(project, run_dir):
+def test_appended_lines_are_picked_up_and_a_partial_line_waits(rl_project, run_dir):
     path = write(step_file(run_dir, 1), line(record(1)))
-    assert follow_once(project, run_dir)["imported"] == 1
+    assert follow_once(rl_project, run_dir)["imported"] == 1
     # The writer appends one whole record and half of the next.
     half = line(record(3))
     write(path, line(record(2)) + half[:40], append=True)
-    result = follow_once(project, run_dir)
+    result = follow_once(rl_project, run_dir)
     assert (result["imported"], result["invalid_total"]) == (1, 0)
     write(path, half[40:], append=True)
-    assert follow_once(project, run_dir)["imported"] == 1
+    assert follow_once(rl_project, run_dir)["imported"] == 1
     assert stored() == [f"{n:032x}" for n in (1, 2, 3)]
     row = FollowedFile.objects.get()
     assert (row.offset, row.lines) == (path.stat().st_size, 3)
 
 
-def test_an_unchanged_directory_imports_nothing_and_reads_nothing(project, run_dir):
+def test_an_unchanged_directory_imports_nothing_and_reads_nothing(rl_project, run_dir):
     write(step_file(run_dir, 1), line(record(1)))
-    follow_once(project, run_dir)
+    follow_once(rl_project, run_dir)
     source = FollowSource.objects.get()
     opened = []
     real_open = open
@@ -99,54 +92,54 @@ def test_an_unchanged_directory_imports_nothing_and_reads_nothing(project, run_d
     assert (result.imported, result.duplicates, opened) == (0, 0, [])
 
 
-def test_step_9_is_imported_before_step_10(project, run_dir):
+def test_step_9_is_imported_before_step_10(rl_project, run_dir):
     for step in (10, 9, 1):
         write(step_file(run_dir, step), line(record(step)))
-    assert follow_once(project, run_dir)["imported"] == 3
+    assert follow_once(rl_project, run_dir)["imported"] == 3
     assert stored() == [f"{n:032x}" for n in (1, 9, 10)]
 
 
-def test_new_files_in_later_steps_are_found(project, run_dir):
+def test_new_files_in_later_steps_are_found(rl_project, run_dir):
     write(step_file(run_dir, 1), line(record(1)))
-    follow_once(project, run_dir)
+    follow_once(rl_project, run_dir)
     write(step_file(run_dir, 2), line(record(2)))
-    assert follow_once(project, run_dir)["imported"] == 1
+    assert follow_once(rl_project, run_dir)["imported"] == 1
 
 
-def test_a_file_that_shrank_is_reported_and_read_again(project, run_dir):
+def test_a_file_that_shrank_is_reported_and_read_again(rl_project, run_dir):
     path = write(step_file(run_dir, 1), line(record(1)) + line(record(2)))
-    follow_once(project, run_dir)
+    follow_once(rl_project, run_dir)
     write(path, line(record(3)))
-    result = follow_once(project, run_dir)
+    result = follow_once(rl_project, run_dir)
     (problem,) = [f for f in result["files"] if "problem" in f]
     assert problem["file"] == str(path) and "shrank" in problem["problem"]
     assert result["imported"] == 1
     assert "shrank" in FollowedFile.objects.get().problem
 
 
-def test_a_replaced_file_is_reported_and_its_new_lines_imported(project, run_dir):
+def test_a_replaced_file_is_reported_and_its_new_lines_imported(rl_project, run_dir):
     path = write(step_file(run_dir, 1), line(record(1)))
-    follow_once(project, run_dir)
+    follow_once(rl_project, run_dir)
     replacement = path.with_name("new.tmp")
     write(replacement, line(record(1)) + line(record(2)) + line(record(3)))
     os.replace(replacement, path)
-    result = follow_once(project, run_dir)
+    result = follow_once(rl_project, run_dir)
     assert any("replaced" in f.get("problem", "") for f in result["files"])
     assert (result["imported"], result["duplicates"]) == (2, 1)
 
 
-def test_a_file_rewritten_in_place_is_told_from_one_that_grew(project, run_dir):
+def test_a_file_rewritten_in_place_is_told_from_one_that_grew(rl_project, run_dir):
     path = write(step_file(run_dir, 1), line(record(1)))
-    follow_once(project, run_dir)
+    follow_once(rl_project, run_dir)
     with open(path, "r+b") as out:  # same inode, other bytes, longer
         out.write(line(record(4)) + line(record(5)))
-    result = follow_once(project, run_dir)
+    result = follow_once(rl_project, run_dir)
     assert any("rewritten" in f.get("problem", "") for f in result["files"])
     assert result["imported"] == 2
 
 
 def test_a_crash_between_batches_never_imports_a_line_twice(
-    project, run_dir, monkeypatch
+    rl_project, run_dir, monkeypatch
 ):
     path = write(step_file(run_dir, 1), b"".join(line(record(n)) for n in range(5)))
     monkeypatch.setattr(follow, "BATCH_SIZE", 2)
@@ -161,30 +154,30 @@ def test_a_crash_between_batches_never_imports_a_line_twice(
 
     monkeypatch.setattr(verifiers.RolloutStore, "judge", crash_on_the_fifth)
     with pytest.raises(KeyboardInterrupt):
-        follow_once(project, run_dir)
+        follow_once(rl_project, run_dir)
     assert len(stored()) == 4
     monkeypatch.setattr(verifiers.RolloutStore, "judge", real_judge)
-    result = follow_once(project, run_dir)
+    result = follow_once(rl_project, run_dir)
     # The next pass starts after the last line stored: nothing is seen twice.
     assert (result["imported"], result["duplicates"]) == (1, 0)
     assert FollowedFile.objects.get().offset == path.stat().st_size
 
 
-def test_a_second_pass_that_loses_the_race_stores_nothing(project, run_dir):
+def test_a_second_pass_that_loses_the_race_stores_nothing(rl_project, run_dir):
     write(step_file(run_dir, 1), line(record(1)) + line(record(2)))
-    source = services.follow_source_get(project=project, pattern=str(run_dir))
+    source = services.follow_source_get(project=rl_project, pattern=str(run_dir))
     row = FollowedFile.objects.create(source=source, path=str(step_file(run_dir, 1)))
     # This pass read offset 0; another worker moved it before this one stored.
     FollowedFile.objects.filter(pk=row.pk).update(offset=1)
-    store = verifiers.RolloutStore(project, verifiers.RolloutSummary())
+    store = verifiers.RolloutStore(rl_project, verifiers.RolloutSummary())
     follow._follow_file(store, row, step_file(run_dir, 1), follow._Seen(1, 0, 0))
     assert stored() == []
     assert store.summary.files[-1]["problem"] == "followed by another pass"
 
 
-def test_the_beat_task_claims_one_pass_per_period(project, run_dir):
+def test_the_beat_task_claims_one_pass_per_period(rl_project, run_dir):
     write(step_file(run_dir, 1), line(record(1)))
-    source = services.follow_source_get(project=project, pattern=str(run_dir))
+    source = services.follow_source_get(project=rl_project, pattern=str(run_dir))
     first = services.follow_claimed(source_id=source.pk)
     assert first is not None and first.imported == 1
     assert services.follow_claimed(source_id=source.pk) is None

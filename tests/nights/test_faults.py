@@ -26,12 +26,8 @@ from tests.conftest import (
     stop_worker,
     wait_for,
 )
-from tests.scripted import (
-    make_project,
-    make_project_repo,
-    make_run,
-    original_commit,
-)
+from tests.factories import make_calc_project, make_calc_run
+from tests.scripted import make_project_repo, original_commit
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)
 
@@ -56,8 +52,10 @@ def open_night(project, now):
 @pytest.mark.django_db
 def test_a_lost_worker_gives_its_reservation_back(calc):
     repo, base, good = calc
-    project = make_project(repo, agentic_enabled=True, max_attempts=2)
-    run = make_run(project, prompt="same", original=good, base=base, preflight="ready")
+    project = make_calc_project(repo, agentic_enabled=True, max_attempts=2)
+    run = make_calc_run(
+        project, prompt="same", original=good, base=base, preflight="ready"
+    )
     now = timezone.now()
     night = open_night(project, now)
     report = services.night_run(project=project, now=now)
@@ -133,8 +131,10 @@ def test_a_broker_restart_mid_night_loses_nothing_and_spends_nothing_twice(
             pytest.fail("redis-server is required (REPLAYHUB_REQUIRE_SERVICES=1)")
         pytest.skip("needs redis-server")
     repo, base, good = calc
-    project = make_project(repo, agentic_enabled=True)
-    run = make_run(project, prompt="same", original=good, base=base, preflight="ready")
+    project = make_calc_project(repo, agentic_enabled=True)
+    run = make_calc_run(
+        project, prompt="same", original=good, base=base, preflight="ready"
+    )
     now = timezone.now()
     night = open_night(project, now)
     # Admitted (reserved) and handed to a private Redis that nobody consumes yet.

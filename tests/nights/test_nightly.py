@@ -15,12 +15,14 @@ from replayhub import services
 from replayhub.models import Budget, Night, Project, Replay, Run
 from replayhub.nights import scheduler
 from replayhub.nights.arithmetic import Amounts
+from tests.factories import make_runs
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
 
 
 @pytest.fixture
-def project(db):
+def nightly_project(db):
+    """A project replayed nightly: three replays a night, 22:00 to 06:00 UTC."""
     project = Project.objects.create(
         slug="shop",
         repo_path="/srv/shop.git",
@@ -41,20 +43,6 @@ def project(db):
     return project
 
 
-def make_runs(project, n, prefix="run", **kw):
-    return [
-        Run.objects.create(
-            project=project,
-            external_id=f"{prefix}-{i}",
-            original_commit="a" * 40,
-            preflight="ready",
-            imported_at=NOW - timedelta(days=30) + timedelta(minutes=i),
-            **kw,
-        )
-        for i in range(n)
-    ]
-
-
 def finish(replay, verdict="equivalent", when=None, seconds=100):
     Replay.objects.filter(pk=replay.pk).update(
         status="finished",
@@ -66,10 +54,10 @@ def finish(replay, verdict="equivalent", when=None, seconds=100):
     )
 
 
-def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(project):
-    runs = make_runs(project, 5)
+def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(nightly_project):
+    runs = make_runs(nightly_project, 5, now=NOW)
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW)
 
     night = Night.objects.get()
     assert len(report.admitted) == 3
@@ -82,15 +70,17 @@ def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(project):
     assert all(r.preflight == "ready" for r in runs)
 
 
-def test_deferred_runs_are_first_in_line_the_next_night(project):
-    make_runs(project, 5)
-    services.night_run(project=project, now=NOW)
+def test_deferred_runs_are_first_in_line_the_next_night(nightly_project):
+    make_runs(nightly_project, 5, now=NOW)
+    services.night_run(project=nightly_project, now=NOW)
     for replay in Replay.objects.all():
         finish(replay, when=NOW + timedelta(hours=1))
-    make_runs(project, 3, prefix="newer")  # never replayed, but not deferred
+    make_runs(
+        nightly_project, 3, prefix="newer", now=NOW
+    )  # never replayed, but not deferred
 
     next_night = NOW + timedelta(days=1)
-    report = services.night_run(project=project, now=next_night)
+    report = services.night_run(project=nightly_project, now=next_night)
 
     admitted = Replay.objects.filter(pk__in=report.admitted)
     assert {r.run.external_id for r in admitted} == {"run-3", "run-4", "newer-0"}
@@ -99,18 +89,20 @@ def test_deferred_runs_are_first_in_line_the_next_night(project):
     )
 
 
-def test_never_replayed_runs_come_before_retries_and_re_checks(project):
-    project.budget.max_replays = 10
-    project.budget.save()
-    checked, retry, exhausted, fresh_retry = make_runs(project, 4, prefix="old")
+def test_never_replayed_runs_come_before_retries_and_re_checks(nightly_project):
+    nightly_project.budget.max_replays = 10
+    nightly_project.budget.save()
+    checked, retry, exhausted, fresh_retry = make_runs(
+        nightly_project, 4, prefix="old", now=NOW
+    )
     finish(nightly_replay(checked), "equivalent")
     finish(nightly_replay(retry), "inconclusive")
-    for _ in range(project.max_attempts):
+    for _ in range(nightly_project.max_attempts):
         finish(nightly_replay(exhausted), "inconclusive")
     finish(nightly_replay(fresh_retry), "inconclusive", when=NOW - timedelta(hours=1))
-    never = make_runs(project, 1, prefix="never")[0]
+    never = make_runs(nightly_project, 1, prefix="never", now=NOW)[0]
 
-    order = [r.external_id for r in scheduler.candidates(project, NOW)]
+    order = [r.external_id for r in scheduler.candidates(nightly_project, NOW)]
 
     assert order == [never.external_id, retry.external_id, checked.external_id]
 
@@ -121,40 +113,42 @@ def nightly_replay(run):
     return services.replay_create(run=run, trigger="scheduler")
 
 
-def test_runs_that_preflight_ruled_out_are_never_candidates(project):
-    make_runs(project, 2)
+def test_runs_that_preflight_ruled_out_are_never_candidates(nightly_project):
+    make_runs(nightly_project, 2, now=NOW)
     Run.objects.filter(external_id="run-0").update(preflight="unreproducible")
-    assert [r.external_id for r in scheduler.candidates(project, NOW)] == ["run-1"]
+    assert [r.external_id for r in scheduler.candidates(nightly_project, NOW)] == [
+        "run-1"
+    ]
 
 
-def test_a_project_not_opted_in_spends_nothing(project):
-    Project.objects.filter(pk=project.pk).update(agentic_enabled=False)
-    project.refresh_from_db()
-    make_runs(project, 2)
+def test_a_project_not_opted_in_spends_nothing(nightly_project):
+    Project.objects.filter(pk=nightly_project.pk).update(agentic_enabled=False)
+    nightly_project.refresh_from_db()
+    make_runs(nightly_project, 2, now=NOW)
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW)
 
     assert report.admitted == [] and "off" in report.skipped_reason
     assert not Replay.objects.exists()
 
 
-def test_outside_the_window_nothing_starts(project):
-    make_runs(project, 2)
-    report = services.night_run(project=project, now=NOW.replace(hour=12))
+def test_outside_the_window_nothing_starts(nightly_project):
+    make_runs(nightly_project, 2, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW.replace(hour=12))
     assert report.admitted == []
     assert "window" in report.skipped_reason
 
 
-def test_a_replay_is_started_with_caps_no_larger_than_what_remains(project):
-    project.budget.max_sandbox_minutes = 7  # 420 s: less than one replay's caps
-    project.budget.save()
-    make_runs(project, 1)
+def test_a_replay_is_started_with_caps_no_larger_than_what_remains(nightly_project):
+    nightly_project.budget.max_sandbox_minutes = 7  # 420 s: less than one replay's caps
+    nightly_project.budget.save()
+    make_runs(nightly_project, 1, now=NOW)
     # Recent replays cost 60 s each, so the estimate fits.
-    old = make_runs(project, 3, prefix="hist")
+    old = make_runs(nightly_project, 3, prefix="hist", now=NOW)
     for run in old:
         finish(nightly_replay(run), seconds=60)
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW)
 
     replay = Replay.objects.get(pk=report.admitted[0])
     assert replay.reservation["sandbox_seconds"] == 60
@@ -162,9 +156,9 @@ def test_a_replay_is_started_with_caps_no_larger_than_what_remains(project):
     assert replay.caps["wall_seconds"] == 300  # the project's own limit is smaller
 
 
-def test_settling_returns_the_reservation_and_records_the_actual(project):
-    make_runs(project, 1)
-    report = services.night_run(project=project, now=NOW)
+def test_settling_returns_the_reservation_and_records_the_actual(nightly_project):
+    make_runs(nightly_project, 1, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW)
     replay = Replay.objects.get(pk=report.admitted[0])
     estimate = Amounts.from_dict(replay.reservation)
 
@@ -190,11 +184,11 @@ def test_settling_returns_the_reservation_and_records_the_actual(project):
     assert night.used_cost_usd == Decimal("0.25")
 
 
-def test_an_explicit_replay_is_charged_to_the_open_night(project):
+def test_an_explicit_replay_is_charged_to_the_open_night(nightly_project):
     from replayhub import services
 
-    run = make_runs(project, 1)[0]
-    scheduler.night_open(project=project, now=NOW)
+    run = make_runs(nightly_project, 1, now=NOW)[0]
+    scheduler.night_open(project=nightly_project, now=NOW)
     replay = services.replay_create(run=run, trigger="command")
 
     scheduler.settle(replay=replay, actual=Amounts(1, 30, 0, 0), now=NOW)
@@ -204,8 +198,8 @@ def test_an_explicit_replay_is_charged_to_the_open_night(project):
     assert Replay.objects.get(pk=replay.pk).night_id == night.pk
 
 
-def test_the_tick_runs_each_night_once_and_closes_it_after_its_window(project):
-    make_runs(project, 5)
+def test_the_tick_runs_each_night_once_and_closes_it_after_its_window(nightly_project):
+    make_runs(nightly_project, 5, now=NOW)
 
     first = services.nights_tick(now=NOW)
     again = services.nights_tick(now=NOW + timedelta(minutes=5))
@@ -216,8 +210,8 @@ def test_the_tick_runs_each_night_once_and_closes_it_after_its_window(project):
     assert Night.objects.get(date=NOW.date()).status == "closed"
 
 
-def test_the_nightly_command_runs_a_night_now(project, capsys):
-    make_runs(project, 4)
+def test_the_nightly_command_runs_a_night_now(nightly_project, capsys):
+    make_runs(nightly_project, 4, now=NOW)
     call_command("nightly", "--project", "shop", "--now")
     out = capsys.readouterr().out
     assert "admitted 3, deferred 1" in out
@@ -263,15 +257,15 @@ def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
     assert night.reserved_sandbox_seconds == 7_700 <= night.limit_sandbox_seconds
 
 
-def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(project):
-    project.budget.max_sandbox_minutes = 9  # 540 s
-    project.budget.save()
-    old = make_runs(project, 3, prefix="hist")
+def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(nightly_project):
+    nightly_project.budget.max_sandbox_minutes = 9  # 540 s
+    nightly_project.budget.save()
+    old = make_runs(nightly_project, 3, prefix="hist", now=NOW)
     for run in old:
         finish(nightly_replay(run), seconds=250)  # estimate: 250 s each
-    make_runs(project, 3)
+    make_runs(nightly_project, 3, now=NOW)
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW)
 
     caps = [Replay.objects.get(pk=pk).caps["wall_seconds"] for pk in report.admitted]
     # 540 s admit two replays of 250 s; 40 s are left over. The first may run
@@ -282,11 +276,11 @@ def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(project):
     assert report.deferred == 4  # run-2 and the three re-checks
 
 
-def test_no_admitted_replay_starts_after_its_night_has_ended(project):
+def test_no_admitted_replay_starts_after_its_night_has_ended(nightly_project):
     from replayhub import services
 
-    make_runs(project, 2)
-    report = services.night_run(project=project, now=NOW)
+    make_runs(nightly_project, 2, now=NOW)
+    report = services.night_run(project=nightly_project, now=NOW)
     night = Night.objects.get()
     Night.objects.filter(pk=night.pk).update(window_end=timezone.now())
 

@@ -11,8 +11,14 @@ from replayhub import services
 from replayhub.models import Budget, Night, Project, Replay, Run, TextReplay
 from replayhub.nights import tiers
 from replayhub.texttier.services import text_replay_execute
+from tests.factories import make_runs
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
+# What each run recorded: the text tier replays its prompt and compares outputs.
+RECORDED = {
+    "prompt": "add a retry to the webhook sender",
+    "output": "add a retry to the webhook sender",
+}
 POLICY = tiers.TierPolicy(similarity_below=0.5, score_at_most=4)
 
 
@@ -59,7 +65,8 @@ def test_the_text_bound_covers_both_calls_at_their_prices():
 
 
 @pytest.fixture
-def project(db, providers):
+def tiered_project(db, providers):
+    """A nightly project whose text tier runs first, on a budget of its own."""
     project = Project.objects.create(
         slug="shop",
         repo_path="/srv/shop.git",
@@ -86,33 +93,17 @@ def project(db, providers):
     return project
 
 
-def make_runs(project, n, **kw):
-    return [
-        Run.objects.create(
-            project=project,
-            external_id=f"run-{i}",
-            prompt="add a retry to the webhook sender",
-            output="add a retry to the webhook sender",
-            original_commit="a" * 40,
-            preflight="ready",
-            imported_at=NOW - timedelta(days=30) + timedelta(minutes=i),
-            **kw,
-        )
-        for i in range(n)
-    ]
-
-
 def execute_text_night(night):
     for row in TextReplay.objects.filter(night=night, status="queued").order_by("id"):
         text_replay_execute(text_replay_id=row.pk)
 
 
 def test_agentic_replays_go_only_to_runs_the_text_tier_passed_on(
-    project, standin, text_settings
+    tiered_project, standin, text_settings
 ):
-    make_runs(project, 5)
+    make_runs(tiered_project, 5, now=NOW, **RECORDED)
 
-    first = services.night_run(project=project, now=NOW)
+    first = services.night_run(project=tiered_project, now=NOW)
 
     night = Night.objects.get()
     # The text tier first, within its own budget; nothing has passed on yet.
@@ -128,7 +119,7 @@ def test_agentic_replays_go_only_to_runs_the_text_tier_passed_on(
     assert (night.text_reserved_replays, night.text_used_replays) == (3 - 3, 3)
     assert night.text_used_tokens > 0
 
-    second = services.night_run(project=project, now=NOW + timedelta(minutes=2))
+    second = services.night_run(project=tiered_project, now=NOW + timedelta(minutes=2))
 
     agentic = set(Replay.objects.values_list("run__external_id", flat=True))
     assert agentic == {"run-0", "run-2"}
@@ -141,9 +132,9 @@ def test_agentic_replays_go_only_to_runs_the_text_tier_passed_on(
 
 
 def test_the_text_tier_never_reserves_past_its_token_budget(
-    project, standin, text_settings
+    tiered_project, standin, text_settings
 ):
-    make_runs(project, 4)
+    make_runs(tiered_project, 4, now=NOW, **RECORDED)
     one = tiers.text_bound(
         prompt_bytes=len(b"add a retry to the webhook sender"),
         output_bytes=0,
@@ -154,11 +145,11 @@ def test_the_text_tier_never_reserves_past_its_token_budget(
         target_price=None,
         judge_price=None,
     )
-    Budget.objects.filter(project=project).update(
+    Budget.objects.filter(project=tiered_project).update(
         text_max_replays=100, text_max_tokens=2 * one.tokens + 1
     )
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=tiered_project, now=NOW)
 
     night = Night.objects.get()
     assert len(report.text.admitted) == 2 and report.text.deferred == 2
@@ -170,14 +161,14 @@ def test_the_text_tier_never_reserves_past_its_token_budget(
 
 
 def test_the_text_tier_never_reserves_past_its_money_budget(
-    project, providers, standin, text_settings
+    tiered_project, providers, standin, text_settings
 ):
-    make_runs(project, 3)
-    Budget.objects.filter(project=project).update(
+    make_runs(tiered_project, 3, now=NOW, **RECORDED)
+    Budget.objects.filter(project=tiered_project).update(
         text_max_replays=100, text_max_cost_usd=Decimal("0.04")
     )
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=tiered_project, now=NOW)
 
     # gpt-test costs 2 and 8 USD per million tokens: at most ~0.033 USD each.
     night = Night.objects.get()
@@ -186,13 +177,13 @@ def test_the_text_tier_never_reserves_past_its_money_budget(
 
 
 def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
-    project, standin, text_settings
+    tiered_project, standin, text_settings
 ):
-    runs = make_runs(project, 4)
+    runs = make_runs(tiered_project, 4, now=NOW, **RECORDED)
     for run, similarity in zip(runs, [0.1, 0.1, 0.1, 0.1], strict=True):
         TextReplay.objects.create(
             run=run,
-            project=project,
+            project=tiered_project,
             target_provider="gpt",
             target_model="gpt-test",
             status="finished",
@@ -204,7 +195,7 @@ def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
     for run, verdict, when in zip(runs, verdicts, finished, strict=True):
         Replay.objects.create(
             run=run,
-            project=project,
+            project=tiered_project,
             status="finished",
             verdict=verdict,
             reason_code="x",
@@ -212,9 +203,9 @@ def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
             finished_at=when,
             sandbox_seconds=60,
         )
-    Budget.objects.filter(project=project).update(max_replays=2)
+    Budget.objects.filter(project=tiered_project).update(max_replays=2)
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=tiered_project, now=NOW)
 
     # run-1 is decided (divergent): never again. Of the inconclusive ones,
     # the two whose replay finished longest ago fit the budget of two.
@@ -226,35 +217,43 @@ def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
     assert night.reserved_replays == 2 == night.limit_replays
 
 
-def test_an_escalated_category_skips_the_text_tier(project, standin, text_settings):
-    (run,) = make_runs(project, 1, raw={"category": "security"})
-    Budget.objects.filter(project=project).update(escalate_categories=["security"])
+def test_an_escalated_category_skips_the_text_tier(
+    tiered_project, standin, text_settings
+):
+    (run,) = make_runs(
+        tiered_project, 1, raw={"category": "security"}, now=NOW, **RECORDED
+    )
+    Budget.objects.filter(project=tiered_project).update(
+        escalate_categories=["security"]
+    )
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=tiered_project, now=NOW)
 
     assert report.text.admitted == []
     assert list(Replay.objects.values_list("run_id", flat=True)) == [run.pk]
 
 
 def test_without_the_gate_the_agentic_tier_admits_as_before(
-    project, standin, text_settings
+    tiered_project, standin, text_settings
 ):
-    make_runs(project, 2)
-    Budget.objects.filter(project=project).update(agentic_after_text=False)
+    make_runs(tiered_project, 2, now=NOW, **RECORDED)
+    Budget.objects.filter(project=tiered_project).update(agentic_after_text=False)
 
-    report = services.night_run(project=project, now=NOW)
+    report = services.night_run(project=tiered_project, now=NOW)
 
     assert len(report.text.admitted) == 2 and len(report.admitted) == 2
 
 
-def test_every_tick_of_a_tiered_night_admits_again(project, standin, text_settings):
-    make_runs(project, 5)
-    Project.objects.filter(pk=project.pk).update(agentic_enabled=False)
+def test_every_tick_of_a_tiered_night_admits_again(
+    tiered_project, standin, text_settings
+):
+    make_runs(tiered_project, 5, now=NOW, **RECORDED)
+    Project.objects.filter(pk=tiered_project.pk).update(agentic_enabled=False)
 
     services.nights_tick(now=NOW)
     assert TextReplay.objects.count() == 3
     execute_text_night(Night.objects.get())
-    Budget.objects.filter(project=project).update(text_max_replays=10)
+    Budget.objects.filter(project=tiered_project).update(text_max_replays=10)
     Night.objects.update(text_limit_replays=10)
 
     services.nights_tick(now=NOW + timedelta(minutes=2))
@@ -264,10 +263,10 @@ def test_every_tick_of_a_tiered_night_admits_again(project, standin, text_settin
 
 
 def test_the_budgets_page_shows_the_spend_of_each_tier(
-    client, lead, project, standin, text_settings
+    client, lead, tiered_project, standin, text_settings
 ):
-    make_runs(project, 5)
-    services.night_run(project=project, now=NOW)
+    make_runs(tiered_project, 5, now=NOW, **RECORDED)
+    services.night_run(project=tiered_project, now=NOW)
     execute_text_night(Night.objects.get())
     Night.objects.update(window_start=NOW - timedelta(days=400))
     Night.objects.update(window_end=datetime(2100, 1, 1, tzinfo=UTC))
@@ -288,13 +287,15 @@ def test_the_budgets_page_shows_the_spend_of_each_tier(
     assert listed.count('href="/runs/') == 2
 
 
-def test_the_nightly_command_reports_the_text_tier(project, standin, text_settings):
+def test_the_nightly_command_reports_the_text_tier(
+    tiered_project, standin, text_settings
+):
     import io
     import json as json_module
 
     from django.core.management import call_command
 
-    make_runs(project, 4)
+    make_runs(tiered_project, 4, now=NOW, **RECORDED)
     out = io.StringIO()
 
     call_command("nightly", "--project", "shop", "--now", "--json", stdout=out)
@@ -352,10 +353,10 @@ def test_concurrent_text_reservations_never_overspend(require_postgres):
     assert night.text_reserved_tokens == 35_000
 
 
-def test_the_policy_is_checked_where_an_admin_edits_it(project):
+def test_the_policy_is_checked_where_an_admin_edits_it(tiered_project):
     from django.core.exceptions import ValidationError
 
-    budget = Budget.objects.get(project=project)
+    budget = Budget.objects.get(project=tiered_project)
     budget.text_target = "no-colon"
     budget.text_judge = "gpt:"
     budget.escalate_categories = "security"
@@ -375,10 +376,10 @@ def test_the_policy_is_checked_where_an_admin_edits_it(project):
 
 
 def test_without_the_gate_later_ticks_admit_only_text_replays(
-    project, standin, text_settings
+    tiered_project, standin, text_settings
 ):
-    make_runs(project, 5)
-    Budget.objects.filter(project=project).update(agentic_after_text=False)
+    make_runs(tiered_project, 5, now=NOW, **RECORDED)
+    Budget.objects.filter(project=tiered_project).update(agentic_after_text=False)
 
     services.nights_tick(now=NOW)
     assert Replay.objects.count() == 2  # the agentic tier's one selection

@@ -21,7 +21,7 @@ from replayhub.git import scratch
 from replayhub.models import Comparison, Replay, TestOutcome, TestRecord
 from replayhub.replay import execute, leftovers
 from replayhub.services import escape_text, storable, unescape_text
-from tests.scripted import make_project, make_run
+from tests.factories import make_calc_project, make_calc_run
 
 pytestmark = pytest.mark.django_db
 
@@ -119,7 +119,7 @@ def test_storable_reaches_dict_keys_and_names_them_by_their_container():
 
 
 def test_nul_in_the_agents_output_is_stored_escaped(calc_project, calc_base, calc_good):
-    run = make_run(calc_project, prompt="nul", original=calc_good, base=calc_base)
+    run = make_calc_run(calc_project, prompt="nul", original=calc_good, base=calc_base)
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("equivalent", "tests_agree")
@@ -132,7 +132,9 @@ def test_nul_in_the_agents_output_is_stored_escaped(calc_project, calc_base, cal
 def test_nul_in_test_output_and_failure_messages_is_stored_escaped(
     calc_project, calc_base, calc_good
 ):
-    run = make_run(calc_project, prompt="nultests", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="nultests", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert_ended_by_the_agent(result)
@@ -150,7 +152,9 @@ def test_nul_in_test_output_and_failure_messages_is_stored_escaped(
 def test_a_test_file_whose_name_is_not_utf8_is_stored_escaped(
     calc_project, calc_base, calc_good
 ):
-    run = make_run(calc_project, prompt="badname", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="badname", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert_ended_by_the_agent(result)
@@ -165,7 +169,9 @@ def test_a_test_file_whose_name_is_not_utf8_is_stored_escaped(
 def test_usage_numbers_out_of_range_are_refused_and_noted(
     calc_project, calc_base, calc_good
 ):
-    run = make_run(calc_project, prompt="hugeusage", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="hugeusage", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("equivalent", "tests_agree")
@@ -185,7 +191,9 @@ def test_a_store_that_fails_still_ends_the_replay(
         raise DataError("value too long for type character varying(64)\nDETAIL: x")
 
     monkeypatch.setattr(services, "_store_findings", fail)
-    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.status, result.verdict, result.reason_code) == (
@@ -214,8 +222,10 @@ def test_more_files_than_the_cap_fires_the_cap_before_any_checkout(
             checkouts.append(dest) or original_checkout(self, tree, dest)
         ),
     )
-    project = make_project(calc_repo, max_files=1000)
-    run = make_run(project, prompt="manyfiles 2000", original=calc_good, base=calc_base)
+    project = make_calc_project(calc_repo, max_files=1000)
+    run = make_calc_run(
+        project, prompt="manyfiles 2000", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
@@ -224,8 +234,10 @@ def test_more_files_than_the_cap_fires_the_cap_before_any_checkout(
 
 
 def test_files_under_the_cap_go_on_to_a_verdict(calc_repo, calc_base, calc_good):
-    project = make_project(calc_repo, max_files=1000)
-    run = make_run(project, prompt="manyfiles 500", original=calc_good, base=calc_base)
+    project = make_calc_project(calc_repo, max_files=1000)
+    run = make_calc_run(
+        project, prompt="manyfiles 500", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     # The files are outside the allowed globs.
@@ -239,8 +251,10 @@ def test_a_capture_that_times_out_on_few_files_is_a_harness_error(
         raise scratch.GitError("git update-index timed out after 120s")
 
     monkeypatch.setattr(leftovers, "capture_workspace", capture)
-    project = make_project(calc_repo, max_files=1000)
-    run = make_run(project, prompt="manyfiles 10", original=calc_good, base=calc_base)
+    project = make_calc_project(calc_repo, max_files=1000)
+    run = make_calc_run(
+        project, prompt="manyfiles 10", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "harness_error")
@@ -253,7 +267,7 @@ def test_a_comparison_too_large_for_git_fires_the_cap(
         raise scratch.GitError("git diff printed more than 67108864 bytes")
 
     monkeypatch.setattr(execute, "compare", compare)
-    run = make_run(
+    run = make_calc_run(
         calc_project, prompt="manyfiles 50", original=calc_good, base=calc_base
     )
     result = replay(run)
@@ -269,7 +283,9 @@ def test_test_files_too_many_for_git_to_list_fire_the_cap(
         raise scratch.GitError("git ls-tree printed more than 67108864 bytes")
 
     monkeypatch.setattr(execute, "plan_tests", plan)
-    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
@@ -308,7 +324,9 @@ def test_a_checkout_of_the_replay_tree_that_times_out_fires_the_file_cap(
     calc_project, calc_base, calc_good, monkeypatch
 ):
     _checkout_failing(monkeypatch, "replay", "git checkout-index timed out after 120s")
-    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
@@ -323,7 +341,9 @@ def test_git_failing_on_the_original_tree_is_a_harness_error(
     _checkout_failing(
         monkeypatch, "original", "git read-tree failed with exit code 128: bad tree"
     )
-    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "harness_error")
@@ -337,7 +357,9 @@ def test_an_unexpected_failure_of_the_execution_ends_the_replay(
         raise RuntimeError("the diff machinery broke\nsecond line")
 
     monkeypatch.setattr(execute, "compare", explode)
-    run = make_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
     result = replay(run)
 
     assert (result.status, result.verdict, result.reason_code) == (
@@ -354,7 +376,7 @@ def test_an_unexpected_failure_of_the_execution_ends_the_replay(
 def test_one_replay_the_reaper_cannot_end_does_not_stop_the_others(
     calc_project, calc_base, calc_good, monkeypatch
 ):
-    run = make_run(calc_project, prompt="same", original=calc_good, base=calc_base)
+    run = make_calc_run(calc_project, prompt="same", original=calc_good, base=calc_base)
     poisoned = services.replay_create(run=run, trigger="command")
     healthy = services.replay_create(run=run, trigger="command")
     Replay.objects.filter(pk__in=[poisoned.pk, healthy.pk]).update(

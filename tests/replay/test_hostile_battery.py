@@ -20,7 +20,7 @@ from replayhub.models import Replay
 from replayhub.sandbox.bwrap import BwrapRunner
 from replayhub.sandbox.cgroups import RawCgroupBackend
 from tests.conftest import processes_mentioning
-from tests.scripted import make_project, make_run
+from tests.factories import make_calc_project, make_calc_run
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +70,7 @@ def test_hostile_agents_back_to_back_leave_nothing_and_fault_nothing(
         )
         + "esac\n"
     )
-    project = make_project(
+    project = make_calc_project(
         calc_repo,
         agent_command=["sh", "-c", script],
         allowed_paths=[],
@@ -80,7 +80,7 @@ def test_hostile_agents_back_to_back_leave_nothing_and_fault_nothing(
     )
     results = {}
     for mode in HOSTILE:
-        run = make_run(project, prompt=mode, original=calc_good, base=calc_base)
+        run = make_calc_run(project, prompt=mode, original=calc_good, base=calc_base)
         replay = services.replay_create(run=run, trigger="command")
         services.replay_execute(replay_id=replay.pk)
         results[mode] = Replay.objects.get(pk=replay.pk)

@@ -21,8 +21,8 @@ from replayhub import services
 from replayhub.git.scratch import Scratch
 from replayhub.models import Replay
 from replayhub.replay.capture import capture_workspace
+from tests.factories import make_calc_project, make_calc_run
 from tests.gitrepos import make_repo
-from tests.scripted import make_project, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -32,10 +32,10 @@ WRITE_GOOD = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py\n"
 
 
 def hostile_replay(repo, base, original, script: str, **project_fields) -> Replay:
-    project = make_project(
+    project = make_calc_project(
         repo, agent_command=["sh", "-c", WRITE_GOOD + script], **project_fields
     )
-    run = make_run(project, prompt="hostile", original=original, base=base)
+    run = make_calc_run(project, prompt="hostile", original=original, base=base)
     replay = services.replay_create(run=run, trigger="command")
     services.replay_execute(replay_id=replay.pk)
     return Replay.objects.get(pk=replay.pk)

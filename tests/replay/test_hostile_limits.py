@@ -18,8 +18,8 @@ from replayhub.git.scratch import Scratch
 from replayhub.models import Replay
 from replayhub.replay import leftovers
 from replayhub.sandbox.watchdog import disk_usage
+from tests.factories import make_calc_project, make_calc_run
 from tests.gitrepos import make_repo
-from tests.scripted import make_project, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -50,8 +50,8 @@ class HostDisk:
 
 
 def hostile_replay(repo, base, original, script: str, **fields) -> Replay:
-    project = make_project(repo, agent_command=["sh", "-c", script], **fields)
-    run = make_run(project, prompt="hostile", original=original, base=base)
+    project = make_calc_project(repo, agent_command=["sh", "-c", script], **fields)
+    run = make_calc_run(project, prompt="hostile", original=original, base=base)
     replay = services.replay_create(run=run, trigger="command")
     services.replay_execute(replay_id=replay.pk)
     return Replay.objects.get(pk=replay.pk)
@@ -91,7 +91,7 @@ def test_a_tree_over_the_disk_cap_is_not_checked_out(tmp_path, calc_repo):
     repo = make_repo(tmp_path / "big", {"blob.bin": b"\0" * (3 * MiB)})
     scratch = Scratch(tmp_path / "scratch", repo.path)
     tree = scratch.resolve_tree(repo.head())
-    project = make_project(calc_repo, max_disk_mb=2)
+    project = make_calc_project(calc_repo, max_disk_mb=2)
 
     decision = leftovers.too_large_to_check_out(
         scratch, {"original": tree, "replay": tree}, project, {}

@@ -18,31 +18,9 @@ from replayhub.git.scratch import Scratch
 from replayhub.models import CachedResult, Replay, TestRecord
 from replayhub.sandbox import Limits, get_runner
 from replayhub.testgate.gate import run_gate
-from tests.scripted import (
-    make_run,
-)
+from tests.factories import make_calc_run
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def repo(calc_repo):
-    return calc_repo
-
-
-@pytest.fixture
-def project(calc_project):
-    return calc_project
-
-
-@pytest.fixture
-def base(calc_base):
-    return calc_base
-
-
-@pytest.fixture
-def good(calc_good):
-    return calc_good
 
 
 def replay(run) -> Replay:
@@ -55,8 +33,12 @@ def trees(result: Replay) -> set[str]:
     return {o.tree for o in result.test_outcomes.all()}
 
 
-def test_weakened_tests_do_not_make_a_buggy_replay_equivalent(project, base, good):
-    result = replay(make_run(project, prompt="weaken", original=good, base=base))
+def test_weakened_tests_do_not_make_a_buggy_replay_equivalent(
+    calc_project, calc_base, calc_good
+):
+    result = replay(
+        make_calc_run(calc_project, prompt="weaken", original=calc_good, base=calc_base)
+    )
 
     assert (result.verdict, result.reason_code) == (
         "divergent",
@@ -72,8 +54,14 @@ def test_weakened_tests_do_not_make_a_buggy_replay_equivalent(project, base, goo
     assert "changed 1 test file" in changes["summary"]
 
 
-def test_dropped_tests_do_not_make_a_buggy_replay_equivalent(project, base, good):
-    result = replay(make_run(project, prompt="droptests", original=good, base=base))
+def test_dropped_tests_do_not_make_a_buggy_replay_equivalent(
+    calc_project, calc_base, calc_good
+):
+    result = replay(
+        make_calc_run(
+            calc_project, prompt="droptests", original=calc_good, base=calc_base
+        )
+    )
 
     assert (result.verdict, result.reason_code) == (
         "divergent",
@@ -84,8 +72,14 @@ def test_dropped_tests_do_not_make_a_buggy_replay_equivalent(project, base, good
     assert reference.tests_executed == 2 and reference.tests_failed == 2
 
 
-def test_deleting_an_old_test_the_code_fails_is_divergent(project, base, good):
-    result = replay(make_run(project, prompt="deloldtest", original=good, base=base))
+def test_deleting_an_old_test_the_code_fails_is_divergent(
+    calc_project, calc_base, calc_good
+):
+    result = replay(
+        make_calc_run(
+            calc_project, prompt="deloldtest", original=calc_good, base=calc_base
+        )
+    )
 
     assert (result.verdict, result.reason_code) == (
         "divergent",
@@ -100,8 +94,14 @@ def test_deleting_an_old_test_the_code_fails_is_divergent(project, base, good):
     assert failing == ["test_calc.AddTests.test_add_negative"]
 
 
-def test_a_correct_replay_with_tests_of_its_own_stays_equivalent(project, base, good):
-    result = replay(make_run(project, prompt="owntests", original=good, base=base))
+def test_a_correct_replay_with_tests_of_its_own_stays_equivalent(
+    calc_project, calc_base, calc_good
+):
+    result = replay(
+        make_calc_run(
+            calc_project, prompt="owntests", original=calc_good, base=calc_base
+        )
+    )
 
     assert (result.verdict, result.reason_code) == ("equivalent", "tests_agree")
     checks = {c["name"]: c for c in result.evidence["checks"]}
@@ -111,9 +111,13 @@ def test_a_correct_replay_with_tests_of_its_own_stays_equivalent(project, base, 
 
 
 def test_code_that_exits_early_with_a_fake_summary_is_never_equivalent(
-    project, base, good
+    calc_project, calc_base, calc_good
 ):
-    result = replay(make_run(project, prompt="exitearly", original=good, base=base))
+    result = replay(
+        make_calc_run(
+            calc_project, prompt="exitearly", original=calc_good, base=calc_base
+        )
+    )
 
     assert result.verdict == "inconclusive"
     assert result.reason_code in {"test_interference", "tests_missing"}
@@ -126,8 +130,10 @@ def test_code_that_exits_early_with_a_fake_summary_is_never_equivalent(
     assert "calc.py line 5" in checks["test interference"]["detail"]
 
 
-def test_no_test_path_differs_so_nothing_extra_runs(project, base, good):
-    result = replay(make_run(project, prompt="other", original=good, base=base))
+def test_no_test_path_differs_so_nothing_extra_runs(calc_project, calc_base, calc_good):
+    result = replay(
+        make_calc_run(calc_project, prompt="other", original=calc_good, base=calc_base)
+    )
 
     assert (result.verdict, result.reason_code) == ("equivalent", "tests_agree")
     assert trees(result) == {"original", "replay"}
@@ -136,13 +142,17 @@ def test_no_test_path_differs_so_nothing_extra_runs(project, base, good):
     )
 
 
-def test_the_original_result_is_reused_by_a_second_attempt(project, base, good):
-    run = make_run(project, prompt="other", original=good, base=base)
+def test_the_original_result_is_reused_by_a_second_attempt(
+    calc_project, calc_base, calc_good
+):
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
 
     first = replay(run)
     second = replay(run)
 
-    assert CachedResult.objects.filter(project=project).count() == 1
+    assert CachedResult.objects.filter(project=calc_project).count() == 1
     original = second.test_outcomes.get(tree="original", attempt=1)
     assert original.cached and not first.test_outcomes.get(tree="original").cached
     assert original.passed is True and original.tests_executed == 2
@@ -150,55 +160,69 @@ def test_the_original_result_is_reused_by_a_second_attempt(project, base, good):
     assert (second.verdict, second.reason_code) == ("equivalent", "tests_agree")
 
 
-def test_a_changed_test_command_misses_the_cache(project, base, good):
-    run = make_run(project, prompt="other", original=good, base=base)
+def test_a_changed_test_command_misses_the_cache(calc_project, calc_base, calc_good):
+    run = make_calc_run(
+        calc_project, prompt="other", original=calc_good, base=calc_base
+    )
     replay(run)
-    project.test_command = ["python3", "-m", "unittest", "-v", "test_calc"]
-    project.save()
+    calc_project.test_command = ["python3", "-m", "unittest", "-v", "test_calc"]
+    calc_project.save()
 
     second = replay(run)
 
     assert not second.test_outcomes.get(tree="original", attempt=1).cached
-    assert CachedResult.objects.filter(project=project).count() == 2
+    assert CachedResult.objects.filter(project=calc_project).count() == 2
 
 
-def test_the_original_trees_outcomes_are_remembered(project, base, good, repo):
-    replay(make_run(project, prompt="bad", original=good, base=base))
+def test_the_original_trees_outcomes_are_remembered(
+    calc_project, calc_base, calc_good, calc_repo
+):
+    replay(
+        make_calc_run(calc_project, prompt="bad", original=calc_good, base=calc_base)
+    )
 
-    original = TestRecord.objects.filter(project=project, tree_sha=repo.tree(good))
+    original = TestRecord.objects.filter(
+        project=calc_project, tree_sha=calc_repo.tree(calc_good)
+    )
     assert {(r.test_id, r.passed, r.failed) for r in original} == {
         ("test_calc.AddTests.test_add", 3, 0),  # first run and two reruns
         ("test_calc.AddTests.test_add_negative", 3, 0),
     }
     # The replay's failing tree is its own doing: nothing about the tests.
-    assert TestRecord.objects.filter(project=project).count() == 2
+    assert TestRecord.objects.filter(project=calc_project).count() == 2
 
 
-def test_a_replay_whose_code_flips_does_not_excuse_a_later_failure(project, base, good):
-    project.flake_reruns = 6
-    project.save()
+def test_a_replay_whose_code_flips_does_not_excuse_a_later_failure(
+    calc_project, calc_base, calc_good
+):
+    calc_project.flake_reruns = 6
+    calc_project.save()
     # Random code: its own tests flip on its tree (when the first run fails).
     for i in range(4):
         replay(
-            make_run(
-                project,
+            make_calc_run(
+                calc_project,
                 prompt="flaky",
-                original=good,
-                base=base,
+                original=calc_good,
+                base=calc_base,
                 external_id=f"flaky-{i}",
             )
         )
 
-    result = replay(make_run(project, prompt="bad", original=good, base=base))
+    result = replay(
+        make_calc_run(calc_project, prompt="bad", original=calc_good, base=calc_base)
+    )
 
     assert (result.verdict, result.reason_code) == ("divergent", "replay_fails_tests")
     assert not TestRecord.objects.filter(passed__gt=0, failed__gt=0).exists()
 
 
 def test_reproduce_json_of_a_weakened_replay_says_divergent(
-    project, base, good, capsys
+    calc_project, calc_base, calc_good, capsys
 ):
-    run = make_run(project, prompt="weaken", original=good, base=base)
+    run = make_calc_run(
+        calc_project, prompt="weaken", original=calc_good, base=calc_base
+    )
 
     call_command("reproduce", str(run.pk), "--sync", "--json")
 
@@ -215,9 +239,11 @@ def test_reproduce_json_of_a_weakened_replay_says_divergent(
     assert evidence["test changes"]["detail"].startswith("the replay changed")
 
 
-def test_a_suite_that_flips_across_reruns_is_flaky(repo, good, settings, request):
+def test_a_suite_that_flips_across_reruns_is_flaky(
+    calc_repo, calc_good, settings, request
+):
     """A random failure: the gate runs the tree again until it has seen both."""
-    flaky = repo.commit(
+    flaky = calc_repo.commit(
         {
             "calc.py": "import os\n_WRONG = os.urandom(1)[0] % 2 == 0\n"
             "def add(a, b):\n    return a - b if _WRONG else a + b\n"
@@ -226,14 +252,14 @@ def test_a_suite_that_flips_across_reruns_is_flaky(repo, good, settings, request
         branch="flaky",
     )
     # Under the work dir: every path the sandbox binds must be reachable by it.
-    scratch = Scratch(Path(settings.REPLAYHUB_WORK_DIR) / "gate-flaky", repo.path)
+    scratch = Scratch(Path(settings.REPLAYHUB_WORK_DIR) / "gate-flaky", calc_repo.path)
     scratch.remove()
     scratch.create()
     request.addfinalizer(scratch.remove)
     runner = get_runner("bwrap")
     steady = run_gate(
         scratch=scratch,
-        trees={"original": scratch.resolve_tree(good)},
+        trees={"original": scratch.resolve_tree(calc_good)},
         runner=runner,
         argv=["python3", "-m", "unittest", "-v"],
         limits=Limits(wall_seconds=60),

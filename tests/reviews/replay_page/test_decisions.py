@@ -11,8 +11,7 @@ from django.urls import reverse
 from replayhub.models import Replay, Trigger
 from reviews.models import AuditEvent, Claim, Review
 from reviews.services import ClaimHeld, NotDecidable, claim_take, review_decide
-from tests.conftest import make_user
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay, make_user
 
 
 def decide_url(replay) -> str:

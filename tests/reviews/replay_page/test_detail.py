@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from replayhub.models import Replay, TestOutcome
 from reviews.replay_page import views
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from replayhub.models import Comparison
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 HOSTILE = "<script>alert(1)</script>.txt"
 

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from replayhub.models import EgressAttempt, ModelCall
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 PAYLOAD = "<script>window.__pwned=1</script>"
 

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from replayhub.models import TestOutcome
 from reviews.replay_page.outcomes import case_table
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 PAYLOAD = "<script>window.__pwned=1</script>"
 

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import (
-    ONERROR,
-    SCRIPT,
-    make_environment_repo,
-    make_rollout_project,
-    replayed,
-)
+from tests.harness import ONERROR, SCRIPT, replayed
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def project(tmp_path):
-    return make_rollout_project(
-        make_environment_repo(tmp_path),
-        harness_command=["python3", "harness.py"],
-        verifier_command=["python3", "verifier.py"],
-        pass_threshold=0.5,
-    )
-
-
 def test_the_page_shows_the_seed_both_continuations_and_both_rewards(
-    client, reviewer, project
+    client, reviewer, rollout_project
 ):
-    replay_id = replayed(project, answer=f"Used ROUND_HALF_UP {SCRIPT}", reward=0.75)
+    replay_id = replayed(
+        rollout_project, answer=f"Used ROUND_HALF_UP {SCRIPT}", reward=0.75
+    )
     client.force_login(reviewer)
 
     html = client.get(f"/replays/{replay_id}/").content.decode()
@@ -53,10 +39,12 @@ def test_the_page_shows_the_seed_both_continuations_and_both_rewards(
     assert "the harness's own reward, 0.75, ignored" in html
 
 
-def test_a_reward_from_the_harness_sandbox_is_said_to_be_so(client, reviewer, project):
-    project.verifier_command = []
-    project.save()
-    replay_id = replayed(project, answer="Used ROUND_HALF_UP", reward=1.0)
+def test_a_reward_from_the_harness_sandbox_is_said_to_be_so(
+    client, reviewer, rollout_project
+):
+    rollout_project.verifier_command = []
+    rollout_project.save()
+    replay_id = replayed(rollout_project, answer="Used ROUND_HALF_UP", reward=1.0)
     client.force_login(reviewer)
 
     html = client.get(f"/replays/{replay_id}/").content.decode()
@@ -68,9 +56,9 @@ def test_a_reward_from_the_harness_sandbox_is_said_to_be_so(client, reviewer, pr
 
 
 def test_hostile_content_in_the_seed_and_completions_renders_escaped(
-    client, reviewer, project
+    client, reviewer, rollout_project
 ):
-    replay_id = replayed(project, answer=f"Done {SCRIPT} {ONERROR}")
+    replay_id = replayed(rollout_project, answer=f"Done {SCRIPT} {ONERROR}")
     client.force_login(reviewer)
 
     html = client.get(f"/replays/{replay_id}/").content.decode()
@@ -81,7 +69,7 @@ def test_hostile_content_in_the_seed_and_completions_renders_escaped(
 
 
 def test_a_code_run_page_has_no_rollout_section(client, reviewer):
-    from tests.reviews.replays import make_replay
+    from tests.factories import make_replay
 
     replay = make_replay(verdict="divergent")
     client.force_login(reviewer)
@@ -90,12 +78,12 @@ def test_a_code_run_page_has_no_rollout_section(client, reviewer):
 
 
 def test_an_equivalent_rollout_replay_heads_the_queue_marked_as_a_rollout(
-    client, reviewer, project
+    client, reviewer, rollout_project
 ):
-    from tests.reviews.replays import make_replay
+    from tests.factories import make_replay
 
     make_replay(verdict="divergent", title="Round invoice totals")
-    replay_id = replayed(project, answer="Used ROUND_HALF_UP", reward=1.0)
+    replay_id = replayed(rollout_project, answer="Used ROUND_HALF_UP", reward=1.0)
     client.force_login(reviewer)
 
     rows = client.get("/").context["rows"]

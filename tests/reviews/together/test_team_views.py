@@ -18,8 +18,7 @@ from reviews.models import (
 )
 from reviews.services import claim_take, review_decide
 from reviews.together import comments
-from tests.conftest import make_user
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay, make_user
 
 COMMENT = {
     "target": "dod",

@@ -21,8 +21,7 @@ from reviews.models import (
 )
 from reviews.services import NotDecidable, claim_next, claim_take, review_decide
 from reviews.together import comments, gold, handoff, opinions, past
-from tests.conftest import make_user
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay, make_user
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from datetime import UTC, date, datetime, timedelta
 from itertools import count
 
 from replayhub.models import (
-    Budget,
     Night,
     Phase,
     Project,
@@ -26,23 +25,6 @@ DEFAULT_REASON = {
     "divergent": "replay_fails_tests",
     "inconclusive": "flaky_tests",
 }
-
-
-def project(slug: str = "shop", *, tz: str | None = None, start_hour: int = 1):
-    """A project; with ``tz``, a Budget whose night starts at ``start_hour`` there."""
-    item, _ = Project.objects.get_or_create(
-        slug=slug, defaults={"repo_path": f"/srv/{slug}.git"}
-    )
-    if tz is not None:
-        Budget.objects.update_or_create(
-            project=item,
-            defaults={
-                "timezone": tz,
-                "window_start_hour": start_hour,
-                "window_end_hour": (start_hour + 5) % 24,
-            },
-        )
-    return item
 
 
 def night(item: Project, day: date, *, deferred: int = 0, status: str = "closed"):

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from replayhub.models import Rollup
 from reviews.trends.rollups import rollup_range
+from tests.factories import make_project
 from tests.reviews.trends import data
 
 TRENDS = reverse("reviews:trends")
@@ -27,7 +28,7 @@ def as_lead(client, lead):
 
 @pytest.fixture
 def mixed_night(db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     night = data.night(shop, NIGHT, deferred=4)
     at = datetime(2026, 2, 20, 23, tzinfo=UTC)
     for verdict in ("identical", "divergent", "divergent"):

@@ -22,6 +22,7 @@ from reviews.trends.charts import (
 from reviews.trends.rollups import rollup_range
 from reviews.trends.series import NightTotals, reason_label, top_reasons
 from reviews.trends.statistics import p_chart
+from tests.factories import make_project
 from tests.reviews.trends import data
 
 TRENDS = reverse("reviews:trends")
@@ -37,7 +38,7 @@ def as_lead(client, lead):
 
 @pytest.fixture
 def bad_night(db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.steady_then_bad(shop, BAD_NIGHT)
     return shop
 
@@ -101,7 +102,7 @@ def test_steady_nights_raise_no_banner(as_lead, bad_night):
 
 
 def test_an_unusually_good_night_is_reported_as_low_not_as_a_problem(as_lead, db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     for i in range(30, 0, -1):
         data.rollup(
             shop,
@@ -156,7 +157,7 @@ def test_charts_print_their_axes_legends_and_latest_values(as_lead, bad_night):
 
 
 def test_the_overturn_rate_is_overturned_over_decided_per_verdict(as_lead, db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.rollup(
         shop,
         BAD_NIGHT,
@@ -183,7 +184,7 @@ def test_the_overturn_rate_is_overturned_over_decided_per_verdict(as_lead, db):
 
 
 def test_filters_narrow_the_rollups_by_project_model_and_dates(as_lead, db):
-    shop, billing = data.project("shop"), data.project("billing")
+    shop, billing = make_project("shop"), make_project("billing")
     data.rollup(shop, BAD_NIGHT, attempted=10, by_reason={"timeout": 1})
     data.rollup(
         shop, BAD_NIGHT, attempted=20, by_reason={"timeout": 2}, model="claude-opus-4"
@@ -205,7 +206,7 @@ def test_filters_narrow_the_rollups_by_project_model_and_dates(as_lead, db):
 
 def test_the_default_range_is_the_last_56_nights(as_lead, db):
     today = timezone.localdate()
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.rollup(shop, today - timedelta(days=55), attempted=3, by_reason={})
     data.rollup(shop, today - timedelta(days=56), attempted=4, by_reason={})
 
@@ -232,7 +233,7 @@ def test_invalid_filters_say_so_and_fall_back_to_the_default(as_lead, db):
 
 
 def test_a_newcomer_is_told_how_to_get_rollups(as_lead, db):
-    response = as_lead.get(TRENDS, {**RANGE, "project": data.project("shop").slug})
+    response = as_lead.get(TRENDS, {**RANGE, "project": make_project("shop").slug})
     html = response.content.decode()
     assert "No rollups for these nights yet" in html
     assert "python manage.py rollup --since 2026-01-24 --project shop" in html
@@ -240,7 +241,7 @@ def test_a_newcomer_is_told_how_to_get_rollups(as_lead, db):
 
 
 def test_the_empty_state_links_to_the_latest_nights_that_have_rollups(as_lead, db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.rollup(shop, date(2025, 6, 30), attempted=5, by_reason={})
     html = as_lead.get(TRENDS, RANGE).content.decode()
     assert "the night of Mon 30 Jun 2025" in html
@@ -248,7 +249,7 @@ def test_the_empty_state_links_to_the_latest_nights_that_have_rollups(as_lead, d
 
 
 def test_reason_codes_and_model_names_are_escaped(as_lead, db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     model = '<img src=x onerror="alert(1)">'
     reason = "<script>alert(2)</script>"
     for i in range(29, 0, -1):
@@ -270,7 +271,7 @@ def test_reason_codes_and_model_names_are_escaped(as_lead, db):
 
 
 def test_the_page_reads_only_rollups_in_a_few_queries(as_lead, bad_night):
-    data.rollup(data.project("billing"), BAD_NIGHT, attempted=3, by_reason={})
+    data.rollup(make_project("billing"), BAD_NIGHT, attempted=3, by_reason={})
     with CaptureQueriesContext(connection) as cold:
         response = as_lead.get(TRENDS, RANGE)
     assert response.status_code == 200
@@ -286,7 +287,7 @@ def test_the_page_reads_only_rollups_in_a_few_queries(as_lead, bad_night):
 
 
 def test_a_recomputed_night_shows_at_once_despite_the_cache(as_lead, reviewer):
-    shop = data.project("shop", tz="UTC", start_hour=22)
+    shop = make_project("shop", tz="UTC", start_hour=22)
     night = data.night(shop, BAD_NIGHT)
     finished = night.window_start + timedelta(hours=1)
     data.replay(shop, night=night, verdict="identical", finished_at=finished)
@@ -386,7 +387,7 @@ def test_weeks_in_a_row_are_joined_by_one_line_as_nights_are():
 
 
 def test_two_years_are_shown_as_weeks_and_the_page_says_so(as_lead, db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     last = date(2026, 2, 20)
     since = last - timedelta(days=730)
     for i in range(0, 731, 3):

@@ -7,8 +7,7 @@ import re
 from django.urls import reverse
 
 from reviews.services import review_decide, review_undo
-from tests.conftest import make_user
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay, make_user
 
 TRENDS = reverse("reviews:trends")
 

@@ -14,6 +14,7 @@ from django.urls import reverse
 from reviews.trends.forms import TrendFilters
 from reviews.trends.queries import nightly_sums
 from reviews.trends.series import weekly_totals
+from tests.factories import make_project
 from tests.reviews.trends import data
 from tests.reviews.trends.test_dashboard import RANGE, table
 
@@ -32,7 +33,7 @@ def as_lead(client, lead):
 
 @pytest.fixture
 def two_projects(db):
-    shop, billing = data.project("shop"), data.project("billing")
+    shop, billing = make_project("shop"), make_project("billing")
     for i in range(10):
         day = NIGHT - timedelta(days=i)
         data.rollup(
@@ -162,7 +163,7 @@ def test_the_json_export_matches_the_csv_row_for_row(as_lead, two_projects):
 
 def test_csv_cells_that_would_run_as_spreadsheet_formulas_are_quoted(as_lead, db):
     data.rollup(
-        data.project("shop"), NIGHT, attempted=3, by_reason={}, model="=HYPERLINK(1)"
+        make_project("shop"), NIGHT, attempted=3, by_reason={}, model="=HYPERLINK(1)"
     )
     text = as_lead.get(CSV, RANGE).content.decode()
     assert "'=HYPERLINK(1)" in text
@@ -185,7 +186,7 @@ def test_the_page_links_its_exports_with_the_current_filters(as_lead, two_projec
 
 
 def test_reason_codes_outside_the_verdict_table_are_still_counted(db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.rollup(shop, NIGHT, attempted=10, by_reason={"timeout": 2, "gpu_melted": 3})
     data.rollup(
         shop, NIGHT, attempted=5, by_reason={"gpu_melted": 1}, model="claude-opus-4"
@@ -202,7 +203,7 @@ def test_reason_codes_outside_the_verdict_table_are_still_counted(db):
 
 
 def test_weeks_summed_by_the_database_are_the_nights_summed_into_weeks(db):
-    shop, billing = data.project("shop"), data.project("billing")
+    shop, billing = make_project("shop"), make_project("billing")
     since = NIGHT - timedelta(days=40)
     for i in range(-30, 41, 2):
         day = since + timedelta(days=i)
@@ -229,7 +230,7 @@ def test_weeks_summed_by_the_database_are_the_nights_summed_into_weeks(db):
 
 
 def test_decisions_count_only_the_nights_shown(db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.rollup(shop, NIGHT, attempted=10, by_reason={}, confirmed={"identical": 2})
     data.rollup(
         shop,

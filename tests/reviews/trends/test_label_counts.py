@@ -7,7 +7,7 @@ import pytest
 
 from reviews.models import Label
 from reviews.services import review_decide
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay
 
 pytestmark = pytest.mark.django_db
 

@@ -8,6 +8,7 @@ import pytest
 
 from replayhub.models import Rollup
 from reviews.trends.rollups import night_of, night_start, rollup_range
+from tests.factories import make_project
 from tests.reviews.trends import data
 
 
@@ -80,8 +81,8 @@ def test_night_of_agrees_with_the_nights_own_start_times_through_both_dst_change
 
 
 def test_the_rollup_places_replays_without_a_night_in_their_projects_time_zone(db):
-    tokyo = data.project("tokyo", tz="Asia/Tokyo", start_hour=1)
-    plain = data.project("plain")  # no Budget row: UTC, nights start at 01:00
+    tokyo = make_project("tokyo", tz="Asia/Tokyo", start_hour=1)
+    plain = make_project("plain")  # no Budget row: UTC, nights start at 01:00
     for item in (tokyo, plain):
         data.replay(item, verdict="identical", finished_at=utc(2026, 3, 4, 15, 30))
         data.replay(item, verdict="divergent", finished_at=utc(2026, 3, 4, 16, 0))
@@ -103,7 +104,7 @@ def test_the_rollup_places_replays_without_a_night_in_their_projects_time_zone(d
 
 
 def test_the_rollup_handles_the_autumn_dst_night_in_berlin(db):
-    berlin = data.project("berlin", tz="Europe/Berlin", start_hour=3)
+    berlin = make_project("berlin", tz="Europe/Berlin", start_hour=3)
     data.replay(berlin, verdict="identical", finished_at=utc(2026, 10, 25, 1, 30))
     data.replay(berlin, verdict="divergent", finished_at=utc(2026, 10, 25, 2, 0))
 

@@ -12,6 +12,7 @@ from django.db import connection, connections, transaction
 
 from replayhub.models import Project, Rollup, RollupTotal
 from reviews.trends.rollups import rollup_range, rollup_replay
+from tests.factories import make_project
 from tests.reviews.trends import data
 
 MARCH_2 = date(2026, 3, 2)
@@ -55,7 +56,7 @@ def totals() -> dict[tuple, dict]:
 
 @pytest.fixture
 def two_projects(db, reviewer):
-    shop, billing = data.project("shop"), data.project("billing")
+    shop, billing = make_project("shop"), make_project("billing")
     for item, deferred in ((shop, 3), (billing, 5)):
         night = data.night(item, MARCH_2, deferred=deferred)
         data.replay(item, night=night, verdict="identical", finished_at=IN_NIGHT)
@@ -142,7 +143,7 @@ def test_deleting_a_project_takes_its_counts_out_of_the_totals(two_projects):
 )
 @pytest.mark.django_db(transaction=True)
 def test_two_projects_rolled_up_at_once_both_end_in_the_totals(reviewer):
-    shop, billing = data.project("shop"), data.project("billing")
+    shop, billing = make_project("shop"), make_project("billing")
     for item in (shop, billing):
         night = data.night(item, MARCH_2)
         data.replay(item, night=night, verdict="identical", finished_at=IN_NIGHT)

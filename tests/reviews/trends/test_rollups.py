@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from replayhub.models import Night, Replay, Rollup
 from replayhub.nights import scheduler
 from reviews.trends.rollups import rollup_closed_night, rollup_range
+from tests.factories import make_project
 from tests.reviews.trends import data
 
 MARCH_2 = date(2026, 3, 2)
@@ -44,7 +45,7 @@ def rows(**filters) -> dict[tuple, dict]:
 @pytest.fixture
 def counted_night(db, reviewer):
     """One night of the project "shop", counted by hand in the test below."""
-    shop = data.project("shop", tz="UTC", start_hour=22)
+    shop = make_project("shop", tz="UTC", start_hour=22)
     march_2 = data.night(shop, MARCH_2, deferred=4)
 
     def at(minutes):
@@ -111,7 +112,7 @@ def counted_night(db, reviewer):
     data.replay(
         shop, verdict="divergent", finished_at=datetime(2026, 3, 3, 22, tzinfo=UTC)
     )
-    other = data.project("billing")
+    other = make_project("billing")
     data.replay(other, verdict="identical", finished_at=IN_NIGHT)
     return shop
 
@@ -219,7 +220,7 @@ def test_nights_outside_the_range_are_left_alone(counted_night):
 
 
 def test_a_night_that_ran_nothing_still_gets_its_deferred_row(db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     data.night(shop, MARCH_2, deferred=12)
 
     assert rollup_range(since=MARCH_2, until=MARCH_2) == 1
@@ -284,7 +285,7 @@ def test_the_command_refuses_bad_arguments_with_a_clear_message(db, args, messag
 
 
 def test_an_inconclusive_replay_without_a_reason_code_still_adds_up(db):
-    shop = data.project("shop")
+    shop = make_project("shop")
     replay = data.replay(shop, verdict="inconclusive", finished_at=IN_NIGHT)
     Replay.objects.filter(pk=replay.pk).update(reason_code="")
 

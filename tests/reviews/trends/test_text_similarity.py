@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from django.urls import reverse
 
 from replayhub.models import TextReplay
-from tests.conftest import make_run
+from tests.factories import make_text_run
 
 
 def answer(run, target: str, similarity: float | None, day: int, error: str = ""):
@@ -25,7 +25,7 @@ def answer(run, target: str, similarity: float | None, day: int, error: str = ""
 
 
 def test_the_trends_page_shows_mean_similarity_per_night_per_target(client, lead):
-    run = make_run()
+    run = make_text_run()
     answer(run, "gpt:gpt-test", 0.5, 20)
     answer(run, "gpt:gpt-test", 1.0, 20)
     answer(run, "gpt:gpt-test", None, 20, error="HTTP 500")

@@ -14,7 +14,8 @@ from reviews.models import AuditEvent
 
 
 @pytest.fixture
-def project(db):
+def budgeted_project(db):
+    """A project with a budget of $12.50 and tonight's night partly spent."""
     project = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
     Budget.objects.create(project=project, max_cost_usd=Decimal("12.50"))
     now = timezone.now()
@@ -61,7 +62,9 @@ def form_data(**overrides):
     return data
 
 
-def test_an_admin_edits_a_budget_and_the_change_is_audited(client, admin_user, project):
+def test_an_admin_edits_a_budget_and_the_change_is_audited(
+    client, admin_user, budgeted_project
+):
     client.force_login(admin_user)
     response = client.post(
         reverse("reviews:budget_edit", args=["shop"]),
@@ -71,11 +74,14 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(client, admin_user, p
     assert response.status_code == 200
     assert b"Saved." in response.content
 
-    budget = Budget.objects.get(project=project)
-    project.refresh_from_db()
+    budget = Budget.objects.get(project=budgeted_project)
+    budgeted_project.refresh_from_db()
     assert (budget.max_replays, budget.timezone) == (30, "Europe/Berlin")
-    assert (project.time_limit_seconds, project.max_turns) == (900, 40)
-    assert project.agentic_enabled
+    assert (budgeted_project.time_limit_seconds, budgeted_project.max_turns) == (
+        900,
+        40,
+    )
+    assert budgeted_project.agentic_enabled
     event = AuditEvent.objects.get(action="budget.update")
     assert event.actor == admin_user
     assert event.before["budget"]["max_replays"] == 20
@@ -85,7 +91,9 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(client, admin_user, p
     assert "max_cost_usd" not in event.after["budget"]  # unchanged: not listed
 
 
-def test_saving_without_a_change_writes_no_audit_event(client, admin_user, project):
+def test_saving_without_a_change_writes_no_audit_event(
+    client, admin_user, budgeted_project
+):
     client.force_login(admin_user)
     data = form_data(
         **{
@@ -102,7 +110,9 @@ def test_saving_without_a_change_writes_no_audit_event(client, admin_user, proje
     assert not AuditEvent.objects.exists()
 
 
-def test_a_bad_value_is_refused_and_nothing_changes(client, admin_user, project):
+def test_a_bad_value_is_refused_and_nothing_changes(
+    client, admin_user, budgeted_project
+):
     client.force_login(admin_user)
     response = client.post(
         reverse("reviews:budget_edit", args=["shop"]),
@@ -110,21 +120,21 @@ def test_a_bad_value_is_refused_and_nothing_changes(client, admin_user, project)
     )
     assert response.status_code == 400
     assert b"is not a known time zone" in response.content
-    assert Budget.objects.get(project=project).max_replays == 20
+    assert Budget.objects.get(project=budgeted_project).max_replays == 20
     assert not AuditEvent.objects.exists()
 
 
-def test_a_lead_reads_the_page_but_cannot_edit(client, lead, project):
+def test_a_lead_reads_the_page_but_cannot_edit(client, lead, budgeted_project):
     client.force_login(lead)
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "Night of" in page and "12.50" in page
     assert 'name="budget-max_replays"' not in page
     response = client.post(reverse("reviews:budget_edit", args=["shop"]), form_data())
     assert response.status_code == 403
-    assert Budget.objects.get(project=project).max_replays == 20
+    assert Budget.objects.get(project=budgeted_project).max_replays == 20
 
 
-def test_a_reviewer_never_sees_money(client, reviewer, project):
+def test_a_reviewer_never_sees_money(client, reviewer, budgeted_project):
     client.force_login(reviewer)
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "Replays" in page and "Sandbox minutes" in page
@@ -132,7 +142,9 @@ def test_a_reviewer_never_sees_money(client, reviewer, project):
     assert "12.50" not in page and "3.25" not in page
 
 
-def test_tonight_shows_usage_reservations_and_deferrals(client, admin_user, project):
+def test_tonight_shows_usage_reservations_and_deferrals(
+    client, admin_user, budgeted_project
+):
     client.force_login(admin_user)
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "5 used · 2 reserved / 20" in page
@@ -140,7 +152,7 @@ def test_tonight_shows_usage_reservations_and_deferrals(client, admin_user, proj
 
 
 def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
-    client, admin_user, project
+    client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
     client.post(
@@ -180,7 +192,7 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
     ],
 )
 def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
-    client, admin_user, project, field, value, message
+    client, admin_user, budgeted_project, field, value, message
 ):
     client.force_login(admin_user)
     response = client.post(
@@ -194,7 +206,7 @@ def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
     # The message sits with its field.
     at = html.index(f'name="{field}"')
     assert html.rfind(message, 0, at) > html.rfind("<label", 0, at) - 400
-    assert Budget.objects.get(project=project).max_replays == 20
+    assert Budget.objects.get(project=budgeted_project).max_replays == 20
     assert not AuditEvent.objects.exists()
 
 
@@ -206,7 +218,9 @@ def test_the_budgets_page_writes_nothing_on_get(client, lead):
     assert not Budget.objects.exists()
 
 
-def test_the_form_address_opened_again_leads_back_to_the_page(client, lead, project):
+def test_the_form_address_opened_again_leads_back_to_the_page(
+    client, lead, budgeted_project
+):
     client.force_login(lead)
     response = client.get(reverse("reviews:budget_edit", args=["shop"]))
     assert response.status_code == 302

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from replayhub.models import Budget, Night, Project, Replay, Run
 from reviews.models import AuditEvent
-from tests.records import project_repo
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay
+from tests.gitrepos import project_repo
 
 
 def page(client, slug="shop", **query):

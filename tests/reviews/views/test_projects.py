@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from replayhub.models import Preflight, Run
-from tests.reviews.replays import make_project
+from tests.factories import make_project
 
 
 def add_runs(project, state, count, *, ago=timedelta(hours=1)):

@@ -14,7 +14,7 @@ from replayhub.models import Replay, ReplayStatus, ReviewBand
 from reviews import queue_reads
 from reviews.models import Claim
 from reviews.queue_reads import Cursor, QueueFilters
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay
 
 QUEUE = reverse("reviews:queue")
 

@@ -30,18 +30,18 @@ def finished(run, **fields) -> TextReplay:
 
 
 def test_the_run_page_lists_text_replays_newest_first_without_outputs(
-    client, reviewer, run
+    client, reviewer, text_run
 ):
     old = finished(
-        run,
+        text_run,
         output="OLD-FULL-OUTPUT",
         created_at=timezone.now() - timedelta(hours=2),
     )
     failed = finished(
-        run, output="", similarity=None, error="HTTP 500 after 4 attempts"
+        text_run, output="", similarity=None, error="HTTP 500 after 4 attempts"
     )
     new = finished(
-        run,
+        text_run,
         output="NEW-FULL-OUTPUT",
         similarity=0.875,
         judge_provider="claude",
@@ -51,7 +51,9 @@ def test_the_run_page_lists_text_replays_newest_first_without_outputs(
     )
     client.force_login(reviewer)
 
-    page = client.get(reverse("reviews:run_detail", args=[run.pk])).content.decode()
+    page = client.get(
+        reverse("reviews:run_detail", args=[text_run.pk])
+    ).content.decode()
 
     assert "Text tier" in page and "not a reproduction" in page
     order = [page.index(f'"/text-replays/{r.pk}/"') for r in (new, failed, old)]
@@ -65,10 +67,10 @@ def test_the_run_page_lists_text_replays_newest_first_without_outputs(
 
 
 def test_the_side_by_side_view_shows_both_outputs_the_scores_and_the_label(
-    client, reviewer, run
+    client, reviewer, text_run
 ):
     row = finished(
-        run,
+        text_run,
         output="retry added " + SCRIPT,
         similarity=0.5,
         judge_provider="claude",
@@ -92,10 +94,10 @@ def test_the_side_by_side_view_shows_both_outputs_the_scores_and_the_label(
     assert "0.000123" not in page
 
 
-def test_a_reviewer_cannot_queue_a_text_replay(client, reviewer, run, providers):
+def test_a_reviewer_cannot_queue_a_text_replay(client, reviewer, text_run, providers):
     client.force_login(reviewer)
     response = client.post(
-        reverse("reviews:run_text_replay", args=[run.pk]),
+        reverse("reviews:run_text_replay", args=[text_run.pk]),
         {"provider": "gpt", "model": "gpt-test"},
     )
     assert response.status_code == 403
@@ -103,14 +105,16 @@ def test_a_reviewer_cannot_queue_a_text_replay(client, reviewer, run, providers)
 
 
 def test_an_admin_queues_a_text_replay_from_the_run_page(
-    client, admin_user, run, providers
+    client, admin_user, text_run, providers
 ):
     client.force_login(admin_user)
-    page = client.get(reverse("reviews:run_detail", args=[run.pk])).content.decode()
+    page = client.get(
+        reverse("reviews:run_detail", args=[text_run.pk])
+    ).content.decode()
     assert "Replay as text" in page
 
     response = client.post(
-        reverse("reviews:run_text_replay", args=[run.pk]),
+        reverse("reviews:run_text_replay", args=[text_run.pk]),
         {
             "provider": "gpt",
             "model": "gpt-test",
@@ -130,11 +134,11 @@ def test_an_admin_queues_a_text_replay_from_the_run_page(
 
 
 def test_a_half_given_judge_is_refused_with_its_message(
-    client, admin_user, run, providers
+    client, admin_user, text_run, providers
 ):
     client.force_login(admin_user)
     response = client.post(
-        reverse("reviews:run_text_replay", args=[run.pk]),
+        reverse("reviews:run_text_replay", args=[text_run.pk]),
         {"provider": "gpt", "model": "gpt-test", "judge_provider": "claude"},
         headers={"HX-Request": "true"},
     )
@@ -143,12 +147,12 @@ def test_a_half_given_judge_is_refused_with_its_message(
     assert TextReplay.objects.count() == 0
 
 
-def test_the_list_polls_until_every_text_replay_is_done(client, reviewer, run):
+def test_the_list_polls_until_every_text_replay_is_done(client, reviewer, text_run):
     row = TextReplay.objects.create(
-        run=run, project=run.project, target_provider="gpt", target_model="m"
+        run=text_run, project=text_run.project, target_provider="gpt", target_model="m"
     )
     client.force_login(reviewer)
-    url = reverse("reviews:run_detail", args=[run.pk])
+    url = reverse("reviews:run_detail", args=[text_run.pk])
 
     polling = client.get(url, headers={"HX-Request": "true"})
     assert polling.status_code == 200 and 'hx-trigger="every 1s"' in polling.text
@@ -161,17 +165,19 @@ def test_the_list_polls_until_every_text_replay_is_done(client, reviewer, run):
 
 
 def test_no_page_shows_the_key(
-    client, admin_user, run, providers, standin, text_settings
+    client, admin_user, text_run, providers, standin, text_settings
 ):
     standin.leak_key = True
     standin.replies = ["an answer", '{"score": 5, "rationale": "half"}']
     row = services.text_replay_create(
-        run=run, target=Target("gpt", "gpt-test"), judge=Target("claude", "claude-test")
+        run=text_run,
+        target=Target("gpt", "gpt-test"),
+        judge=Target("claude", "claude-test"),
     )
     services.text_replay_execute(text_replay_id=row.pk)
     client.force_login(admin_user)
 
-    run_page = client.get(reverse("reviews:run_detail", args=[run.pk])).text
+    run_page = client.get(reverse("reviews:run_detail", args=[text_run.pk])).text
     detail = client.get(reverse("reviews:text_replay_detail", args=[row.pk])).text
 
     assert f"#{row.pk}" in run_page and "an answer (your key was ***" in detail

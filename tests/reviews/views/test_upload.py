@@ -16,14 +16,9 @@ from django.utils import timezone
 from replayhub.ingest.services import import_job_requeue_stale, import_job_run
 from replayhub.models import ImportJob, Run
 from tests.conftest import wait_for
-from tests.records import (
-    EXAMPLE,
-    jsonl,
-    line,
-    make_project,
-    project_repo,
-    record,
-)
+from tests.factories import make_git_project
+from tests.gitrepos import project_repo
+from tests.records import EXAMPLE, jsonl, line, record
 
 URL = "runs_upload"
 
@@ -45,7 +40,7 @@ def test_anonymous_visitors_are_sent_to_the_login_page(client, db):
     ("role", "expected"),
     [("reviewer", 403), ("lead", 403), ("nobody", 403), ("admin_user", 200)],
 )
-def test_only_admins_may_upload(client, request, project, role, expected):
+def test_only_admins_may_upload(client, request, git_project, role, expected):
     client.force_login(request.getfixturevalue(role))
     assert client.get(reverse(URL)).status_code == expected
     posted = upload(client, jsonl(record()))
@@ -53,7 +48,9 @@ def test_only_admins_may_upload(client, request, project, role, expected):
     assert Run.objects.exists() is (expected == 200)
 
 
-def test_the_example_file_uploads_and_the_summary_is_shown(client, admin_user, project):
+def test_the_example_file_uploads_and_the_summary_is_shown(
+    client, admin_user, git_project
+):
     client.force_login(admin_user)
 
     response = upload(client, EXAMPLE.read_bytes(), name="runs.jsonl")
@@ -67,7 +64,7 @@ def test_the_example_file_uploads_and_the_summary_is_shown(client, admin_user, p
     assert '<th scope="row">Duplicates</th><td>4</td>' in again
 
 
-def test_record_content_in_the_summary_is_escaped(client, admin_user, project):
+def test_record_content_in_the_summary_is_escaped(client, admin_user, git_project):
     client.force_login(admin_user)
     script = "<script>alert(1)</script>"
     upload(client, jsonl(record(1, external_id=script)))
@@ -82,7 +79,7 @@ def test_record_content_in_the_summary_is_escaped(client, admin_user, project):
 
 
 def test_invalid_lines_are_listed_and_the_valid_lines_imported(
-    client, admin_user, project
+    client, admin_user, git_project
 ):
     client.force_login(admin_user)
     data = line(record(1)) + b"{oops\n" + line(record(3))
@@ -94,7 +91,7 @@ def test_invalid_lines_are_listed_and_the_valid_lines_imported(
     assert Run.objects.count() == 2
 
 
-def test_the_upload_needs_the_csrf_token(admin_user, project):
+def test_the_upload_needs_the_csrf_token(admin_user, git_project):
     client = Client(enforce_csrf_checks=True)
     client.force_login(admin_user)
     assert upload(client, jsonl(record())).status_code == 403
@@ -103,7 +100,7 @@ def test_the_upload_needs_the_csrf_token(admin_user, project):
 
 @pytest.mark.parametrize("records", [2, 2000], ids=["by-file-size", "by-body-size"])
 def test_a_file_above_the_limit_is_refused_with_413(
-    client, admin_user, project, settings, records
+    client, admin_user, git_project, settings, records
 ):
     settings.REPLAYHUB_UPLOAD_MAX_BYTES = 100
     client.force_login(admin_user)
@@ -113,7 +110,7 @@ def test_a_file_above_the_limit_is_refused_with_413(
     assert not Run.objects.exists()
 
 
-def test_an_unknown_project_is_a_form_error(client, admin_user, project):
+def test_an_unknown_project_is_a_form_error(client, admin_user, git_project):
     client.force_login(admin_user)
     response = upload(client, jsonl(record()), project="nope")
     assert response.status_code == 400
@@ -124,7 +121,7 @@ def test_an_unknown_project_is_a_form_error(client, admin_user, project):
 
 
 def test_a_large_file_is_imported_by_a_job_whose_page_shows_progress_then_summary(
-    client, admin_user, project, settings
+    client, admin_user, git_project, settings
 ):
     settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 1000
     client.force_login(admin_user)
@@ -155,10 +152,10 @@ def test_a_large_file_is_imported_by_a_job_whose_page_shows_progress_then_summar
     assert Run.objects.count() == 5
 
 
-def test_a_job_whose_file_is_gone_fails_with_a_reason(client, admin_user, project):
+def test_a_job_whose_file_is_gone_fails_with_a_reason(client, admin_user, git_project):
     client.force_login(admin_user)
     job = ImportJob.objects.create(
-        project=project, filename="runs.jsonl", size_bytes=10, path="/nonexistent/x"
+        project=git_project, filename="runs.jsonl", size_bytes=10, path="/nonexistent/x"
     )
 
     import_job_run(job_id=job.pk)
@@ -176,7 +173,7 @@ def test_a_job_is_imported_by_a_real_worker(
     celery_worker, admin_user, transactional_db, settings, tmp_path
 ):
     settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 100
-    make_project(project_repo(tmp_path))
+    make_git_project(project_repo(tmp_path))
     client = Client()
     client.force_login(admin_user)
 
@@ -191,9 +188,9 @@ def test_a_job_is_imported_by_a_real_worker(
     assert Run.objects.count() == 3
 
 
-def test_only_admins_may_see_an_import_job(client, reviewer, project):
+def test_only_admins_may_see_an_import_job(client, reviewer, git_project):
     job = ImportJob.objects.create(
-        project=project, filename="runs.jsonl", size_bytes=10, path="/x"
+        project=git_project, filename="runs.jsonl", size_bytes=10, path="/x"
     )
     client.force_login(reviewer)
     assert client.get(reverse("runs_upload_job", args=[job.pk])).status_code == 403
@@ -213,9 +210,9 @@ def saved_job(project, tmp_path, status, silent_for, data=None):
 
 
 def test_a_job_a_live_worker_is_importing_is_left_alone_by_a_second_delivery(
-    project, tmp_path
+    git_project, tmp_path
 ):
-    job = saved_job(project, tmp_path, "importing", timedelta(seconds=5))
+    job = saved_job(git_project, tmp_path, "importing", timedelta(seconds=5))
 
     import_job_run(job_id=job.pk)
 
@@ -225,11 +222,11 @@ def test_a_job_a_live_worker_is_importing_is_left_alone_by_a_second_delivery(
 
 
 def test_a_queued_job_is_queued_again_once_a_period_while_no_worker_takes_it(
-    project, tmp_path, settings
+    git_project, tmp_path, settings
 ):
     settings.REPLAYHUB_IMPORT_STALE_SECONDS = 600
-    job = saved_job(project, tmp_path, "queued", timedelta(hours=1))
-    fresh = saved_job(project, tmp_path, "queued", timedelta(seconds=5))
+    job = saved_job(git_project, tmp_path, "queued", timedelta(hours=1))
+    fresh = saved_job(git_project, tmp_path, "queued", timedelta(seconds=5))
 
     assert import_job_requeue_stale() == 1
     assert import_job_requeue_stale() == 0  # moved on: not again before a period
@@ -241,7 +238,7 @@ def test_a_queued_job_is_queued_again_once_a_period_while_no_worker_takes_it(
 def test_a_job_whose_worker_went_silent_is_finished_by_another_worker(
     celery_worker, transactional_db, tmp_path
 ):
-    project = make_project(project_repo(tmp_path))
+    project = make_git_project(project_repo(tmp_path))
     job = saved_job(project, tmp_path, "importing", timedelta(hours=1))
 
     assert import_job_requeue_stale() == 1
@@ -253,21 +250,21 @@ def test_a_job_whose_worker_went_silent_is_finished_by_another_worker(
     assert not Path(job.path).exists()
 
 
-def test_a_json_error_reads_as_one_sentence(client, admin_user, project):
+def test_a_json_error_reads_as_one_sentence(client, admin_user, git_project):
     client.force_login(admin_user)
     html = upload(client, b'{"external_id": "x\n').content.decode()
     assert "Unterminated string starting at column 17" in html
     assert "at at" not in html
 
 
-def test_an_empty_file_says_it_was_empty(client, admin_user, project):
+def test_an_empty_file_says_it_was_empty(client, admin_user, git_project):
     client.force_login(admin_user)
     html = upload(client, b"").content.decode()
     assert "The file held no records: nothing was imported." in html
 
 
 def test_when_nothing_was_imported_the_invalid_lines_do_not_claim_otherwise(
-    client, admin_user, project
+    client, admin_user, git_project
 ):
     client.force_login(admin_user)
     html = upload(client, b"{oops\nnot json either\n").content.decode()
@@ -277,7 +274,7 @@ def test_when_nothing_was_imported_the_invalid_lines_do_not_claim_otherwise(
     assert "(not imported; the other lines were)" in mixed
 
 
-def test_the_summary_links_to_the_runs_it_imported(client, admin_user, project):
+def test_the_summary_links_to_the_runs_it_imported(client, admin_user, git_project):
     client.force_login(admin_user)
     upload(client, jsonl(record(1)))
     response = upload(client, line(record(2)) + line(record(3)))
