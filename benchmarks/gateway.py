@@ -2,7 +2,7 @@
 upstream, in the same run.
 
 The upstream is the tests' local fake of both provider APIs
-(``tests/gateway/upstream.py``) on 127.0.0.1; the floor is the agent calling
+(``replayhub/demo/model_api.py``) on 127.0.0.1; the floor is the agent calling
 it directly over a kept-alive TCP connection, the figure the same agent calling
 through the gateway's unix socket over a kept-alive connection (the gateway
 keeps its own upstream connections alive too). Direct and gateway calls

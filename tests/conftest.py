@@ -1,4 +1,5 @@
-"""Shared fixtures: personas, a real Celery worker, the services switch."""
+"""Shared fixtures: personas, a real Celery worker, the services switch, and the
+projects, repositories and stand-ins the tests of several packages use."""
 
 from __future__ import annotations
 
@@ -6,19 +7,33 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
 
 from replayhub import roles
+from replayhub.demo.calculator import GOOD
+from replayhub.demo.model_api import StandInProvider
+from replayhub.models import Project, Provider, Run
+from tests.factories import (
+    make_calc_project,
+    make_git_project,
+    make_rollout_project,
+    make_text_run,
+    make_user,
+)
+from tests.gitrepos import project_repo
+from tests.harness import make_environment_repo
+from tests.scripted import make_project_repo, original_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 # The demo's stand-in model key, set before any worker starts so that the
 # workers hold it the way they hold a provider's key.
-os.environ.setdefault("REPLAYHUB_DEMO_MODEL_KEY", "demo-key-for-the-tests")
+DEMO_KEY_ENV = "REPLAYHUB_DEMO_MODEL_KEY"
+os.environ.setdefault(DEMO_KEY_ENV, "demo-key-for-the-tests")
 REQUIRE_SERVICES = os.environ.get("REPLAYHUB_REQUIRE_SERVICES") == "1"
 
 
@@ -26,18 +41,6 @@ def pytest_report_header(config):
     db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
     broker = settings.CELERY_BROKER_URL.split("://", 1)[0]
     return f"replayhub: database={db} broker={broker} var={settings.VAR_DIR}"
-
-
-def make_user(username: str, role: str | None) -> User:
-    if role and not Group.objects.filter(name=role).exists():
-        # A transactional test flushed the tables the data migration filled.
-        from django.apps import apps
-
-        roles.sync_groups(apps)
-    user = User.objects.create_user(username=username, password="pw-" + username)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 @pytest.fixture
@@ -163,6 +166,21 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):
     pytest.fail(f"condition not met within {timeout} s")
 
 
+def processes_mentioning(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (zombies have none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
 def _need(service: str, present: bool, hint: str) -> None:
     if present:
         return
@@ -197,3 +215,113 @@ def env_cache(settings):
     settings.REPLAYHUB_ENV_CACHE_DIR = root
     yield root
     remove_tree(root)
+
+
+# --- the scripted calculator project, for whole replays in the real sandbox ---
+
+
+@pytest.fixture
+def calc_repo(tmp_path):
+    return make_project_repo(tmp_path)
+
+
+@pytest.fixture
+def calc_project(calc_repo):
+    return make_calc_project(calc_repo)
+
+
+@pytest.fixture
+def calc_base(calc_repo):
+    return calc_repo.rev("main")
+
+
+@pytest.fixture
+def calc_good(calc_repo):
+    return original_commit(calc_repo, GOOD, branch="agent/good")
+
+
+# --- the project native records are imported into, on a real repository ---
+
+
+@pytest.fixture
+def git_repo(tmp_path):
+    return project_repo(tmp_path)
+
+
+@pytest.fixture
+def git_project(db, git_repo):
+    return make_git_project(git_repo)
+
+
+# --- rollout projects ----------------------------------------------------------
+
+
+@pytest.fixture
+def rollout_project(tmp_path):
+    """The rollout environment's project, with its harness, its separate
+    verifier and a pass threshold of 0.5."""
+    return make_rollout_project(
+        make_environment_repo(tmp_path),
+        harness_command=["python3", "harness.py"],
+        verifier_command=["python3", "verifier.py"],
+        pass_threshold=0.5,
+    )
+
+
+@pytest.fixture
+def rl_project(db, tmp_path):
+    """The project a training run's rollout records are imported into."""
+    return Project.objects.create(
+        slug="rl", repo_path=str(tmp_path), rollout_anchor="tool-call"
+    )
+
+
+# --- the text tier: the local stand-in for both provider APIs, the two ---------
+# --- providers registered in front of it, and a recorded run to replay ---------
+
+# The providers' key is the demo's (DEMO_KEY_ENV, set above before any worker
+# starts), so a worker process holds it the way it holds a real provider's key.
+TEXT_PRICES = {
+    "claude-test": {"input": "3", "output": "15"},
+    "gpt-test": {"input": "2", "output": "8"},
+}
+
+
+@pytest.fixture
+def text_settings(settings):
+    settings.REPLAYHUB_TEXT_TIMEOUT_SECONDS = 1
+    settings.REPLAYHUB_TEXT_RETRIES = 2
+    settings.REPLAYHUB_TEXT_BACKOFF_MS = 10
+    return settings
+
+
+@pytest.fixture
+def standin() -> Iterator[StandInProvider]:
+    with StandInProvider(key=os.environ[DEMO_KEY_ENV]) as server:
+        yield server
+
+
+@pytest.fixture
+def providers(db, standin) -> dict[str, Provider]:
+    """``claude`` (anthropic) and ``gpt`` (openai) in front of the stand-in."""
+    return {
+        "claude": Provider.objects.create(
+            name="claude",
+            kind="anthropic",
+            base_url=standin.base_url,
+            key_env=DEMO_KEY_ENV,
+            prices=TEXT_PRICES,
+        ),
+        "gpt": Provider.objects.create(
+            name="gpt",
+            kind="openai",
+            base_url=standin.base_url + "/v1",
+            key_env=DEMO_KEY_ENV,
+            prices=TEXT_PRICES,
+        ),
+    }
+
+
+@pytest.fixture
+def text_run(db) -> Run:
+    return make_text_run()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from replayhub.models import Budget
 from reviews.models import AuditEvent
-from tests.reviews.replays import make_project
+from tests.factories import make_project, make_superuser
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +17,7 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
 ):
     shop = make_project("shop")
     Budget.objects.create(project=shop)
-    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    root = make_superuser()
     page = login(root)
     errors: list = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

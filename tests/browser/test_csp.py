@@ -12,7 +12,6 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
-from django.contrib.auth.models import User
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -25,10 +24,16 @@ from replayhub.models import (
     Run,
     TestOutcome,
 )
-from tests.ingest.records import EXAMPLE, project_repo
-from tests.ingest.records import make_project as make_git_project
-from tests.reviews.replays import DIFF, make_project, make_replay
-from tests.trends import data
+from tests.factories import (
+    DIFF,
+    make_git_project,
+    make_project,
+    make_replay,
+    make_superuser,
+)
+from tests.gitrepos import project_repo
+from tests.records import EXAMPLE
+from tests.reviews.trends import data
 
 pytestmark = pytest.mark.browser
 
@@ -272,8 +277,8 @@ def test_a_reviewer_meets_no_violation_on_any_page_or_swap(login, reviewer, scre
 def test_a_lead_meets_no_violation_on_the_trends_budgets_and_projects(
     login, lead, screenshot
 ):
-    data.steady_then_bad(data.project("shop"), LAST_NIGHT)
-    data.steady_then_bad(data.project("billing"), LAST_NIGHT, bad_reason="timeout")
+    data.steady_then_bad(make_project("shop"), LAST_NIGHT)
+    data.steady_then_bad(make_project("billing"), LAST_NIGHT, bad_reason="timeout")
     tonight_with_usage(make_project())
     make_replay(verdict="equivalent")
     page = login(lead)
@@ -308,7 +313,7 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
         lines_read=10,
         imported=8,
     )
-    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    root = make_superuser()
     page = login(root)
     watch = Watch(page)
 

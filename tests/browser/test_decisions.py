@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from replayhub.models import Replay
 from reviews.models import AuditEvent, Claim, Review
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 pytestmark = pytest.mark.browser
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from replayhub.models import Project, Replay, Run
-from tests.ingest.records import EXAMPLE, project_repo
-from tests.ingest.records import make_project as make_git_project
-from tests.reviews.replays import make_replay
+from tests.factories import make_git_project, make_replay, make_superuser
+from tests.gitrepos import project_repo
+from tests.records import EXAMPLE
 
 pytestmark = pytest.mark.browser
 
@@ -20,7 +19,7 @@ def test_an_admin_goes_from_an_upload_to_its_runs_and_replays_one_now(
     login, tmp_path, screenshot
 ):
     shop = make_git_project(project_repo(tmp_path))
-    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    root = make_superuser()
     page = login(root)
     errors: list = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -67,7 +66,7 @@ def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
     login, tmp_path, screenshot
 ):
     repo = project_repo(tmp_path).path
-    root = User.objects.create_superuser("root", "root@example.com", "pw-root")
+    root = make_superuser()
     page = login(root)
     page.goto("/projects/")
     page.get_by_role("link", name="Register a project").click()

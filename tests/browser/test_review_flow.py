@@ -11,8 +11,7 @@ import pytest
 from replayhub.models import Replay
 from reviews.models import AuditEvent, Claim, Review
 from reviews.replay_page import views
-from tests.conftest import make_user
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay, make_user
 
 pytestmark = pytest.mark.browser
 

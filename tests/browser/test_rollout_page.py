@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reviews.test_rollout_detail import (
-    LONG_LOG,
-    ONERROR,
-    SCRIPT,
-    replayed,
-)
-from tests.rollouts.harness import make_environment_repo, make_rollout_project
+from tests.harness import LONG_LOG, ONERROR, SCRIPT, replayed
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def project(tmp_path):
-    return make_rollout_project(
-        make_environment_repo(tmp_path),
-        harness_command=["python3", "harness.py"],
-        verifier_command=["python3", "verifier.py"],
-        pass_threshold=0.5,
-    )
-
-
 def test_a_reviewer_reads_a_rollout_replay_side_by_side(
-    login, reviewer, project, screenshot
+    login, reviewer, rollout_project, screenshot
 ):
-    replay_id = replayed(project, answer=f"Used ROUND_HALF_UP {SCRIPT} {ONERROR}")
+    replay_id = replayed(
+        rollout_project, answer=f"Used ROUND_HALF_UP {SCRIPT} {ONERROR}"
+    )
     page = login(reviewer)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 pytestmark = pytest.mark.browser
 

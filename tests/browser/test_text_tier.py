@@ -10,14 +10,15 @@ from playwright.sync_api import expect
 
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Provider, TextReplay
-from tests.texttier.conftest import KEY_ENV, PRICES, make_run
+from tests.conftest import DEMO_KEY_ENV, TEXT_PRICES
+from tests.factories import make_text_run
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def standin():
-    with StandInProvider(key=os.environ[KEY_ENV]) as server:
+    with StandInProvider(key=os.environ[DEMO_KEY_ENV]) as server:
         yield server
 
 
@@ -28,17 +29,17 @@ def test_an_admin_replays_a_run_as_text_and_reads_it_side_by_side(
         name="gpt",
         kind="openai",
         base_url=standin.base_url + "/v1",
-        key_env=KEY_ENV,
-        prices=PRICES,
+        key_env=DEMO_KEY_ENV,
+        prices=TEXT_PRICES,
     )
     Provider.objects.create(
-        name="claude", kind="anthropic", base_url=standin.base_url, key_env=KEY_ENV
+        name="claude", kind="anthropic", base_url=standin.base_url, key_env=DEMO_KEY_ENV
     )
     standin.replies = [
         "add a retry to the sender <b>now</b>",
         '{"score": 8, "rationale": "Both add the retry; <i>same</i> place."}',
     ]
-    run = make_run(title="Retry webhooks")
+    run = make_text_run(title="Retry webhooks")
     page = login(admin_user)
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -20,8 +20,7 @@ from reviews.models import (
     SecondOpinion,
 )
 from reviews.services import claim_take, review_decide
-from tests.conftest import make_user
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay, make_user
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from reviews.models import Label
 from reviews.services import review_decide
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,8 @@ from datetime import date, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from tests.trends import data
+from tests.factories import make_project
+from tests.reviews.trends import data
 
 pytestmark = pytest.mark.browser
 
@@ -20,9 +21,9 @@ def seed_nights():
     """Twelve weeks of three projects, the last night of "shop" going bad."""
     noise = random.Random(7)
     shop, billing, search = (
-        data.project("shop"),
-        data.project("billing"),
-        data.project("search"),
+        make_project("shop"),
+        make_project("billing"),
+        make_project("search"),
     )
     streams = [
         (shop, "gpt-5", 120, {"timeout": 0.04, "flaky_tests": 0.03, "no_change": 0.01}),

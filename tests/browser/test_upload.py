@@ -9,7 +9,9 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Run
-from tests.ingest.records import EXAMPLE, jsonl, make_project, project_repo, record
+from tests.factories import make_git_project
+from tests.gitrepos import project_repo
+from tests.records import EXAMPLE, jsonl, record
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +34,7 @@ def submit(page, path):
 
 @pytest.fixture
 def shop(tmp_path):
-    return make_project(project_repo(tmp_path))
+    return make_git_project(project_repo(tmp_path))
 
 
 def test_an_upload_shows_its_progress_then_the_summary_in_place(

@@ -61,6 +61,13 @@ MAX_LINES = 800
 MAX_TOP_LEVEL = {"replayhub": 16, "reviews": 12}
 # Modules whose size is the data they hold, not code to read.
 SIZE_EXEMPT = ("/migrations/",)
+# Test directories that are kinds of test, not packages: whole pages in a real
+# browser, and the benchmarks' quick runs (which mirror benchmarks/).
+TEST_KINDS = {"browser", "benchmarks"}
+# Packages Django gives the domain: commands are tested with what they call.
+DJANGO_PACKAGES = {"management", "migrations"}
+# Domain packages tested only whole, and where.
+TESTED_WHOLE = {"demo": "tests/browser/test_demo.py"}
 
 
 def module_name(path: Path) -> str:
@@ -340,6 +347,37 @@ def test_no_module_is_over_the_size_limit():
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert too_long == {}
+
+
+def packages(app: str) -> set[str]:
+    """The names of ``app``'s packages that hold code."""
+    return {
+        init.parent.name
+        for init in (ROOT / app).glob("*/__init__.py")
+        if any(ast.parse(path.read_text()).body for path in init.parent.rglob("*.py"))
+    }
+
+
+def test_the_tests_mirror_the_packages():
+    tests = ROOT / "tests"
+    # A directory of test modules; fixture data folders hold none.
+    directories = {
+        path.parent.relative_to(tests).as_posix()
+        for path in tests.rglob("*.py")
+        if path.parent != tests
+    }
+    assert {"core", "reviews", "replay", "reviews/views"} <= directories
+    mirrors = {
+        "core",
+        "reviews",
+        *TEST_KINDS,
+        *packages("replayhub"),
+        *(f"reviews/{name}" for name in packages("reviews")),
+    }
+    assert directories - mirrors == set()
+    domain = packages("replayhub") - DJANGO_PACKAGES
+    assert domain - directories == set(TESTED_WHOLE)
+    assert all((ROOT / path).exists() for path in TESTED_WHOLE.values())
 
 
 def test_mypy_checks_both_apps_whole():

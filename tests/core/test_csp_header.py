@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from django.contrib import admin
-from django.contrib.auth.models import User
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from replayhub.models import (
@@ -23,7 +22,7 @@ from replayhub.models import (
     TextSuite,
     WorkerCheck,
 )
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay, make_superuser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,9 +159,7 @@ def kwargs_for(name: str, arguments: tuple[str, ...], seeded: dict) -> dict:
 
 
 def test_every_page_answers_with_the_policy_for_a_logged_in_admin(client, seeded):
-    client.force_login(
-        User.objects.create_superuser("root", "root@example.com", "pw-root")
-    )
+    client.force_login(make_superuser())
     rendered, seen = set(), []
     for name, arguments in walk(get_resolver()):
         url = reverse(name, kwargs=kwargs_for(name, arguments, seeded))

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from replayhub.models import Project
+from tests.factories import make_superuser
 
 
 @pytest.fixture
@@ -389,10 +390,9 @@ def test_the_admin_form_refuses_a_floating_root_image_and_a_bad_setup_command(db
 
 
 def test_the_admin_edits_the_setup_phase_and_refuses_a_bad_one(db, repo, client):
-    from django.contrib.auth.models import User
     from django.urls import reverse
 
-    client.force_login(User.objects.create_superuser("root", password="pw-root"))
+    client.force_login(make_superuser(email=""))
     add("shop", repo)
     project = Project.objects.get()
     url = reverse("admin:replayhub_project_change", args=[project.pk])
@@ -430,10 +430,9 @@ def test_the_admin_edits_the_setup_phase_and_refuses_a_bad_one(db, repo, client)
 def test_the_admin_warns_when_a_rollout_project_is_saved_without_a_verifier(
     db, repo, client
 ):
-    from django.contrib.auth.models import User
     from django.urls import reverse
 
-    client.force_login(User.objects.create_superuser("root", password="pw-root"))
+    client.force_login(make_superuser(email=""))
     add("shop", repo)
     project = Project.objects.get()
     url = reverse("admin:replayhub_project_change", args=[project.pk])

@@ -15,7 +15,7 @@ from replayhub.ingest.native import (
     check_record,
     parse_line,
 )
-from tests.ingest.records import record
+from tests.records import record
 
 LIMIT = 1024
 

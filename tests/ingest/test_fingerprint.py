@@ -17,7 +17,7 @@ import pytest
 
 from replayhub.ingest.native import canonical_json, check_record, stored_part
 from replayhub.ingest.native import parse_line as parse
-from tests.ingest.records import record
+from tests.records import record
 
 KNOWN_SHA256 = "3ef34750745871c813e6c6a23cc015c792212f3656e58749e3d039a08d4a1283"
 KNOWN_RAW_JSON = (

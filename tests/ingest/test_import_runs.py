@@ -17,7 +17,8 @@ from replayhub.ingest import importer
 from replayhub.management.commands.import_runs import _Status
 from replayhub.models import Preflight, Run
 from tests.conftest import ROOT, child_env
-from tests.ingest.records import EXAMPLE, jsonl, line, make_project, record, write
+from tests.factories import make_git_project
+from tests.records import EXAMPLE, jsonl, line, record, write
 
 SUMMARY_KEYS = {
     "imported",
@@ -52,7 +53,7 @@ def summary_of(*args: str, **kw) -> tuple[int, dict]:
     return status, json.loads(out)
 
 
-def test_the_example_file_imports_every_run_with_its_fields(project):
+def test_the_example_file_imports_every_run_with_its_fields(git_project):
     status, summary = summary_of(str(EXAMPLE), "--no-preflight")
 
     assert status == 0
@@ -66,7 +67,7 @@ def test_the_example_file_imports_every_run_with_its_fields(project):
         "preflight": None,
     }
     run = Run.objects.get(external_id="run-2024-11-03-0001")
-    assert run.project == project
+    assert run.project == git_project
     assert run.title == "Fix rounding in cart totals"
     assert run.model == "claude-sonnet-4-5"
     assert run.base_sha == "3f9c2e1a7b5d4c6e8f0a1b2c3d4e5f6a7b8c9d0e"
@@ -84,7 +85,7 @@ def test_the_example_file_imports_every_run_with_its_fields(project):
 
 
 def test_importing_the_same_file_twice_reports_every_record_as_a_duplicate(
-    project, tmp_path
+    git_project, tmp_path
 ):
     path = write(tmp_path / "runs.jsonl", jsonl(*(record(n) for n in range(1, 6))))
     assert summary_of(str(path), "--project", "shop")[1]["imported"] == 5
@@ -98,7 +99,7 @@ def test_importing_the_same_file_twice_reports_every_record_as_a_duplicate(
 
 
 def test_a_changed_record_with_a_known_external_id_is_a_conflict_and_never_overwrites(
-    project, tmp_path
+    git_project, tmp_path
 ):
     write(tmp_path / "first.jsonl", jsonl(record(1), record(2)))
     summary_of(str(tmp_path / "first.jsonl"), "--project", "shop")
@@ -116,7 +117,7 @@ def test_a_changed_record_with_a_known_external_id_is_a_conflict_and_never_overw
     assert Run.objects.get(external_id="run-0002").prompt == record(2)["prompt"]
 
 
-def test_duplicate_lines_in_one_file_are_stored_once(project, tmp_path):
+def test_duplicate_lines_in_one_file_are_stored_once(git_project, tmp_path):
     changed = record(1, title="Task 1, again but different")
     path = write(
         tmp_path / "runs.jsonl", jsonl(record(1), record(2), record(1), changed)
@@ -131,7 +132,7 @@ def test_duplicate_lines_in_one_file_are_stored_once(project, tmp_path):
 
 
 def test_duplicates_and_conflicts_are_found_across_batches(
-    project, tmp_path, monkeypatch
+    git_project, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 3)
     values = [record(n) for n in range(1, 8)]
@@ -148,7 +149,9 @@ def test_duplicates_and_conflicts_are_found_across_batches(
     assert Run.objects.count() == 8
 
 
-def test_a_truncated_last_line_is_invalid_and_the_rest_is_imported(project, tmp_path):
+def test_a_truncated_last_line_is_invalid_and_the_rest_is_imported(
+    git_project, tmp_path
+):
     cut = line(record(3))[:40]
     path = write(tmp_path / "runs.jsonl", jsonl(record(1), record(2)) + cut)
 
@@ -162,14 +165,14 @@ def test_a_truncated_last_line_is_invalid_and_the_rest_is_imported(project, tmp_
 
 
 def test_a_last_line_without_a_newline_is_imported_when_it_is_complete(
-    project, tmp_path
+    git_project, tmp_path
 ):
     path = write(tmp_path / "runs.jsonl", jsonl(record(1)) + line(record(2))[:-1])
     assert summary_of(str(path), "--project", "shop")[1]["imported"] == 2
 
 
 def test_an_invalid_utf8_line_is_reported_and_the_others_are_imported(
-    project, tmp_path
+    git_project, tmp_path
 ):
     bad = line(record(2)).replace(b"Fix bug", b"Fix \xff\xfe bug")
     path = write(tmp_path / "runs.jsonl", line(record(1)) + bad + line(record(3)))
@@ -182,7 +185,7 @@ def test_an_invalid_utf8_line_is_reported_and_the_others_are_imported(
     assert summary["invalid"][0]["error"].startswith("not valid UTF-8")
 
 
-def test_every_kind_of_bad_line_is_reported_by_line_and_field(project, tmp_path):
+def test_every_kind_of_bad_line_is_reported_by_line_and_field(git_project, tmp_path):
     lines = [
         line(record(1)),
         b"[1, 2, 3]\n",
@@ -216,7 +219,7 @@ def test_every_kind_of_bad_line_is_reported_by_line_and_field(project, tmp_path)
     assert summary["invalid_total"] == 7
 
 
-def test_a_record_naming_an_unknown_project_is_invalid(project, tmp_path):
+def test_a_record_naming_an_unknown_project_is_invalid(git_project, tmp_path):
     path = write(
         tmp_path / "runs.jsonl",
         jsonl(record(1, project="shop"), record(2, project="nope")),
@@ -231,8 +234,8 @@ def test_a_record_naming_an_unknown_project_is_invalid(project, tmp_path):
     ]
 
 
-def test_records_can_name_several_projects(project, repo, tmp_path):
-    make_project(repo, slug="billing")
+def test_records_can_name_several_projects(git_project, git_repo, tmp_path):
+    make_git_project(git_repo, slug="billing")
     path = write(
         tmp_path / "runs.jsonl",
         jsonl(record(1, project="shop"), record(1, project="billing")),
@@ -245,7 +248,7 @@ def test_records_can_name_several_projects(project, repo, tmp_path):
 
 
 def test_a_line_over_the_record_size_limit_is_invalid_and_the_next_line_imports(
-    project, tmp_path, settings
+    git_project, tmp_path, settings
 ):
     settings.REPLAYHUB_MAX_RECORD_BYTES = 2000
     huge = line(record(2, output="o" * 5000))
@@ -260,7 +263,7 @@ def test_a_line_over_the_record_size_limit_is_invalid_and_the_next_line_imports(
     ]
 
 
-def test_html_and_sql_looking_content_is_stored_verbatim(project, tmp_path):
+def test_html_and_sql_looking_content_is_stored_verbatim(git_project, tmp_path):
     nasty = "<script>alert('x')</script>\"; DROP TABLE replayhub_run; --"
     value = record(1, title=nasty, prompt=nasty, output=nasty, external_id=nasty)
     write(tmp_path / "runs.jsonl", jsonl(value))
@@ -272,7 +275,7 @@ def test_html_and_sql_looking_content_is_stored_verbatim(project, tmp_path):
     assert run.record == value
 
 
-def test_unknown_keys_are_kept_in_the_raw_record(project, tmp_path):
+def test_unknown_keys_are_kept_in_the_raw_record(git_project, tmp_path):
     value = record(1, platform={"job": 88412}, tags=["nightly", "canary"])
     write(tmp_path / "runs.jsonl", jsonl(value))
     summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")
@@ -283,7 +286,7 @@ def test_unknown_keys_are_kept_in_the_raw_record(project, tmp_path):
     "output", ["Done.", "", None, "absent"], ids=["text", "empty", "null", "absent"]
 )
 def test_the_prompt_and_output_are_stored_once_and_the_record_reads_back_whole(
-    project, tmp_path, output
+    git_project, tmp_path, output
 ):
     value = record(1, prompt="Fix the cart.\n" * 50)
     if output == "absent":
@@ -305,7 +308,7 @@ def test_the_prompt_and_output_are_stored_once_and_the_record_reads_back_whole(
 
 
 def test_text_that_copy_formats_treat_specially_comes_back_byte_for_byte(
-    project, tmp_path
+    git_project, tmp_path
 ):
     # Tabs, newlines and backslashes delimit and escape COPY's text format; \\N
     # is its null. The run table is written with binary COPY on PostgreSQL.
@@ -328,7 +331,7 @@ def test_text_that_copy_formats_treat_specially_comes_back_byte_for_byte(
 
 
 def test_the_admin_shows_the_record_as_received_escaped(
-    client, admin_user, project, tmp_path
+    client, admin_user, git_project, tmp_path
 ):
     value = record(1, prompt="<script>alert(1)</script>", platform={"job": "<b>7</b>"})
     write(tmp_path / "runs.jsonl", jsonl(value))
@@ -355,7 +358,7 @@ class Terminal(io.StringIO):
 
 
 def test_a_long_import_shows_its_progress_on_a_terminal_and_only_there(
-    project, tmp_path, monkeypatch
+    git_project, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 4)
     monkeypatch.setattr(_Status, "INTERVAL", 0)
@@ -380,19 +383,19 @@ def test_a_long_import_shows_its_progress_on_a_terminal_and_only_there(
     assert piped.getvalue() == ""
 
 
-def test_standard_input_is_read_with_a_dash(project):
+def test_standard_input_is_read_with_a_dash(git_project):
     status, summary = summary_of("-", "--project", "shop", stdin=jsonl(record(1)))
     assert (status, summary["imported"]) == (0, 1)
 
 
-def test_the_json_output_is_exactly_the_summary_object(project, tmp_path):
+def test_the_json_output_is_exactly_the_summary_object(git_project, tmp_path):
     path = write(tmp_path / "runs.jsonl", jsonl(record(1)) + b"{bad\n")
     status, out = import_runs(str(path), "--project", "shop", "--json")
     assert status == 1
     assert set(json.loads(out)) == SUMMARY_KEYS
 
 
-def test_the_human_output_is_a_short_table_with_the_problems(project, tmp_path):
+def test_the_human_output_is_a_short_table_with_the_problems(git_project, tmp_path):
     odd = 'run-0001"\u202e'  # a quote and a right-to-left override
     write(tmp_path / "first.jsonl", jsonl(record(1, external_id=odd)))
     import_runs(str(tmp_path / "first.jsonl"), "--project", "shop")
@@ -414,7 +417,7 @@ def test_the_human_output_is_a_short_table_with_the_problems(project, tmp_path):
     ]
 
 
-def test_an_unknown_project_is_a_usage_error(project, tmp_path):
+def test_an_unknown_project_is_a_usage_error(git_project, tmp_path):
     path = write(tmp_path / "runs.jsonl", jsonl(record(1)))
     with pytest.raises(CommandError, match="there is no project 'nope'") as caught:
         call_command("import_runs", str(path), "--project", "nope")
@@ -422,7 +425,7 @@ def test_an_unknown_project_is_a_usage_error(project, tmp_path):
     assert not Run.objects.exists()
 
 
-def test_an_unreadable_file_is_a_usage_error(project, tmp_path):
+def test_an_unreadable_file_is_a_usage_error(git_project, tmp_path):
     with pytest.raises(CommandError, match="cannot read") as caught:
         call_command("import_runs", str(tmp_path / "missing.jsonl"))
     assert caught.value.returncode == 2
@@ -433,9 +436,9 @@ def test_an_unreadable_file_is_a_usage_error(project, tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_exit_status_is_1_for_an_invalid_line_and_2_for_a_usage_error(
-    repo, tmp_path
+    git_repo, tmp_path
 ):
-    make_project(repo)
+    make_git_project(git_repo)
     path = write(tmp_path / "runs.jsonl", jsonl(record(1)) + b"[]\n")
 
     def run(*args):
@@ -459,10 +462,10 @@ def test_the_exit_status_is_1_for_an_invalid_line_and_2_for_a_usage_error(
 
 @pytest.mark.django_db(transaction=True)
 def test_two_imports_of_the_same_file_at_once_store_each_run_once(
-    repo, tmp_path, monkeypatch
+    git_repo, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 20)
-    project = make_project(repo)
+    project = make_git_project(git_repo)
     data = jsonl(*(record(n) for n in range(200)))
     results = []
 
@@ -488,7 +491,9 @@ def test_two_imports_of_the_same_file_at_once_store_each_run_once(
     assert Run.objects.count() == 200
 
 
-def test_a_record_without_a_project_needs_one_on_the_command_line(project, tmp_path):
+def test_a_record_without_a_project_needs_one_on_the_command_line(
+    git_project, tmp_path
+):
     path = write(tmp_path / "runs.jsonl", jsonl(record(1)))
     status, summary = summary_of(str(path))
     assert status == 1
@@ -497,7 +502,7 @@ def test_a_record_without_a_project_needs_one_on_the_command_line(project, tmp_p
 
 @pytest.mark.parametrize("batch", [1000, 2], ids=["one-batch", "batches"])
 def test_a_file_repeating_stored_records_and_its_own_is_counted_exactly(
-    project, tmp_path, monkeypatch, batch
+    git_project, tmp_path, monkeypatch, batch
 ):
     # Batches written whole until one repeats a record, then looked up.
     monkeypatch.setattr(importer, "BATCH_SIZE", batch)
@@ -540,10 +545,10 @@ def another_import(project, *values) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("batch", [1000, 1], ids=["in-line", "writer-thread"])
 def test_a_batch_written_whole_after_another_import_stored_a_record_is_classified(
-    repo, monkeypatch, require_postgres, batch
+    git_repo, monkeypatch, require_postgres, batch
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", batch)
-    project = make_project(repo)
+    project = make_git_project(git_repo)
     real_write = importer._write
     raced = []
 
@@ -568,10 +573,10 @@ def test_a_batch_written_whole_after_another_import_stored_a_record_is_classifie
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("batch", [1000, 2], ids=["in-line", "writer-thread"])
 def test_a_batch_that_collides_with_another_import_is_classified_again(
-    repo, monkeypatch, require_postgres, batch
+    git_repo, monkeypatch, require_postgres, batch
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", batch)
-    project = make_project(repo)
+    project = make_git_project(git_repo)
     real_classify = importer._classify
     raced = []
 
@@ -597,10 +602,10 @@ def test_a_batch_that_collides_with_another_import_is_classified_again(
 
 @pytest.mark.django_db(transaction=True)
 def test_on_postgresql_batches_are_stored_by_a_writer_thread_with_the_same_result(
-    repo, monkeypatch, require_postgres
+    git_repo, monkeypatch, require_postgres
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 3)
-    project = make_project(repo)
+    project = make_git_project(git_repo)
     stored_by = set()
     real_write = importer._write
 
@@ -630,10 +635,10 @@ def test_on_postgresql_batches_are_stored_by_a_writer_thread_with_the_same_resul
 
 @pytest.mark.django_db(transaction=True)
 def test_an_error_on_the_writer_thread_reaches_the_caller_and_keeps_whole_batches(
-    repo, monkeypatch, require_postgres
+    git_repo, monkeypatch, require_postgres
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 2)
-    project = make_project(repo)
+    project = make_git_project(git_repo)
     real_write = importer._write
     calls = []
 

@@ -17,7 +17,7 @@ from replayhub.ingest.native import (
     stored_part,
     whole_record,
 )
-from tests.ingest.records import record
+from tests.records import record
 
 LIMIT = 1024
 

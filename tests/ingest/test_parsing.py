@@ -11,7 +11,8 @@ import pytest
 
 from replayhub.ingest import importer, parsing, rows
 from replayhub.models import Run
-from tests.ingest.records import jsonl, make_project, record
+from tests.factories import make_git_project
+from tests.records import jsonl, record
 
 # Every column a record fills, compared row by row.
 COLUMNS = (
@@ -49,7 +50,7 @@ def stored(project) -> list[tuple]:
 
 @pytest.mark.django_db(transaction=True)
 def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
-    repo, monkeypatch, require_postgres
+    git_repo, monkeypatch, require_postgres
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 3)
     started = []
@@ -60,7 +61,10 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
             started.extend(self.processes)
 
     monkeypatch.setattr(importer, "ParserProcess", Recorded)
-    in_line, apart = make_project(repo, "inline"), make_project(repo, "apart")
+    in_line, apart = (
+        make_git_project(git_repo, "inline"),
+        make_git_project(git_repo, "apart"),
+    )
 
     monkeypatch.setattr(importer, "PARSER_PROCESS", False)
     expected = importer.import_stream(chunks=[lines()], project=in_line)
@@ -87,10 +91,10 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_failure_in_the_parsing_process_reaches_the_caller_and_keeps_whole_batches(
-    repo, monkeypatch, require_postgres
+    git_repo, monkeypatch, require_postgres
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 2)
-    project = make_project(repo)
+    project = make_git_project(git_repo)
     real_read = parsing.read_batch
 
     def read_batch(batch, **kw):

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from replayhub.ingest.preflight import preflight_pending, preflight_runs
 from replayhub.models import Preflight, Run
 from replayhub.replay.provenance import NO_ORIGINAL
-from tests.ingest.records import PINNED, jsonl, record, write
+from tests.records import PINNED, jsonl, record, write
 
 
 def import_file(tmp_path, *values, options=()):
@@ -30,9 +30,9 @@ def agent_commit(repo, name="agent/fix"):
 
 
 def test_a_run_whose_original_commit_is_in_the_repository_is_ready(
-    project, repo, tmp_path
+    git_project, git_repo, tmp_path
 ):
-    base, original = agent_commit(repo)
+    base, original = agent_commit(git_repo)
 
     summary = import_file(tmp_path, record(1, base_sha=base, original_commit=original))
 
@@ -53,9 +53,9 @@ def test_a_run_whose_original_commit_is_in_the_repository_is_ready(
 
 
 def test_a_short_original_sha_is_resolved_and_the_base_inferred(
-    project, repo, tmp_path
+    git_project, git_repo, tmp_path
 ):
-    base, original = agent_commit(repo)
+    base, original = agent_commit(git_repo)
 
     import_file(tmp_path, record(1, original_commit=original[:10], drop=["base_sha"]))
 
@@ -67,7 +67,7 @@ def test_a_short_original_sha_is_resolved_and_the_base_inferred(
 
 
 def test_a_run_without_an_original_commit_is_unreproducible_as_ran_on_the_host(
-    project, tmp_path
+    git_project, tmp_path
 ):
     import_file(tmp_path, record(1, original_commit=None))
 
@@ -79,7 +79,7 @@ def test_a_run_without_an_original_commit_is_unreproducible_as_ran_on_the_host(
 
 
 def test_a_run_whose_original_commit_is_missing_from_the_repository_is_unreproducible(
-    project, tmp_path
+    git_project, tmp_path
 ):
     missing = "0123456789abcdef0123456789abcdef01234567"
 
@@ -94,9 +94,9 @@ def test_a_run_whose_original_commit_is_missing_from_the_repository_is_unreprodu
 
 
 def test_a_floating_image_and_config_drift_are_warnings_not_refusals(
-    project, repo, tmp_path
+    git_project, git_repo, tmp_path
 ):
-    base, original = agent_commit(repo)
+    base, original = agent_commit(git_repo)
     value = record(
         1,
         base_sha=base,
@@ -113,8 +113,10 @@ def test_a_floating_image_and_config_drift_are_warnings_not_refusals(
     assert "configuration drifted" in warnings
 
 
-def test_no_preflight_leaves_runs_pending_until_preflight_only(project, repo, tmp_path):
-    base, original = agent_commit(repo)
+def test_no_preflight_leaves_runs_pending_until_preflight_only(
+    git_project, git_repo, tmp_path
+):
+    base, original = agent_commit(git_repo)
     values = [
         record(1, base_sha=base, original_commit=original),
         record(2, original_commit=None),
@@ -134,9 +136,11 @@ def test_no_preflight_leaves_runs_pending_until_preflight_only(project, repo, tm
     }
 
 
-def test_an_unreadable_repository_leaves_runs_pending_and_says_why(project, tmp_path):
-    project.repo_path = str(tmp_path / "gone")
-    project.save()
+def test_an_unreadable_repository_leaves_runs_pending_and_says_why(
+    git_project, tmp_path
+):
+    git_project.repo_path = str(tmp_path / "gone")
+    git_project.save()
 
     summary = import_file(tmp_path, record(1))
 
@@ -150,9 +154,9 @@ def test_an_unreadable_repository_leaves_runs_pending_and_says_why(project, tmp_
 
 
 def test_runs_with_the_same_inputs_share_one_resolution_and_all_get_it(
-    project, repo, tmp_path
+    git_project, git_repo, tmp_path
 ):
-    _, original = agent_commit(repo)
+    _, original = agent_commit(git_repo)
     values = [record(n, original_commit=original, drop=["base_sha"]) for n in range(5)]
     import_file(tmp_path, *values, options=["--no-preflight"])
 
@@ -166,11 +170,11 @@ def test_runs_with_the_same_inputs_share_one_resolution_and_all_get_it(
     assert len(snapshots) == 1
 
 
-def test_preflight_pending_stops_at_its_limit_oldest_first(project, tmp_path):
+def test_preflight_pending_stops_at_its_limit_oldest_first(git_project, tmp_path):
     values = [record(n, original_commit=None) for n in range(1, 6)]
     import_file(tmp_path, *values, options=["--no-preflight"])
 
-    result = preflight_pending(project_ids=[project.pk], limit=2)
+    result = preflight_pending(project_ids=[git_project.pk], limit=2)
 
     assert (result.unreproducible, result.pending) == (2, 3)
     done = Run.objects.exclude(preflight=Preflight.PENDING)
@@ -180,13 +184,15 @@ def test_preflight_pending_stops_at_its_limit_oldest_first(project, tmp_path):
     ]
 
 
-def test_preflight_refreshes_a_run_once_its_commit_arrives(project, repo, tmp_path):
+def test_preflight_refreshes_a_run_once_its_commit_arrives(
+    git_project, git_repo, tmp_path
+):
     value = record(1, original_commit="f" * 40)
     import_file(tmp_path, value)
     run = Run.objects.get()
     assert run.preflight == Preflight.UNREPRODUCIBLE
 
-    _, original = agent_commit(repo)
+    _, original = agent_commit(git_repo)
     Run.objects.filter(pk=run.pk).update(original_commit=original)
     preflight_runs(run_ids=[run.pk])
 

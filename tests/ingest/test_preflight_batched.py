@@ -15,8 +15,9 @@ from replayhub.ingest import preflight
 from replayhub.ingest.preflight import preflight_pending, preflight_runs
 from replayhub.models import Preflight, Run
 from replayhub.replay.provenance import resolve_provenance
-from tests.engine.gitrepos import make_repo
-from tests.ingest.records import PINNED, make_project
+from tests.factories import make_git_project
+from tests.gitrepos import make_repo
+from tests.records import PINNED
 
 
 def build_history(tmp_path):
@@ -143,7 +144,7 @@ def test_batched_preflight_stores_what_one_run_at_a_time_stores(
     db, tmp_path, default_branch
 ):
     repo, commits = build_history(tmp_path)
-    project = make_project(repo, default_branch=default_branch)
+    project = make_git_project(repo, default_branch=default_branch)
     seed_runs(project, commits)
 
     each = preflight_pending(project_ids=[project.pk], batched=False)
@@ -166,7 +167,7 @@ def test_batched_preflight_stores_what_one_run_at_a_time_stores(
 def test_batched_preflight_on_a_detached_head_matches_too(db, tmp_path):
     repo, commits = build_history(tmp_path)
     repo.git("checkout", "--quiet", "--detach", commits["fork"])
-    project = make_project(repo)
+    project = make_git_project(repo)
     seed_runs(project, commits)
 
     preflight_pending(project_ids=[project.pk], batched=False)
@@ -193,7 +194,7 @@ def test_a_stored_provenance_is_the_dataclass_whole(tmp_path):
 def test_batched_preflight_matches_across_many_chunks(db, tmp_path, monkeypatch):
     """Each chunk's git passes are made while the chunk before is resolved."""
     repo, commits = build_history(tmp_path)
-    project = make_project(repo)
+    project = make_git_project(repo)
     seed_runs(project, commits)
     preflight_pending(project_ids=[project.pk], batched=False)
     one_by_one = outcomes()
@@ -221,7 +222,7 @@ def test_batched_preflight_matches_across_many_chunks(db, tmp_path, monkeypatch)
 
 def test_a_tag_is_no_original_nor_base_batched_or_not(db, tmp_path):
     repo, commits = build_history(tmp_path)
-    project = make_project(repo)
+    project = make_git_project(repo)
     Run.objects.create(
         project=project, external_id="tagged", original_commit=commits["tag"]
     )

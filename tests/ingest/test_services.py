@@ -17,8 +17,10 @@ from replayhub.ingest.services import import_job_run
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ImportJob, Preflight, Run
 from tests.conftest import wait_for
-from tests.ingest.records import jsonl, line, make_project, project_repo, record, write
+from tests.factories import make_git_project
+from tests.gitrepos import project_repo
 from tests.ingest.test_preflight import agent_commit
+from tests.records import jsonl, line, record, write
 
 
 def push(client, project, data: bytes):
@@ -78,9 +80,9 @@ def through_command(project, data: bytes, tmp_path) -> dict:
 
 
 def test_every_entry_gives_the_same_summary_and_runs_for_the_same_file(
-    client, admin_user, project, repo, tmp_path, settings
+    client, admin_user, git_project, git_repo, tmp_path, settings
 ):
-    base, original = agent_commit(repo)
+    base, original = agent_commit(git_repo)
     data = (
         line(record(1, base_sha=base, original_commit=original))
         + line(record(2))
@@ -91,10 +93,10 @@ def test_every_entry_gives_the_same_summary_and_runs_for_the_same_file(
     )
     client.force_login(admin_user)
     entries = {
-        "api": lambda: through_api(project, data),
-        "upload page": lambda: through_upload_page(client, project, data),
-        "upload job": lambda: through_upload_job(client, project, data, settings),
-        "command": lambda: through_command(project, data, tmp_path),
+        "api": lambda: through_api(git_project, data),
+        "upload page": lambda: through_upload_page(client, git_project, data),
+        "upload job": lambda: through_upload_job(client, git_project, data, settings),
+        "command": lambda: through_command(git_project, data, tmp_path),
     }
 
     summaries, runs = {}, {}
@@ -128,7 +130,7 @@ def test_a_request_preflights_up_to_its_limit_and_a_worker_does_the_rest(
     celery_worker, admin_user, transactional_db, tmp_path, settings, entry
 ):
     settings.REPLAYHUB_SYNC_PREFLIGHT_MAX = 2
-    project = make_project(project_repo(tmp_path))
+    project = make_git_project(project_repo(tmp_path))
     data = jsonl(*(record(n) for n in range(1, 6)))
     client = Client()
     client.force_login(admin_user)
@@ -150,11 +152,11 @@ def test_a_request_preflights_up_to_its_limit_and_a_worker_does_the_rest(
     assert Run.objects.filter(preflight=Preflight.UNREPRODUCIBLE).count() == 5
 
 
-def test_the_command_preflights_every_run_itself(project, tmp_path, settings):
+def test_the_command_preflights_every_run_itself(git_project, tmp_path, settings):
     settings.REPLAYHUB_SYNC_PREFLIGHT_MAX = 2
     data = jsonl(*(record(n) for n in range(1, 6)))
 
-    summary = through_command(project, data, tmp_path)
+    summary = through_command(git_project, data, tmp_path)
 
     assert summary["preflight"] == {
         "ready": 0,

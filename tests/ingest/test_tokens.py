@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from replayhub.models import IngestToken
-from tests.ingest.records import jsonl, record
+from tests.records import jsonl, record
 
 
 def issue(*args: str) -> tuple[str, str]:
@@ -28,7 +28,7 @@ def push(client, token: str):
     )
 
 
-def test_the_command_prints_a_token_once_that_the_api_accepts(client, project):
+def test_the_command_prints_a_token_once_that_the_api_accepts(client, git_project):
     token, note = issue("shop")
 
     assert token.startswith("rhi_")
@@ -37,14 +37,14 @@ def test_the_command_prints_a_token_once_that_the_api_accepts(client, project):
     assert push(client, token).status_code == 201
 
 
-def test_each_token_is_different_and_several_can_be_active(client, project):
+def test_each_token_is_different_and_several_can_be_active(client, git_project):
     first, _ = issue("shop")
     second, _ = issue("shop")
     assert first != second
     assert IngestToken.objects.active().count() == 2
 
 
-def test_rotating_revokes_the_old_tokens(client, project):
+def test_rotating_revokes_the_old_tokens(client, git_project):
     old, _ = issue("shop")
     new, note = issue("shop", "--rotate")
 
@@ -86,12 +86,12 @@ def staff_admin(admin_user):
 
 
 def test_the_admin_issues_a_token_and_shows_it_once_as_a_message(
-    client, staff_admin, project
+    client, staff_admin, git_project
 ):
     client.force_login(staff_admin)
     url = reverse("admin:replayhub_ingesttoken_add")
 
-    response = client.post(url, {"project": project.pk}, follow=True)
+    response = client.post(url, {"project": git_project.pk}, follow=True)
 
     messages = [str(m) for m in response.context["messages"]]
     [shown] = [m for m in messages if m.startswith("Ingest token for shop: ")]
@@ -102,13 +102,13 @@ def test_the_admin_issues_a_token_and_shows_it_once_as_a_message(
     assert token not in again.content.decode()
 
 
-def test_the_admin_can_rotate_and_revoke(client, staff_admin, project):
+def test_the_admin_can_rotate_and_revoke(client, staff_admin, git_project):
     old, _ = issue("shop")
     client.force_login(staff_admin)
 
     client.post(
         reverse("admin:replayhub_ingesttoken_add"),
-        {"project": project.pk, "rotate": "on"},
+        {"project": git_project.pk, "rotate": "on"},
     )
     assert push(client, old).status_code == 403
     newest = IngestToken.objects.active().get()

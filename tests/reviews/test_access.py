@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay
 
 PAGES = [
     # (url name, reviewer, lead, admin, nobody)

@@ -8,8 +8,7 @@ from django.urls import reverse
 
 from reviews.models import Review, ReviewPolicy
 from reviews.services import review_decide
-from tests.conftest import make_user
-from tests.reviews.replays import make_project, make_replay
+from tests.factories import make_project, make_replay, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,7 @@ from django.utils import timezone
 from reviews import services
 from reviews.models import AuditEvent, Claim
 from reviews.services import ClaimHeld, claim_next, claim_release, claim_take
-from tests.conftest import make_user
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay, make_user
 
 
 def test_next_takes_the_highest_priority_item(reviewer):

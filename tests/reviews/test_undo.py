@@ -17,8 +17,7 @@ from reviews.services import (
     review_decide,
     review_undo,
 )
-from tests.conftest import make_user
-from tests.reviews.replays import make_replay
+from tests.factories import make_replay, make_user
 
 FAILED_TREES = [
     {

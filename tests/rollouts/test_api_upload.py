@@ -3,21 +3,13 @@ listed by the run endpoint."""
 
 from __future__ import annotations
 
-import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from replayhub.ingest.services import import_job_run
 from replayhub.ingest.tokens import token_issue
-from replayhub.models import ImportJob, Project, Run, Seed
-from tests.rollouts.traces import RECORDS, compacted, line, multi_tool
-
-
-@pytest.fixture
-def project(db, tmp_path):
-    return Project.objects.create(
-        slug="rl", repo_path=str(tmp_path), rollout_anchor="tool-call"
-    )
+from replayhub.models import ImportJob, Run, Seed
+from tests.traces import RECORDS, compacted, line, multi_tool
 
 
 def push(client, body: bytes, token: str, query: str = "?format=verifiers"):
@@ -29,8 +21,8 @@ def push(client, body: bytes, token: str, query: str = "?format=verifiers"):
     )
 
 
-def test_the_api_imports_rollout_records_with_their_seeds(client, project):
-    token = token_issue(project=project)[1]
+def test_the_api_imports_rollout_records_with_their_seeds(client, rl_project):
+    token = token_issue(project=rl_project)[1]
     response = push(client, RECORDS.read_bytes(), token)
     assert response.status_code == 201
     body = response.json()
@@ -39,16 +31,16 @@ def test_the_api_imports_rollout_records_with_their_seeds(client, project):
     assert (again["imported"], again["duplicates"]) == (0, 2)
 
 
-def test_the_api_refuses_an_unknown_format(client, project):
-    token = token_issue(project=project)[1]
+def test_the_api_refuses_an_unknown_format(client, rl_project):
+    token = token_issue(project=rl_project)[1]
     response = push(client, RECORDS.read_bytes(), token, query="?format=csv")
     assert response.status_code == 400
     assert "format: 'csv' is not one of native, verifiers" in response.json()["error"]
     assert not Run.objects.exists()
 
 
-def test_a_shape_that_cannot_be_read_is_a_400_naming_its_line(client, project):
-    token = token_issue(project=project)[1]
+def test_a_shape_that_cannot_be_read_is_a_400_naming_its_line(client, rl_project):
+    token = token_issue(project=rl_project)[1]
     body = line(multi_tool().record()) + line({"id": "x", "version": 9})
     response = push(client, body, token)
     assert response.status_code == 400
@@ -58,10 +50,10 @@ def test_a_shape_that_cannot_be_read_is_a_400_naming_its_line(client, project):
     assert "version: 9" in response.json()["invalid"][0]["error"]
 
 
-def test_the_run_endpoint_lists_a_rollouts_seeds_in_order(client, project, reviewer):
-    token = token_issue(project=project)[1]
-    project.max_anchors = None
-    project.save()
+def test_the_run_endpoint_lists_a_rollouts_seeds_in_order(client, rl_project, reviewer):
+    token = token_issue(project=rl_project)[1]
+    rl_project.max_anchors = None
+    rl_project.save()
     push(client, line(multi_tool().record()), token)
     run = Run.objects.get()
     client.force_login(reviewer)
@@ -86,7 +78,7 @@ def upload(client, data: bytes, name="train_rollouts_env.jsonl"):
 
 
 def test_the_upload_page_imports_rollouts_and_shows_skips_and_seeds(
-    client, admin_user, project
+    client, admin_user, rl_project
 ):
     client.force_login(admin_user)
     html = upload(client, RECORDS.read_bytes()).content.decode()
@@ -97,7 +89,7 @@ def test_the_upload_page_imports_rollouts_and_shows_skips_and_seeds(
 
 
 def test_a_large_rollout_upload_is_imported_by_a_job(
-    client, admin_user, project, settings
+    client, admin_user, rl_project, settings
 ):
     settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 100
     client.force_login(admin_user)
@@ -113,11 +105,11 @@ def test_a_large_rollout_upload_is_imported_by_a_job(
 
 
 def test_the_run_page_lists_a_rollouts_seeds_with_their_conversations_escaped(
-    client, project, reviewer
+    client, rl_project, reviewer
 ):
-    token = token_issue(project=project)[1]
-    project.max_anchors = None
-    project.save()
+    token = token_issue(project=rl_project)[1]
+    rl_project.max_anchors = None
+    rl_project.save()
     hostile = multi_tool(prompt="<script>alert(1)</script>")
     hostile.nodes[1]["message"]["content"] = "<script>alert(1)</script>"
     push(client, line(hostile.record()), token)

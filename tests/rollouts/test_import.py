@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from replayhub.models import Preflight, Project, Run, RunSource, Seed
-from tests.rollouts.traces import (
+from tests.traces import (
     INDEX,
     RECORDS,
     compacted,
@@ -22,7 +22,9 @@ from tests.rollouts.traces import (
 
 
 @pytest.fixture
-def project(db, tmp_path):
+def recheck_project(db, tmp_path):
+    """A rollout project in recheck mode: its seeds hand the model its finished
+    attempt to verify and fix."""
     return Project.objects.create(
         slug="rl",
         repo_path=str(tmp_path),
@@ -60,7 +62,7 @@ def summary(*args: str, **kw) -> tuple[int, dict]:
 
 
 def test_the_fixture_imports_its_two_source_rollouts_and_skips_the_replayed_one(
-    project, fixture_copy
+    recheck_project, fixture_copy
 ):
     code, result = summary(
         "--format", "verifiers", str(fixture_copy), "--project", "rl"
@@ -70,7 +72,7 @@ def test_the_fixture_imports_its_two_source_rollouts_and_skips_the_replayed_one(
     assert result["skipped"]["replayed"] == 1
     assert result["seeds"] == 2
     assert result["files"] == [{"file": str(fixture_copy), "indexed": True}]
-    runs = Run.objects.filter(project=project).order_by("external_id")
+    runs = Run.objects.filter(project=recheck_project).order_by("external_id")
     assert [r.external_id[:8] for r in runs] == ["5c1f0e9a", "9e8d7c6b"]
     assert {r.source for r in runs} == {RunSource.ROLLOUT}
     assert {r.preflight for r in runs} == {Preflight.READY}
@@ -85,11 +87,13 @@ def test_the_fixture_imports_its_two_source_rollouts_and_skips_the_replayed_one(
         9,
     )
     assert seed.snapshot == "snap://invoicer/31/9e8d7c6b/n9"
-    assert seed.messages[-1]["content"] == project.verification_turn
+    assert seed.messages[-1]["content"] == recheck_project.verification_turn
     assert seed.original_completion.startswith("Added the parameter")
 
 
-def test_importing_again_finds_duplicates_and_reports_conflicts(project, tmp_path):
+def test_importing_again_finds_duplicates_and_reports_conflicts(
+    recheck_project, tmp_path
+):
     records = [multi_tool(f"{n:032x}").record() for n in range(3)]
     path = write_records(tmp_path / "a", records)
     assert (
@@ -113,7 +117,7 @@ def test_importing_again_finds_duplicates_and_reports_conflicts(project, tmp_pat
     assert (code, result["duplicates"], Seed.objects.count()) == (0, 3, 3)
 
 
-def test_a_glob_imports_step_9_before_step_10(project, tmp_path):
+def test_a_glob_imports_step_9_before_step_10(recheck_project, tmp_path):
     for step in (10, 9, 2):
         write_records(tmp_path / f"step_{step}", [multi_tool(f"{step:032x}").record()])
     code, result = summary(
@@ -128,7 +132,9 @@ def test_a_glob_imports_step_9_before_step_10(project, tmp_path):
     assert order == [f"{n:032x}" for n in (2, 9, 10)]
 
 
-def test_a_line_that_cannot_be_read_is_reported_with_its_number(project, tmp_path):
+def test_a_line_that_cannot_be_read_is_reported_with_its_number(
+    recheck_project, tmp_path
+):
     good = multi_tool().record()
     bad = dict(multi_tool("b" * 32).record(), version=3)
     path = tmp_path / "train_rollouts_env.jsonl"
@@ -139,10 +145,12 @@ def test_a_line_that_cannot_be_read_is_reported_with_its_number(project, tmp_pat
     assert Run.objects.count() == 1
 
 
-def test_the_reward_window_and_rollouts_without_seeds_are_skipped(project, tmp_path):
-    project.rollout_mode = "continue"
-    project.max_source_reward = 0.5
-    project.save()
+def test_the_reward_window_and_rollouts_without_seeds_are_skipped(
+    recheck_project, tmp_path
+):
+    recheck_project.rollout_mode = "continue"
+    recheck_project.max_source_reward = 0.5
+    recheck_project.save()
     records = [
         compacted("1" * 32, reward=0.0).record(),
         compacted("2" * 32, reward=1.0).record(),
@@ -158,13 +166,13 @@ def test_the_reward_window_and_rollouts_without_seeds_are_skipped(project, tmp_p
         assert Run.objects.get().external_id == "1" * 32
 
 
-def test_standard_input_is_read_whole(project):
+def test_standard_input_is_read_whole(recheck_project):
     data = line(multi_tool().record()) + line(compacted().record())
     code, result = summary("--format", "verifiers", "-", "--project", "rl", stdin=data)
     assert (code, result["imported"], result["seeds"]) == (0, 2, 2)
 
 
-def test_version_1_records_import_alike(project, tmp_path):
+def test_version_1_records_import_alike(recheck_project, tmp_path):
     path = write_records(tmp_path, [multi_tool().record(version=1)])
     code, result = summary("--format", "verifiers", str(path), "--project", "rl")
     assert (code, result["imported"], result["seeds"]) == (0, 1, 1)
@@ -188,7 +196,7 @@ def test_version_1_records_import_alike(project, tmp_path):
         ),
     ],
 )
-def test_usage_errors_exit_with_2(project, args, message):
+def test_usage_errors_exit_with_2(recheck_project, args, message):
     with pytest.raises(CommandError, match=message) as info:
         call_command("import_runs", *args, stdout=io.StringIO())
     assert info.value.returncode == 2

@@ -10,7 +10,7 @@ import pytest
 
 from replayhub.rollouts.index import LoadReport, index_path, load
 from replayhub.rollouts.seeds import SeedRules, derive
-from tests.rollouts.traces import compacted, line, multi_tool, write_records
+from tests.traces import compacted, line, multi_tool, write_records
 
 
 def rollouts(count: int) -> list[dict]:

@@ -9,26 +9,17 @@ import pytest
 from django.core.management import call_command
 
 from replayhub.rollouts.trace import parse_record
-from tests.reviews.test_rollout_detail import ONERROR, replayed
-from tests.rollouts.harness import make_environment_repo, make_rollout_project
+from tests.harness import ONERROR, replayed
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def project(tmp_path):
-    return make_rollout_project(
-        make_environment_repo(tmp_path),
-        harness_command=["python3", "harness.py"],
-        verifier_command=["python3", "verifier.py"],
-        pass_threshold=0.5,
-    )
-
-
 def test_the_output_record_carries_the_seed_the_completion_and_the_mark(
-    client, reviewer, project, tmp_path
+    client, reviewer, rollout_project, tmp_path
 ):
-    replay_id = replayed(project, answer=f"Used ROUND_HALF_UP {ONERROR}", reward=0.75)
+    replay_id = replayed(
+        rollout_project, answer=f"Used ROUND_HALF_UP {ONERROR}", reward=0.75
+    )
     client.force_login(reviewer)
 
     response = client.get(f"/replays/{replay_id}/rollout.jsonl")
@@ -67,7 +58,7 @@ def test_the_output_record_carries_the_seed_the_completion_and_the_mark(
     assert summary["skipped"]["replayed"] == 1
 
 
-def test_a_replay_without_output_has_no_record(client, reviewer, project):
-    replay_id = replayed(project, answer="x", reward=1.0, exit=3)
+def test_a_replay_without_output_has_no_record(client, reviewer, rollout_project):
+    replay_id = replayed(rollout_project, answer="x", reward=1.0, exit=3)
     client.force_login(reviewer)
     assert client.get(f"/replays/{replay_id}/rollout.jsonl").status_code == 404

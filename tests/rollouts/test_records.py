@@ -9,7 +9,7 @@ import pytest
 from replayhub.rollouts.graph import branches
 from replayhub.rollouts.seeds import SeedRules, derive
 from replayhub.rollouts.trace import ShapeError, parse_record, read_trace
-from tests.rollouts.traces import RECORDS, compacted, multi_tool
+from tests.traces import RECORDS, compacted, multi_tool
 
 
 def test_the_fixture_reads_as_three_rollouts_with_their_rewards_and_branches():

@@ -7,20 +7,11 @@ import json
 import pytest
 
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
-from tests.rollouts.harness import (
-    make_environment_repo,
-    make_rollout_project,
-    seed_with,
-)
+from tests.harness import seed_with
 
 pytestmark = pytest.mark.django_db
 
 ORIGINAL = [{"role": "assistant", "content": "Used Decimal.quantize for rounding."}]
-
-
-@pytest.fixture
-def project(tmp_path):
-    return make_rollout_project(make_environment_repo(tmp_path))
 
 
 def replay(
@@ -48,8 +39,10 @@ def outcome(report):
     return report.decision.verdict, report.decision.reason_code
 
 
-def test_another_passing_completion_is_equivalent(project):
-    report = replay(project, answer="Rounded half up with Decimal.", reward=1.0)
+def test_another_passing_completion_is_equivalent(bare_rollout_project):
+    report = replay(
+        bare_rollout_project, answer="Rounded half up with Decimal.", reward=1.0
+    )
     assert outcome(report) == ("equivalent", "rewards_pass")
     summary = report.summary()
     assert (summary["original_reward"], summary["replay_reward"]) == (1.0, 1.0)
@@ -59,32 +52,34 @@ def test_another_passing_completion_is_equivalent(project):
     ]
 
 
-def test_the_same_completion_is_identical(project):
-    report = replay(project, answer=ORIGINAL, reward=1.0)
+def test_the_same_completion_is_identical(bare_rollout_project):
+    report = replay(bare_rollout_project, answer=ORIGINAL, reward=1.0)
     assert outcome(report) == ("identical", "same_completion")
     assert report.summary()["similarity"] == 1.0
 
 
-def test_a_reward_on_the_other_side_is_divergent(project):
-    assert outcome(replay(project, answer="gave up", reward=0.0)) == (
+def test_a_reward_on_the_other_side_is_divergent(bare_rollout_project):
+    assert outcome(replay(bare_rollout_project, answer="gave up", reward=0.0)) == (
         "divergent",
         "replay_reward_fails",
     )
-    assert outcome(replay(project, original_reward=0.0, answer="fixed", reward=1)) == (
+    assert outcome(
+        replay(bare_rollout_project, original_reward=0.0, answer="fixed", reward=1)
+    ) == (
         "divergent",
         "replay_reward_passes",
     )
 
 
-def test_a_harness_that_fails_is_inconclusive_even_with_a_result(project):
-    report = replay(project, answer="x", reward=1.0, exit=3)
+def test_a_harness_that_fails_is_inconclusive_even_with_a_result(bare_rollout_project):
+    report = replay(bare_rollout_project, answer="x", reward=1.0, exit=3)
     assert outcome(report) == ("inconclusive", "harness_failed")
     assert "status 3" in report.decision.reason
     assert "harness done" in report.agent.output
 
 
-def test_a_missing_result_is_inconclusive(project):
-    assert outcome(replay(project, no_result=True)) == (
+def test_a_missing_result_is_inconclusive(bare_rollout_project):
+    assert outcome(replay(bare_rollout_project, no_result=True)) == (
         "inconclusive",
         "result_missing",
     )
@@ -99,28 +94,30 @@ def test_a_missing_result_is_inconclusive(project):
         '{"completion": {"role": "assistant"}, "reward": 1}',
     ],
 )
-def test_a_malformed_result_is_inconclusive(project, raw):
+def test_a_malformed_result_is_inconclusive(bare_rollout_project, raw):
     # Without a separate verifier, whose absence makes the reward required.
-    report = replay(project, raw=raw, verifier=())
+    report = replay(bare_rollout_project, raw=raw, verifier=())
     assert outcome(report) == ("inconclusive", "result_malformed")
     assert report.rollout["replay_reward"] is None
 
 
-def test_a_result_linked_to_a_host_file_is_never_read(project, tmp_path):
+def test_a_result_linked_to_a_host_file_is_never_read(bare_rollout_project, tmp_path):
     secret = tmp_path / "host-secret.json"
     secret.write_text(json.dumps({"completion": "host secret", "reward": 1}))
-    report = replay(project, link=str(secret))
+    report = replay(bare_rollout_project, link=str(secret))
     assert outcome(report) == ("inconclusive", "result_malformed")
     assert "host secret" not in json.dumps(report.summary())
 
 
-def test_a_harness_past_its_time_limit_is_inconclusive(project):
-    project.time_limit_seconds = 1
-    report = replay(project, sleep=5, answer="late", reward=1)
+def test_a_harness_past_its_time_limit_is_inconclusive(bare_rollout_project):
+    bare_rollout_project.time_limit_seconds = 1
+    report = replay(bare_rollout_project, sleep=5, answer="late", reward=1)
     assert outcome(report) == ("inconclusive", "timeout")
 
 
-def test_a_project_without_a_harness_command_is_refused_with_a_reason(project):
+def test_a_project_without_a_harness_command_is_refused_with_a_reason(
+    bare_rollout_project,
+):
     task = RolloutTask(
         messages=seed_with(answer="x", reward=1),
         original_completion=ORIGINAL,
@@ -129,6 +126,6 @@ def test_a_project_without_a_harness_command_is_refused_with_a_reason(project):
         harness_command=(),
         trace_id="t",
     )
-    report = execute_rollout(project=project, task=task, replay_id=424243)
+    report = execute_rollout(project=bare_rollout_project, task=task, replay_id=424243)
     assert outcome(report) == ("inconclusive", "fixture_failed")
     assert "harness command" in report.decision.reason

@@ -11,12 +11,8 @@ from django.core.management import CommandError, call_command
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import ModelCall, Provider, Replay, ReviewBand
 from reviews.services import review_decide
-from tests.rollouts.harness import (
-    make_environment_repo,
-    make_rollout,
-    make_rollout_project,
-    seed_with,
-)
+from tests.factories import make_rollout
+from tests.harness import seed_with
 
 pytestmark = pytest.mark.django_db
 
@@ -25,25 +21,15 @@ CONTINUATION = [
 ]
 
 
-@pytest.fixture
-def project(tmp_path):
-    return make_rollout_project(
-        make_environment_repo(tmp_path),
-        harness_command=["python3", "harness.py"],
-        verifier_command=["python3", "verifier.py"],
-        pass_threshold=0.5,
-    )
-
-
 def reproduce(*args: str) -> dict:
     out = StringIO()
     call_command("reproduce", *args, "--sync", "--json", stdout=out)
     return json.loads(out.getvalue())
 
 
-def test_a_seed_replays_to_a_verdict_that_joins_the_top_of_the_queue(project):
+def test_a_seed_replays_to_a_verdict_that_joins_the_top_of_the_queue(rollout_project):
     make_rollout(
-        project,
+        rollout_project,
         external_id="5c1f0e9a",
         reward=1.0,
         seeds=[
@@ -74,9 +60,9 @@ def test_a_seed_replays_to_a_verdict_that_joins_the_top_of_the_queue(project):
     assert stored["seed"] == 2 and stored["anchor"] == "tool-call@6"
 
 
-def test_without_seed_the_first_is_replayed(project):
+def test_without_seed_the_first_is_replayed(rollout_project):
     make_rollout(
-        project,
+        rollout_project,
         external_id="t1",
         reward=1.0,
         seeds=[(seed_with(answer="gave up", reward=0.0), CONTINUATION, "")],
@@ -89,17 +75,19 @@ def test_without_seed_the_first_is_replayed(project):
     assert Replay.objects.get(pk=summary["replay"]).review_band == ReviewBand.DIVERGENT
 
 
-def test_a_seed_that_does_not_exist_is_a_one_line_error(project):
-    make_rollout(project, external_id="t2", reward=1.0, seeds=[(seed_with(), [], "")])
+def test_a_seed_that_does_not_exist_is_a_one_line_error(rollout_project):
+    make_rollout(
+        rollout_project, external_id="t2", reward=1.0, seeds=[(seed_with(), [], "")]
+    )
     with pytest.raises(
         CommandError, match="has no seed 4 \\(its seeds are numbered 1 to 1"
     ):
         reproduce("--project", "invoicer", "--external-id", "t2", "--seed", "4")
 
 
-def test_a_reviewer_rerun_replays_the_same_seed(project, django_user_model):
+def test_a_reviewer_rerun_replays_the_same_seed(rollout_project, django_user_model):
     run = make_rollout(
-        project,
+        rollout_project,
         external_id="t3",
         reward=1.0,
         seeds=[
@@ -120,10 +108,12 @@ def test_a_reviewer_rerun_replays_the_same_seed(project, django_user_model):
 KEY_ENV = "REPLAYHUB_TEST_PROVIDER_KEY"
 
 
-def test_the_harness_reaches_its_model_through_the_gateway(project, monkeypatch):
+def test_the_harness_reaches_its_model_through_the_gateway(
+    rollout_project, monkeypatch
+):
     monkeypatch.setenv(KEY_ENV, "sk-test-real")
     with StandInProvider(key="sk-test-real") as provider:
-        project.providers.add(
+        rollout_project.providers.add(
             Provider.objects.create(
                 name="acme",
                 kind="anthropic",
@@ -132,7 +122,7 @@ def test_the_harness_reaches_its_model_through_the_gateway(project, monkeypatch)
             )
         )
         make_rollout(
-            project,
+            rollout_project,
             external_id="t4",
             reward=1.0,
             seeds=[(seed_with(model=True, expect="expect"), CONTINUATION, "")],
@@ -149,9 +139,9 @@ def test_the_harness_reaches_its_model_through_the_gateway(project, monkeypatch)
     assert summary["usage"]["measured_by"] == "gateway"
 
 
-def test_the_harness_is_handed_the_replay_mark(project):
+def test_the_harness_is_handed_the_replay_mark(rollout_project):
     seeds = [(seed_with(echo="REPLAYHUB_REPLAY_MARK", reward=1.0), [], "x")]
-    make_rollout(project, external_id="t5", reward=1.0, seeds=seeds)
+    make_rollout(rollout_project, external_id="t5", reward=1.0, seeds=seeds)
 
     summary = reproduce("--project", "invoicer", "--external-id", "t5")
 

@@ -7,11 +7,8 @@ from __future__ import annotations
 import pytest
 
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
-from tests.rollouts.harness import (
-    make_environment_repo,
-    make_rollout_project,
-    seed_with,
-)
+from tests.factories import make_rollout_project
+from tests.harness import make_environment_repo, seed_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 

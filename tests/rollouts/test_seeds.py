@@ -16,7 +16,7 @@ from replayhub.rollouts.seeds import (
     tool_call_seeds,
 )
 from replayhub.rollouts.trace import read_trace
-from tests.rollouts.traces import (
+from tests.traces import (
     RESTART,
     SYSTEM,
     TASK,

@@ -15,23 +15,14 @@ from django.core.checks import run_checks
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Project, Provider
 from replayhub.rollouts.replay import RolloutTask, execute_rollout
-from tests.rollouts.harness import (
-    make_environment_repo,
-    make_rollout,
-    make_rollout_project,
-    seed_with,
-)
+from tests.factories import make_rollout
+from tests.harness import seed_with
 from tests.rollouts.test_reproduce_rollout import reproduce
 
 pytestmark = pytest.mark.django_db
 
 ORIGINAL = [{"role": "assistant", "content": "Used Decimal.quantize for rounding."}]
 VERIFIER = ("python3", "verifier.py")
-
-
-@pytest.fixture
-def project(tmp_path):
-    return make_rollout_project(make_environment_repo(tmp_path))
 
 
 def replay(project, *, verifier=VERIFIER, **order):
@@ -69,8 +60,10 @@ FORGED = {
 }
 
 
-def test_a_forged_reward_in_the_result_file_loses_to_the_separate_verifier(project):
-    report = replay(project, **FORGED)
+def test_a_forged_reward_in_the_result_file_loses_to_the_separate_verifier(
+    bare_rollout_project,
+):
+    report = replay(bare_rollout_project, **FORGED)
 
     assert outcome(report) == ("divergent", "replay_reward_fails")
     summary = report.summary()
@@ -83,8 +76,10 @@ def test_a_forged_reward_in_the_result_file_loses_to_the_separate_verifier(proje
     assert (reward.outcome, reward.evidence_class) == ("fail", "independently_executed")
 
 
-def test_without_a_separate_verifier_a_forged_pass_is_not_equivalent(project):
-    report = replay(project, verifier=(), **FORGED)
+def test_without_a_separate_verifier_a_forged_pass_is_not_equivalent(
+    bare_rollout_project,
+):
+    report = replay(bare_rollout_project, verifier=(), **FORGED)
 
     assert outcome(report) == ("inconclusive", "reward_unverified")
     assert report.summary()["reward_source"] == "harness"
@@ -94,9 +89,9 @@ def test_without_a_separate_verifier_a_forged_pass_is_not_equivalent(project):
     assert "verifier" not in report.rollout
 
 
-def test_the_verifier_passes_what_it_passes(project):
+def test_the_verifier_passes_what_it_passes(bare_rollout_project):
     report = replay(
-        project,
+        bare_rollout_project,
         answer="Used ROUND_HALF_UP.",
         no_reward=True,
         verify={"expect": "ROUND_HALF_UP"},
@@ -106,7 +101,9 @@ def test_the_verifier_passes_what_it_passes(project):
     assert report.rollout["verifier"]["exit_code"] == 0
 
 
-def test_the_verifier_cannot_reach_the_network_or_the_model(project, monkeypatch):
+def test_the_verifier_cannot_reach_the_network_or_the_model(
+    bare_rollout_project, monkeypatch
+):
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -114,7 +111,7 @@ def test_the_verifier_cannot_reach_the_network_or_the_model(project, monkeypatch
     monkeypatch.setenv("REPLAYHUB_TEST_PROVIDER_KEY", "sk-test-real")
     try:
         with StandInProvider(key="sk-test-real") as provider:
-            project.providers.add(
+            bare_rollout_project.providers.add(
                 Provider.objects.create(
                     name="acme",
                     kind="anthropic",
@@ -124,13 +121,13 @@ def test_the_verifier_cannot_reach_the_network_or_the_model(project, monkeypatch
             )
             gateway = urlsplit(provider.base_url).netloc
             host_probe = replay(
-                project,
+                bare_rollout_project,
                 model=True,
                 expect="expect",
                 verify={"probe": f"127.0.0.1:{port}", "reward": 1.0},
             )
             model_probe = replay(
-                project,
+                bare_rollout_project,
                 answer="x",
                 reward=1.0,
                 verify={"probe": gateway, "reward": 1.0},
@@ -149,10 +146,10 @@ def test_the_verifier_cannot_reach_the_network_or_the_model(project, monkeypatch
         assert "env ANTHROPIC_API_KEY: unset" in said
 
 
-def test_the_verifier_sees_none_of_the_harness_phase_files(project):
+def test_the_verifier_sees_none_of_the_harness_phase_files(bare_rollout_project):
     left = ["left.txt", "/replayhub/left.txt"]
     report = replay(
-        project,
+        bare_rollout_project,
         answer="Used ROUND_HALF_UP.",
         reward=1.0,
         leave=left,
@@ -183,9 +180,13 @@ def test_the_verifier_sees_none_of_the_harness_phase_files(project):
         ({"sleep": 5, "reward": 1.0}, "time limit"),
     ],
 )
-def test_a_verifier_that_fails_leaves_the_replay_inconclusive(project, verify, detail):
-    project.test_time_limit_seconds = 1
-    report = replay(project, answer="Used ROUND_HALF_UP.", reward=1.0, verify=verify)
+def test_a_verifier_that_fails_leaves_the_replay_inconclusive(
+    bare_rollout_project, verify, detail
+):
+    bare_rollout_project.test_time_limit_seconds = 1
+    report = replay(
+        bare_rollout_project, answer="Used ROUND_HALF_UP.", reward=1.0, verify=verify
+    )
 
     assert outcome(report) == ("inconclusive", "verifier_failed")
     assert detail in report.decision.reason
@@ -193,9 +194,11 @@ def test_a_verifier_that_fails_leaves_the_replay_inconclusive(project, verify, d
     assert checks(report)["replay reward"].evidence_class == "unavailable"
 
 
-def test_with_a_verifier_the_harness_reward_is_not_even_read_strictly(project):
+def test_with_a_verifier_the_harness_reward_is_not_even_read_strictly(
+    bare_rollout_project,
+):
     report = replay(
-        project,
+        bare_rollout_project,
         raw='{"completion": "Used ROUND_HALF_UP.", "reward": "lots"}',
         verify={"expect": "ROUND_HALF_UP"},
     )
@@ -203,19 +206,19 @@ def test_with_a_verifier_the_harness_reward_is_not_even_read_strictly(project):
     assert report.summary()["harness_reward"] is None
 
 
-def test_reproduce_json_names_the_reward_source(project):
-    project.harness_command = ["python3", "harness.py"]
-    project.save()
+def test_reproduce_json_names_the_reward_source(bare_rollout_project):
+    bare_rollout_project.harness_command = ["python3", "harness.py"]
+    bare_rollout_project.save()
     make_rollout(
-        project,
+        bare_rollout_project,
         external_id="t9",
         reward=1.0,
         seeds=[(seed_with(answer="Used ROUND_HALF_UP.", reward=1.0), ORIGINAL, "")],
     )
 
     unverified = reproduce("--project", "invoicer", "--external-id", "t9")
-    project.verifier_command = list(VERIFIER)
-    project.save()
+    bare_rollout_project.verifier_command = list(VERIFIER)
+    bare_rollout_project.save()
     verified = reproduce("--project", "invoicer", "--external-id", "t9")
 
     assert (unverified["reward_source"], unverified["reason_code"]) == (
@@ -228,12 +231,14 @@ def test_reproduce_json_names_the_reward_source(project):
     )
 
 
-def test_check_deploy_warns_of_rollout_projects_without_a_separate_verifier(project):
-    project.harness_command = ["python3", "harness.py"]
-    project.save()
+def test_check_deploy_warns_of_rollout_projects_without_a_separate_verifier(
+    bare_rollout_project,
+):
+    bare_rollout_project.harness_command = ["python3", "harness.py"]
+    bare_rollout_project.save()
     Project.objects.create(
         slug="verified",
-        repo_path=project.repo_path,
+        repo_path=bare_rollout_project.repo_path,
         harness_command=["python3", "harness.py"],
         verifier_command=list(VERIFIER),
     )

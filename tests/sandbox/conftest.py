@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -14,6 +13,7 @@ import pytest
 
 from replayhub.sandbox import Limits, SandboxOutcome, SandboxSpec
 from replayhub.sandbox.bwrap import BwrapRunner
+from tests.conftest import processes_mentioning
 
 RunInSandbox = Callable[..., SandboxOutcome]
 
@@ -71,21 +71,6 @@ def run_in_sandbox(runner: BwrapRunner, workspace: Path) -> RunInSandbox:
         return runner.run(spec)
 
     return run
-
-
-def processes_mentioning(marker: str) -> list[int]:
-    """Host pids whose command line contains `marker` (zombies have none)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture

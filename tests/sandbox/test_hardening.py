@@ -23,14 +23,11 @@ from replayhub.git.scratch import Scratch, git, remove_tree
 from replayhub.models import Replay
 from replayhub.sandbox import Limits, SandboxSpec
 from replayhub.sandbox.bwrap import LAUNCH_PATH, BwrapRunner
-from tests.engine.gitrepos import Repo, make_repo
-from tests.engine.scripted import (
-    make_project,
-    make_project_repo,
-    make_run,
-    original_commit,
-)
-from tests.sandbox.conftest import RunInSandbox, processes_mentioning
+from tests.conftest import processes_mentioning
+from tests.factories import make_calc_project, make_calc_run
+from tests.gitrepos import Repo, make_repo
+from tests.sandbox.conftest import RunInSandbox
+from tests.scripted import make_project_repo, original_commit
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None
@@ -229,12 +226,12 @@ def test_a_replay_whose_agent_writes_a_deep_tree_leaves_nothing_behind(
     tmp_path: Path,
 ) -> None:
     repo = make_project_repo(tmp_path)
-    project = make_project(
+    project = make_calc_project(
         repo, agent_command=["python3", "-c", textwrap.dedent(WRITE_DEEP_TREE)]
     )
     base = repo.rev("main")
     good = original_commit(repo, GOOD, branch="agent/good")
-    run = make_run(project, prompt="deep", original=good, base=base)
+    run = make_calc_run(project, prompt="deep", original=good, base=base)
     replay = services.replay_create(run=run, trigger="command")
     work = Path(settings.REPLAYHUB_WORK_DIR)
     before = set(work.iterdir()) if work.exists() else set()
@@ -588,7 +585,7 @@ def test_an_agent_finds_no_host_path_but_the_sources_of_its_binds(
     repo = make_project_repo(tmp_path)
     work = Path(settings.REPLAYHUB_WORK_DIR)
     host_paths = [work, Path(settings.VAR_DIR), Path.cwd(), repo.path]
-    project = make_project(
+    project = make_calc_project(
         repo,
         agent_command=[
             "python3",
@@ -599,7 +596,7 @@ def test_an_agent_finds_no_host_path_but_the_sources_of_its_binds(
     )
     base = repo.rev("main")
     good = original_commit(repo, GOOD, branch="agent/good")
-    run = make_run(project, prompt="find", original=good, base=base)
+    run = make_calc_run(project, prompt="find", original=good, base=base)
     replay = services.replay_create(run=run, trigger="command")
 
     services.replay_execute(replay_id=replay.pk)

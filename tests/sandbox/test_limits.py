@@ -14,7 +14,8 @@ import pytest
 
 from replayhub.sandbox import SandboxOutcome
 from replayhub.sandbox.bwrap import BwrapRunner
-from tests.sandbox.conftest import RunInSandbox, orphaned_zombies, processes_mentioning
+from tests.conftest import processes_mentioning
+from tests.sandbox.conftest import RunInSandbox, orphaned_zombies
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None

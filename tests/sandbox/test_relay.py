@@ -24,7 +24,8 @@ from replayhub.sandbox.network import (
     relay_mount,
 )
 from replayhub.sandbox.relay import EXIT_RELAY, UsageError, parse_args
-from tests.sandbox.conftest import RunInSandbox, processes_mentioning
+from tests.conftest import processes_mentioning
+from tests.sandbox.conftest import RunInSandbox
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None

@@ -33,11 +33,11 @@ def replay_text(*args: str) -> tuple[dict, int]:
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_run_is_replayed_as_text_and_compared(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.replies = ["add retry to the sender"]
 
-    result, code = replay_text(str(run.pk), "--target", f"{provider}:{model}")
+    result, code = replay_text(str(text_run.pk), "--target", f"{provider}:{model}")
 
     assert code == 0
     assert result["error"] is None
@@ -61,12 +61,16 @@ def test_a_run_is_replayed_as_text_and_compared(
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_judge_scores_the_answer(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.replies = ["add a retry to the webhook sender", GOOD_JUDGE]
 
     result, code = replay_text(
-        str(run.pk), "--target", f"{provider}:{model}", "--judge", f"{provider}:{model}"
+        str(text_run.pk),
+        "--target",
+        f"{provider}:{model}",
+        "--judge",
+        f"{provider}:{model}",
     )
 
     assert code == 0
@@ -81,11 +85,11 @@ def test_a_judge_scores_the_answer(
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_429_is_retried_and_the_answer_kept(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.failures = [429]
 
-    result, code = replay_text(str(run.pk), "--target", f"{provider}:{model}")
+    result, code = replay_text(str(text_run.pk), "--target", f"{provider}:{model}")
 
     assert code == 0 and result["error"] is None
     assert result["similarity"] == 1.0
@@ -95,11 +99,11 @@ def test_a_429_is_retried_and_the_answer_kept(
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_500_after_the_retries_is_a_stored_failure(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.failures = [500, 503, 500]
 
-    result, code = replay_text(str(run.pk), "--target", f"{provider}:{model}")
+    result, code = replay_text(str(text_run.pk), "--target", f"{provider}:{model}")
 
     assert code == 1
     assert result["error"].startswith("HTTP 500 after 3 attempts")
@@ -112,11 +116,11 @@ def test_a_500_after_the_retries_is_a_stored_failure(
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_client_error_is_not_retried(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.failures = [400]
 
-    result, code = replay_text(str(run.pk), "--target", f"{provider}:{model}")
+    result, code = replay_text(str(text_run.pk), "--target", f"{provider}:{model}")
 
     assert code == 1 and result["error"].startswith("HTTP 400:")
     assert len(standin.received) == 1
@@ -124,11 +128,11 @@ def test_a_client_error_is_not_retried(
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_timeout_is_a_stored_failure_and_not_retried(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.first_byte_delay = 2.0
 
-    result, code = replay_text(str(run.pk), "--target", f"{provider}:{model}")
+    result, code = replay_text(str(text_run.pk), "--target", f"{provider}:{model}")
 
     assert code == 1
     assert result["error"] == "no answer within 1 s"
@@ -138,12 +142,16 @@ def test_a_timeout_is_a_stored_failure_and_not_retried(
 
 @pytest.mark.parametrize(("provider", "model"), KINDS)
 def test_a_malformed_judge_answer_is_recorded_as_unparseable(
-    provider, model, run, providers, standin, text_settings
+    provider, model, text_run, providers, standin, text_settings
 ):
     standin.replies = ["add a retry", "I'd say 8 out of 10, they match."]
 
     result, code = replay_text(
-        str(run.pk), "--target", f"{provider}:{model}", "--judge", f"{provider}:{model}"
+        str(text_run.pk),
+        "--target",
+        f"{provider}:{model}",
+        "--judge",
+        f"{provider}:{model}",
     )
 
     assert code == 0 and result["error"] is None
@@ -155,11 +163,11 @@ def test_a_malformed_judge_answer_is_recorded_as_unparseable(
 
 
 def test_a_missing_key_variable_is_a_stored_failure(
-    run, providers, standin, text_settings, monkeypatch
+    text_run, providers, standin, text_settings, monkeypatch
 ):
     monkeypatch.delenv("REPLAYHUB_DEMO_MODEL_KEY")
 
-    result, code = replay_text(str(run.pk), "--target", "gpt:gpt-test")
+    result, code = replay_text(str(text_run.pk), "--target", "gpt:gpt-test")
 
     assert code == 1
     assert "$REPLAYHUB_DEMO_MODEL_KEY is not set" in result["error"]
@@ -167,7 +175,9 @@ def test_a_missing_key_variable_is_a_stored_failure(
     assert TextReplay.objects.get().error == result["error"]
 
 
-def test_a_refused_connection_is_a_stored_failure(run, db, text_settings, monkeypatch):
+def test_a_refused_connection_is_a_stored_failure(
+    text_run, db, text_settings, monkeypatch
+):
     from replayhub.models import Provider
 
     Provider.objects.create(
@@ -175,19 +185,19 @@ def test_a_refused_connection_is_a_stored_failure(run, db, text_settings, monkey
     )
     monkeypatch.setenv("GONE_KEY", "sk-gone")
 
-    result, code = replay_text(str(run.pk), "--target", "gone:m")
+    result, code = replay_text(str(text_run.pk), "--target", "gone:m")
 
     assert code == 1 and result["error"].startswith("the connection failed")
     assert TextReplay.objects.count() == 1
 
 
-def test_an_unknown_provider_or_a_bad_target_is_refused_in_one_line(run, db):
+def test_an_unknown_provider_or_a_bad_target_is_refused_in_one_line(text_run, db):
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError, match="no provider named 'nope'"):
-        call_command("replay_text", str(run.pk), "--target", "nope:model")
+        call_command("replay_text", str(text_run.pk), "--target", "nope:model")
     with pytest.raises(CommandError, match="is not PROVIDER:MODEL"):
-        call_command("replay_text", str(run.pk), "--target", "just-a-model")
+        call_command("replay_text", str(text_run.pk), "--target", "just-a-model")
     with pytest.raises(CommandError, match="there is no run 999"):
         call_command("replay_text", "999", "--target", "a:b")
     assert TextReplay.objects.count() == 0
@@ -200,7 +210,7 @@ def test_a_model_name_may_hold_colons():
 
 
 def test_the_key_is_in_no_row_output_or_log(
-    run, providers, standin, text_settings, caplog, capsys
+    text_run, providers, standin, text_settings, caplog, capsys
 ):
     key = standin.key
     standin.leak_key = True
@@ -208,10 +218,10 @@ def test_the_key_is_in_no_row_output_or_log(
     caplog.set_level(logging.DEBUG)
 
     result, _ = replay_text(
-        str(run.pk), "--target", "claude:claude-test", "--judge", "gpt:gpt-test"
+        str(text_run.pk), "--target", "claude:claude-test", "--judge", "gpt:gpt-test"
     )
     standin.failures = [401]
-    replay_text(str(run.pk), "--target", "gpt:gpt-test")
+    replay_text(str(text_run.pk), "--target", "gpt:gpt-test")
 
     assert key not in json.dumps(result)
     assert key not in caplog.text
@@ -224,9 +234,9 @@ def test_the_key_is_in_no_row_output_or_log(
 
 
 def test_a_run_without_a_prompt_is_a_stored_failure(providers, text_settings):
-    from tests.texttier.conftest import make_run
+    from tests.factories import make_text_run
 
-    run = make_run(prompt="", external_id="no-prompt")
+    run = make_text_run(prompt="", external_id="no-prompt")
     row = services.text_replay_create(run=run, target=Target("gpt", "gpt-test"))
     done = services.text_replay_execute(text_replay_id=row.pk)
     assert done.error == "the run has no recorded prompt"
@@ -235,15 +245,15 @@ def test_a_run_without_a_prompt_is_a_stored_failure(providers, text_settings):
 
 
 def test_a_text_replay_whose_worker_was_lost_ends_as_a_failure(
-    run, providers, text_settings
+    text_run, providers, text_settings
 ):
     from datetime import timedelta
 
     from django.utils import timezone
 
-    row = services.text_replay_create(run=run, target=Target("gpt", "m"))
+    row = services.text_replay_create(run=text_run, target=Target("gpt", "m"))
     TextReplay.objects.claim(row.pk, now=timezone.now() - timedelta(hours=1))
-    fresh = services.text_replay_create(run=run, target=Target("gpt", "m"))
+    fresh = services.text_replay_create(run=text_run, target=Target("gpt", "m"))
     TextReplay.objects.claim(fresh.pk)
 
     assert services.text_replay_reap_stale() == [row.pk]
@@ -254,7 +264,7 @@ def test_a_text_replay_whose_worker_was_lost_ends_as_a_failure(
 
 
 def test_the_plain_output_reads_as_a_sentence_and_says_what_it_is_not(
-    run, providers, standin, text_settings
+    text_run, providers, standin, text_settings
 ):
     import io
 
@@ -263,7 +273,7 @@ def test_the_plain_output_reads_as_a_sentence_and_says_what_it_is_not(
 
     call_command(
         "replay_text",
-        str(run.pk),
+        str(text_run.pk),
         "--target",
         "gpt:gpt-test",
         "--judge",

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from replayhub.models import TextReplay, TextSuite
 from replayhub.texttier.suites import Result, summarize
-from tests.texttier.conftest import make_run
+from tests.factories import make_text_run
 
 
 def test_the_summary_counts_and_averages():
@@ -59,17 +59,17 @@ def suite(*args: str) -> str:
 def runs(db):
     started = datetime(2026, 11, 20, tzinfo=UTC)
     return {
-        "a": make_run(external_id="a", started_at=started, output="a retry"),
-        "b": make_run(
+        "a": make_text_run(external_id="a", started_at=started, output="a retry"),
+        "b": make_text_run(
             external_id="b",
             started_at=started.replace(day=25),
             output="add a retry to the webhook sender",
         ),
-        "c": make_run(external_id="c", started_at=started, model="other-model"),
-        "failed": make_run(
+        "c": make_text_run(external_id="c", started_at=started, model="other-model"),
+        "failed": make_text_run(
             external_id="failed", started_at=started, original_tests_passed=False
         ),
-        "empty": make_run(external_id="empty", started_at=started, output=""),
+        "empty": make_text_run(external_id="empty", started_at=started, output=""),
     }
 
 

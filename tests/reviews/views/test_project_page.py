@@ -1,0 +1,292 @@
+"""A project's page, "Replay now" (budget-checked, audited) and the project form."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.models import Budget, Night, Project, Replay, Run
+from reviews.models import AuditEvent
+from tests.factories import make_project, make_replay
+from tests.gitrepos import project_repo
+
+
+def page(client, slug="shop", **query):
+    return client.get(reverse("reviews:project_detail", args=[slug]), query)
+
+
+def run_ids(response) -> set[str]:
+    return {run.external_id for run in response.context["runs"]}
+
+
+@pytest.fixture
+def runs(db):
+    shop = make_project("shop")
+    done = make_replay(verdict="divergent", project=shop, model="gpt-5")
+    other = make_replay(verdict="equivalent", project=shop, model="claude-x")
+    fresh = Run.objects.create(
+        project=shop, external_id="never", title="Not yet", preflight="ready"
+    )
+    gone = Run.objects.create(
+        project=shop,
+        external_id="gone",
+        preflight="unreproducible",
+        preflight_reason="the base commit is missing",
+        imported_at=timezone.now() - timedelta(days=40),
+    )
+    return {"done": done, "other": other, "fresh": fresh, "gone": gone}
+
+
+def test_a_project_page_lists_its_runs_with_links_to_their_replays(
+    client, reviewer, runs
+):
+    client.force_login(reviewer)
+    response = page(client)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert run_ids(response) == {
+        runs["done"].run.external_id,
+        runs["other"].run.external_id,
+        "never",
+        "gone",
+    }
+    detail = reverse("reviews:replay_detail", args=[runs["done"].pk])
+    assert f'href="{detail}"' in html
+    assert "never replayed" in html
+    assert "Replay now" not in html  # a reviewer does not start replays
+    projects = client.get(reverse("reviews:projects")).content.decode()
+    assert f'href="{reverse("reviews:project_detail", args=["shop"])}"' in projects
+
+
+def test_the_runs_filter_by_preflight_status_verdict_model_and_date(
+    client, reviewer, runs
+):
+    client.force_login(reviewer)
+    assert run_ids(page(client, preflight="unreproducible")) == {"gone"}
+    assert run_ids(page(client, status="never")) == {"never", "gone"}
+    assert run_ids(page(client, verdict="divergent")) == {runs["done"].run.external_id}
+    assert run_ids(page(client, model="claude")) == {runs["other"].run.external_id}
+    since = (timezone.now() - timedelta(days=1)).date().isoformat()
+    assert "gone" not in run_ids(page(client, since=since))
+    until = (timezone.now() - timedelta(days=30)).date().isoformat()
+    assert run_ids(page(client, until=until)) == {"gone"}
+    # A bad filter is said and ignored, not a 500.
+    response = page(client, since="yesterday")
+    assert response.status_code == 200 and len(run_ids(response)) == 4
+
+
+def test_an_admin_replays_a_run_now_and_it_is_audited(client, admin_user, runs):
+    client.force_login(admin_user)
+    run = runs["fresh"]
+    url = reverse("reviews:run_replay_now", args=["shop", run.pk])
+    response = client.post(url)
+    replay = Replay.objects.get(run=run)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("reviews:replay_detail", args=[replay.pk])
+    assert (replay.trigger, replay.requested_by) == ("now", admin_user)
+    event = AuditEvent.objects.get(action="replay.request")
+    assert event.actor == admin_user and event.after["run"] == "never"
+    html = client.get(response["Location"]).content.decode()
+    assert "started a replay now" in html
+
+
+def test_replay_now_respects_tonights_budget(client, admin_user, runs):
+    client.force_login(admin_user)
+    now = timezone.now()
+    night = Night.objects.create(
+        project=runs["fresh"].project,
+        date=now.date(),
+        window_start=now - timedelta(hours=1),
+        window_end=now + timedelta(hours=2),
+        limit_replays=1,
+        limit_sandbox_seconds=100_000,
+        limit_tokens=1_000_000,
+        limit_cost_usd=Decimal(10),
+    )
+    url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
+    client.post(url)
+    night.refresh_from_db()
+    assert night.reserved_replays == 1
+    assert Replay.objects.get(run=runs["fresh"]).night == night
+
+    again = client.post(url, follow=True)
+    assert b"Not started: Tonight&#x27;s budget has no room" in again.content
+    assert Replay.objects.filter(run=runs["fresh"]).count() == 1
+    assert AuditEvent.objects.filter(action="replay.request").count() == 1
+
+
+def test_replay_now_outside_a_night_must_fit_a_nights_budget(client, admin_user, runs):
+    client.force_login(admin_user)
+    Budget.objects.create(project=runs["fresh"].project, max_replays=0)
+    url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
+    response = client.post(url, follow=True)
+    assert b"Not started: One replay is estimated past a whole night" in (
+        response.content
+    )
+    assert not Replay.objects.filter(run=runs["fresh"]).exists()
+
+
+def test_an_unreproducible_run_is_not_replayed(client, admin_user, runs):
+    client.force_login(admin_user)
+    url = reverse("reviews:run_replay_now", args=["shop", runs["gone"].pk])
+    response = client.post(url, follow=True)
+    assert b"can never reach a verdict: the base commit is missing" in (
+        response.content
+    )
+    assert not Replay.objects.filter(run=runs["gone"]).exists()
+
+
+@pytest.mark.parametrize("role", ["reviewer", "lead"])
+def test_only_admins_start_replays_and_edit_projects(client, request, runs, role):
+    client.force_login(request.getfixturevalue(role))
+    url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
+    assert client.post(url).status_code == 403
+    assert client.get(reverse("reviews:project_create")).status_code == 403
+    assert client.get(reverse("reviews:project_edit", args=["shop"])).status_code == 403
+    assert not Replay.objects.filter(run=runs["fresh"]).exists()
+
+
+def form(repo_path, **overrides):
+    data = {
+        "slug": "cart",
+        "repo": str(repo_path),
+        "test_command": "python -m pytest -q",
+        "agent_command": "./agent.sh --fast",
+        "allowed_paths": "src/** tests/**",
+        "test_paths": "",
+        "time_limit": "900",
+        "default_branch": "",
+        "egress_agent": "pypi.org:443",
+        "egress_tests": "",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_an_admin_registers_a_project_in_the_browser_form(client, admin_user, tmp_path):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(reverse("reviews:project_create"), form(repo))
+    assert response.status_code == 302
+    project = Project.objects.get(slug="cart")
+    assert project.test_command == ["python", "-m", "pytest", "-q"]
+    assert project.agent_command == ["./agent.sh", "--fast"]
+    assert project.allowed_paths == ["src/**", "tests/**"]
+    assert project.egress_agent == ["pypi.org:443"]
+    assert project.test_paths  # the default layouts, as project_add stores them
+    assert AuditEvent.objects.get(action="project.create").actor == admin_user
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("repo", "/nonexistent/repo", "is not a git repository."),
+        ("allowed_paths", "[z-a].py", "is not a valid"),
+        ("test_command", "pytest 'unclosed", "Cannot split"),
+        ("time_limit", "0", "must be a positive number of seconds"),
+        ("egress_agent", "pypi.org", "pypi.org"),
+        ("slug", "shop", "already exists"),
+        ("test_command", "", "--test-command is required"),
+        ("setup_inputs", "[z-a].lock", "is not a valid"),
+        ("egress_setup", "index.example", "index.example"),
+        ("setup_command", "sh -c 'unclosed", "Cannot split"),
+    ],
+)
+def test_the_form_refuses_what_project_add_refuses_beside_the_field(
+    client, admin_user, tmp_path, field, value, message
+):
+    make_project("shop")
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"), form(repo, **{field: value})
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    at = html.index(f'name="{field}"')
+    error = html.index(message)
+    assert error > at and html.rfind('class="field', 0, error) < at
+    assert not Project.objects.filter(slug="cart").exists()
+
+
+def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_path):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    client.post(reverse("reviews:project_create"), form(repo))
+    edit = reverse("reviews:project_edit", args=["cart"])
+    shown = client.get(edit).content.decode()
+    assert 'value="./agent.sh --fast"' in shown
+    response = client.post(edit, form(repo, time_limit="1200"))
+    assert response.status_code == 302
+    assert Project.objects.get(slug="cart").time_limit_seconds == 1200
+    event = AuditEvent.objects.get(action="project.update")
+    assert event.before == {"time_limit_seconds": 900}
+    assert event.after == {"time_limit_seconds": 1200}
+
+
+def test_a_command_with_quoted_words_survives_an_edit_unchanged(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    command = 'sh -c "python -m pytest -q tests"'
+    client.post(reverse("reviews:project_create"), form(repo, test_command=command))
+    stored = ["sh", "-c", "python -m pytest -q tests"]
+    assert Project.objects.get(slug="cart").test_command == stored
+    edit = reverse("reviews:project_edit", args=["cart"])
+    shown = client.get(edit).context["form"].initial
+
+    response = client.post(edit, form(repo, test_command=shown["test_command"]))
+
+    assert response.status_code == 302
+    assert Project.objects.get(slug="cart").test_command == stored
+    assert not AuditEvent.objects.filter(action="project.update").exists()
+
+
+def test_the_form_sets_the_setup_phase_and_a_rollout_harness(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    data = form(
+        repo,
+        setup_command="sh setup.sh --quiet",
+        setup_inputs="requirements*.txt",
+        egress_setup="127.0.0.1:8766",
+    )
+    assert client.post(reverse("reviews:project_create"), data).status_code == 302
+    cart = Project.objects.get(slug="cart")
+    assert cart.setup_command == ["sh", "setup.sh", "--quiet"]
+    assert cart.setup_inputs == ["requirements*.txt"]
+    assert cart.egress_setup == ["127.0.0.1:8766"]
+
+    # A project of rollouts needs no test or agent command, and is warned
+    # that without a separate verifier none of its replays can be equivalent.
+    rollouts = form(
+        repo, slug="rl", test_command="", agent_command="", harness_command="./run"
+    )
+    response = client.post(reverse("reviews:project_create"), rollouts, follow=True)
+    rl = Project.objects.get(slug="rl")
+    assert (rl.harness_command, rl.test_command, rl.verifier_command) == (
+        ["./run"],
+        [],
+        [],
+    )
+    assert "has a rollout harness but no separate verifier" in response.content.decode()
+    edit = reverse("reviews:project_edit", args=["rl"])
+    data = {**rollouts, "verifier_command": "python3 verify.py"}
+    response = client.post(edit, data, follow=True)
+    assert Project.objects.get(slug="rl").verifier_command == ["python3", "verify.py"]
+    assert "no separate verifier" not in response.content.decode()
+
+
+def test_the_replay_now_address_opened_again_leads_back(client, admin_user, runs):
+    client.force_login(admin_user)
+    url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
+    response = client.get(url)
+    assert response["Location"] == reverse("reviews:project_detail", args=["shop"])
+    assert not Replay.objects.filter(run=runs["fresh"]).exists()

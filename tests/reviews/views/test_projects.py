@@ -1,0 +1,91 @@
+"""The projects page: each project's set-up and where its runs stand."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.models import Preflight, Run
+from tests.factories import make_project
+
+
+def add_runs(project, state, count, *, ago=timedelta(hours=1)):
+    for _ in range(count):
+        number = Run.objects.count() + 1
+        Run.objects.create(
+            project=project,
+            external_id=f"run-{number}",
+            preflight=state,
+            imported_at=timezone.now() - ago,
+        )
+
+
+def test_each_project_shows_its_runs_by_preflight_state_and_its_last_import(
+    client, reviewer
+):
+    shop, billing = make_project("shop"), make_project("billing")
+    make_project("<b>empty</b>")
+    add_runs(shop, Preflight.READY, 3, ago=timedelta(hours=2))
+    add_runs(shop, Preflight.UNREPRODUCIBLE, 2, ago=timedelta(minutes=5))
+    add_runs(shop, Preflight.PENDING, 1, ago=timedelta(days=3))
+    add_runs(billing, Preflight.READY, 1, ago=timedelta(days=2))
+    client.force_login(reviewer)
+
+    html = client.get(reverse("reviews:projects")).content.decode()
+
+    rows = {
+        re.sub(r"<[^>]+>", "", row.split("</td>", 1)[0]).strip(): row
+        for row in html.split("<tr>")[2:]
+    }
+    assert (
+        "3 ready · 2 can never reach a verdict · 1 not yet preflighted" in rows["shop"]
+    )
+    assert ">6" in rows["shop"] and "5m ago" in rows["shop"]
+    assert "1 ready</div>" in rows["billing"] and "2d ago" in rows["billing"]
+    assert "never" in rows["&lt;b&gt;empty&lt;/b&gt;"]
+    assert "<b>empty</b>" not in html
+
+
+def test_flaky_tests_are_listed_with_their_flip_rate(client, reviewer):
+    from replayhub.models import TestRecord
+
+    shop = make_project("shop")
+    TestRecord.objects.create(
+        project=shop,
+        tree_sha="a" * 40,
+        test_id="t::coin",
+        passed=2,
+        failed=2,
+        replays=4,
+    )
+    TestRecord.objects.create(
+        project=shop,
+        tree_sha="b" * 40,
+        test_id="t::coin",
+        passed=4,
+        failed=0,
+        replays=4,
+    )
+    TestRecord.objects.create(
+        project=shop, tree_sha="a" * 40, test_id="t::<steady>", passed=5, failed=0
+    )
+    TestRecord.objects.create(
+        project=shop,
+        tree_sha="a" * 40,
+        test_id="t::<i>rare</i>",
+        passed=9,
+        failed=1,
+        replays=10,
+    )
+    client.force_login(reviewer)
+
+    html = client.get(reverse("reviews:projects")).content.decode()
+
+    flaky = html[html.index('id="flaky"') :]
+    assert "t::coin" in flaky and "50%" in flaky
+    assert "t::&lt;i&gt;rare&lt;/i&gt;" in flaky and "10%" in flaky
+    assert flaky.index("t::coin") < flaky.index("rare")
+    assert "steady" not in flaky

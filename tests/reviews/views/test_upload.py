@@ -1,0 +1,289 @@
+"""The upload page: admins import a JSONL file and see the summary, escaped."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.ingest.services import import_job_requeue_stale, import_job_run
+from replayhub.models import ImportJob, Run
+from tests.conftest import wait_for
+from tests.factories import make_git_project
+from tests.gitrepos import project_repo
+from tests.records import EXAMPLE, jsonl, line, record
+
+URL = "runs_upload"
+
+
+def upload(client, data: bytes, project="shop", name="runs.jsonl"):
+    return client.post(
+        reverse(URL),
+        {"project": project, "file": SimpleUploadedFile(name, data)},
+    )
+
+
+def test_anonymous_visitors_are_sent_to_the_login_page(client, db):
+    response = client.get(reverse(URL))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [("reviewer", 403), ("lead", 403), ("nobody", 403), ("admin_user", 200)],
+)
+def test_only_admins_may_upload(client, request, git_project, role, expected):
+    client.force_login(request.getfixturevalue(role))
+    assert client.get(reverse(URL)).status_code == expected
+    posted = upload(client, jsonl(record()))
+    assert posted.status_code == (403 if expected == 403 else 200)
+    assert Run.objects.exists() is (expected == 200)
+
+
+def test_the_example_file_uploads_and_the_summary_is_shown(
+    client, admin_user, git_project
+):
+    client.force_login(admin_user)
+
+    response = upload(client, EXAMPLE.read_bytes(), name="runs.jsonl")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "runs.jsonl into shop" in html
+    assert '<th scope="row">Imported</th><td>4</td>' in html
+    assert Run.objects.count() == 4
+    again = upload(client, EXAMPLE.read_bytes()).content.decode()
+    assert '<th scope="row">Duplicates</th><td>4</td>' in again
+
+
+def test_record_content_in_the_summary_is_escaped(client, admin_user, git_project):
+    client.force_login(admin_user)
+    script = "<script>alert(1)</script>"
+    upload(client, jsonl(record(1, external_id=script)))
+    bad = line(record(1, external_id=script, title="changed"))
+    bad += line(record(2, started_at=script))
+
+    html = upload(client, bad).content.decode()
+
+    assert script not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert Run.objects.get().external_id == script  # stored verbatim
+
+
+def test_invalid_lines_are_listed_and_the_valid_lines_imported(
+    client, admin_user, git_project
+):
+    client.force_login(admin_user)
+    data = line(record(1)) + b"{oops\n" + line(record(3))
+
+    html = upload(client, data).content.decode()
+
+    assert "Invalid lines" in html
+    assert "<td>2</td><td><code>not valid JSON" in html
+    assert Run.objects.count() == 2
+
+
+def test_the_upload_needs_the_csrf_token(admin_user, git_project):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    assert upload(client, jsonl(record())).status_code == 403
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("records", [2, 2000], ids=["by-file-size", "by-body-size"])
+def test_a_file_above_the_limit_is_refused_with_413(
+    client, admin_user, git_project, settings, records
+):
+    settings.REPLAYHUB_UPLOAD_MAX_BYTES = 100
+    client.force_login(admin_user)
+    response = upload(client, jsonl(*(record(n) for n in range(records))))
+    assert response.status_code == 413
+    assert "larger than the limit" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_an_unknown_project_is_a_form_error(client, admin_user, git_project):
+    client.force_login(admin_user)
+    response = upload(client, jsonl(record()), project="nope")
+    assert response.status_code == 400
+    assert not Run.objects.exists()
+
+
+# --- files imported by a worker ---------------------------------------------------
+
+
+def test_a_large_file_is_imported_by_a_job_whose_page_shows_progress_then_summary(
+    client, admin_user, git_project, settings
+):
+    settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 1000
+    client.force_login(admin_user)
+    data = jsonl(*(record(n) for n in range(1, 6))) + b'{"external_id": 7}\n'
+
+    response = upload(client, data, name="<i>big.jsonl")
+
+    job = ImportJob.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("runs_upload_job", args=[job.pk])
+    assert not Run.objects.exists()  # nothing imported in the request
+    assert Path(job.path).read_bytes() == data
+    waiting = client.get(response["Location"]).content.decode()
+    assert "waiting for a worker" in waiting and 'hx-trigger="every 1s"' in waiting
+    assert "&lt;i&gt;big.jsonl" in waiting and "<i>big" not in waiting
+
+    import_job_run(job_id=job.pk)  # what the worker does
+
+    job.refresh_from_db()
+    assert (job.status, job.imported, job.invalid) == ("done", 5, 1)
+    assert job.summary["invalid"][0]["line"] == 6
+    assert not Path(job.path).exists()
+    poll = client.get(response["Location"], headers={"HX-Request": "true"})
+    assert poll.status_code == 286  # htmx stops polling
+    html = poll.content.decode()
+    assert '<th scope="row">Imported</th><td>5</td>' in html
+    assert "every 1s" not in html
+    assert Run.objects.count() == 5
+
+
+def test_a_job_whose_file_is_gone_fails_with_a_reason(client, admin_user, git_project):
+    client.force_login(admin_user)
+    job = ImportJob.objects.create(
+        project=git_project, filename="runs.jsonl", size_bytes=10, path="/nonexistent/x"
+    )
+
+    import_job_run(job_id=job.pk)
+
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert (
+        job.error == "the uploaded file could not be read (No such file or directory)."
+    )
+    html = client.get(reverse("runs_upload_job", args=[job.pk])).content.decode()
+    assert "The import failed: the uploaded file could not be read" in html
+
+
+def test_a_job_is_imported_by_a_real_worker(
+    celery_worker, admin_user, transactional_db, settings, tmp_path
+):
+    settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 100
+    make_git_project(project_repo(tmp_path))
+    client = Client()
+    client.force_login(admin_user)
+
+    response = upload(client, jsonl(*(record(n) for n in range(1, 4))))
+
+    job = ImportJob.objects.get()
+    done = wait_for(
+        lambda: ImportJob.objects.filter(pk=job.pk, status="done").first(), timeout=60
+    )
+    assert done.summary["imported"] == 3
+    assert response.status_code == 302
+    assert Run.objects.count() == 3
+
+
+def test_only_admins_may_see_an_import_job(client, reviewer, git_project):
+    job = ImportJob.objects.create(
+        project=git_project, filename="runs.jsonl", size_bytes=10, path="/x"
+    )
+    client.force_login(reviewer)
+    assert client.get(reverse("runs_upload_job", args=[job.pk])).status_code == 403
+
+
+def saved_job(project, tmp_path, status, silent_for, data=None):
+    path = tmp_path / "saved.jsonl"
+    path.write_bytes(data if data is not None else jsonl(record(1), record(2)))
+    return ImportJob.objects.create(
+        project=project,
+        filename="runs.jsonl",
+        size_bytes=path.stat().st_size,
+        path=str(path),
+        status=status,
+        updated_at=timezone.now() - silent_for,
+    )
+
+
+def test_a_job_a_live_worker_is_importing_is_left_alone_by_a_second_delivery(
+    git_project, tmp_path
+):
+    job = saved_job(git_project, tmp_path, "importing", timedelta(seconds=5))
+
+    import_job_run(job_id=job.pk)
+
+    job.refresh_from_db()
+    assert job.status == "importing" and Path(job.path).exists()
+    assert not Run.objects.exists()
+
+
+def test_a_queued_job_is_queued_again_once_a_period_while_no_worker_takes_it(
+    git_project, tmp_path, settings
+):
+    settings.REPLAYHUB_IMPORT_STALE_SECONDS = 600
+    job = saved_job(git_project, tmp_path, "queued", timedelta(hours=1))
+    fresh = saved_job(git_project, tmp_path, "queued", timedelta(seconds=5))
+
+    assert import_job_requeue_stale() == 1
+    assert import_job_requeue_stale() == 0  # moved on: not again before a period
+    job.refresh_from_db()
+    assert timezone.now() - job.updated_at < timedelta(minutes=1)
+    assert ImportJob.objects.get(pk=fresh.pk).status == "queued"
+
+
+def test_a_job_whose_worker_went_silent_is_finished_by_another_worker(
+    celery_worker, transactional_db, tmp_path
+):
+    project = make_git_project(project_repo(tmp_path))
+    job = saved_job(project, tmp_path, "importing", timedelta(hours=1))
+
+    assert import_job_requeue_stale() == 1
+
+    done = wait_for(
+        lambda: ImportJob.objects.filter(pk=job.pk, status="done").first(), timeout=60
+    )
+    assert done.summary["imported"] == 2
+    assert not Path(job.path).exists()
+
+
+def test_a_json_error_reads_as_one_sentence(client, admin_user, git_project):
+    client.force_login(admin_user)
+    html = upload(client, b'{"external_id": "x\n').content.decode()
+    assert "Unterminated string starting at column 17" in html
+    assert "at at" not in html
+
+
+def test_an_empty_file_says_it_was_empty(client, admin_user, git_project):
+    client.force_login(admin_user)
+    html = upload(client, b"").content.decode()
+    assert "The file held no records: nothing was imported." in html
+
+
+def test_when_nothing_was_imported_the_invalid_lines_do_not_claim_otherwise(
+    client, admin_user, git_project
+):
+    client.force_login(admin_user)
+    html = upload(client, b"{oops\nnot json either\n").content.decode()
+    assert "(not imported; nothing in this file was)" in html
+    assert "the other lines were" not in html
+    mixed = upload(client, line(record(1)) + b"{oops\n").content.decode()
+    assert "(not imported; the other lines were)" in mixed
+
+
+def test_the_summary_links_to_the_runs_it_imported(client, admin_user, git_project):
+    client.force_login(admin_user)
+    upload(client, jsonl(record(1)))
+    response = upload(client, line(record(2)) + line(record(3)))
+    link = re.search(
+        r'<p id="imported-runs"><a href="([^"]+)"', response.content.decode()
+    )
+    assert link and "See the 2 imported runs" in response.content.decode()
+    listed = client.get(html.unescape(link.group(1)))
+    assert {run.external_id for run in listed.context["runs"]} == {
+        "run-0002",
+        "run-0003",
+    }
