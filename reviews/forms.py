@@ -158,3 +158,13 @@ class DecisionForm(forms.Form):
             elif after == self.verdict:
                 self.add_error("verdict_after", "The corrected verdict must differ.")
         return data
+
+
+class BackForm(forms.Form):
+    """Where a refused action goes back to: a path on this site, or nowhere."""
+
+    next = forms.CharField(required=False, max_length=2000)
+
+    def path(self) -> str:
+        back = self.cleaned_data.get("next", "") if self.is_valid() else ""
+        return back if back.startswith("/") and not back.startswith("//") else ""

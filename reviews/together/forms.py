@@ -135,3 +135,42 @@ class AgreementForm(PeriodMixin):
         return Period(
             since=since, until=until, project_id=project.pk if project else None
         )
+
+
+# The POSTs of working together, each through its form: a value that is not
+# what the form takes does not reach a service.
+
+
+class ResolveForm(forms.Form):
+    """Resolve a thread (the default) or reopen it (``resolved=0``)."""
+
+    resolved = forms.CharField(required=False)
+
+    def resolves(self) -> bool:
+        return self.cleaned_data.get("resolved") != "0"
+
+
+class SecondOpinionForm(forms.Form):
+    note = forms.CharField(max_length=150, required=False, strip=True)
+
+
+class GoldForm(forms.Form):
+    """Mark a replay gold with its settled verdict, or unmark it (``gold=0``)."""
+
+    gold = forms.CharField(required=False)
+    verdict = forms.CharField(max_length=16, required=False)
+
+    def unmarks(self) -> bool:
+        return self.cleaned_data.get("gold") == "0"
+
+
+class AssignForm(forms.Form):
+    """Hand a replay's claim to ``to`` (a username), or release it (empty)."""
+
+    to = forms.CharField(max_length=150, required=False, strip=True)
+
+
+class NoticeReadForm(forms.Form):
+    """Mark one notice read (``id``), or every one (no id)."""
+
+    id = forms.IntegerField(required=False, min_value=1)

@@ -21,7 +21,17 @@ from replayhub.models import Replay
 from reviews.models import Comment, Notice
 from reviews.replay_page.together import hidden_from
 from reviews.together import comments, gold, handoff, opinions, past, quality
-from reviews.together.forms import AgreementForm, BulkForm, DoneForm, SearchForm
+from reviews.together.forms import (
+    AgreementForm,
+    AssignForm,
+    BulkForm,
+    DoneForm,
+    GoldForm,
+    NoticeReadForm,
+    ResolveForm,
+    SearchForm,
+    SecondOpinionForm,
+)
 from reviews.trends.exports import _cell
 from reviews.views import replay_for
 
@@ -82,9 +92,9 @@ def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
-    comments.comment_resolve(
-        thread=thread, user=request.user, resolved=request.POST.get("resolved") != "0"
-    )
+    form = ResolveForm(request.POST)
+    form.is_valid()
+    comments.comment_resolve(thread=thread, user=request.user, resolved=form.resolves())
     return _back(thread.replay_id, f"thread-{thread.pk}")
 
 
@@ -92,9 +102,13 @@ def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
 @permission_required(roles.DECIDE, raise_exception=True)
 def second_opinion(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(request, replay_id)
+    form = SecondOpinionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not asked: the note is longer than 150 characters.")
+        return _back(replay.pk)
     try:
         opinions.second_opinion_ask(
-            replay=replay, user=request.user, note=request.POST.get("note", "")[:150]
+            replay=replay, user=request.user, note=form.cleaned_data["note"]
         )
     except opinions.OpinionRefused as exc:
         messages.error(request, f"Not asked: {exc}.")
@@ -109,13 +123,17 @@ def second_opinion(request: HttpRequest, replay_id: int) -> HttpResponse:
 @permission_required(roles.MANAGE_GOLD, raise_exception=True)
 def gold_toggle(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(request, replay_id)
-    if request.POST.get("gold") == "0":
+    form = GoldForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not marked: that is no verdict.")
+        return _back(replay.pk)
+    if form.unmarks():
         gold.gold_unmark(replay=replay, actor=request.user)
         messages.info(request, f"Replay {replay.pk} is no longer a gold item.")
         return _back(replay.pk)
     try:
         item = gold.gold_mark(
-            replay=replay, actor=request.user, verdict=request.POST.get("verdict", "")
+            replay=replay, actor=request.user, verdict=form.cleaned_data["verdict"]
         )
     except gold.NotGold as exc:
         messages.error(request, f"Not marked: {exc}.")
@@ -130,7 +148,8 @@ def gold_toggle(request: HttpRequest, replay_id: int) -> HttpResponse:
 @permission_required(roles.MANAGE_CLAIMS, raise_exception=True)
 def claim_assign(request: HttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(request, replay_id)
-    name = request.POST.get("to", "").strip()
+    form = AssignForm(request.POST)
+    name = form.cleaned_data["to"] if form.is_valid() else ""
     if not name:
         if handoff.claim_release_any(replay=replay, actor=request.user):
             messages.info(request, f"Released replay {replay.pk}.")
@@ -239,9 +258,9 @@ def bulk(request: HttpRequest) -> HttpResponse:
                     messages.warning(request, f"Skipped {line}")
                 # Back to the same filters (never the token or the note).
                 kept = {
-                    name: request.POST[name]
+                    name: form.data[name]
                     for name in ("project", "verdict", "reason", "since", "until")
-                    if request.POST.get(name)
+                    if form.cleaned_data.get(name)
                 }
                 return redirect(f"{reverse('reviews:bulk')}?{urlencode(kept)}")
     return render(request, "reviews/bulk.html", context)
@@ -285,7 +304,10 @@ def inbox_read(request: HttpRequest) -> HttpResponse:
     # LoginRequiredMiddleware lets no anonymous user this far.
     assert request.user.is_authenticated
     rows = Notice.objects.filter(user=request.user, read_at__isnull=True)
-    if request.POST.get("id", "").isdigit():
-        rows = rows.filter(pk=int(request.POST["id"]))
+    form = NoticeReadForm(request.POST)
+    if not form.is_valid():
+        return redirect("reviews:inbox")
+    if form.cleaned_data["id"] is not None:
+        rows = rows.filter(pk=form.cleaned_data["id"])
     rows.update(read_at=timezone.now())
     return redirect("reviews:inbox")

@@ -33,6 +33,7 @@ from replayhub.models import (
 )
 from replayhub.project_setup import ProjectInvalid
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
+from reviews.forms import BackForm
 from reviews.models import Review
 from reviews.project_services import ReplayRefused, project_save, replay_now
 from reviews.replay_page import together
@@ -261,8 +262,7 @@ def run_replay_now(request: HttpRequest, slug: str, run_id: int) -> HttpResponse
         started = replay_now(run=run, actor=request.user)
     except ReplayRefused as exc:
         messages.error(request, f"Not started: {exc}")
-        back = request.POST.get("next", "")
-        if back.startswith("/") and not back.startswith("//"):
+        if back := BackForm(request.POST).path():
             return redirect(back)
         return redirect("reviews:project_detail", slug=slug)
     charged = (

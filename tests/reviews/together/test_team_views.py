@@ -12,6 +12,7 @@ from reviews.models import (
     Comment,
     GoldItem,
     Label,
+    Notice,
     Review,
     ReviewPolicy,
     SecondOpinion,
@@ -311,3 +312,24 @@ def test_marking_notices_read_touches_only_ones_own(reviewer, lead):
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert mine.read_at is not None and theirs.read_at is None
+
+
+def test_a_post_a_form_refuses_reaches_no_service(people):
+    replay = make_replay()
+    client = as_user(people["reviewer"])
+    notice = Notice.objects.create(
+        user=people["reviewer"], kind="mention", replay=replay, text="look"
+    )
+
+    asked = client.post(
+        reverse("reviews:second_opinion", args=[replay.pk]), {"note": "x" * 151}
+    )
+    read = client.post(reverse("reviews:inbox_read"), {"id": "all of them"})
+
+    assert asked.status_code == 302 and not SecondOpinion.objects.exists()
+    assert read.status_code == 302
+    notice.refresh_from_db()
+    assert notice.read_at is None
+    client.post(reverse("reviews:inbox_read"), {"id": str(notice.pk)})
+    notice.refresh_from_db()
+    assert notice.read_at is not None
