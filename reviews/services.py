@@ -157,7 +157,10 @@ def claim_next(
                     "review_band": band,
                 },
             )
-            return Replay.objects.get(pk=replay_id)
+            # The caller goes to its page: the big columns stay unread.
+            return Replay.objects.defer(
+                "agent_output", "evidence", "provenance", "reason"
+            ).get(pk=replay_id)
     return None
 
 

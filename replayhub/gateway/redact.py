@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 MASK = b"[redacted]"
@@ -56,6 +57,20 @@ def _base64_cores(secret: bytes) -> list[bytes]:
     return sorted(set(cores), key=len, reverse=True)
 
 
+@lru_cache(maxsize=64)
+def _compiled(secret: bytes) -> tuple[re.Pattern[bytes], list[bytes]]:
+    """The pattern of every form of ``secret``, and its base64 cores: made once
+    per key, not once per call."""
+    cores = _base64_cores(secret)
+    flexible = b"".join(_char_forms(b) for b in secret)
+    return re.compile(b"|".join([flexible, *map(re.escape, cores)])), cores
+
+
+def scrub(data: bytes, secret: bytes) -> bytes:
+    """``data`` whole (a header, an error) with every form of ``secret`` masked."""
+    return _compiled(secret)[0].sub(MASK, data) if secret else data
+
+
 class Redactor:
     """Scrubs ``secret`` from a byte stream, across chunk boundaries."""
 
@@ -64,9 +79,7 @@ class Redactor:
         self._held = b""
         if not secret:
             return
-        self._cores = _base64_cores(secret)
-        flexible = b"".join(_char_forms(b) for b in secret)
-        self._pattern = re.compile(b"|".join([flexible, *map(re.escape, self._cores)]))
+        self._pattern, self._cores = _compiled(secret)
         # The longest a match of the flexible form can be: every byte escaped.
         self._window = 6 * len(secret)
 

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 from replayhub.gateway import wire
 from replayhub.gateway.calls import Caps, Draft, MeteredCall, Totals
 from replayhub.gateway.providers import ConnectionPool, Upstream
-from replayhub.gateway.redact import DeltaGuard, Redactor
+from replayhub.gateway.redact import DeltaGuard, Redactor, scrub
 
 logger = logging.getLogger(__name__)
 
@@ -210,8 +210,7 @@ class ModelGateway:
         """``text`` with every provider's key masked, in any of its forms."""
         data = text.encode("utf-8", "surrogateescape")
         for secret in self._secrets:
-            redactor = Redactor(secret)
-            data = redactor.feed(data) + redactor.flush()
+            data = scrub(data, secret)
         return data.decode("utf-8", "surrogateescape")
 
     def _admit(

@@ -420,12 +420,28 @@ def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     return _decide(request, replay_id)
 
 
-def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
+def _page_again(
+    request: HttpRequest, replay_id: int, status: int, **kw
+) -> HttpResponse:
+    """The replay's page with a refused decision's form, at its own address."""
     replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
+    form = kw.pop("form")
+    context = _page_context(request, replay, form=form, **kw)
+    return render(request, "reviews/replay_detail.html", context, status=status)
+
+
+def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
+    # What a decision reads: not the diffs nor the agent's output, which can
+    # weigh megabytes; a refused one loads the whole page again.
+    replay = replay_for(
+        request.user,
+        replay_id,
+        related=("project",),
+        defer=("agent_output", "provenance"),
+    )
     form = together.decision_form(replay, request.POST)
     if not form.is_valid():
-        context = _page_context(request, replay, form=form)
-        return render(request, "reviews/replay_detail.html", context, status=400)
+        return _page_again(request, replay_id, 400, form=form)
     serving = gold.pending(replay_id=replay.pk, user=request.user)
     try:
         if serving is not None:
@@ -452,8 +468,7 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
         data["overrule"] = "on"
         form = together.decision_form(replay, data)
         form.is_valid()
-        context = _page_context(request, replay, form=form, overruled=exc.reasons)
-        return render(request, "reviews/replay_detail.html", context, status=409)
+        return _page_again(request, replay_id, 409, form=form, overruled=exc.reasons)
     except gold.NotGold as exc:
         messages.error(request, f"Not recorded: {exc}.")
         return redirect("reviews:replay_detail", replay_id=replay.pk)

@@ -27,15 +27,19 @@ def replay_for(
     *,
     related: Sequence[str] = (),
     only: Sequence[str] = (),
+    defer: Sequence[str] = (),
 ) -> Replay:
     """The replay ``user`` may see: 404 when there is none, 403 for a user who
     may not see replays at all. ``only`` names the columns an action needs (the
-    diffs can weigh megabytes); ``related`` the rows to join."""
+    diffs can weigh megabytes) or ``defer`` those it leaves unread; ``related``
+    the rows to join."""
     if not user.has_perm(roles.VIEW_REPLAYS):
         raise PermissionDenied
     replays = Replay.objects.select_related(*related)
     if only:
         replays = replays.only(*only)
+    if defer:
+        replays = replays.defer(*defer)
     return get_object_or_404(replays, pk=replay_id)
 
 
