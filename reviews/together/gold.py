@@ -15,7 +15,14 @@ from django.db.models import Q
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
 from replayhub.verdicts import Verdict
-from reviews.models import AuditEvent, GoldItem, GoldServing, Purpose, Review
+from reviews.models import (
+    AuditEvent,
+    GoldItem,
+    GoldServing,
+    Purpose,
+    Review,
+    ReviewPolicy,
+)
 from reviews.together.labels import labels_save
 
 _random = random.SystemRandom()
@@ -81,6 +88,10 @@ def gold_pick(*, reviewer, now: datetime, roll: float | None = None) -> Replay |
     themselves: they would know the answer.
     """
     roll = _random.random() * 100 if roll is None else roll
+    # Most installations serve no gold at all: one cheap read says so, rather
+    # than the joins below on every claim.
+    if not ReviewPolicy.objects.filter(gold_rate_percent__gt=roll).exists():
+        return None
     candidates = (
         GoldItem.objects.filter(
             active=True, replay__project__review_policy__gold_rate_percent__gt=roll
