@@ -106,6 +106,26 @@ def default_setup_inputs() -> list[str]:
     return list(DEFAULT_SETUP_INPUTS)
 
 
+# The scratch files the common coding agents leave in a checkout: chat logs,
+# session state, caches of their own. Not the change an agent made, so left out
+# of what a replay captures and compares, on both trees.
+DEFAULT_IGNORED_PATHS = (
+    ".aider*",
+    ".aider*/**",
+    ".claude/**",
+    ".codex/**",
+    ".openhands*/**",
+    ".cursor/**",
+    ".continue/**",
+    ".swe-agent/**",
+    "trajectories/**",
+)
+
+
+def default_ignored_paths() -> list[str]:
+    return list(DEFAULT_IGNORED_PATHS)
+
+
 def argv_problem(value: object) -> str:
     """Why ``value`` is not an argument list ("" when it is)."""
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
@@ -138,7 +158,16 @@ class Project(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200, blank=True)
     repo_path = models.CharField(
-        max_length=1024, help_text="Path of the git repository."
+        max_length=1024,
+        help_text="The git repository: a path on this host, or an https://, "
+        "ssh://, git@host: or file:// URL that each host mirrors.",
+    )
+    repo_credential_env = models.CharField(
+        max_length=128,
+        blank=True,
+        help_text="Name of the environment variable that holds the credential "
+        "(token or password) for the repository's URL on each host; the "
+        "credential itself is never stored. Empty: none.",
     )
     default_branch = models.CharField(
         max_length=255, blank=True, help_text="Empty: the repository's HEAD branch."
@@ -148,6 +177,13 @@ class Project(models.Model):
     agent_command = models.JSONField(default=list, blank=True)
     allowed_paths = models.JSONField(
         default=list, blank=True, help_text="Globs relative to the repository root."
+    )
+    ignored_paths = models.JSONField(
+        default=default_ignored_paths,
+        blank=True,
+        help_text="Globs of the agents' own scratch files (chat logs, session "
+        "state), left out of capture and comparison on both trees and listed "
+        "as evidence.",
     )
     runner = models.CharField(
         max_length=16, choices=RunnerKind, default=RunnerKind.BWRAP
