@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import date
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -302,6 +303,32 @@ class RollupTotal(NightCounts):
         return f"all projects {self.model or 'all models'} {self.date}"
 
 
+class RollupRequestManager(models.Manager["RollupRequest"]):
+    def owe(self, *, project_id: int, day: date) -> bool:
+        """Write the night's request unless it is there; True when this call
+        wrote it.
+
+        One statement (``ON CONFLICT DO NOTHING``, PostgreSQL and SQLite
+        alike) where ``get_or_create`` takes a read, a savepoint and a write:
+        it runs after every reviewer's decision.
+        """
+        q = connection.ops.quote_name
+        table, project, night = (
+            q(self.model._meta.db_table),
+            q("project_id"),
+            q("date"),
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                # Names from the model's own options, quoted; values bound.
+                f"INSERT INTO {table} ({project}, {night}, {q('requested_at')}) "  # noqa: S608
+                f"VALUES (%s, %s, %s) ON CONFLICT ({project}, {night}) DO NOTHING "
+                f"RETURNING {q('id')}",
+                [project_id, day, timezone.now()],
+            )
+            return cursor.fetchone() is not None
+
+
 class RollupRequest(models.Model):
     """A night of a project whose rollup is owed: a reviewer decided on one of
     its replays since it was last counted.
@@ -316,6 +343,8 @@ class RollupRequest(models.Model):
     )
     date = models.DateField()
     requested_at = models.DateTimeField(default=timezone.now)
+
+    objects = RollupRequestManager()
 
     class Meta:
         constraints = [

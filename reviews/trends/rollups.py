@@ -290,26 +290,26 @@ def rollup_closed_night(night: Night) -> int:
     )
 
 
-def _counted_night(replay_id: int) -> tuple[Project, date] | None:
-    """The project and night a finished replay counts in (None when it does
-    not count: not finished)."""
-    replay = (
-        Replay.objects.select_related("night", "project")
-        .only("id", "finished_at", "night__date", "project")
-        .filter(pk=replay_id, status=ReplayStatus.FINISHED)
+def _counted_night(replay_id: int) -> tuple[int, date] | None:
+    """The project id and night a finished replay counts in (None when it
+    does not count: not finished)."""
+    row = (
+        Replay.objects.filter(pk=replay_id, status=ReplayStatus.FINISHED)
+        .values_list("project_id", "finished_at", "night__date")
         .first()
     )
-    if replay is None or replay.finished_at is None:
+    if row is None or row[1] is None:
         return None
-    if replay.night is not None:
-        return replay.project, replay.night.date
-    budget = Budget.objects.filter(project_id=replay.project_id).first()
+    project_id, finished_at, night_date = row
+    if night_date is not None:
+        return project_id, night_date
+    budget = Budget.objects.filter(project_id=project_id).first()
     day = night_of(
-        replay.finished_at,
+        finished_at,
         start_hour=budget.window_start_hour if budget else DEFAULT_START_HOUR,
         tz=budget.timezone if budget else DEFAULT_TIMEZONE,
     )
-    return replay.project, day
+    return project_id, day
 
 
 def rollup_replay(replay_id: int) -> int:
@@ -317,7 +317,10 @@ def rollup_replay(replay_id: int) -> int:
     counted = _counted_night(replay_id)
     if counted is None:
         return 0
-    project, day = counted
+    project_id, day = counted
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return 0
     return rollup_range(since=day, until=day, project=project)
 
 
@@ -328,7 +331,8 @@ def rollup_request(replay_id: int) -> bool:
     A decision changes its night's confirmed and overturned figures, and
     counting a night reads all of its replays (a 10,000-replay night takes a
     tenth of a second and more): too much to pay inside a reviewer's request.
-    So the request only writes the night's one ``RollupRequest`` row, and the
+    So the request only writes the night's one ``RollupRequest`` row (one
+    statement), and the
     first decision of a burst sends the task, a few seconds later
     (``REPLAYHUB_ROLLUP_DELAY_SECONDS``), that counts every decision made by
     then. A decision that finds the row already there sends nothing: the task
@@ -338,12 +342,12 @@ def rollup_request(replay_id: int) -> bool:
     counted = _counted_night(replay_id)
     if counted is None:
         return False
-    project, day = counted
-    _, created = RollupRequest.objects.get_or_create(project=project, date=day)
+    project_id, day = counted
+    created = RollupRequest.objects.owe(project_id=project_id, day=day)
     if created:
         enqueue(
             Task.ROLLUP_NIGHT,
-            project.pk,
+            project_id,
             day.isoformat(),
             countdown=settings.REPLAYHUB_ROLLUP_DELAY_SECONDS,
         )
