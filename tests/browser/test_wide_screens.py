@@ -1,0 +1,65 @@
+"""Laptop and desktop widths: every link of the top bar can be clicked, and no
+table on any page hides a column behind a scroll bar."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.test_trends import seed_nights
+from tests.factories import make_replay
+
+pytestmark = pytest.mark.browser
+
+WIDTHS = [1024, 1280, 1440]
+
+# Tables whose box (or the box that scrolls them) is narrower than the table:
+# a column a reader cannot see without scrolling sideways.
+CLIPPED_TABLES = """() => [...document.querySelectorAll("main table")].filter(t => {
+  for (let box = t; box && box !== document.body; box = box.parentElement) {
+    if (box.scrollWidth > box.clientWidth + 1
+        && getComputedStyle(box).overflowX !== "visible") return true;
+  }
+  return false;
+}).map(t => t.id || t.className || t.outerHTML.slice(0, 60))"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
+    # Staff too: the longest bar there is, with the link to Django's admin.
+    admin_user.is_staff = True
+    admin_user.save(update_fields=["is_staff"])
+    page = login(admin_user)
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/")
+    names = page.locator(".topbar nav a").all_inner_texts()
+    assert "Status" in names and "Admin" in names, names
+    for name in names:
+        page.goto("/")
+        link = page.locator(".topbar nav a", has_text=name)
+        href = link.get_attribute("href")
+        # A link under another element fails Playwright's check that the click
+        # would reach it, and the click times out.
+        link.click(timeout=3000)
+        page.wait_for_url(f"**{href}")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_table_clips_a_column(login, admin_user, screenshot, width):
+    seed_nights()
+    replay = make_replay(verdict="divergent")
+    page = login(admin_user)
+    page.set_viewport_size({"width": width, "height": 900})
+    for path in [
+        "/trends/?since=2025-12-27&until=2026-02-20",
+        "/",
+        "/done/",
+        f"/replays/{replay.pk}/",
+        "/projects/",
+        "/budgets/",
+        "/status/",
+    ]:
+        page.goto(path)
+        assert page.locator("main").is_visible(), path
+        screenshot(page, f"w{width}{path.split('?')[0].replace('/', '-')}")
+        clipped = page.evaluate(CLIPPED_TABLES)
+        assert clipped == [], (path, width, clipped)
