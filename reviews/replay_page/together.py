@@ -156,7 +156,7 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         if reviews is not None and hasattr(reviews, "prefetch_related"):
             out["reviews"] = reviews.prefetch_related("labels__label")
     if blind:
-        out.update(reviews=[], audit=[], opinion_history=[], human=None)
+        out.update(reviews=[], decided=False, audit=[], opinion_history=[], human=None)
     decision_open = out.get("decision_open", context.get("decision_open"))
     form = context.get("form")
     if decision_open and (form is None or not form.is_bound):

@@ -26,7 +26,7 @@ from replayhub.models import (
 )
 from replayhub.verdicts import REASON_TEXT
 from reviews.forms import DecisionForm
-from reviews.models import AuditEvent, Claim, Review
+from reviews.models import AuditEvent, Claim, Purpose, Review
 from reviews.replay_page import together
 from reviews.replay_page.continuations import rollout_view
 from reviews.replay_page.diffs import hunk_view, pair_by_path, split_files
@@ -250,6 +250,10 @@ def _detail_context(
             request.user, [(r.pk, replay.project_id) for r in earlier]
         ),
         "reviews": reviews,
+        # A decision taken back, or a gold check, leaves the replay undecided.
+        "decided": any(
+            r.undone_at is None and r.purpose != Purpose.GOLD for r in reviews
+        ),
         "human": human_verdict(reviews),
         "undoable": _undoable(reviews, request.user),
         "audit": _sentences(

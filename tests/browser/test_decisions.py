@@ -149,6 +149,8 @@ def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
     assert undo.actor == reviewer
     expect(page.locator("#audit-trail")).to_contain_text("rita took back their confirm")
     expect(page.locator("#undo")).to_have_count(0)
+    # Taken back, the replay is undecided again, and its page says so.
+    expect(page.locator(".decision")).not_to_contain_text("Already decided")
     # The decision can be made again.
     with page.expect_navigation():
         page.keyboard.press("r")
