@@ -200,6 +200,7 @@ class ReviewPolicy(models.Model):
     )
 
     class Meta:
+        verbose_name_plural = "review policies"
         constraints = [
             models.CheckConstraint(
                 condition=Q(gold_rate_percent__lte=100), name="policy_gold_rate_range"

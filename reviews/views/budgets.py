@@ -58,10 +58,19 @@ def bound_problem(value, least: int, most: int, unit: str) -> str:
     if value is None:
         return ""
     if value < least:
-        return "Cannot be negative." if least == 0 else f"At least {least:,}{unit}."
+        return (
+            "Cannot be negative." if least == 0 else f"At least {_count(least, unit)}."
+        )
     if value > most:
-        return f"At most {most:,}{unit}."
+        return f"At most {_count(most, unit)}."
     return ""
+
+
+def _count(number: int, unit: str) -> str:
+    """``1 attempt``, ``3 attempts``: the unit's plural s only where it counts."""
+    if number == 1 and unit.endswith("s"):
+        unit = unit[:-1]
+    return f"{number:,}{unit}"
 
 
 class BoundedForm(forms.ModelForm):

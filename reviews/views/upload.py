@@ -25,8 +25,8 @@ class UploadForm(forms.Form):
     project = forms.ModelChoiceField(
         queryset=Project.objects.all(),
         to_field_name="slug",
-        help_text="Records without a project go here; records naming another "
-        "project are refused.",
+        help_text="The project the runs are imported into; a record naming "
+        "another project is refused.",
     )
     format = forms.ChoiceField(
         choices=ImportFormat.choices,

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from replayhub.models import Budget, Night, Project
 from reviews.models import AuditEvent
+from reviews.views.budgets import bound_problem
 
 
 @pytest.fixture
@@ -187,7 +188,7 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
         ("caps-max_tokens", "0", "At least 1 tokens."),
         ("caps-max_turns", "0", "At least 1 turns."),
         ("caps-flake_reruns", "50", "At most 10 reruns."),
-        ("caps-max_attempts", "0", "At least 1 attempts."),
+        ("caps-max_attempts", "0", "At least 1 attempt."),
         ("caps-test_time_limit_seconds", "0", "At least 1 s."),
     ],
 )
@@ -225,3 +226,9 @@ def test_the_form_address_opened_again_leads_back_to_the_page(
     response = client.get(reverse("reviews:budget_edit", args=["shop"]))
     assert response.status_code == 302
     assert response["Location"] == reverse("reviews:budgets") + "#budget-shop"
+
+
+def test_a_bound_of_one_is_said_in_the_singular():
+    assert bound_problem(0, 1, 20, " attempts") == "At least 1 attempt."
+    assert bound_problem(30, 1, 20, " attempts") == "At most 20 attempts."
+    assert bound_problem(-1, 0, 10, " reruns") == "Cannot be negative."
