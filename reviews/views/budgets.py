@@ -67,9 +67,9 @@ def bound_problem(value, least: int, most: int, unit: str) -> str:
 
 
 def _count(number: int, unit: str) -> str:
-    """``1 attempt``, ``3 attempts``: the unit's plural s only where it counts."""
-    if number == 1 and unit.endswith("s"):
-        unit = unit[:-1]
+    """``1 attempt``, ``3 attempts``, ``1 s``: a word's plural s only past one."""
+    if number == 1 and len(unit.strip()) > 1:
+        unit = unit[:-2] if unit.endswith("sses") else unit.removesuffix("s")
     return f"{number:,}{unit}"
 
 
