@@ -355,6 +355,8 @@ class _Exchange(BaseHTTPRequestHandler):
         with endpoint.lock:
             endpoint.tape.append({k: v for k, v in entry.items() if v is not None})
 
+    do_GET = do_POST  # /v1/models
+
     def _relay(self, upstream: Any) -> tuple[int, bytes, bool]:
         """Pass the upstream's answer on as it arrives (chunked); returns its
         status, the bytes kept for the tape and whether they are all of it."""
@@ -448,10 +450,9 @@ def run_agent(
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
-    duration = round(time.monotonic() - started, 3)
     exit_code = 128 - code if code < 0 else code  # killed by signal N: 128 + N
     output = bytes(tail).decode("utf-8", "replace") if tee else None
-    return exit_code, duration, output
+    return exit_code, round(time.monotonic() - started, 3), output
 
 
 def agent_env(endpoint: RecordingEndpoint, **replayhub: str) -> dict[str, str]:
@@ -682,11 +683,10 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
         k: _http_url(f"{k}-upstream", vars(args)[f"{k}_upstream"]) for k in UPSTREAMS
     }
     try:
-        prompt = args.prompt or (
-            args.prompt_file.read_text(encoding="utf-8") if args.prompt_file else ""
-        )
+        from_file = args.prompt_file.read_text("utf-8") if args.prompt_file else ""
     except (OSError, UnicodeDecodeError) as error:
         raise Refusal(f"cannot read the prompt file: {error}") from None
+    prompt: str = args.prompt or from_file
     if not prompt.strip():
         raise Refusal("give the agent's task with --prompt or --prompt-file")
     token_env = args.token_env or "REPLAYHUB_TOKEN"

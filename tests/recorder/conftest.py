@@ -26,9 +26,9 @@ RECORDER = ROOT / "replayhub" / "recorder" / "record.py"
 
 # The agent: the official SDKs, pointed by the recorder's variables at its
 # endpoint, a call each way (plain and streamed), then an edit of app.py and,
-# when asked, a commit. It prints what it heard, and exits as asked. Mode
-# "edit" makes no call: importing an SDK takes seconds, and most tests are
-# about the repository.
+# when asked, a commit and then one more file. It prints what it heard, and
+# exits as asked. Modes "edit" and "noop" make no call (importing an SDK takes
+# seconds, and most tests are about the repository); "noop" changes nothing.
 AGENT = """
 import os, subprocess, sys
 
@@ -55,10 +55,13 @@ elif mode.startswith("openai"):
     chunks = client.chat.completions.create(model=model, messages=again, stream=True)
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 print("agent heard:", said, "/", streamed.strip())
-with open("app.py", "a") as out:
-    out.write("# " + said + "\\n")
-if mode.endswith("+commit"):
+if mode != "noop":
+    with open("app.py", "a") as out:
+        out.write("# " + said + "\\n")
+if "+commit" in mode:
     subprocess.run(["git", "commit", "-q", "-am", "agent: note the task"], check=True)
+if mode.endswith("+more"):
+    open("more.py", "w").write("MORE = 1\\n")
 sys.exit(int(os.environ.get("AGENT_EXIT", "0")))
 """
 

@@ -5,12 +5,13 @@ and the fake provider as the only stand-in."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
 from replayhub.demo.model_api import REAL_KEY
 from replayhub.models import Preflight, Run
-from tests.recorder.conftest import World, sh, spooled
+from tests.recorder.conftest import RECORDER, World, sh, spooled
 
 pytestmark = pytest.mark.services
 
@@ -156,3 +157,40 @@ def test_without_its_token_it_refuses_before_the_agent_runs(world: World):
     assert "$REPLAYHUB_TOKEN is not set" in recorded.stderr
     # Refused before the agent ran: nothing was done that could be lost.
     assert not world.fake.received and not spooled(world)
+
+
+def test_an_agent_that_changes_nothing_leaves_the_base_as_its_original(world: World):
+    before = world.state()
+    recorded = world.record("noop")
+    assert recorded.returncode == 0, recorded.stderr
+    run = world.stored(recorded.run_id)
+    assert run.original_commit == run.base_sha == before["head"]
+    assert world.origin_ref(run.original_branch) == before["head"]
+    assert run.record["recorder"]["write_back"] == "unchanged"
+    assert run.usage == {"input_tokens": 0, "output_tokens": 0, "turns": 0}
+    assert run.record["tape"] == []
+    assert world.state() == before
+
+
+def test_what_an_agent_leaves_after_its_commit_goes_on_top_of_it(world: World):
+    before = world.state()
+    recorded = world.record("edit+commit+more")
+    assert recorded.returncode == 0, recorded.stderr
+    run = world.stored(recorded.run_id)
+    head = sh(world.checkout, "rev-parse", "HEAD")
+    assert sh(world.checkout, "rev-parse", f"{run.original_commit}^") == head
+    assert sh(world.checkout, "show", f"{run.original_commit}:more.py") == "MORE = 1"
+    assert run.record["recorder"]["write_back"] == "agent-commit+work-tree"
+    # The branch has the agent's commit; its last file is left untracked.
+    assert world.state() == {**before, "head": head, "status": "?? more.py"}
+
+
+def test_an_agent_command_that_cannot_start_is_127_and_nothing_is_recorded(
+    world: World, tmp_path
+):
+    argv = [sys.executable, str(RECORDER), "--server", world.server]
+    argv += ["--project", "shop", "--prompt", "x", "--", str(tmp_path / "missing")]
+    recorded = world.call(argv)
+    assert recorded.returncode == 127
+    assert "cannot run" in recorded.stderr and recorded.stderr.count("\n") == 1
+    assert not Run.objects.exists() and not spooled(world)
