@@ -5,6 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from replayhub import api, health
+from replayhub.recorder.views import recorder_download
 from reviews.api import replay_detail, run_detail
 from reviews.views import upload
 
@@ -29,6 +30,12 @@ urlpatterns = [
         "api/v1/replays/<int:replay_id>",
         replay_detail,
         name="api_replay_detail",
+    ),
+    # The recorder that runs where the agents run (docs/recorder.md).
+    path(
+        "recorder/replayhub-record.py",
+        recorder_download,
+        name="recorder_download",
     ),
     path("runs/upload/", upload.runs_upload, name="runs_upload"),
     path("runs/upload/<int:job_id>/", upload.upload_job, name="runs_upload_job"),

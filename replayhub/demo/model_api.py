@@ -10,7 +10,8 @@ reply's), and usage comes where the real APIs put it — in the JSON body, in
 ``message_start``/``message_delta`` for anthropic streams, and in a last
 ``"choices": []`` chunk for openai streams that ask for it. Anything but the
 real key sent the API's own way gets a 401 (unless ``key`` is empty: a
-local server that takes none).
+local server that takes none); anthropic takes it in ``x-api-key`` or, as its
+current Python SDK sends an API key, ``Authorization: Bearer``.
 
 Knobs (attributes, set between calls): ``first_byte_delay`` (seconds before
 the status line), ``event_delay`` (between stream events), ``hold`` (an event
@@ -165,7 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
         anthropic = route[1].startswith("/v1/messages") or "x-api-key" in self.headers
         if not fake.key:
             pass  # a local server that takes no key
-        elif anthropic and self.headers.get("x-api-key") != fake.key:
+        elif anthropic and fake.key not in (
+            self.headers.get("x-api-key"),
+            (self.headers.get("Authorization") or "").removeprefix("Bearer "),
+        ):
             return self._json(401, _anthropic_error("invalid x-api-key"))
         elif (
             not anthropic and self.headers.get("Authorization") != f"Bearer {fake.key}"

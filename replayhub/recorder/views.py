@@ -1,0 +1,24 @@
+"""The recorder, served for download to the machines where agents run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.auth.decorators import login_not_required
+from django.http import FileResponse, HttpRequest
+from django.views.decorators.http import require_GET
+
+RECORDER = Path(__file__).with_name("record.py")
+
+
+# The file is the same for everyone and holds no secret: a CI job fetches it
+# with curl before it has any credential.
+@login_not_required
+@require_GET
+def recorder_download(request: HttpRequest) -> FileResponse:
+    return FileResponse(
+        RECORDER.open("rb"),
+        as_attachment=True,
+        filename="replayhub-record.py",
+        content_type="text/x-python; charset=utf-8",
+    )

@@ -1,0 +1,82 @@
+"""The recording endpoint on its own: what passes through, what the tape
+keeps, and what it refuses. The fake provider is the upstream."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from replayhub.demo.model_api import REAL_KEY, StandInProvider
+from replayhub.recorder.record import RecordingEndpoint
+from tests.recorder.test_spool import closed_port
+
+HI = [{"role": "user", "content": "hi"}]
+ASK = {"model": "claude-test", "max_tokens": 8, "messages": HI}
+
+
+@pytest.fixture
+def fake() -> Iterator[StandInProvider]:
+    with StandInProvider(key=REAL_KEY) as provider:
+        yield provider
+
+
+def endpoint(fake: StandInProvider, base: str | None = None) -> RecordingEndpoint:
+    base = base or fake.base_url
+    return RecordingEndpoint({"anthropic": base, "openai": base + "/v1"})
+
+
+def ask(url: str, body: dict | None = None) -> tuple[int, bytes]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(  # noqa: S310 - the endpoint under test
+        url, data, {"x-api-key": REAL_KEY, "Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def test_a_get_passes_through_and_is_taped_unbilled(fake):
+    with endpoint(fake) as recording:
+        base = recording.base_urls()["OPENAI_BASE_URL"]
+        status, body = ask(base + "/models")
+    assert status == 200 and json.loads(body)["data"][0]["id"] == "echo-1"
+    (entry,) = recording.tape
+    assert entry["method"] == "GET" and entry["path"] == "/v1/models"
+    assert entry["billed"] is False and "usage" not in entry
+    assert fake.received[0].path == "/v1/models"
+
+
+def test_an_upstream_error_reaches_the_agent_and_the_tape(fake):
+    fake.failures = [429]
+    with endpoint(fake) as recording:
+        status, body = ask(
+            recording.base_urls()["ANTHROPIC_BASE_URL"] + "/v1/messages", ASK
+        )
+    assert status == 429 and json.loads(body)["error"]["message"] == "rate limited"
+    (entry,) = recording.tape
+    assert entry["status"] == 429 and entry["billed"] is True
+    assert REAL_KEY not in json.dumps(recording.tape)
+
+
+def test_an_upstream_that_is_down_is_a_502_in_the_apis_shape(fake):
+    with endpoint(fake, f"http://127.0.0.1:{closed_port()}") as recording:
+        url = recording.base_urls()["ANTHROPIC_BASE_URL"] + "/v1/messages"
+        status, body = ask(url, ASK)
+    assert status == 502 and "could not reach" in json.loads(body)["error"]["message"]
+    (entry,) = recording.tape
+    assert entry["status"] == 502 and "could not reach" in entry["error"]
+
+
+@pytest.mark.parametrize("path", ["/wrong-secret/anthropic/v1/messages", "/"])
+def test_a_path_without_the_runs_secret_is_404_and_goes_nowhere(fake, path):
+    with endpoint(fake) as recording:
+        port = recording.server_address[1]
+        status, _ = ask(f"http://127.0.0.1:{port}{path}", ASK)
+    assert status == 404
+    assert recording.tape == [] and fake.received == []
