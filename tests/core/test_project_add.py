@@ -38,7 +38,7 @@ def add(slug, repo, **kw):
     args += kw.pop("extra", [])
     if "time_limit" in kw:
         args += ["--time-limit", str(kw.pop("time_limit"))]
-    call_command("project_add", *args)
+    call_command("project_add", *args, **kw)
 
 
 def test_a_project_is_registered_with_commands_as_argument_lists(db, repo):
@@ -483,10 +483,7 @@ def test_a_project_on_a_remote_is_registered_by_its_url(db, served, mirror_dir):
     daemon, _ = served
     out = StringIO()
 
-    call_command(
-        "project_add", "app", "--repo", daemon.url("app"), "--test-command", "t",
-        "--agent-command", "a", stdout=out,
-    )  # fmt: skip
+    add("app", daemon.url("app"), stdout=out)
 
     project = Project.objects.get(slug="app")
     assert project.repo_path == daemon.url("app")

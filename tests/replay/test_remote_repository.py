@@ -26,11 +26,20 @@ def daemon(calc_repo):
 
 @pytest.fixture
 def remote_project(daemon, calc_repo, mirror_dir):
+    options = {
+        "--repo": daemon.url(calc_repo.path.name),
+        "--test-command": "python3 -m unittest -v",
+        "--agent-command": "sh agent.sh",
+        "--time-limit": "30",
+    }
     call_command(
-        "project_add", "calc", "--repo", daemon.url(calc_repo.path.name),
-        "--test-command", "python3 -m unittest -v", "--agent-command", "sh agent.sh",
-        "--allowed-paths", "calc.py", "test_*.py", "--time-limit", "30",
-    )  # fmt: skip
+        "project_add",
+        "calc",
+        *[word for pair in options.items() for word in pair],
+        "--allowed-paths",
+        "calc.py",
+        "test_*.py",
+    )
     project = Project.objects.get(slug="calc")
     project.memory_limit_mb = 512
     project.save()
