@@ -11,6 +11,9 @@ import re
 import shlex
 from pathlib import Path
 
+from django.conf import settings
+
+from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError
 from replayhub.models import Project, Provider
@@ -25,6 +28,7 @@ from replayhub.models.projects import (
 FIELDS = {
     "slug": "slug",
     "--repo": "repo",
+    "--repo-credential-env": "repo_credential_env",
     "--test-command": "test_command",
     "--agent-command": "agent_command",
     "--allowed-paths": "allowed_paths",
@@ -108,6 +112,7 @@ def project_fields(
     egress_setup: list[str] = [],  # noqa: B006 (never changed)
     harness_command: str | None = None,
     verifier_command: str | None = None,
+    repo_credential_env: str = "",
     editing: Project | None = None,
 ) -> dict:
     """The checked fields of a project, ready for ``Project``; raises ProjectInvalid.
@@ -117,7 +122,9 @@ def project_fields(
     common lockfiles. A command given as None is stored empty (no setup phase,
     no harness, no separate verifier); a command given must not be empty. The
     test and agent commands may be left out only in a project of rollouts
-    (one with a harness command).
+    (one with a harness command). ``repo`` is a path on this host or a URL
+    the remote of which must answer; ``repo_credential_env`` names the
+    variable holding an http(s) URL's credential.
     """
     if editing is None or slug != editing.slug:
         slug_check(slug)
@@ -126,11 +133,7 @@ def project_fields(
         taken = taken.exclude(pk=editing.pk)
     if taken.exists():
         raise ProjectInvalid("slug", f"a project named {slug!r} already exists.")
-    path = Path(repo).expanduser().resolve()
-    try:
-        History(path).close()
-    except GitError:
-        raise ProjectInvalid("--repo", f"{repo} is not a git repository.") from None
+    repository = repository_fields(repo, repo_credential_env)
     if time_limit <= 0:
         raise ProjectInvalid(
             "--time-limit", "--time-limit must be a positive number of seconds."
@@ -171,7 +174,7 @@ def project_fields(
             "(register it with provider_add first).",
         )
     return {
-        "repo_path": str(path),
+        **repository,
         "test_command": _command("--test-command", test_command),
         "agent_command": _command("--agent-command", agent_command),
         "allowed_paths": globs,
@@ -186,6 +189,42 @@ def project_fields(
         "harness_command": harness,
         "verifier_command": _command("--verifier-command", verifier_command),
     }
+
+
+def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:
+    """The repository's fields: a git repository on this host, or a URL whose
+    remote answers (``git ls-remote``, with the credential when one is named)."""
+    repo, credential_env = repo.strip(), credential_env.strip()
+    if not mirrors.is_remote(repo):
+        if credential_env:
+            raise ProjectInvalid(
+                "--repo-credential-env",
+                "--repo-credential-env is for a repository given as an https:// "
+                "or http:// URL.",
+            )
+        path = Path(repo).expanduser().resolve()
+        try:
+            History(path).close()
+        except GitError:
+            raise ProjectInvalid("--repo", f"{repo} is not a git repository.") from None
+        return {"repo_path": str(path), "repo_credential_env": ""}
+    if problem := mirrors.url_problem(repo):
+        raise ProjectInvalid("--repo", f"--repo: {problem}")
+    if credential_env and (
+        problem := mirrors.credential_env_problem(credential_env, repo)
+    ):
+        raise ProjectInvalid(
+            "--repo-credential-env", f"--repo-credential-env: {problem}"
+        )
+    root = Path(settings.REPLAYHUB_MIRROR_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        mirrors.Remote(repo, credential_env).check(cwd=root)
+    except mirrors.RepoUnreachable as exc:
+        raise ProjectInvalid(
+            "--repo", f"--repo: {repo} did not answer as a git repository: {exc.line}"
+        ) from None
+    return {"repo_path": repo, "repo_credential_env": credential_env}
 
 
 def _command(option: str, value: str | None) -> list[str]:

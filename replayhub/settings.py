@@ -342,6 +342,20 @@ REPLAYHUB_ENV_FAILURE_SECONDS = env_int("REPLAYHUB_ENV_FAILURE_SECONDS", 3600)
 REPLAYHUB_IMAGES_DIR = Path(
     env_str("REPLAYHUB_IMAGES_DIR", str(REPLAYHUB_WORK_DIR / "images"))
 )
+# Bare mirrors of the projects whose repository is a URL, one per project
+# and URL on each host that reads history. Replays borrow their objects, so
+# the sandbox's uid must be able to read them: under var/ when others can
+# reach it, else beside the replays.
+REPLAYHUB_MIRROR_DIR = Path(
+    env_str(
+        "REPLAYHUB_MIRROR_DIR",
+        str(
+            VAR_DIR / "mirrors"
+            if traversable_by_anyone(VAR_DIR)
+            else REPLAYHUB_WORK_DIR / "mirrors"
+        ),
+    )
+)
 # The runner /healthz checks; each project names its own runner.
 REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 # A queued replay whose broker message is older than this is sent again (a broker

@@ -217,6 +217,20 @@ def env_cache(settings):
     remove_tree(root)
 
 
+@pytest.fixture
+def mirror_dir(settings):
+    """A private mirror directory for one test, removed after it: under the
+    work dir, since the sandbox uid reads a replay's objects through it."""
+    import uuid
+
+    from replayhub.lib.fstree import remove_tree
+
+    root = Path(settings.REPLAYHUB_WORK_DIR) / f"mirrors-{uuid.uuid4().hex[:8]}"
+    settings.REPLAYHUB_MIRROR_DIR = root
+    yield root
+    remove_tree(root)
+
+
 # --- the scripted calculator project, for whole replays in the real sandbox ---
 
 

@@ -79,13 +79,15 @@ def make_git_project(repo: Repo, slug: str = "shop", **fields: Any) -> Project:
     """A project on a real repository, set up as native records expect it: a
     pytest suite and the sandbox config the records name."""
     return Project.objects.create(
-        slug=slug,
-        name=slug,
-        repo_path=str(repo.path),
-        test_command=["python3", "-m", "pytest", "-q"],
-        agent_command=["sh", "agent.sh"],
-        sandbox_config_sha256="c" * 64,
-        **fields,
+        **{
+            "slug": slug,
+            "name": slug,
+            "repo_path": str(repo.path),
+            "test_command": ["python3", "-m", "pytest", "-q"],
+            "agent_command": ["sh", "agent.sh"],
+            "sandbox_config_sha256": "c" * 64,
+            **fields,
+        }
     )
 
 

@@ -615,15 +615,17 @@ def _failure_detail(
 def build_ahead(project: Project, base: str | None = None) -> Environment | None:
     """Build (or find cached) the project's environment at ``base`` (default:
     the tip of its default branch), as a replay would; a remembered failure is
-    run again. The environment is released before returning."""
-    with History(project.repo_path) as history:
+    run again. The environment is released before returning. A mirrored
+    repository is fetched first (``mirrors.RepoUnreachable`` when it cannot
+    be)."""
+    repo = project.repository(refresh=True)
+    with History(repo) as history:
         branch = project.default_branch or history.head_branch() or "HEAD"
         sha = history.commit(base) if base else history.branch_tip(branch)
     if sha is None:
         raise ValueError(f"{base or branch!r} names no commit in {project.repo_path}")
     scratch = Scratch(
-        Path(settings.REPLAYHUB_WORK_DIR) / f"env-build-{uuid.uuid4().hex[:12]}",
-        project.repo_path,
+        Path(settings.REPLAYHUB_WORK_DIR) / f"env-build-{uuid.uuid4().hex[:12]}", repo
     )
     try:
         runner = images.runner_for(project)

@@ -26,11 +26,13 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from django.db import connection
 
 from replayhub.git.history import History
+from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError
 from replayhub.models import Preflight, Project, Run
 from replayhub.replay.provenance import Provenance, resolve_provenance
@@ -80,6 +82,7 @@ class _Resolvers:
         self.batched = batched
         self.pool = ThreadPoolExecutor(1 if batched else THREADS)
         self.histories: dict[int, BatchHistory] = {}
+        self.repositories: dict[int, Path | RepoUnreachable] = {}
         self.storer = _Storer() if batched and _Storer.usable() else None
 
     def __enter__(self) -> _Resolvers:
@@ -101,21 +104,40 @@ class _Resolvers:
         else:
             _store(runs)
 
+    def repository(self, project: Project) -> Path:
+        """The project's repository on this host; a mirror is fetched once per
+        preflight, before its first chunk, so records naming commits pushed
+        since are found. Raises RepoUnreachable (for every chunk) when the
+        remote could not be read."""
+        if project.pk not in self.repositories:
+            try:
+                self.repositories[project.pk] = project.repository(refresh=True)
+            except RepoUnreachable as error:
+                self.repositories[project.pk] = error
+        found = self.repositories[project.pk]
+        if isinstance(found, RepoUnreachable):
+            raise found
+        return found
+
     def start(
-        self, project: Project, branch: str | None, requests: list[dict[str, Any]]
+        self,
+        project: Project,
+        repo: Path,
+        branch: str | None,
+        requests: list[dict[str, Any]],
     ) -> Callable[[], list[Provenance | GitError]]:
         """Start resolving ``requests`` (without ``repo_path``); the callable
         returned gives each request's provenance, or the GitError that kept it
         from one."""
         if not self.batched:
             futures = [
-                self.pool.submit(resolve_provenance, repo_path=project.repo_path, **r)
+                self.pool.submit(resolve_provenance, repo_path=repo, **r)
                 for r in requests
             ]
             return lambda: [_outcome(future) for future in futures]
         try:
             if project.pk not in self.histories:
-                self.histories[project.pk] = BatchHistory(project.repo_path)
+                self.histories[project.pk] = BatchHistory(repo)
         except GitError as error:
             failed: list[Provenance | GitError] = [error] * len(requests)
             return lambda: failed
@@ -303,7 +325,15 @@ def _start_chunk(
     for project_id, project_rows in by_project.items():
         project = projects[project_id]
         try:
-            branch = project.default_branch or _head_branch(project)
+            repo = resolvers.repository(project)
+            branch = project.default_branch or _head_branch(repo)
+        except RepoUnreachable as error:
+            # Left pending, to be tried again once the remote answers.
+            result.failed += len(project_rows)
+            result.add_error(
+                f"{project.slug}: the repository could not be fetched ({error})"
+            )
+            continue
         except GitError as error:
             result.failed += len(project_rows)
             result.add_error(f"{project.slug}: {error}")
@@ -315,7 +345,7 @@ def _start_chunk(
             key = row[2:]
             if key not in requests:
                 requests[key] = _arguments(common, row)
-        answers = resolvers.start(project, branch, list(requests.values()))
+        answers = resolvers.start(project, repo, branch, list(requests.values()))
         started.append((project, project_rows, list(requests), answers))
 
     def finish() -> int:
@@ -403,12 +433,12 @@ def _store(runs: list[tuple[int, str, str, Any]]) -> None:
             )
 
 
-def _head_branch(project: Project) -> str | None:
+def _head_branch(repo: Path) -> str | None:
     """The repository's HEAD branch, looked up once per project instead of per run.
 
     None when HEAD is detached: resolve_provenance finds that itself and says so.
     """
-    with History(project.repo_path) as history:
+    with History(repo) as history:
         return history.head_branch()
 
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.gateway.allow import parse_allow_entry
+from replayhub.git import mirrors
 from replayhub.ingest.native import whole_record
 from replayhub.lib.globs import compile_glob
 from replayhub.rollouts.seeds import DEFAULT_VERIFICATION_TURN
@@ -439,12 +443,58 @@ class Project(models.Model):
             errors["root_image"] = (
                 "Give an image pinned by digest: name@sha256:<64 hex digits>."
             )
+        if mirrors.is_remote(self.repo_path) and (
+            problem := mirrors.url_problem(self.repo_path)
+        ):
+            errors["repo_path"] = problem
+        if self.repo_credential_env and (
+            problem := mirrors.credential_env_problem(
+                self.repo_credential_env, self.repo_path
+            )
+        ):
+            errors["repo_credential_env"] = problem
         if errors:
             raise ValidationError(errors)
 
     @property
     def test_time_limit(self) -> int:
         return self.test_time_limit_seconds or self.time_limit_seconds
+
+    def repository(self, *, refresh: bool = False, commits: Iterable[str] = ()) -> Path:
+        """Where this host reads the project's history.
+
+        A path is returned as given. For a URL, the project's mirror on this
+        host: cloned when missing, fetched whole when ``refresh``, and fetched
+        when it lacks one of ``commits`` (hex names). Raises
+        ``mirrors.RepoUnreachable`` when the remote cannot be read.
+        """
+        if not mirrors.is_remote(self.repo_path):
+            return Path(self.repo_path)
+        mirror = self.mirror()
+        existed = mirror.exists()
+        git_dir = mirror.ready(refresh=refresh, commits=commits)
+        if not existed:
+            # A host's first mirror of this project: those of projects deleted
+            # since, whose deletion another host saw, go now.
+            live = {str(pk) for pk in Project.objects.values_list("pk", flat=True)}
+            for key in mirrors.mirror_keys(mirror.root) - live:
+                mirrors.remove_mirrors(mirror.root, key)
+        return git_dir
+
+    def mirror(self) -> mirrors.Mirror:
+        """This project's mirror on this host (nothing is read or made)."""
+        return mirrors.Mirror(
+            root=Path(settings.REPLAYHUB_MIRROR_DIR),
+            key=str(self.pk),
+            remote=mirrors.Remote(self.repo_path, self.repo_credential_env),
+        )
+
+
+def project_deleted(sender: Any, *, instance: Project, **kwargs: Any) -> None:
+    """Receiver of ``post_delete`` for Project: its mirrors on this host go
+    once the deletion is committed."""
+    root, key = Path(settings.REPLAYHUB_MIRROR_DIR), str(instance.pk)
+    transaction.on_commit(lambda: mirrors.remove_mirrors(root, key))
 
 
 class RunSource(models.TextChoices):

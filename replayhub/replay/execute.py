@@ -16,10 +16,15 @@ from typing import Any
 
 from replayhub.environments import images
 from replayhub.gateway import access
+from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
 from replayhub.replay import leftovers
-from replayhub.replay.provenance import Provenance, resolve_provenance
+from replayhub.replay.provenance import (
+    Provenance,
+    resolve_provenance,
+    valid_record_sha,
+)
 from replayhub.replay.workspace import (
     IO_DIR,
     NotRun,
@@ -120,8 +125,15 @@ def execute(
     on_phase: Callable[[str], object] = lambda phase: None,
 ) -> Report:
     """Run one replay in a fresh workspace, which is removed whatever happens."""
+    named = (run.original_commit, run.base_sha)
+    try:
+        # A mirrored repository is fetched first when it lacks a commit the
+        # record names.
+        repo = project.repository(commits=[c for c in named if valid_record_sha(c)])
+    except RepoUnreachable as exc:
+        return Report(decision=repo_unreachable(exc, run=run, project=project))
     prov = resolve_provenance(
-        repo_path=project.repo_path,
+        repo_path=repo,
         original_commit=run.original_commit or None,
         recorded_base=run.base_sha or None,
         default_branch=project.default_branch or None,
@@ -172,6 +184,19 @@ def execute(
     except NotRun as exc:
         report.decision = _not_run(exc, base_facts)
     return report
+
+
+def repo_unreachable(exc: RepoUnreachable, *, run: Run, project: Project) -> Ruling:
+    """The replay ends before its provenance: the remote could not be read,
+    in git's own words."""
+    return _inconclusive(
+        Reason.REPO_UNREACHABLE,
+        exc.line,
+        base_source="none",
+        base_confirmed=False,
+        original_recorded_passed=run.original_tests_passed,
+        evidence_floor=project.evidence_floor,
+    )
 
 
 def _not_run(exc: NotRun, base_facts: dict) -> Ruling:

@@ -24,6 +24,7 @@ from replayhub.environments import build, images
 from replayhub.gateway import access
 from replayhub.gateway.egress import AttemptCounts, ConnectAttempt
 from replayhub.gateway.server import MeteredCall
+from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison
 from replayhub.models import Phase, Project
 from replayhub.nights.arithmetic import Amounts
@@ -347,9 +348,12 @@ def prepared(
         runner.check()
     except SandboxUnavailable as exc:
         raise NotRun(Reason.SANDBOX_UNAVAILABLE, str(exc)) from exc
-    scratch = Scratch(
-        Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", project.repo_path
-    )
+    try:
+        # Fetched already, as the replay resolved its base.
+        repo = project.repository()
+    except RepoUnreachable as exc:
+        raise NotRun(Reason.REPO_UNREACHABLE, exc.line) from exc
+    scratch = Scratch(Path(settings.REPLAYHUB_WORK_DIR) / f"replay-{replay_id}", repo)
     scratch.remove()  # a previous delivery of this replay may have left it behind
     try:
         try:

@@ -29,8 +29,10 @@ from typing import Any
 from django.conf import settings
 
 from replayhub.git.history import History
+from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch
 from replayhub.models import Phase, Project, Replay, RunSource
+from replayhub.replay.provenance import valid_record_sha
 from replayhub.replay.workspace import IO_DIR, NotRun, Report, prepared, run_agent
 from replayhub.rollouts import verifier
 from replayhub.rollouts.completions import (
@@ -203,7 +205,13 @@ def execute_rollout(
         return failed(
             Reason.FIXTURE_FAILED, "the project has no rollout harness command"
         )
-    commit = _harness_commit(project, task.commit)
+    try:
+        repo = project.repository(
+            commits=[task.commit] if valid_record_sha(task.commit) else []
+        )
+    except RepoUnreachable as exc:
+        return failed(Reason.REPO_UNREACHABLE, exc.line)
+    commit = _harness_commit(project, repo, task.commit)
     if commit is None:
         return failed(
             Reason.FIXTURE_FAILED,
@@ -274,9 +282,9 @@ def _verified_reward(
     return scored.reward
 
 
-def _harness_commit(project: Project, commit: str) -> str | None:
+def _harness_commit(project: Project, repo_path: Path, commit: str) -> str | None:
     try:
-        with History(project.repo_path) as repo:
+        with History(repo_path) as repo:
             if commit:
                 return repo.commit(commit)
             branch = project.default_branch or repo.head_branch()

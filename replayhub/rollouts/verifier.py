@@ -88,7 +88,8 @@ def score(
     (removed whatever happens). What it did goes into ``record``; its reward is
     returned, or ``VerifierFailed`` raised. ``SandboxUnavailable`` passes
     through."""
-    scratch = Scratch(root, project.repo_path)
+    # The harness's replay made sure of the mirror (and the commit) already.
+    scratch = Scratch(root, project.repository())
     scratch.remove()  # a previous delivery of this replay may have left it behind
     try:
         return _score(

@@ -33,6 +33,7 @@ class Reason(StrEnum):
     PROVIDER_ERROR = "provider_error"
     SETUP_FAILED = "setup_failed"
     IMAGE_MISMATCH = "image_mismatch"
+    REPO_UNREACHABLE = "repo_unreachable"
     # Rows 2-8: refusals.
     BASE_UNTRUSTED = "base_untrusted"
     SAME_TREE = "same_tree"
@@ -100,6 +101,7 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
         Reason.PROVIDER_ERROR,
         Reason.SETUP_FAILED,
         Reason.IMAGE_MISMATCH,
+        Reason.REPO_UNREACHABLE,
     }
 )
 
@@ -177,6 +179,7 @@ REASON_TEXT: Mapping[str, str] = MappingProxyType(
         Reason.PROVIDER_ERROR: "Model provider failed",
         Reason.SETUP_FAILED: "Project setup failed",
         Reason.IMAGE_MISMATCH: "Recorded image differs from the root",
+        Reason.REPO_UNREACHABLE: "Project repository unreachable",
         Reason.BASE_UNTRUSTED: "Base commit not trusted",
         Reason.SAME_TREE: "Identical trees",
         Reason.NO_TEST_COMMAND: "No test command",

@@ -56,6 +56,7 @@ ROLLOUT_FAILURES: frozenset[Reason] = frozenset(
         Reason.WORKER_LOST,
         Reason.HARNESS_ERROR,
         Reason.PROVIDER_ERROR,
+        Reason.REPO_UNREACHABLE,
         Reason.HARNESS_FAILED,
         Reason.RESULT_MISSING,
         Reason.RESULT_MALFORMED,
@@ -82,6 +83,8 @@ _FAILURE_SENTENCE = {
     Reason.HARNESS_ERROR: "ReplayHub failed to run the rollout harness",
     Reason.PROVIDER_ERROR: "Every model call the rollout harness made failed at "
     "the provider",
+    Reason.REPO_UNREACHABLE: "The project's repository could not be fetched "
+    "from its remote, so the rollout harness had no commit to run from",
     Reason.HARNESS_FAILED: "The project's rollout harness failed",
     Reason.RESULT_MISSING: "The rollout harness wrote no result, so the verifier's "
     "reward is unknown",

@@ -33,6 +33,8 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
         "no environment to run in",
         Reason.IMAGE_MISMATCH: "The record's sandbox image is not the project's "
         "root image, and the project requires the match",
+        Reason.REPO_UNREACHABLE: "The project's repository could not be fetched "
+        "from its remote, so the replay had no commits to start from",
     }
 )
 

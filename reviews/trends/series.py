@@ -45,6 +45,7 @@ REASON_COLORS = {
     "provider_error": "#c2255c",
     "setup_failed": "#862e9c",
     "image_mismatch": "#5c940d",
+    "repo_unreachable": "#d9480f",
     "base_untrusted": "#1098ad",
     "no_test_command": "#0b7285",
     "tests_skipped": "#20c997",

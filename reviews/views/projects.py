@@ -108,7 +108,19 @@ class ProjectForm(forms.Form):
     """The settings ``manage.py project_add`` takes; checked by the same code."""
 
     slug = forms.SlugField(max_length=100)
-    repo = forms.CharField(label="Repository path", max_length=1000)
+    repo = forms.CharField(
+        label="Repository",
+        max_length=1000,
+        help_text="A path on this host, or an https://, ssh://, git@host:path or "
+        "file:// URL that each host mirrors.",
+    )
+    repo_credential_env = forms.CharField(
+        label="Credential variable",
+        required=False,
+        max_length=128,
+        help_text="For an https:// URL: the name of the environment variable "
+        "holding its token or password on each host. Only the name is stored.",
+    )
     test_command = forms.CharField(
         required=False,
         max_length=2000,
@@ -174,6 +186,7 @@ class ProjectForm(forms.Form):
         return {
             "slug": project.slug,
             "repo": project.repo_path,
+            "repo_credential_env": project.repo_credential_env,
             "test_command": shlex.join(project.test_command),
             "agent_command": shlex.join(project.agent_command),
             "allowed_paths": " ".join(project.allowed_paths),
@@ -196,6 +209,7 @@ class ProjectForm(forms.Form):
         return {
             "slug": data["slug"],
             "repo": data["repo"],
+            "repo_credential_env": data["repo_credential_env"],
             "test_command": data["test_command"] or None,
             "agent_command": data["agent_command"] or None,
             "allowed_paths": _words(data["allowed_paths"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import uuid
 from io import StringIO
 
 import pytest
@@ -11,6 +12,8 @@ from django.core.management import CommandError, call_command
 
 from replayhub.models import Project
 from tests.factories import make_superuser
+from tests.gitrepos import make_repo
+from tests.gitservers import GitDaemon, HttpGitServer, free_port
 
 
 @pytest.fixture
@@ -32,9 +35,10 @@ def add(slug, repo, **kw):
     ]
     for glob in kw.pop("globs", []):
         args += ["--allowed-paths", glob]
+    args += kw.pop("extra", [])
     if "time_limit" in kw:
         args += ["--time-limit", str(kw.pop("time_limit"))]
-    call_command("project_add", *args)
+    call_command("project_add", *args, **kw)
 
 
 def test_a_project_is_registered_with_commands_as_argument_lists(db, repo):
@@ -457,3 +461,102 @@ def test_the_admin_warns_when_a_rollout_project_is_saved_without_a_verifier(
     assert "no separate verifier" not in verified
     project.refresh_from_db()
     assert project.verifier_command == ["python3", "score.py"]
+
+
+# --- a repository on a git remote ------------------------------------------------
+
+SECRET = "tok-" + uuid.uuid4().hex
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A repository served by git daemon and, behind a password, git http-backend."""
+    origin = make_repo(tmp_path / "served", {"app.py": "VALUE = 1\n"}, name="app")
+    with (
+        GitDaemon(origin.path.parent) as daemon,
+        HttpGitServer(origin.path.parent, password=SECRET) as private,
+    ):
+        yield daemon, private
+
+
+def test_a_project_on_a_remote_is_registered_by_its_url(db, served, mirror_dir):
+    daemon, _ = served
+    out = StringIO()
+
+    add("app", daemon.url("app"), stdout=out)
+
+    project = Project.objects.get(slug="app")
+    assert project.repo_path == daemon.url("app")
+    assert project.repo_credential_env == ""
+    assert f"registered project app ({daemon.url('app')})" in out.getvalue()
+
+
+def test_a_private_remote_is_registered_with_the_name_of_its_credential(
+    db, served, mirror_dir, monkeypatch
+):
+    _, private = served
+    monkeypatch.setenv("APP_GIT_TOKEN", SECRET)
+
+    add("app", private.url("app"), extra=["--repo-credential-env", "APP_GIT_TOKEN"])
+
+    project = Project.objects.get(slug="app")
+    assert project.repo_credential_env == "APP_GIT_TOKEN"
+    stored = Project.objects.filter(pk=project.pk).values().get()
+    assert SECRET not in repr(stored)
+
+
+def test_a_remote_that_does_not_answer_is_refused_in_one_line(
+    db, served, mirror_dir, monkeypatch
+):
+    _, private = served
+    monkeypatch.delenv("APP_GIT_TOKEN", raising=False)
+    with pytest.raises(CommandError) as anonymous:
+        add("app", private.url("app"))
+    with pytest.raises(CommandError) as unset:
+        add("app", private.url("app"), extra=["--repo-credential-env", "APP_GIT_TOKEN"])
+    nowhere = f"git://127.0.0.1:{free_port()}/app"
+    with pytest.raises(CommandError) as refused:
+        add("app", nowhere)
+
+    assert anonymous.value.returncode == 2
+    assert str(anonymous.value) == (
+        f"--repo: {private.url('app')} did not answer as a git repository: "
+        "fatal: could not read Username for 'http://127.0.0.1:"
+        f"{private.port}': terminal prompts disabled"
+    )
+    assert str(unset.value).endswith(
+        "the credential variable APP_GIT_TOKEN is not set on this host"
+    )
+    assert "\n" not in str(refused.value) and "Connection refused" in str(refused.value)
+    assert not Project.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("repo", "extra", "message"),
+    [
+        ("https://me:hunter2@git.example.com/app.git", [], "carries a password"),
+        ("ftp://git.example.com/app.git", [], "not a transport"),
+        (
+            "https://git.example.com/app.git",
+            ["--repo-credential-env", "MY-TOKEN"],
+            "not an environment variable name",
+        ),
+        (
+            "git@git.example.com:app.git",
+            ["--repo-credential-env", "MY_TOKEN"],
+            "ssh uses the host's own keys",
+        ),
+    ],
+)
+def test_a_bad_url_or_credential_variable_is_refused_before_any_network(
+    db, mirror_dir, repo, extra, message
+):
+    with pytest.raises(CommandError, match=message) as info:
+        add("app", repo, extra=extra)
+    assert "hunter2" not in str(info.value)
+    assert info.value.returncode == 2
+
+
+def test_a_credential_variable_is_refused_for_a_path(db, repo):
+    with pytest.raises(CommandError, match="is for a repository given as an https"):
+        add("shop", repo, extra=["--repo-credential-env", "MY_TOKEN"])

@@ -12,6 +12,7 @@ from replayhub.demo.model_api import StandInProvider
 from replayhub.models import ModelCall, Provider, Replay, ReviewBand
 from reviews.services import review_decide
 from tests.factories import make_rollout
+from tests.gitservers import free_port
 from tests.harness import seed_with
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +153,25 @@ def test_the_harness_is_handed_the_replay_mark(rollout_project):
         "seed": "t5:continue:tool-call@3",
         "source": "t5",
     }
+
+
+def test_a_rollout_whose_remote_does_not_answer_is_inconclusive(
+    rollout_project, mirror_dir
+):
+    rollout_project.repo_path = f"git://127.0.0.1:{free_port()}/invoicer"
+    rollout_project.save()
+    make_rollout(
+        rollout_project,
+        external_id="5c1f0e9a",
+        reward=1.0,
+        seeds=[(seed_with(answer="first", reward=1.0), CONTINUATION, "")],
+    )
+
+    summary = reproduce("--project", "invoicer", "--external-id", "5c1f0e9a")
+
+    assert (summary["verdict"], summary["reason_code"]) == (
+        "inconclusive",
+        "repo_unreachable",
+    )
+    assert "errno=Connection refused" in summary["reason"]
+    assert summary["reason"].startswith("The project's repository could not be")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.environments import build
+from replayhub.git.mirrors import RepoUnreachable
 from replayhub.models import Project
 from replayhub.sandbox import SandboxUnavailable
 
@@ -42,6 +43,10 @@ class Command(BaseCommand):
             ) from None
         except (SandboxUnavailable, build.LockTimeout) as error:
             raise CommandError(str(error), returncode=1) from None
+        except RepoUnreachable as error:
+            raise CommandError(
+                f"the repository could not be fetched: {error}", returncode=1
+            ) from None
         assert environment is not None
         how = "cached" if environment.cached else "built"
         self.stdout.write(

@@ -17,7 +17,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
-        parser.add_argument("--repo", required=True, help="Path of the git repository.")
+        parser.add_argument(
+            "--repo",
+            required=True,
+            help="The git repository: a path on this host, or an https://, "
+            "http://, ssh://, git://, file:// or git@host:path URL that each host "
+            "mirrors.",
+        )
+        parser.add_argument(
+            "--repo-credential-env",
+            default="",
+            metavar="VAR",
+            help="Name of the environment variable that holds the credential (a "
+            "token or password) for an https:// URL on each host. Only the name "
+            "is stored.",
+        )
         parser.add_argument(
             "--test-command", help="Required unless --harness-command is given."
         )
@@ -175,6 +189,7 @@ class Command(BaseCommand):
         *args,
         slug,
         repo,
+        repo_credential_env,
         test_command,
         agent_command,
         allowed_paths,
@@ -197,6 +212,7 @@ class Command(BaseCommand):
             fields = project_fields(
                 slug=slug,
                 repo=repo,
+                repo_credential_env=repo_credential_env,
                 test_command=test_command,
                 agent_command=agent_command,
                 allowed_paths=allowed_paths,

@@ -13,6 +13,7 @@ from replayhub.models import Budget, Night, Project, Replay, Run
 from reviews.models import AuditEvent
 from tests.factories import make_project, make_replay
 from tests.gitrepos import project_repo
+from tests.gitservers import HttpGitServer
 
 
 def page(client, slug="shop", **query):
@@ -179,6 +180,32 @@ def test_an_admin_registers_a_project_in_the_browser_form(client, admin_user, tm
     assert project.egress_agent == ["pypi.org:443"]
     assert project.test_paths  # the default layouts, as project_add stores them
     assert AuditEvent.objects.get(action="project.create").actor == admin_user
+
+
+def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
+    client, admin_user, tmp_path, mirror_dir, monkeypatch
+):
+    repo = project_repo(tmp_path)
+    monkeypatch.setenv("CART_GIT_TOKEN", "tok-for-the-form")
+    client.force_login(admin_user)
+    with HttpGitServer(tmp_path, password="tok-for-the-form") as server:
+        url = server.url(repo.path.name)
+        refused = client.post(
+            reverse("reviews:project_create"),
+            form(url, repo_credential_env="CART-TOKEN"),
+        )
+        response = client.post(
+            reverse("reviews:project_create"),
+            form(url, repo_credential_env="CART_GIT_TOKEN"),
+        )
+
+    assert refused.status_code == 400
+    assert "is not an environment variable name" in refused.content.decode()
+    assert response.status_code == 302
+    project = Project.objects.get(slug="cart")
+    assert (project.repo_path, project.repo_credential_env) == (url, "CART_GIT_TOKEN")
+    event = AuditEvent.objects.get(action="project.create")
+    assert "tok-for-the-form" not in str(event.after)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,410 @@
+"""Bare mirrors of the projects whose repository lives on a git remote.
+
+A project's repository is a path on the host, read where it is, or a URL
+(``https://``, ``http://``, ``ssh://``, ``git://``, ``file://`` or the
+scp-like ``git@host:path``). For a URL, each host that reads history keeps a
+bare mirror of its own under one directory (``REPLAYHUB_MIRROR_DIR``), named
+for the project and a digest of the URL (``<key>-<digest>.git``), so a changed
+URL makes a new mirror rather than mixing two repositories' refs.
+
+The rules kept here:
+
+* git runs with the mirror as its git dir and working directory, under the
+  pinned environment and configuration of :func:`replayhub.git.scratch.git`;
+  nothing an agent can write is ever a mirror or inside one. Replays borrow a
+  mirror's objects read-only, through alternates, as they borrow a local
+  repository's.
+* Writers (clone, fetch) hold the mirror's lock file, so two workers never
+  fetch into one mirror at once; a clone is made beside the mirror and moved
+  into place whole, so a reader never sees half a mirror.
+* The credential is read from the named environment variable when git runs
+  and reaches git through its environment only: a credential helper, scoped to
+  the URL's origin and set through ``GIT_CONFIG_*`` variables, prints it from
+  there. It is never written to disk, never in an argument list and never in
+  a message. A URL carrying a password is refused.
+* Only these transports are allowed (``GIT_ALLOW_PROTOCOL``), every command has
+  a timeout, and a stalled transfer ends at git's low-speed limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from replayhub.git.scratch import GitError, git, require_sha
+from replayhub.lib.fstree import remove_tree
+
+SCHEMES = ("https", "http", "ssh", "git", "file")
+# user@host:path, git's scp-like syntax for ssh. The host must start with a
+# letter or digit: one starting with "-" would reach ssh as an option.
+_SCP = re.compile(r"[A-Za-z0-9._~-]+@[A-Za-z0-9][A-Za-z0-9.-]*:\S")
+_UNPRINTABLE = re.compile(r"[\x00-\x20\x7f]")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_MIRROR_NAME = re.compile(r"(.+)-[0-9a-f]{16}\.git")
+
+# Checking that a remote answers at registration.
+LS_REMOTE_TIMEOUT = 30.0
+# A clone or fetch of a large repository over a slow link.
+FETCH_TIMEOUT = 600.0
+# Waiting for another process's clone or fetch of the same mirror.
+LOCK_TIMEOUT = FETCH_TIMEOUT + 60.0
+# The user name sent with a credential when the URL names none; hosts that
+# take a token as the password (GitHub, GitLab, Gitea) accept any name.
+DEFAULT_USERNAME = "x-access-token"
+
+# Prints the credential git asks for, from the helper's environment. A fixed
+# string: the URL's origin scopes it and the secret reaches it only as an
+# environment variable, so nothing from a project is ever part of a shell
+# command.
+_HELPER = (
+    '!f() { test "$1" = get || exit 0; '
+    'printf "username=%s\\npassword=%s\\n" '
+    '"$REPLAYHUB_GIT_USERNAME" "$REPLAYHUB_GIT_PASSWORD"; }; f'
+)
+_SSH_COMMAND = "ssh -o BatchMode=yes -o ConnectTimeout=30"
+
+
+class RepoUnreachable(GitError):
+    """The remote could not be read: unreachable, refused, or not a repository.
+
+    ``line`` is git's own last line of error output (or, when git said
+    nothing, what stopped it); it never holds a credential.
+    """
+
+    def __init__(self, line: str, *, url: str = "") -> None:
+        super().__init__(f"{url}: {line}" if url else line)
+        self.line = line
+        self.url = url
+
+
+def is_remote(location: str) -> bool:
+    """Whether a project's repository is given as a URL rather than a path."""
+    return "://" in location or bool(_SCP.match(location))
+
+
+def url_problem(url: str) -> str:
+    """Why ``url`` cannot be a project's remote ("" when it can).
+
+    The message never repeats the URL: it may carry a password.
+    """
+    if _UNPRINTABLE.search(url):
+        return "The URL may not hold spaces or control characters."
+    if _SCP.match(url):
+        return ""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        return (
+            f"{scheme or 'That'}:// is not a transport ReplayHub reads "
+            "(https, http, ssh, git, file, or git@host:path)."
+        )
+    try:
+        password = parts.password
+        parts.port  # noqa: B018 -- raises on a malformed port
+    except ValueError:
+        return "The URL's host or port cannot be read."
+    if password is not None:
+        return (
+            "The URL carries a password: give the name of an environment "
+            "variable holding it (--repo-credential-env) instead."
+        )
+    if scheme == "file":
+        if not parts.path.startswith("/") or parts.netloc:
+            return "A file:// URL takes an absolute path (file:///srv/repo.git)."
+    elif not parts.hostname or parts.hostname.startswith("-"):
+        return "The URL names no host."
+    return ""
+
+
+def credential_env_problem(name: str, url: str) -> str:
+    """Why ``name`` cannot name the credential's variable for ``url`` ("" when
+    it can)."""
+    if not _ENV_NAME.match(name) or len(name) > 128:
+        return (
+            f"{name!r} is not an environment variable name (letters, digits "
+            "and underscores, not starting with a digit)."
+        )
+    if name.startswith(("GIT_", "REPLAYHUB_GIT_")):
+        return f"{name} is one of git's own variables; choose another name."
+    if not is_remote(url) or urlsplit(url).scheme.lower() not in ("https", "http"):
+        return (
+            "A credential variable is for an https:// or http:// URL; ssh uses "
+            "the host's own keys."
+        )
+    return ""
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A repository URL and the name of the variable holding its credential."""
+
+    url: str
+    credential_env: str = ""
+
+    def environment(self) -> dict[str, str]:
+        """What git needs besides the pinned environment to reach this remote.
+
+        Raises RepoUnreachable when the credential's variable is not set here.
+        """
+        env = {
+            "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh",
+            "GIT_SSH_COMMAND": _SSH_COMMAND,
+            "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
+            "GIT_HTTP_LOW_SPEED_TIME": "60",
+            # No credential helper from any config file; only the one below.
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "credential.helper",
+            "GIT_CONFIG_VALUE_0": "",
+        }
+        # ssh reads the host's keys, known hosts and agent.
+        for name in ("HOME", "SSH_AUTH_SOCK"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        if not self.credential_env:
+            return env
+        secret = os.environ.get(self.credential_env, "")
+        if not secret:
+            raise RepoUnreachable(
+                f"the credential variable {self.credential_env} is not set on "
+                "this host",
+                url=self.url,
+            )
+        if "\n" in secret or "\0" in secret:
+            raise RepoUnreachable(
+                f"the credential variable {self.credential_env} holds a line break",
+                url=self.url,
+            )
+        parts = urlsplit(self.url)
+        origin = f"{parts.scheme.lower()}://{parts.netloc.rpartition('@')[2]}"
+        env.update(
+            {
+                "GIT_CONFIG_COUNT": "2",
+                "GIT_CONFIG_KEY_1": f"credential.{origin}.helper",
+                "GIT_CONFIG_VALUE_1": _HELPER,
+                "REPLAYHUB_GIT_USERNAME": parts.username or DEFAULT_USERNAME,
+                "REPLAYHUB_GIT_PASSWORD": secret,
+            }
+        )
+        return env
+
+    def git(self, *args: str, cwd: Path, timeout: float, **kwargs) -> None:
+        """Run a git command that talks to this remote; RepoUnreachable if it
+        fails, with git's last line."""
+        try:
+            git(*args, cwd=cwd, timeout=timeout, env=self.environment(), **kwargs)
+        except RepoUnreachable:
+            raise
+        except GitError as error:
+            raise RepoUnreachable(last_line(error), url=self.url) from None
+
+    def check(self, *, cwd: Path, timeout: float = LS_REMOTE_TIMEOUT) -> None:
+        """Raise RepoUnreachable unless the remote answers as a git repository."""
+        self.git(
+            "ls-remote", "--quiet", "--", self.url, "HEAD", cwd=cwd, timeout=timeout
+        )
+
+
+def last_line(error: GitError) -> str:
+    """git's own last line of error output, or the error when it said nothing."""
+    lines = [line.strip() for line in error.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else str(error)
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """One project's bare mirror of its remote, under ``root`` on this host."""
+
+    root: Path
+    key: str
+    remote: Remote
+    timeout: float = FETCH_TIMEOUT
+
+    @property
+    def name(self) -> str:
+        digest = hashlib.sha256(self.remote.url.encode()).hexdigest()[:16]
+        return f"{self.key}-{digest}"
+
+    @property
+    def git_dir(self) -> Path:
+        return self.root / f"{self.name}.git"
+
+    def exists(self) -> bool:
+        # The clone is moved into place whole, HEAD included.
+        return (self.git_dir / "HEAD").is_file()
+
+    def ready(self, *, refresh: bool = False, commits: Iterable[str] = ()) -> Path:
+        """The mirror's git dir, cloned if missing, fetched when asked.
+
+        ``refresh`` fetches every ref (branches, tags, ``refs/replayhub/*``);
+        ``commits`` (hex names) are fetched when the mirror lacks them: each
+        by name where the server allows it, else with every ref. A commit the
+        remote does not have either is simply still missing. Raises
+        RepoUnreachable when the remote cannot be read.
+        """
+        wanted = [require_sha(commit) for commit in commits]
+        if self.exists() and not refresh and not self.missing(wanted):
+            return self.git_dir
+        with self._locked():
+            fetched_refs = refresh or not self.exists()
+            if not self.exists():
+                self._clone()
+            elif refresh:
+                self._fetch_refs()
+            missing = self.missing(wanted)
+            if missing and self._fetch_commits(missing):
+                missing = self.missing(missing)
+            if missing and not fetched_refs:
+                self._fetch_refs()
+        return self.git_dir
+
+    def missing(self, commits: Iterable[str]) -> list[str]:
+        """The commits of ``commits`` (hex names) the mirror does not hold."""
+        wanted = [require_sha(commit) for commit in commits]
+        if not wanted or not self.exists():
+            return wanted
+        result = git(
+            "cat-file",
+            "--batch-check",
+            git_dir=self.git_dir,
+            input="".join(f"{sha}^{{commit}}\n" for sha in wanted).encode(),
+            timeout=60,
+        )
+        answers = result.stdout.decode(errors="replace").splitlines()
+        return [
+            sha
+            for sha, answer in zip(wanted, answers, strict=True)
+            if answer.split()[1:2] != ["commit"]
+        ]
+
+    def remove(self) -> None:
+        remove_tree(self.git_dir)
+
+    def _clone(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        partial = self.root / f"{self.name}.tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            # A full mirror, not a partial (--filter) clone: replays borrow its
+            # objects through alternates, and a borrowed promisor object
+            # cannot be fetched on demand from a replay's git dir.
+            self.remote.git(
+                "clone",
+                "--mirror",
+                "--quiet",
+                "--template=",
+                "--",
+                self.remote.url,
+                os.fspath(partial),
+                cwd=self.root,
+                timeout=self.timeout,
+            )
+            partial.rename(self.git_dir)
+        finally:
+            remove_tree(partial)
+        # A changed URL: this project's mirrors of the URLs before it go.
+        for other in mirrors_of(self.root, self.key):
+            if other != self.git_dir:
+                remove_tree(other)
+
+    def _fetch_refs(self) -> None:
+        self.remote.git(
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--no-write-fetch-head",
+            "--",
+            self.remote.url,
+            "+refs/*:refs/*",
+            cwd=self.git_dir,
+            git_dir=self.git_dir,
+            timeout=self.timeout,
+        )
+
+    def _fetch_commits(self, commits: list[str]) -> bool:
+        """Fetch the named commits alone; False when the server would not give
+        them by name (or could not be asked)."""
+        if not all(_FULL_SHA.fullmatch(sha) for sha in commits):
+            return False
+        try:
+            self.remote.git(
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--",
+                self.remote.url,
+                *commits,
+                cwd=self.git_dir,
+                git_dir=self.git_dir,
+                timeout=self.timeout,
+            )
+        except RepoUnreachable:
+            return False
+        return True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / f"{self.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            deadline = time.monotonic() + LOCK_TIMEOUT
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise RepoUnreachable(
+                            f"another process held the mirror {self.git_dir} for "
+                            f"more than {LOCK_TIMEOUT:g} s",
+                            url=self.remote.url,
+                        ) from None
+                    time.sleep(0.2)
+            yield
+        finally:
+            os.close(fd)
+
+
+def mirrors_of(root: Path, key: str) -> list[Path]:
+    """The mirrors of one project under ``root``, whatever their URL."""
+    if not root.is_dir():
+        return []
+    return sorted(root.glob(f"{glob_escape(key)}-*.git"))
+
+
+def mirror_keys(root: Path) -> set[str]:
+    """The keys of the projects with a mirror under ``root``."""
+    if not root.is_dir():
+        return set()
+    return {
+        match.group(1)
+        for path in root.iterdir()
+        if (match := _MIRROR_NAME.fullmatch(path.name))
+    }
+
+
+def remove_mirrors(root: Path, key: str) -> list[Path]:
+    """Remove one project's mirrors (every URL it had) and their lock files."""
+    removed = mirrors_of(root, key)
+    for path in removed:
+        remove_tree(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.with_suffix(".lock").unlink()
+    # What a clone stopped halfway left behind.
+    if root.is_dir():
+        for partial in root.glob(f"{glob_escape(key)}-*.tmp-*"):
+            remove_tree(partial)
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
