@@ -1,17 +1,26 @@
 """Checking what an admin gives to register or edit a project, in one place.
 
-``manage.py project_add`` and the project form in the browser both call
-``project_fields``; each problem is a ``ProjectInvalid`` naming the setting
-(its command-line option and its form field) and one sentence.
+``manage.py project_add``, ``manage.py project_edit`` and the project form in
+the browser all call ``project_fields``; each problem is a ``ProjectInvalid``
+naming the setting (its command-line option and its form field) and one
+sentence. ``SETTINGS`` is the one table of a replay's settings (caps, the test
+gate's numbers, setup limits, the runner, ignored paths): the commands' options,
+the form's fields and the budgets page's bounds are made from it.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
 
 from replayhub.git import mirrors
 from replayhub.git.history import History
@@ -24,6 +33,259 @@ from replayhub.models.projects import (
     glob_list_problem,
 )
 
+CAPS = "Caps per replay"
+TESTS = "Test gate"
+SETUP = "Setup limits"
+PATHS = "Paths"
+SANDBOX = "Sandbox"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a project's replays: its ``Project`` field, its
+    command-line option, the group it is shown in, and for a number the
+    bounds it must keep (``least`` to ``most``, ``unit`` for the message).
+    The help text is the model field's."""
+
+    field: str
+    option: str
+    group: str
+    label: str
+    least: int = 0
+    most: int = 0
+    unit: str = ""
+
+    @property
+    def model_field(self) -> models.Field:
+        return Project._meta.get_field(self.field)  # type: ignore[return-value]
+
+    @property
+    def kind(self) -> str:
+        """``number``, ``money``, ``choice`` or ``globs``."""
+        model_field = self.model_field
+        if isinstance(model_field, models.JSONField):
+            return "globs"
+        if isinstance(model_field, models.DecimalField):
+            return "money"
+        return "choice" if model_field.choices else "number"
+
+    @property
+    def optional(self) -> bool:
+        """Whether it may be empty (no cap)."""
+        return bool(self.model_field.null)
+
+    @property
+    def default(self) -> Any:
+        return self.model_field.get_default()
+
+    @property
+    def help(self) -> str:
+        """The model field's help text, saying what empty means when it may be."""
+        text = str(self.model_field.help_text)
+        if self.optional and "Empty:" not in text:
+            text = f"{text} Empty: no cap.".strip()
+        return text
+
+    @property
+    def bounds(self) -> tuple[int, int, str]:
+        return self.least, self.most, self.unit
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "time_limit_seconds",
+        "--time-limit",
+        CAPS,
+        "Agent time limit (s)",
+        1,
+        86_400,
+        " s",
+    ),
+    Setting(
+        "test_time_limit_seconds",
+        "--test-time-limit",
+        CAPS,
+        "Test run time limit (s)",
+        1,
+        86_400,
+        " s",
+    ),
+    Setting(
+        "memory_limit_mb", "--memory-mb", CAPS, "Memory (MiB)", 64, 1_048_576, " MiB"
+    ),
+    Setting(
+        "max_processes", "--max-processes", CAPS, "Processes", 1, 100_000, " processes"
+    ),
+    Setting(
+        "max_output_bytes",
+        "--max-output-bytes",
+        CAPS,
+        "Output kept (bytes)",
+        1024,
+        1 << 30,
+        " bytes",
+    ),
+    Setting(
+        "max_requests",
+        "--max-requests",
+        CAPS,
+        "Model calls per replay",
+        1,
+        1_000_000,
+        " calls",
+    ),
+    Setting(
+        "max_tokens",
+        "--max-tokens",
+        CAPS,
+        "Tokens per replay",
+        1,
+        1_000_000_000,
+        " tokens",
+    ),
+    Setting("max_turns", "--max-turns", CAPS, "Turns per replay", 1, 100_000, " turns"),
+    Setting(
+        "max_cost_usd",
+        "--max-cost-usd",
+        CAPS,
+        "Money per replay (USD)",
+        0,
+        100_000,
+        " USD",
+    ),
+    Setting("max_disk_mb", "--max-disk-mb", CAPS, "Disk (MiB)", 16, 1_048_576, " MiB"),
+    Setting("max_files", "--max-files", CAPS, "Files", 100, 100_000_000, " files"),
+    Setting(
+        "cap_grace_seconds",
+        "--cap-grace",
+        CAPS,
+        "Grace after a refused call (s)",
+        0,
+        3_600,
+        " s",
+    ),
+    Setting("flake_reruns", "--flake-reruns", TESTS, "Flake reruns", 0, 10, " reruns"),
+    Setting("evidence_floor", "--evidence-floor", TESTS, "Evidence floor", 0, 1_000),
+    Setting("max_attempts", "--max-attempts", TESTS, "Attempts", 1, 20, " attempts"),
+    Setting(
+        "setup_time_limit_seconds",
+        "--setup-time-limit",
+        SETUP,
+        "Setup time limit (s)",
+        1,
+        86_400,
+        " s",
+    ),
+    Setting(
+        "setup_memory_mb",
+        "--setup-memory-mb",
+        SETUP,
+        "Setup memory (MiB)",
+        64,
+        1_048_576,
+        " MiB",
+    ),
+    Setting(
+        "setup_max_disk_mb",
+        "--setup-max-disk-mb",
+        SETUP,
+        "Setup disk (MiB)",
+        16,
+        1_048_576,
+        " MiB",
+    ),
+    Setting(
+        "setup_max_files",
+        "--setup-max-files",
+        SETUP,
+        "Setup files",
+        100,
+        100_000_000,
+        " files",
+    ),
+    Setting("runner", "--runner", SANDBOX, "Runner"),
+    Setting("ignored_paths", "--ignored-paths", PATHS, "Ignored paths"),
+)
+SETTING = {setting.field: setting for setting in SETTINGS}
+
+
+def bound_problem(value, least: int, most: int, unit: str) -> str:
+    """The one-line complaint about a number outside its bounds, or ""."""
+    if value is None:
+        return ""
+    if value < least and least == 0:
+        return "Cannot be negative."
+    if value < least:
+        return f"At least {_count(least, unit)}."
+    if value > most:
+        return f"At most {_count(most, unit)}."
+    return ""
+
+
+def _count(number: int, unit: str) -> str:
+    """``1 attempt``, ``3 attempts``, ``1 s``: a word's plural s only past one."""
+    if number == 1 and len(unit.strip()) > 1:
+        unit = unit[:-2] if unit.endswith("sses") else unit.removesuffix("s")
+    return f"{number:,}{unit}"
+
+
+def parse_setting(setting: Setting, text: str | list[str]) -> Any:
+    """A setting's value from the command line (a word, or the globs); raises
+    ProjectInvalid naming the option. ``none`` empties an optional number."""
+    option = setting.option
+    if setting.kind == "globs":
+        return [glob for glob in text if glob.strip()]
+    assert isinstance(text, str)
+    word = text.strip()
+    if setting.optional and word.lower() in ("none", ""):
+        return None
+    if setting.kind == "choice":
+        return word
+    if setting.kind == "money":
+        try:
+            amount = Decimal(word)
+        except InvalidOperation:
+            amount = Decimal("NaN")
+        if not amount.is_finite():
+            raise ProjectInvalid(option, f"{option}: {text!r} is not an amount.")
+        return amount
+    try:
+        return int(word)
+    except ValueError:
+        empty = " or none" if setting.optional else ""
+        raise ProjectInvalid(
+            option, f"{option}: {text!r} is not a whole number{empty}."
+        ) from None
+
+
+def checked_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (field name to value, of ``SETTINGS`` only) once checked;
+    raises ProjectInvalid naming the option of the first bad one."""
+    out = {}
+    for name, value in values.items():
+        setting = SETTING[name]
+        option = setting.option
+        problem = ""
+        if setting.kind == "globs":
+            problem = glob_list_problem(value)
+        elif setting.kind == "choice":
+            choices = [str(choice) for choice, _ in setting.model_field.choices or ()]
+            if value not in choices:
+                problem = f"choose one of {', '.join(choices)}."
+        elif value is None:
+            if not setting.optional:
+                problem = "give a number."
+        else:
+            problem = bound_problem(value, *setting.bounds)
+            if setting.kind == "money" and not problem:
+                value = Decimal(value).quantize(Decimal("0.0001"))
+        if problem:
+            problem = problem[:1].lower() + problem[1:]
+            raise ProjectInvalid(option, f"{option}: {problem}")
+        out[name] = value
+    return out
+
+
 # The form field of each command-line option checked here.
 FIELDS = {
     "slug": "slug",
@@ -33,7 +295,6 @@ FIELDS = {
     "--agent-command": "agent_command",
     "--allowed-paths": "allowed_paths",
     "--test-paths": "test_paths",
-    "--time-limit": "time_limit",
     "--egress-agent": "egress_agent",
     "--egress-tests": "egress_tests",
     "--providers": "providers",
@@ -42,6 +303,7 @@ FIELDS = {
     "--egress-setup": "egress_setup",
     "--harness-command": "harness_command",
     "--verifier-command": "verifier_command",
+    **{setting.option: setting.field for setting in SETTINGS},
 }
 
 
@@ -68,6 +330,23 @@ class ProjectInvalid(ValueError):
         """The message without its leading option, for beside a form field."""
         text = self.message.removeprefix(f"{self.option}: ")
         return text[:1].upper() + text[1:]
+
+
+def option_of(field: str) -> str:
+    """The option that sets a project field (the field itself when none does)."""
+    for option, name in FIELDS.items():
+        if name == field and option.startswith("--"):
+            return option
+    return field
+
+
+def refused(error: ValidationError) -> ProjectInvalid:
+    """The model's refusal (``full_clean``) as one problem: its first field's."""
+    if hasattr(error, "error_dict"):
+        field, errors = next(iter(error.error_dict.items()))
+        option = option_of(field)
+        return ProjectInvalid(option, f"{option}: {' '.join(errors[0].messages)}")
+    return ProjectInvalid("", " ".join(error.messages))
 
 
 def argv(option: str, value: str) -> list[str]:
@@ -103,7 +382,6 @@ def project_fields(
     agent_command: str | None,
     allowed_paths: list[str],
     test_paths: list[str] | None,
-    time_limit: int,
     egress_agent: list[str],
     egress_tests: list[str],
     providers: list[str],
@@ -113,10 +391,13 @@ def project_fields(
     harness_command: str | None = None,
     verifier_command: str | None = None,
     repo_credential_env: str = "",
+    settings: Mapping[str, Any] | None = None,
     editing: Project | None = None,
 ) -> dict:
     """The checked fields of a project, ready for ``Project``; raises ProjectInvalid.
 
+    ``settings`` are values of ``SETTINGS`` by field name (those left out
+    keep their defaults, or the project's values).
     ``editing`` is the project being changed (its own slug is not taken).
     ``test_paths`` None means the default layouts, ``setup_inputs`` None the
     common lockfiles. A command given as None is stored empty (no setup phase,
@@ -134,10 +415,6 @@ def project_fields(
     if taken.exists():
         raise ProjectInvalid("slug", f"a project named {slug!r} already exists.")
     repository = repository_fields(repo, repo_credential_env)
-    if time_limit <= 0:
-        raise ProjectInvalid(
-            "--time-limit", "--time-limit must be a positive number of seconds."
-        )
     globs = [g for g in allowed_paths if g.strip()]
     tests = default_test_paths() if test_paths is None else test_paths
     for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
@@ -179,7 +456,6 @@ def project_fields(
         "agent_command": _command("--agent-command", agent_command),
         "allowed_paths": globs,
         "test_paths": tests,
-        "time_limit_seconds": time_limit,
         "egress_agent": egress_agent,
         "egress_tests": egress_tests,
         "providers": named,
@@ -188,6 +464,7 @@ def project_fields(
         "egress_setup": egress_setup,
         "harness_command": harness,
         "verifier_command": _command("--verifier-command", verifier_command),
+        **checked_settings(settings or {}),
     }
 
 

@@ -406,6 +406,8 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
         evidence["unstorable_count"] = report.unstorable_count
     if report.nested_repositories:
         evidence["nested_repositories"] = report.nested_repositories
+    if report.ignored_paths:
+        evidence["ignored_paths"] = report.ignored_paths
     if report.egress_counts.total > len(report.egress):
         # More attempts than were kept one by one: the page shows the counts.
         evidence["egress_counts"] = report.egress_counts.rows()[:200]

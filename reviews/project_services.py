@@ -1,11 +1,15 @@
-"""An admin's project workflows in the browser: register or edit a project, and
-start a replay of one run now. Each leaves an audit event behind."""
+"""An admin's project workflows: register or edit a project (in the browser,
+and ``manage.py project_edit``), and start a replay of one run now. Each leaves
+an audit event behind."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
+from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,12 +19,13 @@ from replayhub.models import (
     NightStatus,
     Preflight,
     Project,
+    Provider,
     Replay,
     Run,
     Trigger,
 )
 from replayhub.nights import arithmetic, scheduler
-from replayhub.project_setup import project_fields
+from replayhub.project_setup import project_fields, refused
 from replayhub.services import replay_request
 from reviews.models import AuditEvent
 
@@ -131,41 +136,80 @@ def project_save(*, actor, data: dict, project: Project | None = None) -> Projec
     default_branch = data.pop("default_branch", "")
     fields = project_fields(editing=project, **data)
     providers = fields.pop("providers")
-    with transaction.atomic():
-        if project is None:
-            project = Project.objects.create(
-                slug=data["slug"],
-                name=data["slug"],
-                default_branch=default_branch,
-                **fields,
-            )
-            project.providers.set(providers)
-            AuditEvent.objects.create(
-                actor=actor,
-                action="project.create",
-                object_type="project",
-                object_id=str(project.pk),
-                after={"slug": project.slug, "repo_path": project.repo_path},
-            )
-            return project
+    fields["default_branch"] = default_branch
+    if project is not None:
         fields["slug"] = data["slug"]
-        fields["default_branch"] = default_branch
+        return project_update(
+            actor=actor, project=project, fields=fields, providers=providers
+        ).project
+    with transaction.atomic():
+        project = Project(slug=data["slug"], name=data["slug"], **fields)
+        _clean(project)
+        project.save()
+        project.providers.set(providers)
+        AuditEvent.objects.create(
+            actor=actor,
+            action="project.create",
+            object_type="project",
+            object_id=str(project.pk),
+            after={"slug": project.slug, "repo_path": project.repo_path},
+        )
+    return project
+
+
+@dataclass
+class Updated:
+    project: Project
+    # Each field changed, before and after (providers by name).
+    changes: dict[str, tuple[Any, Any]]
+
+
+def project_update(
+    *, actor, project: Project, fields: dict[str, Any], providers: list[Provider]
+) -> Updated:
+    """Give ``project`` the checked ``fields`` (``project_fields``) and
+    ``providers``: the web form's edit and ``manage.py project_edit``.
+
+    Checked whole by the model first (``full_clean``; ProjectInvalid when it
+    refuses, and nothing is saved). One ``project.update`` audit event names
+    the fields that changed, before and after; none when nothing did.
+    """
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=project.pk)
         before = {name: getattr(project, name) for name in fields}
         before["providers"] = sorted(project.providers.values_list("name", flat=True))
         for name, value in fields.items():
             setattr(project, name, value)
+        _clean(project)
         project.save()
         project.providers.set(providers)
+        project.refresh_from_db()
         after = {name: getattr(project, name) for name in fields}
         after["providers"] = sorted(p.name for p in providers)
-        changed = [name for name in after if before[name] != after[name]]
-        if changed:
+        changes = {
+            name: (before[name], value)
+            for name, value in after.items()
+            if before[name] != value
+        }
+        if changes:
             AuditEvent.objects.create(
                 actor=actor,
                 action="project.update",
                 object_type="project",
                 object_id=str(project.pk),
-                before={name: before[name] for name in changed},
-                after={name: after[name] for name in changed},
+                before={name: _plain(old) for name, (old, _) in changes.items()},
+                after={name: _plain(new) for name, (_, new) in changes.items()},
             )
-    return project
+    return Updated(project, changes)
+
+
+def _clean(project: Project) -> None:
+    try:
+        project.full_clean()
+    except ValidationError as error:
+        raise refused(error) from None
+
+
+def _plain(value: Any) -> Any:
+    """A value as an audit event's JSON keeps it (an amount as its text)."""
+    return str(value) if isinstance(value, Decimal) else value

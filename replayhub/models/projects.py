@@ -414,7 +414,7 @@ class Project(models.Model):
 
     def clean(self) -> None:
         errors = {}
-        for name in ("allowed_paths", "test_paths"):
+        for name in ("allowed_paths", "test_paths", "ignored_paths"):
             if problem := glob_list_problem(getattr(self, name)):
                 errors[name] = problem
         for name in ("egress_agent", "egress_tests", "egress_setup"):

@@ -18,6 +18,10 @@ git is handed the list:
   the agent wrote decides a conversion that could fail or change a file.
 * ``.gitignore`` is honoured as the agent's own ``git add --all`` would:
   untracked files it ignores are left out, files tracked at the base stay.
+* The agents' own files (the project's ignored paths, see ``git.agentfiles``)
+  that the base does not track are left out unread and listed in
+  ``left_out``; those it tracks are captured, and put back as the base has
+  them when the trees are compared.
 * As root, git reads the workspace as the sandbox's uid (``user``), which owns
   every file there: a link or a hard-linked name can show it nothing the agent
   could not read itself. The objects it writes go to a directory of their own,
@@ -28,9 +32,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from replayhub.git import agentfiles
 from replayhub.git.scratch import GitError, Scratch, require_sha
 
 # Longer paths cannot be opened by name (PATH_MAX), so git cannot store them.
@@ -59,6 +65,12 @@ class Captured:
     unstorable: list[str] = field(default_factory=list)
     unstorable_count: int = 0
     nested_repositories: list[str] = field(default_factory=list)
+    # The agents' own files left out unread (the first ``LISTED``), and how many.
+    left_out: list[str] = field(default_factory=list)
+    left_out_count: int = 0
+    # What the agent's writable directories held before the capture (the
+    # disk cap's measure), when measured.
+    disk_bytes: int | None = None
 
 
 @dataclass
@@ -75,10 +87,14 @@ def capture_workspace(
     base: str | None = None,
     user: tuple[int, int] | None = None,
     max_files: int | None = None,
+    ignored: Sequence[str] = (),
+    kept: Sequence[str] = (),
 ) -> Captured:
     """Snapshot ``workspace`` (grown from ``base``) as a tree in ``scratch``.
 
-    ``base`` defaults to the commit the scratch provisioned. Raises
+    ``base`` defaults to the commit the scratch provisioned. Paths matching
+    ``ignored`` and none of ``kept`` that the base does not track, and such
+    paths git could not store, are left out (``Captured.left_out``). Raises
     :class:`TooManyFiles` when it holds more than ``max_files`` files, before
     git reads any of them, and ``GitError`` when git fails.
     """
@@ -95,8 +111,8 @@ def capture_workspace(
     objects = room / "objects"
     index = room / "index"
     objects.mkdir(parents=True, exist_ok=True)
-    for kept in (objects, *[objects / name for name in ("info", "pack")]):
-        kept.mkdir(exist_ok=True)
+    for directory in (objects, *[objects / name for name in ("info", "pack")]):
+        directory.mkdir(exist_ok=True)
     index.unlink(missing_ok=True)
     scratch.git("read-tree", base, index_file=index)
     walked = set(listing.files)
@@ -126,9 +142,16 @@ def capture_workspace(
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.fspath(scratch.git_dir / "objects"),
     }
 
+    def agents_own(path: bytes) -> bool:
+        return agentfiles.left_out(_name(path), ignored, kept)
+
     untracked = [path for path in listing.files if path not in at_base]
-    ignored = _ignored(scratch, workspace, untracked, as_user_env, git_user)
-    added = [path for path in listing.files if path not in ignored]
+    agents = {path for path in untracked if agents_own(path)}
+    untracked = [path for path in untracked if path not in agents]
+    gitignored = _ignored(scratch, workspace, untracked, as_user_env, git_user)
+    added = [
+        path for path in listing.files if path not in gitignored and path not in agents
+    ]
     scratch.git(
         "update-index",
         "-z",
@@ -153,11 +176,15 @@ def capture_workspace(
     tree = scratch.git("write-tree", index_file=index).stdout.decode().strip()
     index.unlink(missing_ok=True)
     unstorable = sorted({*listing.unstorable, *refused})
+    agents |= {path for path in unstorable if agents_own(path)}
+    unstorable = [path for path in unstorable if path not in agents]
     return Captured(
         tree=tree,
         unstorable=[_text(path) for path in unstorable[:LISTED]],
         unstorable_count=len(unstorable),
         nested_repositories=[_text(path) for path in sorted(listing.nested)[:LISTED]],
+        left_out=[_text(path) for path in sorted(agents)[:LISTED]],
+        left_out_count=len(agents),
     )
 
 
@@ -265,6 +292,11 @@ def _ignored(
             f"{result.returncode}: {result.stderr.decode(errors='replace')[-500:]}"
         )
     return set(filter(None, result.stdout.split(b"\0")))
+
+
+def _name(path: bytes) -> str:
+    """A path as the globs read it: whole, undecodable bytes kept."""
+    return path.decode("utf-8", "surrogateescape")
 
 
 def _text(path: bytes) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from replayhub.environments import images
 from replayhub.gateway import access
+from replayhub.git import agentfiles
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
@@ -244,16 +245,36 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
     report.unstorable_paths = captured.unstorable
     report.unstorable_count = captured.unstorable_count
     report.nested_repositories = captured.nested_repositories
+    report.disk_bytes = captured.disk_bytes
     files = leftovers.counted(scratch, replay_tree, project, base_facts)
     if isinstance(files, Ruling):
         return files
     report.tree_files = files
     try:
+        # The agents' own files, as the base has them on both sides.
+        sides = {
+            name: agentfiles.at_base(
+                scratch,
+                tree=tree,
+                base=ctx.base,
+                ignored=project.ignored_paths,
+                kept=project.test_paths,
+            )
+            for name, tree in (
+                ("original", ctx.original_commit),
+                ("replay", replay_tree),
+            )
+        }
+        report.ignored_paths = leftovers.ignored_evidence(
+            original=sides["original"].paths,
+            replay=[*captured.left_out, *sides["replay"].paths],
+            replay_count=captured.left_out_count + len(sides["replay"].paths),
+        )
         comparison = compare(
             scratch,
             base=ctx.base,
-            original_commit=ctx.original_commit,
-            replay_tree=replay_tree,
+            original_commit=sides["original"].tree,
+            replay_tree=sides["replay"].tree,
             allowed_globs=project.allowed_paths,
         )
     except GitError as exc:
@@ -265,7 +286,7 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
             )
         raise
     report.comparison = comparison
-    if replay_tree == comparison.base_tree and not captured.unstorable_count:
+    if comparison.replay_tree == comparison.base_tree and not captured.unstorable_count:
         crashed = outcome.exit_code not in (0, None)
         return _inconclusive(
             Reason.NO_CHANGE,

@@ -16,7 +16,12 @@ from pathlib import Path
 from replayhub.git.scratch import GitError, Scratch, require_sha
 from replayhub.lib.globs import glob_match
 from replayhub.models import Project
-from replayhub.replay.capture import Captured, TooManyFiles, capture_workspace
+from replayhub.replay.capture import (
+    LISTED,
+    Captured,
+    TooManyFiles,
+    capture_workspace,
+)
 from replayhub.sandbox.watchdog import disk_usage
 from replayhub.verdicts import Facts, Reason, Ruling, decide
 
@@ -101,7 +106,12 @@ def capture(
     max_files = project.max_files
     try:
         captured = capture_workspace(
-            scratch, workspace, user=owner, max_files=max_files
+            scratch,
+            workspace,
+            user=owner,
+            max_files=max_files,
+            ignored=project.ignored_paths,
+            kept=project.test_paths,
         )
     except TooManyFiles:
         return file_cap_fired(
@@ -116,6 +126,7 @@ def capture(
             f"the change could not be captured: {exc}",
             **base_facts,
         )
+    captured.disk_bytes = used
     return captured
 
 
@@ -184,3 +195,17 @@ def disallowed(
         else []
     )
     return tuple(sorted({*compared, *extra}))
+
+
+def ignored_evidence(
+    *, original: list[str], replay: list[str], replay_count: int
+) -> dict:
+    """The agents' own files left out of each tree, as the evidence lists them:
+    the first ``LISTED`` paths of a side and how many it had; a side with
+    none is not named."""
+    sides = {"original": (original, len(original)), "replay": (replay, replay_count)}
+    return {
+        name: {"paths": sorted(paths)[:LISTED], "count": count}
+        for name, (paths, count) in sides.items()
+        if count
+    }

@@ -49,6 +49,8 @@ IO_DIR = "/replayhub"
 USAGE_MAX_BYTES = 64 * 1024
 
 AGENT_OUTPUT_CHARS = 256 * 1024
+# The end of the agent's output that ``reproduce --json`` prints.
+AGENT_OUTPUT_TAIL_CHARS = 4096
 
 # Usage numbers beyond these are not believed: no replay spends that much, and
 # the replay's columns and the night's sums must hold what is kept.
@@ -115,6 +117,12 @@ class Report:
     unstorable_paths: list[str] = field(default_factory=list)
     unstorable_count: int = 0
     nested_repositories: list[str] = field(default_factory=list)
+    # The agents' own files left out of each tree (``leftovers.ignored_evidence``).
+    ignored_paths: dict = field(default_factory=dict)
+    # The caps the agent ran under (``caps_in_force``), and what its writable
+    # directories held when it ended.
+    caps: dict = field(default_factory=dict)
+    disk_bytes: int | None = None
     # The test files' side of the comparison, when the test gate ran.
     plan: TestPlan | None = None
     trees: dict[str, str] = field(default_factory=dict)
@@ -159,7 +167,12 @@ class Report:
             "reference_test": suites["reference"],
             "test_changes": self.plan.changes.to_dict() if self.plan else None,
             "evidence": [check_dict(c) for c in self.decision.checks],
-            "agent": self.agent_summary(),
+            "agent": {
+                **self.agent_summary(),
+                "output_tail": self.agent.output[-AGENT_OUTPUT_TAIL_CHARS:],
+            },
+            "caps": self.cap_figures(),
+            "ignored_paths": self.ignored_paths,
             "usage": self.usage,
             "usage_reported": self.usage_reported,
             "usage_refused": self.usage_refused,
@@ -178,6 +191,33 @@ class Report:
             "egress_counts": self.egress_counts.rows(),
             "refused_calls": self.refused_counts,
             "environment": self.environment or None,
+        }
+
+    def cap_figures(self) -> dict:
+        """Each cap the agent ran under beside what it used: ``limit`` None
+        is no cap, ``used`` None not measured (the phase never got there)."""
+        if not self.caps:
+            return {}
+        usage = self.usage
+        tokens = None
+        if "input_tokens" in usage or "output_tokens" in usage:
+            tokens = int(usage.get("input_tokens", 0)) + int(
+                usage.get("output_tokens", 0)
+            )
+        ran = self.agent.duration_s > 0 or self.agent.exit_code is not None
+        used = {
+            "time_seconds": round(self.agent.duration_s, 3) if ran else None,
+            "tokens": tokens,
+            "requests": usage.get("requests"),
+            "cost_usd": usage.get("cost_usd"),
+            "disk_mb": round(self.disk_bytes / 1024**2, 3)
+            if self.disk_bytes is not None
+            else None,
+            "files": self.tree_files,
+        }
+        return {
+            name: {"limit": limit, "used": used[name]}
+            for name, limit in self.caps.items()
         }
 
     def extra_evidence(self) -> dict:
@@ -222,6 +262,22 @@ def check_dict(check) -> dict:
         "outcome": str(check.outcome),
         "evidence_class": str(check.evidence_class),
         "detail": check.detail,
+    }
+
+
+def caps_in_force(project: Project, caps: dict) -> dict:
+    """The limits one agent phase runs under, by name (None: no cap): its
+    time, the gateway's caps, and the disk and file caps on what it leaves."""
+    gateway = access.caps_for(project, caps)
+    return {
+        "time_seconds": agent_limits(project, caps).wall_seconds,
+        "tokens": gateway.max_tokens,
+        "requests": gateway.max_requests,
+        "cost_usd": str(gateway.max_cost_usd)
+        if gateway.max_cost_usd is not None
+        else None,
+        "disk_mb": project.max_disk_mb,
+        "files": project.max_files,
     }
 
 
@@ -410,6 +466,7 @@ def run_agent(
 
     on_phase(Phase.AGENT)
     limits = agent_limits(project, caps)
+    report.caps = caps_in_force(project, caps)
     try:
         outcome, network = access.run_phase(
             runner,

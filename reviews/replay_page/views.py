@@ -208,6 +208,7 @@ def _detail_context(
         "unstorable": (replay.evidence or {}).get("unstorable_paths", []),
         "unstorable_count": (replay.evidence or {}).get("unstorable_count", 0),
         "nested_repositories": (replay.evidence or {}).get("nested_repositories", []),
+        "ignored_paths": (replay.evidence or {}).get("ignored_paths") or {},
         "environment": (replay.evidence or {}).get("environment") or {},
         "warnings": provenance.get("warnings")
         or (replay.evidence or {}).get("warnings", []),

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from replayhub import roles
 from replayhub.models import Budget, Night, Project, Run
 from replayhub.nights import scheduler
+from replayhub.project_setup import SETTING, bound_problem
 from replayhub.texttier.night import text_candidates
 from reviews import services
 from reviews.models import AuditEvent
@@ -38,39 +39,10 @@ BUDGET_BOUNDS: dict[str, tuple[int, int, str]] = {
     "window_start_hour": (0, 23, ""),
     "window_end_hour": (0, 23, ""),
 }
+# The replay's caps keep the bounds of the one table of replay settings.
 CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
-    "time_limit_seconds": (1, 86_400, " s"),
-    "test_time_limit_seconds": (1, 86_400, " s"),
-    "memory_limit_mb": (64, 1_048_576, " MiB"),
-    "max_processes": (1, 100_000, " processes"),
-    "max_disk_mb": (16, 1_048_576, " MiB"),
-    "max_files": (100, 100_000_000, " files"),
-    "max_tokens": (1, 1_000_000_000, " tokens"),
-    "max_turns": (1, 100_000, " turns"),
-    "flake_reruns": (0, 10, " reruns"),
-    "evidence_floor": (0, 1_000, ""),
-    "max_attempts": (1, 20, " attempts"),
+    name: SETTING[name].bounds for name in services.CAP_FIELDS if name in SETTING
 }
-
-
-def bound_problem(value, least: int, most: int, unit: str) -> str:
-    """The one-line complaint about a number outside its bounds, or ""."""
-    if value is None:
-        return ""
-    if value < least:
-        return (
-            "Cannot be negative." if least == 0 else f"At least {_count(least, unit)}."
-        )
-    if value > most:
-        return f"At most {_count(most, unit)}."
-    return ""
-
-
-def _count(number: int, unit: str) -> str:
-    """``1 attempt``, ``3 attempts``, ``1 s``: a word's plural s only past one."""
-    if number == 1 and len(unit.strip()) > 1:
-        unit = unit[:-2] if unit.endswith("sses") else unit.removesuffix("s")
-    return f"{number:,}{unit}"
 
 
 class BoundedForm(forms.ModelForm):

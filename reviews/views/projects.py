@@ -31,7 +31,16 @@ from replayhub.models import (
     Run,
     TestRecord,
 )
-from replayhub.project_setup import ProjectInvalid
+from replayhub.project_setup import (
+    CAPS,
+    PATHS,
+    SANDBOX,
+    SETTINGS,
+    SETUP,
+    TESTS,
+    ProjectInvalid,
+    Setting,
+)
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm
 from reviews.models import Review
@@ -104,6 +113,37 @@ def _words(value: str) -> list[str]:
     return [word for word in value.split() if word]
 
 
+# The form's groups, in order; the replay settings' fields are in their own.
+PROJECT = "Project"
+ROLLOUTS = "Rollouts"
+GROUPS = (PROJECT, PATHS, CAPS, TESTS, SETUP, SANDBOX, ROLLOUTS)
+GROUP_OF = {
+    "allowed_paths": PATHS,
+    "test_paths": PATHS,
+    "setup_command": SETUP,
+    "setup_inputs": SETUP,
+    "egress_setup": SETUP,
+    "harness_command": ROLLOUTS,
+    "verifier_command": ROLLOUTS,
+    **{setting.field: setting.group for setting in SETTINGS},
+}
+
+
+def _setting_field(setting: Setting) -> forms.Field:
+    """The form field of a replay setting: the model's, with the table's label."""
+    if setting.kind == "globs":
+        return forms.CharField(
+            label=setting.label,
+            required=False,
+            max_length=4000,
+            initial=" ".join(setting.default),
+            help_text=f"{setting.help} Separated by spaces; empty: none.",
+        )
+    field = setting.model_field.formfield(label=setting.label, help_text=setting.help)
+    assert field is not None
+    return field
+
+
 class ProjectForm(forms.Form):
     """The settings ``manage.py project_add`` takes; checked by the same code."""
 
@@ -128,17 +168,6 @@ class ProjectForm(forms.Form):
         "in a project of rollouts.",
     )
     agent_command = forms.CharField(required=False, max_length=2000)
-    allowed_paths = forms.CharField(
-        required=False,
-        max_length=4000,
-        help_text="Globs separated by spaces; empty: anything.",
-    )
-    test_paths = forms.CharField(
-        required=False,
-        max_length=4000,
-        help_text="Globs separated by spaces; empty: the common layouts.",
-    )
-    time_limit = forms.IntegerField(label="Time limit (s)", initial=600)
     default_branch = forms.CharField(required=False, max_length=255)
     providers = forms.ModelMultipleChoiceField(
         queryset=Provider.objects.order_by("name"),
@@ -150,6 +179,16 @@ class ProjectForm(forms.Form):
     )
     egress_tests = forms.CharField(
         required=False, max_length=4000, help_text="HOST:PORT, separated by spaces."
+    )
+    allowed_paths = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Globs separated by spaces; empty: anything.",
+    )
+    test_paths = forms.CharField(
+        required=False,
+        max_length=4000,
+        help_text="Globs separated by spaces; empty: the common layouts.",
     )
     setup_command = forms.CharField(
         required=False,
@@ -181,9 +220,21 @@ class ProjectForm(forms.Form):
         "network. Empty: the harness's own reward, never enough for equivalent.",
     )
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for setting in SETTINGS:
+            self.fields[setting.field] = _setting_field(setting)
+
+    def groups(self) -> list[tuple[str, list]]:
+        """The fields to show under each group's legend, in order."""
+        found: dict[str, list] = {group: [] for group in GROUPS}
+        for field in self:
+            found[GROUP_OF.get(field.name, PROJECT)].append(field)
+        return [(group, fields) for group, fields in found.items() if fields]
+
     @classmethod
     def initial_for(cls, project: Project) -> dict:
-        return {
+        initial = {
             "slug": project.slug,
             "repo": project.repo_path,
             "repo_credential_env": project.repo_credential_env,
@@ -191,7 +242,6 @@ class ProjectForm(forms.Form):
             "agent_command": shlex.join(project.agent_command),
             "allowed_paths": " ".join(project.allowed_paths),
             "test_paths": " ".join(project.test_paths),
-            "time_limit": project.time_limit_seconds,
             "default_branch": project.default_branch,
             "providers": list(project.providers.all()),
             "egress_agent": " ".join(project.egress_agent),
@@ -202,6 +252,12 @@ class ProjectForm(forms.Form):
             "harness_command": shlex.join(project.harness_command),
             "verifier_command": shlex.join(project.verifier_command),
         }
+        for setting in SETTINGS:
+            value = getattr(project, setting.field)
+            initial[setting.field] = (
+                " ".join(value) if setting.kind == "globs" else value
+            )
+        return initial
 
     def values(self) -> dict:
         """The cleaned values as ``project_fields`` takes them."""
@@ -214,7 +270,6 @@ class ProjectForm(forms.Form):
             "agent_command": data["agent_command"] or None,
             "allowed_paths": _words(data["allowed_paths"]),
             "test_paths": _words(data["test_paths"]) or None,
-            "time_limit": data["time_limit"],
             "egress_agent": _words(data["egress_agent"]),
             "egress_tests": _words(data["egress_tests"]),
             "providers": [p.name for p in data["providers"]],
@@ -224,6 +279,12 @@ class ProjectForm(forms.Form):
             "egress_setup": _words(data["egress_setup"]),
             "harness_command": data["harness_command"] or None,
             "verifier_command": data["verifier_command"] or None,
+            "settings": {
+                setting.field: _words(data[setting.field])
+                if setting.kind == "globs"
+                else data[setting.field]
+                for setting in SETTINGS
+            },
         }
 
 

@@ -70,7 +70,7 @@ def test_shell_metacharacters_stay_plain_arguments(db, repo):
         ({"test": ""}, "--test-command is empty"),
         ({"agent": "   "}, "--agent-command is empty"),
         ({"test": "pytest 'unclosed"}, "cannot split"),
-        ({"time_limit": 0}, "--time-limit must be a positive"),
+        ({"time_limit": 0}, "--time-limit: at least 1 s"),
     ],
 )
 def test_bad_arguments_are_refused_with_exit_code_2(db, repo, kwargs, message):
@@ -560,3 +560,101 @@ def test_a_bad_url_or_credential_variable_is_refused_before_any_network(
 def test_a_credential_variable_is_refused_for_a_path(db, repo):
     with pytest.raises(CommandError, match="is for a repository given as an https"):
         add("shop", repo, extra=["--repo-credential-env", "MY_TOKEN"])
+
+
+def test_every_replay_setting_is_taken_at_registration(db, repo):
+    call_command(
+        "project_add",
+        "shop",
+        "--repo",
+        str(repo),
+        "--test-command",
+        "pytest",
+        "--agent-command",
+        "./agent.sh",
+        "--test-time-limit",
+        "120",
+        "--memory-mb",
+        "1024",
+        "--max-processes",
+        "64",
+        "--max-output-bytes",
+        "65536",
+        "--max-requests",
+        "25",
+        "--max-tokens",
+        "100000",
+        "--max-turns",
+        "12",
+        "--max-cost-usd",
+        "0.75",
+        "--max-disk-mb",
+        "512",
+        "--max-files",
+        "10000",
+        "--cap-grace",
+        "4",
+        "--setup-time-limit",
+        "600",
+        "--setup-memory-mb",
+        "2048",
+        "--setup-max-disk-mb",
+        "1024",
+        "--setup-max-files",
+        "5000",
+        "--runner",
+        "docker",
+        "--ignored-paths",
+        ".aider*",
+        "notes/**",
+        stdout=StringIO(),
+    )
+    project = Project.objects.get()
+    assert project.test_time_limit_seconds == 120
+    assert (project.memory_limit_mb, project.max_processes) == (1024, 64)
+    assert project.max_output_bytes == 65536
+    assert (project.max_requests, project.max_tokens, project.max_turns) == (
+        25,
+        100_000,
+        12,
+    )
+    assert str(project.max_cost_usd) == "0.7500"
+    assert (project.max_disk_mb, project.max_files, project.cap_grace_seconds) == (
+        512,
+        10_000,
+        4,
+    )
+    assert (
+        project.setup_time_limit_seconds,
+        project.setup_memory_mb,
+        project.setup_max_disk_mb,
+        project.setup_max_files,
+    ) == (600, 2048, 1024, 5000)
+    assert project.runner == "docker"
+    assert project.ignored_paths == [".aider*", "notes/**"]
+
+
+def test_the_agents_files_are_ignored_by_default_and_a_bad_glob_is_refused(db, repo):
+    from replayhub.models.projects import DEFAULT_IGNORED_PATHS
+
+    add("shop", repo)
+    assert Project.objects.get().ignored_paths == list(DEFAULT_IGNORED_PATHS)
+    with pytest.raises(CommandError, match="--ignored-paths: '\\[z-a\\]' is not a"):
+        call_command(
+            "project_add",
+            "cart",
+            "--repo",
+            str(repo),
+            "--test-command",
+            "pytest",
+            "--agent-command",
+            "./agent.sh",
+            "--ignored-paths",
+            "[z-a]",
+        )
+    assert not Project.objects.filter(slug="cart").exists()
+    project = Project.objects.get()
+    project.ignored_paths = ["ok/**", "[z-a]"]
+    with pytest.raises(ValidationError) as refused:
+        project.full_clean()
+    assert "ignored_paths" in refused.value.message_dict

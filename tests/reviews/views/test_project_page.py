@@ -10,6 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from replayhub.models import Budget, Night, Project, Replay, Run
+from replayhub.models.projects import DEFAULT_IGNORED_PATHS
+from replayhub.project_setup import SETTINGS
 from reviews.models import AuditEvent
 from tests.factories import make_project, make_replay
 from tests.gitrepos import project_repo
@@ -152,18 +154,27 @@ def test_only_admins_start_replays_and_edit_projects(client, request, runs, role
 
 
 def form(repo_path, **overrides):
+    """What the form posts as it is shown for a new project, with these changes."""
     data = {
-        "slug": "cart",
-        "repo": str(repo_path),
-        "test_command": "python -m pytest -q",
-        "agent_command": "./agent.sh --fast",
-        "allowed_paths": "src/** tests/**",
-        "test_paths": "",
-        "time_limit": "900",
-        "default_branch": "",
-        "egress_agent": "pypi.org:443",
-        "egress_tests": "",
+        setting.field: " ".join(setting.default)
+        if setting.kind == "globs"
+        else ("" if setting.default is None else str(setting.default))
+        for setting in SETTINGS
     }
+    data.update(
+        {
+            "slug": "cart",
+            "repo": str(repo_path),
+            "test_command": "python -m pytest -q",
+            "agent_command": "./agent.sh --fast",
+            "allowed_paths": "src/** tests/**",
+            "test_paths": "",
+            "time_limit_seconds": "900",
+            "default_branch": "",
+            "egress_agent": "pypi.org:443",
+            "egress_tests": "",
+        }
+    )
     data.update(overrides)
     return data
 
@@ -214,7 +225,10 @@ def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
         ("repo", "/nonexistent/repo", "is not a git repository."),
         ("allowed_paths", "[z-a].py", "is not a valid"),
         ("test_command", "pytest 'unclosed", "Cannot split"),
-        ("time_limit", "0", "must be a positive number of seconds"),
+        ("time_limit_seconds", "0", "At least 1 s."),
+        ("max_tokens", "0", "At least 1 token."),
+        ("ignored_paths", ".aider* [z-a]", "is not a valid"),
+        ("max_cost_usd", "-1", "Cannot be negative."),
         ("egress_agent", "pypi.org", "pypi.org"),
         ("slug", "shop", "already exists"),
         ("test_command", "", "--test-command is required"),
@@ -247,7 +261,7 @@ def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_pat
     edit = reverse("reviews:project_edit", args=["cart"])
     shown = client.get(edit).content.decode()
     assert 'value="./agent.sh --fast"' in shown
-    response = client.post(edit, form(repo, time_limit="1200"))
+    response = client.post(edit, form(repo, time_limit_seconds="1200"))
     assert response.status_code == 302
     assert Project.objects.get(slug="cart").time_limit_seconds == 1200
     event = AuditEvent.objects.get(action="project.update")
@@ -317,3 +331,63 @@ def test_the_replay_now_address_opened_again_leads_back(client, admin_user, runs
     response = client.get(url)
     assert response["Location"] == reverse("reviews:project_detail", args=["shop"])
     assert not Replay.objects.filter(run=runs["fresh"]).exists()
+
+
+def test_the_form_groups_caps_setup_limits_and_paths_and_saves_them(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    shown = client.get(reverse("reviews:project_create")).content.decode()
+    for legend in ("Paths", "Caps per replay", "Setup limits", "Test gate"):
+        assert f"<legend>{legend}</legend>" in shown
+    caps = shown.index('id="group-caps-per-replay"')
+    setup = shown.index('id="group-setup-limits"')
+    assert caps < shown.index('name="max_cost_usd"') < setup
+    assert setup < shown.index('name="setup_memory_mb"')
+    paths = shown.index('id="group-paths"')
+    assert paths < shown.index('name="ignored_paths"') < caps
+    assert 'value=".aider* .aider*/** .claude/**' in shown
+
+    response = client.post(
+        reverse("reviews:project_create"),
+        form(
+            repo,
+            max_tokens="5000",
+            max_cost_usd="1.5",
+            cap_grace_seconds="3",
+            setup_memory_mb="8192",
+            runner="docker",
+            ignored_paths=".aider* .claude/**",
+        ),
+    )
+
+    assert response.status_code == 302
+    cart = Project.objects.get(slug="cart")
+    assert (cart.max_tokens, cart.max_cost_usd, cart.cap_grace_seconds) == (
+        5000,
+        Decimal("1.5"),
+        3,
+    )
+    assert (cart.setup_memory_mb, cart.runner) == (8192, "docker")
+    assert cart.ignored_paths == [".aider*", ".claude/**"]
+    edit = reverse("reviews:project_edit", args=["cart"])
+    assert client.get(edit).context["form"].initial["max_tokens"] == 5000
+    client.post(edit, form(repo, max_tokens="", max_cost_usd="1.5000"))
+    event = AuditEvent.objects.get(action="project.update")
+    assert (event.before, event.after) == (
+        {
+            "max_tokens": 5000,
+            "runner": "docker",
+            "setup_memory_mb": 8192,
+            "cap_grace_seconds": 3,
+            "ignored_paths": [".aider*", ".claude/**"],
+        },
+        {
+            "max_tokens": None,
+            "runner": "bwrap",
+            "setup_memory_mb": 4096,
+            "cap_grace_seconds": 10,
+            "ignored_paths": list(DEFAULT_IGNORED_PATHS),
+        },
+    )

@@ -1,0 +1,412 @@
+"""The options of ``project_add`` and ``project_edit``, defined once.
+
+Both commands take the same options. An option not given is absent from the
+parsed options (``argparse.SUPPRESS``): ``project_add`` then stores the
+default, ``project_edit`` keeps what the project has. The replay settings'
+options are made from ``project_setup.SETTINGS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from replayhub.environments.images import image_digest
+from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
+from replayhub.models.projects import rollout_settings_problem
+from replayhub.project_setup import (
+    SETTINGS,
+    ProjectInvalid,
+    Setting,
+    parse_setting,
+    project_fields,
+)
+
+# Commands given as "" are stored empty (no setup phase, no separate verifier);
+# the others must not be empty.
+EMPTY_IS_NONE = ("setup_command", "verifier_command")
+COMMANDS = (
+    "test_command",
+    "agent_command",
+    "setup_command",
+    "harness_command",
+    "verifier_command",
+)
+LISTS = (
+    "allowed_paths",
+    "test_paths",
+    "providers",
+    "egress_agent",
+    "egress_tests",
+    "setup_inputs",
+    "egress_setup",
+)
+
+
+def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
+    """Every project option; ``--repo`` is required unless ``editing``."""
+    add = _adder(parser)
+    add(
+        "--repo",
+        required=not editing,
+        metavar="PATH_OR_URL",
+        help="The git repository: a path on this host, or an https://, "
+        "http://, ssh://, git://, file:// or git@host:path URL that each host "
+        "mirrors.",
+    )
+    add(
+        "--repo-credential-env",
+        metavar="VAR",
+        help="Name of the environment variable that holds the credential (a "
+        "token or password) for an https:// URL on each host. Only the name "
+        "is stored.",
+    )
+    add("--test-command", metavar="CMD", help=_or_harness(editing))
+    add("--agent-command", metavar="CMD", help=_or_harness(editing))
+    add("--default-branch", metavar="NAME", help="Empty: the repository's HEAD.")
+    add(
+        "--providers",
+        nargs="*",
+        action="extend",
+        metavar="NAME",
+        help="Model providers (provider_add) the agent may call.",
+    )
+    add(
+        "--egress-agent",
+        nargs="*",
+        action="extend",
+        metavar="HOST:PORT",
+        help="Hosts the agent may reach through the egress proxy "
+        "(e.g. pypi.org:443, *.pythonhosted.org:443). Default: none.",
+    )
+    add(
+        "--egress-tests",
+        nargs="*",
+        action="extend",
+        metavar="HOST:PORT",
+        help="Hosts the test runs may reach. Default: none.",
+    )
+    add(
+        "--allow-test-interference",
+        action=argparse.BooleanOptionalAction,
+        help="Let a replay whose change could report a test run's success "
+        "itself still be equivalent.",
+    )
+    paths = _adder(parser.add_argument_group("paths", "Globs, separated by spaces."))
+    paths("--allowed-paths", nargs="*", action="extend", metavar="GLOB")
+    paths(
+        "--test-paths",
+        nargs="*",
+        action="extend",
+        metavar="GLOB",
+        help="The test files and the test runner's configuration (default: "
+        "the common layouts, conftest.py, pytest.ini, package.json, ...). "
+        "When a replay's differ from the original's, the original's are run "
+        "on the replay's code, and that run decides.",
+    )
+    groups = {
+        setting.group: parser.add_argument_group(setting.group.lower())
+        for setting in SETTINGS
+        if setting.group != "Paths"
+    }
+    for setting in SETTINGS:
+        where = paths if setting.group == "Paths" else _adder(groups[setting.group])
+        where(setting.option, dest=setting.field, **_setting_options(setting))
+    setup = _adder(groups["Setup limits"])
+    setup(
+        "--setup-command",
+        metavar="CMD",
+        help="Run once per environment (per lockfile contents) on a clean "
+        "checkout of the base; what it leaves in $REPLAYHUB_ENV_DIR is "
+        "mounted read-only into the agent and test phases, its bin/ first "
+        'on PATH. Default (or ""): no setup phase.',
+    )
+    setup(
+        "--setup-inputs",
+        nargs="*",
+        action="extend",
+        metavar="GLOB",
+        help="The files whose contents decide the environment (default: the "
+        "common lockfiles: requirements*.txt, poetry.lock, package-lock.json, "
+        "go.sum, ...).",
+    )
+    setup(
+        "--egress-setup",
+        nargs="*",
+        action="extend",
+        metavar="HOST:PORT",
+        help="Hosts the setup phase may reach (a package index). Default: none.",
+    )
+    sandbox = _adder(groups["Sandbox"])
+    sandbox(
+        "--root-image",
+        metavar="REF",
+        help="An image pinned by digest (name@sha256:...) whose root file "
+        "system the sandbox runs on, once imported with image_import.",
+    )
+    sandbox(
+        "--require-image-match",
+        action=argparse.BooleanOptionalAction,
+        help="A record whose image digest differs from --root-image is "
+        "inconclusive (image_mismatch), not only warned about.",
+    )
+    _add_rollout_options(
+        _adder(
+            parser.add_argument_group(
+                "rollouts",
+                "For verifiers rollout records: how seeds are derived and judged.",
+            )
+        )
+    )
+
+
+def _adder(group: Any):
+    def add(*names: str, **kwargs: Any) -> None:
+        group.add_argument(*names, default=argparse.SUPPRESS, **kwargs)
+
+    return add
+
+
+def _or_harness(editing: bool) -> str:
+    if editing:
+        return "Split like a shell would; never run through one."
+    return "Required unless --harness-command is given."
+
+
+def _setting_options(setting: Setting) -> dict[str, Any]:
+    default = setting.default
+    if setting.kind == "globs":
+        shown = " ".join(default) or "none"
+        return {
+            "nargs": "*",
+            "action": "extend",
+            "metavar": "GLOB",
+            "help": f"{setting.help} Default: {shown}.",
+        }
+    help_text = setting.help or setting.label + "."
+    if setting.kind == "choice":
+        choices = [str(value) for value, _ in setting.model_field.choices or ()]
+        return {
+            "choices": choices,
+            "help": f"{help_text} Default: {default}.",
+        }
+    shown = "none" if default is None else f"{default:,}".replace(",", "_")
+    words = [
+        "" if setting.help.startswith(setting.label) else f"{setting.label}.",
+        setting.help,
+        "'none' empties it." if setting.optional else "",
+        f"Default: {shown}.",
+    ]
+    return {
+        "metavar": "USD" if setting.kind == "money" else "N",
+        "help": " ".join(word for word in words if word),
+    }
+
+
+def _add_rollout_options(add) -> None:
+    add(
+        "--harness-command",
+        metavar="CMD",
+        help="Runs a seed in the sandbox: reads the messages in "
+        "$REPLAYHUB_SEED_FILE, writes {completion, reward} to "
+        "$REPLAYHUB_RESULT_FILE.",
+    )
+    add(
+        "--verifier-command",
+        metavar="CMD",
+        help="Scores a replay's completion in a second, fresh sandbox with "
+        "no network: reads $REPLAYHUB_SEED_FILE and "
+        "$REPLAYHUB_COMPLETION_FILE, writes {reward} to "
+        "$REPLAYHUB_RESULT_FILE. Without it the harness's own reward is "
+        "used, and it can never make a replay equivalent.",
+    )
+    add(
+        "--rollout-mode",
+        choices=RolloutMode.values,
+        metavar="MODE",
+        help="continue (resume at an anchor) or recheck (verify the final "
+        "attempt). Default: continue.",
+    )
+    add(
+        "--anchor",
+        choices=RolloutAnchor.values,
+        metavar="A",
+        help="Where continue seeds re-enter: compaction or tool-call. "
+        "Default: compaction.",
+    )
+    add(
+        "--max-anchors",
+        metavar="N",
+        help="Tool-call anchors drawn per rollout, or 'all'. Default: 1.",
+    )
+    add("--min-source-reward", type=float, metavar="X")
+    add("--max-source-reward", type=float, metavar="Y")
+    add(
+        "--pass-threshold",
+        type=float,
+        metavar="T",
+        help="A reward at or above this passes. Default: 1.0.",
+    )
+    add("--verification-turn", metavar="TEXT")
+    add("--max-seed-tokens", type=int, metavar="N")
+    add(
+        "--rollout-seed",
+        type=int,
+        metavar="N",
+        help="Salt of the deterministic draw of tool-call anchors.",
+    )
+
+
+# The options' names in the parsed options: the dests of every option above.
+DESTS = frozenset(
+    {
+        "repo",
+        "repo_credential_env",
+        "default_branch",
+        "allow_test_interference",
+        "root_image",
+        "require_image_match",
+        "rollout_mode",
+        "anchor",
+        "max_anchors",
+        "min_source_reward",
+        "max_source_reward",
+        "pass_threshold",
+        "verification_turn",
+        "max_seed_tokens",
+        "rollout_seed",
+        *COMMANDS,
+        *LISTS,
+        *(setting.field for setting in SETTINGS),
+    }
+)
+
+
+def given(options: dict[str, Any]) -> dict[str, Any]:
+    """The project options given on the command line."""
+    return {name: value for name, value in options.items() if name in DESTS}
+
+
+def current(project: Project) -> dict[str, Any]:
+    """``project``'s settings as the options give them (an unsaved project:
+    the defaults)."""
+    values: dict[str, Any] = {
+        "repo": project.repo_path,
+        "repo_credential_env": project.repo_credential_env,
+        "default_branch": project.default_branch,
+        "allow_test_interference": project.allow_test_interference,
+        "root_image": project.root_image,
+        "require_image_match": project.require_image_match,
+        "rollout_mode": project.rollout_mode,
+        "anchor": project.rollout_anchor,
+        "max_anchors": "all" if project.max_anchors is None else project.max_anchors,
+        "min_source_reward": project.min_source_reward,
+        "max_source_reward": project.max_source_reward,
+        "pass_threshold": project.pass_threshold,
+        "verification_turn": project.verification_turn,
+        "max_seed_tokens": project.max_seed_tokens,
+        "rollout_seed": project.rollout_seed,
+        "providers": (
+            sorted(project.providers.values_list("name", flat=True))
+            if project.pk
+            else []
+        ),
+    }
+    for name in COMMANDS:
+        values[name] = shlex.join(getattr(project, name)) or None
+    for name in LISTS:
+        if name != "providers":
+            values[name] = list(getattr(project, name))
+    for setting in SETTINGS:
+        values[setting.field] = getattr(project, setting.field)
+    return values
+
+
+def project_values(
+    *, slug: str, options: dict[str, Any], project: Project | None = None
+) -> tuple[dict[str, Any], list[Provider]]:
+    """The checked fields of the project the options describe, and its
+    providers: ``project``'s own values (or the defaults, for a new project)
+    where an option is not given. Raises ProjectInvalid."""
+    chosen = given(options)
+    values = {**current(project or Project()), **chosen}
+    for name in EMPTY_IS_NONE:
+        values[name] = values[name] or None
+    settings = {
+        setting.field: parse_setting(setting, chosen[setting.field])
+        for setting in SETTINGS
+        if setting.field in chosen
+    }
+    fields = project_fields(
+        slug=slug,
+        repo=values["repo"],
+        repo_credential_env=values["repo_credential_env"] or "",
+        test_command=values["test_command"],
+        agent_command=values["agent_command"],
+        allowed_paths=values["allowed_paths"],
+        test_paths=values["test_paths"],
+        egress_agent=values["egress_agent"],
+        egress_tests=values["egress_tests"],
+        providers=values["providers"],
+        setup_command=values["setup_command"],
+        setup_inputs=values["setup_inputs"],
+        egress_setup=values["egress_setup"],
+        harness_command=values["harness_command"],
+        verifier_command=values["verifier_command"],
+        settings=settings,
+        editing=project,
+    )
+    providers = fields.pop("providers")
+    root_image = values["root_image"] or ""
+    if (root_image or values["require_image_match"]) and not image_digest(root_image):
+        raise ProjectInvalid(
+            "--root-image",
+            f"--root-image: {root_image!r} is not pinned by digest "
+            "(name@sha256:<64 hex digits>).",
+        )
+    fields.update(
+        default_branch=(values["default_branch"] or "").strip(),
+        allow_test_interference=bool(values["allow_test_interference"]),
+        root_image=root_image,
+        require_image_match=bool(values["require_image_match"]),
+        **_rollout_settings(values),
+    )
+    return fields, providers
+
+
+def _rollout_settings(values: dict[str, Any]) -> dict[str, Any]:
+    """The project's rollout fields from the options."""
+    raw = str(values["max_anchors"]).strip().lower()
+    if raw in ("all", "none", ""):
+        max_anchors = None
+    else:
+        try:
+            max_anchors = int(raw)
+        except ValueError:
+            max_anchors = 0
+        if max_anchors < 1:
+            raise ProjectInvalid(
+                "--max-anchors", "--max-anchors takes a positive number, or 'all'."
+            )
+    if values["max_seed_tokens"] is not None and values["max_seed_tokens"] < 1:
+        raise ProjectInvalid("--max-seed-tokens", "--max-seed-tokens must be positive.")
+    if problem := rollout_settings_problem(
+        min_source_reward=values["min_source_reward"],
+        max_source_reward=values["max_source_reward"],
+        max_anchors=max_anchors,
+    ):
+        raise ProjectInvalid("--max-source-reward", problem)
+    if not str(values["verification_turn"]).strip():
+        raise ProjectInvalid("--verification-turn", "--verification-turn is empty.")
+    return {
+        "rollout_mode": values["rollout_mode"],
+        "rollout_anchor": values["anchor"],
+        "max_anchors": max_anchors,
+        "min_source_reward": values["min_source_reward"],
+        "max_source_reward": values["max_source_reward"],
+        "pass_threshold": values["pass_threshold"],
+        "rollout_seed": values["rollout_seed"],
+        "max_seed_tokens": values["max_seed_tokens"],
+        "verification_turn": values["verification_turn"],
+    }
