@@ -62,15 +62,16 @@ def words(command: str) -> list[str]:
     return out.decode().split("\0")[:-1]
 
 
-def test_the_replaying_section_keeps_its_place_and_the_recorders_placeholder():
+def test_the_replaying_section_keeps_its_place():
     readme = (ROOT / "README.md").read_text()
     order = [
         readme.index("## Your own project"),
         readme.index("## Replaying your agent"),
+        readme.index("## Recording where the agent runs"),
         readme.index("## Production"),
     ]
     assert order == sorted(order)
-    assert "\n<!-- recorder -->\n" in agent_section()
+    assert "<!-- recorder -->" not in readme
     for name in ("REPLAYHUB_PROMPT_FILE", "REPLAYHUB_MODEL", "ANTHROPIC_BASE_URL"):
         assert f"`{name}`" in agent_section()
 
@@ -148,3 +149,109 @@ def test_the_sections_commands_give_the_project_those_settings(db, tmp_path):
             expected = parse_setting(setting, value)
             assert getattr(shop, setting.field) == expected, setting.option
     assert last == {}
+
+
+def recording_section() -> str:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("## Recording where the agent runs")
+    return readme[start : readme.index("\n## ", start + 1)]
+
+
+def test_the_recording_section_followed_word_for_word_delivers_a_run(
+    transactional_db, live_server, tmp_path, mirror_dir, monkeypatch
+):
+    """The section's commands, run as written, the example hosts swapped for a
+    git server behind a password and this test's ReplayHub: the project is
+    registered by URL, the token made, the recorder fetched and run in a clone,
+    and the run arrives with its commit fetched by the server's mirror."""
+    import os
+    import sys
+    import urllib.request
+
+    from replayhub.models import Preflight, Project, Run
+    from tests.gitrepos import make_repo
+    from tests.gitservers import HttpGitServer
+
+    secret = "tok-readme"
+    monkeypatch.setenv("SHOP_GIT_TOKEN", secret)
+    served = tmp_path / "served"
+    seed = make_repo(tmp_path, {"app.py": "TOTAL = 1\n"}, name="seed")
+    (served / "acme").mkdir(parents=True)
+    git = ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com"]
+    clone = [*git, "clone", "-q"]
+    subprocess.run(
+        [*clone, "--bare", str(seed.path), str(served / "acme" / "shop.git")]
+    )
+    with HttpGitServer(served, password=secret) as server:
+        remote = server.url("acme/shop.git")
+        swaps = {
+            "https://git.example.com/acme/shop.git": remote,
+            "https://replayhub.example.com": live_server.url,
+            "/tmp/replayhub-record.py": str(tmp_path / "replayhub-record.py"),
+        }
+        checkout = tmp_path / "checkout"
+        helper = f"!f() {{ echo username=git; echo password={secret}; }}; f"
+        subprocess.run(
+            [*clone, "-c", f"credential.helper={helper}", remote, str(checkout)],
+            check=True,
+        )
+        (checkout / "agent.sh").write_text("echo 'TOTAL = 2' > app.py\n")
+        (checkout / "agent.sh").chmod(0o755)
+        subprocess.run([*git, "add", "agent.sh"], cwd=checkout, check=True)
+        subprocess.run([*git, "commit", "-qm", "the agent"], cwd=checkout, check=True)
+        subprocess.run([*git, "push", "-q", "origin", "HEAD"], cwd=checkout, check=True)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("REPLAYHUB_", "GIT_"))
+        }
+        env.update(
+            GIT_AUTHOR_NAME="Dev",
+            GIT_AUTHOR_EMAIL="dev@example.com",
+            GIT_COMMITTER_NAME="Dev",
+            GIT_COMMITTER_EMAIL="dev@example.com",
+        )
+        token = ""
+        ran = []
+        for command in shell_commands(recording_section()):
+            for example, here in swaps.items():
+                command = command.replace(example, here)
+            argv = words(command)
+            if argv[:2] == [".venv/bin/python", "manage.py"]:
+                out = StringIO()
+                call_command(*argv[2:], stdout=out, stderr=StringIO())
+                token = out.getvalue().strip() or token
+            elif argv[0] == "curl":
+                # curl -fsS -o FILE URL, with no curl needed on the machine.
+                url = argv[-1]
+                assert url.startswith(live_server.url), url
+                with urllib.request.urlopen(url, timeout=30) as answer:  # noqa: S310
+                    Path(argv[argv.index("-o") + 1]).write_bytes(answer.read())
+            elif argv[0] == "export":
+                name, _, _ = argv[1].partition("=")
+                env[name] = token
+            else:
+                assert argv[0] == "python3", argv
+                done = subprocess.run(
+                    [sys.executable, *argv[1:]],
+                    cwd=checkout,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert done.returncode == 0, done.stderr
+            ran.append(argv[0] if argv[0] != ".venv/bin/python" else argv[2])
+
+    assert ran == ["project_add", "ingest_token", "curl", "export", "python3"]
+    shop = Project.objects.get(slug="shop")
+    assert (shop.repo_path, shop.repo_credential_env) == (remote, "SHOP_GIT_TOKEN")
+    run = Run.objects.get(project=shop)
+    assert run.prompt == "Round invoice totals half-even"
+    assert run.preflight == Preflight.READY, run.preflight_reason
+    assert shop.mirror().missing([run.original_commit]) == []
+    # The developer's clone: the agent's edit, on the branch it was on.
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=checkout, capture_output=True, text=True
+    ).stdout
+    assert status.strip() == "M app.py"
