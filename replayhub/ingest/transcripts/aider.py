@@ -22,7 +22,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordLine
-from replayhub.ingest.transcripts.shapes import Draft, LineError, Parsed, Search, iso
+from replayhub.ingest.transcripts.shapes import (
+    LineError,
+    Parsed,
+    RecordDraft,
+    Search,
+    iso,
+)
 
 FORMAT = "aider"
 HEADER = re.compile(r"# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*")
@@ -113,7 +119,7 @@ def _session(
     output = "\n".join(answer).strip()
     if output:
         record["output"] = output
-    draft = Draft(number, record)
+    draft = RecordDraft(number, record)
     draft.infer(
         "started_at",
         iso(started),

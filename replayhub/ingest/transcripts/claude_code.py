@@ -23,9 +23,9 @@ from typing import Any
 
 from replayhub.ingest.native import RecordLine
 from replayhub.ingest.transcripts.shapes import (
-    Draft,
     LineError,
     Parsed,
+    RecordDraft,
     Search,
     block_text,
     count,
@@ -148,7 +148,7 @@ def _session(
         find_base=True,
         find_original=True,
     )
-    return Draft(first, record, search)
+    return RecordDraft(first, record, search)
 
 
 def _prompt_text(value: dict[str, Any]) -> str:

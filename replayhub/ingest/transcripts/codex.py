@@ -24,9 +24,9 @@ from typing import Any
 
 from replayhub.ingest.native import RecordLine
 from replayhub.ingest.transcripts.shapes import (
-    Draft,
     LineError,
     Parsed,
+    RecordDraft,
     Search,
     block_text,
     count,
@@ -165,7 +165,7 @@ def _session(
     commit = git.get("commit_hash")
     named = git.get("branch")
     branch: str = named if isinstance(named, str) else ""
-    draft = Draft(first, record)
+    draft = RecordDraft(first, record)
     if isinstance(commit, str) and _SHA.fullmatch(commit):
         record["base_sha"] = commit
     if branch:

@@ -32,9 +32,9 @@ from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine, parse_text
 from replayhub.ingest.transcripts.shapes import (
-    Draft,
     LineError,
     Parsed,
+    RecordDraft,
     Search,
     count,
     first_line,
@@ -127,7 +127,7 @@ def parse_swe_agent(
     submission = info.get("submission")
     if isinstance(submission, str) and submission:
         record["output"] = submission
-    draft = Draft(1, record)
+    draft = RecordDraft(1, record)
     if file_time is not None:
         draft.infer(
             "started_at",
@@ -225,7 +225,7 @@ def parse_openhands(
             if isinstance(text, str) and text:
                 record["output"] = text
             break
-    draft = Draft(1, record)
+    draft = RecordDraft(1, record)
     if not any(moment(event.get("timestamp")) for event in value):
         draft.inferred["started_at"] = (
             "OpenHands writes its times without a zone; read as UTC"

@@ -33,7 +33,7 @@ from replayhub.ingest.native import RecordLine, split_lines
 from replayhub.ingest.transcripts import aider, claude_code, codex, documents, swebench
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
 from replayhub.ingest.transcripts.repository import PatchRefused, fill
-from replayhub.ingest.transcripts.shapes import Draft, LineError, Parsed
+from replayhub.ingest.transcripts.shapes import LineError, Parsed, RecordDraft
 from replayhub.lib.files import open_regular
 from replayhub.models import ImportFormat, Project
 
@@ -201,7 +201,7 @@ class _Repository:
                 self.problem = f"the project repository could not be read: {error}"
         return self.git_dir
 
-    def complete(self, draft: Draft, name: str) -> bytes | str:
+    def complete(self, draft: RecordDraft, name: str) -> bytes | str:
         """The record as one JSON line, or why it cannot be imported."""
         search = draft.search
         wanted = (

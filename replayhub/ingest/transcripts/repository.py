@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from replayhub.git.scratch import GitError, git, require_sha
-from replayhub.ingest.transcripts.shapes import Draft, iso, shown
+from replayhub.ingest.transcripts.shapes import RecordDraft, iso, shown
 
 _IMPORTER = {
     "GIT_AUTHOR_NAME": "ReplayHub import",
@@ -208,7 +208,7 @@ __all__ = [
 SLACK = timedelta(minutes=2)
 
 
-def fill(draft: Draft, git_dir: Path) -> None:
+def fill(draft: RecordDraft, git_dir: Path) -> None:
     """Complete ``draft`` from the repository: apply its patch, turn the
     commits it names into full shas, find a base and an original it lacks.
     Each field found here is recorded in ``draft.inferred`` with how, and what

@@ -45,7 +45,7 @@ class Search:
 
 
 @dataclass
-class Draft:
+class RecordDraft:
     """A native record made from a transcript, and what is left to find.
 
     ``record`` is a native run record (``docs/formats.md``) without a
@@ -68,7 +68,7 @@ class Draft:
         self.inferred[name] = how
 
 
-Parsed = Draft | LineError
+Parsed = RecordDraft | LineError
 
 
 def json_objects(lines: Iterable[RecordLine]) -> Iterator[tuple[int, Any] | LineError]:

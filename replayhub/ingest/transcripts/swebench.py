@@ -24,9 +24,9 @@ from typing import Any
 
 from replayhub.ingest.native import RecordLine
 from replayhub.ingest.transcripts.shapes import (
-    Draft,
     LineError,
     Parsed,
+    RecordDraft,
     Search,
     iso,
     json_objects,
@@ -119,7 +119,7 @@ def _prediction(
     }
     if patch:
         record["output"] = patch
-    draft = Draft(number, record)
+    draft = RecordDraft(number, record)
     draft.infer(
         "started_at",
         iso(file_time),

@@ -9,7 +9,7 @@ from replayhub.ingest.importer import read_chunks
 from replayhub.ingest.native import split_lines
 from replayhub.ingest.transcripts import aider, claude_code, codex, swebench
 from replayhub.ingest.transcripts.detect import detect
-from replayhub.ingest.transcripts.shapes import Draft, LineError
+from replayhub.ingest.transcripts.shapes import LineError, RecordDraft
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
@@ -20,8 +20,8 @@ def lines_of(path: Path):
         yield from split_lines(read_chunks(stream), max_line_bytes=1 << 20)
 
 
-def drafts(parsed) -> list[Draft]:
-    return [p for p in parsed if isinstance(p, Draft)]
+def drafts(parsed) -> list[RecordDraft]:
+    return [p for p in parsed if isinstance(p, RecordDraft)]
 
 
 def test_a_claude_code_session_counts_each_message_once_and_keeps_its_tape():
