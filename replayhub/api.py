@@ -81,6 +81,9 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
             allow_array=format == ImportFormat.NATIVE,
             preflight=PreflightMode.BOUNDED,
             format=format,
+            # A transcript's file name (a Claude Code session file's names the
+            # session it continues).
+            name=request.GET.get("name", "")[:255],
         )
     payload = summary.to_dict()
     if summary.invalid_total:

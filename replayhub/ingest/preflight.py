@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from django.db import connection
+from django.db.models.fields.json import KeyTextTransform
 
 from replayhub.git.history import History
 from replayhub.git.mirrors import RepoUnreachable
@@ -216,7 +217,9 @@ def preflight_runs(*, run_ids: Iterable[int], batched: bool = True) -> Preflight
 
     def chunks() -> Iterator[list[_Row]]:
         for chunk in _chunks(iter(run_ids), CHUNK):
-            rows = Run.objects.filter(pk__in=chunk).values_list(*_Row._fields)
+            rows = _with_inferred(Run.objects.filter(pk__in=chunk)).values_list(
+                *_Row._fields
+            )
             yield [_Row(*values) for values in rows]
 
     with _Resolvers(batched) as resolvers:
@@ -257,7 +260,7 @@ def preflight_pending(
             size = CHUNK if limit is None else min(CHUNK, limit - read)
             rows = [
                 _Row(*values)
-                for values in pending.filter(pk__gt=last)
+                for values in _with_inferred(pending.filter(pk__gt=last))
                 .order_by("pk")
                 .values_list(*_Row._fields)[:size]
             ]
@@ -291,6 +294,18 @@ class _Row(NamedTuple):
     base_sha: str
     sandbox_image: str
     sandbox_config_sha256: str
+    # The record's ``inferred`` and ``import_notes`` as JSON text (or None):
+    # fields a transcript import worked out rather than read.
+    inferred: str | None
+    import_notes: str | None
+
+
+def _with_inferred(runs):
+    """``runs`` with the record keys preflight reads out of ``raw``."""
+    return runs.annotate(
+        inferred=KeyTextTransform("inferred", "raw"),
+        import_notes=KeyTextTransform("import_notes", "raw"),
+    )
 
 
 def _preflight_chunks(
@@ -339,7 +354,7 @@ def _start_chunk(
             result.add_error(f"{project.slug}: {error}")
             continue
         # Runs with the same inputs share one resolution.
-        requests: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        requests: dict[tuple, dict[str, Any]] = {}
         common = _project_arguments(project, branch)
         for row in project_rows:
             key = row[2:]
@@ -458,5 +473,7 @@ def _arguments(common: dict[str, Any], run: _Row) -> dict[str, Any]:
         "recorded_base": run.base_sha or None,
         "image": run.sandbox_image or None,
         "recorded_config_sha256": run.sandbox_config_sha256 or None,
+        "inferred": run.inferred,
+        "import_notes": run.import_notes,
         **common,
     }

@@ -26,8 +26,11 @@ from replayhub.ingest.importer import (
     import_stream,
     read_chunks,
 )
+from replayhub.ingest.native import split_lines
 from replayhub.ingest.preflight import preflight_pending
+from replayhub.ingest.transcripts import loader, swebench
 from replayhub.ingest.verifiers import RolloutSummary
+from replayhub.lib.files import open_regular
 from replayhub.models import FollowSource, ImportFormat, ImportJob, Project
 
 logger = logging.getLogger(__name__)
@@ -67,8 +70,13 @@ def runs_import(
     allow_array: bool = False,
     progress: ImportProgress | None = None,
     format: str = ImportFormat.NATIVE,
+    name: str = "",
 ) -> ImportSummary:
     """Import native run records, then preflight the pending runs they touched.
+
+    With a transcript format (``loader.TRANSCRIPTS``, or ``auto``) the stream
+    is one transcript file for ``project`` (needed), named ``name`` (a Claude
+    Code file's name says which session it continues).
 
     With ``format="verifiers"`` the stream is one file of verifiers rollout
     records for ``project`` (needed), every line read; rollouts need no
@@ -95,7 +103,16 @@ def runs_import(
         if progress is not None:
             progress.imported(summary)
         return summary
-    if allow_array:
+    if format in loader.TRANSCRIPTS or format == loader.AUTO:
+        if project is None:
+            raise ValueError("transcripts name no project: give one")
+        summary = loader.import_sources(
+            project=project,
+            sources=[loader.Source(name or "upload", source, timezone.now())],
+            format=format,
+            progress=importing,
+        )
+    elif allow_array:
         if project is None:
             raise ValueError("a body that may be a JSON array needs a project")
         summary = import_body(chunks=source, project=project, progress=importing)
@@ -155,6 +172,7 @@ def import_job_run(*, job_id: int) -> None:
                 preflight=PreflightMode.ALL,
                 progress=row,
                 format=job.format,
+                name=job.filename,
             )
     except OSError as error:
         row.fail(f"the uploaded file could not be read ({error.strerror}).")
@@ -173,6 +191,54 @@ def import_job_requeue_stale() -> int:
     for job_id in job_ids:
         enqueue(Task.IMPORT_UPLOAD, job_id)
     return len(job_ids)
+
+
+def transcripts_import(
+    *,
+    project: Project,
+    paths: Iterable[Path],
+    format: str,
+    instances: Path | None = None,
+    preflight: PreflightMode = PreflightMode.ALL,
+    progress: ImportProgress | None = None,
+) -> ImportSummary:
+    """Import transcript files into ``project`` (``format`` a transcript
+    format or ``auto``), then preflight its pending runs. ``instances`` is a
+    SWE-bench dataset file (JSONL) the predictions and trajectories refer to."""
+    known: dict[str, dict] | None = None
+    problems: list[dict] = []
+    if instances is not None:
+        with open_regular(instances) as stream:
+            known, errors = swebench.read_instances(
+                split_lines(
+                    read_chunks(stream),
+                    max_line_bytes=settings.REPLAYHUB_MAX_RECORD_BYTES,
+                )
+            )
+        problems = [
+            {"file": str(instances), "line": e.line, "error": e.error} for e in errors
+        ]
+    summary = loader.import_sources(
+        project=project,
+        sources=loader.file_sources(paths),
+        format=format,
+        instances=known,
+        progress=progress.importing if progress is not None else None,
+    )
+    for problem in problems:
+        summary.invalid_total += 1
+        summary.invalid.append(problem)
+    if progress is not None:
+        progress.imported(summary)
+    if preflight == PreflightMode.SKIP:
+        return summary
+    result = preflight_pending(
+        project_ids={project.pk},
+        progress=progress.preflighting if progress is not None else None,
+    )
+    summary.preflight = result.to_dict()
+    summary.preflight_errors = result.errors
+    return summary
 
 
 def rollouts_import(

@@ -20,6 +20,12 @@ class ImportStatus(models.TextChoices):
 class ImportFormat(models.TextChoices):
     NATIVE = "native", "Native run records"
     VERIFIERS = "verifiers", "verifiers rollout records"
+    CLAUDE_CODE = "claude-code", "Claude Code session files"
+    CODEX = "codex", "Codex CLI rollout files"
+    AIDER = "aider", "Aider chat history"
+    SWE_AGENT = "swe-agent", "SWE-agent trajectories"
+    OPENHANDS = "openhands", "OpenHands trajectories"
+    SWEBENCH = "swebench", "SWE-bench predictions"
 
 
 class ImportJob(models.Model):

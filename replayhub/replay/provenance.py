@@ -11,6 +11,7 @@ gathers its inputs from the repository.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from replayhub.git.history import History
 
-BaseSource = Literal["recorded", "fork-point", "first-parent", "none"]
+BaseSource = Literal["recorded", "fork-point", "first-parent", "inferred", "none"]
 
 TRUSTED_SOURCES: frozenset[str] = frozenset({"recorded", "fork-point"})
 
@@ -180,6 +181,8 @@ def resolve_provenance(
     project_config_sha256: str | None = None,
     test_command: str | None = None,
     history: History | None = None,
+    inferred: str | None = None,
+    import_notes: str | None = None,
 ) -> Provenance:
     """Work out the base and the provenance warnings for one run.
 
@@ -188,6 +191,12 @@ def resolve_provenance(
     reason, not an exception. GitError is raised only when the repository itself
     cannot be read.
 
+    ``inferred`` (JSON text: field name to how it was found) names the
+    record's fields an import worked out rather than read; each is a warning,
+    and when the base or the original commit is one of them the base's source
+    is ``inferred``, never trusted. ``import_notes`` (JSON text: a list) are
+    what that import could not find, warnings too.
+
     ``history`` is an open History of ``repo_path`` the caller keeps for several
     runs (on the calling thread only: a History is not thread-safe); without
     one, a History is opened for this call and closed before it returns, so
@@ -195,7 +204,7 @@ def resolve_provenance(
     """
     opened = History(repo_path) if history is None else nullcontext(history)
     with opened as repo:
-        return _resolve(
+        provenance = _resolve(
             repo,
             original_commit=original_commit,
             recorded_base=recorded_base,
@@ -205,6 +214,55 @@ def resolve_provenance(
             project_config_sha256=project_config_sha256,
             test_command=test_command,
         )
+    return with_inferred(provenance, inferred, import_notes)
+
+
+def with_inferred(
+    provenance: Provenance, inferred: str | None, import_notes: str | None
+) -> Provenance:
+    """``provenance`` with the record's inferred fields and import notes said
+    as warnings; a base resting on an inferred base or original is
+    ``inferred``, never trusted."""
+    fields = _json_object(inferred)
+    notes = _json_list(import_notes)
+    for name, how in sorted(fields.items()):
+        provenance.warnings.append(
+            f"{name} was inferred by the import, not read from the transcript: {how}"
+        )
+    provenance.warnings.extend(f"import: {note}" for note in notes)
+    base = provenance.base
+    if base.sha is not None and ({"base_sha", "original_commit"} & fields.keys()):
+        provenance.base = BaseResolution(
+            base.sha,
+            "inferred",
+            False,
+            base.confirmed,
+            f"{base.reason}; the "
+            + " and the ".join(
+                f"{name} was inferred"
+                for name in sorted(fields)
+                if name != "started_at"
+            ),
+        )
+    return provenance
+
+
+def _json_object(text: str | None) -> dict[str, str]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _json_list(text: str | None) -> list[str]:
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _resolve(

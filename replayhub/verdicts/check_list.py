@@ -223,6 +223,7 @@ def _recorded_base_check(facts: Facts) -> Check:
     found = {
         "fork-point": "the base is the fork point found in git history",
         "first-parent": "the base is a first-parent guess",
+        "inferred": "the base or the original was inferred by a transcript import",
         "none": "no base could be resolved",
     }[facts.base_source]
     return Check(

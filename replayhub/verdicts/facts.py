@@ -215,7 +215,7 @@ REASON_TEXT: Mapping[str, str] = MappingProxyType(
 )
 
 BASE_SOURCES: frozenset[str] = frozenset(
-    {"recorded", "fork-point", "first-parent", "none"}
+    {"recorded", "fork-point", "first-parent", "inferred", "none"}
 )
 # A first-parent base is right only for one-commit write-backs, and nothing in the
 # record says which kind this was, so it never counts as trusted.

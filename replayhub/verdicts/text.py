@@ -58,6 +58,12 @@ def base_reason(facts: Facts) -> str:
             "The base commit is only a first-parent guess (the original's parent), "
             "which is never trusted"
         )
+    elif facts.base_source == "inferred":
+        why = (
+            "The base or the original commit was inferred when the transcript was "
+            "imported (from a branch and a time, or a commit's author), which is "
+            "never trusted"
+        )
     elif facts.base_source == "none":
         why = "No base commit could be resolved for the original"
     else:

@@ -33,9 +33,13 @@ class UploadForm(forms.Form):
         initial=ImportFormat.NATIVE,
         required=False,
         help_text="verifiers: Trace.to_record() lines; every line is read and "
-        "each rollout's seeds derived by the project's rollout settings.",
+        "each rollout's seeds derived by the project's rollout settings. The "
+        "transcript formats read one agent's own file (a Claude Code session, a "
+        "Codex rollout, an Aider chat history, a SWE-agent or OpenHands "
+        "trajectory, SWE-bench predictions carrying their instance's "
+        "base_commit and problem_statement).",
     )
-    file = forms.FileField(label="JSONL file", allow_empty_file=True)
+    file = forms.FileField(label="File", allow_empty_file=True)
 
 
 # Exempt only so the size check can run before the CSRF check reads the body
@@ -83,6 +87,7 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         source=upload.chunks(),
         preflight=PreflightMode.BOUNDED,
         format=format,
+        name=upload.name or "",
     )
     # A fresh form: submitting the same file again is harmless (all duplicates).
     return _page(

@@ -15,9 +15,10 @@ from replayhub.ingest import services
 from replayhub.ingest.follow import matching, natural_key
 from replayhub.ingest.importer import ImportSummary, Throttle, read_chunks
 from replayhub.ingest.services import PreflightMode
+from replayhub.ingest.transcripts.loader import AUTO, TRANSCRIPTS
 from replayhub.ingest.verifiers import RolloutSummary
 from replayhub.lib.files import open_regular
-from replayhub.models import Project
+from replayhub.models import ImportFormat, Project
 
 
 class Command(BaseCommand):
@@ -34,10 +35,18 @@ class Command(BaseCommand):
         parser.add_argument("file", nargs="?", metavar="FILE|GLOB|-")
         parser.add_argument(
             "--format",
-            choices=("native", "verifiers"),
+            choices=(*ImportFormat.values, AUTO),
             default="native",
-            help="native run records (the default) or verifiers rollout records "
-            "(Trace.to_record() lines; a sibling index_<env>.jsonl is used).",
+            help="native run records (the default), verifiers rollout records "
+            "(Trace.to_record() lines; a sibling index_<env>.jsonl is used), or "
+            "an agent's own transcripts: claude-code, codex, aider, swe-agent, "
+            "openhands, swebench; auto judges each file of a directory alone.",
+        )
+        parser.add_argument(
+            "--instances",
+            metavar="FILE",
+            help="With --format swebench (or swe-agent): the SWE-bench dataset "
+            "as JSONL (instance_id, base_commit, problem_statement, ...).",
         )
         parser.add_argument(
             "--follow",
@@ -83,6 +92,8 @@ class Command(BaseCommand):
     def handle(self, *args, file, project, as_json, no_preflight, preflight_only, **o):
         if o["format"] == "verifiers" or o["follow"]:
             return self.rollouts(file, project, as_json, o)
+        if o["format"] in TRANSCRIPTS or o["format"] == AUTO:
+            return self.transcripts(file, project, as_json, no_preflight, o)
         target = _project(project) if project else None
         if preflight_only and (file or target is None or no_preflight):
             raise CommandError(
@@ -141,6 +152,35 @@ class Command(BaseCommand):
         if not summary.complete:
             sys.exit(1)
 
+    def transcripts(self, file, project, as_json, no_preflight, options) -> None:
+        if not project:
+            raise CommandError(
+                f"--format {options['format']} takes --project: transcripts name "
+                "no project.",
+                returncode=2,
+            )
+        target = _project(project)
+        if not file or file == "-":
+            raise CommandError("give a FILE, a DIRECTORY or a GLOB.", returncode=2)
+        instances = options.get("instances")
+        if instances and not os.path.isfile(instances):
+            raise CommandError(f"cannot read {instances}: no such file.", returncode=2)
+        status = _Status(self.stderr)
+        summary = services.transcripts_import(
+            project=target,
+            paths=_transcript_files(file),
+            format=options["format"],
+            instances=Path(instances) if instances else None,
+            preflight=PreflightMode.SKIP if no_preflight else PreflightMode.ALL,
+            progress=status,
+        )
+        for error in summary.preflight_errors:
+            self.stderr.write(f"preflight: {error}")
+        status.clear()
+        self.stdout.write(_render(summary, as_json=as_json))
+        if not summary.complete:
+            sys.exit(1)
+
     def follow(self, project: Project, options, as_json: bool) -> None:
         pattern = options["follow"]
         if not (os.path.isdir(pattern) or glob.has_magic(pattern)):
@@ -173,6 +213,28 @@ def _record_files(pattern: str) -> list[Path]:
     if not found:
         raise CommandError(f"{pattern} matches no file.", returncode=2)
     return [Path(p) for p in found]
+
+
+def _transcript_files(pattern: str) -> list[Path]:
+    """A file, every file under a directory (a link is never followed), or a
+    glob's files, in natural order."""
+    if os.path.isdir(pattern) and not os.path.islink(pattern):
+        found = []
+        for root, directories, names in os.walk(pattern):
+            directories.sort()
+            found += [
+                os.path.join(root, name)
+                for name in names
+                if not name.startswith(".") or name == ".aider.chat.history.md"
+            ]
+        links = [p for p in found if os.path.islink(p)]
+        for path in links:
+            sys.stderr.write(f"skipped {path}: a symbolic link, not followed\n")
+        files = sorted(set(found) - set(links), key=natural_key)
+        if not files:
+            raise CommandError(f"{pattern} holds no file.", returncode=2)
+        return [Path(p) for p in files]
+    return _record_files(pattern)
 
 
 def _project(slug: str) -> Project:

@@ -1,0 +1,9 @@
+"""Transcripts agents already write, read as native run records.
+
+Each format module is pure: it reads numbered lines (or one document) and
+yields :class:`replayhub.ingest.transcripts.shapes.RecordDraft` records or
+:class:`replayhub.ingest.transcripts.shapes.LineError` problems. What needs the
+project repository (a base found from a branch and a time, a patch applied at
+a base) is :mod:`replayhub.ingest.transcripts.repository`; the database side
+is :mod:`replayhub.ingest.transcripts.loader`.
+"""

@@ -1,0 +1,289 @@
+"""Claude Code session files (``~/.claude/projects/<dir>/<session>.jsonl``).
+
+Each line is one JSON object. ``user`` and ``assistant`` lines carry the
+session (``sessionId``), the line's ``uuid`` and ``parentUuid``, a
+``timestamp``, the working directory (``cwd``), the checked-out branch
+(``gitBranch``) and the API ``message``; an assistant message's ``model`` and
+``usage`` are the API's. A long answer is written as several lines sharing
+one ``message.id``, each with one content block and the same usage: it counts
+once. ``summary`` lines (a ``summary`` and the ``leafUuid`` it ends at) title
+a session; a compaction writes a ``system`` line (``compact_boundary``) and a
+user line with ``isCompactSummary``. Lines of other types are kept as they are.
+
+A file may hold several sessions. A resumed session's file (named after the
+new session) starts with the lines of the session it resumed, under that
+session's id: those lines are its history, kept in its transcript, not a run
+of their own here (their own file imports them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.shapes import (
+    LineError,
+    Parsed,
+    RecordDraft,
+    Search,
+    block_text,
+    count,
+    first_line,
+    iso,
+    json_objects,
+    moment,
+)
+
+FORMAT = "claude-code"
+# Claude Code's own commits say who wrote them ("Co-Authored-By: Claude",
+# "Generated with [Claude Code]").
+MARKERS = ("Claude",)
+# Assistant lines Claude Code makes up itself (an interrupted request).
+SYNTHETIC = "<synthetic>"
+
+
+def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
+    """The sessions of one file; ``name`` is the file's name (its stem is the
+    session a resumed file continues)."""
+    order: list[str] = []
+    sessions: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    summaries: list[tuple[int, dict[str, Any]]] = []
+    for item in json_objects(lines):
+        if isinstance(item, LineError):
+            yield item
+            continue
+        number, value = item
+        kind = value.get("type")
+        session = value.get("sessionId")
+        if kind == "summary" and not session:
+            summaries.append((number, value))
+            continue
+        if not isinstance(session, str) or not session:
+            yield LineError(number, "a session line without a sessionId")
+            continue
+        if session not in sessions:
+            order.append(session)
+            sessions[session] = []
+        sessions[session].append((number, value))
+    stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
+    if stem in sessions and len(order) > 1:
+        # A resumed session: every other session in the file is its history.
+        history = [entry for sid in order if sid != stem for entry in sessions[sid]]
+        groups = [(stem, sessions[stem], sorted(history, key=lambda e: e[0]))]
+    else:
+        groups = [(sid, sessions[sid], []) for sid in order]
+    for session, own, history in groups:
+        titles = [
+            text
+            for _, value in summaries
+            if isinstance(text := value.get("summary"), str)
+            and value.get("leafUuid") in {v.get("uuid") for _, v in own}
+        ]
+        yield _session(session, own, history, titles, summaries)
+
+
+def _session(
+    session: str,
+    own: list[tuple[int, dict[str, Any]]],
+    history: list[tuple[int, dict[str, Any]]],
+    titles: list[str],
+    summaries: list[tuple[int, dict[str, Any]]],
+) -> Parsed:
+    first = own[0][0]
+    everything = sorted(history + own, key=lambda entry: entry[0])
+    prompt = next(
+        (text for _, value in everything if (text := _prompt_text(value))), None
+    )
+    if prompt is None:
+        return LineError(
+            first, f"session {session}: no user message to take the prompt from"
+        )
+    times = [t for _, value in own if (t := moment(value.get("timestamp")))]
+    if not times:
+        return LineError(
+            first, f"session {session}: no line has a timestamp with a zone"
+        )
+    usage, model, turns = _usage(own)
+    branch = next(
+        (
+            b
+            for _, value in own
+            if isinstance(b := value.get("gitBranch"), str) and b and b != "HEAD"
+        ),
+        "",
+    )
+    record: dict[str, Any] = {
+        "external_id": session,
+        "prompt": prompt,
+        "started_at": iso(min(times)),
+        "provider": "anthropic",
+        "usage": {**usage, "turns": turns},
+        "transcript": {
+            "format": FORMAT,
+            "lines": [value for _, value in everything]
+            + [value for _, value in summaries if value.get("summary") in titles],
+        },
+        "tape": tape(own, history),
+    }
+    if model:
+        record["model"] = model
+    if titles:
+        record["title"] = first_line(titles[-1], 500)
+    if branch:
+        record["original_branch"] = branch
+    output = _output(own)
+    if output:
+        record["output"] = output
+    if history:
+        record["resumed_from"] = sorted({value["sessionId"] for _, value in history})
+    cwd = next((c for _, value in own if isinstance(c := value.get("cwd"), str)), "")
+    if cwd:
+        record["cwd"] = cwd
+    search = Search(
+        branch=branch,
+        start=min(times),
+        end=max(times),
+        markers=MARKERS,
+        find_base=True,
+        find_original=True,
+    )
+    return RecordDraft(first, record, search)
+
+
+def _prompt_text(value: dict[str, Any]) -> str:
+    """The text of a line that is a person's request, else ""."""
+    if value.get("type") != "user" or value.get("isSidechain"):
+        return ""
+    if value.get("isMeta") or value.get("isCompactSummary"):
+        return ""
+    message = value.get("message")
+    if not isinstance(message, dict):
+        return ""
+    text = block_text(message.get("content"))
+    return text if text.strip() else ""
+
+
+def _messages(own: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The session's assistant messages, one per ``message.id`` (its lines'
+    blocks joined, the last line's usage), in order."""
+    found: dict[str, dict[str, Any]] = {}
+    for _, value in own:
+        message = value.get("message")
+        if value.get("type") != "assistant" or not isinstance(message, dict):
+            continue
+        key = message.get("id")
+        if not isinstance(key, str):
+            key = f"line-{len(found)}"
+        merged = found.get(key)
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        if merged is None:
+            found[key] = {**message, "content": list(blocks)}
+        else:
+            merged["content"] += blocks
+            if isinstance(message.get("usage"), dict):
+                merged["usage"] = message["usage"]
+            if message.get("stop_reason"):
+                merged["stop_reason"] = message["stop_reason"]
+    return list(found.values())
+
+
+def _usage(own: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], str, int]:
+    totals = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    model = ""
+    turns = 0
+    for message in _messages(own):
+        if message.get("model") == SYNTHETIC:
+            continue
+        turns += 1
+        if isinstance(message.get("model"), str):
+            model = message["model"]
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            for key in totals:
+                totals[key] += count(usage.get(key))
+    return totals, model, turns
+
+
+def _output(own: list[tuple[int, dict[str, Any]]]) -> str:
+    for message in reversed(_messages(own)):
+        if message.get("model") == SYNTHETIC:
+            continue
+        text = block_text(message.get("content"))
+        if text.strip():
+            return text
+    return ""
+
+
+def tape(
+    own: list[tuple[int, dict[str, Any]]], history: list[tuple[int, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The session's model calls in the recorder's tape shape.
+
+    The transcript keeps what the model answered, not each request whole, so
+    a call's ``request.messages`` are the messages added since the call
+    before it (``request_is_delta``); the conversation so far is the earlier
+    entries' requests and responses in order.
+    """
+    entries: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    by_id = {m["id"]: m for m in _messages(own) if isinstance(m.get("id"), str)}
+    mine = {id(value) for _, value in own}
+    done: set[str] = set()
+    for _, value in sorted(history + own, key=lambda entry: entry[0]):
+        message = value.get("message")
+        if value.get("isSidechain") or not isinstance(message, dict):
+            continue
+        if value.get("type") == "user":
+            pending.append({"role": "user", "content": message.get("content", "")})
+            continue
+        if value.get("type") != "assistant" or id(value) not in mine:
+            if value.get("type") == "assistant":
+                pending.append(
+                    {"role": "assistant", "content": message.get("content", [])}
+                )
+            continue
+        key = message.get("id")
+        if not isinstance(key, str) or key in done or key not in by_id:
+            continue
+        done.add(key)
+        answer = by_id[key]
+        if answer.get("model") == SYNTHETIC:
+            continue
+        given = answer.get("usage")
+        usage: dict[str, Any] = given if isinstance(given, dict) else {}
+        entries.append(
+            {
+                "provider_kind": "anthropic",
+                "method": "POST",
+                "path": "/v1/messages",
+                "request": {"model": answer.get("model"), "messages": pending},
+                "request_is_delta": True,
+                "status": 200,
+                "stream": False,
+                "response": {
+                    "id": key,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": answer.get("model"),
+                    "content": answer.get("content", []),
+                    "stop_reason": answer.get("stop_reason"),
+                    "usage": usage,
+                },
+                "model": answer.get("model"),
+                "usage": {
+                    "input_tokens": count(usage.get("input_tokens")),
+                    "output_tokens": count(usage.get("output_tokens")),
+                },
+                "billed": True,
+                "from_transcript": True,
+            }
+        )
+        pending = []
+    return entries

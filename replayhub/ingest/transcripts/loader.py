@@ -1,0 +1,229 @@
+"""Transcript files imported as native run records.
+
+Each file is read as a stream of lines by its format's parser; each record
+made is completed from the project repository
+(:func:`replayhub.ingest.transcripts.repository.fill`), given the fields it
+inferred (``inferred``) and what could not be found (``import_notes``), and
+handed to the native importer as one line: duplicates, conflicts, batches and
+the compressed storage of ``Run.raw`` are the native import's. A record's
+``line`` in the summary is the line its session starts on, with the ``file``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from django.conf import settings
+
+from replayhub.git.scratch import GitError, repository_git_dir
+from replayhub.ingest.importer import (
+    REPORT_LIMIT,
+    ImportSummary,
+    Progress,
+    import_lines,
+    read_chunks,
+)
+from replayhub.ingest.native import RecordLine, split_lines
+from replayhub.ingest.transcripts import aider, claude_code, codex, documents, swebench
+from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
+from replayhub.ingest.transcripts.repository import PatchRefused, fill
+from replayhub.ingest.transcripts.shapes import LineError, Parsed, RecordDraft
+from replayhub.lib.files import open_regular
+from replayhub.models import ImportFormat, Project
+
+AUTO = "auto"
+TRANSCRIPTS = frozenset(
+    {
+        ImportFormat.CLAUDE_CODE,
+        ImportFormat.CODEX,
+        ImportFormat.AIDER,
+        ImportFormat.SWE_AGENT,
+        ImportFormat.OPENHANDS,
+        ImportFormat.SWEBENCH,
+    }
+)
+
+
+class Source:
+    """One file to import: its name and its bytes, read when asked."""
+
+    def __init__(
+        self,
+        name: str,
+        chunks: Iterable[bytes],
+        modified: datetime | None = None,
+    ) -> None:
+        self.name = name
+        self.chunks = chunks
+        self.modified = modified
+
+
+def file_sources(paths: Iterable[Path]) -> Iterator[Source]:
+    """Regular files opened one at a time (never a link), streamed."""
+    for path in paths:
+        with open_regular(path) as stream:
+            stat = os.fstat(stream.fileno())
+            modified = datetime.fromtimestamp(stat.st_mtime).astimezone()
+            yield Source(str(path), read_chunks(stream), modified)
+
+
+def parse_source(
+    source: Source,
+    format: str,
+    *,
+    instances: dict[str, dict[str, Any]] | None = None,
+) -> Iterator[Parsed]:
+    limit = settings.REPLAYHUB_MAX_RECORD_BYTES
+    lines = split_lines(source.chunks, max_line_bytes=limit)
+    name = source.name
+    if format == ImportFormat.CLAUDE_CODE:
+        return claude_code.parse(lines, name=name)
+    if format == ImportFormat.CODEX:
+        return codex.parse(lines, name=name)
+    if format == ImportFormat.AIDER:
+        return aider.parse(lines, name=name)
+    if format == ImportFormat.SWEBENCH:
+        return swebench.parse(
+            lines, name=name, instances=instances, file_time=source.modified
+        )
+    if format == ImportFormat.SWE_AGENT:
+        return documents.parse_swe_agent(
+            lines,
+            name=name,
+            limit=limit,
+            instances=instances,
+            file_time=source.modified,
+        )
+    if format == ImportFormat.OPENHANDS:
+        return documents.parse_openhands(lines, name=name, limit=limit)
+    raise ValueError(f"not a transcript format: {format}")
+
+
+def import_sources(
+    *,
+    project: Project,
+    sources: Iterable[Source],
+    format: str,
+    instances: dict[str, dict[str, Any]] | None = None,
+    progress: Progress | None = None,
+) -> ImportSummary:
+    """Import transcript files (``format`` one of :data:`TRANSCRIPTS`, or
+    ``auto`` to judge each file by its name and first bytes) into
+    ``project``; native record files pass through under ``auto``."""
+    where: dict[int, tuple[str, int]] = {}
+    problems: list[tuple[str, int, str]] = []
+    repository = _Repository(project)
+    limit = settings.REPLAYHUB_MAX_RECORD_BYTES
+    numbers = itertools.count(1)
+
+    def lines() -> Iterator[RecordLine]:
+        for source in sources:
+            kind = format
+            if format == AUTO:
+                head, source.chunks = _peek(source.chunks)
+                kind = detect(source.name, head) or ""
+                if not kind:
+                    problems.append((source.name, 0, "the format was not recognised"))
+                    continue
+            if kind == ImportFormat.NATIVE:
+                for line in split_lines(source.chunks, max_line_bytes=limit):
+                    number = next(numbers)
+                    where[number] = (source.name, line.number)
+                    yield RecordLine(number, line.data, line.terminated)
+                continue
+            if kind == ImportFormat.VERIFIERS or kind not in TRANSCRIPTS:
+                problems.append((source.name, 0, f"{kind} files are not read here"))
+                continue
+            for parsed in parse_source(source, kind, instances=instances):
+                if isinstance(parsed, LineError):
+                    problems.append((source.name, parsed.line, parsed.error))
+                    continue
+                data = repository.complete(parsed, source.name)
+                if isinstance(data, str):
+                    problems.append((source.name, parsed.line, data))
+                    continue
+                if len(data) > limit:
+                    problems.append(
+                        (
+                            source.name,
+                            parsed.line,
+                            f"{parsed.record['external_id']}: the record with its "
+                            f"transcript is {len(data):,} bytes, above the limit "
+                            f"of {limit:,}",
+                        )
+                    )
+                    continue
+                number = next(numbers)
+                where[number] = (source.name, parsed.line)
+                yield RecordLine(number, data, True)
+
+    summary = import_lines(lines=lines(), project=project, progress=progress)
+    for entry in [*summary.invalid, *summary.conflicts]:
+        entry["file"], entry["line"] = where[entry["line"]]
+    for name, line, error in problems:
+        summary.invalid_total += 1
+        if len(summary.invalid) < REPORT_LIMIT:
+            summary.invalid.append({"file": name, "line": line, "error": error})
+    summary.invalid.sort(key=lambda entry: (entry["file"], entry["line"]))
+    summary.project_ids.add(project.pk)
+    return summary
+
+
+def _peek(chunks: Iterable[bytes]) -> tuple[bytes, Iterable[bytes]]:
+    iterator = iter(chunks)
+    head = b""
+    taken = []
+    while len(head) < HEAD_BYTES and (chunk := next(iterator, None)) is not None:
+        taken.append(chunk)
+        head += chunk
+    return head, itertools.chain(taken, iterator)
+
+
+class _Repository:
+    """The project repository, opened once per import when a record needs it."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.git_dir: Path | None = None
+        self.problem = ""
+
+    def open(self) -> Path | None:
+        if self.git_dir is None and not self.problem:
+            try:
+                self.git_dir = repository_git_dir(self.project.repo_path)
+            except (GitError, OSError) as error:
+                self.problem = f"the project repository could not be read: {error}"
+        return self.git_dir
+
+    def complete(self, draft: RecordDraft, name: str) -> bytes | str:
+        """The record as one JSON line, or why it cannot be imported."""
+        search = draft.search
+        wanted = (
+            search.patch is not None
+            or search.commits
+            or search.find_base
+            or search.find_original
+        )
+        git_dir = self.open() if wanted else None
+        if wanted and git_dir is None:
+            draft.notes.append(self.problem)
+        elif git_dir is not None:
+            try:
+                fill(draft, git_dir)
+            except PatchRefused as error:
+                return f"{search.patch_label}: {error}"
+            except GitError as error:
+                draft.notes.append(f"the project repository could not be read: {error}")
+        record = draft.record
+        record["transcript"]["file"] = os.path.basename(name)
+        if draft.inferred:
+            record["inferred"] = draft.inferred
+        if draft.notes:
+            record["import_notes"] = draft.notes
+        return orjson.dumps(record)

@@ -1,0 +1,290 @@
+"""What a transcript leaves out, asked of the project repository.
+
+Only the host's git CLI with ReplayHub's pinned environment
+(:func:`replayhub.git.scratch.git`). A branch name from a transcript reaches
+git only after ``git check-ref-format`` accepted it, and only as a full ref
+name after ``--end-of-options``; everything else given to git is a hex sha or
+a time.
+
+A patch is applied with a private index in a scratch directory of ReplayHub's
+own (no work tree, nothing an agent writes), and the commit it makes is kept
+under ``refs/replayhub/imported/`` so the repository's garbage collection never
+removes it. The commit's author, committer and dates are fixed (the dates are
+the base's), so the same patch at the same base is always the same commit:
+importing the same file again finds the same original.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from replayhub.git.scratch import GitError, git, require_sha
+from replayhub.ingest.transcripts.shapes import RecordDraft, iso, shown
+
+_IMPORTER = {
+    "GIT_AUTHOR_NAME": "ReplayHub import",
+    "GIT_AUTHOR_EMAIL": "import@replayhub.invalid",
+    "GIT_COMMITTER_NAME": "ReplayHub import",
+    "GIT_COMMITTER_EMAIL": "import@replayhub.invalid",
+}
+_SAFE_BRANCH = re.compile(r"[A-Za-z0-9._/+-]{1,200}")
+TIMEOUT = 60.0
+
+
+class PatchRefused(Exception):
+    """git would not apply the patch at the base; the message says why."""
+
+
+def _text(git_dir: Path, *args: str, check: bool = True) -> str:
+    result = git(*args, git_dir=git_dir, timeout=TIMEOUT, check=check)
+    if result.returncode != 0:
+        return ""
+    return result.stdout.decode("utf-8", "replace").strip()
+
+
+def branch_ref(git_dir: Path, branch: str) -> str | None:
+    """The full ref a transcript's branch name stands for here, or None."""
+    if not _SAFE_BRANCH.fullmatch(branch) or branch.startswith("-"):
+        return None
+    checked = git("check-ref-format", "--branch", branch, git_dir=git_dir, check=False)
+    if checked.returncode != 0:
+        return None
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"):
+        if _text(
+            git_dir,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"{ref}^{{commit}}",
+            check=False,
+        ):
+            return ref
+    return None
+
+
+def _epoch(moment: datetime) -> str:
+    return f"@{int(moment.timestamp())}"
+
+
+def last_before(git_dir: Path, ref: str, moment: datetime) -> str | None:
+    """The last commit of ``ref`` committed at or before ``moment``."""
+    found = _text(
+        git_dir,
+        "rev-list",
+        "-1",
+        "--first-parent",
+        f"--before={_epoch(moment)}",
+        "--end-of-options",
+        ref,
+        check=False,
+    )
+    return found or None
+
+
+def marked_since(
+    git_dir: Path,
+    ref: str,
+    *,
+    start: datetime,
+    end: datetime,
+    markers: tuple[str, ...],
+    base: str | None,
+) -> list[str]:
+    """Commits of ``ref`` made between ``start`` and ``end`` (newest first),
+    past ``base``, whose message or author holds one of ``markers`` (all of
+    them when ``markers`` is empty)."""
+    args = [
+        "rev-list",
+        f"--since={_epoch(start)}",
+        f"--until={_epoch(end)}",
+        "--fixed-strings",
+        "--regexp-ignore-case",
+    ]
+    for marker in markers:
+        args += [f"--grep={marker}", f"--author={marker}"]
+    args += ["--end-of-options", ref]
+    if base:
+        args.append(f"^{require_sha(base)}")
+    return _text(git_dir, *args, check=False).split()
+
+
+def full_sha(git_dir: Path, sha: str) -> str | None:
+    """``sha`` (a hex prefix) as the full name of a commit here, or None."""
+    require_sha(sha)
+    found = _text(
+        git_dir, "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}", check=False
+    )
+    return found or None
+
+
+def parent(git_dir: Path, sha: str) -> str | None:
+    require_sha(sha)
+    found = _text(
+        git_dir, "rev-parse", "--verify", "--quiet", f"{sha}^1^{{commit}}", check=False
+    )
+    return found or None
+
+
+def offset_of(git_dir: Path, sha: str) -> str:
+    """The author date's zone of a commit (``+0200``), or ""."""
+    require_sha(sha)
+    return _text(git_dir, "log", "-1", "--format=%ad", "--date=format:%z", sha)
+
+
+def apply_patch(git_dir: Path, base: str, patch: str, *, label: str) -> str:
+    """The commit of ``patch`` applied at ``base``; PatchRefused when git will
+    not apply it, GitError when the repository cannot be read."""
+    require_sha(base)
+    if full_sha(git_dir, base) is None:
+        raise PatchRefused(f"the base commit {base} is not in the project repository")
+    date = _text(git_dir, "log", "-1", "--format=%cI", base)
+    env = {**_IMPORTER, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    with tempfile.TemporaryDirectory(prefix="replayhub-patch-") as scratch:
+        index = Path(scratch) / "index"
+        git("read-tree", base, git_dir=git_dir, index_file=index, timeout=TIMEOUT)
+        applied = git(
+            "apply",
+            "--cached",
+            "--whitespace=nowarn",
+            "-",
+            git_dir=git_dir,
+            index_file=index,
+            input=patch.encode("utf-8", "surrogateescape"),
+            timeout=TIMEOUT,
+            check=False,
+        )
+        if applied.returncode != 0:
+            reason = applied.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise PatchRefused(
+                "git apply refused the patch at "
+                f"{base[:12]}: {reason[0] if reason else 'no reason given'}"
+            )
+        written = git("write-tree", git_dir=git_dir, index_file=index, timeout=TIMEOUT)
+        tree = written.stdout.decode().strip()
+    message = f"{label}\n\nThe submitted patch applied at {base} by ReplayHub.\n"
+    commit = (
+        git(
+            "commit-tree",
+            tree,
+            "-p",
+            base,
+            git_dir=git_dir,
+            input=message.encode("utf-8", "replace"),
+            env=env,
+            timeout=TIMEOUT,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    require_sha(commit)
+    git(
+        "update-ref",
+        f"refs/replayhub/imported/{commit}",
+        commit,
+        git_dir=git_dir,
+        timeout=TIMEOUT,
+    )
+    return commit
+
+
+__all__ = [
+    "GitError",
+    "PatchRefused",
+    "apply_patch",
+    "branch_ref",
+    "fill",
+    "full_sha",
+    "last_before",
+    "marked_since",
+    "offset_of",
+    "parent",
+]
+
+
+# A commit lands a little after the transcript's last line that asked for it.
+SLACK = timedelta(minutes=2)
+
+
+def fill(draft: RecordDraft, git_dir: Path) -> None:
+    """Complete ``draft`` from the repository: apply its patch, turn the
+    commits it names into full shas, find a base and an original it lacks.
+    Each field found here is recorded in ``draft.inferred`` with how, and what
+    could not be found in ``draft.notes``. PatchRefused when a patch does not
+    apply."""
+    search, record = draft.search, draft.record
+    if search.patch is not None:
+        base = record.get("base_sha")
+        if not search.patch.strip():
+            draft.notes.append("the submission is empty: the run has no original")
+        elif not base:
+            draft.notes.append("no base commit to apply the submitted patch at")
+        else:
+            record["original_commit"] = apply_patch(
+                git_dir, base, search.patch, label=search.patch_label
+            )
+    if search.commits:
+        named = [(sha, full_sha(git_dir, sha)) for sha in search.commits]
+        for sha, full in named:
+            if full is None:
+                draft.notes.append(f"commit {sha} named in the transcript is not here")
+        present = [full for _, full in named if full]
+        if present:
+            record["original_commit"] = present[-1]
+            first = parent(git_dir, present[0])
+            if first and "base_sha" not in record:
+                draft.infer(
+                    "base_sha",
+                    first,
+                    f"the parent of {present[0][:12]}, the first commit the "
+                    "transcript names; work done before it and not committed "
+                    "would be missing",
+                )
+    ref = branch_ref(git_dir, search.branch) if search.branch else None
+    if search.branch and ref is None:
+        draft.notes.append(
+            f"the branch {shown(search.branch)} is not in the project repository"
+        )
+    if search.find_base and "base_sha" not in record:
+        base = last_before(git_dir, ref, search.start) if ref and search.start else None
+        if base:
+            draft.infer(
+                "base_sha",
+                base,
+                f"the last commit of {shown(search.branch)} before the session "
+                f"started ({iso(search.start)})"
+                if search.start
+                else "",
+            )
+        else:
+            draft.notes.append("no base commit was found for the session")
+    if search.find_original and "original_commit" not in record:
+        found: list[str] = []
+        if ref and search.start and search.end:
+            found = marked_since(
+                git_dir,
+                ref,
+                start=search.start,
+                end=search.end + SLACK,
+                markers=search.markers,
+                base=record.get("base_sha"),
+            )
+        if found:
+            what = (
+                f" whose message or author mentions {', '.join(search.markers)}"
+                if search.markers
+                else ""
+            )
+            draft.infer(
+                "original_commit",
+                found[0],
+                f"the last commit of {shown(search.branch)} made during the "
+                f"session{what}",
+            )
+        else:
+            draft.notes.append(
+                "no commit made during the session was found: the run has no "
+                "original commit"
+            )

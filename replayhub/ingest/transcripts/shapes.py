@@ -1,0 +1,145 @@
+"""What every transcript format reads into: drafts of native records, line
+problems, and the few helpers the formats share. No Django, no git."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from replayhub.ingest.native import RecordError, RecordLine, parse_line
+
+
+@dataclass
+class LineError:
+    """A line (or a whole file, line 0) that does not fit its format."""
+
+    line: int
+    error: str
+
+
+@dataclass
+class Search:
+    """What the repository is asked when the transcript does not name a commit.
+
+    ``branch`` and the session's time span find a base (the branch's last
+    commit before ``start``) and an original (the branch's last commit by
+    ``end`` whose message or author holds one of ``markers``). Whatever is
+    found that way is recorded as inferred, never as read.
+    """
+
+    branch: str = ""
+    start: datetime | None = None
+    end: datetime | None = None
+    markers: tuple[str, ...] = ()
+    # Commits the transcript itself names (Aider's "Commit abc1234" lines).
+    commits: list[str] = field(default_factory=list)
+    # A patch to apply at the base to make the original commit, and who for.
+    patch: str | None = None
+    patch_label: str = ""
+    # Whether the base should be looked up at all (not when it is recorded).
+    find_base: bool = False
+    find_original: bool = False
+
+
+@dataclass
+class RecordDraft:
+    """A native record made from a transcript, and what is left to find.
+
+    ``record`` is a native run record (``docs/formats.md``) without a
+    project; ``line`` is the line it is reported under (the session's first).
+    ``inferred`` names each field that was worked out rather than read, and
+    how; the importer stores it in the record's ``inferred`` key, and
+    preflight makes every such field a provenance warning and the base never
+    trusted.
+    """
+
+    line: int
+    record: dict[str, Any]
+    search: Search = field(default_factory=Search)
+    inferred: dict[str, str] = field(default_factory=dict)
+    # What could not be found, said as provenance warnings too.
+    notes: list[str] = field(default_factory=list)
+
+    def infer(self, name: str, value: Any, how: str) -> None:
+        self.record[name] = value
+        self.inferred[name] = how
+
+
+Parsed = RecordDraft | LineError
+
+
+def json_objects(lines: Iterable[RecordLine]) -> Iterator[tuple[int, Any] | LineError]:
+    """Each non-blank line parsed as JSON, or the reason it is not JSON."""
+    for number, data, terminated in lines:
+        if data is None:
+            yield LineError(number, "the line is longer than the record size limit")
+            continue
+        if not data.strip():
+            continue
+        try:
+            value = parse_line(data, terminated=terminated)
+        except RecordError as error:
+            yield LineError(number, str(error))
+            continue
+        if not isinstance(value, dict):
+            yield LineError(number, "a transcript line must be a JSON object")
+            continue
+        yield number, value
+
+
+def moment(value: Any) -> datetime | None:
+    """An ISO 8601 time with a zone (a ``Z`` suffix included), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed
+
+
+def iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def block_text(content: Any) -> str:
+    """The text of a message's content: a string, or the text of its blocks."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, dict):
+            text = block.get("text")
+            if isinstance(text, str) and block.get("type") in (
+                "text",
+                "input_text",
+                "output_text",
+                None,
+            ):
+                parts.append(text)
+        elif isinstance(block, str):
+            parts.append(block)
+    return "\n".join(parts)
+
+
+def count(value: Any) -> int:
+    """A token count from a transcript: a whole number, anything else 0."""
+    return value if type(value) is int and value >= 0 else 0
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """An untrusted value short and escaped, for a message."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,129 @@
+"""SWE-bench predictions, with the dataset's instances they answer.
+
+A predictions file is JSONL: ``instance_id``, ``model_name_or_path`` and
+``model_patch`` (the diff the model proposed). The instances file (``--instances``)
+is the dataset as JSONL: ``instance_id``, ``repo``, ``base_commit``,
+``problem_statement``, ``created_at`` and more. A prediction line may carry the
+instance's ``base_commit`` and ``problem_statement`` itself (the upload page and
+the API have no instances file).
+
+One run per prediction, identified as ``<model>:<instance id>``. The prompt is
+the problem statement, the base the instance's ``base_commit`` (recorded, so
+trusted), the original the patch applied at the base
+(:func:`replayhub.ingest.transcripts.repository.apply_patch`). Predictions
+record no time: ``started_at`` is the predictions file's time, named as
+inferred.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.shapes import (
+    LineError,
+    Parsed,
+    RecordDraft,
+    Search,
+    iso,
+    json_objects,
+    shown,
+)
+
+FORMAT = "swebench"
+_SHA = re.compile(r"[0-9a-f]{40}")
+INSTANCE_FIELDS = ("repo", "base_commit", "problem_statement", "created_at", "version")
+
+
+def read_instances(
+    lines: Iterable[RecordLine],
+) -> tuple[dict[str, dict[str, Any]], list[LineError]]:
+    """The instances of a dataset file by id (only the fields used), and the
+    lines that are not instances."""
+    found: dict[str, dict[str, Any]] = {}
+    errors: list[LineError] = []
+    for item in json_objects(lines):
+        if isinstance(item, LineError):
+            errors.append(item)
+            continue
+        number, value = item
+        key = value.get("instance_id")
+        if not isinstance(key, str) or not key:
+            errors.append(LineError(number, "an instance without an instance_id"))
+            continue
+        found[key] = {name: value.get(name) for name in INSTANCE_FIELDS}
+    return found, errors
+
+
+def parse(
+    lines: Iterable[RecordLine],
+    *,
+    name: str = "",
+    instances: dict[str, dict[str, Any]] | None = None,
+    file_time: datetime | None = None,
+) -> Iterator[Parsed]:
+    instances = instances or {}
+    for item in json_objects(lines):
+        if isinstance(item, LineError):
+            yield item
+            continue
+        number, value = item
+        yield _prediction(number, value, instances, file_time)
+
+
+def _prediction(
+    number: int,
+    value: dict[str, Any],
+    instances: dict[str, dict[str, Any]],
+    file_time: datetime | None,
+) -> Parsed:
+    key = value.get("instance_id")
+    model = value.get("model_name_or_path")
+    patch = value.get("model_patch")
+    if not isinstance(key, str) or not key:
+        return LineError(number, "instance_id: required field is missing")
+    if not isinstance(model, str) or not model:
+        return LineError(number, f"{key}: model_name_or_path is missing")
+    if patch is not None and not isinstance(patch, str):
+        return LineError(number, f"{key}: model_patch must be a string")
+    instance = {**instances.get(key, {})}
+    for field in INSTANCE_FIELDS:
+        if value.get(field) is not None:
+            instance[field] = value[field]
+    base = instance.get("base_commit")
+    statement = instance.get("problem_statement")
+    if not isinstance(base, str) or not _SHA.fullmatch(base):
+        return LineError(
+            number,
+            f"{key}: no instance with a base_commit (give the dataset with "
+            f"--instances); got {shown(base)}",
+        )
+    if not isinstance(statement, str) or not statement.strip():
+        return LineError(number, f"{key}: the instance has no problem_statement")
+    if file_time is None:
+        return LineError(number, f"{key}: no time to record the run under")
+    record: dict[str, Any] = {
+        "external_id": f"{model}:{key}",
+        "title": key,
+        "prompt": statement,
+        "model": model,
+        "base_sha": base,
+        "transcript": {
+            "format": FORMAT,
+            "prediction": value,
+            "instance": {k: v for k, v in instance.items() if k != "problem_statement"},
+        },
+    }
+    if patch:
+        record["output"] = patch
+    draft = RecordDraft(number, record)
+    draft.infer(
+        "started_at",
+        iso(file_time),
+        "predictions record no time; this is the predictions file's",
+    )
+    draft.search = Search(patch=patch or "", patch_label=f"{key} ({model})")
+    return draft
