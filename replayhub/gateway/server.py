@@ -483,7 +483,7 @@ class _Handler(BaseHTTPRequestHandler):
             request = wire.read_request(kind, slash + rest, self._read_body())
             draft.model_requested = request.model
             draft.streamed = request.stream
-            played = None
+            served = None
             if gateway.player is not None:
                 played = gateway.player.take(
                     kind, draft.endpoint, request.body, stream=request.stream
@@ -491,15 +491,16 @@ class _Handler(BaseHTTPRequestHandler):
                 if isinstance(played, tape.Divergence):
                     raise _Refusal(409, f"this is a tape replay: {played.detail}")
                 # A served call spends nothing: only the requests cap counts it.
-                request = replace(request, billed=played is None and request.billed)
+                served = played
+                request = replace(request, billed=served is None and request.billed)
             refused = gateway._admit(draft, upstream, request)
             if refused:
                 raise _Refusal(429, refused)
         except _Refusal as refusal:
             self._refuse(draft, kind, refusal)
             return
-        if played is not None:
-            self._play(draft, played, request)
+        if served is not None:
+            self._play(draft, served, request)
             return
         target = wire.upstream_path(
             kind, upstream.base_url, slash + rest + mark + query
