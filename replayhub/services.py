@@ -28,6 +28,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from replayhub.celery import Task, enqueue
+from replayhub.gateway.playback import TapePlayer
 from replayhub.git.scratch import remove_tree
 from replayhub.logs import replay_context
 from replayhub.models import (
@@ -40,12 +41,15 @@ from replayhub.models import (
     ReplayStatus,
     ReviewBand,
     Run,
+    Tape,
     TestOutcome,
+    Tier,
     Trigger,
     WorkerCheck,
 )
 from replayhub.nights import scheduler
 from replayhub.nights.arithmetic import Amounts
+from replayhub.replay import tapes
 from replayhub.replay.execute import execute
 from replayhub.replay.workspace import Report, check_dict
 from replayhub.rollouts.replay import execute_rollout, task_for
@@ -204,13 +208,22 @@ def _replay_execute(*, replay_id: int, owner: str | None):
                     on_phase=on_phase,
                 )
             else:
+                player, source = None, tapes.TapeSource()
+                if replay.tier == Tier.TAPE:
+                    source = tapes.to_play(replay.run)
+                    player = TapePlayer(
+                        source.exchanges, then_live=replay.project.tape_then_live
+                    )
                 report = execute(
                     project=replay.project,
                     run=replay.run,
                     replay_id=replay.pk,
                     caps=replay.caps,
                     on_phase=on_phase,
+                    player=player,
                 )
+                if player is not None:
+                    report.tape_play["source"] = source.origin or "none"
         except Exception as error:
             # Every failure the execution knows of is a verdict already; one it
             # did not foresee is ReplayHub's, and still ends the replay here
@@ -329,7 +342,12 @@ def replay_finish(
     report = outcome if isinstance(outcome, Report) else None
     escaped: list[str] = []
     dropped: list[str] = []
+    tape = None
     if report is not None:
+        # The tape is stored compressed, as bytes: it needs no escaping.
+        if report.tape:
+            tape = Tape.of(report.tape, truncated=report.tape_truncated)
+        report = dataclasses.replace(report, tape=[])
         report, escaped, dropped = storable(report)
     decision = report.decision if report else outcome
     assert isinstance(decision, Ruling)
@@ -355,6 +373,9 @@ def replay_finish(
                 return False
             if report is not None:
                 _store_findings(replay, report)
+            if tape is not None:
+                tape.replay = replay
+                tape.save()
             scheduler.settle(replay=replay, actual=actual, now=timezone.now())
     except Exception as error:
         log.exception("replay %s: its findings could not be stored", replay.pk)
@@ -414,6 +435,8 @@ def _report_evidence(report: Report, escaped: list[str], dropped: list[str]) -> 
         evidence["egress_total"] = report.egress_counts.total
     if report.refused_counts:
         evidence["refused_calls"] = report.refused_counts
+    if report.tape_play:
+        evidence["tape"] = report.tape_play
     if escaped:
         evidence["escaped_text"] = escaped
     if dropped:

@@ -371,6 +371,10 @@ REPLAYHUB_ROLLUP_DELAY_SECONDS = env_int("REPLAYHUB_ROLLUP_DELAY_SECONDS", 5)
 # Egress attempts and refused model calls a replay keeps one by one; past
 # these, they are only counted (by host and outcome, by provider and status).
 REPLAYHUB_EVIDENCE_KEPT = env_int("REPLAYHUB_EVIDENCE_KEPT", 200)
+# A replay's tape of model exchanges: bytes of JSON one exchange and the whole
+# tape may hold (an answer past the first is left out, then its request).
+REPLAYHUB_TAPE_EXCHANGE_BYTES = env_int("REPLAYHUB_TAPE_EXCHANGE_BYTES", 4 * 1024**2)
+REPLAYHUB_TAPE_BYTES = env_int("REPLAYHUB_TAPE_BYTES", 32 * 1024**2)
 REPLAYHUB_MAX_ATTEMPTS = env_int("REPLAYHUB_MAX_ATTEMPTS", 3)
 # Mentions and assignments also go out by e-mail (Django's EMAIL_* settings) to
 # users who have an address.

@@ -32,6 +32,7 @@ ROW_FIELDS = (
     "verdict",
     "reason_code",
     "review_band",
+    "tier",
     "finished_at",
     "project_id",
     "run__title",

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from replayhub.models import Replay, ReplayStatus, Run, Trigger
+from replayhub.models import Replay, ReplayStatus, Run, Tier, Trigger
 from replayhub.services import replay_request
 from replayhub.verdicts import Verdict
 from reviews.models import AuditEvent, Claim, Label, Review
@@ -316,6 +316,23 @@ def review_decide(
         )
         transaction.on_commit(lambda: rollups.rollup_request(locked.pk))
     return review
+
+
+def replay_tape_request(*, replay: Replay, actor) -> Replay:
+    """Queue a tape replay of ``replay``'s run (its model answers served from
+    the run's tape), as an event of ``replay``'s trail."""
+    with transaction.atomic():
+        run = Run.objects.only("id", "project_id").get(pk=replay.run_id)
+        queued = replay_request(
+            run=run, trigger=Trigger.RERUN, user=actor, tier=Tier.TAPE
+        )
+        AuditEvent.objects.record(
+            actor=actor,
+            action="tape_replay",
+            replay_id=replay.pk,
+            after={"replay": queued.pk, "tier": Tier.TAPE.value},
+        )
+    return queued
 
 
 def undo_deadline(review: Review) -> datetime:

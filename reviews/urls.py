@@ -12,6 +12,7 @@ from reviews.replay_page.views import (
     replay_diff_file,
     replay_progress,
     replay_release,
+    replay_tape,
     review_undo_view,
 )
 from reviews.trends.views import (
@@ -31,6 +32,7 @@ replay_urls = [
     path("progress/", replay_progress, name="replay_progress"),
     path("release/", replay_release, name="replay_release"),
     path("decide/", replay_decide, name="replay_decide"),
+    path("tape/", replay_tape, name="replay_tape"),
     path(
         "rollout.jsonl",
         continuations.replay_rollout_record,

@@ -32,6 +32,9 @@ echo), ``bill_output_tokens`` (the output tokens a completion's usage reports,
 as a long generation would), ``cut_after`` (a stream ends after this many
 events, its connection closed without its usage, as an upstream that fails
 mid-answer does).
+
+``calls`` counts every request it received, kept (``received``) or not: a
+tape replay asserts it stays where it was.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ class StandInProvider:
     def __init__(self, key: str, port: int = 0) -> None:
         self.key = key
         self.received: list[Received] = []
+        self.calls = 0
         self.first_byte_delay = 0.0
         self.event_delay = 0.0
         self.hold: threading.Event | None = None
@@ -156,6 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = fake.drop_idle
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
+        fake.calls += 1
         if fake.record:
             fake.received.append(
                 Received(self.command, self.path, list(self.headers.items()), body)

@@ -26,6 +26,7 @@ from types import TracebackType
 from django.conf import settings
 
 from replayhub.gateway.egress import AttemptCounts, ConnectAttempt, EgressProxy
+from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from replayhub.gateway.server import Caps, MeteredCall, ModelGateway, Upstream
 from replayhub.models import Project, Provider
 from replayhub.sandbox import Bind, Runner, SandboxOutcome, SandboxSpec
@@ -90,6 +91,9 @@ class PhaseNetwork:
     phase: str
     caps: Caps = field(default_factory=lambda: Caps(None, None, None))
     placeholder: str = field(default_factory=lambda: f"rh-{secrets.token_urlsafe(24)}")
+    # A tape replay's player; every phase with a gateway records its tape.
+    player: TapePlayer | None = None
+    recorder: TapeRecorder | None = None
     gateway: ModelGateway | None = None
     proxy: EgressProxy | None = None
     bind: Bind | None = None
@@ -193,9 +197,11 @@ class PhaseNetwork:
 
     def _start_gateway(self) -> None:
         upstreams = []
+        # A tape replay that never goes live needs no key: it reaches no one.
+        keyless = self.player is not None and not self.player.then_live
         for provider in self.needs.providers:
-            key = os.environ.get(provider.key_env, "")
-            if not key:
+            key = "" if keyless else os.environ.get(provider.key_env, "")
+            if not key and not keyless:
                 raise MissingKey(
                     f"provider {provider.name}'s key variable ${provider.key_env} "
                     "is not set on this worker"
@@ -210,6 +216,10 @@ class PhaseNetwork:
                 )
             )
         socket_path = self.directory / MODEL_SOCKET
+        self.recorder = TapeRecorder(
+            exchange_bytes=settings.REPLAYHUB_TAPE_EXCHANGE_BYTES,
+            tape_bytes=settings.REPLAYHUB_TAPE_BYTES,
+        )
         self.gateway = self._stack.enter_context(
             ModelGateway(
                 socket_path,
@@ -217,6 +227,8 @@ class PhaseNetwork:
                 self.placeholder,
                 self.caps,
                 max_kept=settings.REPLAYHUB_EVIDENCE_KEPT,
+                recorder=self.recorder,
+                player=self.player,
             )
         )
         self._ports[MODEL_PORT] = MODEL_SOCKET
@@ -278,6 +290,7 @@ def run_phase(
     caps: Caps | None = None,
     loopback_direct: bool = True,
     cap_grace: float | None = None,
+    player: TapePlayer | None = None,
 ) -> tuple[SandboxOutcome, PhaseNetwork | None]:
     """Run ``spec`` with the phase's way out, when it needs one.
 
@@ -287,6 +300,7 @@ def run_phase(
     service on the worker's own 127.0.0.1 is allowed or refused like any host.
     With ``cap_grace``, the run is ended that many seconds after a cap first
     refused a model call (an agent only retries then, burning sandbox time).
+    With a ``player`` the gateway answers from its tape (a tape replay).
     """
     if not needs:
         return runner.run(spec), None
@@ -295,6 +309,7 @@ def run_phase(
         needs=needs,
         phase=phase,
         caps=caps or Caps(None, None, None),
+        player=player,
     ) as network:
         env = {
             k: v

@@ -41,8 +41,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from replayhub.gateway import wire
+from replayhub.gateway import tape, wire
 from replayhub.gateway.calls import Caps, Draft, MeteredCall, Totals
+from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from replayhub.gateway.providers import ConnectionPool, Upstream
 from replayhub.gateway.redact import DeltaGuard, Redactor, scrub
 
@@ -92,6 +93,11 @@ class ModelGateway:
     counts them as they are admitted, so it holds exactly. With a cost cap,
     tokens used on a model with no price make the cost unknown: the cost cap
     then refuses further calls (it cannot be enforced otherwise).
+
+    ``recorder`` keeps every answered exchange (the replay's tape). With a
+    ``player`` (a tape replay) a call is answered from the tape, nothing going
+    up and nothing billed; a call the tape cannot answer is refused (409),
+    or forwarded when the player goes on live.
     """
 
     def __init__(
@@ -106,6 +112,8 @@ class ModelGateway:
         read_timeout: float = 300.0,
         max_body_bytes: int = MAX_BODY_BYTES,
         max_kept: int = 200,
+        recorder: TapeRecorder | None = None,
+        player: TapePlayer | None = None,
     ) -> None:
         if not placeholder:
             raise ValueError("the placeholder key must not be empty")
@@ -118,6 +126,8 @@ class ModelGateway:
         self.caps = caps
         self.on_call = on_call
         self.max_body_bytes = max_body_bytes
+        self.recorder = recorder
+        self.player = player
         self.cap_fired: str | None = None
         # When a cap first refused a call (time.monotonic()), for the phase
         # that stops the agent a grace period later.
@@ -473,11 +483,24 @@ class _Handler(BaseHTTPRequestHandler):
             request = wire.read_request(kind, slash + rest, self._read_body())
             draft.model_requested = request.model
             draft.streamed = request.stream
+            served = None
+            if gateway.player is not None:
+                played = gateway.player.take(
+                    kind, draft.endpoint, request.body, stream=request.stream
+                )
+                if isinstance(played, tape.Divergence):
+                    raise _Refusal(409, f"this is a tape replay: {played.detail}")
+                # A served call spends nothing: only the requests cap counts it.
+                served = played
+                request = replace(request, billed=served is None and request.billed)
             refused = gateway._admit(draft, upstream, request)
             if refused:
                 raise _Refusal(429, refused)
         except _Refusal as refusal:
             self._refuse(draft, kind, refusal)
+            return
+        if served is not None:
+            self._play(draft, served, request)
             return
         target = wire.upstream_path(
             kind, upstream.base_url, slash + rest + mark + query
@@ -581,6 +604,20 @@ class _Handler(BaseHTTPRequestHandler):
         )
         gateway._notify(call)
 
+    def _play(self, draft: Draft, played: tape.Exchange, request: wire.Request) -> None:
+        """Answers from the tape, in the wire format the agent asked for."""
+        gateway = self.server.gateway
+        content_type, pieces = tape.serve(played, stream=request.stream)
+        body = b"".join(pieces)
+        draft.status = draft.http_status = played.status
+        draft.usage = wire.Usage(0, 0, 0, 0, model=played.model or None, complete=True)
+        draft.cost_usd = Decimal(0)
+        if gateway.recorder is not None:
+            gateway.recorder.keep_served(played, request.body, body, request.stream)
+        call = gateway._record(draft)
+        self._answer(played.status, body, [("Content-Type", content_type)])
+        gateway._notify(call)
+
     def _fail(self, draft: Draft, status: int, message: str, detail: str) -> None:
         """Answers for an upstream that gave no response."""
         gateway = self.server.gateway
@@ -631,6 +668,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         decoded = 0
+        capture = None
+        if gateway.recorder is not None:
+            capture = gateway.recorder.start(
+                upstream.kind, draft.endpoint, request.body, served=False
+            )
+            capture.event_stream = streaming
         redactor = Redactor(upstream.key.encode())
         guard = DeltaGuard(upstream.key.encode()) if streaming else None
 
@@ -646,6 +689,8 @@ class _Handler(BaseHTTPRequestHandler):
             out = redactor.feed(data) + (redactor.flush() if last else b"")
             if guard is not None:
                 out = guard.feed(out) + (guard.flush() if last else b"")
+            if capture is not None:
+                capture.feed(out)
             return out
 
         def end(error: str = "") -> MeteredCall:
@@ -656,6 +701,8 @@ class _Handler(BaseHTTPRequestHandler):
             draft.error = error or usage.error
             response.close()
             pool.release(conn, reuse=not error and not response.will_close)
+            if capture is not None and gateway.recorder is not None and not error:
+                gateway.recorder.end(capture, status=response.status, usage=usage)
             call = gateway._record(draft)
             if error:
                 # The agent's response cannot end well: its connection ends.

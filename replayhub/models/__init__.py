@@ -4,7 +4,13 @@ found, the nights that budget them, how runs come in, and the seeds of rollouts.
 from __future__ import annotations
 
 from replayhub.models.evidence import CachedResult, TestRecord
-from replayhub.models.gateway import EgressAttempt, ModelCall, Provider, ProviderKind
+from replayhub.models.gateway import (
+    EgressAttempt,
+    ModelCall,
+    Provider,
+    ProviderKind,
+    Tape,
+)
 from replayhub.models.ingest import (
     ImportFormat,
     ImportJob,
@@ -89,6 +95,7 @@ __all__ = [
     "Seed",
     "SeedAnchor",
     "SeedKind",
+    "Tape",
     "TestOutcome",
     "TestRecord",
     "TextReplay",

@@ -3,10 +3,12 @@ way out of the sandbox was used for: model calls and egress attempts."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.gateway import tape
 from replayhub.models.projects import choices_check
 
 
@@ -104,3 +106,39 @@ class EgressAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.phase} {self.host}:{self.port} ({self.outcome})"
+
+
+class Tape(models.Model):
+    """A replay's model exchanges in order (``gateway/tape``): requests
+    normalised, answers as whole messages, zlib-compressed JSON, each
+    exchange's sha256 beside it. Untrusted text: rendered escaped."""
+
+    replay = models.OneToOneField(
+        "Replay", on_delete=models.CASCADE, related_name="tape"
+    )
+    exchanges = models.PositiveIntegerField(default=0)
+    # Answered from the tape a tape replay played, not by a model.
+    served = models.PositiveIntegerField(default=0)
+    truncated = models.BooleanField(default=False)
+    raw_bytes = models.PositiveBigIntegerField(default=0)
+    data = models.BinaryField()
+    digests = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"tape of replay {self.replay_id} ({self.exchanges} exchanges)"
+
+    def read(self) -> list[tape.Exchange]:
+        return tape.unpack(bytes(self.data), limit=settings.REPLAYHUB_TAPE_BYTES * 2)
+
+    @classmethod
+    def of(cls, exchanges: list[tape.Exchange], *, truncated: bool) -> Tape:
+        """An unsaved tape holding ``exchanges``."""
+        return cls(
+            exchanges=len(exchanges),
+            served=sum(1 for e in exchanges if e.served),
+            truncated=truncated,
+            raw_bytes=sum(len(tape.canonical(e.to_dict())) for e in exchanges),
+            data=tape.pack(exchanges),
+            digests=[e.digest() for e in exchanges],
+        )

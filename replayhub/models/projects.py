@@ -294,6 +294,11 @@ class Project(models.Model):
         help_text="A replay whose agent called another model than the record "
         "names is inconclusive rather than only flagged.",
     )
+    tape_then_live = models.BooleanField(
+        default=False,
+        help_text="A tape replay whose agent leaves the tape goes on asking the "
+        "model live from there, rather than ending inconclusive (tape_diverged).",
+    )
     max_requests = models.PositiveIntegerField(
         null=True, blank=True, help_text="Model calls per replay. Empty: no cap."
     )

@@ -18,6 +18,8 @@ class Tier(models.TextChoices):
     PREFLIGHT = "preflight", "Preflight"
     TEXT = "text", "Text"
     AGENTIC = "agentic", "Agentic"
+    # Agentic, the model's answers served from the original's tape.
+    TAPE = "tape", "Tape"
 
 
 class ReplayStatus(models.TextChoices):

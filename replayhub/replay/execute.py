@@ -16,6 +16,7 @@ from typing import Any
 
 from replayhub.environments import images
 from replayhub.gateway import access
+from replayhub.gateway.playback import TapePlayer
 from replayhub.git import agentfiles
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
@@ -48,6 +49,7 @@ from replayhub.testgate.gate import (
 from replayhub.testgate.paths import interference_summary
 from replayhub.testgate.reference import plan_tests
 from replayhub.verdicts import Facts, Reason, Ruling, decide
+from replayhub.verdicts.tape import on_tape
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +101,7 @@ class Context:
     base_facts: dict
     caps: dict = field(default_factory=dict)
     on_phase: Callable[[str], object] = lambda phase: None
+    player: TapePlayer | None = None
 
     @property
     def base(self) -> str:
@@ -124,8 +127,13 @@ def execute(
     replay_id: int,
     caps: dict | None = None,
     on_phase: Callable[[str], object] = lambda phase: None,
+    player: TapePlayer | None = None,
 ) -> Report:
-    """Run one replay in a fresh workspace, which is removed whatever happens."""
+    """Run one replay in a fresh workspace, which is removed whatever happens.
+
+    With a ``player`` (a tape replay) the agent's model calls are answered
+    from its tape, and the verdict says which drift that rules out.
+    """
     named = (run.original_commit, run.base_sha)
     try:
         # A mirrored repository is fetched first when it lacks a commit the
@@ -180,10 +188,16 @@ def execute(
                 base_facts=base_facts,
                 caps=caps or {},
                 on_phase=on_phase,
+                player=player,
             )
             report.decision = _execute_in(context, report)
     except NotRun as exc:
         report.decision = _not_run(exc, base_facts)
+    if player is not None:
+        left = player.divergence
+        report.decision = on_tape(
+            report.decision, left_at=left.index + 1 if left is not None else None
+        )
     return report
 
 
@@ -225,6 +239,7 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
             caps=caps,
             report=report,
             on_phase=on_phase,
+            player=ctx.player,
         )
     except NotRun as exc:
         attempted = {"model_calls_attempted": len(report.model_calls)}

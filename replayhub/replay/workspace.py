@@ -23,7 +23,9 @@ from django.conf import settings
 from replayhub.environments import build, images
 from replayhub.gateway import access
 from replayhub.gateway.egress import AttemptCounts, ConnectAttempt
+from replayhub.gateway.playback import TapePlayer
 from replayhub.gateway.server import MeteredCall
+from replayhub.gateway.tape import Exchange
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison
 from replayhub.models import Phase, Project
@@ -101,6 +103,11 @@ class Report:
     sandbox_seconds: float = 0.0
     # Every call through the model gateway and every egress attempt.
     model_calls: list[MeteredCall] = field(default_factory=list)
+    # The agent's model exchanges (its tape), whether any was cut to fit, and
+    # for a tape replay how the tape it played went (``tape_evidence``).
+    tape: list[Exchange] = field(default_factory=list)
+    tape_truncated: bool = False
+    tape_play: dict = field(default_factory=dict)
     egress: list[ConnectAttempt] = field(default_factory=list)
     # Every egress attempt counted, kept or not; refused model calls by
     # provider and status (only the first of each are in ``model_calls``).
@@ -191,6 +198,7 @@ class Report:
             "egress_counts": self.egress_counts.rows(),
             "refused_calls": self.refused_counts,
             "environment": self.environment or None,
+            "tape": {"exchanges": len(self.tape), **self.tape_play},
         }
 
     def cap_figures(self) -> dict:
@@ -442,6 +450,7 @@ def run_agent(
     report: Report,
     on_phase: Callable[[str], object],
     who: str = "the agent",
+    player: TapePlayer | None = None,
 ) -> tuple[Path, Path, SandboxOutcome]:
     """Check ``commit`` out, write ``files`` into the agent's ``IO_DIR`` and run
     ``argv`` there with the project's way out (gateway, egress proxy) and the
@@ -449,7 +458,9 @@ def run_agent(
 
     Returns the workspace, the IO directory and the outcome. Raises
     :class:`NotRun` when the phase could not run, or was stopped by a cap or
-    its time limit (``who`` names the command in the reason).
+    its time limit (``who`` names the command in the reason). With a
+    ``player`` the model's answers come from its tape; an agent that leaves it
+    ends the phase ``tape_diverged`` unless the player goes on live.
     """
     on_phase(Phase.PROVISIONING)
     try:
@@ -482,6 +493,7 @@ def run_agent(
             phase="agent",
             caps=access.caps_for(project, caps),
             cap_grace=project.cap_grace_seconds,
+            player=player,
         )
     except access.MissingKey as exc:
         raise NotRun(Reason.HARNESS_ERROR, str(exc)) from exc
@@ -493,6 +505,11 @@ def run_agent(
     report.usage_refused = refused
     if network is not None:
         report.add_network(network)
+        if network.recorder is not None:
+            report.tape, report.tape_truncated = network.recorder.exchanges()
+    divergence = player.finish() if player is not None else None
+    if player is not None:
+        report.tape_play = tape_evidence(player)
     if network is not None and network.gateway is not None:
         # What the gateway measured is what the replay spent; the agent's own
         # account stays beside it as what the executor supplied.
@@ -510,6 +527,17 @@ def run_agent(
             Reason.CAP_FIRED,
             f"the model gateway's {cap} cap was reached ({network.spent()}){ended}",
             f"model {cap}",
+        )
+    # An agent that ended early left nothing to go on with live.
+    if (
+        player is not None
+        and divergence is not None
+        and (not player.then_live or divergence.why == "fewer")
+    ):
+        raise NotRun(
+            Reason.TAPE_DIVERGED,
+            f"{divergence.detail} (of the {len(player.tape)} calls on the tape; "
+            "the requests' diff is in the evidence)",
         )
     if network is not None and (failed := provider_failures(network.calls)):
         raise NotRun(
@@ -546,3 +574,16 @@ def provider_failures(calls: list[MeteredCall]) -> str:
     first, *rest = ordered
     words = [f"{first[0]} to {first[1]} call{'s' if first[1] > 1 else ''}"]
     return ", ".join(words + [f"{status} to {n}" for status, n in rest])
+
+
+def tape_evidence(player: TapePlayer) -> dict:
+    """How a tape replay's tape went: its calls, those it served, and where
+    the agent left it (the call, why, the requests' diff)."""
+    divergence = player.divergence
+    return {
+        "played": len(player.tape),
+        "calls": player.calls,
+        "served": player.served,
+        "then_live": player.then_live,
+        "divergence": divergence.to_dict() if divergence is not None else None,
+    }

@@ -31,6 +31,7 @@ class Reason(StrEnum):
     WORKER_LOST = "worker_lost"
     HARNESS_ERROR = "harness_error"
     PROVIDER_ERROR = "provider_error"
+    TAPE_DIVERGED = "tape_diverged"
     SETUP_FAILED = "setup_failed"
     IMAGE_MISMATCH = "image_mismatch"
     REPO_UNREACHABLE = "repo_unreachable"
@@ -99,6 +100,7 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
         Reason.WORKER_LOST,
         Reason.HARNESS_ERROR,
         Reason.PROVIDER_ERROR,
+        Reason.TAPE_DIVERGED,
         Reason.SETUP_FAILED,
         Reason.IMAGE_MISMATCH,
         Reason.REPO_UNREACHABLE,
@@ -177,6 +179,7 @@ REASON_TEXT: Mapping[str, str] = MappingProxyType(
         Reason.WORKER_LOST: "Worker lost",
         Reason.HARNESS_ERROR: "Harness error",
         Reason.PROVIDER_ERROR: "Model provider failed",
+        Reason.TAPE_DIVERGED: "Agent left the recorded tape",
         Reason.SETUP_FAILED: "Project setup failed",
         Reason.IMAGE_MISMATCH: "Recorded image differs from the root",
         Reason.REPO_UNREACHABLE: "Project repository unreachable",

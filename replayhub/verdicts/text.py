@@ -29,6 +29,8 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
         Reason.HARNESS_ERROR: "The replay harness failed before producing a change",
         Reason.PROVIDER_ERROR: "Every model call the agent made failed at the "
         "provider, so the replay says nothing of the agent",
+        Reason.TAPE_DIVERGED: "The agent's model requests left the recorded tape, "
+        "so the replay could not give it the original's model answers",
         Reason.SETUP_FAILED: "The project's setup phase failed, so the replay had "
         "no environment to run in",
         Reason.IMAGE_MISMATCH: "The record's sandbox image is not the project's "

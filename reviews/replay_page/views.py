@@ -18,17 +18,21 @@ from django.views.decorators.http import (
 from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles
+from replayhub.gateway import tape
 from replayhub.models import (
     Comparison,
     Replay,
     ReplayStatus,
+    Tape,
     TreeKind,
 )
+from replayhub.replay import tapes
 from replayhub.verdicts import REASON_TEXT
 from reviews.forms import DecisionForm
 from reviews.models import AuditEvent, Claim, Purpose, Review
 from reviews.replay_page import together
 from reviews.replay_page.continuations import rollout_view
+from reviews.replay_page.conversation import turns
 from reviews.replay_page.diffs import hunk_view, pair_by_path, split_files
 from reviews.replay_page.outcomes import CaseTable, case_table
 from reviews.replay_page.trail import (
@@ -44,6 +48,7 @@ from reviews.services import (
     claim_next,
     claim_release,
     claim_take,
+    replay_tape_request,
     review_decide,
     review_undo,
     undo_deadline,
@@ -197,6 +202,11 @@ def _detail_context(
     output = replay.agent_output
     provenance = replay.provenance or replay.run.provenance or {}
     outcomes = _outcomes_by_tree(replay)
+    try:
+        own_tape = tape_turns(replay.tape.read())
+    except (Tape.DoesNotExist, ValueError):
+        own_tape = []
+    played = (replay.evidence or {}).get("tape") or {}
     return {
         "page": "queue",
         "replay": replay,
@@ -267,6 +277,12 @@ def _detail_context(
         "decision_open": decision_open,
         "form": form,
         "overruled": list(overruled),
+        "tape_turns": own_tape,
+        "tape_origin": f"played from {played['source']}" if played else "",
+        "tape_divergence": played.get("divergence"),
+        "can_replay_tape": request.user.has_perm(roles.DECIDE)
+        and replay.seed_id is None
+        and tapes.has_tape(replay.run),
         "now": timezone.now(),
     }
 
@@ -495,3 +511,23 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
         messages.info(request, "The queue is empty.")
         return redirect("reviews:queue")
     return redirect("reviews:replay_detail", replay_id=following.pk)
+
+
+def tape_turns(exchanges: list[tape.Exchange]) -> list[dict]:
+    """A replay's own tape as its conversation."""
+    return turns(exchanges)
+
+
+@require_POST
+@permission_required(roles.DECIDE, raise_exception=True)
+def replay_tape(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """Queue a tape replay of this replay's run and go to it."""
+    replay = replay_for(
+        request.user, replay_id, related=["run"], only=["id", "run", "seed_id"]
+    )
+    if replay.seed_id is not None or not tapes.has_tape(replay.run):
+        messages.error(request, "This run has no tape to replay.")
+        return redirect("reviews:replay_detail", replay_id=replay.pk)
+    queued = replay_tape_request(replay=replay, actor=request.user)
+    messages.success(request, f"Tape replay #{queued.pk} queued.")
+    return redirect("reviews:replay_detail", replay_id=queued.pk)

@@ -43,6 +43,7 @@ REASON_COLORS = {
     "worker_lost": "#d6336c",
     "harness_error": "#a61e4d",
     "provider_error": "#c2255c",
+    "tape_diverged": "#e8590c",
     "setup_failed": "#862e9c",
     "image_mismatch": "#5c940d",
     "repo_unreachable": "#d9480f",

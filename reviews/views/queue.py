@@ -66,6 +66,8 @@ def _queue_row(row: dict, now, project_slugs: dict[int, str], detail_url: str) -
         "title": Truncator(row["run__title"] or row["run__external_id"]).chars(90),
         "model": row["run__model"],
         "rollout": row.get("run__source") == RunSource.ROLLOUT,
+        # A tier other than the usual agentic one is named on the row.
+        "tier": "" if row.get("tier") in (None, "agentic") else row["tier"],
         "age": age(row["finished_at"], now),
         "finished": row["finished_at"].isoformat(timespec="seconds"),
         "files": files,

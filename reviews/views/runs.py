@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles
+from replayhub.gateway import tape
 from replayhub.models import (
     Provider,
     Replay,
@@ -30,6 +31,7 @@ from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
 from reviews.replay_page import together
 from reviews.replay_page.continuations import messages_view
+from reviews.replay_page.conversation import turns
 from reviews.views import HtmxHttpRequest
 
 VIEW_RUNS = "replayhub.view_run"
@@ -103,6 +105,12 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         "form": form if form is not None else TextReplayForm(),
         "now": timezone.now(),
         "seeds": _seeds(run),
+        "tape_turns": turns(
+            tape.from_record_tape((run.raw or {}).get("tape"))
+            if isinstance(run.raw, dict)
+            else []
+        ),
+        "tape_origin": "as recorded",
     }
 
 

@@ -5,7 +5,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub import services
-from replayhub.models import Run, RunSource, Seed, Trigger
+from replayhub.models import Run, RunSource, Seed, Tier, Trigger
+from replayhub.replay import tapes
 
 
 class Command(BaseCommand):
@@ -24,19 +25,31 @@ class Command(BaseCommand):
             metavar="N",
             help="A rollout's seed to replay, numbered from 1 (default: the first).",
         )
+        parser.add_argument(
+            "--tape",
+            action="store_true",
+            help="Serve the agent the original's own model answers from the run's "
+            "tape (no model cost); the first request that differs is named.",
+        )
         parser.add_argument("--sync", action="store_true", help="Run in this process.")
         parser.add_argument(
             "--json", action="store_true", dest="as_json", help="Print one JSON object."
         )
 
     def handle(
-        self, *args, run_id, project, external_id, seed, sync, as_json, **options
+        self, *args, run_id, project, external_id, seed, tape, sync, as_json, **options
     ):
         run = self._find_run(run_id, project, external_id)
         chosen = self._find_seed(run, seed)
+        tier = Tier.TAPE if tape else Tier.AGENTIC
+        if tape and (chosen is not None or not tapes.has_tape(run)):
+            raise CommandError(
+                f"{run} has no tape: its record carries none and no replay "
+                "of it recorded one."
+            )
         if not sync:
             replay = services.replay_request(
-                run=run, trigger=Trigger.COMMAND, seed=chosen
+                run=run, trigger=Trigger.COMMAND, seed=chosen, tier=tier
             )
             self._print(
                 {"replay": replay.pk, "status": replay.status},
@@ -44,7 +57,9 @@ class Command(BaseCommand):
                 f"queued replay {replay.pk} of {run}",
             )
             return
-        replay = services.replay_create(run=run, trigger=Trigger.COMMAND, seed=chosen)
+        replay = services.replay_create(
+            run=run, trigger=Trigger.COMMAND, seed=chosen, tier=tier
+        )
         report = services.replay_execute(replay_id=replay.pk)
         if report is None:
             raise CommandError(f"replay {replay.pk} was taken over; see its page.")
