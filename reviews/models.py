@@ -480,6 +480,14 @@ class Notice(models.Model):
     )
     kind = models.CharField(max_length=16, choices=NoticeKind)
     replay = models.ForeignKey(Replay, on_delete=models.CASCADE, related_name="+")
+    # The thread a mention was made in (its first comment): the link's anchor.
+    thread = models.ForeignKey(
+        "Comment",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     text = models.CharField(max_length=300)
     created_at = models.DateTimeField(default=timezone.now)
     read_at = models.DateTimeField(null=True, blank=True)
@@ -493,3 +501,8 @@ class Notice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.user}"
+
+    @property
+    def anchor(self) -> str:
+        """Where on the replay's page the notice points: its thread, if any."""
+        return f"thread-{self.thread_id}" if self.thread_id else ""

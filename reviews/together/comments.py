@@ -105,6 +105,7 @@ def _mention(comment: Comment, author) -> None:
             actor=author,
             kind="mention",
             replay_id=comment.replay_id,
+            thread_id=comment.parent_id or comment.pk,
             text=f"{author.get_username()} mentioned you on replay "
             f"{comment.replay_id}: {comment.body[:200]}",
         )

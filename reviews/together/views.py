@@ -13,14 +13,21 @@ from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Notice
 from reviews.replay_page.together import hidden_from
-from reviews.together import comments, gold, handoff, opinions, past, quality
+from reviews.together import (
+    comments,
+    gold,
+    handoff,
+    notices,
+    opinions,
+    past,
+    quality,
+)
 from reviews.together.forms import (
     AgreementForm,
     AssignForm,
@@ -295,19 +302,15 @@ def agreement(request: HttpRequest) -> HttpResponse:
 def inbox(request: HttpRequest) -> HttpResponse:
     # LoginRequiredMiddleware lets no anonymous user this far.
     assert request.user.is_authenticated
-    notices = Notice.objects.filter(user=request.user).select_related("actor")[:200]
-    return render(request, "reviews/inbox.html", {"page": "inbox", "notices": notices})
+    rows = Notice.objects.filter(user=request.user).select_related("actor")[:200]
+    return render(request, "reviews/inbox.html", {"page": "inbox", "notices": rows})
 
 
 @require_POST
 def inbox_read(request: HttpRequest) -> HttpResponse:
     # LoginRequiredMiddleware lets no anonymous user this far.
     assert request.user.is_authenticated
-    rows = Notice.objects.filter(user=request.user, read_at__isnull=True)
     form = NoticeReadForm(request.POST)
-    if not form.is_valid():
-        return redirect("reviews:inbox")
-    if form.cleaned_data["id"] is not None:
-        rows = rows.filter(pk=form.cleaned_data["id"])
-    rows.update(read_at=timezone.now())
+    if form.is_valid():
+        notices.notices_read(user=request.user, notice_id=form.cleaned_data["id"])
     return redirect("reviews:inbox")
