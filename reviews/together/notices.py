@@ -14,9 +14,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from replayhub import roles
 from reviews.models import Notice
 
 log = logging.getLogger(__name__)
@@ -41,6 +43,32 @@ def mentioned_users(text: str, *, exclude=None) -> list:
     if exclude is not None:
         users = users.exclude(pk=exclude.pk)
     return list(users.order_by("username"))
+
+
+def mentionable() -> list[str]:
+    """The usernames a comment may mention: active people who comment or decide."""
+    # One query for what has_perm would ask user by user.
+    wanted = [tuple(perm.split(".", 1)) for perm in (roles.COMMENT, roles.DECIDE)]
+    through = Q(is_superuser=True)
+    for app_label, codename in wanted:
+        for via in ("groups__permissions", "user_permissions"):
+            through |= Q(
+                **{
+                    f"{via}__content_type__app_label": app_label,
+                    f"{via}__codename": codename,
+                }
+            )
+    users = get_user_model().objects.filter(through, is_active=True).distinct()
+    return list(users.order_by("username").values_list("username", flat=True))
+
+
+def unknown_mentions(text: str) -> list[str]:
+    """The names ``text`` mentions that belong to nobody it may mention."""
+    names = mentioned(text)
+    if not names:
+        return []
+    known = set(mentionable())
+    return [name for name in names if name not in known]
 
 
 def notify(

@@ -68,3 +68,114 @@ def test_mark_all_read_still_clears_the_inbox(login, reviewer, sam):
     expect(page.locator("#inbox-badge")).to_have_count(0)
     assert Comment.objects.count() == 1
     watch.check("after mark all read")
+
+
+def test_a_comment_at_a_line_of_either_side_and_resolved_in_place(
+    login, reviewer, sam, screenshot
+):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    watch = Watch(page)
+    watch.goto(f"/replays/{replay.pk}/")
+    page.evaluate("window.__same_page = true")
+
+    # The original's side of the side-by-side changes, an old line.
+    original = page.locator('#changes table[data-target="original"]')
+    original.locator('[data-side="old"][data-line="2"]').click()
+    box = original.locator("tr.comment-row")
+    expect(box.locator(".anchor")).to_have_text("src/app.py (old), line 2")
+    box.locator("textarea").fill("x was 1 here")
+    box.get_by_role("button", name="Comment").click()
+    thread = original.locator("tr.thread-row article.thread")
+    expect(thread.locator(".body")).to_have_text("x was 1 here")
+    expect(thread.locator("pre.excerpt")).to_have_text("x = 1")
+
+    # The replay's side, a range; Cancel closes a box without a trace.
+    replayed = page.locator('#changes table[data-target="replay"]')
+    replayed.locator('[data-side="new"][data-line="1"]').click()
+    expect(replayed.locator("tr.comment-row")).to_have_count(1)
+    replayed.get_by_role("button", name="Cancel").click()
+    expect(page.locator("tr.comment-row")).to_have_count(0)
+    replayed.locator('[data-side="new"][data-line="3"]').click()
+    replayed.locator('[data-side="new"][data-line="4"]').click(modifiers=["Shift"])
+    replayed.locator("tr.comment-row textarea").fill("and y?")
+    replayed.locator("tr.comment-row textarea").press("Control+Enter")
+    expect(replayed.locator("tr.thread-row article.thread")).to_have_count(1)
+    expect(page.locator("#open-threads")).to_have_text("2 unresolved comments")
+
+    # Resolve folds the thread where it is; reopen unfolds it.
+    thread.get_by_role("button", name="Resolve").click()
+    expect(thread).to_have_class(re.compile(r"\bresolved\b"))
+    expect(thread.locator("details")).not_to_have_attribute("open", "")
+    expect(page.locator("#open-threads")).to_have_text("1 unresolved comment")
+    thread.locator("summary").click()
+    thread.get_by_role("button", name="Reopen").click()
+    expect(thread).not_to_have_class(re.compile(r"\bresolved\b"))
+    expect(page.locator("#open-threads")).to_have_text("2 unresolved comments")
+    # Every step stayed on the page: no reload.
+    assert page.evaluate("window.__same_page") is True
+    screenshot(page, "comment-at-the-line")
+    watch.check("after commenting, resolving and reopening in place")
+
+    # After a reload the threads are drawn where they belong again.
+    watch.goto(f"/replays/{replay.pk}/")
+    expect(page.locator("#changes tr.thread-row article.thread")).to_have_count(2)
+    expect(page.locator("#threads-placed")).to_be_visible()
+
+
+def test_at_offers_reviewers_and_flags_an_unknown_name(login, reviewer, sam):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    watch = Watch(page)
+    watch.goto(f"/replays/{replay.pk}/")
+
+    page.locator('#dod [data-side="new"][data-line="2"]').click()
+    area = page.locator("#dod tr.comment-row textarea")
+    expect(area).to_be_focused()
+    page.keyboard.type("Ask @sa")
+    offered = page.locator(".mention-list li")
+    expect(offered).to_have_text(["@sam"])
+    page.keyboard.press("Tab")
+    expect(area).to_have_value("Ask @sam ")
+    expect(page.locator(".mention-list")).to_have_count(0)
+
+    page.keyboard.type("and @nobody")
+    warning = page.locator("#dod .mention-warning")
+    expect(warning).to_have_text(re.compile("No reviewer is called @nobody"))
+    page.keyboard.press("Control+Enter")
+    page.wait_for_timeout(300)
+    assert not Comment.objects.exists()
+
+    for _ in "@nobody":
+        page.keyboard.press("Backspace")
+    expect(warning).to_be_hidden()
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#dod article.thread")).to_have_count(1)
+    assert Notice.objects.get().user == sam
+    watch.check("after mentioning")
+
+
+def test_the_form_at_the_foot_stays_and_the_server_refuses_an_unknown_name(
+    login, reviewer
+):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    watch = Watch(page)
+    watch.goto(f"/replays/{replay.pk}/")
+    # The browser's own check is lifted: the server must refuse by itself.
+    page.evaluate(
+        "document.getElementById('comment-body').removeAttribute('data-mentions')"
+    )
+    page.locator("#comment-path").fill("src/app.py")
+    page.locator("#comment-start").fill("2")
+    page.locator("#comment-body").fill("Hello @ghost")
+    page.locator("#comment-form").get_by_role("button", name="Comment").click()
+    expect(page.locator(".messages .error")).to_contain_text("@ghost")
+    assert not Comment.objects.exists()
+
+    page.locator("#comment-path").fill("src/app.py")
+    page.locator("#comment-start").fill("2")
+    page.locator("#comment-body").fill("From the foot")
+    page.locator("#comment-form").get_by_role("button", name="Comment").click()
+    expect(page.locator("#dod article.thread .body")).to_have_text("From the foot")
+    watch.check("after the fallback form")
