@@ -283,6 +283,10 @@ class Label(models.Model):
             return [(str(n), str(n)) for n in range(1, 6)]
         return [(str(c), str(c)) for c in self.categories or []]
 
+    def choice_list(self) -> str:
+        """The values as a reader is told them: "yes, no"."""
+        return ", ".join(value for value, _ in self.choices())
+
 
 class ReviewLabel(models.Model):
     """One label's value on one decision."""

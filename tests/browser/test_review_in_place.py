@@ -4,12 +4,15 @@ line, labels from the keyboard; each under the CSP watch of test_csp."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from replayhub import roles
-from reviews.models import Comment, Notice
+from reviews.models import Claim, Comment, Label, Notice, Review
+from reviews.services import claim_take
 from reviews.together import comments
 from tests.browser.test_csp import Watch
 from tests.factories import make_replay, make_user
@@ -179,3 +182,62 @@ def test_the_form_at_the_foot_stays_and_the_server_refuses_an_unknown_name(
     page.locator("#comment-form").get_by_role("button", name="Comment").click()
     expect(page.locator("#dod article.thread .body")).to_have_text("From the foot")
     watch.check("after the fallback form")
+
+
+def test_labels_are_set_by_their_keys_shown_beside_them_and_in_the_help(
+    login, reviewer
+):
+    replay = make_replay(verdict="divergent")
+    cause = Label.objects.create(
+        project=replay.project,
+        name="root cause",
+        kind="category",
+        categories=["harness", "agent"],
+        required=True,
+    )
+    merge = Label.objects.create(
+        project=replay.project, name="would merge", kind="yes_no", position=1
+    )
+    page = login(reviewer)
+    watch = Watch(page)
+    watch.goto(f"/replays/{replay.pk}/")
+    expect(page.locator('#labels [data-label-key="a"] kbd')).to_have_text("a")
+    expect(page.locator('#labels [data-label-key="s"] kbd')).to_have_text("s")
+    page.keyboard.press("?")
+    help_ = page.locator("#keys-help")
+    expect(help_).to_contain_text("root cause: the next value (harness, agent")
+    expect(help_).to_contain_text("would merge: the next value (yes, no")
+    page.keyboard.press("Escape")
+
+    page.keyboard.press("a")
+    page.keyboard.press("a")
+    page.keyboard.press("s")
+    expect(page.locator(f"select[name=label_{cause.pk}]")).to_have_value("agent")
+    expect(page.locator(f"select[name=label_{merge.pk}]")).to_have_value("yes")
+    with page.expect_navigation():
+        page.keyboard.press("c")
+    values = dict(Review.objects.get().labels.values_list("label__name", "value"))
+    assert values == {"root cause": "agent", "would merge": "yes"}
+    watch.check("after labelling by key")
+
+
+def test_a_claim_warns_a_minute_before_it_lapses_and_e_extends_it(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    claim = claim_take(replay=replay, reviewer=reviewer)
+    Claim.objects.filter(pk=claim.pk).update(
+        expires_at=timezone.now() + timedelta(seconds=45)
+    )
+    page = login(reviewer)
+    watch = Watch(page)
+    watch.goto(f"/replays/{replay.pk}/")
+    page.evaluate("window.__same_page = true")
+    warning = page.locator("#claim-warning")
+    expect(warning).to_contain_text(re.compile(r"lapses in 4\d s: press e"))
+
+    page.keyboard.press("e")
+
+    expect(warning).to_be_hidden()
+    later = Claim.objects.get().expires_at
+    assert later - timezone.now() > timedelta(minutes=2)
+    assert page.evaluate("window.__same_page") is True
+    watch.check("after extending the claim")
