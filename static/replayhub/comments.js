@@ -92,8 +92,10 @@
       anchor = here;
     }
     // What was typed in a box that is moved to a wider range goes with it.
+    // (A placeholder whose box has not arrived yet holds nothing typed.)
     var old = openBox();
-    var typed = old ? old.querySelector("textarea").value : "";
+    var oldArea = old && old.querySelector("textarea");
+    var typed = oldArea ? oldArea.value : "";
     closeBox();
     mark(container, here.side, start, end);
     var last = cellAt(container, here.side, end) || cell;
