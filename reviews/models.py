@@ -283,6 +283,10 @@ class Label(models.Model):
             return [(str(n), str(n)) for n in range(1, 6)]
         return [(str(c), str(c)) for c in self.categories or []]
 
+    def choice_list(self) -> str:
+        """The values as a reader is told them: "yes, no"."""
+        return ", ".join(value for value, _ in self.choices())
+
 
 class ReviewLabel(models.Model):
     """One label's value on one decision."""
@@ -480,6 +484,14 @@ class Notice(models.Model):
     )
     kind = models.CharField(max_length=16, choices=NoticeKind)
     replay = models.ForeignKey(Replay, on_delete=models.CASCADE, related_name="+")
+    # The thread a mention was made in (its first comment): the link's anchor.
+    thread = models.ForeignKey(
+        "Comment",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     text = models.CharField(max_length=300)
     created_at = models.DateTimeField(default=timezone.now)
     read_at = models.DateTimeField(null=True, blank=True)
@@ -493,3 +505,8 @@ class Notice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.user}"
+
+    @property
+    def anchor(self) -> str:
+        """Where on the replay's page the notice points: its thread, if any."""
+        return f"thread-{self.thread_id}" if self.thread_id else ""

@@ -13,15 +13,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from replayhub.models import Replay, ReplayQuerySet, ReplayStatus, ReviewBand
-from reviews.models import ReviewLabel
+from replayhub.models import (
+    Night,
+    Replay,
+    ReplayQuerySet,
+    ReplayStatus,
+    ReviewBand,
+)
+from reviews.models import Purpose, Review, ReviewLabel
 
 PAGE_SIZE = 50
 _LAST_BAND = max(ReviewBand.values)
@@ -268,3 +275,39 @@ def holder(row: dict, now: datetime | None = None) -> str | None:
     if expires_at is None or expires_at <= (now or timezone.now()):
         return None
     return row["claim__reviewer__username"]
+
+
+def my_progress(user, now: datetime) -> list[dict]:
+    """Per project, what ``user`` decided lately: ``today`` since the project's
+    local midnight (its night's time zone), ``night`` on the replays of its
+    latest night. Decisions taken back and gold checks do not count."""
+    rows = Review.objects.filter(
+        reviewer=user, undone_at__isnull=True, created_at__gte=now - timedelta(days=2)
+    ).exclude(purpose=Purpose.GOLD)
+    decided = list(
+        rows.values_list(
+            "replay__project_id",
+            "replay__project__slug",
+            "replay__project__budget__timezone",
+            "replay__night_id",
+            "created_at",
+        )
+    )
+    if not decided:
+        return []
+    latest: dict[int, int] = {}
+    project_ids = {row[0] for row in decided}
+    for project_id, night_id in (
+        Night.objects.filter(project_id__in=project_ids)
+        .order_by("date", "id")
+        .values_list("project_id", "id")
+    ):
+        latest[project_id] = night_id
+    progress: dict[int, dict] = {}
+    for project_id, slug, tz, night_id, created_at in decided:
+        zone = ZoneInfo(tz or "UTC")
+        midnight = datetime.combine(now.astimezone(zone).date(), time(), tzinfo=zone)
+        one = progress.setdefault(project_id, {"project": slug, "today": 0, "night": 0})
+        one["today"] += created_at >= midnight
+        one["night"] += night_id is not None and night_id == latest.get(project_id)
+    return sorted(progress.values(), key=lambda one: one["project"])

@@ -110,7 +110,6 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         out.update(
             reviews=[],
             audit=[],
-            comment_marks=[],
             human=None,
             undoable=None,
             threads=[],
@@ -129,18 +128,6 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         threads = comments.threads(replay.pk)
         out.update(
             threads=threads,
-            comment_marks=[
-                {
-                    "target": t.target,
-                    "path": t.path,
-                    "side": t.side,
-                    "start": t.line_start,
-                    "end": t.line_end or t.line_start,
-                    "thread": t.pk,
-                    "resolved": t.resolved_at is not None,
-                }
-                for t in threads
-            ],
             open_threads=sum(1 for t in threads if t.resolved_at is None),
             opinion=opinions.open_request(replay.pk),
             opinion_history=SecondOpinion.objects.filter(

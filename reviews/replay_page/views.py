@@ -53,7 +53,7 @@ from reviews.services import (
     review_undo,
     undo_deadline,
 )
-from reviews.together import gold
+from reviews.together import gold, notices
 from reviews.views import HtmxHttpRequest, partial, replay_for
 
 # Diffs with more lines than this (per kind) show their file list and load each
@@ -321,6 +321,8 @@ def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
             raise PermissionDenied
         return _decide(request, replay_id)
     replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
+    # Before the page (and its inbox badge) is drawn: what was said here is read.
+    notices.notices_read(user=request.user, replay_id=replay.pk)
     return render(request, "reviews/replay_detail.html", _page_context(request, replay))
 
 

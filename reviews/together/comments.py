@@ -15,7 +15,7 @@ from django.utils import timezone
 from replayhub.models import Comparison, Replay, TestOutcome
 from reviews.models import AuditEvent, Comment, CommentTarget
 from reviews.replay_page.diffs import split_files
-from reviews.together.notices import mentioned_users, notify
+from reviews.together.notices import mentioned_users, notify, unknown_mentions
 
 MAX_BODY = 10_000
 MAX_EXCERPT_LINES = 40
@@ -30,7 +30,20 @@ class CommentRefused(Exception):
     """The comment cannot be added (one line, for the user)."""
 
 
-class CommentForm(forms.Form):
+def _refuse_unknown_mentions(body: str) -> str:
+    unknown = unknown_mentions(body)
+    if unknown:
+        names = ", ".join(f"@{name}" for name in unknown)
+        raise forms.ValidationError(
+            f"No reviewer is called {names}: mention someone on the list, "
+            "or drop the @."
+        )
+    return body
+
+
+class CommentPlaceForm(forms.Form):
+    """Where a comment goes: the lines of a diff or a test output."""
+
     target = forms.ChoiceField(choices=CommentTarget.choices)
     path = forms.CharField(max_length=1000)
     side = forms.ChoiceField(
@@ -38,9 +51,6 @@ class CommentForm(forms.Form):
     )
     line_start = forms.IntegerField(min_value=1, max_value=10_000_000)
     line_end = forms.IntegerField(min_value=1, max_value=10_000_000, required=False)
-    body = forms.CharField(
-        max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 3})
-    )
 
     def clean(self):
         data = super().clean()
@@ -55,11 +65,34 @@ class CommentForm(forms.Form):
             data["side"] = ""
         return data
 
+    def place(self) -> Comment:
+        """The anchor as an unsaved comment, to name it (``.anchor``)."""
+        data = self.cleaned_data
+        return Comment(
+            target=data["target"],
+            path=data["path"],
+            side=data["side"],
+            line_start=data["line_start"],
+            line_end=data.get("line_end") or data["line_start"],
+        )
+
+
+class CommentForm(CommentPlaceForm):
+    body = forms.CharField(
+        max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 3})
+    )
+
+    def clean_body(self) -> str:
+        return _refuse_unknown_mentions(self.cleaned_data["body"])
+
 
 class ReplyForm(forms.Form):
     body = forms.CharField(
         max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 2})
     )
+
+    def clean_body(self) -> str:
+        return _refuse_unknown_mentions(self.cleaned_data["body"])
 
 
 def test_output_key(outcome: TestOutcome) -> str:
@@ -105,6 +138,7 @@ def _mention(comment: Comment, author) -> None:
             actor=author,
             kind="mention",
             replay_id=comment.replay_id,
+            thread_id=comment.parent_id or comment.pk,
             text=f"{author.get_username()} mentioned you on replay "
             f"{comment.replay_id}: {comment.body[:200]}",
         )
@@ -195,6 +229,23 @@ def threads(replay_id: int) -> list[Comment]:
     for root in roots:
         root.shown_replies = by_parent.get(root.pk, [])  # type: ignore[attr-defined]
     return roots
+
+
+def thread(thread_id: int) -> Comment:
+    """One thread with ``.shown_replies``, as ``threads`` gives each."""
+    root = Comment.objects.select_related("author", "resolved_by").get(
+        pk=thread_id, parent__isnull=True
+    )
+    root.shown_replies = list(  # type: ignore[attr-defined]
+        root.replies.select_related("author")
+    )
+    return root
+
+
+def open_count(replay_id: int) -> int:
+    return Comment.objects.filter(
+        replay_id=replay_id, parent__isnull=True, resolved_at__isnull=True
+    ).count()
 
 
 def unresolved(replay_ids: list[int]) -> dict[int, int]:

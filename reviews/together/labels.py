@@ -15,6 +15,10 @@ from django.db.models import QuerySet
 from reviews.forms import DecisionForm
 from reviews.models import Label, Review, ReviewLabel
 
+# The keys that set a project's labels, in the labels' order: none of them is
+# taken by the replay page (c o r z n u j k e ? and the digits).
+LABEL_KEYS = "asdfghqwtyxvbmpil"
+
 
 def project_labels(project_id: int) -> list[Label]:
     return list(Label.objects.filter(project_id=project_id))
@@ -38,8 +42,13 @@ class LabelledDecisionForm(DecisionForm):
         return f"label_{label.pk}"
 
     def label_fields(self) -> list:
-        """(bound field, label) pairs, in the project's order."""
-        return [(self[self.field_name(label)], label) for label in self.labels]
+        """(bound field, label, key) triples, in the project's order; the key
+        is empty past the last one there is."""
+        keys = [*LABEL_KEYS, *[""] * max(0, len(self.labels) - len(LABEL_KEYS))]
+        return [
+            (self[self.field_name(label)], label, key)
+            for label, key in zip(self.labels, keys, strict=False)
+        ]
 
     def clean(self):
         data = super().clean()

@@ -9,6 +9,8 @@ from reviews.together import views
 
 replay_urls = [
     path("comments/", views.comment_create, name="comment_create"),
+    path("comments/new/", views.comment_new, name="comment_new"),
+    path("comments/people/", views.comment_people, name="comment_people"),
     path("second-opinion/", views.second_opinion, name="second_opinion"),
     path("gold/", views.gold_toggle, name="gold_toggle"),
     path("assign/", views.claim_assign, name="claim_assign"),

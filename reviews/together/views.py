@@ -4,23 +4,36 @@ the Done tab, search, bulk confirm, the agreement page and the inbox."""
 from __future__ import annotations
 
 import csv
+import json
 from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Notice
 from reviews.replay_page.together import hidden_from
-from reviews.together import comments, gold, handoff, opinions, past, quality
+from reviews.together import (
+    comments,
+    gold,
+    handoff,
+    notices,
+    opinions,
+    past,
+    quality,
+)
 from reviews.together.forms import (
     AgreementForm,
     AssignForm,
@@ -33,7 +46,7 @@ from reviews.together.forms import (
     SecondOpinionForm,
 )
 from reviews.trends.exports import _cell
-from reviews.views import replay_for
+from reviews.views import HtmxHttpRequest, replay_for
 
 
 def _back(replay_id: int, anchor: str = "") -> HttpResponse:
@@ -48,54 +61,142 @@ def _replay(request: HttpRequest, replay_id: int) -> Replay:
     )
 
 
+def _threads_changed(response: HttpResponse, replay_id: int) -> HttpResponse:
+    """Tell the page how many threads stay open (its counts follow)."""
+    trigger = {"threadsChanged": {"open": comments.open_count(replay_id)}}
+    response["HX-Trigger"] = json.dumps(trigger)
+    return response
+
+
+@require_GET
+@permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
+def comment_new(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """The comment box for a line range, drawn under its last line."""
+    replay = _replay(request, replay_id)
+    place = comments.CommentPlaceForm(request.GET)
+    if not place.is_valid():
+        return HttpResponseBadRequest("There is no such place to comment on.")
+    data = place.cleaned_data
+    try:
+        quoted = comments.excerpt(
+            replay,
+            target=data["target"],
+            path=data["path"],
+            side=data["side"],
+            start=data["line_start"],
+            end=data.get("line_end") or data["line_start"],
+        )
+    except comments.CommentRefused as exc:
+        return HttpResponseBadRequest(f"Nothing to comment on: {exc}.")
+    return render(
+        request,
+        "reviews/_team.html#line_form",
+        {"replay": replay, "place": place.place(), "excerpt": quoted, "body": ""},
+    )
+
+
+@require_GET
+@permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
+def comment_people(request: HttpRequest, replay_id: int) -> HttpResponse:
+    """The names a comment on this replay may mention, for the @ list."""
+    _replay(request, replay_id)
+    return JsonResponse({"names": notices.mentionable()})
+
+
 @require_POST
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
-def comment_create(request: HttpRequest, replay_id: int) -> HttpResponse:
+def comment_create(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(request, replay_id)
     form = comments.CommentForm(request.POST)
-    if not form.is_valid():
+    error = ""
+    comment = None
+    if form.is_valid():
+        try:
+            comment = comments.comment_add(
+                replay=replay, author=request.user, data=form.cleaned_data
+            )
+        except comments.CommentRefused as exc:
+            error = f"Comment not added: {exc}."
+    if request.htmx:
+        return _comment_answer(request, replay, form, comment, error)
+    if comment is None:
         errors = "; ".join(
             f"{name.replace('_', ' ')}: {' '.join(str(e) for e in errs)}"
             for name, errs in form.errors.items()
         )
-        messages.error(request, f"Comment not added ({errors}).")
-        return _back(replay.pk, "comments")
-    try:
-        comment = comments.comment_add(
-            replay=replay, author=request.user, data=form.cleaned_data
-        )
-    except comments.CommentRefused as exc:
-        messages.error(request, f"Comment not added: {exc}.")
+        messages.error(request, error or f"Comment not added ({errors}).")
         return _back(replay.pk, "comments")
     return _back(replay.pk, f"thread-{comment.pk}")
+
+
+def _comment_answer(request, replay, form, comment, error: str) -> HttpResponse:
+    """The box at the line becomes its thread, or shows what was refused."""
+    if comment is not None:
+        response = render(
+            request,
+            "reviews/_team.html#thread_row",
+            {"thread": comments.thread(comment.pk), "can_comment": True},
+        )
+        return _threads_changed(response, replay.pk)
+    place = comments.CommentPlaceForm(request.POST)
+    if not place.is_valid():
+        return HttpResponseBadRequest("There is no such place to comment on.")
+    context = {
+        "replay": replay,
+        "place": place.place(),
+        "body": request.POST.get("body", ""),
+        "errors": form.errors.get("body", []),
+        "error": error,
+    }
+    return render(request, "reviews/_team.html#line_form", context, status=422)
 
 
 def _thread(comment_id: int) -> Comment:
     return get_object_or_404(Comment, pk=comment_id, parent__isnull=True)
 
 
+def _thread_answer(
+    request: HtmxHttpRequest, thread: Comment, refused: str = "", body: str = ""
+) -> HttpResponse:
+    if not request.htmx:
+        if refused:
+            messages.error(request, f"Reply not added: {refused}")
+        return _back(thread.replay_id, f"thread-{thread.pk}")
+    context = {
+        "thread": comments.thread(thread.pk),
+        "can_comment": True,
+        "reply_error": refused,
+        "reply_body": body,
+    }
+    response = render(
+        request, "reviews/_team.html#thread", context, status=422 if refused else 200
+    )
+    return _threads_changed(response, thread.replay_id)
+
+
 @require_POST
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
-def comment_reply(request: HttpRequest, comment_id: int) -> HttpResponse:
+def comment_reply(request: HtmxHttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
     form = comments.ReplyForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Reply not added: write something first.")
-    else:
-        comments.comment_reply(
-            thread=thread, author=request.user, body=form.cleaned_data["body"]
-        )
-    return _back(thread.replay_id, f"thread-{thread.pk}")
+        said = " ".join(str(e) for e in form.errors.get("body", []))
+        refused = said or "write something first."
+        return _thread_answer(request, thread, refused, request.POST.get("body", ""))
+    comments.comment_reply(
+        thread=thread, author=request.user, body=form.cleaned_data["body"]
+    )
+    return _thread_answer(request, thread)
 
 
 @require_POST
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
-def comment_resolve(request: HttpRequest, comment_id: int) -> HttpResponse:
+def comment_resolve(request: HtmxHttpRequest, comment_id: int) -> HttpResponse:
     thread = _thread(comment_id)
     form = ResolveForm(request.POST)
     form.is_valid()
     comments.comment_resolve(thread=thread, user=request.user, resolved=form.resolves())
-    return _back(thread.replay_id, f"thread-{thread.pk}")
+    return _thread_answer(request, thread)
 
 
 @require_POST
@@ -295,19 +396,15 @@ def agreement(request: HttpRequest) -> HttpResponse:
 def inbox(request: HttpRequest) -> HttpResponse:
     # LoginRequiredMiddleware lets no anonymous user this far.
     assert request.user.is_authenticated
-    notices = Notice.objects.filter(user=request.user).select_related("actor")[:200]
-    return render(request, "reviews/inbox.html", {"page": "inbox", "notices": notices})
+    rows = Notice.objects.filter(user=request.user).select_related("actor")[:200]
+    return render(request, "reviews/inbox.html", {"page": "inbox", "notices": rows})
 
 
 @require_POST
 def inbox_read(request: HttpRequest) -> HttpResponse:
     # LoginRequiredMiddleware lets no anonymous user this far.
     assert request.user.is_authenticated
-    rows = Notice.objects.filter(user=request.user, read_at__isnull=True)
     form = NoticeReadForm(request.POST)
-    if not form.is_valid():
-        return redirect("reviews:inbox")
-    if form.cleaned_data["id"] is not None:
-        rows = rows.filter(pk=form.cleaned_data["id"])
-    rows.update(read_at=timezone.now())
+    if form.is_valid():
+        notices.notices_read(user=request.user, notice_id=form.cleaned_data["id"])
     return redirect("reviews:inbox")

@@ -179,19 +179,20 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
         and filters.label_id is None
         and form.cursor() is None
     )
+    context = queue_context(
+        form=form,
+        rows=result.rows,
+        next_cursor=result.next_cursor.encode() if result.next_cursor else "",
+        paged=form.cursor() is not None,
+        can_decide=can_decide,
+        filters=filters,
+        blind_rows=queue_reads.blind_rows(blind, filters) if apart else [],
+        blind=blind,
+    )
+    if can_decide:
+        context["my_progress"] = queue_reads.my_progress(request.user, timezone.now())
     response = render(
-        request,
-        partial(request, "reviews/queue.html", "results"),
-        queue_context(
-            form=form,
-            rows=result.rows,
-            next_cursor=result.next_cursor.encode() if result.next_cursor else "",
-            paged=form.cursor() is not None,
-            can_decide=can_decide,
-            filters=filters,
-            blind_rows=queue_reads.blind_rows(blind, filters) if apart else [],
-            blind=blind,
-        ),
+        request, partial(request, "reviews/queue.html", "results"), context
     )
     patch_vary_headers(response, ["HX-Request"])
     return response

@@ -1,13 +1,15 @@
 // Line comments: clicking a line number of a diff (or a line of a test output)
-// fills the comment form below with that place; Shift-click extends the range.
-// The form works without this file: it only fills in the fields and focuses.
+// opens a comment box under that line, fetched with htmx; Shift-click extends
+// the range. Threads are moved from the list at the page's foot to the line
+// they are about, wherever that line is shown. Without this file the form at
+// the foot still works, and every thread stays in the list.
 (function () {
   "use strict";
 
-  var anchor = null; // {target, path, side, line, el}
+  var anchor = null; // {target, path, side, line, container}
 
-  function form() {
-    return document.getElementById("comment-form");
+  function section() {
+    return document.getElementById("comments");
   }
 
   // A diff line is its table row; a test output line is its own span (the
@@ -21,23 +23,57 @@
     for (var i = 0; i < picked.length; i++) picked[i].classList.remove("picked");
   }
 
-  function mark(container, side, start, end) {
-    clearPicked();
+  function cellsOf(container, side) {
+    var found = [];
     var cells = container.querySelectorAll("[data-line]");
     for (var i = 0; i < cells.length; i++) {
-      var cell = cells[i];
-      var line = parseInt(cell.getAttribute("data-line"), 10);
-      var cellSide = cell.getAttribute("data-side") || "";
-      if (cellSide === side && line >= start && line <= end) {
-        lineOf(cell).classList.add("picked");
-      }
+      if ((cells[i].getAttribute("data-side") || "") === side) found.push(cells[i]);
     }
+    return found;
+  }
+
+  function cellAt(container, side, line) {
+    var cells = cellsOf(container, side);
+    for (var i = 0; i < cells.length; i++) {
+      if (parseInt(cells[i].getAttribute("data-line"), 10) === line) return cells[i];
+    }
+    return null;
+  }
+
+  function mark(container, side, start, end) {
+    clearPicked();
+    var cells = cellsOf(container, side);
+    for (var i = 0; i < cells.length; i++) {
+      var line = parseInt(cells[i].getAttribute("data-line"), 10);
+      if (line >= start && line <= end) lineOf(cells[i]).classList.add("picked");
+    }
+  }
+
+  // Rows that follow a line and belong to it: threads and an open box.
+  function afterLine(row) {
+    var last = row;
+    var next = row.nextElementSibling;
+    while (next && next.classList.contains("thread-row")) {
+      last = next;
+      next = next.nextElementSibling;
+    }
+    return last;
+  }
+
+  function openBox() {
+    return document.querySelector(".comment-row");
+  }
+
+  function closeBox() {
+    var box = openBox();
+    if (box) box.remove();
+    clearPicked();
   }
 
   function pick(cell, extend) {
     var container = cell.closest("[data-target]");
-    var f = form();
-    if (!container || !f) return;
+    var comments = section();
+    if (!container || !comments || !comments.getAttribute("data-comment-new")) return;
     var here = {
       target: container.getAttribute("data-target"),
       path: container.getAttribute("data-path"),
@@ -55,19 +91,47 @@
     } else {
       anchor = here;
     }
-    f.querySelector("#comment-target").value = here.target;
-    f.querySelector("#comment-path").value = here.path;
-    f.querySelector("#comment-side").value = here.side;
-    f.querySelector("#comment-start").value = String(start);
-    f.querySelector("#comment-end").value = end === start ? "" : String(end);
+    // What was typed in a box that is moved to a wider range goes with it.
+    // (A placeholder whose box has not arrived yet holds nothing typed.)
+    var old = openBox();
+    var oldArea = old && old.querySelector("textarea");
+    var typed = oldArea ? oldArea.value : "";
+    closeBox();
     mark(container, here.side, start, end);
-    var body = f.querySelector("#comment-body");
-    body.scrollIntoView({ block: "center" });
-    body.focus({ preventScroll: true });
+    var last = cellAt(container, here.side, end) || cell;
+    var params = new URLSearchParams({
+      target: here.target,
+      path: here.path,
+      side: here.side,
+      line_start: String(start),
+      line_end: String(end)
+    });
+    var url = comments.getAttribute("data-comment-new") + "?" + params.toString();
+    // A placeholder takes the box's place at once: a second click removes it,
+    // and an answer that arrives for a removed placeholder lands nowhere.
+    var row = lineOf(last);
+    var holder = document.createElement(row.tagName === "TR" ? "tr" : "div");
+    holder.className = "comment-row";
+    afterLine(row).after(holder);
+    htmx.ajax("GET", url, { target: holder, swap: "outerHTML" }).then(function () {
+      var box = openBox();
+      if (!box || !box.querySelector("textarea")) return;
+      var body = box.querySelector("textarea");
+      if (typed) body.value = typed;
+      body.focus({ preventScroll: true });
+      box.scrollIntoView({ block: "nearest" });
+    });
   }
 
   document.addEventListener("click", function (event) {
-    var cell = event.target.closest && event.target.closest("[data-line]");
+    var target = event.target;
+    if (target.closest && target.closest("[data-cancel-comment]")) {
+      closeBox();
+      anchor = null;
+      return;
+    }
+    if (target.closest && target.closest(".comment-row, .thread-row")) return;
+    var cell = target.closest && target.closest("[data-line]");
     if (!cell || !cell.closest("[data-target]")) return;
     event.preventDefault();
     pick(cell, event.shiftKey);
@@ -76,6 +140,7 @@
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (!target.matches || !target.matches("textarea[data-submit-on-ctrl-enter]")) return;
+    if (event.defaultPrevented) return; // the @ list took the key
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       var owner = target.form;
@@ -83,6 +148,9 @@
         if (owner.requestSubmit) owner.requestSubmit();
         else owner.submit();
       }
+    } else if (event.key === "Escape" && target.closest(".comment-row")) {
+      closeBox();
+      anchor = null;
     } else if (event.key === "Escape" && target.id === "comment-body") {
       clearPicked();
       anchor = null;
@@ -90,38 +158,277 @@
     }
   });
 
-  // Lines that carry a thread are marked where they are shown; the mark's
-  // title names the thread, and clicking it scrolls there.
-  function markThreads(root) {
-    var data = document.getElementById("comment-marks");
-    if (!data) return;
-    var marks = JSON.parse(data.textContent || "[]");
-    var containers = (root || document).querySelectorAll("[data-target][data-path]");
-    for (var c = 0; c < containers.length; c++) {
-      var box = containers[c];
-      for (var m = 0; m < marks.length; m++) {
-        var mark = marks[m];
-        if (
-          box.getAttribute("data-target") !== mark.target ||
-          box.getAttribute("data-path") !== mark.path
-        ) continue;
-        var cells = box.querySelectorAll("[data-line]");
-        for (var i = 0; i < cells.length; i++) {
-          var cell = cells[i];
-          var line = parseInt(cell.getAttribute("data-line"), 10);
-          if ((cell.getAttribute("data-side") || "") !== mark.side) continue;
-          if (line < mark.start || line > mark.end) continue;
-          var row = lineOf(cell);
-          row.classList.add(mark.resolved ? "commented-resolved" : "commented");
-          row.setAttribute("data-thread", String(mark.thread));
-          row.title = "Comment thread #" + mark.thread;
-        }
+  // Lines that carry a thread are marked where they are shown, and the thread
+  // itself is drawn under its last line.
+  function markLines() {
+    var threads = document.querySelectorAll("article.thread[data-target]");
+    for (var t = 0; t < threads.length; t++) {
+      var thread = threads[t];
+      var container = containerFor(thread);
+      if (!container) continue;
+      var start = parseInt(thread.getAttribute("data-start"), 10);
+      var end = parseInt(thread.getAttribute("data-end"), 10);
+      var resolved = thread.classList.contains("resolved");
+      var cells = cellsOf(container, thread.getAttribute("data-side") || "");
+      for (var i = 0; i < cells.length; i++) {
+        var line = parseInt(cells[i].getAttribute("data-line"), 10);
+        if (line < start || line > end) continue;
+        var row = lineOf(cells[i]);
+        row.classList.remove("commented", "commented-resolved");
+        row.classList.add(resolved ? "commented-resolved" : "commented");
+        row.setAttribute("data-thread", thread.id);
       }
     }
   }
 
-  document.addEventListener("DOMContentLoaded", function () { markThreads(); });
-  document.addEventListener("htmx:afterSwap", function (event) {
-    markThreads(event.target);
+  function containerFor(thread) {
+    var containers = document.querySelectorAll("[data-target][data-path]:not(article)");
+    for (var i = 0; i < containers.length; i++) {
+      if (
+        containers[i].getAttribute("data-target") === thread.getAttribute("data-target") &&
+        containers[i].getAttribute("data-path") === thread.getAttribute("data-path")
+      ) return containers[i];
+    }
+    return null;
+  }
+
+  function placeThreads() {
+    var listed = document.querySelectorAll("#comments article.thread");
+    for (var i = 0; i < listed.length; i++) {
+      var thread = listed[i];
+      var container = containerFor(thread);
+      if (!container) continue;
+      var cell = cellAt(
+        container,
+        thread.getAttribute("data-side") || "",
+        parseInt(thread.getAttribute("data-end"), 10)
+      );
+      if (!cell) continue;
+      var line = lineOf(cell);
+      var holder;
+      if (line.tagName === "TR") {
+        holder = document.createElement("tr");
+        var td = document.createElement("td");
+        td.colSpan = line.children.length;
+        holder.appendChild(td);
+        td.appendChild(thread);
+      } else {
+        holder = document.createElement("div");
+        holder.appendChild(thread);
+      }
+      holder.className = "thread-row";
+      afterLine(line).after(holder);
+    }
+    var rest = document.querySelectorAll("#comments article.thread").length;
+    var note = document.getElementById("threads-placed");
+    if (note) note.hidden = rest > 0 || !document.querySelector(".thread-row");
+  }
+
+  // A link to a thread (an inbox notice) lands on it once it is in place.
+  function reveal() {
+    var id = window.location.hash.slice(1);
+    if (!/^thread-\d+$/.test(id)) return;
+    var thread = document.getElementById(id);
+    if (!thread) return;
+    var closed = thread.parentElement && thread.parentElement.closest("details:not([open])");
+    while (closed) {
+      closed.open = true;
+      closed = closed.parentElement && closed.parentElement.closest("details:not([open])");
+    }
+    var own = thread.querySelector("details");
+    if (own) own.open = true;
+    thread.scrollIntoView({ block: "center" });
+  }
+
+  function draw() {
+    markLines();
+    placeThreads();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    draw();
+    reveal();
+  });
+  document.addEventListener("htmx:afterSwap", draw);
+
+  // The server tells how many threads stay open after a comment, a reply, a
+  // resolve or a reopen; the counts at the top and on the list follow.
+  document.addEventListener("threadsChanged", function (event) {
+    var open = event.detail.open;
+    var top = document.getElementById("open-threads");
+    if (top) {
+      top.textContent = open + " unresolved comment" + (open === 1 ? "" : "s");
+      top.hidden = open === 0;
+    }
+    var count = document.getElementById("comments-open");
+    if (count) {
+      count.textContent = open + " unresolved";
+      count.hidden = open === 0;
+    }
+  });
+
+  // @ offers the people a comment may mention, and a name that is nobody's is
+  // flagged before sending (the server refuses it too).
+  var people = null;
+  var asking = null;
+
+  function loadPeople() {
+    if (people || asking) return asking;
+    var comments = section();
+    var url = comments && comments.getAttribute("data-people");
+    if (!url) return null;
+    asking = fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.json(); })
+      .then(function (data) {
+        people = data.names || [];
+        return people;
+      });
+    return asking;
+  }
+
+  var MENTION = /(^|[^\w.@+-])@([\w.@+-]*\w)/g;
+
+  function mentionsIn(text) {
+    var found = [];
+    var match;
+    MENTION.lastIndex = 0;
+    while ((match = MENTION.exec(text))) {
+      if (found.indexOf(match[2]) < 0) found.push(match[2]);
+    }
+    return found;
+  }
+
+  function warningOf(area) {
+    var next = area.parentElement.querySelector(".mention-warning");
+    if (!next) {
+      next = document.createElement("p");
+      next.className = "mention-warning error";
+      next.setAttribute("role", "alert");
+      next.hidden = true;
+      area.insertAdjacentElement("afterend", next);
+    }
+    return next;
+  }
+
+  function checkMentions(area) {
+    if (!people) return;
+    var unknown = mentionsIn(area.value).filter(function (name) {
+      return people.indexOf(name) < 0;
+    });
+    var warning = warningOf(area);
+    if (unknown.length) {
+      var text = "No reviewer is called " + unknown.map(function (n) { return "@" + n; }).join(", ") +
+        ": mention someone on the list, or drop the @.";
+      warning.textContent = text;
+      warning.hidden = false;
+      area.setCustomValidity(text);
+    } else {
+      warning.hidden = true;
+      area.setCustomValidity("");
+    }
+  }
+
+  // The word being typed after an @, if the caret is in one.
+  function typedMention(area) {
+    var before = area.value.slice(0, area.selectionStart);
+    var match = /(^|[^\w.@+-])@([\w.+-]*)$/.exec(before);
+    return match ? { prefix: match[2], at: before.length - match[2].length } : null;
+  }
+
+  function listOf(area) {
+    return area.parentElement.querySelector(".mention-list");
+  }
+
+  function closeList(area) {
+    var list = listOf(area);
+    if (list) list.remove();
+  }
+
+  function offer(area) {
+    var typed = typedMention(area);
+    closeList(area);
+    if (!typed || !people) return;
+    var names = people.filter(function (name) {
+      return name.toLowerCase().indexOf(typed.prefix.toLowerCase()) === 0;
+    }).slice(0, 8);
+    if (!names.length) return;
+    var list = document.createElement("ul");
+    list.className = "mention-list";
+    list.setAttribute("role", "listbox");
+    list.setAttribute("aria-label", "People to mention");
+    names.forEach(function (name, index) {
+      var item = document.createElement("li");
+      item.setAttribute("role", "option");
+      item.setAttribute("data-name", name);
+      item.textContent = "@" + name;
+      if (index === 0) item.setAttribute("aria-selected", "true");
+      list.appendChild(item);
+    });
+    area.insertAdjacentElement("afterend", list);
+  }
+
+  function accept(area, name) {
+    var typed = typedMention(area);
+    if (!typed) return;
+    var end = area.selectionStart;
+    area.value = area.value.slice(0, typed.at) + name + " " + area.value.slice(end);
+    var caret = typed.at + name.length + 1;
+    area.setSelectionRange(caret, caret);
+    closeList(area);
+    checkMentions(area);
+    area.focus();
+  }
+
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches && event.target.matches("textarea[data-mentions]")) {
+      var waiting = loadPeople();
+      if (waiting) waiting.then(function () { checkMentions(event.target); });
+    }
+  });
+
+  document.addEventListener("input", function (event) {
+    var area = event.target;
+    if (!area.matches || !area.matches("textarea[data-mentions]")) return;
+    var waiting = loadPeople();
+    var then = function () {
+      offer(area);
+      checkMentions(area);
+    };
+    if (people) then();
+    else if (waiting) waiting.then(then);
+  });
+
+  // Keys inside an open @ list: arrows move, Enter or Tab takes, Esc closes.
+  document.addEventListener("keydown", function (event) {
+    var area = event.target;
+    if (!area.matches || !area.matches("textarea[data-mentions]")) return;
+    var list = listOf(area);
+    if (!list) return;
+    var items = Array.prototype.slice.call(list.querySelectorAll("li"));
+    var index = items.findIndex(function (item) {
+      return item.getAttribute("aria-selected") === "true";
+    });
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      var step = event.key === "ArrowDown" ? 1 : -1;
+      var next = (index + step + items.length) % items.length;
+      items[index].removeAttribute("aria-selected");
+      items[next].setAttribute("aria-selected", "true");
+    } else if ((event.key === "Enter" && !event.ctrlKey && !event.metaKey) || event.key === "Tab") {
+      accept(area, items[Math.max(index, 0)].getAttribute("data-name"));
+    } else if (event.key === "Escape") {
+      closeList(area);
+    } else {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+  }, true);
+
+  document.addEventListener("mousedown", function (event) {
+    var item = event.target.closest && event.target.closest(".mention-list li");
+    if (!item) return;
+    event.preventDefault();
+    var area = item.parentElement.parentElement.querySelector("textarea[data-mentions]");
+    if (area) accept(area, item.getAttribute("data-name"));
   });
 })();

@@ -233,11 +233,64 @@
       case "?":
         toggleHelp();
         break;
+      case "e": {
+        // Extending stays on the page (htmx swaps the claim box): no submit().
+        var extend = document.getElementById("extend-form");
+        if (!extend) return;
+        if (extend.requestSubmit) extend.requestSubmit();
+        else extend.submit();
+        break;
+      }
       default:
-        return;
+        if (!stepLabel(event.key)) return;
     }
     event.preventDefault();
   });
+
+  // A label's key steps its select to the next value, past the last to none.
+  function stepLabel(key) {
+    if (!/^[a-z]$/.test(key)) return false;
+    var holder = document.querySelector('#labels [data-label-key="' + key + '"]');
+    var select = holder && holder.querySelector("select");
+    if (!select) return false;
+    select.selectedIndex = (select.selectedIndex + 1) % select.options.length;
+    select.dispatchEvent(new Event("change", { bubbles: true }));
+    holder.classList.add("stepped");
+    return true;
+  }
+
+  // A claim about to lapse says so a minute before, and "e" extends it. The
+  // time left is counted from the server's clock at render, not the browser's.
+  var WARN_SECONDS = 60;
+  var claimTimer = null;
+
+  function watchClaim() {
+    var mine = document.getElementById("claim-mine");
+    if (claimTimer) window.clearInterval(claimTimer);
+    claimTimer = null;
+    if (!mine) return;
+    var left = parseInt(mine.getAttribute("data-expires"), 10) -
+      parseInt(mine.getAttribute("data-now"), 10);
+    var started = Date.now();
+    function tick() {
+      var warning = document.getElementById("claim-warning");
+      if (!warning) return;
+      var now = Math.round(left - (Date.now() - started) / 1000);
+      if (now > WARN_SECONDS) {
+        warning.hidden = true;
+        return;
+      }
+      warning.hidden = false;
+      warning.textContent = now > 0
+        ? "Your claim lapses in " + now + " s: press e to extend it."
+        : "Your claim has lapsed: press e to claim it again.";
+    }
+    tick();
+    claimTimer = window.setInterval(tick, 1000);
+  }
+  document.addEventListener("DOMContentLoaded", watchClaim);
+  // The claim box is swapped whole when the claim is extended.
+  document.addEventListener("htmx:afterSettle", watchClaim);
 
   document.addEventListener("click", function (event) {
     var opener = event.target.closest && event.target.closest("[data-keys-help]");

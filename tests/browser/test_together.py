@@ -39,19 +39,19 @@ def test_a_reviewer_comments_on_a_range_replies_and_resolves(
     page = login(reviewer)
     page.goto(f"/replays/{replay.pk}/")
 
-    # Click a line number, shift-click another: the form names the range.
+    # Click a line number, shift-click another: a box opens under the range.
     page.locator('#dod [data-side="new"][data-line="2"]').click()
     page.locator('#dod [data-side="new"][data-line="3"]').click(modifiers=["Shift"])
     expect(page.locator("#dod tr.picked")).to_have_count(2)
-    expect(page.locator("#comment-path")).to_have_value("src/app.py")
-    expect(page.locator("#comment-start")).to_have_value("2")
-    expect(page.locator("#comment-end")).to_have_value("3")
-    expect(page.locator("#comment-body")).to_be_focused()
+    box = page.locator("#dod tr.comment-row")
+    expect(box.locator(".anchor")).to_have_text("src/app.py (new), lines 2-3")
+    expect(box.locator("textarea")).to_be_focused()
     page.keyboard.type(f"Why y? @sam {ESCAPE_ME}")
     page.keyboard.press("Control+Enter")
 
-    thread = page.locator("#comments article.thread")
+    thread = page.locator("article.thread")
     expect(thread).to_have_count(1)
+    expect(page.locator("#dod tr.thread-row article.thread")).to_have_count(1)
     expect(thread.locator(".anchor")).to_contain_text("src/app.py (new), lines 2-3")
     expect(thread.locator("pre.excerpt")).to_have_text("x = 2\ny = 3")
     expect(thread.locator(".body").first).to_contain_text(ESCAPE_ME)
@@ -63,15 +63,16 @@ def test_a_reviewer_comments_on_a_range_replies_and_resolves(
     # A line of a test output.
     page.locator("#tests details summary").first.click()
     page.locator('pre[data-path="original run 1"] [data-line="2"]').click()
-    expect(page.locator("#comment-target")).to_have_value("tests")
     expect(page.locator("#tests .picked")).to_have_count(1)
     expect(page.locator("#tests span.ol.picked")).to_have_text("4 passed")
-    page.locator("#comment-body").fill("Only four tests?")
-    page.get_by_role("button", name="Comment", exact=True).click()
-    expect(page.locator("#comments article.thread")).to_have_count(2)
+    page.locator("#tests .comment-row textarea").fill("Only four tests?")
+    page.locator("#tests .comment-row").get_by_role("button", name="Comment").click()
+    expect(page.locator("article.thread")).to_have_count(2)
     expect(page.locator("#open-threads")).to_have_text("2 unresolved comments")
+    page.reload()
     page.locator("#tests details summary").first.click()
     expect(page.locator("#tests span.ol.commented")).to_have_text("4 passed")
+    expect(page.locator("#tests .thread-row article.thread")).to_have_count(1)
 
     # The queue row counts them too.
     page.goto("/")
@@ -79,20 +80,22 @@ def test_a_reviewer_comments_on_a_range_replies_and_resolves(
 
     # The mentioned reviewer sees a badge, replies and resolves.
     other = login(sam)
-    other.goto(f"/replays/{replay.pk}/")
+    other.goto("/")
     expect(other.locator("#inbox-badge")).to_have_text("1")
-    first = other.locator("#comments article.thread").first
+    # Opening the replay reads the notice about it.
+    other.goto(f"/replays/{replay.pk}/")
+    expect(other.locator("#inbox-badge")).to_have_count(0)
+    first = other.locator("#dod article.thread")
     first.locator("textarea").fill("Harmless, it is the second test's value.")
     first.locator("textarea").press("Control+Enter")
     expect(other.locator(".comment.reply")).to_contain_text("Harmless")
-    other.locator("#comments article.thread").first.get_by_role(
-        "button", name="Resolve"
-    ).click()
+    other.locator("#dod article.thread").get_by_role("button", name="Resolve").click()
     expect(other.locator("#open-threads")).to_have_text("1 unresolved comment")
-    expect(other.locator("#comments .thread.resolved")).to_have_count(1)
+    expect(other.locator("#dod .thread.resolved")).to_have_count(1)
     screenshot(other, "together-comments")
     other.goto("/inbox/")
-    expect(other.locator("#notices li.unread")).to_contain_text("mentioned you")
+    expect(other.locator("#notices li")).to_contain_text("mentioned you")
+    expect(other.locator("#notices li.unread")).to_have_count(0)
     assert Comment.objects.filter(parent__isnull=False).count() == 1
 
 

@@ -88,3 +88,16 @@ def test_client_errors_are_logged_at_info_without_a_traceback(
     [record] = [r for r in caplog.records if r.name == "django.request"]
     assert record.levelno == logging.INFO
     assert record.exc_info is None
+
+
+def test_favicon_answers_with_a_real_icon_without_a_login(client):
+    from django.contrib.staticfiles import finders
+
+    answer = client.get("/favicon.ico")
+
+    assert answer.status_code == 302
+    assert answer["Location"].endswith("replayhub/favicon.ico")
+    icon = finders.find("replayhub/favicon.ico")
+    assert icon is not None
+    with open(icon, "rb") as file:
+        assert file.read(4) == b"\x00\x00\x01\x00"  # the ICO header
