@@ -12,12 +12,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from replayhub.sandbox import Bind, SandboxSpec, get_runner
+from replayhub.sandbox import Bind
 from replayhub.sandbox.network import (
     RELAY_DIR,
     proxy_env,
@@ -431,9 +432,10 @@ def test_the_mount_is_a_read_only_bind_with_the_relay_copied_in(net_dir: Path) -
     assert (net_dir / "relay.py").read_bytes() == RELAY.read_bytes()
     assert (net_dir / "relay.py").stat().st_mode & 0o777 == 0o644
     assert net_dir.stat().st_mode & 0o777 == 0o755
+    # The static relay runs in any root, python3 or not.
+    assert mount.static and (net_dir / "relay").stat().st_mode & 0o777 == 0o755
     assert mount.wrap(["agent", "--flag"]) == (
-        "python3",
-        f"{RELAY_DIR}/relay.py",
+        f"{RELAY_DIR}/relay",
         "--listen",
         f"3128={RELAY_DIR}/egress.sock",
         "--listen",
@@ -443,6 +445,21 @@ def test_the_mount_is_a_read_only_bind_with_the_relay_copied_in(net_dir: Path) -
         "--flag",
     )
     assert mount.url(8080) == "http://127.0.0.1:8080"
+
+
+def test_without_the_static_relay_the_wrap_runs_relay_py_with_python3(
+    net_dir: Path,
+) -> None:
+    mount = replace(relay_mount(net_dir, {8080: "gateway.sock"}), static=False)
+
+    assert mount.wrap(["agent"]) == (
+        "python3",
+        f"{RELAY_DIR}/relay.py",
+        "--listen",
+        f"8080={RELAY_DIR}/gateway.sock",
+        "--",
+        "agent",
+    )
 
 
 @pytest.mark.parametrize(
@@ -467,31 +484,3 @@ def test_the_proxy_environment_leaves_loopback_direct() -> None:
     env = proxy_env(3128)
     assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128"
     assert "127.0.0.1" in env["NO_PROXY"].split(",")
-
-
-def test_docker_mounts_the_relay_directory_and_runs_the_wrapped_argv(
-    net_dir: Path,
-) -> None:
-    image = "python@sha256:" + "ab" * 32
-    mount = relay_mount(net_dir, {8080: "gateway.sock"})
-    spec = SandboxSpec(
-        argv=mount.wrap(["agent", "run"]),
-        workspace=net_dir.parent / "workspace",
-        binds=(mount.bind,),
-    )
-
-    argv = get_runner("docker", image=image).command(spec, "c")
-
-    assert argv[argv.index("--network") + 1] == "none"
-    assert f"type=bind,source={net_dir},target={RELAY_DIR},readonly" in argv
-    assert argv[argv.index("--") :] == [
-        "--",
-        image,
-        "python3",
-        f"{RELAY_DIR}/relay.py",
-        "--listen",
-        f"8080={RELAY_DIR}/gateway.sock",
-        "--",
-        "agent",
-        "run",
-    ]
