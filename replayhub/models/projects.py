@@ -138,6 +138,7 @@ def argv_problem(value: object) -> str:
 class RunnerKind(models.TextChoices):
     BWRAP = "bwrap", "bubblewrap"
     DOCKER = "docker", "Docker"
+    GVISOR = "gvisor", "gVisor"
 
 
 class RolloutMode(models.TextChoices):

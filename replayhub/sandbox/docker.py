@@ -83,12 +83,8 @@ class DockerRunner:
                 f"the Docker runner cannot run: {error}."
             ) from error
 
-    def check(self) -> None:
-        if not PINNED.search(self.image or ""):
-            raise SandboxUnavailable(
-                f"the Docker runner needs an image pinned by digest "
-                f"(name@sha256:…), not {self.image or 'no image'!r}."
-            )
+    def check_engine(self) -> Engine:
+        """Raise SandboxUnavailable unless an engine answers (image aside)."""
         engine = self._engine()
         try:
             engine.call("GET", "/_ping", timeout=10)
@@ -96,6 +92,15 @@ class DockerRunner:
             raise SandboxUnavailable(
                 f"no Docker engine answers at {engine.path}."
             ) from error
+        return engine
+
+    def check(self) -> None:
+        if not PINNED.search(self.image or ""):
+            raise SandboxUnavailable(
+                f"the Docker runner needs an image pinned by digest "
+                f"(name@sha256:…), not {self.image or 'no image'!r}."
+            )
+        engine = self.check_engine()
         try:
             engine.call("GET", f"/images/{quote(self.image, safe='')}/json")
         except EngineError:
@@ -276,6 +281,8 @@ class DockerRunner:
             duration_s=time.monotonic() - started,
             limit_backend=self.limit_backend,
             limit_detail=detail,
+            runner=self.name,
+            isolation=self.isolation,
         )
 
 
