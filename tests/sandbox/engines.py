@@ -147,8 +147,10 @@ class Podman:
         except subprocess.TimeoutExpired:
             self.service.kill()
             self.service.wait()
+        # Only this service's own storage: never `system reset`, which also
+        # clears host-wide network definitions.
         subprocess.run(
-            self.command(self.directory, "system", "reset", "--force"),
+            self.command(self.directory, "rm", "--all", "--force"),
             env=self.environment(self.directory),
             capture_output=True,
             timeout=120,
