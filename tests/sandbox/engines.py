@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 IMAGE_NAME = "localhost/replayhub-sandbox-test"
+PYTHON_IMAGE_NAME = "localhost/replayhub-sandbox-python-test"
+# The system Python the sandbox runs (not the virtualenv's).
+SYSTEM_PYTHON = "/usr/bin/python3"
 # podman's default nofile ulimit (1048576) exceeds the hard limit of many
 # machines and fails every container with "error setting rlimit type 7";
 # the runner sets its own limits, so the engine's defaults are emptied.
@@ -42,6 +45,7 @@ def build_rootfs(root: Path) -> Path:
         (root / name).mkdir(exist_ok=True)
     (root / "tmp").chmod(0o1777)
     for name in ("lib", "lib64", "sbin"):
+        (root / "usr" / name).mkdir()
         (root / name).symlink_to(f"usr/{name}")
     (root / "etc" / "passwd").write_text(
         "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:/bin/sh\n"
@@ -52,6 +56,62 @@ def build_rootfs(root: Path) -> Path:
     return root
 
 
+def add_python(root: Path) -> Path:
+    """Copy the host's system python3, its standard library and the shared
+    libraries they load into the busybox ``root``: a small image for a
+    Python project's tests, made without a registry."""
+    real = Path(os.path.realpath(SYSTEM_PYTHON))
+    _copy(real, root)
+    (root / "usr/bin/python3").symlink_to(real.name)
+    # The system Python's own library, not the one running the tests.
+    stdlib = Path(
+        subprocess.run(
+            [
+                SYSTEM_PYTHON,
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('stdlib'))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+    )
+    shutil.copytree(
+        stdlib,
+        root / str(stdlib).lstrip("/"),
+        symlinks=True,
+        ignore=shutil.ignore_patterns("__pycache__", "test", "idlelib", "tkinter"),
+    )
+    objects = [real, *sorted((stdlib / "lib-dynload").glob("*.so"))]
+    libraries: set[str] = set()
+    for obj in objects:
+        listed = subprocess.run(
+            ["ldd", str(obj)], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+        for line in listed.splitlines():
+            parts = line.split()
+            path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
+            if path.startswith("/"):
+                libraries.add(path)
+    for library in sorted(libraries):
+        _copy(Path(library), root)
+    return root
+
+
+def _copy(path: Path, root: Path) -> None:
+    """``path`` into ``root`` at the same place, its symlinks followed and kept."""
+    while True:
+        target = root / str(path).lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists() and not target.is_symlink():
+            shutil.copy2(path, target, follow_symlinks=False)
+        if not path.is_symlink():
+            return
+        path = (path.parent / os.readlink(path)).resolve(strict=False)
+        path = Path(os.path.normpath(path))
+
+
 @dataclass
 class Podman:
     """A podman service owned by the test session, in a directory of its own."""
@@ -59,6 +119,7 @@ class Podman:
     directory: Path
     service: subprocess.Popen[bytes]
     image: str
+    _python_image: str = ""
 
     @property
     def host(self) -> str:
@@ -106,21 +167,30 @@ class Podman:
                 log = (directory / "service.log").read_text()[-500:]
                 raise RuntimeError(f"podman's service did not start: {log}")
             time.sleep(0.1)
-        rootfs = build_rootfs(directory / "rootfs")
-        tarball = directory / "rootfs.tar"
+        podman = cls(directory, service, "")
+        podman.image = podman.import_root(
+            build_rootfs(directory / "rootfs"), IMAGE_NAME
+        )
+        return podman
+
+    def import_root(self, rootfs: Path, name: str) -> str:
+        """Import ``rootfs`` (then removed) as ``name``; its pinned reference."""
+        env = self.environment(self.directory)
+        tarball = self.directory / f"{rootfs.name}.tar"
         with tarfile.open(tarball, "w") as archive:
             archive.add(rootfs, arcname=".")
         shutil.rmtree(rootfs)
         subprocess.run(
-            cls.command(directory, "import", "--quiet", str(tarball), IMAGE_NAME),
+            self.command(self.directory, "import", "--quiet", str(tarball), name),
             env=env,
             capture_output=True,
             timeout=120,
             check=True,
         )
+        tarball.unlink()
         digest = subprocess.run(
-            cls.command(
-                directory, "image", "inspect", "--format", "{{.Digest}}", IMAGE_NAME
+            self.command(
+                self.directory, "image", "inspect", "--format", "{{.Digest}}", name
             ),
             env=env,
             capture_output=True,
@@ -128,7 +198,14 @@ class Podman:
             timeout=60,
             check=True,
         ).stdout.strip()
-        return cls(directory, service, f"{IMAGE_NAME}@{digest}")
+        return f"{name}@{digest}"
+
+    def python_image(self) -> str:
+        """A busybox image with the host's python3 (imported once)."""
+        if not self._python_image:
+            root = add_python(build_rootfs(self.directory / "python-rootfs"))
+            self._python_image = self.import_root(root, PYTHON_IMAGE_NAME)
+        return self._python_image
 
     def containers(self) -> list[str]:
         return subprocess.run(
