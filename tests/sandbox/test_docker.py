@@ -116,21 +116,23 @@ def test_inside_the_container_the_limits_and_isolation_are_in_force(
 
     assert outcome.exit_code == 0, outcome.output
     lines = outcome.output.splitlines()
-    assert "uid=65534 gid=65534" in lines
+    assert "uid=65534 gid=65534" in lines, outcome.output
     for cap in ("CapEff", "CapPrm", "CapBnd"):
-        assert f"{cap}:\t0000000000000000" in lines
-    assert "NoNewPrivs:\t1" in lines
-    assert "root=read-only" in lines
+        assert f"{cap}:\t0000000000000000" in lines, outcome.output
+    assert "NoNewPrivs:\t1" in lines, outcome.output
+    assert "root=read-only" in lines, outcome.output
     size = f"size={16 * 1024}k"
     for place in ("/tmp", "/home/sandbox", "/run", "/var/tmp", "/dev/shm"):
         (line,) = [x for x in lines if x.startswith(f"tmpfs {place} ")]
         assert size in line, line
-    assert f"memory={256 * 1024**2}" in lines
-    assert "pids=64" in lines
-    assert "interfaces=lo " in lines
-    assert [x for x in lines if x.startswith("writable ")] == ["writable /workspace"]
-    assert "cwd=/workspace home=/home/sandbox" in lines
-    assert outcome.limit_backend == "engine cgroups"
+    assert f"memory={256 * 1024**2}" in lines, outcome.output
+    assert "pids=64" in lines, outcome.output
+    assert "interfaces=lo " in lines, outcome.output
+    assert [x for x in lines if x.startswith("writable ")] == ["writable /workspace"], (
+        outcome.output
+    )
+    assert "cwd=/workspace home=/home/sandbox" in lines, outcome.output
+    assert outcome.limit_backend == "engine cgroups", outcome.output
 
 
 def test_output_exit_status_and_workspace_writes_come_back(
