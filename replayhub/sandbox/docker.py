@@ -42,6 +42,7 @@ from replayhub.sandbox.base import (
 )
 from replayhub.sandbox.engine import Engine, EngineError, demultiplex, query
 from replayhub.sandbox.output import HeadTailBuffer
+from replayhub.sandbox.watchdog import disk_watchdog
 
 PINNED = re.compile(r"@sha256:[0-9a-f]{64}\Z")
 SANDBOX_USER = "65534:65534"
@@ -144,9 +145,10 @@ class DockerRunner:
             # the container fails to start ("error setting rlimit type 6").
             {"Name": "nproc", "Soft": _NPROC, "Hard": _NPROC},
         ]
-        if limits.file_size_bytes is not None:
-            size_cap = limits.file_size_bytes
-            ulimits.append({"Name": "fsize", "Soft": size_cap, "Hard": size_cap})
+        # No single file may outgrow the disk cap between two measurements.
+        sizes = [v for v in (limits.file_size_bytes, limits.disk_bytes) if v]
+        if sizes:
+            ulimits.append({"Name": "fsize", "Soft": min(sizes), "Hard": min(sizes)})
         if limits.cpu_seconds is not None:
             cpu = limits.cpu_seconds
             ulimits.append({"Name": "cpu", "Soft": cpu, "Hard": cpu + 1})
@@ -238,6 +240,7 @@ class DockerRunner:
         )
         reader.start()
         timed_out = stopped = False
+        watchdog = disk_watchdog(spec)
         try:
             engine.call("POST", f"/containers/{container}/start")
             deadline = started + spec.limits.wall_seconds
@@ -246,7 +249,7 @@ class DockerRunner:
                     timed_out = True
                 elif spec.stop is not None and spec.stop.is_set():
                     stopped = True
-                else:
+                elif not watchdog.poll(0):
                     reader.join(0.05)
                     continue
                 engine.call(
@@ -262,7 +265,12 @@ class DockerRunner:
             stream.close()
         code = int(waited.get("StatusCode", state.get("ExitCode", -1)))
         fired = detail = ""
-        if timed_out or stopped:
+        if not watchdog.fired and watchdog.watches_disk:
+            # What was written since the last measurement counts too.
+            watchdog.check_disk()
+        if watchdog.fired:
+            fired, detail = watchdog.fired, watchdog.detail
+        elif timed_out or stopped:
             fired = "wall_time" if timed_out else "stopped"
         elif state.get("OOMKilled"):
             fired = "memory"

@@ -51,6 +51,7 @@ from replayhub.sandbox.base import (
 )
 from replayhub.sandbox.bwrap import LAUNCH_PATH, SHM, _host_etc
 from replayhub.sandbox.output import HeadTailBuffer
+from replayhub.sandbox.watchdog import disk_watchdog
 
 SANDBOX_UID = SANDBOX_GID = 65534
 HOSTNAME = "sandbox"
@@ -191,8 +192,10 @@ class GvisorRunner:
         ]
         if limits.max_processes is not None:
             rlimits.append(_rlimit("NPROC", limits.max_processes))
-        if limits.file_size_bytes is not None:
-            rlimits.append(_rlimit("FSIZE", limits.file_size_bytes))
+        # No single file may outgrow the disk cap between two measurements.
+        sizes = [v for v in (limits.file_size_bytes, limits.disk_bytes) if v]
+        if sizes:
+            rlimits.append(_rlimit("FSIZE", min(sizes)))
         if limits.cpu_seconds is not None:
             rlimits.append(_rlimit("CPU", limits.cpu_seconds, limits.cpu_seconds + 1))
         resources: dict[str, Any] = {}
@@ -293,13 +296,14 @@ class GvisorRunner:
         reader.start()
         timed_out = stopped = False
         deadline = started + spec.limits.wall_seconds
+        watchdog = disk_watchdog(spec)
         try:
             while process.poll() is None:
                 if time.monotonic() >= deadline:
                     timed_out = True
                 elif spec.stop is not None and spec.stop.is_set():
                     stopped = True
-                else:
+                elif not watchdog.poll(0):
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         process.wait(0.05)
                     continue
@@ -320,7 +324,11 @@ class GvisorRunner:
         code = process.returncode
         code = 128 - code if code < 0 else code
         fired = detail = ""
-        if timed_out or stopped:
+        if not watchdog.fired and watchdog.watches_disk:
+            watchdog.check_disk()
+        if watchdog.fired:
+            fired, detail = watchdog.fired, watchdog.detail
+        elif timed_out or stopped:
             fired = "wall_time" if timed_out else "stopped"
         elif code == _SIGKILLED and spec.limits.memory_bytes is not None:
             fired = "memory"

@@ -3,7 +3,7 @@
 The same attempts for bubblewrap, Docker (podman's compatible service) and
 gVisor: reading host files, seeing host processes, reaching any network,
 writing outside the workspace, leaving processes behind, exhausting
-processes, memory or /tmp, planting special files and links, and finding the
+processes, memory, /tmp or the disk, planting special files and links, and finding the
 worker's secrets. A runner that fails its self-check here is skipped (it
 would refuse every replay on this worker), unless REPLAYHUB_REQUIRE_SANDBOX=1
 and its tool is installed.
@@ -287,6 +287,27 @@ def test_tmp_is_capped_at_the_tmpfs_size(run: Run) -> None:
 
     assert "stopped at" in outcome.output, outcome.output
     assert int(outcome.output.split("stopped at ")[1].split()[0]) <= 8
+
+
+def test_filling_the_workspace_past_the_disk_cap_stops_the_run(
+    run: Run, workspace: Path
+) -> None:
+    outcome = run(
+        *python("""
+        import os, time
+        for n in range(400):
+            with open(f"/workspace/fill-{n}", "wb") as f:
+                f.write(os.urandom(1024 * 1024))
+            time.sleep(0.01)
+        print("wrote it all")
+        """),
+        disk_bytes=32 * 1024**2,
+    )
+
+    assert outcome.limit_fired == "disk", outcome
+    assert "wrote it all" not in outcome.output
+    written = sum(p.stat().st_size for p in workspace.iterdir())
+    assert written < 200 * 1024**2
 
 
 def test_special_files_and_links_reach_nothing_of_the_host(
