@@ -12,7 +12,9 @@ host ``/etc`` files as bubblewrap, size-capped tmpfs at ``/tmp``, HOME and
 ``/dev/shm``, the workspace bound writable at ``/workspace`` and the spec's
 binds. The process runs as uid/gid 65534 with no capabilities and
 ``no_new_privs``; ``runsc --network=none`` gives the sandbox a loopback and
-nothing else, so the relay directory's unix sockets are the only way out.
+nothing else, and ``--host-uds=open`` lets it connect to the host unix
+sockets its mounts show (the relay directory's), which are then the only
+way out.
 
 Limits. Memory: the OCI memory limit, which runsc applies to a cgroup of its
 own (cgroups must be writable, as for bubblewrap's raw cgroup backend) and
@@ -278,7 +280,10 @@ class GvisorRunner:
         (bundle / "config.json").write_text(json.dumps(config))
         state = scratch / "state"
         state.mkdir(mode=0o700)
-        base = [runsc, "--root", str(state), "--network=none"]
+        # --host-uds=open: the sandbox may connect to host unix sockets that
+        # its mounts show it (the relay directory's gateway and proxy), never
+        # create one; gVisor refuses both by default.
+        base = [runsc, "--root", str(state), "--network=none", "--host-uds=open"]
         if not self.uses_cgroups:
             base.append("--ignore-cgroups")
         capture = HeadTailBuffer(spec.limits.output_bytes)

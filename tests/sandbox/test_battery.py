@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from replayhub.sandbox.base import Runner, SandboxUnavailable
 from replayhub.sandbox.bwrap import BwrapRunner
 from replayhub.sandbox.docker import DockerRunner
 from replayhub.sandbox.gvisor import GvisorRunner
+from replayhub.sandbox.network import relay_mount
 from tests.sandbox.conftest import REQUIRE_SANDBOX
 
 Run = Callable[..., SandboxOutcome]
@@ -370,3 +372,47 @@ def test_the_workers_secrets_are_never_inside(
 
     assert outcome.exit_code == 0, outcome.output
     assert "found []" in outcome.output
+
+
+def test_the_only_way_out_is_the_relayed_unix_socket(
+    run: Run, workspace: Path, survivors: Callable[[str], list[int]]
+) -> None:
+    net = Path(f"{workspace}-net")
+    net.mkdir(mode=0o755)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(net / "gateway.sock"))
+    (net / "gateway.sock").chmod(0o666)
+    server.listen()
+
+    def answer() -> None:
+        client, _ = server.accept()
+        with client:
+            request = client.recv(1000)
+            client.sendall(b"relayed " + request[:4])
+
+    threading.Thread(target=answer, daemon=True).start()
+    mount = relay_mount(net, {8790: "gateway.sock"})
+    try:
+        outcome = run(
+            *mount.wrap(
+                python("""
+                import socket
+                s = socket.create_connection(("127.0.0.1", 8790), timeout=10)
+                s.sendall(b"PING")
+                print(s.recv(100).decode())
+                try:
+                    socket.create_connection(("127.0.0.1", 8791), timeout=3)
+                    print("another port answered")
+                except OSError:
+                    print("nothing else")
+                """)
+            ),
+            binds=(mount.bind,),
+        )
+    finally:
+        server.close()
+        shutil.rmtree(net, ignore_errors=True)
+
+    assert outcome.exit_code == 0, outcome.output
+    assert outcome.output.splitlines() == ["relayed PING", "nothing else"]
+    assert survivors(f"{net}/gateway.sock") == []
