@@ -3,7 +3,8 @@
 The scripted calculator project (its agent a shell script, its tests
 ``python3 -m unittest``) is replayed under bubblewrap, under Docker on
 podman (an image with busybox and the host's python3, imported here), and
-under gVisor; each replay names the runner that isolated it.
+under gVisor; each replay names the runner that isolated it. An agent that
+asks a model reaches it through the gateway, relayed into each runner.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import pytest
 
 from replayhub import services
-from replayhub.models import Replay
+from replayhub.demo.calculator import GOOD
+from replayhub.demo.model_api import StandInProvider
+from replayhub.models import ModelCall, Provider, Replay
 from replayhub.sandbox.base import SandboxUnavailable
 from replayhub.sandbox.gvisor import GvisorRunner
 from tests.factories import make_calc_run
@@ -61,3 +64,41 @@ def test_a_run_replays_to_the_same_verdict_under_every_runner(
     assert agent["isolation"] == {"bwrap": "bwrap", "docker": "oci"}.get(
         runner_project.runner, "gvisor"
     )
+
+
+KEY_ENV = "REPLAYHUB_TEST_PROVIDER_KEY"
+
+
+def test_an_agent_reaches_its_model_through_the_gateway_under_every_runner(
+    runner_project, calc_base, calc_good, monkeypatch
+):
+    key = "sk-live-runners-agree-4c1d"
+    monkeypatch.setenv(KEY_ENV, key)
+    with StandInProvider(key=key) as provider:
+        runner_project.providers.add(
+            Provider.objects.create(
+                name="acme",
+                kind="anthropic",
+                base_url=provider.base_url,
+                key_env=KEY_ENV,
+                prices={"coder-large": {"input": "3", "output": "15"}},
+            )
+        )
+        run = make_calc_run(
+            runner_project,
+            prompt=f"model\n\nImplement add() in calc.py:\n```python\n{GOOD}```\n",
+            original=calc_good,
+            base=calc_base,
+            model="coder-large",
+        )
+        replay = services.replay_create(run=run, trigger="command")
+        services.replay_execute(replay_id=replay.pk)
+    result = Replay.objects.get(pk=replay.pk)
+
+    assert (result.verdict, result.reason_code) == ("identical", "same_tree"), (
+        result.reason,
+        result.agent_output,
+    )
+    (call,) = ModelCall.objects.filter(replay=result)
+    assert call.status == "200" and call.input_tokens > 0
+    assert result.evidence["agent"]["runner"] == runner_project.runner
