@@ -72,6 +72,10 @@ _ETC = {
 }
 _SIGKILLED = 128 + signal.SIGKILL
 _CONTROL_TIMEOUT = 30
+# Self-checks that passed in this process, by runsc path and cgroup mode: a
+# replay makes a fresh runner, and each check starts a real sandbox (about
+# 0.4 s). A failed check is not remembered, so a fixed host is seen at once.
+_PASSED: set[tuple[str, bool]] = set()
 
 
 class GvisorRunner:
@@ -126,7 +130,10 @@ class GvisorRunner:
             return
         if os.geteuid() != 0:
             raise SandboxUnavailable("the gVisor runner needs a root worker (runsc).")
-        self._runsc()
+        passed = (self._runsc(), self.uses_cgroups)
+        if passed in _PASSED:
+            self._checked = True
+            return
         with tempfile.TemporaryDirectory(prefix="replayhub-gvisor-") as scratch:
             work = Path(scratch)
             (work / "ws").mkdir()
@@ -142,6 +149,7 @@ class GvisorRunner:
             raise SandboxUnavailable(
                 f"gVisor is installed but cannot start a sandbox here ({reason})."
             )
+        _PASSED.add(passed)
         self._checked = True
 
     def run(self, spec: SandboxSpec) -> SandboxOutcome:
