@@ -22,6 +22,7 @@ engine's virtual machine.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import resource
@@ -51,6 +52,11 @@ HOSTNAME = "sandbox"
 # unsized tmpfs at /run and /var/tmp): each gets the run's tmpfs cap instead.
 _TMPFS = (TMP, "/run", "/var/tmp")  # noqa: S108 - inside the container
 _PULL_TIMEOUT = 600.0
+LABEL = "replayhub.sandbox"
+DEADLINE_LABEL = "replayhub.deadline"
+# How long past its wall clock a container may outlive the worker that
+# started it before any other run on the engine removes it.
+ORPHAN_GRACE_SECONDS = 120
 _SIGKILLED = 128 + 9
 # What podman gives without ulimits, and within the usual hard limit; it
 # counts every process of the sandbox uid on the engine's host.
@@ -196,7 +202,12 @@ class DockerRunner:
             "NetworkDisabled": True,
             "AttachStdout": True,
             "AttachStderr": True,
-            "Labels": {"replayhub.sandbox": "1"},
+            "Labels": {
+                LABEL: "1",
+                # Wall-clock time by which the run is over, for the orphan
+                # reaper (a worker killed mid-run cannot remove its container).
+                DEADLINE_LABEL: str(int(time.time() + limits.wall_seconds)),
+            },
             "HostConfig": host,
         }
 
@@ -206,6 +217,7 @@ class DockerRunner:
         if os.geteuid() == 0:
             for path in (spec.workspace, *(b.source for b in spec.binds if b.writable)):
                 chown_tree(path, *map(int, self.user.split(":")))
+        reap_orphans(engine)
         name = f"replayhub-{uuid.uuid4().hex[:16]}"
         capture = HeadTailBuffer(spec.limits.output_bytes)
         started = time.monotonic()
@@ -297,3 +309,30 @@ class DockerRunner:
 def _read_stream(stream, capture: HeadTailBuffer) -> None:
     with contextlib.suppress(OSError):
         demultiplex(stream.recv, capture.feed)
+
+
+def reap_orphans(engine: Engine, now: float | None = None) -> list[str]:
+    """Remove sandbox containers past their deadline and grace; their ids.
+
+    A worker that dies mid-run (killed, its host lost) leaves its container
+    running, with nothing to stop it: every run removes what such workers
+    left on the same engine, whichever worker it is.
+    """
+    now = time.time() if now is None else now
+    filters = json.dumps({"label": [f"{LABEL}=1"]})
+    try:
+        listed = engine.call("GET", "/containers/json" + query(all=1, filters=filters))
+    except EngineError:
+        return []
+    removed = []
+    for container in listed or []:
+        labels = container.get("Labels") or {}
+        try:
+            deadline = int(labels.get(DEADLINE_LABEL, ""))
+        except ValueError:
+            continue
+        if deadline + ORPHAN_GRACE_SECONDS < now:
+            with contextlib.suppress(EngineError):
+                engine.call("DELETE", f"/containers/{container['Id']}" + query(force=1))
+                removed.append(container["Id"])
+    return removed

@@ -3,12 +3,14 @@ Docker-compatible service, checked from inside."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from replayhub.sandbox import Bind, Limits, SandboxSpec, SandboxUnavailable, get_runner
-from replayhub.sandbox.docker import DockerRunner
+from replayhub.sandbox.docker import DEADLINE_LABEL, DockerRunner
+from replayhub.sandbox.engine import Engine
 from replayhub.sandbox.network import relay_mount
 from tests.sandbox.engines import Podman
 
@@ -215,3 +217,18 @@ def test_the_relay_reaches_a_host_socket_in_an_image_without_python(
 
     assert outcome.exit_code == 0, outcome.output
     assert outcome.output == "relayed GET"
+
+
+def test_a_container_left_by_a_dead_worker_is_removed_by_the_next_run(
+    docker: DockerRunner, podman: Podman, workspace: Path
+) -> None:
+    engine = Engine(podman.host)
+    config = docker.container_config(spec(workspace, "sleep", "300"))
+    # As a worker killed mid-run would leave it: running, past its deadline.
+    config["Labels"][DEADLINE_LABEL] = str(int(time.time()) - 3600)
+    orphan = engine.call("POST", "/containers/create", config)["Id"]
+    engine.call("POST", f"/containers/{orphan}/start")
+    alive = docker.run(spec(workspace, "true", limits=Limits(30)))
+
+    assert alive.exit_code == 0
+    assert podman.containers() == []
