@@ -296,8 +296,24 @@ class GvisorRunner:
             base.append("--ignore-cgroups")
         capture = HeadTailBuffer(spec.limits.output_bytes)
         started = time.monotonic()
+        # The worker's death kills runsc run, and runsc kills the sandbox it
+        # runs attached (a killed worker leaves nothing running).
+        setpriv = shutil.which("setpriv", path=LAUNCH_PATH)
+        if setpriv is None:
+            raise SandboxUnavailable(
+                "setpriv is not installed, so the sandbox cannot die with the worker."
+            )
         process = subprocess.Popen(
-            [*base, "run", "--bundle", str(bundle), run_id],
+            [
+                setpriv,
+                "--pdeathsig=KILL",
+                "--",
+                *base,
+                "run",
+                "--bundle",
+                str(bundle),
+                run_id,
+            ],
             env={"PATH": LAUNCH_PATH},
             cwd="/",
             stdin=subprocess.DEVNULL,

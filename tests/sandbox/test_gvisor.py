@@ -4,12 +4,16 @@ inside."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from replayhub.sandbox import Limits, SandboxSpec, SandboxUnavailable, get_runner
 from replayhub.sandbox.gvisor import GvisorRunner
+from tests.conftest import ROOT, child_env, processes_mentioning
 from tests.sandbox.conftest import REQUIRE_SANDBOX
 
 LIMITS = Limits(
@@ -142,3 +146,45 @@ def test_the_wall_clock_ends_the_sandbox(gvisor: GvisorRunner, workspace: Path) 
 
     assert outcome.timed_out and outcome.limit_fired == "wall_time"
     assert "started" in outcome.output and outcome.duration_s < 10
+
+
+def test_a_killed_worker_leaves_no_sandbox_running(
+    gvisor: GvisorRunner, workspace: Path, marker: str
+) -> None:
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup()\n"
+            "from pathlib import Path\n"
+            "from replayhub.sandbox import Limits, SandboxSpec\n"
+            "from replayhub.sandbox.gvisor import GvisorRunner\n"
+            "GvisorRunner().run(SandboxSpec(argv=('sleep', '300'), "
+            f"workspace=Path({str(workspace)!r}), limits=Limits(600), "
+            f"env={{'MARKER': {marker!r}}}))",
+        ],
+        cwd=ROOT,
+        env=child_env(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _sandboxes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _sandboxes(), "the sandbox never started"
+    finally:
+        worker.kill()
+        worker.wait()
+
+    deadline = time.monotonic() + 10
+    while _sandboxes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _sandboxes() == []
+
+
+def _sandboxes() -> list[int]:
+    """runsc processes of this runner's bundles (their paths name them)."""
+    return [
+        pid
+        for pid in processes_mentioning("replayhub-gvisor-")
+        if "runsc" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    ]
