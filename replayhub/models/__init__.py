@@ -21,6 +21,7 @@ from replayhub.models.nights import (
     RollupTotal,
 )
 from replayhub.models.projects import (
+    MinIsolation,
     Preflight,
     Project,
     RolloutAnchor,
@@ -66,6 +67,7 @@ __all__ = [
     "ImportStatus",
     "IngestToken",
     "IngestTokenQuerySet",
+    "MinIsolation",
     "ModelCall",
     "Night",
     "NightStatus",

@@ -43,6 +43,9 @@ def runner_project(request, calc_project, monkeypatch):
         except SandboxUnavailable as error:
             pytest.skip(str(error))
     calc_project.runner = kind
+    if kind == "gvisor":
+        # Required, not only chosen: the replay must still run.
+        calc_project.min_isolation = "gvisor"
     calc_project.save()
     return calc_project
 
