@@ -287,9 +287,11 @@ class DockerRunner:
         elif state.get("OOMKilled"):
             fired = "memory"
         elif code == _SIGKILLED and spec.limits.memory_bytes is not None:
-            # podman on cgroup v1 does not report OOMKilled; nothing but the
-            # kernel's OOM killer sends SIGKILL into a container the runner
-            # did not kill (the sandbox uid cannot signal the init).
+            # Debian 12's podman 4.3 never reports OOMKilled (its conmon
+            # leaves the OOM marker in the service's working directory).
+            # A SIGKILL the runner did not send is almost always the OOM
+            # killer; a command that SIGKILLs itself reads the same (said so
+            # in the detail).
             fired = "memory"
             detail = "killed by SIGKILL, the engine's memory cap (OOM) presumed"
         return SandboxOutcome(

@@ -155,6 +155,8 @@ class Podman:
         service = subprocess.Popen(
             cls.command(directory, "system", "service", "--time=0", f"unix://{sock}"),
             env=env,
+            # conmon writes files (an "oom" marker) into its working directory.
+            cwd=directory,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=(directory / "service.log").open("wb"),
