@@ -41,7 +41,13 @@ from replayhub.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from replayhub.sandbox.engine import Engine, EngineError, demultiplex, query
+from replayhub.sandbox.engine import (
+    Engine,
+    EngineError,
+    LineJoiner,
+    demultiplex,
+    query,
+)
 from replayhub.sandbox.output import HeadTailBuffer
 from replayhub.sandbox.watchdog import disk_watchdog
 
@@ -309,8 +315,10 @@ class DockerRunner:
 
 
 def _read_stream(stream, capture: HeadTailBuffer) -> None:
+    lines = LineJoiner(capture.feed)
     with contextlib.suppress(OSError):
-        demultiplex(stream.recv, capture.feed)
+        demultiplex(stream.recv, lines)
+    lines.close()
 
 
 def reap_orphans(engine: Engine, now: float | None = None) -> list[str]:

@@ -147,14 +147,17 @@ class AttachedStream:
         self.sock.close()
 
 
-def demultiplex(recv: Callable[[int], bytes], feed: Callable[[bytes], None]) -> None:
+def demultiplex(
+    recv: Callable[[int], bytes], feed: Callable[[int, bytes], None]
+) -> None:
     """Feed the payloads of a stdout/stderr frame stream until it ends.
 
-    Each frame is an 8-byte header (stream, three zero bytes, big-endian
-    length) and that many bytes; both streams go to ``feed`` in order.
+    Each frame is an 8-byte header (stream: 1 stdout, 2 stderr; three zero
+    bytes; big-endian length) and that many bytes, fed as (stream, bytes).
     """
     pending = b""
     want: int | None = None
+    stream = 1
     while True:
         chunk = recv(65536)
         if not chunk:
@@ -164,17 +167,49 @@ def demultiplex(recv: Callable[[int], bytes], feed: Callable[[bytes], None]) -> 
             if want is None:
                 if len(pending) < 8:
                     break
+                stream = pending[0]
                 (want,) = struct.unpack(">I", pending[4:8])
                 pending = pending[8:]
             if len(pending) < want and want > 0:
                 # Feed partial payloads at once: a huge frame is never held.
-                feed(pending)
+                feed(stream, pending)
                 want -= len(pending)
                 pending = b""
                 break
-            feed(pending[:want])
+            feed(stream, pending[:want])
             pending = pending[want:]
             want = None
+
+
+class LineJoiner:
+    """Two streams into one output, a line at a time.
+
+    The engine reads a container's stdout and stderr from two pipes, so their
+    frames arrive in no fixed order and a line of one can land in the middle
+    of a line of the other. Each stream's bytes are held until its next
+    newline (at most ``hold`` bytes), so whole lines are interleaved.
+    """
+
+    def __init__(self, feed: Callable[[bytes], None], hold: int = 65536) -> None:
+        self.feed = feed
+        self.hold = hold
+        self.partial: dict[int, bytes] = {}
+
+    def __call__(self, stream: int, data: bytes) -> None:
+        data = self.partial.pop(stream, b"") + data
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            self.feed(data[:cut])
+            data = data[cut:]
+        if len(data) > self.hold:
+            self.feed(data)
+        elif data:
+            self.partial[stream] = data
+
+    def close(self) -> None:
+        """Feed what is left of each stream (a last line with no newline)."""
+        for stream in sorted(self.partial):
+            self.feed(self.partial.pop(stream))
 
 
 def query(**params: object) -> str:

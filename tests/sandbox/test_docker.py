@@ -96,7 +96,7 @@ INSIDE = r"""
 echo "uid=$(id -u) gid=$(id -g)"
 grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status
 grep NoNewPrivs /proc/self/status
-if echo x > /probe 2>/dev/null; then echo "root=writable"
+if (echo x > /probe) 2>/dev/null; then echo "root=writable"
 else echo "root=read-only"; fi
 for m in /tmp /home/sandbox /run /var/tmp /dev/shm; do
   echo "tmpfs $m $(awk -v m=$m '$2 == m && $3 == "tmpfs" {print $4}' /proc/mounts)"

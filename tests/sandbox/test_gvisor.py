@@ -79,7 +79,7 @@ def test_without_runsc_the_runner_is_unavailable_and_runs_nothing(
 INSIDE = r"""
 echo "uid=$(id -u) gid=$(id -g)"
 grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status
-if echo x > /probe 2>/dev/null; then echo "root=writable"
+if (echo x > /probe) 2>/dev/null; then echo "root=writable"
 else echo "root=read-only"; fi
 for m in /tmp /home/sandbox /dev/shm; do
   echo "tmpfs $m $(awk -v m=$m '$2 == m && $3 == "tmpfs" {print $4}' /proc/mounts)"
