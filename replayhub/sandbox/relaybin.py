@@ -6,12 +6,14 @@ built with ``cc -static`` runs in any root. It is built on first use into
 ``<REPLAYHUB_VAR_DIR>/relay/<source digest>/relay`` (a C compiler and the
 static C library are needed: Debian's ``gcc`` and ``libc6-dev``) and reused
 after; a changed source gets a new directory. Without a compiler the relay
-falls back to ``relay.py``, and the worker check says so.
+falls back to ``relay.py``. A production image builds it in a stage of its
+own and names it with ``REPLAYHUB_STATIC_RELAY`` (see the Dockerfile).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -20,6 +22,8 @@ from functools import cache
 from pathlib import Path
 
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("relay.c")
 COMPILE_TIMEOUT = 120
@@ -36,7 +40,16 @@ def source_digest() -> str:
 
 @cache
 def static_relay() -> Path:
-    """The built binary's path on this worker (built now if missing)."""
+    """The built binary's path on this worker (built now if missing).
+
+    ``REPLAYHUB_STATIC_RELAY`` names one built ahead from the same source
+    (the production image's build stage); it must exist.
+    """
+    if settings.REPLAYHUB_STATIC_RELAY:
+        built = Path(settings.REPLAYHUB_STATIC_RELAY)
+        if not built.is_file():
+            raise RelayBuildError(f"REPLAYHUB_STATIC_RELAY names no file: {built}")
+        return built
     target = Path(settings.VAR_DIR) / "relay" / source_digest() / "relay"
     if target.is_file():
         return target
@@ -71,8 +84,15 @@ def static_relay() -> Path:
     return target
 
 
+@cache
 def static_relay_or_none() -> Path | None:
+    """The static relay, or None (said once in the log) when there is none."""
     try:
         return static_relay()
-    except (RelayBuildError, OSError, subprocess.TimeoutExpired):
+    except (RelayBuildError, OSError, subprocess.TimeoutExpired) as error:
+        logger.warning(
+            "no static relay (%s): sandboxes reach the gateway through relay.py, "
+            "which needs python3 in their root",
+            error,
+        )
         return None

@@ -25,6 +25,7 @@ from replayhub.sandbox.network import (
     relay_mount,
 )
 from replayhub.sandbox.relay import EXIT_RELAY, UsageError, parse_args
+from replayhub.sandbox.relaybin import static_relay, static_relay_or_none
 from tests.conftest import processes_mentioning
 from tests.sandbox.conftest import RunInSandbox
 
@@ -484,3 +485,38 @@ def test_the_proxy_environment_leaves_loopback_direct() -> None:
     env = proxy_env(3128)
     assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128"
     assert "127.0.0.1" in env["NO_PROXY"].split(",")
+
+
+def test_a_relay_built_ahead_is_the_one_mounted(
+    net_dir: Path, tmp_path: Path, settings
+) -> None:
+    ahead = tmp_path / "relay-built-ahead"
+    shutil.copyfile(static_relay(), ahead)
+    ahead.write_bytes(ahead.read_bytes() + b"\0built-ahead")
+    settings.REPLAYHUB_STATIC_RELAY = str(ahead)
+    _forget_relay()
+    try:
+        mount = relay_mount(net_dir, {8080: "gateway.sock"})
+    finally:
+        _forget_relay()
+
+    assert mount.static
+    assert (net_dir / "relay").read_bytes() == ahead.read_bytes()
+
+
+def test_a_relay_named_but_missing_falls_back_to_relay_py(
+    net_dir: Path, settings
+) -> None:
+    settings.REPLAYHUB_STATIC_RELAY = "/nonexistent/relay"
+    _forget_relay()
+    try:
+        mount = relay_mount(net_dir, {8080: "gateway.sock"})
+    finally:
+        _forget_relay()
+
+    assert not mount.static and mount.wrap(["x"])[0] == "python3"
+
+
+def _forget_relay() -> None:
+    static_relay.cache_clear()
+    static_relay_or_none.cache_clear()
