@@ -342,16 +342,16 @@ REPLAYHUB_ENV_FAILURE_SECONDS = env_int("REPLAYHUB_ENV_FAILURE_SECONDS", 3600)
 REPLAYHUB_IMAGES_DIR = Path(
     env_str("REPLAYHUB_IMAGES_DIR", str(REPLAYHUB_WORK_DIR / "images"))
 )
-# A static relay built ahead (the production image builds it in a stage of its
-# own, so the worker needs no compiler); empty: built on first use under
-# VAR_DIR (sandbox/relaybin.py).
-REPLAYHUB_STATIC_RELAY = env_str("REPLAYHUB_STATIC_RELAY", "")
 # The runner /healthz checks; each project names its own runner.
 REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 # A queued replay whose broker message is older than this is sent again (a broker
 # restart without persistence loses messages; the database does not).
 REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 1800)
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
+# A static relay built ahead (the production image builds it in a stage of its
+# own, so the worker needs no compiler); empty: built on first use under
+# VAR_DIR (sandbox/relaybin.py).
+REPLAYHUB_STATIC_RELAY = env_str("REPLAYHUB_STATIC_RELAY", "")
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 # A reviewer can take back their own decision for this long after making it.
 REPLAYHUB_REVIEW_UNDO_SECONDS = env_int("REPLAYHUB_REVIEW_UNDO_SECONDS", 300)
