@@ -9,6 +9,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from replayhub.sandbox import SandboxUnavailable, get_runner
+from replayhub.sandbox.base import RUNNER_KINDS
 
 
 def check_database() -> str:
@@ -33,19 +34,44 @@ def check_broker() -> str:
 
 def describe_sandbox() -> str:
     """How this machine's default runner isolates a replay and caps its
-    memory and processes, in one line (what a worker answers a check with)."""
+    memory and processes, then which other runners pass their self-check
+    here, in one line (what a worker answers a check with)."""
+    others = "; ".join(
+        f"{name} {state}"
+        for name, state in runner_availability().items()
+        if name != settings.REPLAYHUB_DEFAULT_RUNNER
+    )
     try:
         runner = get_runner(settings.REPLAYHUB_DEFAULT_RUNNER)
         runner.check()
         backend = limit_backend(runner)
     except SandboxUnavailable as exc:
-        return f"unavailable: {exc}"
+        return f"unavailable: {exc} Others: {others}"
+    kind = f"{runner.name} ({runner.isolation})"
     if backend == "rlimit":
-        return (
-            f"{runner.name}: memory and processes capped by rlimits and a "
-            "watchdog sampling them (no cgroup)"
-        )
-    return f"{runner.name}: memory and processes capped by {backend}"
+        caps = "rlimits and a watchdog sampling them (no cgroup)"
+    else:
+        caps = backend
+    return f"{kind}: memory and processes capped by {caps}. Others: {others}"
+
+
+def runner_availability() -> dict[str, str]:
+    """Each runner kind's self-check on this worker: "ok" or "unavailable
+    (why)". A runner that fails it refuses every run here (no fallback), so
+    its replays end ``sandbox_unavailable``; the status page shows which.
+    The Docker runner is checked for its engine only (its image is the
+    project's)."""
+    found = {}
+    for name in RUNNER_KINDS:
+        try:
+            runner = get_runner(name)
+            check = getattr(runner, "check_engine", runner.check)
+            check()
+        except SandboxUnavailable as exc:
+            found[name] = f"unavailable ({str(exc).rstrip('.')})"
+        else:
+            found[name] = "ok"
+    return found
 
 
 def limit_backend(runner) -> str:

@@ -362,6 +362,10 @@ REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 # restart without persistence loses messages; the database does not).
 REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 1800)
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
+# A static relay built ahead (the production image builds it in a stage of its
+# own, so the worker needs no compiler); empty: built on first use under
+# VAR_DIR (sandbox/relaybin.py).
+REPLAYHUB_STATIC_RELAY = env_str("REPLAYHUB_STATIC_RELAY", "")
 REPLAYHUB_REVIEW_LEASE_SECONDS = env_int("REPLAYHUB_REVIEW_LEASE_SECONDS", 600)
 # A reviewer can take back their own decision for this long after making it.
 REPLAYHUB_REVIEW_UNDO_SECONDS = env_int("REPLAYHUB_REVIEW_UNDO_SECONDS", 300)

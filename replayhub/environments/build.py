@@ -363,6 +363,7 @@ class _WithEnvironment:
     def __init__(self, inner: Runner, environment: Environment) -> None:
         self.inner = inner
         self.name = inner.name
+        self.isolation = inner.isolation
         self.environment = environment
 
     def check(self) -> None:

@@ -29,7 +29,7 @@ from django.conf import settings
 
 from replayhub.lib.fstree import remove_tree
 from replayhub.models import Project
-from replayhub.sandbox import Runner, get_runner
+from replayhub.sandbox import Runner, SandboxUnavailable, get_runner
 
 _DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})\Z")
 UMOCI_TIMEOUT = 600
@@ -84,11 +84,27 @@ def root_label(project: Project) -> str:
 
 
 def runner_for(project: Project) -> Runner:
-    """The project's runner, on its root image where one is unpacked here."""
+    """The project's runner, on its root image where one is unpacked here.
+
+    Raises SandboxUnavailable when the runner does not give the isolation
+    the project requires (the database already refuses such a project; this
+    holds the line should a runner's isolation change).
+    """
     if project.runner == "docker":
-        return get_runner("docker", image=project.root_image or project.sandbox_image)
-    root = rootfs_for(project)
-    return get_runner(project.runner, root=root) if root else get_runner(project.runner)
+        runner = get_runner("docker", image=project.root_image or project.sandbox_image)
+    else:
+        root = rootfs_for(project)
+        runner = (
+            get_runner(project.runner, root=root)
+            if root
+            else get_runner(project.runner)
+        )
+    if project.min_isolation and runner.isolation != project.min_isolation:
+        raise SandboxUnavailable(
+            f"the project requires {project.min_isolation} isolation and its "
+            f"runner {runner.name} gives {runner.isolation}."
+        )
+    return runner
 
 
 def warnings_for(project: Project, recorded_image: str | None) -> list[str]:

@@ -27,6 +27,7 @@ from replayhub.models.nights import (
     RollupTotal,
 )
 from replayhub.models.projects import (
+    MinIsolation,
     Preflight,
     Project,
     RolloutAnchor,
@@ -72,6 +73,7 @@ __all__ = [
     "ImportStatus",
     "IngestToken",
     "IngestTokenQuerySet",
+    "MinIsolation",
     "ModelCall",
     "Night",
     "NightStatus",

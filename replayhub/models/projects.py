@@ -142,6 +142,18 @@ def argv_problem(value: object) -> str:
 class RunnerKind(models.TextChoices):
     BWRAP = "bwrap", "bubblewrap"
     DOCKER = "docker", "Docker"
+    GVISOR = "gvisor", "gVisor"
+
+
+class MinIsolation(models.TextChoices):
+    """What a project's replays must be isolated by at least.
+
+    bubblewrap and a container both put namespaces and a seccomp filter
+    between the agent and the host kernel; gVisor puts a kernel of its own.
+    """
+
+    ANY = "", "Any isolating runner"
+    GVISOR = "gvisor", "A user-space kernel (gVisor)"
 
 
 class RolloutMode(models.TextChoices):
@@ -191,6 +203,14 @@ class Project(models.Model):
     )
     runner = models.CharField(
         max_length=16, choices=RunnerKind, default=RunnerKind.BWRAP
+    )
+    min_isolation = models.CharField(
+        max_length=16,
+        choices=MinIsolation,
+        default=MinIsolation.ANY,
+        blank=True,
+        help_text="The least isolation the project's replays may run under; "
+        "its runner must give it.",
     )
     sandbox_image = models.CharField(max_length=512, blank=True)
     sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
@@ -391,6 +411,17 @@ class Project(models.Model):
         ordering = ["slug"]
         constraints = [
             choices_check("runner", RunnerKind, "project_runner_valid"),
+            choices_check(
+                "min_isolation", MinIsolation, "project_min_isolation_valid", blank=True
+            ),
+            # A project that requires gVisor cannot be switched to a runner
+            # that does not give it.
+            models.CheckConstraint(
+                condition=Q(min_isolation="") | Q(runner=RunnerKind.GVISOR),
+                name="project_runner_meets_min_isolation",
+                violation_error_message="A project that requires gVisor "
+                "isolation must use the gVisor runner.",
+            ),
             models.CheckConstraint(
                 condition=Q(time_limit_seconds__gt=0),
                 name="project_time_limit_positive",

@@ -73,6 +73,9 @@ class AgentResult:
     # the limit that fired measured.
     limit_backend: str = ""
     limit_detail: str = ""
+    # Which runner isolated the agent, and how ("bwrap", "oci", "gvisor").
+    runner: str = ""
+    isolation: str = ""
 
     @classmethod
     def of(cls, outcome: SandboxOutcome) -> AgentResult:
@@ -87,6 +90,8 @@ class AgentResult:
             duration_s=outcome.duration_s,
             limit_backend=outcome.limit_backend,
             limit_detail=outcome.limit_detail,
+            runner=outcome.runner,
+            isolation=outcome.isolation,
         )
 
 

@@ -172,10 +172,20 @@ class SandboxOutcome:
     limit_backend: str = ""
     # What the limit that fired measured, when the runner knows ("" otherwise).
     limit_detail: str = ""
+    # Which runner ran it and how it isolates: "bwrap" (namespaces and a
+    # seccomp filter on the host kernel), "oci" (a container engine), or
+    # "gvisor" (a user-space kernel).
+    runner: str = ""
+    isolation: str = ""
+
+
+ISOLATIONS = ("bwrap", "oci", "gvisor")
 
 
 class Runner(Protocol):
     name: str
+    # One of ISOLATIONS.
+    isolation: str
 
     def check(self) -> None:
         """Raise SandboxUnavailable with a clear reason if this runner cannot run."""
@@ -188,11 +198,15 @@ class Runner(Protocol):
 
 
 # name -> "module:attribute"; imported lazily so a backend's module is only loaded
-# when it is asked for (the Docker runner will register here).
+# when it is asked for.
 _RUNNERS = {
     "bwrap": "replayhub.sandbox.bwrap:BwrapRunner",
     "docker": "replayhub.sandbox.docker:DockerRunner",
+    "gvisor": "replayhub.sandbox.gvisor:GvisorRunner",
 }
+
+
+RUNNER_KINDS = tuple(_RUNNERS)
 
 
 def get_runner(name: str = "bwrap", **options) -> Runner:

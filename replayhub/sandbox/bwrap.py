@@ -144,6 +144,7 @@ class BwrapRunner:
     """Run a `SandboxSpec` under bubblewrap; see the module docstring."""
 
     name = "bwrap"
+    isolation = "bwrap"
 
     def __init__(
         self,
@@ -552,6 +553,8 @@ class BwrapRunner:
             duration_s=duration,
             limit_backend=confinement.backend,
             limit_detail=watchdog.detail if fired == watchdog.fired else "",
+            runner=self.name,
+            isolation=self.isolation,
         )
 
 

@@ -1,8 +1,9 @@
 """The sandbox's only way out: host unix sockets relayed to its loopback.
 
 The worker serves HTTP on unix sockets in one ReplayHub-owned directory (the
-model gateway, the egress proxy). :func:`relay_mount` copies the relay script
-next to them and returns the read-only bind of that directory at
+model gateway, the egress proxy). :func:`relay_mount` copies the relay (the
+static binary of :mod:`replayhub.sandbox.relaybin` where it builds, and
+``relay.py``) next to them and returns the read-only bind of that directory at
 :data:`RELAY_DIR` plus a way to wrap any sandboxed argv so that, inside,
 ``127.0.0.1:<port>`` reaches each socket. Both runners take the same two
 things: bwrap binds the directory, Docker mounts it as a volume, and the
@@ -27,9 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replayhub.sandbox.base import Bind
+from replayhub.sandbox.relaybin import static_relay_or_none
 
 RELAY_DIR = "/replayhub-net"
 RELAY_SCRIPT = "relay.py"
+RELAY_BINARY = "relay"
 _RELAY_SOURCE = Path(__file__).with_name(RELAY_SCRIPT)
 # sun_path holds 108 bytes, the terminating NUL included.
 MAX_SOCKET_PATH = 107
@@ -45,16 +48,22 @@ class RelayMount:
 
     bind: Bind
     ports: Mapping[int, str]
+    # Whether the static relay (relaybin) is in the directory: it runs in any
+    # root; without it the sandbox needs python3 for relay.py.
+    static: bool = False
 
     def wrap(self, argv: tuple[str, ...] | list[str]) -> tuple[str, ...]:
         """`argv` run behind the relay; exit 125 means the relay could not start.
 
         The command is exec'd by the relay, so it keeps its pid, exit status
-        and signals. The sandbox's image must have ``python3`` on PATH.
+        and signals. Without the static relay the sandbox's root must have
+        ``python3`` on PATH.
         """
         listen: list[str] = []
         for port, name in sorted(self.ports.items()):
             listen += ["--listen", f"{port}={RELAY_DIR}/{name}"]
+        if self.static:
+            return (f"{RELAY_DIR}/{RELAY_BINARY}", *listen, "--", *argv)
         return ("python3", f"{RELAY_DIR}/{RELAY_SCRIPT}", *listen, "--", *argv)
 
     def url(self, port: int) -> str:
@@ -82,7 +91,7 @@ def relay_mount(directory: Path, sockets: Mapping[int, str | Path]) -> RelayMoun
         path = Path(socket_path)
         name = path.name if path.is_absolute() else str(socket_path)
         if (path.is_absolute() and path.parent != directory) or (
-            "/" in name or name in {"", ".", "..", RELAY_SCRIPT}
+            "/" in name or name in {"", ".", "..", RELAY_SCRIPT, RELAY_BINARY}
         ):
             raise ValueError(f"{socket_path} is not a socket name in {directory}")
         if len(os.fsencode(directory / name)) > MAX_SOCKET_PATH:
@@ -102,7 +111,15 @@ def relay_mount(directory: Path, sockets: Mapping[int, str | Path]) -> RelayMoun
     script.unlink(missing_ok=True)
     shutil.copyfile(_RELAY_SOURCE, script)
     script.chmod(0o644)
-    return RelayMount(bind=Bind(directory, RELAY_DIR), ports=ports)
+    binary = directory / RELAY_BINARY
+    binary.unlink(missing_ok=True)
+    built = static_relay_or_none()
+    if built is not None:
+        shutil.copyfile(built, binary)
+        binary.chmod(0o755)
+    return RelayMount(
+        bind=Bind(directory, RELAY_DIR), ports=ports, static=built is not None
+    )
 
 
 def proxy_env(port: int) -> dict[str, str]:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from replayhub.sandbox.base import Limits
+from replayhub.sandbox.base import Limits, SandboxSpec
 
 DISK_INTERVAL = 0.25
 PROCESS_INTERVAL = 0.25
@@ -173,3 +173,13 @@ class Watchdog:
 
 def _mib(value: int) -> str:
     return f"{value / 1024**2:,.0f} MiB"
+
+
+def disk_watchdog(spec: SandboxSpec) -> Watchdog:
+    """A watchdog over the workspace and writable binds only, for runners
+    whose memory and processes a kernel caps (the OCI runners)."""
+    return Watchdog(
+        limits=spec.limits,
+        disk_paths=[spec.workspace, *(b.source for b in spec.binds if b.writable)],
+        caps_by_cgroup=True,
+    )

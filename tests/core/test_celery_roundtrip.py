@@ -38,3 +38,7 @@ def test_the_status_page_shows_the_worker_answer(celery_worker, admin_user, clie
     # Which backend caps the sandbox's memory and processes on that worker.
     assert b"sandbox: " in poll.content
     assert b"memory and processes capped by" in poll.content
+    # The runner's isolation, and whether each other runner passes its
+    # self-check on that worker.
+    assert b"bwrap (bwrap)" in poll.content
+    assert b"docker " in poll.content and b"gvisor " in poll.content

@@ -155,8 +155,8 @@ def test_the_docker_runner_runs_the_root_image_itself(tmp_path):
     runner = runner_for(project)
 
     assert isinstance(runner, DockerRunner)
-    argv = runner.command(SandboxSpec(argv=("true",), workspace=tmp_path), "c1")
-    assert argv[argv.index("--") + 1 :] == [ref, "true"]
+    config = runner.container_config(SandboxSpec(argv=("true",), workspace=tmp_path))
+    assert config["Image"] == ref and config["Entrypoint"] == ["true"]
 
 
 @pytest.fixture(scope="module")

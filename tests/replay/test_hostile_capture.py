@@ -65,6 +65,7 @@ def test_a_dot_git_directory_in_capitals_is_skipped_and_named(
     client.force_login(reviewer)
     page = client.get(reverse("reviews:replay_detail", args=[result.pk])).content
     assert b"Left paths git cannot store (1): <code" in page
+    assert b"isolated by <code>bwrap</code> (<code>bwrap</code>)" in page
     assert b"memory and processes capped by <code>" in page
 
 

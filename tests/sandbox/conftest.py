@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -14,6 +15,9 @@ import pytest
 from replayhub.sandbox import Limits, SandboxOutcome, SandboxSpec
 from replayhub.sandbox.bwrap import BwrapRunner
 from tests.conftest import processes_mentioning
+from tests.sandbox.engines import Podman, podman_available
+
+REQUIRE_SANDBOX = os.environ.get("REPLAYHUB_REQUIRE_SANDBOX") == "1"
 
 RunInSandbox = Callable[..., SandboxOutcome]
 
@@ -21,6 +25,18 @@ RunInSandbox = Callable[..., SandboxOutcome]
 @pytest.fixture(scope="session")
 def runner() -> BwrapRunner:
     return BwrapRunner()
+
+
+@pytest.fixture(scope="session")
+def podman() -> Iterator[Podman]:
+    """podman's Docker-compatible service and a test image, for the session."""
+    if not podman_available():
+        if REQUIRE_SANDBOX:
+            pytest.fail("podman is not installed (REPLAYHUB_REQUIRE_SANDBOX=1)")
+        pytest.skip("podman is not installed")
+    engine = Podman.start()
+    yield engine
+    engine.stop()
 
 
 def _reachable_tmpdir(prefix: str) -> Path:

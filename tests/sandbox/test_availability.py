@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from replayhub.health import runner_availability
 from replayhub.sandbox import SandboxSpec, SandboxUnavailable, get_runner
 from replayhub.sandbox.bwrap import BwrapRunner
+from tests.sandbox.engines import Podman
 
 REQUIRE_SANDBOX = os.environ.get("REPLAYHUB_REQUIRE_SANDBOX") == "1"
 
@@ -76,3 +78,24 @@ def test_a_bwrap_too_old_for_the_required_flags_refuses_to_run(
 )
 def test_the_default_runner_works_on_this_host() -> None:
     get_runner().check()
+
+
+def test_each_runners_self_check_on_this_worker_is_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+
+    found = runner_availability()
+
+    assert set(found) == {"bwrap", "docker", "gvisor"}
+    assert found["docker"].startswith("unavailable (no Docker engine answers")
+    if REQUIRE_SANDBOX:
+        assert found["bwrap"] == "ok"
+
+
+def test_a_docker_engine_that_answers_makes_the_docker_runner_available(
+    podman: Podman, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", podman.host)
+
+    assert runner_availability()["docker"] == "ok"

@@ -12,18 +12,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from replayhub.sandbox import Bind, SandboxSpec, get_runner
+from replayhub.sandbox import Bind
 from replayhub.sandbox.network import (
     RELAY_DIR,
     proxy_env,
     relay_mount,
 )
 from replayhub.sandbox.relay import EXIT_RELAY, UsageError, parse_args
+from replayhub.sandbox.relaybin import static_relay, static_relay_or_none
 from tests.conftest import processes_mentioning
 from tests.sandbox.conftest import RunInSandbox
 
@@ -431,9 +433,10 @@ def test_the_mount_is_a_read_only_bind_with_the_relay_copied_in(net_dir: Path) -
     assert (net_dir / "relay.py").read_bytes() == RELAY.read_bytes()
     assert (net_dir / "relay.py").stat().st_mode & 0o777 == 0o644
     assert net_dir.stat().st_mode & 0o777 == 0o755
+    # The static relay runs in any root, python3 or not.
+    assert mount.static and (net_dir / "relay").stat().st_mode & 0o777 == 0o755
     assert mount.wrap(["agent", "--flag"]) == (
-        "python3",
-        f"{RELAY_DIR}/relay.py",
+        f"{RELAY_DIR}/relay",
         "--listen",
         f"3128={RELAY_DIR}/egress.sock",
         "--listen",
@@ -443,6 +446,21 @@ def test_the_mount_is_a_read_only_bind_with_the_relay_copied_in(net_dir: Path) -
         "--flag",
     )
     assert mount.url(8080) == "http://127.0.0.1:8080"
+
+
+def test_without_the_static_relay_the_wrap_runs_relay_py_with_python3(
+    net_dir: Path,
+) -> None:
+    mount = replace(relay_mount(net_dir, {8080: "gateway.sock"}), static=False)
+
+    assert mount.wrap(["agent"]) == (
+        "python3",
+        f"{RELAY_DIR}/relay.py",
+        "--listen",
+        f"8080={RELAY_DIR}/gateway.sock",
+        "--",
+        "agent",
+    )
 
 
 @pytest.mark.parametrize(
@@ -469,29 +487,36 @@ def test_the_proxy_environment_leaves_loopback_direct() -> None:
     assert "127.0.0.1" in env["NO_PROXY"].split(",")
 
 
-def test_docker_mounts_the_relay_directory_and_runs_the_wrapped_argv(
-    net_dir: Path,
+def test_a_relay_built_ahead_is_the_one_mounted(
+    net_dir: Path, tmp_path: Path, settings
 ) -> None:
-    image = "python@sha256:" + "ab" * 32
-    mount = relay_mount(net_dir, {8080: "gateway.sock"})
-    spec = SandboxSpec(
-        argv=mount.wrap(["agent", "run"]),
-        workspace=net_dir.parent / "workspace",
-        binds=(mount.bind,),
-    )
+    ahead = tmp_path / "relay-built-ahead"
+    shutil.copyfile(static_relay(), ahead)
+    ahead.write_bytes(ahead.read_bytes() + b"\0built-ahead")
+    settings.REPLAYHUB_STATIC_RELAY = str(ahead)
+    _forget_relay()
+    try:
+        mount = relay_mount(net_dir, {8080: "gateway.sock"})
+    finally:
+        _forget_relay()
 
-    argv = get_runner("docker", image=image).command(spec, "c")
+    assert mount.static
+    assert (net_dir / "relay").read_bytes() == ahead.read_bytes()
 
-    assert argv[argv.index("--network") + 1] == "none"
-    assert f"type=bind,source={net_dir},target={RELAY_DIR},readonly" in argv
-    assert argv[argv.index("--") :] == [
-        "--",
-        image,
-        "python3",
-        f"{RELAY_DIR}/relay.py",
-        "--listen",
-        f"8080={RELAY_DIR}/gateway.sock",
-        "--",
-        "agent",
-        "run",
-    ]
+
+def test_a_relay_named_but_missing_falls_back_to_relay_py(
+    net_dir: Path, settings
+) -> None:
+    settings.REPLAYHUB_STATIC_RELAY = "/nonexistent/relay"
+    _forget_relay()
+    try:
+        mount = relay_mount(net_dir, {8080: "gateway.sock"})
+    finally:
+        _forget_relay()
+
+    assert not mount.static and mount.wrap(["x"])[0] == "python3"
+
+
+def _forget_relay() -> None:
+    static_relay.cache_clear()
+    static_relay_or_none.cache_clear()
