@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("replayhub", "0027_remote_repos_and_ignored_paths"),
+        ("replayhub", "0029_tapes"),
     ]
 
     operations = [
