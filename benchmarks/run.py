@@ -62,6 +62,7 @@ SUITE = [
     Script("trends.py", ["--iterations", "40", "--rollups", "6"]),
     Script("decision.py", ["--iterations", "200", "--rollups", "10"]),
     Script("replay_overhead.py", ["--runs", "3"], sqlite=True),
+    Script("runner_overhead.py", ["--runs", "7"], sqlite=True),
     Script("test_gate.py", ["--runs", "3"], sqlite=True),
     Script("environment.py", ["--runs", "3"], sqlite=True),
     Script("rollouts.py", ["--runs", "3"], sqlite=True),

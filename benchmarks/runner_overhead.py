@@ -14,7 +14,7 @@ podman's service and image are made as the tests make them (a busybox root
 imported with ``podman import``). No goal is judged: the figures say what
 choosing a runner costs per sandbox.
 
-    .venv/bin/python benchmarks/runner_overhead.py [--runs 7]
+    .venv/bin/python benchmarks/runner_overhead.py [--runs 7] [--quick]
 """
 
 from __future__ import annotations
@@ -94,7 +94,10 @@ def bwrap_floor() -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="two runs each")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 2
     rows = []
     rows.append(
         (
