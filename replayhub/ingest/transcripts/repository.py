@@ -96,19 +96,22 @@ def marked_since(
     """Commits of ``ref`` made between ``start`` and ``end`` (newest first),
     past ``base``, whose message or author holds one of ``markers`` (all of
     them when ``markers`` is empty)."""
-    args = [
-        "rev-list",
-        f"--since={_epoch(start)}",
-        f"--until={_epoch(end)}",
-        "--fixed-strings",
-        "--regexp-ignore-case",
-    ]
-    for marker in markers:
-        args += [f"--grep={marker}", f"--author={marker}"]
-    args += ["--end-of-options", ref]
+    span = [f"--since={_epoch(start)}", f"--until={_epoch(end)}"]
+    tail = ["--end-of-options", ref]
     if base:
-        args.append(f"^{require_sha(base)}")
-    return _text(git_dir, *args, check=False).split()
+        tail.append(f"^{require_sha(base)}")
+    ordered = _text(git_dir, "rev-list", *span, *tail, check=False).split()
+    if not markers:
+        return ordered
+    # git ANDs --author with --grep: a commit whose message names the marker
+    # but whose author does not would be missed, so each is asked alone.
+    matched: set[str] = set()
+    for field in ("--grep", "--author"):
+        args = ["--fixed-strings", "--regexp-ignore-case"]
+        args += [f"{field}={marker}" for marker in markers]
+        found = _text(git_dir, "rev-list", *span, *args, *tail, check=False)
+        matched.update(found.split())
+    return [sha for sha in ordered if sha in matched]
 
 
 def full_sha(git_dir: Path, sha: str) -> str | None:
