@@ -177,13 +177,14 @@ def test_a_swe_agent_trajectory_reads_its_config_stats_steps_and_patch():
     assert turns[-1].note == "submitted patch"
 
 
-def test_a_swe_agent_trajectory_without_a_file_time_is_refused():
+def test_a_swe_agent_trajectory_without_a_file_time_asks_for_the_bases_date():
     path = FIXTURES / "swe-agent" / "shop__shop-7.traj"
-    [error] = list(
+    [draft] = list(
         documents.parse_swe_agent(lines_of(path), name=path.name, limit=1 << 20)
     )
-    assert isinstance(error, LineError)
-    assert error.error == "shop__shop-7: no time to record the run under"
+    assert isinstance(draft, RecordDraft)
+    assert "started_at" not in draft.record
+    assert draft.search.time_from_base
 
 
 def test_a_swe_agent_trajectory_over_the_size_limit_is_refused_as_it_is_read():
