@@ -68,6 +68,7 @@ SUITE = [
     Script("throughput.py", ["--replays", "2", "--rounds", "2"]),
     Script("claims.py", ["--rounds", "3"]),
     Script("gateway.py", ["--calls", "400"]),
+    Script("transcripts.py", ["--runs", "3"]),
 ]
 
 
