@@ -70,6 +70,7 @@ SUITE = [
     Script("claims.py", ["--rounds", "3"]),
     Script("gateway.py", ["--calls", "400"]),
     Script("tape.py", ["--served", "400"]),
+    Script("transcripts.py", ["--runs", "3"]),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Following a training run's growing output: ``rollouts/step_*/…_rollouts_*.jsonl``.
+"""Following a training run's growing output: ``rollouts/step_*/…_rollouts*.jsonl``.
 
 Each pass looks at every matching file, in natural order (``step_9`` before
 ``step_10``). A file whose size, modification time and inode are those of
@@ -39,7 +39,10 @@ from replayhub.lib.files import inside, open_regular
 from replayhub.models import FollowedFile, FollowSource
 from replayhub.rollouts.index import LoadReport, load
 
-RECORD_FILES = "*_rollouts_*.jsonl"
+# ``train_rollouts_<env>.jsonl`` and prime-rl's ``train_rollouts.jsonl`` /
+# ``eval_rollouts.jsonl``; never an index beside them.
+RECORD_FILES = "*_rollouts*.jsonl"
+INDEX_FILES = "index_*"
 # The bytes of a file's start that tell a rewritten file from a grown one.
 HEAD_BYTES = 4096
 
@@ -56,7 +59,8 @@ def natural_key(path: str) -> tuple:
 
 
 def expand(pattern: str, skipped: list[str] | None = None) -> list[str]:
-    """The record files of a directory (every ``*_rollouts_*.jsonl`` under it)
+    """The record files of a directory (every ``*_rollouts*.jsonl`` under it,
+    indexes left out)
     or a glob, in natural order. Links are never followed: one in the tree,
     or a match that resolves outside the glob's fixed directory, is left out
     and named in ``skipped``."""
@@ -96,14 +100,27 @@ def _walk(directory: str, skipped: list[str]):
     with os.scandir(directory) as entries:
         for entry in entries:
             if entry.is_symlink():
-                if fnmatch.fnmatch(entry.name, RECORD_FILES) or entry.is_dir():
+                if is_record_file(entry.name) or entry.is_dir():
                     skipped.append(entry.path)
             elif entry.is_dir(follow_symlinks=False):
                 yield from _walk(entry.path, skipped)
-            elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatch(
-                entry.name, RECORD_FILES
-            ):
+            elif entry.is_file(follow_symlinks=False) and is_record_file(entry.name):
                 yield entry.path
+
+
+def is_record_file(name: str) -> bool:
+    return fnmatch.fnmatch(name, RECORD_FILES) and not fnmatch.fnmatch(
+        name, INDEX_FILES
+    )
+
+
+def nothing_to_follow(pattern: str) -> str:
+    """The one-line notice for a followed directory or glob with no record
+    file (yet): a typo'd path is otherwise indistinguishable from a run that
+    has not written its first step."""
+    if os.path.isdir(pattern):
+        return f"no record file ({RECORD_FILES}) under this directory yet"
+    return "the glob matches no file yet"
 
 
 @dataclass
@@ -125,7 +142,12 @@ def follow_pass(source: FollowSource) -> RolloutSummary:
         )
     }
     skipped: list[str] = []
-    for name in expand(source.pattern, skipped):
+    names = expand(source.pattern, skipped)
+    if not names:
+        summary.files.append(
+            {"file": source.pattern, "problem": nothing_to_follow(source.pattern)}
+        )
+    for name in names:
         try:
             stat = os.stat(name, follow_symlinks=False)
         except FileNotFoundError:
@@ -214,6 +236,9 @@ def _follow_file(
             if len(batch) >= BATCH_SIZE:
                 store.store(batch, inside=_step(advance, end, lines))
                 batch = []
+        # Rows the index skipped after the last line read are counted now:
+        # the offset moves past them so that no later pass counts them again.
+        end, lines = max(end, report.covered), max(lines, report.covered_lines)
         store.store(batch, inside=_step(advance, end, lines))
     except _Lost:
         summary.files.append({"file": str(path), "problem": "followed by another pass"})

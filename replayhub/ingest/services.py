@@ -108,7 +108,9 @@ def runs_import(
             raise ValueError("transcripts name no project: give one")
         summary = loader.import_sources(
             project=project,
-            sources=[loader.Source(name or "upload", source, timezone.now())],
+            # A body has no file time: formats that would take theirs take
+            # the base commit's, so sending the same body again is harmless.
+            sources=[loader.Source(name or "upload", source)],
             format=format,
             progress=importing,
         )

@@ -372,7 +372,33 @@ def project_values(
         require_image_match=bool(values["require_image_match"]),
         **_rollout_settings(values),
     )
+    if problem := ignored_by_mode(values, chosen):
+        raise ProjectInvalid(problem.split(":", 1)[0], problem)
     return fields, providers
+
+
+def ignored_by_mode(values: dict[str, Any], chosen: dict[str, Any]) -> str:
+    """Why an option given would be stored but never used by the project's
+    rollout mode and anchor (``values``, after the options), or "".
+
+    Only options given now are refused: a project edited from tool-call to
+    recheck keeps its stored draw settings for when it goes back.
+    """
+    mode, anchor = values["rollout_mode"], values["anchor"]
+    if mode == RolloutMode.RECHECK:
+        for name in ("anchor", "max_anchors", "rollout_seed"):
+            if name in chosen:
+                option = "--" + name.replace("_", "-")
+                return f"{option}: only continue seeds have anchors; recheck has none."
+    elif anchor != RolloutAnchor.TOOL_CALL:
+        for name in ("max_anchors", "rollout_seed"):
+            if name in chosen:
+                option = "--" + name.replace("_", "-")
+                return (
+                    f"{option}: only tool-call anchors are drawn; the project "
+                    f"continues at {anchor} anchors (give --anchor tool-call)."
+                )
+    return ""
 
 
 def _rollout_settings(values: dict[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,11 @@ class LoadReport:
     # Why the index was not used, or stopped being used ("" when it was).
     index_problem: str = ""
     indexed: bool = False
+    # Where the index's rows end (a byte offset, and the last row's line):
+    # everything before was read or counted, even when the last rows were
+    # skipped without being read. 0 when the index was not used.
+    covered: int = 0
+    covered_lines: int = 0
 
 
 @dataclass(slots=True)
@@ -136,6 +141,8 @@ def load(
                 yield loaded
         return
     report.skipped.update(local)
+    if plan.end > start:
+        report.covered, report.covered_lines = plan.end, plan.last
 
 
 @dataclass

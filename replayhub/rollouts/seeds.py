@@ -12,7 +12,8 @@ Three kinds, after the modes of the verifiers replay taskset:
   (a subagent); a fork equal to the task's own launch context is the task's
   start (an auxiliary branch sorted first), not a restart.
 - **continue / tool-call**: the conversation through a complete tool-result
-  run: every call id of the issuing (model-sampled) assistant turn answered.
+  run: every call id of the issuing assistant turn answered (sampled or a
+  re-rendered copy, as the verifiers replay taskset has it).
   ``max_anchors`` of them are drawn with ``random.Random(f"{seed}:{trace_id}")``
   and kept in trajectory order; None keeps every one.
 - **recheck**: the last branch, cut at the first partially answered tool run,
@@ -27,6 +28,7 @@ when the task has a system prompt of its own (the harness sends it again).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,9 +191,11 @@ def tool_call_seeds(
             calls = (
                 issuer.message.get("tool_calls") if issuer.role == "assistant" else None
             )
-            # Only after a call the model made: an unsampled assistant turn is
-            # context fabricated for the rollout, not a step it took.
-            if not calls or not issuer.sampled:
+            # Any assistant turn with calls issues them, sampled or not: the
+            # model's own turn is copied unsampled into a later context when
+            # it is rendered again (re-tokenized, or its reasoning stripped
+            # from the history), and the replay taskset anchors there too.
+            if not calls:
                 continue
             answered = {
                 nodes[path[i]].message.get("tool_call_id")
@@ -274,12 +278,28 @@ def is_replay_output(trace: Trace, verification_turn: str) -> bool:
     replay without that mark is known by its launch context having a seed's
     shape: a task prompt that is a message list ending in a tool result (a
     tool-call continue) or in a verification turn after an assistant turn (a
-    recheck). The task's name is never the evidence: a real task may be
-    called ``recheck:…``.
+    recheck). The task's name alone is never the evidence: a real task may
+    be called ``recheck:…``. But the replay taskset's own continue from a
+    compaction launches a plain prompt (the restart's summary) under a name
+    of its own, ``continue:<trace id prefix>:compaction<N>``: that name with
+    a prompt of that shape (a string, or system and user messages only) is
+    replay output.
     """
     if trace.replay_mark is not None:
         return True
     prompt = trace.prompt
+    if _COMPACTION_CONTINUE.fullmatch(trace.task_name or "") and (
+        (isinstance(prompt, str) and bool(prompt.strip()))
+        or (
+            isinstance(prompt, list)
+            and bool(prompt)
+            and all(
+                isinstance(m, dict) and m.get("role") in ("system", "user")
+                for m in prompt
+            )
+        )
+    ):
+        return True
     if not isinstance(prompt, list) or not prompt:
         return False
     last = prompt[-1]
@@ -294,6 +314,10 @@ def is_replay_output(trace: Trace, verification_turn: str) -> bool:
         in (verification_turn, DEFAULT_VERIFICATION_TURN)
         and "assistant" in roles
     )
+
+
+# The name the verifiers replay taskset gives a continue from a compaction.
+_COMPACTION_CONTINUE = re.compile(r"continue:[^:\s]{1,64}:compaction[0-9]+")
 
 
 def _seed_messages(trace: Trace, path: list[int]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ original; the pages never present it as a reproduction verdict."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.decorators import permission_required
@@ -18,6 +18,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles
 from replayhub.gateway import tape
+from replayhub.ingest.transcripts.conversation import Turn, conversation
 from replayhub.models import (
     Provider,
     Replay,
@@ -30,7 +31,7 @@ from replayhub.models import (
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
 from reviews.replay_page import together
-from reviews.replay_page.continuations import messages_view
+from reviews.replay_page.continuations import messages_view, text_view
 from reviews.replay_page.conversation import turns
 from reviews.views import HtmxHttpRequest
 
@@ -38,6 +39,8 @@ VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"
 # Text replays listed on a run's page.
 LISTED = 50
+# Transcript turns shown before "show all": a long session's page stays light.
+TRANSCRIPT_TURNS = 150
 
 
 class TextReplayForm(forms.Form):
@@ -111,6 +114,10 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
             else []
         ),
         "tape_origin": "as recorded",
+        # Only the whole page shows the transcript (not htmx's partials).
+        "transcript": (
+            None if getattr(request, "htmx", False) else _transcript(request, run)
+        ),
     }
 
 
@@ -122,6 +129,44 @@ def _seeds(run: Run) -> list[dict]:
         {"seed": seed, "messages": messages_view(seed.messages)}
         for seed in run.seeds.order_by("number")
     ]
+
+
+def _transcript(request: HttpRequest, run: Run) -> dict[str, Any] | None:
+    """The run's imported transcript as turns for the page, capped at
+    :data:`TRANSCRIPT_TURNS` unless ``?transcript=all``; None without one."""
+    if run.source != RunSource.CODE:
+        return None
+    found = run.record.get("transcript")
+    turns = conversation(found)
+    if not turns or not isinstance(found, dict):
+        return None
+    everything = request.GET.get("transcript") == "all"
+    shown = turns if everything else turns[:TRANSCRIPT_TURNS]
+    return {
+        "format": found.get("format", ""),
+        "file": found.get("file", ""),
+        "turns": [_turn_view(turn) for turn in shown],
+        "total": len(turns),
+        "capped": len(shown) < len(turns),
+    }
+
+
+def _turn_view(turn: Turn) -> dict[str, Any]:
+    return {
+        "role": turn.role,
+        "note": turn.note,
+        **text_view(turn.text),
+        "calls": [
+            {
+                "name": call.name,
+                "id": call.id,
+                "error": call.error,
+                "input": text_view(call.input),
+                "result": None if call.result is None else text_view(call.result),
+            }
+            for call in turn.calls
+        ],
+    }
 
 
 @require_GET

@@ -19,7 +19,9 @@ from replayhub.models import (
     TestOutcome,
 )
 from tests.factories import make_git_project
+from tests.gitrepos import make_repo
 from tests.records import jsonl, line, record
+from tests.transcript_files import CART, transcript_files
 
 NDJSON = "application/x-ndjson"
 
@@ -393,3 +395,52 @@ def test_a_replay_shows_its_hunk_classes_and_per_test_cases(client, lead, replay
     assert brief["test_outcomes"][0]["cached"] is True
     assert "cases" not in brief["test_outcomes"][0]
     assert full["test_outcomes"][0]["cases"] == [["t::a", "failed", 0.1, "boom"]]
+
+
+# --- transcript formats ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "format", ["claude-code", "codex", "aider", "swe-agent", "openhands", "swebench"]
+)
+def test_each_transcript_format_is_taken_with_its_file_name(
+    client, db, tmp_path, format
+):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    project = make_git_project(repo)
+    token = token_issue(project=project)[1]
+    [file] = [f for f in transcript_files(repo) if f.format == format]
+    url = reverse("api_runs_create", args=["shop"])
+
+    def send():
+        return client.post(
+            f"{url}?format={format}&name={file.name}",
+            data=file.data,
+            content_type="application/octet-stream",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+
+    response = send()
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["imported"] == 1
+    run = Run.objects.get()
+    assert run.record["transcript"]["file"] == file.name
+    if file.external_id:
+        assert run.external_id == file.external_id
+    # Sending the same body again is harmless, even for the formats whose
+    # time is not in the file.
+    again = send()
+    assert (again.status_code, again.json()["duplicates"]) == (200, 1)
+
+
+def test_a_format_the_api_does_not_know_is_400(client, git_project, token):
+    url = reverse("api_runs_create", args=["shop"])
+    response = client.post(
+        f"{url}?format=cursor",
+        data=b"{}\n",
+        content_type=NDJSON,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("format: 'cursor' is not one of")

@@ -658,3 +658,47 @@ def test_the_agents_files_are_ignored_by_default_and_a_bad_glob_is_refused(db, r
     with pytest.raises(ValidationError) as refused:
         project.full_clean()
     assert "ignored_paths" in refused.value.message_dict
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--rollout-mode", "recheck", "--anchor", "tool-call"],
+            "--anchor: only continue seeds have anchors; recheck has none.",
+        ),
+        (
+            ["--rollout-mode", "recheck", "--max-anchors", "2"],
+            "--max-anchors: only continue seeds have anchors; recheck has none.",
+        ),
+        (
+            ["--max-anchors", "2"],
+            "--max-anchors: only tool-call anchors are drawn; the project "
+            "continues at compaction anchors (give --anchor tool-call).",
+        ),
+        (
+            ["--anchor", "compaction", "--rollout-seed", "7"],
+            "--rollout-seed: only tool-call anchors are drawn",
+        ),
+    ],
+)
+def test_a_setting_the_rollout_mode_would_ignore_is_refused(db, repo, extra, message):
+    args = ["rl", "--repo", str(repo), "--harness-command", "./harness", *extra]
+    with pytest.raises(CommandError) as info:
+        call_command("project_add", *args)
+    assert info.value.returncode == 2
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+    assert not Project.objects.exists()
+
+
+def test_an_edit_away_from_tool_calls_keeps_the_stored_draw(db, repo):
+    call_command(
+        "project_add", "rl", "--repo", str(repo), "--harness-command", "./harness",
+        "--anchor", "tool-call", "--max-anchors", "2",
+    )  # fmt: skip
+    call_command("project_edit", "rl", "--rollout-mode", "recheck")
+    project = Project.objects.get()
+    assert (project.rollout_mode, project.max_anchors) == ("recheck", 2)
+    with pytest.raises(CommandError, match="--max-anchors: only continue seeds"):
+        call_command("project_edit", "rl", "--max-anchors", "3")

@@ -14,7 +14,7 @@ from replayhub import tasks
 from replayhub.ingest import follow, services, verifiers
 from replayhub.models import FollowedFile, FollowSource, Project, Run
 from tests.conftest import wait_for
-from tests.traces import line, multi_tool
+from tests.traces import line, multi_tool, write_records
 
 
 @pytest.fixture
@@ -200,3 +200,56 @@ def test_the_beat_task_queues_a_pass_per_source_that_a_worker_does(
     source = FollowSource.objects.get(project=project)
     wait_for(lambda: FollowSource.objects.get(pk=source.pk).last_summary)
     assert FollowSource.objects.get(pk=source.pk).last_summary["imported"] == 2
+
+
+def test_prime_rls_unsuffixed_record_files_are_followed_and_indexes_are_not(
+    rl_project, run_dir
+):
+    step = run_dir / "rollouts" / "step_0"
+    write(step / "train_rollouts.jsonl", line(record(1)))
+    write(step / "eval_rollouts.jsonl", line(record(2)))
+    # An index beside them is never read as records.
+    write(step / "index_train_rollouts.jsonl", b'{"not": "a record"}\n')
+    result = follow_once(rl_project, run_dir)
+    assert (result["imported"], result["invalid_total"]) == (2, 0)
+    assert stored() == [f"{n:032x}" for n in (2, 1)]
+
+
+def test_a_followed_directory_without_record_files_says_so_in_one_line(
+    rl_project, run_dir
+):
+    run_dir.mkdir()
+    write(run_dir / "rollouts" / "step_0" / "notes.txt", b"not yet\n")
+    out = io.StringIO()
+    call_command(
+        "import_runs", "--format", "verifiers", "--follow", str(run_dir),
+        "--project", rl_project.slug, "--once", stdout=out,
+    )  # fmt: skip
+    notice = [line for line in out.getvalue().splitlines() if str(run_dir) in line]
+    assert notice == [
+        f"{run_dir}: no record file (*_rollouts*.jsonl) under this directory yet"
+    ]
+
+
+def test_index_skipped_rows_at_the_end_of_a_file_are_counted_once(rl_project, run_dir):
+    # The last two rows are below the project's reward window: the index
+    # skips them without their lines being read.
+    rl_project.min_source_reward = 0.5
+    rl_project.save()
+    records = [
+        multi_tool(f"{n:032x}", reward=reward).record()
+        for n, reward in ((1, 1.0), (2, 0.0), (3, 0.0))
+    ]
+    path = write_records(run_dir / "rollouts" / "step_0", records)
+
+    first = follow_once(rl_project, run_dir)
+    again = follow_once(rl_project, run_dir)
+
+    assert (first["imported"], first["skipped"]["source_reward"]) == (1, 2)
+    assert (again["imported"], again["skipped"]["source_reward"]) == (0, 0)
+    row = FollowedFile.objects.get()
+    assert (row.offset, row.lines) == (path.stat().st_size, 3)
+    # A record appended later is still read, and the old rows stay counted.
+    write(path, line(record(4)), append=True)
+    later = follow_once(rl_project, run_dir)
+    assert (later["imported"], later["skipped"]["source_reward"]) == (1, 0)

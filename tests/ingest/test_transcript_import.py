@@ -98,3 +98,40 @@ def test_a_mixed_directory_imports_each_file_in_its_own_format(setup):
 
     again = transcripts_import(project=project, paths=paths, format=AUTO)
     assert (again.imported, again.duplicates) == (0, 3)
+
+
+def test_a_swe_agent_submission_becomes_the_original_commit_at_its_base(tmp_path):
+    repo = make_repo(tmp_path, {"cart.py": "def total(lines):\n    return 0\n"})
+    base = repo.head()
+    source = FIXTURES / "swe-agent" / "shop__shop-7.traj"
+    path = tmp_path / source.name
+    path.write_text(source.read_text().replace("BASE_SHA_PLACEHOLDER", base))
+    project = make_git_project(repo)
+
+    summary = transcripts_import(project=project, paths=[path], format=AUTO)
+
+    assert (summary.imported, summary.invalid) == (1, [])
+    run = Run.objects.get()
+    assert run.base_sha == base
+    assert run.provenance["base"]["source"] == "recorded"
+    assert git(
+        "show", f"{run.original_commit}:cart.py", git_dir=repo.git_dir
+    ).stdout == b"def total(lines):\n    return sum(lines)\n"  # fmt: skip
+    assert run.preflight == Preflight.READY
+    # The same patch at the same base is the same commit: a second import is
+    # all duplicates.
+    again = transcripts_import(project=project, paths=[path], format=AUTO)
+    assert (again.imported, again.duplicates) == (0, 1)
+
+
+def test_an_openhands_trajectory_is_stored_without_an_original(tmp_path):
+    repo = make_repo(tmp_path)
+    project = make_git_project(repo)
+    path = FIXTURES / "openhands" / "trajectory.json"
+
+    transcripts_import(project=project, paths=[path], format="openhands")
+
+    run = Run.objects.get()
+    assert run.preflight == Preflight.UNREPRODUCIBLE
+    assert run.record["transcript"]["file"] == "trajectory.json"
+    assert any("names no commit" in w for w in run.provenance["warnings"])

@@ -3,11 +3,19 @@ hand-written fixtures in tests/fixtures/transcripts/."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from replayhub.ingest.importer import read_chunks
 from replayhub.ingest.native import split_lines
-from replayhub.ingest.transcripts import aider, claude_code, codex, swebench
+from replayhub.ingest.transcripts import (
+    aider,
+    claude_code,
+    codex,
+    documents,
+    swebench,
+)
+from replayhub.ingest.transcripts.conversation import conversation
 from replayhub.ingest.transcripts.detect import detect
 from replayhub.ingest.transcripts.shapes import LineError, RecordDraft
 from tests.conftest import ROOT
@@ -135,6 +143,101 @@ def test_a_prediction_without_its_instance_is_a_line_error_naming_it():
     assert error.error.startswith("x__y-1: no instance with a base_commit")
 
 
+def test_a_swe_agent_trajectory_reads_its_config_stats_steps_and_patch():
+    path = FIXTURES / "swe-agent" / "shop__shop-7.traj"
+    when = datetime(2025, 6, 7, 8, 0, tzinfo=UTC)
+    [draft] = list(
+        documents.parse_swe_agent(
+            lines_of(path), name=path.name, limit=1 << 20, file_time=when
+        )
+    )
+    record = draft.record
+    assert record["external_id"] == "claude-sonnet-4-20250514:shop__shop-7"
+    assert record["prompt"] == "Cart.total() returns 0 whatever the lines are"
+    assert record["base_sha"] == "BASE_SHA_PLACEHOLDER"
+    assert record["usage"] == {
+        "input_tokens": 4000,
+        "output_tokens": 300,
+        "turns": 3,
+        "cost_usd": 0.125,
+    }
+    # The submission is the patch to apply at the base, and the output.
+    patch = record["transcript"]["document"]["info"]["submission"]
+    assert draft.search.patch == patch == record["output"]
+    assert patch.startswith("--- a/cart.py")
+    assert draft.search.patch_label == "shop__shop-7 (claude-sonnet-4-20250514)"
+    # No start time in a trajectory: the file's, said as inferred.
+    assert record["started_at"] == "2025-06-07T08:00:00Z"
+    assert set(draft.inferred) == {"started_at"}
+    turns = conversation(record["transcript"])
+    calls = [call for turn in turns for call in turn.calls]
+    assert [call.name for call in calls] == ["open", "edit", "submit"]
+    assert calls[1].input.startswith("edit 2:2\n    return sum(lines)")
+    assert calls[1].result is not None and "File updated." in calls[1].result
+    assert turns[-1].note == "submitted patch"
+
+
+def test_a_swe_agent_trajectory_without_a_file_time_asks_for_the_bases_date():
+    path = FIXTURES / "swe-agent" / "shop__shop-7.traj"
+    [draft] = list(
+        documents.parse_swe_agent(lines_of(path), name=path.name, limit=1 << 20)
+    )
+    assert isinstance(draft, RecordDraft)
+    assert "started_at" not in draft.record
+    assert draft.search.time_from_base
+
+
+def test_a_swe_agent_trajectory_over_the_size_limit_is_refused_as_it_is_read():
+    path = FIXTURES / "swe-agent" / "shop__shop-7.traj"
+    [error] = list(documents.parse_swe_agent(lines_of(path), limit=1000))
+    assert isinstance(error, LineError)
+    assert "over the limit of 1,000 bytes" in error.error
+
+
+def test_an_openhands_trajectory_reads_its_events_metrics_and_answer():
+    path = FIXTURES / "openhands" / "trajectory.json"
+    [draft] = list(documents.parse_openhands(lines_of(path), limit=1 << 20))
+    record = draft.record
+    # Named by its bytes: the events name no session.
+    assert record["external_id"].startswith("openhands-")
+    assert len(record["external_id"]) == len("openhands-") + 32
+    assert record["prompt"] == "Make Cart.total() sum its lines"
+    assert record["model"] == "claude-sonnet-4-20250514"
+    # The last event's accumulated metrics, not a sum of them.
+    assert record["usage"] == {
+        "input_tokens": 2500,
+        "output_tokens": 120,
+        "cost_usd": 0.025,
+    }
+    assert record["output"] == "Cart.total() now returns the sum of its lines."
+    # Times without a zone are read as UTC, and said so.
+    assert record["started_at"] == "2025-06-06T09:00:00Z"
+    assert "started_at" in draft.inferred
+    assert draft.notes == [
+        "an OpenHands trajectory names no commit: the run has no original commit"
+    ]
+    turns = conversation(record["transcript"])
+    assert [t.role for t in turns] == [
+        "user",
+        "assistant",
+        "assistant",
+        "compaction",
+        "assistant",
+    ]
+    run, edit = turns[1].calls[0], turns[2].calls[0]
+    assert (run.name, run.result) == ("run", "def total(lines):\n    return 0\n")
+    assert turns[1].text == "Read the cart first."
+    assert edit.name == "edit" and '"new_str": "return sum(lines)"' in edit.input
+    assert edit.result == "The file /workspace/cart.py has been edited."
+
+
+def test_an_openhands_file_that_is_not_a_list_of_events_is_refused():
+    lines = split_lines([b'{"events": 3}'], max_line_bytes=1 << 20)
+    [error] = list(documents.parse_openhands(lines, limit=1 << 20))
+    assert isinstance(error, LineError)
+    assert error.error.startswith("not an OpenHands trajectory")
+
+
 def test_auto_names_each_format_from_the_first_bytes():
     mixed = FIXTURES / "mixed"
     found = {
@@ -149,5 +252,12 @@ def test_auto_names_each_format_from_the_first_bytes():
         "two-sessions.jsonl": "claude-code",
         "sess-d.jsonl": "claude-code",
     }
+    for path in [
+        FIXTURES / "swe-agent" / "shop__shop-7.traj",
+        FIXTURES / "openhands" / "trajectory.json",
+    ]:
+        found[path.name] = detect(path.name, path.read_bytes()[:4096])
+    assert found["shop__shop-7.traj"] == "swe-agent"
+    assert found["trajectory.json"] == "openhands"
     assert detect("x.jsonl", b'{"external_id": "a", "prompt": "p"}\n') == "native"
     assert detect("notes.txt", b"hello") is None

@@ -159,11 +159,59 @@ def test_a_run_of_several_results_anchors_once_at_its_end():
     assert seed.anchor_node == r.index_of(tool("c2"))
 
 
-def test_tool_results_after_a_call_the_model_never_made_are_no_anchor():
-    # Context fabricated for the rollout (an earlier attempt pasted in) is not sampled.
+def thinking(text: str, *call_ids: str) -> dict:
+    """An assistant reply with its reasoning, as the model sampled it."""
+    return {**assistant(text, *call_ids), "reasoning_content": f"why {text}"}
+
+
+def stripped(message: dict) -> dict:
+    """The same turn rendered again into a later context, reasoning dropped."""
+    return {k: v for k, v in message.items() if k != "reasoning_content"}
+
+
+def test_a_turn_rendered_again_unsampled_still_issues_its_calls():
+    # The first turn's history copy loses its reasoning, so the next context
+    # forks onto an unsampled copy of it; the later turns carry none.
+    r = Rollout()
+    a1, a2, a3 = thinking("", "c1"), assistant("", "c2"), assistant("", "c3")
+    r.turn([SYSTEM, TASK], a1)
+    r.turn([SYSTEM, TASK, stripped(a1), tool("c1")], a2)
+    r.turn([SYSTEM, TASK, stripped(a1), tool("c1"), a2, tool("c2")], a3)
+    done = [SYSTEM, TASK, stripped(a1), tool("c1"), a2, tool("c2"), a3, tool("c3")]
+    r.turn(done, assistant("final answer"))
+    assert not r.nodes[r.index_of(stripped(a1))]["sampled"]
+
+    seeds = tool_call_seeds(trace(r), random.Random(0), max_anchors=None)
+
+    # As the replay taskset anchors: after every complete tool run.
+    assert [s.anchor_node for s in seeds] == [4, 6, 8]
+    assert [s.anchor_node for s in seeds] == [
+        r.index_of(tool(c)) for c in ("c1", "c2", "c3")
+    ]
+
+
+def test_with_reasoning_stripped_from_every_turn_each_tool_run_still_seeds():
+    r = Rollout()
+    replies = [thinking("", "c1"), thinking("", "c2"), thinking("", "c3")]
+    history = [SYSTEM, TASK]
+    for n, reply in enumerate(replies):
+        r.turn(history, reply)
+        history = [*history, stripped(reply), tool(f"c{n + 1}")]
+    r.turn(history, thinking("final answer"))
+    issuers = [r.nodes[r.index_of(stripped(reply))] for reply in replies]
+    assert not any(node["sampled"] for node in issuers)
+
+    seeds, skipped = derive(trace(r), SeedRules(anchor="tool-call", max_anchors=None))
+
+    assert (len(seeds), skipped) == (3, 0)
+    assert [s.messages[-1]["tool_call_id"] for s in seeds] == ["c1", "c2", "c3"]
+
+
+def test_a_tool_run_pasted_into_the_context_anchors_as_the_taskset_has_it():
     pasted = assistant("", "old")
     r = Rollout().turn([SYSTEM, TASK, pasted, tool("old")], assistant("continuing"))
-    assert tool_call_seeds(trace(r), random.Random(0), max_anchors=None) == []
+    [seed] = tool_call_seeds(trace(r), random.Random(0), max_anchors=None)
+    assert seed.anchor_node == r.index_of(tool("old"))
 
 
 def test_a_tool_call_seed_keeps_the_system_message_only_without_a_task_system_prompt():
@@ -281,6 +329,32 @@ def test_a_record_marked_by_replayhub_is_replay_output():
 
 def test_a_task_named_like_a_replay_is_still_a_source_rollout():
     r = multi_tool(name="recheck:5c1f0e9a")
+    assert not is_replay_output(trace(r), DEFAULT_VERIFICATION_TURN)
+
+
+def test_the_tasksets_continue_from_a_compaction_is_replay_output():
+    # What the replay taskset launches for the canonical [system, summary]
+    # restart: the summary as a plain prompt, under its own task name.
+    summary = RESTART["content"]
+    r = Rollout(prompt=summary, name="continue:c0ffee00:compaction0")
+    r.turn([SYSTEM, RESTART], assistant("", "c2"))
+    r.turn([SYSTEM, RESTART, assistant("", "c2"), tool("c2")], assistant("done"))
+    assert is_replay_output(trace(r), DEFAULT_VERIFICATION_TURN)
+    # Its other restart shapes launch system and user messages.
+    notes = [TASK, user("notes from the previous attempt")]
+    r = Rollout(prompt=notes, name="continue:c0ffee00:compaction1")
+    r.turn([SYSTEM, *notes], assistant("resumed"))
+    assert is_replay_output(trace(r), DEFAULT_VERIFICATION_TURN)
+
+
+def test_a_compaction_continue_name_alone_does_not_make_replay_output():
+    # A prompt no compaction seed has (opened by the user side) keeps it a
+    # source; so does a name that is not the taskset's.
+    r = Rollout(prompt=None, name="continue:c0ffee00:compaction0")
+    r.turn([SYSTEM, TASK], assistant("done"))
+    assert not is_replay_output(trace(r), DEFAULT_VERIFICATION_TURN)
+    r = Rollout(name="continue: the invoice")
+    r.turn([SYSTEM, TASK], assistant("done"))
     assert not is_replay_output(trace(r), DEFAULT_VERIFICATION_TURN)
 
 

@@ -134,12 +134,10 @@ def parse_swe_agent(
             iso(file_time),
             "trajectories record no start time; this is the file's",
         )
-    else:
-        yield LineError(1, f"{instance_id}: no time to record the run under")
-        return
     draft.search = Search(
         patch=submission if isinstance(submission, str) else "",
         patch_label=f"{instance_id} ({model or 'swe-agent'})",
+        time_from_base=file_time is None,
     )
     yield draft
 

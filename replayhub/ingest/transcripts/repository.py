@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from replayhub.git.scratch import GitError, git, require_sha
-from replayhub.ingest.transcripts.shapes import RecordDraft, iso, shown
+from replayhub.ingest.transcripts.shapes import RecordDraft, iso, moment, shown
 
 _IMPORTER = {
     "GIT_AUTHOR_NAME": "ReplayHub import",
@@ -96,19 +96,22 @@ def marked_since(
     """Commits of ``ref`` made between ``start`` and ``end`` (newest first),
     past ``base``, whose message or author holds one of ``markers`` (all of
     them when ``markers`` is empty)."""
-    args = [
-        "rev-list",
-        f"--since={_epoch(start)}",
-        f"--until={_epoch(end)}",
-        "--fixed-strings",
-        "--regexp-ignore-case",
-    ]
-    for marker in markers:
-        args += [f"--grep={marker}", f"--author={marker}"]
-    args += ["--end-of-options", ref]
+    span = [f"--since={_epoch(start)}", f"--until={_epoch(end)}"]
+    tail = ["--end-of-options", ref]
     if base:
-        args.append(f"^{require_sha(base)}")
-    return _text(git_dir, *args, check=False).split()
+        tail.append(f"^{require_sha(base)}")
+    ordered = _text(git_dir, "rev-list", *span, *tail, check=False).split()
+    if not markers:
+        return ordered
+    # git ANDs --author with --grep: a commit whose message names the marker
+    # but whose author does not would be missed, so each is asked alone.
+    matched: set[str] = set()
+    for field in ("--grep", "--author"):
+        args = ["--fixed-strings", "--regexp-ignore-case"]
+        args += [f"{field}={marker}" for marker in markers]
+        found = _text(git_dir, "rev-list", *span, *args, *tail, check=False)
+        matched.update(found.split())
+    return [sha for sha in ordered if sha in matched]
 
 
 def full_sha(git_dir: Path, sha: str) -> str | None:
@@ -204,6 +207,27 @@ __all__ = [
 ]
 
 
+def _base_time(draft: RecordDraft, git_dir: Path) -> None:
+    """``started_at`` from the base commit's date, for a record with no time
+    of its own and no file time (the same body sent twice is the same
+    record); a note when there is no base to take it from."""
+    base = draft.record.get("base_sha")
+    found = full_sha(git_dir, base) if isinstance(base, str) and base else None
+    if found is None:
+        draft.notes.append("no time to record the run under: no base commit here")
+        return
+    when = moment(_text(git_dir, "log", "-1", "--format=%cI", found))
+    if when is None:
+        draft.notes.append("no time to record the run under")
+        return
+    draft.infer(
+        "started_at",
+        iso(when),
+        f"the record has no time and was sent without a file time; this is "
+        f"the base commit {found[:12]}'s date",
+    )
+
+
 # A commit lands a little after the transcript's last line that asked for it.
 SLACK = timedelta(minutes=2)
 
@@ -215,6 +239,8 @@ def fill(draft: RecordDraft, git_dir: Path) -> None:
     could not be found in ``draft.notes``. PatchRefused when a patch does not
     apply."""
     search, record = draft.search, draft.record
+    if search.time_from_base and "started_at" not in record:
+        _base_time(draft, git_dir)
     if search.patch is not None:
         base = record.get("base_sha")
         if not search.patch.strip():

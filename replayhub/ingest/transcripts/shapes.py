@@ -42,6 +42,9 @@ class Search:
     # Whether the base should be looked up at all (not when it is recorded).
     find_base: bool = False
     find_original: bool = False
+    # The record has no time and there is no file time to use (an upload, a
+    # request body): the base commit's date is taken.
+    time_from_base: bool = False
 
 
 @dataclass

@@ -103,8 +103,6 @@ def _prediction(
         )
     if not isinstance(statement, str) or not statement.strip():
         return LineError(number, f"{key}: the instance has no problem_statement")
-    if file_time is None:
-        return LineError(number, f"{key}: no time to record the run under")
     record: dict[str, Any] = {
         "external_id": f"{model}:{key}",
         "title": key,
@@ -120,10 +118,15 @@ def _prediction(
     if patch:
         record["output"] = patch
     draft = RecordDraft(number, record)
-    draft.infer(
-        "started_at",
-        iso(file_time),
-        "predictions record no time; this is the predictions file's",
+    draft.search = Search(
+        patch=patch or "",
+        patch_label=f"{key} ({model})",
+        time_from_base=file_time is None,
     )
-    draft.search = Search(patch=patch or "", patch_label=f"{key} ({model})")
+    if file_time is not None:
+        draft.infer(
+            "started_at",
+            iso(file_time),
+            "predictions record no time; this is the predictions file's",
+        )
     return draft

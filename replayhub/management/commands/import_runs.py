@@ -188,9 +188,14 @@ class Command(BaseCommand):
                 f"--follow: {pattern} is neither a directory nor a glob.", returncode=2
             )
         source = services.follow_source_get(project=project, pattern=pattern)
+        said: list[dict] = []
         while True:
             summary = services.rollouts_follow(source=source)
-            if options["once"] or summary.imported or summary.files_problems:
+            # A problem that stays (an empty directory) is said once, not on
+            # every pass.
+            news = summary.files_problems != said
+            said = summary.files_problems
+            if options["once"] or summary.imported or news:
                 self.stdout.write(_render(summary, as_json=as_json))
             if options["once"]:
                 if not summary.complete:

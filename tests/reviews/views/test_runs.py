@@ -3,15 +3,18 @@ side-by-side view, escaping, roles, and no key anywhere."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.models import TextReplay, TextStatus
+from replayhub.ingest.services import PreflightMode, transcripts_import
+from replayhub.models import ImportFormat, Run, TextReplay, TextStatus
 from replayhub.texttier import services
 from replayhub.texttier.replay import Target
+from reviews.views import runs
 
 SCRIPT = "<script>window.__pwned=1</script>"
 
@@ -182,3 +185,122 @@ def test_no_page_shows_the_key(
 
     assert f"#{row.pk}" in run_page and "an answer (your key was ***" in detail
     assert standin.key not in run_page and standin.key not in detail
+
+
+# --- the imported transcript ------------------------------------------------
+
+IMG = '<img src=x onerror="window.__pwned=2">'
+
+
+def claude_session(path, session: str, turns: int, text: str = "ok") -> None:
+    """A hand-written Claude Code session file: a request, then ``turns``
+    answers each with a Bash call and its result."""
+    head = {"sessionId": session, "cwd": "/w", "gitBranch": "main"}
+    lines = [
+        {
+            **head,
+            "type": "user",
+            "uuid": "u0",
+            "timestamp": "2025-06-01T10:00:00Z",
+            "message": {"role": "user", "content": f"Fix it {SCRIPT}"},
+        }
+    ]
+    for n in range(turns):
+        lines.append(
+            {
+                **head,
+                "type": "assistant",
+                "uuid": f"a{n}",
+                "timestamp": "2025-06-01T10:00:01Z",
+                "message": {
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "model": "claude-test",
+                    "content": [
+                        {"type": "text", "text": text},
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{n}",
+                            "name": "Bash",
+                            "input": {"command": f"echo {IMG}"},
+                        },
+                    ],
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
+            }
+        )
+        lines.append(
+            {
+                **head,
+                "type": "user",
+                "uuid": f"r{n}",
+                "timestamp": "2025-06-01T10:00:02Z",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"toolu_{n}",
+                            "content": f"RESULT-{n} {IMG}",
+                        }
+                    ],
+                },
+            }
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def imported_session(tmp_path, project, turns: int, text: str = "ok") -> Run:
+    path = tmp_path / "sess-page.jsonl"
+    claude_session(path, "sess-page", turns, text)
+    transcripts_import(
+        project=project,
+        paths=[path],
+        format=ImportFormat.CLAUDE_CODE,
+        preflight=PreflightMode.SKIP,
+    )
+    return Run.objects.get(external_id="sess-page")
+
+
+def test_the_run_page_shows_the_transcript_as_a_conversation_all_escaped(
+    client, reviewer, git_project, tmp_path
+):
+    run = imported_session(tmp_path, git_project, 2, text=f"Done {SCRIPT}")
+    client.force_login(reviewer)
+
+    page = client.get(reverse("reviews:run_detail", args=[run.pk])).content.decode()
+
+    section = page[page.index('id="transcript"') :]
+    assert "claude-code · sess-page.jsonl · 3 turns" in section
+    # Each call folded with its result.
+    assert section.count('<details class="call tool-call">') == 2
+    assert "RESULT-0" in section and "RESULT-1" in section
+    assert SCRIPT not in page and IMG not in page
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in section
+    assert "&lt;img src=x onerror=&quot;window.__pwned=2&quot;&gt;" in section
+    assert "Show all" not in section
+
+
+def test_a_long_transcript_is_capped_with_a_link_to_all_of_it(
+    client, reviewer, git_project, tmp_path, settings
+):
+    run = imported_session(tmp_path, git_project, runs.TRANSCRIPT_TURNS + 5)
+    client.force_login(reviewer)
+    url = reverse("reviews:run_detail", args=[run.pk])
+
+    page = client.get(url).content.decode()
+
+    assert f"The first {runs.TRANSCRIPT_TURNS} of" in page
+    assert 'href="?transcript=all#transcript"' in page
+    last = f"RESULT-{runs.TRANSCRIPT_TURNS + 4}"
+    assert last not in page
+    whole = client.get(url, {"transcript": "all"}).content.decode()
+    assert last in whole and "Show all" not in whole
+
+
+def test_a_run_without_a_transcript_shows_no_transcript_section(
+    client, reviewer, text_run
+):
+    client.force_login(reviewer)
+    page = client.get(reverse("reviews:run_detail", args=[text_run.pk])).text
+    assert 'id="transcript"' not in page

@@ -17,8 +17,9 @@ from replayhub.ingest.services import import_job_requeue_stale, import_job_run
 from replayhub.models import ImportJob, Run
 from tests.conftest import wait_for
 from tests.factories import make_git_project
-from tests.gitrepos import project_repo
+from tests.gitrepos import make_repo, project_repo
 from tests.records import EXAMPLE, jsonl, line, record
+from tests.transcript_files import CART, transcript_files
 
 URL = "runs_upload"
 
@@ -287,3 +288,52 @@ def test_the_summary_links_to_the_runs_it_imported(client, admin_user, git_proje
         "run-0002",
         "run-0003",
     }
+
+
+# --- transcript formats -----------------------------------------------------
+
+TRANSCRIPT_FORMATS = [
+    "claude-code",
+    "codex",
+    "aider",
+    "swe-agent",
+    "openhands",
+    "swebench",
+]
+
+
+@pytest.mark.parametrize("format", TRANSCRIPT_FORMATS)
+def test_each_transcript_format_uploads_as_one_run(
+    client, admin_user, tmp_path, format
+):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    make_git_project(repo)
+    [file] = [f for f in transcript_files(repo) if f.format == format]
+    client.force_login(admin_user)
+
+    response = client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": format,
+            "file": SimpleUploadedFile(file.name, file.data),
+        },
+    )
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert '<th scope="row">Imported</th><td>1</td>' in page
+    run = Run.objects.get()
+    assert run.record["transcript"]["format"] == format
+    assert run.record["transcript"]["file"] == file.name
+    if file.external_id:
+        assert run.external_id == file.external_id
+    again = client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": format,
+            "file": SimpleUploadedFile(file.name, file.data),
+        },
+    ).content.decode()
+    assert '<th scope="row">Duplicates</th><td>1</td>' in again

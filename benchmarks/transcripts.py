@@ -1,0 +1,216 @@
+"""Claude Code transcript import beside the native import of the same runs.
+
+The figure: records per second of ``loader.import_sources`` (what
+``import_runs --format claude-code`` calls) over one file of generated
+Claude Code sessions — each parsed, its tape built, the repository asked for
+its base and original on the branch it names (absent here: one ``git
+check-ref-format`` and two ``rev-parse`` per session), stored with its
+whole transcript. The baseline, in the same run: the native import
+(``runs_import``) of the records that import stored, written out as native
+JSONL — the same runs, without the transcript's parsing and the repository's
+questions. Each is measured on an emptied run table, preflight skipped.
+
+No goal is judged yet: the figure is for information. Measured first
+(``--quick``, 300 sessions, 2 shared cores): about 100 records/s against
+about 2,000 for the native import of the same runs, 0.05x. The cost is the
+repository's questions, each a git process per session; asking them once per
+branch (or of one ``git cat-file --batch``) is the way to a goal.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python benchmarks/transcripts.py [--sessions 10000] [--runs 3] \\
+        [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.support import in_scratch_database, record  # noqa: E402
+
+SCRATCH_DB = "replayhub_bench_transcripts"
+
+
+def session_lines(number: int) -> list[dict]:
+    """One session: a request, three answers with a tool call each and its
+    result, a last answer, a summary line."""
+    session = f"{number:08x}-0000-4000-8000-000000000000"
+    head = {"sessionId": session, "cwd": "/w/shop", "gitBranch": f"agent/{number}"}
+    minute = number % 50
+    lines: list[dict] = [
+        {
+            **head,
+            "type": "user",
+            "uuid": f"{session}-u",
+            "timestamp": f"2025-06-01T10:{minute:02d}:00Z",
+            "message": {"role": "user", "content": f"Fix issue {number} in cart"},
+        }
+    ]
+    for turn in range(4):
+        content: list[dict] = [{"type": "text", "text": f"Step {turn}: reading."}]
+        if turn < 3:
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{number}_{turn}",
+                    "name": "Bash",
+                    "input": {"command": f"grep -n total cart_{turn}.py"},
+                }
+            )
+        lines.append(
+            {
+                **head,
+                "type": "assistant",
+                "uuid": f"{session}-a{turn}",
+                "timestamp": f"2025-06-01T10:{minute:02d}:{10 + turn:02d}Z",
+                "message": {
+                    "id": f"msg_{number}_{turn}",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-20250514",
+                    "content": content,
+                    "stop_reason": "tool_use" if turn < 3 else "end_turn",
+                    "usage": {"input_tokens": 900 + turn, "output_tokens": 80},
+                },
+            }
+        )
+        if turn < 3:
+            lines.append(
+                {
+                    **head,
+                    "type": "user",
+                    "uuid": f"{session}-r{turn}",
+                    "timestamp": f"2025-06-01T10:{minute:02d}:{20 + turn:02d}Z",
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": f"toolu_{number}_{turn}",
+                                "content": "12:    return sum(lines)\n" * 4,
+                            }
+                        ],
+                    },
+                }
+            )
+    lines.append(
+        {
+            "type": "summary",
+            "summary": f"Cart fix {number}",
+            "leafUuid": f"{session}-a3",
+        }
+    )
+    return lines
+
+
+def write_sessions(path: Path, sessions: int) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for number in range(sessions):
+            for line in session_lines(number):
+                out.write(json.dumps(line) + "\n")
+
+
+def run(args) -> int:
+    import django
+
+    django.setup()
+    from replayhub.ingest.importer import read_chunks
+    from replayhub.ingest.services import PreflightMode, runs_import
+    from replayhub.ingest.transcripts.loader import Source, import_sources
+    from replayhub.models import ImportFormat, Project, Run
+
+    with tempfile.TemporaryDirectory(prefix="replayhub-bench-") as scratch:
+        root = Path(scratch)
+        repo = root / "repo"
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b",
+             "commit", "-q", "--allow-empty", "-m", "initial"],
+            check=True,
+        )  # fmt: skip
+        project = Project.objects.create(
+            slug="bench", name="bench", repo_path=str(repo), test_command=["true"]
+        )
+        sessions = root / "sessions.jsonl"
+        write_sessions(sessions, args.sessions)
+        native = root / "native.jsonl"
+
+        transcript_rates, native_rates = [], []
+        for attempt in range(args.runs):
+            Run.objects.all().delete()
+            start = time.perf_counter()
+            with sessions.open("rb") as stream:
+                summary = import_sources(
+                    project=project,
+                    sources=[Source(sessions.name, read_chunks(stream))],
+                    format=ImportFormat.CLAUDE_CODE,
+                )
+            seconds = time.perf_counter() - start
+            assert summary.imported == args.sessions, summary.to_dict()
+            transcript_rates.append(args.sessions / seconds)
+            if attempt == 0:
+                # The same runs as native records: what the import stored.
+                with native.open("w", encoding="utf-8") as out:
+                    for run_row in Run.objects.order_by("pk").iterator():
+                        out.write(json.dumps(run_row.record) + "\n")
+            Run.objects.all().delete()
+            start = time.perf_counter()
+            with native.open("rb") as stream:
+                summary = runs_import(
+                    project=project,
+                    source=read_chunks(stream),
+                    preflight=PreflightMode.SKIP,
+                )
+            seconds = time.perf_counter() - start
+            assert summary.imported == args.sessions, summary.to_dict()
+            native_rates.append(args.sessions / seconds)
+
+    figure, floor = statistics.median(transcript_rates), statistics.median(native_rates)
+    ratio = figure / floor
+    holds = None  # information until the repository's questions are batched
+    print(
+        f"claude-code import {figure:,.0f} rec/s "
+        f"(min {min(transcript_rates):,.0f}, max {max(transcript_rates):,.0f})"
+    )
+    print(
+        f"native import of the same runs {floor:,.0f} rec/s "
+        f"(min {min(native_rates):,.0f}, max {max(native_rates):,.0f})"
+    )
+    print(f"ratio claude-code/native {ratio:.2f}x (no goal yet)")
+    record(
+        "transcripts",
+        f"Claude Code import, {args.sessions:,} sessions",
+        unit="rec/s",
+        samples=transcript_rates,
+        floor="native import of the same runs",
+        floor_samples=native_rates,
+        goal="none yet",
+        holds=holds,
+    )
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int)
+    parser.add_argument("--runs", type=int)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--database", default=SCRATCH_DB)
+    args = parser.parse_args()
+    args.sessions = args.sessions or (300 if args.quick else 10_000)
+    args.runs = args.runs or (2 if args.quick else 3)
+    return in_scratch_database(
+        args.database, "benchmarks/transcripts.py", lambda: run(args)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
