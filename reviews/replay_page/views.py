@@ -32,9 +32,9 @@ from reviews.forms import DecisionForm
 from reviews.models import AuditEvent, Claim, Purpose, Review
 from reviews.replay_page import together
 from reviews.replay_page.continuations import rollout_view
-from reviews.replay_page.conversation import turns
 from reviews.replay_page.diffs import hunk_view, pair_by_path, split_files
 from reviews.replay_page.outcomes import CaseTable, case_table
+from reviews.replay_page.tape_view import turns
 from reviews.replay_page.trail import (
     UNDO_SESSION_KEY,
     decision_sentence,

@@ -32,7 +32,7 @@ from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
 from reviews.replay_page import together
 from reviews.replay_page.continuations import messages_view, text_view
-from reviews.replay_page.conversation import turns
+from reviews.replay_page.tape_view import turns
 from reviews.views import HtmxHttpRequest
 
 VIEW_RUNS = "replayhub.view_run"
