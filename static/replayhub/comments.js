@@ -70,6 +70,21 @@
     clearPicked();
   }
 
+  // What was typed in the box a wider pick replaced, for the box that comes.
+  var pendingTyped = "";
+
+  // A box is focused when it lands in the page (only a box still there does).
+  document.addEventListener("htmx:load", function (event) {
+    var box = event.detail && event.detail.elt;
+    if (!box || !box.matches || !box.matches(".comment-row") || !box.isConnected) return;
+    var body = box.querySelector("textarea");
+    if (!body) return;
+    if (pendingTyped && !body.value) body.value = pendingTyped;
+    pendingTyped = "";
+    body.focus({ preventScroll: true });
+    box.scrollIntoView({ block: "nearest" });
+  });
+
   function pick(cell, extend) {
     var container = cell.closest("[data-target]");
     var comments = section();
@@ -113,14 +128,8 @@
     var holder = document.createElement(row.tagName === "TR" ? "tr" : "div");
     holder.className = "comment-row";
     afterLine(row).after(holder);
-    htmx.ajax("GET", url, { target: holder, swap: "outerHTML" }).then(function () {
-      var box = openBox();
-      if (!box || !box.querySelector("textarea")) return;
-      var body = box.querySelector("textarea");
-      if (typed) body.value = typed;
-      body.focus({ preventScroll: true });
-      box.scrollIntoView({ block: "nearest" });
-    });
+    pendingTyped = typed;
+    htmx.ajax("GET", url, { target: holder, swap: "outerHTML" });
   }
 
   document.addEventListener("click", function (event) {
@@ -145,7 +154,9 @@
       event.preventDefault();
       var owner = target.form;
       if (owner && owner.reportValidity()) {
-        if (owner.requestSubmit) owner.requestSubmit();
+        // A form htmx sends goes through htmx, as its button would send it.
+        if (window.htmx && owner.hasAttribute("hx-post")) window.htmx.trigger(owner, "submit");
+        else if (owner.requestSubmit) owner.requestSubmit();
         else owner.submit();
       }
     } else if (event.key === "Escape" && target.closest(".comment-row")) {

@@ -412,9 +412,9 @@ def test_reviewing_together_meets_no_violation(login, reviewer, lead):
     # A file loaded on demand takes comments like one shown inline.
     page.locator("#dod-0 a.load").click()
     page.locator('#dod-0 [data-side="new"][data-line="2"]').click()
-    page.locator("#comment-body").fill("A comment")
+    page.locator("#dod-0 tr.comment-row textarea").fill("A comment")
     page.keyboard.press("Control+Enter")
-    expect(page.locator("#comments article.thread")).to_have_count(1)
+    expect(page.locator("#dod-0 article.thread")).to_have_count(1)
     watch.check("comment added")
     page.get_by_role("button", name="Confirm").click()
     expect(page.locator("#labels .error")).to_be_visible()

@@ -71,7 +71,7 @@ def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
     page.goto("/projects/")
     page.get_by_role("link", name="Register a project").click()
     page.get_by_label("Slug").fill("cart")
-    page.get_by_label("Repository path").fill(str(tmp_path / "nowhere"))
+    page.get_by_label("Repository", exact=True).fill(str(tmp_path / "nowhere"))
     page.get_by_label("Test command").fill("python -m pytest -q")
     page.get_by_label("Agent command").fill("./agent.sh")
     page.get_by_role("button", name="Register").click()
@@ -81,7 +81,7 @@ def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
     screenshot(page, "project-form-error")
     assert not Project.objects.filter(slug="cart").exists()
 
-    page.get_by_label("Repository path").fill(str(repo))
+    page.get_by_label("Repository", exact=True).fill(str(repo))
     page.get_by_role("button", name="Register").click()
     page.wait_for_url("**/projects/cart/")
     expect(page.locator(".messages")).to_contain_text("Registered project cart.")
