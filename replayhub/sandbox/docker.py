@@ -49,7 +49,7 @@ from replayhub.sandbox.engine import (
     query,
 )
 from replayhub.sandbox.output import HeadTailBuffer
-from replayhub.sandbox.watchdog import disk_watchdog
+from replayhub.sandbox.watchdog import disk_watchdog, limit_that_ended
 
 PINNED = re.compile(r"@sha256:[0-9a-f]{64}\Z")
 SANDBOX_USER = "65534:65534"
@@ -63,7 +63,6 @@ DEADLINE_LABEL = "replayhub.deadline"
 # How long past its wall clock a container may outlive the worker that
 # started it before any other run on the engine removes it.
 ORPHAN_GRACE_SECONDS = 120
-_SIGKILLED = 128 + 9
 # What podman gives without ulimits, and within the usual hard limit; it
 # counts every process of the sandbox uid on the engine's host.
 _NPROC_HARD = resource.getrlimit(resource.RLIMIT_NPROC)[1]
@@ -282,24 +281,18 @@ class DockerRunner:
             reader.join(5)
             stream.close()
         code = int(waited.get("StatusCode", state.get("ExitCode", -1)))
-        fired = detail = ""
-        if not watchdog.fired and watchdog.watches_disk:
-            # What was written since the last measurement counts too.
-            watchdog.check_disk()
-        if watchdog.fired:
-            fired, detail = watchdog.fired, watchdog.detail
-        elif timed_out or stopped:
-            fired = "wall_time" if timed_out else "stopped"
-        elif state.get("OOMKilled"):
-            fired = "memory"
-        elif code == _SIGKILLED and spec.limits.memory_bytes is not None:
-            # Debian 12's podman 4.3 never reports OOMKilled (its conmon
-            # leaves the OOM marker in the service's working directory).
-            # A SIGKILL the runner did not send is almost always the OOM
-            # killer; a command that SIGKILLs itself reads the same (said so
-            # in the detail).
-            fired = "memory"
-            detail = "killed by SIGKILL, the engine's memory cap (OOM) presumed"
+        # Debian 12's podman 4.3 never reports OOMKilled (its conmon leaves
+        # the OOM marker in the service's working directory): a SIGKILL the
+        # runner did not send is then taken for the memory cap.
+        fired, detail = limit_that_ended(
+            watchdog,
+            code=code,
+            timed_out=timed_out,
+            stopped=stopped,
+            memory_capped=spec.limits.memory_bytes is not None,
+            oom_reported=bool(state.get("OOMKilled")),
+            who="the engine's",
+        )
         return SandboxOutcome(
             exit_code=None if timed_out or stopped else code,
             output=capture.text(),

@@ -53,7 +53,7 @@ from replayhub.sandbox.base import (
 )
 from replayhub.sandbox.bwrap import LAUNCH_PATH, SHM, _host_etc
 from replayhub.sandbox.output import HeadTailBuffer
-from replayhub.sandbox.watchdog import disk_watchdog
+from replayhub.sandbox.watchdog import disk_watchdog, limit_that_ended
 
 SANDBOX_UID = SANDBOX_GID = 65534
 HOSTNAME = "sandbox"
@@ -70,7 +70,6 @@ _ETC = {
     "hostname": f"{HOSTNAME}\n",
     "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
 }
-_SIGKILLED = 128 + signal.SIGKILL
 _CONTROL_TIMEOUT = 30
 # Self-checks that passed in this process, by runsc path and cgroup mode: a
 # replay makes a fresh runner, and each check starts a real sandbox (about
@@ -352,16 +351,13 @@ class GvisorRunner:
             reader.join(5)
         code = process.returncode
         code = 128 - code if code < 0 else code
-        fired = detail = ""
-        if not watchdog.fired and watchdog.watches_disk:
-            watchdog.check_disk()
-        if watchdog.fired:
-            fired, detail = watchdog.fired, watchdog.detail
-        elif timed_out or stopped:
-            fired = "wall_time" if timed_out else "stopped"
-        elif code == _SIGKILLED and spec.limits.memory_bytes is not None:
-            fired = "memory"
-            detail = "killed by SIGKILL, the sandbox's memory cap (OOM) presumed"
+        fired, detail = limit_that_ended(
+            watchdog,
+            code=code,
+            timed_out=timed_out,
+            stopped=stopped,
+            memory_capped=spec.limits.memory_bytes is not None,
+        )
         return SandboxOutcome(
             exit_code=None if timed_out or stopped else code,
             output=capture.text(),

@@ -183,3 +183,36 @@ def disk_watchdog(spec: SandboxSpec) -> Watchdog:
         disk_paths=[spec.workspace, *(b.source for b in spec.binds if b.writable)],
         caps_by_cgroup=True,
     )
+
+
+# A command ended by SIGKILL, as the engines report it (128 + the signal).
+SIGKILLED = 128 + 9
+
+
+def limit_that_ended(
+    watchdog: Watchdog,
+    *,
+    code: int,
+    timed_out: bool,
+    stopped: bool,
+    memory_capped: bool,
+    oom_reported: bool = False,
+    who: str = "the sandbox's",
+) -> tuple[str, str]:
+    """Which limit ended a contained command, and the detail to show: the
+    watchdog's (measured once more: what was written since its last look
+    counts), the wall clock or a stop, or the memory cap. An engine that does
+    not report its OOM kills leaves a SIGKILL the runner did not send, almost
+    always the OOM killer; a command that SIGKILLs itself reads the same, and
+    the detail says the cap is presumed."""
+    if not watchdog.fired and watchdog.watches_disk:
+        watchdog.check_disk()
+    if watchdog.fired:
+        return watchdog.fired, watchdog.detail
+    if timed_out or stopped:
+        return ("wall_time" if timed_out else "stopped"), ""
+    if oom_reported:
+        return "memory", ""
+    if code == SIGKILLED and memory_capped:
+        return "memory", f"killed by SIGKILL, {who} memory cap (OOM) presumed"
+    return "", ""
