@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from replayhub import services
@@ -253,3 +254,11 @@ def test_a_night_plays_a_live_replays_tape_in_the_sandbox_at_no_model_cost(
     assert night.tape_reserved_sandbox_seconds == 0
     assert (night.used_tokens, night.used_cost_usd) == (0, 0)
     assert timezone.now() < night.window_end
+
+
+def test_the_nightly_command_reports_the_tape_tier(taped_project, capsys):
+    recorded(taped_project, 3, "recorded")
+    call_command("nightly", "--now", "--project", "shop")
+
+    out = capsys.readouterr().out
+    assert "shop tape tier: admitted 2, deferred 1" in out
