@@ -107,6 +107,9 @@ def test_the_text_tier_option_still_shows_every_tier(as_lead, tiered_night):
     response = as_lead.get(TRENDS, {**RANGE, "tier": "text"})
     assert [n.attempted for n in response.context["nights"]] == [7]
     assert response.context["text_tier"]
+    page = response.content.decode()
+    assert '<option value="text" selected>' in page
+    assert '<option value="" selected>All tiers' not in page
 
 
 def test_the_export_names_the_tier_of_each_row(as_lead, tiered_night):
