@@ -3,18 +3,20 @@ the night of their own, without model spend."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 
 from replayhub import services
 from replayhub.models import Budget, Night, Project, Replay, Run, Tape
 from replayhub.nights import scheduler, tiers
 from replayhub.nights.arithmetic import Amounts
-from replayhub.nights.tape_tier import tape_candidates
+from replayhub.nights.tape_tier import reserve_tape, tape_candidates
 from tests.factories import make_calc_run, make_runs
 from tests.replay.test_real_agent import agent_index  # noqa: F401 -- a fixture
 from tests.replay.test_tape_replay import (  # noqa: F401 -- fixtures
@@ -262,3 +264,43 @@ def test_the_nightly_command_reports_the_tape_tier(taped_project, capsys):
 
     out = capsys.readouterr().out
     assert "shop tape tier: admitted 2, deferred 1" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_tape_reservations_never_overspend(require_postgres):
+    race = Project.objects.create(slug="race", repo_path="/srv/race.git")
+    night = Night.objects.create(
+        project=race,
+        date=NOW.date(),
+        window_start=NOW - timedelta(hours=1),
+        window_end=NOW + timedelta(hours=5),
+        limit_replays=0,
+        limit_sandbox_seconds=0,
+        limit_tokens=0,
+        limit_cost_usd=0,
+        tape_limit_replays=1000,
+        tape_limit_sandbox_seconds=30 * 60,
+    )
+    admitted = []
+    barrier = threading.Barrier(16)
+
+    def worker():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                if reserve_tape(night=night, amount=Amounts(1, 420), now=NOW):
+                    admitted.append(1)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    night.refresh_from_db()
+    # 30 minutes hold four replays of 7 minutes, however the 80 tries race.
+    assert len(admitted) == 4
+    assert night.tape_reserved_sandbox_seconds == 4 * 420 <= 30 * 60
+    assert (night.reserved_tokens, night.reserved_cost_usd) == (0, 0)
