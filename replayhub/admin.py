@@ -244,6 +244,7 @@ class BudgetAdmin(admin.ModelAdmin):
         "timezone",
         "text_enabled",
         "text_target",
+        "tape_enabled",
     ]
     fieldsets = [
         (
@@ -273,6 +274,16 @@ class BudgetAdmin(admin.ModelAdmin):
                     "text_similarity_below",
                     "text_score_at_most",
                     "escalate_categories",
+                ]
+            },
+        ),
+        (
+            "Tape tier, before the others (runs with a tape; no model spend)",
+            {
+                "fields": [
+                    "tape_enabled",
+                    "tape_max_replays",
+                    "tape_max_sandbox_minutes",
                 ]
             },
         ),

@@ -49,6 +49,7 @@ from replayhub.models import (
 )
 from replayhub.nights import scheduler
 from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.tape_tier import night_admit_tape, without_taped
 from replayhub.replay import tapes
 from replayhub.replay.execute import execute
 from replayhub.replay.workspace import Report, check_dict
@@ -259,6 +260,14 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
         if not Replay.objects.cancel(replay.pk, owner=owner):
             return
         scheduler.settle(replay=replay, actual=Amounts(), now=now)
+        if replay.tier == Tier.TAPE:
+            # The run stays the tape tier's: its next night plays it first.
+            if replay.night_id is not None:
+                Night.objects.filter(pk=replay.night_id).update(
+                    tape_deferred=F("tape_deferred") + 1
+                )
+            log.info("tape replay %s not started: its night has ended", replay.pk)
+            return
         Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
             deferred_at=now
         )
@@ -699,29 +708,35 @@ def night_run(
     immediate: bool = False,
     agentic: bool = True,
 ) -> scheduler.NightReport:
-    """Admit this night's replays for ``project``, tier by tier: the text
-    tier's first, then (``agentic``) the agentic tier's — only runs the text
-    tier passed on, when the project's policy says so. A worker sends them to
-    their queues once the admission commits."""
+    """Admit this night's replays for ``project``, tier by tier: the tape
+    tier's first (runs with a tape, no model spend), then the text tier's,
+    then (``agentic``) the agentic tier's — never a run the tape tier is to
+    replay, and only runs the text tier passed on when the project's policy
+    says so. A worker sends them to their queues once the admission commits."""
     budget = scheduler.budget_of(project)
+    tape = night_admit_tape(project=project, now=now, immediate=immediate)
     text = night_admit_text(project=project, now=now, immediate=immediate)
     if text.admitted and text.night is not None:
         enqueue(Task.DISPATCH_TEXT_NIGHT, text.night.pk)
-    gate = None
-    if gates_agentic(budget):
 
-        def gate(runs):
-            return gate_agentic(runs, budget)
+    def gate(runs):
+        if budget.tape_enabled:
+            runs = without_taped(runs, project)
+        if gates_agentic(budget):
+            runs = gate_agentic(runs, budget)
+        return runs
 
     if agentic:
         report = scheduler.night_admit(
             project=project, now=now, immediate=immediate, gate=gate
         )
     else:
-        report = scheduler.NightReport(night=text.night)
+        report = scheduler.NightReport(night=text.night or tape.night)
     report.text = text
-    if report.admitted and report.night is not None:
-        enqueue(Task.DISPATCH_NIGHT, report.night.pk)
+    report.tape = tape
+    night = report.night or tape.night
+    if (report.admitted or tape.admitted) and night is not None:
+        enqueue(Task.DISPATCH_NIGHT, night.pk)
     return report
 
 
@@ -735,7 +750,9 @@ def nights_tick(*, now: datetime | None = None) -> list[scheduler.NightReport]:
     now = now or timezone.now()
     reports = []
     projects = Project.objects.filter(
-        Q(agentic_enabled=True) | Q(budget__text_enabled=True)
+        Q(agentic_enabled=True)
+        | Q(budget__text_enabled=True)
+        | Q(budget__tape_enabled=True)
     )
     for project in projects:
         if scheduler.night_claim(project=project, now=now):

@@ -407,6 +407,9 @@ BUDGET_FIELDS = [
     "window_start_hour",
     "window_end_hour",
     "timezone",
+    "tape_enabled",
+    "tape_max_replays",
+    "tape_max_sandbox_minutes",
 ]
 CAP_FIELDS = [
     "agentic_enabled",

@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.models.projects import Project, RunSource, choices_check
+from replayhub.models.replays import Tier
 
 # As the text tier reads it: a provider name, a colon, a model name.
 _TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}:\S.{0,199}")
@@ -59,6 +60,16 @@ class Budget(models.Model):
         blank=True,
         help_text="…or when the judge's score is at most this. Empty: not used.",
     )
+    # The tape tier: a replay whose model answers come from a tape (the run's
+    # recorded one, else a previous replay's). It spends no model tokens, so
+    # it has its own count and sandbox time, and runs before the agentic tier.
+    tape_enabled = models.BooleanField(
+        default=False,
+        help_text="Replay runs that have a tape from their tape first, before "
+        "the agentic tier.",
+    )
+    tape_max_replays = models.PositiveIntegerField(default=50)
+    tape_max_sandbox_minutes = models.PositiveIntegerField(default=120)
     escalate_categories = models.JSONField(
         default=list,
         blank=True,
@@ -145,6 +156,14 @@ class Night(models.Model):
     text_used_tokens = models.PositiveBigIntegerField(default=0)
     text_used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
     text_deferred = models.PositiveIntegerField(default=0)
+    # The tape tier's own budget: replays and sandbox time (no model spend).
+    tape_limit_replays = models.PositiveIntegerField(default=0)
+    tape_limit_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    tape_reserved_replays = models.PositiveIntegerField(default=0)
+    tape_reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    tape_used_replays = models.PositiveIntegerField(default=0)
+    tape_used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    tape_deferred = models.PositiveIntegerField(default=0)
     # When the scheduler ran this night's selection (once per night).
     scheduled_at = models.DateTimeField(null=True, blank=True)
 
@@ -174,6 +193,17 @@ class Night(models.Model):
                 ),
                 name="night_text_reserved_within_limits",
             ),
+            models.CheckConstraint(
+                condition=(
+                    Q(tape_reserved_replays__lte=models.F("tape_limit_replays"))
+                    & Q(
+                        tape_reserved_sandbox_seconds__lte=models.F(
+                            "tape_limit_sandbox_seconds"
+                        )
+                    )
+                ),
+                name="night_tape_reserved_within_limits",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -188,6 +218,9 @@ class NightCounts(models.Model):
     # Code runs and rollouts are counted apart: their verdicts rest on
     # different evidence (tests on trees, a verifier's reward).
     source = models.CharField(max_length=16, choices=RunSource, default=RunSource.CODE)
+    # Tape replays and live (agentic) replays are counted apart: a tape
+    # replay's model answers are fixed, so its drift is the environment's.
+    tier = models.CharField(max_length=16, choices=Tier, default=Tier.AGENTIC)
     attempted = models.PositiveIntegerField(default=0)
     identical = models.PositiveIntegerField(default=0)
     equivalent = models.PositiveIntegerField(default=0)
@@ -222,7 +255,8 @@ def verdicts_add_up(name: str) -> models.CheckConstraint:
 
 
 class Rollup(NightCounts):
-    """One night of one project and one model, counted once for the dashboard.
+    """One night of one project, model, source and tier, counted once for the
+    dashboard.
 
     Written when a night closes and recomputable for any range; the trends
     dashboard reads only these rows, never the replays.
@@ -233,13 +267,14 @@ class Rollup(NightCounts):
     )
 
     class Meta:
-        ordering = ["date", "project", "model", "source"]
+        ordering = ["date", "project", "model", "source", "tier"]
         constraints = [
             models.UniqueConstraint(
-                fields=["date", "project", "model", "source"],
-                name="rollup_unique_night_model",
+                fields=["date", "project", "model", "source", "tier"],
+                name="rollup_unique_night_model_tier",
             ),
             choices_check("source", RunSource, "rollup_source_valid"),
+            choices_check("tier", Tier, "rollup_tier_valid"),
             verdicts_add_up("rollup_verdicts_add_up"),
         ]
         indexes = [
@@ -253,6 +288,7 @@ class Rollup(NightCounts):
                 include=[
                     "model",
                     "source",
+                    "tier",
                     "attempted",
                     "identical",
                     "equivalent",
@@ -271,7 +307,7 @@ class Rollup(NightCounts):
             # over a date range, by model and source), from the index alone.
             models.Index(
                 fields=["date"],
-                include=["model", "source", "id", "computed_at"],
+                include=["model", "source", "tier", "id", "computed_at"],
                 name="rollup_date_version",
             ),
         ]
@@ -281,7 +317,7 @@ class Rollup(NightCounts):
 
 
 class RollupTotal(NightCounts):
-    """One night of every project together, per model and source.
+    """One night of every project together, per model, source and tier.
 
     The sums of the night's Rollup rows, rewritten with them
     (``reviews.trends.rollups``): the all-projects dashboard reads a few rows a night
@@ -289,13 +325,14 @@ class RollupTotal(NightCounts):
     """
 
     class Meta:
-        ordering = ["date", "model", "source"]
+        ordering = ["date", "model", "source", "tier"]
         constraints = [
             models.UniqueConstraint(
-                fields=["date", "model", "source"],
-                name="rolluptotal_unique_night_model",
+                fields=["date", "model", "source", "tier"],
+                name="rolluptotal_unique_night_model_tier",
             ),
             choices_check("source", RunSource, "rolluptotal_source_valid"),
+            choices_check("tier", Tier, "rolluptotal_tier_valid"),
             verdicts_add_up("rolluptotal_verdicts_add_up"),
         ]
 

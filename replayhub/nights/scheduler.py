@@ -32,6 +32,7 @@ from replayhub.models import (
     Replay,
     ReplayStatus,
     Run,
+    Tier,
     Trigger,
 )
 from replayhub.nights import arithmetic
@@ -101,6 +102,8 @@ def night_open(*, project: Project, now: datetime, immediate: bool = False) -> N
             "text_limit_replays": budget.text_max_replays,
             "text_limit_tokens": budget.text_max_tokens,
             "text_limit_cost_usd": budget.text_max_cost_usd,
+            "tape_limit_replays": budget.tape_max_replays,
+            "tape_limit_sandbox_seconds": budget.tape_max_sandbox_minutes * 60,
         },
     )
     if (
@@ -122,10 +125,16 @@ def _zone(budget: Budget):
     return ZoneInfo(budget.timezone)
 
 
-def recent_actuals(project: Project) -> list[Amounts]:
+def recent_actuals(project: Project, *, tape: bool = False) -> list[Amounts]:
+    """What the project's recent finished replays spent: its tape replays'
+    (``tape``) or its live ones' — a tape replay costs no tokens, and would
+    pull the live estimate down."""
+    replays = Replay.objects.filter(project=project, status=ReplayStatus.FINISHED)
+    replays = (
+        replays.filter(tier=Tier.TAPE) if tape else replays.exclude(tier=Tier.TAPE)
+    )
     rows = (
-        Replay.objects.filter(project=project, status=ReplayStatus.FINISHED)
-        .exclude(sandbox_seconds=0)
+        replays.exclude(sandbox_seconds=0)
         .order_by("-finished_at")
         .values_list("sandbox_seconds", "tokens", "cost_usd")[:RECENT_REPLAYS]
     )
@@ -195,6 +204,9 @@ def settle(*, replay: Replay, actual: Amounts, now: datetime) -> None:
     if not Replay.objects.settle(replay.pk, night_id=night_id):
         return
     reserved = Amounts.from_dict(replay.reservation or {})
+    if replay.tier == Tier.TAPE:
+        _settle_tape(night_id, reserved=reserved, actual=actual)
+        return
     Night.objects.filter(pk=night_id).update(
         reserved_replays=F("reserved_replays") - reserved.replays,
         reserved_sandbox_seconds=F("reserved_sandbox_seconds")
@@ -203,6 +215,22 @@ def settle(*, replay: Replay, actual: Amounts, now: datetime) -> None:
         reserved_cost_usd=F("reserved_cost_usd") - reserved.cost_usd,
         used_replays=F("used_replays") + actual.replays,
         used_sandbox_seconds=F("used_sandbox_seconds") + actual.sandbox_seconds,
+        used_tokens=F("used_tokens") + actual.tokens,
+        used_cost_usd=F("used_cost_usd") + actual.cost_usd,
+    )
+
+
+def _settle_tape(night_id: int, *, reserved: Amounts, actual: Amounts) -> None:
+    # The tape tier's count and sandbox time. A tape replay that left its tape
+    # and went live (``Project.tape_then_live``) spent model tokens and money:
+    # those are the agentic tier's, whose dimensions they are.
+    Night.objects.filter(pk=night_id).update(
+        tape_reserved_replays=F("tape_reserved_replays") - reserved.replays,
+        tape_reserved_sandbox_seconds=F("tape_reserved_sandbox_seconds")
+        - reserved.sandbox_seconds,
+        tape_used_replays=F("tape_used_replays") + actual.replays,
+        tape_used_sandbox_seconds=F("tape_used_sandbox_seconds")
+        + actual.sandbox_seconds,
         used_tokens=F("used_tokens") + actual.tokens,
         used_cost_usd=F("used_cost_usd") + actual.cost_usd,
     )
@@ -266,6 +294,8 @@ class NightReport:
     skipped_reason: str = ""
     # The text tier's admission of the same night (a TextNightReport).
     text: Any = None
+    # The tape tier's admission of the same night (a TapeNightReport).
+    tape: Any = None
 
 
 def night_admit(

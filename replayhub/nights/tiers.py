@@ -1,7 +1,9 @@
 """The tier policy, as pure functions: which runs the text tier sends on to the
-agentic tier, and the most a text replay can spend (what the night reserves).
+agentic tier, the most a text replay can spend (what the night reserves), and
+the tape tier's estimate and share.
 
-Tiers run in order — preflight (free) → text (cheap) → agentic (expensive).
+Tiers run in order — preflight (free) → tape (no model spend, runs with a
+tape only) → text (cheap) → agentic (expensive).
 With the text tier on and ``agentic_after_text`` set, a run is admitted to the
 agentic tier only once its latest text replay *passed it on*: its answer was
 unlike the original (similarity below the threshold) or the judge scored it
@@ -15,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from decimal import Decimal
+
+from replayhub.nights.arithmetic import Amounts, estimate
 
 MILLION = Decimal(1_000_000)
 
@@ -88,3 +92,17 @@ def _cost(price: tuple[Decimal, Decimal] | None, tokens_in: int, tokens_out: int
     if price is None:
         return Decimal(0)
     return (tokens_in * price[0] + tokens_out * price[1]) / MILLION
+
+
+def tape_estimate(*, recent: list[Amounts], caps: Amounts) -> Amounts:
+    """One tape replay's expected cost: replays and sandbox time as the
+    agentic estimate makes them (from recent tape replays, else the caps),
+    and no model spend: its answers come from the tape."""
+    guess = estimate(recent=recent, caps=caps)
+    return Amounts(replays=1, sandbox_seconds=guess.sandbox_seconds)
+
+
+def tape_limits(*, max_replays: int, max_sandbox_minutes: int) -> Amounts:
+    """The tape tier's share of a night: a count and sandbox time, nothing
+    on the model dimensions (a tape replay reserves none there)."""
+    return Amounts(replays=max_replays, sandbox_seconds=max_sandbox_minutes * 60)

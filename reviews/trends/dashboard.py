@@ -27,11 +27,11 @@ from reviews.trends.charts import (
     overturn_chart,
     reason_chart,
 )
-from reviews.trends.forms import NIGHTS_SHOWN, TrendFilters
+from reviews.trends.forms import NIGHTS_SHOWN, TIER_CHOICES, TrendFilters
 from reviews.trends.queries import (
+    dashboard_sums,
     latest_rollup,
     model_choices,
-    nightly_sums,
     rollups_version,
 )
 from reviews.trends.series import (
@@ -48,7 +48,13 @@ from reviews.trends.series import (
     weekly_totals,
 )
 from reviews.trends.statistics import SIGMAS, TRAILING_NIGHTS, find_alarm, p_chart
-from reviews.trends.tables import control_table, coverage_table, mix_table, reason_table
+from reviews.trends.tables import (
+    control_table,
+    coverage_table,
+    mix_table,
+    reason_table,
+    tier_table,
+)
 
 # Windows longer than this are shown as weeks.
 WEEKLY_AFTER = 180
@@ -192,6 +198,7 @@ def _cache_key(filters: TrendFilters, version: tuple) -> str:
             filters.project_id,
             filters.model,
             filters.source,
+            filters.tier,
         )
     )
     digest = hashlib.sha256(f"{raw}{version}".encode()).hexdigest()
@@ -209,17 +216,19 @@ def dashboard_context(filters: TrendFilters) -> dict[str, Any]:
     key = _cache_key(filters, version)
     built = cache.get(key)
     if built is None:
-        totals, decided = (
-            nightly_sums(filters, slot_days(filters)) if version[0] else ([], {})
+        totals, decided, tiers = (
+            dashboard_sums(filters, slot_days(filters)) if version[0] else ([], {}, [])
         )
         built = draw(build_dashboard(totals=totals, decided=decided, filters=filters))
         built["models"] = model_choices(filters) if version[0] else []
+        built["tier_rates"] = draw_table(tier_table(tiers)) if tiers else ""
         cache.set(key, built, CACHE_SECONDS)
     return {
         **built,
         "filters": filters,
         "projects": list(Project.objects.values_list("slug", flat=True)),
         "sources": RunSource.choices,
+        "tiers": TIER_CHOICES,
         "latest_rollup": None if built["has_data"] else latest_rollup(filters),
         # When the newest of the figures shown was computed: a decision
         # recomputes its night's rollup at once, a night's close the rest.

@@ -37,12 +37,13 @@ def export_rows(filters: TrendFilters) -> list[dict[str, Any]]:
             "project__slug",
             "model",
             "source",
+            "tier",
             *EXPORT_COUNTS,
             "by_reason",
             "confirmed",
             "overturned",
         )
-        .order_by("date", "project__slug", "model", "source")
+        .order_by("date", "project__slug", "model", "source", "tier")
     )
     return [
         {
@@ -50,6 +51,7 @@ def export_rows(filters: TrendFilters) -> list[dict[str, Any]]:
             "project": row["project__slug"],
             "model": row["model"],
             "source": row["source"],
+            "tier": row["tier"],
             **{name: row[name] for name in EXPORT_COUNTS},
             "reached": row["attempted"] - row["inconclusive"],
             "by_reason": row["by_reason"] or {},
@@ -75,6 +77,9 @@ def export_payload(filters: TrendFilters) -> dict[str, Any]:
             '"" and source "code"',
             "source": '"code" (recorded agent changes) or "rollout" (verifiers '
             "rollouts); their replays are counted on separate rows",
+            "tier": '"agentic" (live model calls) or "tape" (the model\'s answers '
+            "served from a tape); counted on separate rows, and deferred only "
+            'on an "agentic" row',
             "labels": "label values given with decisions made in the window "
             "(decisions taken back and gold checks excluded), per project",
         },
@@ -114,6 +119,7 @@ def export_csv(rows: Sequence[dict[str, Any]]) -> str:
         "project",
         "model",
         "source",
+        "tier",
         *EXPORT_COUNTS,
         "reached",
         *(f"reason:{reason}" for reason in reasons),
@@ -132,6 +138,7 @@ def export_csv(rows: Sequence[dict[str, Any]]) -> str:
                     row["project"],
                     row["model"],
                     row["source"],
+                    row["tier"],
                     *(row[name] for name in EXPORT_COUNTS),
                     row["reached"],
                     *(row["by_reason"].get(reason, 0) for reason in reasons),

@@ -9,8 +9,9 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
-from replayhub.models import RunSource
+from replayhub.models import RunSource, Tier
 from reviews.forms import ScopeFilterForm
+from reviews.trends.series import TIER_LABELS
 
 NIGHTS_SHOWN = 56
 # About two years: past that the bars get thinner than a pixel.
@@ -28,6 +29,8 @@ class TrendFilters:
     model: str = ""
     # "" for every source, else a ``RunSource``: code runs or rollouts.
     source: str = ""
+    # "" for every tier, else a ``Tier`` of the rollups: agentic or tape.
+    tier: str = ""
 
     @property
     def nights(self) -> int:
@@ -42,22 +45,33 @@ class TrendFilters:
             data["model"] = self.model
         if self.source:
             data["source"] = self.source
+        if self.tier:
+            data["tier"] = self.tier
         return data
 
     @property
     def narrowed(self) -> bool:
         """Whether rows are filtered below the project, where deferrals (a
         project's count) are not known."""
-        return bool(self.model or self.source)
+        return bool(self.model or self.source or self.tier)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "project": self.project or None,
             "model": self.model or None,
             "source": self.source or None,
+            "tier": self.tier or None,
             "since": self.since.isoformat(),
             "until": self.until.isoformat(),
         }
+
+
+ROLLUP_TIERS = tuple(TIER_LABELS)
+TIER_CHOICES = [
+    ("", "All tiers"),
+    *TIER_LABELS.items(),
+    (Tier.TEXT.value, "text (similarity; not reproductions)"),
+]
 
 
 def default_window(until: date | None = None) -> tuple[date, date]:
@@ -73,6 +87,9 @@ class TrendsFilterForm(ScopeFilterForm):
     source = forms.ChoiceField(
         choices=[("", "All sources"), *RunSource.choices], required=False
     )
+    # The rollups' tiers, and the text tier's similarity (its own rows: the
+    # charts then count every tier).
+    tier = forms.ChoiceField(choices=TIER_CHOICES, required=False)
 
     def clean(self):
         data = super().clean()
@@ -104,4 +121,10 @@ class TrendsFilterForm(ScopeFilterForm):
             project=project.slug if project else "",
             model=model,
             source=data.get("source", ""),
+            tier=data.get("tier", "") if data.get("tier") in ROLLUP_TIERS else "",
         )
+
+    @property
+    def text_tier(self) -> bool:
+        """Whether the text tier's similarity is asked for (``?tier=text``)."""
+        return getattr(self, "cleaned_data", {}).get("tier") == Tier.TEXT

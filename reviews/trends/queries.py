@@ -5,7 +5,8 @@ reads ``RollupTotal``, the same nights already summed over every project (a
 few rows a night instead of one per project and model: summing the JSON
 counts of fifty projects' rows was most of that page's time).
 ``rollups_version`` is the one query a cached dashboard costs; a fresh build
-adds ``nightly_sums`` (counts, reasons and decisions per night, in one query)
+adds ``dashboard_sums`` (counts, reasons and decisions per night, and per
+tier, in one query)
 and ``model_choices``.
 """
 
@@ -23,7 +24,7 @@ from django.db.models import Count, Max, QuerySet
 from replayhub.models import Rollup, RollupTotal
 from replayhub.verdicts import INCONCLUSIVE_REASONS
 from reviews.trends.forms import TrendFilters
-from reviews.trends.series import VERDICTS, NightTotals
+from reviews.trends.series import VERDICTS, NightTotals, TierTotals
 from reviews.trends.statistics import TRAILING_NIGHTS
 
 # The NightCounts tables; the abstract model itself has no manager to read with.
@@ -53,6 +54,8 @@ def rollups(
         rows = rows.filter(model=filters.model)
     if filters.source:
         rows = rows.filter(source=filters.source)
+    if filters.tier:
+        rows = rows.filter(tier=filters.tier)
     return rows
 
 
@@ -96,6 +99,9 @@ def _where(filters: TrendFilters, since: date, until: date) -> tuple[str, list[A
     if filters.source:
         where.append("r.source = %s")
         params.append(filters.source)
+    if filters.tier:
+        where.append("r.tier = %s")
+        params.append(filters.tier)
     return " AND ".join(where), params
 
 
@@ -126,14 +132,25 @@ def nightly_sums(
     filters: TrendFilters, step: int = 1
 ) -> tuple[list[NightTotals], dict[str, dict[str, int]]]:
     """Totals per night, or per ``step`` nights (oldest first), and human
-    decisions per verdict.
+    decisions per verdict (``dashboard_sums`` without the tiers)."""
+    totals, decided, _ = dashboard_sums(filters, step)
+    return totals, decided
+
+
+def dashboard_sums(
+    filters: TrendFilters, step: int = 1
+) -> tuple[list[NightTotals], dict[str, dict[str, int]], list[TierTotals]]:
+    """Totals per night, or per ``step`` nights (oldest first), human
+    decisions per verdict, and the shown nights' totals per tier.
 
     The nights start a trailing window before ``since``, for the p-chart's
-    limits; decisions count only from ``since``. One query, written out
-    rather than built by the ORM (compiling thirty aggregates cost more than
-    running them): the JSON counts are summed key by key in SQL, which costs
-    far less than expanding every JSON object into rows. Weeks are summed in
-    SQL too: two years of nights would be 760 rows to read back.
+    limits; decisions and tiers count only from ``since``. One query, written
+    out rather than built by the ORM (compiling thirty aggregates cost more
+    than running them): the JSON counts are summed key by key in SQL, which
+    costs far less than expanding every JSON object into rows. Weeks are
+    summed in SQL too: two years of nights would be 760 rows to read back.
+    The query groups by tier as well (a row per tier and slot, at most two),
+    and the tiers of a slot are added up here.
     """
     extract = _EXTRACT[connection.vendor]
     adapt = connection.ops.adapt_datefield_value
@@ -150,41 +167,59 @@ def nightly_sums(
     ]
     table = connection.ops.quote_name(counted(filters)._meta.db_table)
     sql = (
-        f"SELECT {slot_sql} AS slot, "  # noqa: S608 -- names, keys: constants above
+        f"SELECT {slot_sql} AS slot, r.tier, "  # noqa: S608 -- names, keys: constants above
         + ", ".join([f"SUM(r.{c})" for c in COUNT_COLUMNS] + reasons_sql + decided_sql)
-        + f" FROM {table} r WHERE {where} GROUP BY slot ORDER BY slot"
+        + f" FROM {table} r WHERE {where} GROUP BY slot, r.tier ORDER BY slot, r.tier"
     )
     with connection.cursor() as cursor:
         cursor.execute(
             sql, slot_params + [adapt(filters.since)] * len(decided_sql) + params
         )
-        rows = cursor.fetchall()
+        found = cursor.fetchall()
+
+    def night_of(slot) -> date:
+        if step == 1:
+            night = _as_date(slot)
+            # The slot is then r.date, a column that is never NULL.
+            assert night is not None
+            return night
+        return filters.since + timedelta(days=slot * step - lead)
+
+    # The tiers of each slot added up (in slot order, as the query sorts them),
+    # and the shown slots of each tier: attempted, divergent, inconclusive.
+    slots: dict[date, list[int]] = {}
+    tiers: dict[str, list[int]] = {}
+    for slot, tier, *values in found:
+        night = night_of(slot)
+        sums = slots.setdefault(night, [0] * len(values))
+        for i, value in enumerate(values):
+            sums[i] += value or 0
+        if night >= filters.since:
+            shown = tiers.setdefault(tier, [0, 0, 0])
+            shown[0] += values[0] or 0
+            shown[1] += values[3] or 0
+            shown[2] += values[4] or 0
+    rows = list(slots.items())
 
     counts = len(COUNT_COLUMNS)
     known = len(KNOWN_REASONS)
     decided: dict[str, dict[str, int]] = {"confirmed": {}, "overturned": {}}
     totals = []
     short = []
-    for row in rows:
-        if step == 1:
-            night = _as_date(row[0])
-            # The slot is then r.date, a column that is never NULL.
-            assert night is not None
-        else:
-            night = filters.since + timedelta(days=row[0] * step - lead)
+    for night, row in rows:
         attempted, identical, equivalent, divergent, inconclusive, deferred = row[
-            1 : 1 + counts
+            :counts
         ]
         reasons = {
             reason: n
             for reason, n in zip(
-                KNOWN_REASONS, row[1 + counts : 1 + counts + known], strict=True
+                KNOWN_REASONS, row[counts : counts + known], strict=True
             )
             if n
         }
         if sum(reasons.values()) < inconclusive:
             short.append(night)
-        for i, n in enumerate(row[1 + counts + known :]):
+        for i, n in enumerate(row[counts + known :]):
             if n:
                 column = "confirmed" if i < len(VERDICTS) else "overturned"
                 verdict = str(VERDICTS[i % len(VERDICTS)])
@@ -213,7 +248,12 @@ def nightly_sums(
             replace(n, by_reason=found.get(n.night, {})) if n.night in short else n
             for n in totals
         ]
-    return totals, decided
+    by_tier = [
+        TierTotals(tier=tier, attempted=a, divergent=d, inconclusive=i)
+        for tier, (a, d, i) in sorted(tiers.items())
+        if a
+    ]
+    return totals, decided, by_tier
 
 
 def _reason_sums(
@@ -282,6 +322,8 @@ def latest_rollup(filters: TrendFilters) -> date | None:
         rows = rows.filter(model=filters.model)
     if filters.source:
         rows = rows.filter(source=filters.source)
+    if filters.tier:
+        rows = rows.filter(tier=filters.tier)
     return rows.aggregate(latest=Max("date"))["latest"]
 
 

@@ -24,8 +24,12 @@ The rules every row follows (the dashboard and the exports rely on them):
   overturned it. A replay whose latest decision is a rerun counts in neither.
 * **Sources.** Code runs and rollouts (``Run.source``) never share a row: each
   row counts one source, and the deferred count sits on a ``code`` row.
-* **Models.** One row per (night, project, ``Run.model``, ``Run.source``).
-  The row with model ``""`` and source ``code`` carries the night's
+* **Tiers.** Tape replays (``Replay.tier``: the model's answers served from a
+  tape, so what drifts is the environment) and live agentic replays (the
+  model's drift too) never share a row either.
+* **Models.** One row per (night, project, ``Run.model``, ``Run.source``,
+  ``Replay.tier``). The row with model ``""``, source ``code`` and tier
+  ``agentic`` carries the night's
   ``deferred`` count (``Night.deferred``: runs the budget pushed to a later
   night have no replay, so no model to count under), together with the
   replays of code runs that recorded no model. It exists for every night that
@@ -76,6 +80,7 @@ from replayhub.models import (
     RollupRequest,
     RollupTotal,
     RunSource,
+    Tier,
 )
 from replayhub.models.nights import NightCounts
 from replayhub.verdicts import Verdict
@@ -146,8 +151,8 @@ class RollupCounts:
         self.deferred += row["deferred"]
 
     def row(self, cls: type[_Counts], *, day: date, now: datetime, **key) -> _Counts:
-        """A row of ``cls`` with these counts; ``key`` names model, source (and
-        the project of a Rollup)."""
+        """A row of ``cls`` with these counts; ``key`` names model, source,
+        tier (and the project of a Rollup)."""
         verdicts: dict[str, int] = {v: self.verdicts.get(v, 0) for v in Verdict}
         return cls(
             date=day,
@@ -234,11 +239,12 @@ def refresh_totals(since: date, until: date, *, now: datetime | None = None) -> 
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [TOTALS_LOCK])
     now = now or timezone.now()
-    sums: dict[tuple[date, str, str], RollupCounts] = defaultdict(RollupCounts)
+    sums: dict[tuple[date, str, str, str], RollupCounts] = defaultdict(RollupCounts)
     rows = Rollup.objects.filter(date__gte=since, date__lte=until).values(
         "date",
         "model",
         "source",
+        "tier",
         *tuple(Verdict),
         "deferred",
         "by_reason",
@@ -246,10 +252,10 @@ def refresh_totals(since: date, until: date, *, now: datetime | None = None) -> 
         "overturned",
     )
     for row in rows.order_by().iterator(chunk_size=5000):
-        sums[(row["date"], row["model"], row["source"])].merge(row)
+        sums[(row["date"], row["model"], row["source"], row["tier"])].merge(row)
     totals = [
-        counts.row(RollupTotal, day=day, model=model, source=source, now=now)
-        for (day, model, source), counts in sorted(sums.items())
+        counts.row(RollupTotal, day=day, model=model, source=source, tier=tier, now=now)
+        for (day, model, source, tier), counts in sorted(sums.items())
     ]
     RollupTotal.objects.filter(date__gte=since, date__lte=until).delete()
     RollupTotal.objects.bulk_create(totals)
@@ -401,9 +407,9 @@ def _project_rows(
             project_id=project_id, date__gte=since, date__lte=until
         ).values_list("pk", "date", "deferred")
     }
-    counts: dict[tuple[date, str, str], RollupCounts] = defaultdict(RollupCounts)
+    counts: dict[tuple[date, str, str, str], RollupCounts] = defaultdict(RollupCounts)
     for day, deferred in nights.values():
-        counts[(day, "", RunSource.CODE)].deferred = deferred
+        counts[(day, "", RunSource.CODE, Tier.AGENTIC)].deferred = deferred
 
     latest_decision = (
         Review.objects.standing()
@@ -456,6 +462,7 @@ def _project_rows(
             "early",
             "model",
             "source",
+            "tier",
             "verdict",
             "inconclusive_reason",
             "decision",
@@ -470,7 +477,7 @@ def _project_rows(
             day = group["local_date"] - timedelta(days=1 if group["early"] else 0)
             if not since <= day <= until:
                 continue
-        counts[(day, group["model"], group["source"])].add(
+        counts[(day, group["model"], group["source"], group["tier"])].add(
             verdict=group["verdict"],
             reason=group["inconclusive_reason"],
             decision=group["decision"],
@@ -478,7 +485,13 @@ def _project_rows(
         )
     return [
         c.row(
-            Rollup, day=day, project_id=project_id, model=model, source=source, now=now
+            Rollup,
+            day=day,
+            project_id=project_id,
+            model=model,
+            source=source,
+            tier=tier,
+            now=now,
         )
-        for (day, model, source), c in sorted(counts.items())
+        for (day, model, source, tier), c in sorted(counts.items())
     ]

@@ -82,6 +82,37 @@ def reason_color(reason: str) -> str:
     return UNKNOWN_REASON_COLORS[sum(map(ord, reason)) % len(UNKNOWN_REASON_COLORS)]
 
 
+# The tiers rollups count, each named for the drift its rates point at: a
+# tape replay's model answers are fixed, so its divergence is the
+# environment's; a live replay's may be the model's too.
+TIER_LABELS = {
+    "agentic": "agentic (model drift)",
+    "tape": "tape (environment drift)",
+}
+
+
+@dataclass(frozen=True)
+class TierTotals:
+    """The shown nights summed for one tier."""
+
+    tier: str
+    attempted: int = 0
+    divergent: int = 0
+    inconclusive: int = 0
+
+    @property
+    def label(self) -> str:
+        return TIER_LABELS.get(self.tier, self.tier)
+
+    @property
+    def divergent_rate(self) -> float | None:
+        return self.divergent / self.attempted if self.attempted else None
+
+    @property
+    def inconclusive_rate(self) -> float | None:
+        return self.inconclusive / self.attempted if self.attempted else None
+
+
 @dataclass(frozen=True)
 class NightTotals:
     """One night summed over the filtered rollup rows."""

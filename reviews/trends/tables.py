@@ -14,6 +14,7 @@ from reviews.trends.series import (
     VERDICT_LABELS,
     VERDICTS,
     NightTotals,
+    TierTotals,
     pct,
     reason_color,
     reason_counts,
@@ -139,3 +140,29 @@ def coverage_table(nights: Sequence[NightTotals], *, deferred_known: bool) -> Ta
         for n in nights
     ]
     return Table("table-coverage", head, rows)
+
+
+def tier_table(tiers: Sequence[TierTotals]) -> Table:
+    """The shown nights' divergent and inconclusive rates, one row per tier."""
+    head = [
+        Head("Tier", numeric=False),
+        Head("Attempted"),
+        Head("Divergent"),
+        Head("Div. rate", title="Divergent rate"),
+        Head("Inconcl.", title="Inconclusive"),
+        Head("Inconcl. rate", title="Inconclusive rate"),
+    ]
+    rows = [
+        (
+            t.label,
+            [
+                *_numbers(t.attempted, t.divergent),
+                Cell(pct(t.divergent_rate)),
+                *_numbers(t.inconclusive),
+                Cell(pct(t.inconclusive_rate)),
+            ],
+            "",
+        )
+        for t in tiers
+    ]
+    return Table("table-tiers", head, rows)

@@ -35,7 +35,7 @@ def trends(request: HtmxHttpRequest) -> HttpResponse:
         "query": urlencode(filters.query()),
         **dashboard_context(filters),
     }
-    if request.GET.get("tier") == "text":
+    if form.text_tier:
         # The text tier's similarity, on request: it is read from its rows.
         context["text_tier"] = True
         table = similarity_table(similarity_by_night(filters))

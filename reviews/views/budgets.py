@@ -38,7 +38,12 @@ BUDGET_BOUNDS: dict[str, tuple[int, int, str]] = {
     "max_cost_usd": (0, 1_000_000, " USD"),
     "window_start_hour": (0, 23, ""),
     "window_end_hour": (0, 23, ""),
+    "tape_max_replays": (0, 100_000, " replays"),
+    "tape_max_sandbox_minutes": (0, 10_000_000, " minutes"),
 }
+# The tape tier's share; left blank (or out of an older client's post), the
+# saved share stands.
+TAPE_SHARE = ("tape_max_replays", "tape_max_sandbox_minutes")
 # The replay's caps keep the bounds of the one table of replay settings.
 CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
     name: SETTING[name].bounds for name in services.CAP_FIELDS if name in SETTING
@@ -75,12 +80,27 @@ class BudgetForm(BoundedForm):
             "max_cost_usd": "Money per night (USD)",
             "window_start_hour": "Window starts (hour)",
             "window_end_hour": "Window ends (hour)",
+            "tape_enabled": "Tape tier first (runs with a tape)",
+            "tape_max_replays": "Tape replays per night",
+            "tape_max_sandbox_minutes": "Tape sandbox minutes per night",
         }
 
     def __init__(self, *args, show_money: bool, **kwargs):
         super().__init__(*args, **kwargs)
         if not show_money:
             del self.fields["max_cost_usd"]
+        for name in TAPE_SHARE:
+            self.fields[name].required = False
+
+    def clean_tape_max_replays(self) -> int:
+        return self._share("tape_max_replays")
+
+    def clean_tape_max_sandbox_minutes(self) -> int:
+        return self._share("tape_max_sandbox_minutes")
+
+    def _share(self, name: str) -> int:
+        value = self.cleaned_data.get(name)
+        return getattr(self.instance, name) if value is None else value
 
     def clean_timezone(self) -> str:
         name = self.cleaned_data["timezone"]
@@ -204,6 +224,26 @@ def text_bars(night: Night, *, show_money: bool) -> list[Bar]:
     return out
 
 
+def tape_bars(night: Night) -> list[Bar]:
+    """The tape tier's spend of the night, against its own share."""
+    return [
+        Bar(
+            "Tape replays",
+            night.tape_used_replays,
+            night.tape_reserved_replays,
+            night.tape_limit_replays,
+            "",
+        ),
+        Bar(
+            "Tape sandbox minutes",
+            round(night.tape_used_sandbox_seconds / 60, 1),
+            round(night.tape_reserved_sandbox_seconds / 60, 1),
+            round(night.tape_limit_sandbox_seconds / 60, 1),
+            "min",
+        ),
+    ]
+
+
 def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
     """Everything one project's card shows."""
     show_money = request.user.has_perm(roles.VIEW_MONEY)
@@ -227,6 +267,7 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
         "tonight": tonight,
         "bars": bars(tonight, show_money=show_money) if tonight else [],
         "text_bars": text_bars(tonight, show_money=show_money) if tonight else [],
+        "tape_bars": tape_bars(tonight) if tonight else [],
         "deferred_runs": Run.objects.filter(project=project, deferred_at__isnull=False)
         .only("id", "external_id", "title", "deferred_at")
         .order_by("deferred_at", "id")[:DEFERRED_SHOWN],

@@ -49,11 +49,21 @@ class Command(BaseCommand):
                 result.update(
                     text_admitted=len(text.admitted), text_deferred=text.deferred
                 )
+            tape = report.tape
+            if tape is not None and not tape.skipped_reason:
+                result.update(
+                    tape_admitted=len(tape.admitted), tape_deferred=tape.deferred
+                )
             results.append(result)
         if as_json:
             self.stdout.write(json.dumps(results, sort_keys=True))
             return
         for r in results:
+            if "tape_admitted" in r:
+                self.stdout.write(
+                    f"{r['project']} tape tier: admitted {r['tape_admitted']}, "
+                    f"deferred {r['tape_deferred']}"
+                )
             if "text_admitted" in r:
                 self.stdout.write(
                     f"{r['project']} text tier: admitted {r['text_admitted']}, "

@@ -53,6 +53,7 @@ def replay(
     night: Night | None = None,
     status: str = ReplayStatus.FINISHED,
     source: str = "code",
+    tier: str = "agentic",
 ) -> Replay:
     n = next(_serial)
     run = Run.objects.create(
@@ -66,6 +67,7 @@ def replay(
     return Replay.objects.create(
         run=run,
         project=item,
+        tier=tier,
         status=status,
         phase=Phase.DONE if finished else Phase.AGENT,
         verdict=verdict if finished else "",

@@ -119,6 +119,7 @@ def test_the_json_export_and_the_api_answer_the_same_rollups(as_lead, two_projec
         "project": "shop",
         "model": None,
         "source": None,
+        "tier": None,
         "since": "2026-01-24",
         "until": "2026-02-20",
     }
@@ -128,6 +129,7 @@ def test_the_json_export_and_the_api_answer_the_same_rollups(as_lead, two_projec
         "project": "shop",
         "model": "",
         "source": "code",
+        "tier": "agentic",
         "attempted": 0,
         "identical": 0,
         "equivalent": 0,

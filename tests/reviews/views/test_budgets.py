@@ -232,3 +232,48 @@ def test_a_bound_of_one_is_said_in_the_singular():
     assert bound_problem(0, 1, 20, " attempts") == "At least 1 attempt."
     assert bound_problem(30, 1, 20, " attempts") == "At most 20 attempts."
     assert bound_problem(-1, 0, 10, " reruns") == "Cannot be negative."
+
+
+def test_an_admin_turns_the_tape_tier_on_and_sets_its_share(
+    client, admin_user, budgeted_project
+):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(
+            **{
+                "budget-tape_enabled": "on",
+                "budget-tape_max_replays": "12",
+                "budget-tape_max_sandbox_minutes": "90",
+            }
+        ),
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    budget = Budget.objects.get(project=budgeted_project)
+    assert (budget.tape_enabled, budget.tape_max_replays) == (True, 12)
+    assert budget.tape_max_sandbox_minutes == 90
+    event = AuditEvent.objects.get(action="budget.update")
+    assert event.after["budget"]["tape_max_sandbox_minutes"] == 90
+    # The card now shows the tape tier's share of tonight beside the agentic one.
+    Night.objects.filter(project=budgeted_project).update(
+        tape_limit_replays=12, tape_used_replays=3, tape_deferred=2
+    )
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "Tape tier, before the others" in page
+    assert "Tape replays: 3 used, 0 reserved of 12" in page
+    assert "<strong>2 deferred</strong> by the tape share" in page
+
+
+def test_the_tape_share_has_bounds_and_a_blank_keeps_it(
+    client, admin_user, budgeted_project
+):
+    client.force_login(admin_user)
+    url = reverse("reviews:budget_edit", args=["shop"])
+    refused = client.post(url, form_data(**{"budget-tape_max_replays": "100001"}))
+    assert refused.status_code == 400
+    client.post(
+        url, form_data(**{"budget-tape_max_replays": "", "budget-tape_enabled": "on"})
+    )
+    budget = Budget.objects.get(project=budgeted_project)
+    assert (budget.tape_enabled, budget.tape_max_replays) == (True, 50)
