@@ -196,7 +196,9 @@ class _Repository:
     def open(self) -> Path | None:
         if self.git_dir is None and not self.problem:
             try:
-                self.git_dir = repository_git_dir(self.project.repo_path)
+                # A project on a remote is read from this host's mirror,
+                # fetched once per import: a transcript names recent commits.
+                self.git_dir = repository_git_dir(self.project.repository(refresh=True))
             except (GitError, OSError) as error:
                 self.problem = f"the project repository could not be read: {error}"
         return self.git_dir
