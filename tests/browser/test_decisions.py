@@ -171,3 +171,22 @@ def test_the_header_shows_the_automated_and_the_reviewers_verdict(login, reviewe
     expect(page.locator("#human-decision")).to_contain_text(
         "overturned to inconclusive by rita"
     )
+
+
+def test_the_overturn_preview_does_not_move_the_decision_bar(login, reviewer):
+    replay = make_replay(verdict="divergent", title="Round totals")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 900})
+    page.goto(f"/replays/{replay.pk}/")
+    bar = page.locator("#decision")
+    rerun = page.get_by_role("button", name="Rerun")
+    before = (bar.bounding_box(), rerun.bounding_box())
+
+    page.keyboard.press("4")
+    expect(page.locator("#overturn-preview")).to_contain_text(
+        "Overturn divergent → inconclusive: Enter records it, Esc cancels."
+    )
+
+    assert (bar.bounding_box(), rerun.bounding_box()) == before
+    page.keyboard.press("Escape")
+    assert (bar.bounding_box(), rerun.bounding_box()) == before
