@@ -3,9 +3,13 @@
 ``manage.py project_add``, ``manage.py project_edit`` and the project form in
 the browser all call ``project_fields``; each problem is a ``ProjectInvalid``
 naming the setting (its command-line option and its form field) and one
-sentence. ``SETTINGS`` is the one table of a replay's settings (caps, the test
-gate's numbers, setup limits, the runner, ignored paths): the commands' options,
-the form's fields and the budgets page's bounds are made from it.
+sentence, in the command's words and in the form's. ``project_fields`` finds
+every problem before it refuses (``ProjectProblems``): the commands print the
+first on one line, the form shows each beside its field.
+
+``SETTINGS`` is the one table of a replay's settings (caps, the test gate's
+numbers, setup limits, the runner, ignored paths): the commands' options, the
+form's fields and the budgets page's bounds are made from it.
 """
 
 from __future__ import annotations
@@ -260,8 +264,9 @@ def parse_setting(setting: Setting, text: str | list[str]) -> Any:
 
 def checked_settings(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` (field name to value, of ``SETTINGS`` only) once checked;
-    raises ProjectInvalid naming the option of the first bad one."""
+    raises ProjectProblems naming every bad one, the first first."""
     out = {}
+    problems: list[ProjectInvalid] = []
     for name, value in values.items():
         setting = SETTING[name]
         option = setting.option
@@ -281,8 +286,10 @@ def checked_settings(values: Mapping[str, Any]) -> dict[str, Any]:
                 value = Decimal(value).quantize(Decimal("0.0001"))
         if problem:
             problem = problem[:1].lower() + problem[1:]
-            raise ProjectInvalid(option, f"{option}: {problem}")
+            problems.append(ProjectInvalid(option, f"{option}: {problem}"))
         out[name] = value
+    if problems:
+        raise ProjectProblems(problems)
     return out
 
 
@@ -314,12 +321,15 @@ RESERVED_SLUGS = frozenset({"new"})
 
 
 class ProjectInvalid(ValueError):
-    """One bad setting: ``option`` as the command spells it, ``message`` whole."""
+    """One bad setting: ``option`` as the command spells it, ``message`` whole
+    (the command's words), ``said`` the form's words when they differ by more
+    than the leading option."""
 
-    def __init__(self, option: str, message: str):
+    def __init__(self, option: str, message: str, said: str = ""):
         super().__init__(message)
         self.option = option
         self.message = message
+        self.said = said
 
     @property
     def field(self) -> str:
@@ -327,9 +337,55 @@ class ProjectInvalid(ValueError):
 
     @property
     def detail(self) -> str:
-        """The message without its leading option, for beside a form field."""
+        """The problem in the form's words, for beside its field: never an
+        option's name."""
+        if self.said:
+            return self.said
         text = self.message.removeprefix(f"{self.option}: ")
         return text[:1].upper() + text[1:]
+
+
+class ProjectProblems(ProjectInvalid):
+    """Every problem found at once. It stands for the first (its option and
+    message), so a command that reports one line reports that one; the form
+    reads ``problems`` and puts each beside its field."""
+
+    problems: list[ProjectInvalid]
+
+    def __init__(self, problems: list[ProjectInvalid]):
+        assert problems, "ProjectProblems needs a problem"
+        flat: list[ProjectInvalid] = []
+        for problem in problems:
+            flat.extend(
+                problem.problems if isinstance(problem, ProjectProblems) else [problem]
+            )
+        first = flat[0]
+        super().__init__(first.option, first.message, first.said)
+        self.problems = flat
+
+
+class _Collector:
+    """The problems of one check, gathered rather than raised one by one."""
+
+    def __init__(self) -> None:
+        self.problems: list[ProjectInvalid] = []
+
+    def add(self, option: str, message: str, said: str = "") -> None:
+        self.problems.append(ProjectInvalid(option, message, said))
+
+    def run(self, check, *args, default=None):
+        """``check(*args)``, or ``default`` with its problems kept."""
+        try:
+            return check(*args)
+        except ProjectProblems as exc:
+            self.problems.extend(exc.problems)
+        except ProjectInvalid as exc:
+            self.problems.append(exc)
+        return default
+
+    def refuse(self) -> None:
+        if self.problems:
+            raise ProjectProblems(self.problems)
 
 
 def option_of(field: str) -> str:
@@ -341,11 +397,15 @@ def option_of(field: str) -> str:
 
 
 def refused(error: ValidationError) -> ProjectInvalid:
-    """The model's refusal (``full_clean``) as one problem: its first field's."""
+    """The model's refusal (``full_clean``) as problems, every field's; it
+    stands for its first field's."""
     if hasattr(error, "error_dict"):
-        field, errors = next(iter(error.error_dict.items()))
-        option = option_of(field)
-        return ProjectInvalid(option, f"{option}: {' '.join(errors[0].messages)}")
+        problems = []
+        for field, errors in error.error_dict.items():
+            option = option_of(field)
+            text = " ".join(m for e in errors for m in e.messages)
+            problems.append(ProjectInvalid(option, f"{option}: {text}"))
+        return ProjectProblems(problems)
     return ProjectInvalid("", " ".join(error.messages))
 
 
@@ -358,7 +418,11 @@ def argv(option: str, value: str) -> list[str]:
             option, f"{option}: cannot split {value!r}: {exc}."
         ) from None
     if not words:
-        raise ProjectInvalid(option, f"{option} is empty: give the command to run.")
+        raise ProjectInvalid(
+            option,
+            f"{option} is empty: give the command to run.",
+            "Empty: give the command to run.",
+        )
     return words
 
 
@@ -394,7 +458,8 @@ def project_fields(
     settings: Mapping[str, Any] | None = None,
     editing: Project | None = None,
 ) -> dict:
-    """The checked fields of a project, ready for ``Project``; raises ProjectInvalid.
+    """The checked fields of a project, ready for ``Project``; raises
+    ProjectProblems naming every problem found.
 
     ``settings`` are values of ``SETTINGS`` by field name (those left out
     keep their defaults, or the project's values).
@@ -407,65 +472,70 @@ def project_fields(
     the remote of which must answer; ``repo_credential_env`` names the
     variable holding an http(s) URL's credential.
     """
+    found = _Collector()
     if editing is None or slug != editing.slug:
-        slug_check(slug)
+        found.run(slug_check, slug)
     taken = Project.objects.filter(slug=slug)
     if editing is not None:
         taken = taken.exclude(pk=editing.pk)
     if taken.exists():
-        raise ProjectInvalid("slug", f"a project named {slug!r} already exists.")
-    repository = repository_fields(repo, repo_credential_env)
+        found.add("slug", f"a project named {slug!r} already exists.")
+    repository = found.run(repository_fields, repo, repo_credential_env, default={})
     globs = [g for g in allowed_paths if g.strip()]
     tests = default_test_paths() if test_paths is None else test_paths
     for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
         if problem := glob_list_problem(value):
-            raise ProjectInvalid(option, f"{option}: {problem}")
+            found.add(option, f"{option}: {problem}")
     for option, value in (
         ("--egress-agent", egress_agent),
         ("--egress-tests", egress_tests),
     ):
         if problem := egress_list_problem(value):
-            raise ProjectInvalid(option, f"{option}: {problem}")
-    harness = _command("--harness-command", harness_command)
-    if not harness:
+            found.add(option, f"{option}: {problem}")
+    harness = found.run(_command, "--harness-command", harness_command, default=[])
+    if not harness and harness_command is None:
         for option, command in (
             ("--test-command", test_command),
             ("--agent-command", agent_command),
         ):
             if command is None:
-                raise ProjectInvalid(
+                found.add(
                     option,
                     f"{option} is required (or --harness-command, for a project "
                     "of rollouts).",
+                    "Required, unless the project runs rollouts (give a harness "
+                    "command then).",
                 )
     inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
     if problem := glob_list_problem(inputs):
-        raise ProjectInvalid("--setup-inputs", f"--setup-inputs: {problem}")
+        found.add("--setup-inputs", f"--setup-inputs: {problem}")
     if problem := egress_list_problem(egress_setup):
-        raise ProjectInvalid("--egress-setup", f"--egress-setup: {problem}")
+        found.add("--egress-setup", f"--egress-setup: {problem}")
     named = list(Provider.objects.filter(name__in=providers))
     if missing := sorted(set(providers) - {p.name for p in named}):
-        raise ProjectInvalid(
+        found.add(
             "--providers",
             f"--providers: no provider named {', '.join(map(repr, missing))} "
             "(register it with provider_add first).",
         )
-    return {
+    fields = {
         **repository,
-        "test_command": _command("--test-command", test_command),
-        "agent_command": _command("--agent-command", agent_command),
+        "test_command": found.run(_command, "--test-command", test_command),
+        "agent_command": found.run(_command, "--agent-command", agent_command),
         "allowed_paths": globs,
         "test_paths": tests,
         "egress_agent": egress_agent,
         "egress_tests": egress_tests,
         "providers": named,
-        "setup_command": _command("--setup-command", setup_command),
+        "setup_command": found.run(_command, "--setup-command", setup_command),
         "setup_inputs": inputs,
         "egress_setup": egress_setup,
         "harness_command": harness,
-        "verifier_command": _command("--verifier-command", verifier_command),
-        **checked_settings(settings or {}),
+        "verifier_command": found.run(_command, "--verifier-command", verifier_command),
+        **found.run(checked_settings, settings or {}, default={}),
     }
+    found.refuse()
+    return fields
 
 
 def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:
@@ -478,6 +548,7 @@ def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:
                 "--repo-credential-env",
                 "--repo-credential-env is for a repository given as an https:// "
                 "or http:// URL.",
+                "Only for a repository given as an https:// or http:// URL.",
             )
         path = Path(repo).expanduser().resolve()
         try:

@@ -447,7 +447,8 @@ REPLAYHUB_SYNC_PREFLIGHT_MAX = env_int("REPLAYHUB_SYNC_PREFLIGHT_MAX", 200)
 REPLAYHUB_FOLLOW_SECONDS = env_int("REPLAYHUB_FOLLOW_SECONDS", 30)
 
 # The demo's stand-in model API (``manage.py demo_model``, started by
-# ``./dev run``) and the variable that holds its key on the workers.
+# ``./dev run``, which sets both URLs to the two ports after PORT, or to free
+# ones) and the variable that holds its key on the workers.
 REPLAYHUB_DEMO_MODEL_URL = env_str("REPLAYHUB_DEMO_MODEL_URL", "http://127.0.0.1:8765")
 # The demo's package index (served by ``manage.py demo_model`` too), from which
 # the demo's second project installs what its tests need.

@@ -4,7 +4,10 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from django import forms
+from django.contrib.auth import get_user_model
+from django.db.models import Q
 
+from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Project
 from replayhub.verdicts import REASON_TEXT, Verdict
 from reviews.models import Review
@@ -51,7 +54,59 @@ class QueueFilterForm(ScopeFilterForm):
         required=False,
     )
     label = forms.ChoiceField(choices=label_choices, required=False)
+    # "me", "nobody" or a reviewer's username.
+    assigned = forms.CharField(required=False, max_length=150)
     after = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    ME = "me"
+    NOBODY = "nobody"
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def assignees(self) -> list[tuple[str, str]]:
+        """The choices of the "Assigned to" filter: the viewer when they
+        decide, nobody, and each other user who may decide (whom a replay can
+        be handed to), read in one query."""
+        app_label, codename = roles.DECIDE.split(".")
+        by_group = Q(
+            groups__permissions__codename=codename,
+            groups__permissions__content_type__app_label=app_label,
+        )
+        by_user = Q(
+            user_permissions__codename=codename,
+            user_permissions__content_type__app_label=app_label,
+        )
+        names = list(
+            get_user_model()
+            .objects.filter(
+                Q(is_active=True) & (by_group | by_user | Q(is_superuser=True))
+            )
+            .order_by("username")
+            .values_list("username", flat=True)
+            .distinct()
+        )
+        me = self.user.get_username() if self.user is not None else ""
+        mine = [(self.ME, "Me")] if me in names else []
+        named = [(name, name) for name in names if name != me]
+        return [("", "Anyone"), *mine, (self.NOBODY, "Nobody"), *named]
+
+    def clean_assigned(self) -> str:
+        text = self.cleaned_data["assigned"].strip()
+        if text in ("", self.ME, self.NOBODY):
+            return text
+        if not get_user_model().objects.filter(username=text).exists():
+            raise forms.ValidationError(f"No user is named {text}.")
+        return text
+
+    def _assignee_id(self, assigned: str) -> int | None:
+        if assigned == self.ME:
+            return self.user.pk if self.user is not None else None
+        if assigned and assigned != self.NOBODY:
+            user = get_user_model().objects.filter(username=assigned).first()
+            return user.pk if user is not None else None
+        return None
 
     def clean_after(self) -> Cursor | None:
         text = self.cleaned_data["after"]
@@ -67,6 +122,7 @@ class QueueFilterForm(ScopeFilterForm):
         data = getattr(self, "cleaned_data", {})
         project, model = self.scope()
         label_id, label_value = split_label(data.get("label", ""))
+        assigned = data.get("assigned", "")
         return QueueFilters(
             project_id=project.pk if project else None,
             model=model,
@@ -74,6 +130,8 @@ class QueueFilterForm(ScopeFilterForm):
             reason_code=data.get("reason", ""),
             label_id=label_id,
             label_value=label_value,
+            assignee_id=self._assignee_id(assigned),
+            unassigned=assigned == self.NOBODY,
         )
 
     def cursor(self) -> Cursor | None:

@@ -28,7 +28,7 @@ from replayhub.models import (
     ReplayStatus,
     ReviewBand,
 )
-from reviews.models import Purpose, Review, ReviewLabel
+from reviews.models import Claim, Purpose, Review, ReviewLabel
 
 PAGE_SIZE = 50
 _LAST_BAND = max(ReviewBand.values)
@@ -117,6 +117,10 @@ class QueueFilters:
     # Projects under blind review, listed apart (``blind_rows``) for a reviewer
     # who may not know a verdict's band.
     exclude_project_ids: frozenset[int] = frozenset()
+    # Whom a replay is assigned to: the user holding an unexpired claim on it
+    # (taken, or handed over by an admin); ``unassigned``: nobody holds one.
+    assignee_id: int | None = None
+    unassigned: bool = False
 
     @property
     def banded(self) -> bool:
@@ -144,6 +148,14 @@ class QueueFilters:
             if self.label_value:
                 given = given.filter(value=self.label_value)
             rows = rows.filter(Exists(given))
+        if self.assignee_id is not None or self.unassigned:
+            now = timezone.now()
+            if self.assignee_id is not None:
+                rows = rows.filter(
+                    claim__reviewer_id=self.assignee_id, claim__expires_at__gt=now
+                )
+            else:
+                rows = rows.exclude(claim__expires_at__gt=now)
         return rows
 
 
@@ -217,7 +229,11 @@ def blind_rows(
     """Queued replays of projects under blind review, newest first: one
     neutral band, so neither a band nor a row's place says its verdict."""
     scoped = QueueFilters(
-        project_id=filters.project_id, model=filters.model, label_id=None
+        project_id=filters.project_id,
+        model=filters.model,
+        label_id=None,
+        assignee_id=filters.assignee_id,
+        unassigned=filters.unassigned,
     )
     rows = scoped.apply(
         Replay.objects.awaiting_review().filter(project_id__in=project_ids)
@@ -267,6 +283,15 @@ def running(limit: int = 100) -> list[Replay]:
         )
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def assigned_to(user, now: datetime) -> int:
+    """How many replays awaiting review ``user`` holds: their share of the
+    queue, taken or handed to them. One user's live claims, a few rows read
+    through ``claim_reviewer_active``, never the queue."""
+    return Claim.objects.filter(
+        reviewer=user, expires_at__gt=now, replay__review_band__isnull=False
+    ).count()
 
 
 def holder(row: dict, now: datetime | None = None) -> str | None:

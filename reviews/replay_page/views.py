@@ -504,10 +504,11 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     if serving is not None:
         # A gold check is measured, not taken back: no undo.
         messages.info(request, _gold_message(review.verdict_after, serving))
-    else:
+    elif review.decision == Review.Decision.RERUN:
         messages.success(request, decision_sentence(review))
-        if review.decision != Review.Decision.RERUN:
-            request.session[UNDO_SESSION_KEY] = review.pk
+    else:
+        # The undo bar says what was recorded; a flash would say it again.
+        request.session[UNDO_SESSION_KEY] = review.pk
     following = claim_next(reviewer=request.user)
     if following is None:
         messages.info(request, "The queue is empty.")

@@ -9,10 +9,10 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from replayhub.models import VERDICT_CHOICES, Project
+from replayhub.models import VERDICT_CHOICES, Project, Tier
 from replayhub.verdicts import REASON_TEXT, Verdict
 from reviews.models import Label, Review
-from reviews.together.past import DoneFilters, Period
+from reviews.together.past import DoneFilters, Period, SearchFilters
 
 
 class PeriodMixin(forms.Form):
@@ -99,6 +99,28 @@ def split_label(text: str) -> tuple[int | None, str]:
 
 class SearchForm(forms.Form):
     q = forms.CharField(max_length=200, required=False, label="Search")
+    model = forms.CharField(max_length=200, required=False, label="Model")
+    verdict = forms.ChoiceField(
+        choices=[("", "Any verdict"), *VERDICT_CHOICES],
+        required=False,
+        label="Settled verdict",
+    )
+    # The codes, not their sentences: a reason's sentence is what blind
+    # review hides, and a list of every sentence would read like a verdict.
+    reason = forms.ChoiceField(
+        choices=[("", "Any reason"), *((str(k), str(k)) for k in REASON_TEXT)],
+        required=False,
+    )
+    tier = forms.ChoiceField(choices=[("", "Any tier"), *Tier.choices], required=False)
+
+    def filters(self) -> SearchFilters:
+        data = self.cleaned_data if self.is_valid() else {}
+        return SearchFilters(
+            model=data.get("model", "").strip(),
+            verdict=data.get("verdict", ""),
+            reason=data.get("reason", ""),
+            tier=data.get("tier", ""),
+        )
 
 
 class BulkForm(PeriodMixin):

@@ -60,6 +60,17 @@ class LabelledDecisionForm(DecisionForm):
                     )
         return data
 
+    def errors_above(self) -> list[str]:
+        """The errors said above the form: all but a label's, which its label
+        shows beside itself."""
+        beside = {self.field_name(label) for label in self.labels}
+        return [
+            str(error)
+            for name, errors in self.errors.items()
+            if name not in beside
+            for error in errors
+        ]
+
     def label_values(self) -> dict[int, str]:
         data = getattr(self, "cleaned_data", {})
         return {

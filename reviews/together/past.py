@@ -7,7 +7,8 @@ from datetime import date, datetime, time, timedelta
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from replayhub.models import Replay
@@ -70,19 +71,89 @@ def done(filters: DoneFilters) -> QuerySet:
     return rows.order_by("-created_at", "-id")
 
 
-def search(text: str) -> list[Replay]:
-    """Replays whose id, run external id, title or a comment matches ``text``.
+@dataclass(frozen=True)
+class SearchFilters:
+    """What a search narrows to besides its text: the run's model (a part of
+    its name), the settled verdict, the automated reason code and the tier."""
+
+    model: str = ""
+    verdict: str = ""
+    reason: str = ""
+    tier: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.model or self.verdict or self.reason or self.tier)
+
+
+def with_settled(rows: QuerySet[Replay]) -> QuerySet[Replay]:
+    """Annotate each replay with its standing human decision, if any
+    (``human_decision``, ``human_verdict``, ``human_by``) and the verdict that
+    settles it (``settled_verdict``): the reviewer's when one stands, else the
+    automated one."""
+    standing = (
+        Review.objects.standing()
+        .filter(replay=OuterRef("pk"))
+        .exclude(decision=Review.Decision.RERUN)
+        .order_by("-created_at", "-id")
+    )
+    return rows.annotate(
+        human_decision=Subquery(standing.values("decision")[:1]),
+        human_verdict=Subquery(standing.values("verdict_after")[:1]),
+        human_by=Subquery(standing.values("reviewer__username")[:1]),
+        settled_verdict=Coalesce(
+            Subquery(standing.values("verdict_after")[:1]), F("verdict")
+        ),
+    )
+
+
+def search(
+    text: str,
+    filters: SearchFilters | None = None,
+    *,
+    blind_to: tuple[int | None, set[int]] | None = None,
+) -> list[Replay]:
+    """Replays whose id, run external id, title or a comment matches ``text``,
+    narrowed by ``filters``; with no text, the filters alone choose.
 
     PostgreSQL ranks words with its full-text search (the "simple"
     configuration: ids and names are not English); SQLite falls back to a
     plain case-insensitive substring filter.
+
+    ``blind_to`` is ``(viewer id, blind project ids)`` for a viewer under blind
+    review: a filter on the verdict or the reason then leaves out the replays
+    of those projects the viewer has not judged, or the answer would tell
+    their verdict.
     """
     text = text.strip()
-    if not text:
+    filters = filters or SearchFilters()
+    if not text and not filters:
         return []
+    rows = with_settled(Replay.objects.all())
     ids: set[int] = set()
-    if text.lstrip("#").isdigit():
-        ids.add(int(text.lstrip("#")))
+    if text:
+        if text.lstrip("#").isdigit():
+            ids.add(int(text.lstrip("#")))
+        rows = rows.filter(_matching(text, ids))
+    if filters.model:
+        rows = rows.filter(run__model__icontains=filters.model)
+    if filters.verdict:
+        rows = rows.filter(Q(settled_verdict=filters.verdict))
+    if filters.reason:
+        rows = rows.filter(reason_code=filters.reason)
+    if filters.tier:
+        rows = rows.filter(tier=filters.tier)
+    if blind_to is not None and (filters.verdict or filters.reason):
+        viewer_id, blind = blind_to
+        judged = Review.objects.filter(replay=OuterRef("pk"), reviewer_id=viewer_id)
+        rows = rows.exclude(Q(project_id__in=blind) & ~Exists(judged))
+    matched = rows.select_related("run", "project").order_by("-created_at", "-id")
+    found = list(matched[:SEARCH_LIMIT])
+    # An exact id or external id first: that is the one being looked for.
+    found.sort(key=lambda r: not (r.pk in ids or r.run.external_id == text))
+    return found
+
+
+def _matching(text: str, ids: set[int]) -> Q:
     exact = Q(run__external_id=text) | Q(pk__in=ids)
     by_comment: QuerySet[Comment]
     if connection.vendor == "postgresql":
@@ -98,16 +169,6 @@ def search(text: str) -> list[Replay]:
             Q(run__title__icontains=text) | Q(run__external_id__icontains=text)
         )
         by_comment = Comment.objects.filter(body__icontains=text)
-    matched = (
-        Replay.objects.filter(
-            exact
-            | Q(pk__in=by_run.values("pk"))
-            | Q(pk__in=by_comment.values("replay_id"))
-        )
-        .select_related("run", "project")
-        .order_by("-created_at", "-id")
+    return (
+        exact | Q(pk__in=by_run.values("pk")) | Q(pk__in=by_comment.values("replay_id"))
     )
-    found = list(matched[:SEARCH_LIMIT])
-    # An exact id or external id first: that is the one being looked for.
-    found.sort(key=lambda r: not (r.pk in ids or r.run.external_id == text))
-    return found

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Notice
-from reviews.replay_page.together import hidden_from
+from reviews.replay_page.together import blind_projects, hidden_from
 from reviews.together import (
     comments,
     gold,
@@ -295,7 +295,13 @@ def done(request: HttpRequest) -> HttpResponse:
 def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET)
     text = form.cleaned_data["q"] if form.is_valid() else ""
-    found = past.search(text)
+    filters = form.filters()
+    blind_to = (
+        (request.user.pk, blind_projects())
+        if request.user.has_perm(roles.DECIDE)
+        else None
+    )
+    found = past.search(text, filters, blind_to=blind_to)
     open_threads = comments.unresolved([r.pk for r in found])
     return render(
         request,
@@ -304,6 +310,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "page": "done",
             "form": form,
             "q": text,
+            "asked": bool(text or filters),
             "rows": [(r, open_threads.get(r.pk, 0)) for r in found],
             "hidden": hidden_from(request.user, [(r.pk, r.project_id) for r in found]),
             "limit": past.SEARCH_LIMIT,

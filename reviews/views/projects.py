@@ -40,6 +40,7 @@ from replayhub.project_setup import (
     TESTS,
     ProjectInvalid,
     Setting,
+    project_fields,
 )
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm
@@ -260,32 +261,48 @@ class ProjectForm(forms.Form):
         return initial
 
     def values(self) -> dict:
-        """The cleaned values as ``project_fields`` takes them."""
-        data = self.cleaned_data
+        """The cleaned values as ``project_fields`` takes them. On a form with
+        errors, the fields that cleaned (a setting that did not is left out;
+        the others stand in empty), so the rest can still be checked."""
+        data = getattr(self, "cleaned_data", {})
+
+        def text(name: str) -> str:
+            return data.get(name) or ""
+
         return {
-            "slug": data["slug"],
-            "repo": data["repo"],
-            "repo_credential_env": data["repo_credential_env"],
-            "test_command": data["test_command"] or None,
-            "agent_command": data["agent_command"] or None,
-            "allowed_paths": _words(data["allowed_paths"]),
-            "test_paths": _words(data["test_paths"]) or None,
-            "egress_agent": _words(data["egress_agent"]),
-            "egress_tests": _words(data["egress_tests"]),
-            "providers": [p.name for p in data["providers"]],
-            "default_branch": data["default_branch"].strip(),
-            "setup_command": data["setup_command"] or None,
-            "setup_inputs": _words(data["setup_inputs"]) or None,
-            "egress_setup": _words(data["egress_setup"]),
-            "harness_command": data["harness_command"] or None,
-            "verifier_command": data["verifier_command"] or None,
+            "slug": text("slug"),
+            "repo": text("repo"),
+            "repo_credential_env": text("repo_credential_env"),
+            "test_command": text("test_command") or None,
+            "agent_command": text("agent_command") or None,
+            "allowed_paths": _words(text("allowed_paths")),
+            "test_paths": _words(text("test_paths")) or None,
+            "egress_agent": _words(text("egress_agent")),
+            "egress_tests": _words(text("egress_tests")),
+            "providers": [p.name for p in data.get("providers") or []],
+            "default_branch": text("default_branch").strip(),
+            "setup_command": text("setup_command") or None,
+            "setup_inputs": _words(text("setup_inputs")) or None,
+            "egress_setup": _words(text("egress_setup")),
+            "harness_command": text("harness_command") or None,
+            "verifier_command": text("verifier_command") or None,
             "settings": {
                 setting.field: _words(data[setting.field])
                 if setting.kind == "globs"
                 else data[setting.field]
                 for setting in SETTINGS
+                if setting.field in data
             },
         }
+
+    def add_problems(self, error: ProjectInvalid) -> None:
+        """Each problem beside its field, in the form's words; none where the
+        field already shows one of the form's own."""
+        for problem in getattr(error, "problems", [error]):
+            field = problem.field if problem.field in self.fields else None
+            if field is not None and field in self.errors:
+                continue
+            self.add_error(field, problem.detail)
 
 
 @require_http_methods(["GET"])
@@ -362,13 +379,21 @@ def _project_form_page(
 
 def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
     form = ProjectForm(request.POST)
-    if form.is_valid():
+    if not form.is_valid():
+        # Check the rest too: every problem is shown at once, not one a submit.
+        values = form.values()
+        values.pop("default_branch")
+        try:
+            project_fields(editing=project, **values)
+        except ProjectInvalid as exc:
+            form.add_problems(exc)
+    else:
         try:
             saved = project_save(
                 actor=request.user, data=form.values(), project=project
             )
         except ProjectInvalid as exc:
-            form.add_error(exc.field or None, exc.detail)
+            form.add_problems(exc)
         else:
             messages.success(
                 request,

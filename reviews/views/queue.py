@@ -45,7 +45,9 @@ def _detail_url() -> str:
     return reverse("reviews:replay_detail", args=[marker]).replace(str(marker), "{}")
 
 
-def _queue_row(row: dict, now, project_slugs: dict[int, str], detail_url: str) -> dict:
+def _queue_row(
+    row: dict, now, project_slugs: dict[int, str], detail_url: str, viewer: str = ""
+) -> dict:
     """What one queue row shows, as plain values.
 
     The queue is the hot page: plain values keep the template's per-row work
@@ -75,6 +77,7 @@ def _queue_row(row: dict, now, project_slugs: dict[int, str], detail_url: str) -
         "deletions": row["comparison__deletions"],
         "substantive": row["comparison__substantive_files"],
         "holder": holder,
+        "mine": bool(viewer) and holder == viewer,
         "holder_left": holder and until(row["claim__expires_at"], now),
     }
 
@@ -89,6 +92,7 @@ def queue_context(
     filters: QueueFilters | None = None,
     blind_rows: list[dict] | None = None,
     blind: frozenset[int] | None = None,
+    viewer: str = "",
 ) -> dict:
     """The queue template's context; the benchmark builds its Paginator page with it."""
     filters = filters or form.filters()
@@ -105,7 +109,7 @@ def queue_context(
     detail_url = _detail_url()
     rows = [
         {
-            **_queue_row(row, now, projects, detail_url),
+            **_queue_row(row, now, projects, detail_url, viewer),
             "open_threads": open_threads.get(row["id"], 0),
             "blind": row["project_id"] in blind,
         }
@@ -115,7 +119,7 @@ def queue_context(
     # says a verdict.
     hidden = [
         {
-            **_queue_row(row, now, projects, detail_url),
+            **_queue_row(row, now, projects, detail_url, viewer),
             "open_threads": 0,
             "blind": True,
             "band": "blind",
@@ -133,7 +137,9 @@ def queue_context(
             "verdict": data.get("verdict", ""),
             "reason": data.get("reason", ""),
             "label": data.get("label", ""),
+            "assigned": data.get("assigned", ""),
         },
+        "assignees": form.assignees(),
         "labels": list(choices_of(form.fields["label"])),
         "projects": sorted(projects.values()),
         "verdicts": choices_of(form.fields["verdict"]),
@@ -164,7 +170,7 @@ def queue_context(
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def queue(request: HtmxHttpRequest) -> HttpResponse:
-    form = QueueFilterForm(request.GET)
+    form = QueueFilterForm(request.GET, user=request.user)
     form.is_valid()
     can_decide = request.user.has_perm(roles.DECIDE)
     # A reviewer under blind review never sees those projects' replays in a
@@ -188,9 +194,12 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
         filters=filters,
         blind_rows=queue_reads.blind_rows(blind, filters) if apart else [],
         blind=blind,
+        viewer=request.user.get_username(),
     )
     if can_decide:
-        context["my_progress"] = queue_reads.my_progress(request.user, timezone.now())
+        now = timezone.now()
+        context["my_progress"] = queue_reads.my_progress(request.user, now)
+        context["assigned_to_me"] = queue_reads.assigned_to(request.user, now)
     response = render(
         request, partial(request, "reviews/queue.html", "results"), context
     )

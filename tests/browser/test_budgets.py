@@ -1,4 +1,5 @@
-"""The budgets page in Chromium: a refused value is explained beside its field."""
+"""The budgets page in Chromium: a refused value is explained beside its field,
+and neither the refusal nor the save after it meets a CSP violation."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from playwright.sync_api import expect
 
 from replayhub.models import Budget
 from reviews.models import AuditEvent
+from tests.browser.watch import Watch
 from tests.factories import make_project, make_superuser
 
 pytestmark = pytest.mark.browser
@@ -19,9 +21,8 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     Budget.objects.create(project=shop)
     root = make_superuser()
     page = login(root)
-    errors: list = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto("/budgets/")
+    watch = Watch(page, console_errors=True)
+    watch.goto("/budgets/")
     card = page.locator("#budget-shop")
 
     card.locator("input[name=budget-max_cost_usd]").fill("-5")
@@ -32,6 +33,7 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     expect(card.get_by_text("Cannot be negative.")).to_be_visible()
     expect(card.get_by_text("The window must last at least one hour")).to_be_visible()
     expect(card.locator(".badge.ok")).to_have_count(0)
+    watch.check("budget refused")
     screenshot(page, "budget-errors")
     budget = Budget.objects.get(project=shop)
     assert (budget.window_start_hour, budget.window_end_hour) == (1, 6)
@@ -44,4 +46,4 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     expect(card.locator(".badge.ok")).to_have_text("Saved.")
     budget.refresh_from_db()
     assert (budget.window_start_hour, budget.window_end_hour) == (5, 7)
-    assert errors == []
+    watch.check("budget saved after a refusal")

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from replayhub.models import Replay
 from reviews.models import AuditEvent, Claim, Review
+from tests.browser.watch import Watch
 from tests.factories import make_replay
 
 pytestmark = pytest.mark.browser
@@ -17,18 +18,12 @@ pytestmark = pytest.mark.browser
 DETAIL = re.compile(r".*/replays/(\d+)/$")
 
 
-def errors_of(page) -> list:
-    errors: list = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    return errors
-
-
 def test_each_corrected_verdict_has_its_own_key_and_is_shown_before_recording(
     login, reviewer, screenshot
 ):
     replay = make_replay(verdict="divergent", title="Round totals")
     page = login(reviewer)
-    errors = errors_of(page)
+    watch = Watch(page, console_errors=True)
     page.goto(f"/replays/{replay.pk}/")
 
     page.keyboard.press("o")
@@ -57,7 +52,7 @@ def test_each_corrected_verdict_has_its_own_key_and_is_shown_before_recording(
         page.keyboard.press("Enter")
     review = Review.objects.get()
     assert (review.decision, review.verdict_after) == ("overturn", "inconclusive")
-    assert errors == []
+    watch.check("the flow's end")
 
 
 def test_an_overturn_against_a_verified_tree_check_needs_a_second_enter(
@@ -66,7 +61,7 @@ def test_an_overturn_against_a_verified_tree_check_needs_a_second_enter(
     # The fixture's tree identity check failed (cryptographically verified).
     replay = make_replay(verdict="divergent")
     page = login(reviewer)
-    errors = errors_of(page)
+    watch = Watch(page, console_errors=True)
     page.goto(f"/replays/{replay.pk}/")
 
     page.keyboard.press("1")
@@ -82,7 +77,7 @@ def test_an_overturn_against_a_verified_tree_check_needs_a_second_enter(
     assert review.verdict_after == "identical"
     event = AuditEvent.objects.get(action="review.overturn")
     assert event.after["overruled"]
-    assert errors == []
+    watch.check("the flow's end")
 
 
 def test_without_script_the_server_asks_for_the_second_yes_at_the_same_address(
@@ -111,11 +106,13 @@ def test_without_script_the_server_asks_for_the_second_yes_at_the_same_address(
 def test_a_failed_decision_keeps_the_page_address_and_shows_the_error(login, reviewer):
     replay = make_replay(verdict="divergent")
     page = login(reviewer)
-    page.goto(f"/replays/{replay.pk}/")
+    watch = Watch(page, console_errors=True)
+    watch.goto(f"/replays/{replay.pk}/")
     page.get_by_role("button", name="Overturn").click()
     expect(page.locator("#decision .error")).to_contain_text(
         "Choose the corrected verdict."
     )
+    watch.check("decision refused")
     assert page.url.endswith(f"/replays/{replay.pk}/")
     # The old form address leads back to the page rather than a blank 405.
     response = page.goto(f"/replays/{replay.pk}/decide/")
@@ -129,7 +126,7 @@ def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
     first = make_replay(verdict="equivalent")
     make_replay(verdict="divergent")
     page = login(reviewer)
-    errors = errors_of(page)
+    watch = Watch(page, console_errors=True)
     page.goto(f"/replays/{first.pk}/")
     with page.expect_navigation(url=DETAIL):
         page.keyboard.press("c")
@@ -155,7 +152,7 @@ def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
     with page.expect_navigation():
         page.keyboard.press("r")
     assert Review.objects.filter(replay=first, undone_at__isnull=True).count() == 1
-    assert errors == []
+    watch.check("the flow's end")
 
 
 def test_the_header_shows_the_automated_and_the_reviewers_verdict(login, reviewer):
@@ -171,3 +168,22 @@ def test_the_header_shows_the_automated_and_the_reviewers_verdict(login, reviewe
     expect(page.locator("#human-decision")).to_contain_text(
         "overturned to inconclusive by rita"
     )
+
+
+def test_the_overturn_preview_does_not_move_the_decision_bar(login, reviewer):
+    replay = make_replay(verdict="divergent", title="Round totals")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 900})
+    page.goto(f"/replays/{replay.pk}/")
+    bar = page.locator("#decision")
+    rerun = page.get_by_role("button", name="Rerun")
+    before = (bar.bounding_box(), rerun.bounding_box())
+
+    page.keyboard.press("4")
+    expect(page.locator("#overturn-preview")).to_contain_text(
+        "Overturn divergent → inconclusive: Enter records it, Esc cancels."
+    )
+
+    assert (bar.bounding_box(), rerun.bounding_box()) == before
+    page.keyboard.press("Escape")
+    assert (bar.bounding_box(), rerun.bounding_box()) == before

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Project, Replay, Run
+from tests.browser.watch import Watch
 from tests.factories import make_git_project, make_replay, make_superuser
 from tests.gitrepos import project_repo
 from tests.records import EXAMPLE
@@ -68,22 +69,40 @@ def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
     repo = project_repo(tmp_path).path
     root = make_superuser()
     page = login(root)
-    page.goto("/projects/")
+    watch = Watch(page, console_errors=True)
+    watch.goto("/projects/")
     page.get_by_role("link", name="Register a project").click()
     page.get_by_label("Slug").fill("cart")
     page.get_by_label("Repository", exact=True).fill(str(tmp_path / "nowhere"))
     page.get_by_label("Test command").fill("python -m pytest -q")
     page.get_by_label("Agent command").fill("./agent.sh")
+    page.get_by_label("Agent time limit (s)").fill("0")
+    page.get_by_label("Allowed paths").fill("[z-a].py")
     page.get_by_role("button", name="Register").click()
-    error = page.locator(".field.has-error .error")
-    expect(error).to_contain_text("is not a git repository")
+    # Every mistake at once, each beside its own field, in the form's words.
+    errors = page.locator(".field.has-error")
+    expect(errors).to_have_count(3)
+    expect(errors.filter(has=page.locator("input[name=repo]"))).to_contain_text(
+        "is not a git repository"
+    )
+    expect(
+        errors.filter(has=page.locator("input[name=time_limit_seconds]"))
+    ).to_contain_text("At least 1 s.")
+    expect(
+        errors.filter(has=page.locator("input[name=allowed_paths]"))
+    ).to_contain_text("is not a valid")
+    assert "--" not in " ".join(errors.all_inner_texts())
     expect(page.get_by_label("Test command")).to_have_value("python -m pytest -q")
+    watch.check("project form refused")
     screenshot(page, "project-form-error")
     assert not Project.objects.filter(slug="cart").exists()
 
     page.get_by_label("Repository", exact=True).fill(str(repo))
+    page.get_by_label("Agent time limit (s)").fill("900")
+    page.get_by_label("Allowed paths").fill("src/**")
     page.get_by_role("button", name="Register").click()
     page.wait_for_url("**/projects/cart/")
+    watch.check("project registered")
     expect(page.locator(".messages")).to_contain_text("Registered project cart.")
     assert Project.objects.get(slug="cart").test_command == [
         "python",

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from replayhub import roles
 from reviews.models import Claim, Label, Notice, Review, SecondOpinion
 from reviews.together import comments
-from tests.browser.test_csp import Watch
+from tests.browser.watch import Watch
 from tests.factories import make_replay, make_user
 
 pytestmark = pytest.mark.browser

@@ -43,5 +43,7 @@ def test_the_top_bar_and_the_pages_fit_the_screen(login, reviewer, screenshot, w
     page.goto("/")
     row = page.locator("#queue-rows tr.row").first
     expect(row.locator("a")).to_be_visible()
+    # The task's title is on the screen, not scrolled off the table's edge.
+    inside(page, row.locator("td.title a"), width)
     # The queue's table scrolls inside its box; the page itself does not.
     assert page.evaluate(OVERFLOW) <= 0

@@ -260,6 +260,24 @@ def test_an_admin_reassigns_a_held_replay_and_the_new_holder_is_told(
     assert Notice.objects.get(user=sam).kind == "assigned"
 
     page = login(sam)
+    # The queue shows sam their share, like an annotation queue, and whose
+    # each item is.
+    other = make_replay(title="Nobody's yet")
+    page.goto("/")
+    mine = page.locator("#assigned-to-me")
+    expect(mine).to_have_text("Assigned to me: 1")
+    expect(
+        page.locator(f'#queue-rows tr.row:has(a[href="/replays/{replay.pk}/"])')
+    ).to_contain_text("you · ")
+    mine.click()
+    page.wait_for_url("**assigned=me**")
+    rows = page.locator("#queue-rows tr.row")
+    expect(rows).to_have_count(1)
+    expect(rows).not_to_contain_text("Nobody's yet")
+    page.select_option("select[name=assigned]", "nobody")
+    page.wait_for_url("**assigned=nobody**")
+    expect(rows).to_have_count(1)
+    expect(rows).to_contain_text(f"#{other.pk}")
     page.goto("/inbox/")
     expect(page.locator("#notices")).to_contain_text(f"assigned replay {replay.pk}")
     page.goto(f"/replays/{replay.pk}/")

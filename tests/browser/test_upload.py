@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Run
+from tests.browser.watch import Watch
 from tests.factories import make_git_project
 from tests.gitrepos import project_repo
 from tests.records import EXAMPLE, jsonl, record
@@ -43,9 +44,8 @@ def test_an_upload_shows_its_progress_then_the_summary_in_place(
     path = tmp_path / "runs.jsonl"
     path.write_bytes(EXAMPLE.read_bytes() + jsonl(record(99, prompt="x" * 200_000)))
     page = login(admin_user)
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto("/runs/upload/")
+    watch = Watch(page, console_errors=True)
+    watch.goto("/runs/upload/")
     page.evaluate(RECORD_STATES)
 
     submit(page, path)
@@ -61,7 +61,7 @@ def test_an_upload_shows_its_progress_then_the_summary_in_place(
     expect(page.get_by_role("button", name="Import", exact=True)).to_be_enabled()
     expect(page.locator("[data-upload-state]")).to_have_text("")
     assert Run.objects.filter(project=shop).count() == 5
-    assert not errors
+    watch.check("upload summary")
     screenshot(page, "upload-summary")
 
 

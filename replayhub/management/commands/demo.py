@@ -43,8 +43,17 @@ class Command(BaseCommand):
             metavar="SECONDS",
             help="How long to wait for the worker to finish the replays (0: do not).",
         )
+        parser.add_argument(
+            "--logins-only",
+            action="store_true",
+            help="Create the demo's reviewer and lead logins, print them and stop "
+            "(./dev run prints them with the URL, before the demo's progress).",
+        )
 
-    def handle(self, *args, wait, **options):
+    def handle(self, *args, wait, logins_only=False, **options):
+        if logins_only:
+            self.print_logins()
+            return
         folder = settings.VAR_DIR / "demo"
         folder.mkdir(parents=True, exist_ok=True)
         self.say("building the demo repository")
@@ -175,6 +184,7 @@ class Command(BaseCommand):
         logins_file.chmod(0o600)
         for username, password in saved.items():
             self.stdout.write(f"demo login: {username} / {password}")
+        self.stdout.write(f"demo logins saved in {logins_file}")
 
     def say(self, message: str) -> None:
         self.stdout.write(f"demo: {message}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -231,7 +232,7 @@ def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
         ("max_cost_usd", "-1", "Cannot be negative."),
         ("egress_agent", "pypi.org", "pypi.org"),
         ("slug", "shop", "already exists"),
-        ("test_command", "", "--test-command is required"),
+        ("test_command", "", "Required, unless the project runs rollouts"),
         ("setup_inputs", "[z-a].lock", "is not a valid"),
         ("egress_setup", "index.example", "index.example"),
         ("setup_command", "sh -c 'unclosed", "Cannot split"),
@@ -252,6 +253,63 @@ def test_the_form_refuses_what_project_add_refuses_beside_the_field(
     error = html.index(message)
     assert error > at and html.rfind('class="field', 0, error) < at
     assert not Project.objects.filter(slug="cart").exists()
+
+
+def errors_beside(html: str) -> dict[str, list[str]]:
+    """Each field's errors as the form shows them, by the field's name."""
+    found: dict[str, list[str]] = {}
+    for block in html.split('<div class="field')[1:]:
+        name = re.search(r'name="([a-z_]+)"', block)
+        errors = re.findall(r'<p class="error" role="alert">([^<]*)</p>', block)
+        if name and errors:
+            found[name.group(1)] = errors
+    return found
+
+
+def test_the_form_reports_every_fields_error_at_once_in_its_own_words(
+    client, admin_user, tmp_path
+):
+    make_project("shop")
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    bad = {
+        "slug": "shop",
+        "time_limit_seconds": "0",
+        "max_tokens": "0",
+        "max_cost_usd": "-1",
+        "allowed_paths": "[z-a].py",
+        "egress_agent": "pypi.org",
+        "test_command": "pytest 'unclosed",
+        "agent_command": "",
+    }
+
+    response = client.post(reverse("reviews:project_create"), form(repo, **bad))
+
+    assert response.status_code == 400
+    html = response.content.decode()
+    errors = errors_beside(html)
+    assert set(errors) == set(bad)
+    assert errors["time_limit_seconds"] == ["At least 1 s."]
+    assert errors["agent_command"] == [
+        "Required, unless the project runs rollouts (give a harness command then)."
+    ]
+    # The form's words: no command-line option is named.
+    assert not [e for shown in errors.values() for e in shown if "--" in e]
+
+
+def test_a_field_the_form_refuses_does_not_hide_the_other_problems(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"),
+        form(repo, time_limit_seconds="soon", repo="/nonexistent/repo"),
+    )
+
+    errors = errors_beside(response.content.decode())
+    assert errors["time_limit_seconds"] == ["Enter a whole number."]
+    assert errors["repo"] == ["/nonexistent/repo is not a git repository."]
 
 
 def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_path):

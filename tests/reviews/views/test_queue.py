@@ -272,13 +272,14 @@ def test_the_queue_page_runs_a_fixed_number_of_queries(
     # the header, the inbox badge, the project filter's options, the rows, the
     # band counts, the rows' unresolved comments, the blind projects, the
     # label filter's options, the reviewer's own decisions (my progress; none
-    # here, so no night is read).
-    with django_assert_num_queries(13):
+    # here, so no night is read), the assignee filter's options and the count
+    # of what is assigned to the reviewer.
+    with django_assert_num_queries(15):
         as_reviewer.get(QUEUE)
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(15):
         as_reviewer.get(QUEUE, {"after": inside_band})
     # A page that runs out of its band reads the next bands in one more query.
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(16):
         as_reviewer.get(QUEUE, {"after": across_bands})
 
 
@@ -295,12 +296,16 @@ def test_list_queries_never_count_the_table_nor_load_big_columns(as_reviewer):
         assert not any(big in s for s in sql), big
     assert not any('"prompt"' in s or '"raw"' in s or '"output"' in s for s in sql)
     # One count per page, of at most COUNT_CAP + 1 queue entries per band.
-    # (The inbox badge counts one user's unread notices, and the rows' open
-    # comment threads are counted for the page's ids only.)
+    # (The inbox badge counts one user's unread notices, the rows' open
+    # comment threads are counted for the page's ids only, and "assigned to
+    # me" counts one user's live claims.)
     counts = [
         s
         for s in sql
-        if "COUNT(" in s.upper() and "reviews_notice" not in s and "comment" not in s
+        if "COUNT(" in s.upper()
+        and "reviews_notice" not in s
+        and "comment" not in s
+        and 'FROM "reviews_claim"' not in s
     ]
     assert len(counts) == 1
     assert counts[0].upper().count("LIMIT 1001") == len(ReviewBand.values)

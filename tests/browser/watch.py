@@ -1,0 +1,78 @@
+"""Watching a page in Chromium for what must never happen: a Content-Security-
+Policy violation, a console refusal, a page error, and (when asked) any console
+error.
+
+A listener installed before any page script records each
+``securitypolicyviolation``; Chromium's console "Refused to …" lines and page
+errors (htmx without eval would throw) are collected too.
+"""
+
+from __future__ import annotations
+
+import re
+
+WATCH = """
+window.__csp = [];
+document.addEventListener("securitypolicyviolation", function (event) {
+  window.__csp.push(
+    event.violatedDirective + " blocked " + (event.blockedURI || "inline") +
+    " at " + event.sourceFile + ":" + event.lineNumber
+  );
+}, true);
+"""
+# Chromium logs a failed request as a console error; a form refused with 400,
+# 409 or 422 is an answer the page shows in place, not a fault.
+REFUSED_FORM = re.compile(r"Failed to load resource: .*status of (400|409|422)\b")
+
+
+class Watch:
+    """The violations, console refusals and page errors of one page."""
+
+    def __init__(self, page, *, console_errors: bool = False):
+        """``console_errors``: any console error counts too, but a form's
+        refusal answered as designed (400, 409, 422, swapped in place)."""
+        self.page = page
+        self.console_errors = console_errors
+        self.console: list[str] = []
+        self.errors: list[str] = []
+        page.add_init_script(WATCH)
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+
+    def _console(self, message) -> None:
+        text = message.text
+        if (
+            "Refused to" in text
+            or "Content Security Policy" in text
+            or (
+                self.console_errors
+                and message.type == "error"
+                and not REFUSED_FORM.search(text)
+            )
+        ):
+            self.console.append(text)
+
+    def found(self) -> list[str]:
+        # Reports are dispatched as tasks: let those already queued run first.
+        self.page.wait_for_timeout(100)
+        reported = self.page.evaluate("window.__csp")
+        assert reported is not None, "the violation listener is not installed"
+        return reported + self.console + self.errors
+
+    def check(self, where: str) -> None:
+        assert self.found() == [], where
+
+    def goto(self, path: str) -> None:
+        response = self.page.goto(path)
+        assert response.status == 200, path
+        assert "content-security-policy" in response.headers, path
+        self.check(path)
+
+    def poll(self, fragment: str) -> None:
+        """Wait for one htmx poll whose URL contains ``fragment`` and its swap."""
+        with self.page.expect_response(
+            lambda r: fragment in r.url and r.request.headers.get("hx-request"),
+            timeout=5_000,
+        ):
+            pass
+        self.check(f"after polling {fragment}")
