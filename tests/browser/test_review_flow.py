@@ -148,10 +148,11 @@ def test_two_reviewers_pressing_next_together_get_different_items(
     holders = dict(Claim.objects.values_list("replay_id", "reviewer__username"))
     assert holders[opened(pages[0])] == "rita"
     assert holders[opened(pages[1])] == "remy"
-    # The queue says who holds what.
+    # The queue says who holds what: the other reviewer by name, "you" for
+    # the reader's own.
     pages[0].goto("/")
     claims = pages[0].locator("#queue-rows .holder").all_inner_texts()
-    assert sorted(text.split(" · ")[0] for text in claims) == ["remy", "rita"]
+    assert sorted(text.split(" · ")[0] for text in claims) == ["remy", "you"]
     screenshot(pages[0], "queue-claimed")
 
 
