@@ -439,3 +439,71 @@ def detect_backend(
     if prefer == "cgroup":
         raise RuntimeError("no writable memory and pids cgroup on this host")
     return Backend()
+
+
+# -- The host's cgroup layout, for the OCI engines ---------------------------
+
+UNIFIED, HYBRID, LEGACY, NONE = "unified", "hybrid", "legacy", "none"
+
+
+def cgroup_mounts(mountinfo: str) -> list[tuple[str, str]]:
+    """(mount point, "cgroup" or "cgroup2") for each cgroup filesystem in
+    ``/proc/self/mountinfo``'s text."""
+    mounts = []
+    for line in mountinfo.splitlines():
+        # "<id> <parent> <dev> <root> <mount point> <options> [tags] - <fstype> …"
+        fields, _, fs = line.partition(" - ")
+        parts, fstype = fields.split(), fs.split()[:1]
+        if len(parts) > 4 and fstype and fstype[0] in {"cgroup", "cgroup2"}:
+            mounts.append((parts[4], fstype[0]))
+    return mounts
+
+
+def cgroup_layout(mounts: list[tuple[str, str]]) -> str:
+    """The layout these cgroup mounts make:
+
+    * ``unified`` — cgroup v2 mounted at /sys/fs/cgroup itself;
+    * ``hybrid`` — v1 controllers beside a cgroup2 hierarchy mounted elsewhere
+      (usually /sys/fs/cgroup/unified);
+    * ``legacy`` — v1 controllers only;
+    * ``none`` — no cgroup filesystem.
+    """
+    kinds = {fstype for _, fstype in mounts}
+    if (str(CGROUP_ROOT), "cgroup2") in mounts:
+        return UNIFIED
+    if "cgroup" in kinds:
+        return HYBRID if "cgroup2" in kinds else LEGACY
+    return NONE
+
+
+def oci_runtime_for(layout: str, unified_controllers: str) -> str:
+    """The OCI runtime an engine on this host must use: ``crun`` or ``runc``.
+
+    crun (podman's default) refuses every container on a hybrid host whose
+    cgroup2 hierarchy holds any controller ("cgroups in hybrid mode not
+    supported"); runc runs them there through the v1 controllers.
+    ``unified_controllers`` is that hierarchy's ``cgroup.controllers``.
+    """
+    if layout == HYBRID and unified_controllers.split():
+        return "runc"
+    return "crun"
+
+
+def host_oci_runtime() -> tuple[str, str]:
+    """This host's cgroup layout and the OCI runtime that works on it."""
+    try:
+        mounts = cgroup_mounts(Path("/proc/self/mountinfo").read_text())
+    except OSError:
+        mounts = []
+    layout = cgroup_layout(mounts)
+    controllers = ""
+    for point, fstype in mounts:
+        if layout == HYBRID and fstype == "cgroup2":
+            with contextlib.suppress(OSError):
+                controllers += Path(point, "cgroup.controllers").read_text()
+    return layout, oci_runtime_for(layout, controllers)
+
+
+if __name__ == "__main__":
+    # `python -m replayhub.sandbox.cgroups`: what ./dev test and CI print.
+    print(*host_oci_runtime())

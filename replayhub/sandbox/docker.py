@@ -239,6 +239,10 @@ class DockerRunner:
         container = created["Id"]
         try:
             return self._run(engine, container, spec, capture, started)
+        except EngineError as error:
+            raise SandboxUnavailable(
+                f"the engine would not run the sandbox's container ({error})."
+            ) from error
         finally:
             with contextlib.suppress(EngineError):
                 engine.call("DELETE", f"/containers/{container}" + query(force=1))

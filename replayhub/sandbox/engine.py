@@ -32,6 +32,25 @@ class EngineError(Exception):
     """The engine could not be reached or refused a call; says which and why."""
 
 
+# What crun answers on a hybrid cgroup host, and what to do about it.
+_HYBRID = "cgroups in hybrid mode not supported"
+_HYBRID_HINT = (
+    "the engine's OCI runtime (crun) runs no container on this host's hybrid "
+    'cgroups: configure the engine with runc ([engine] runtime = "runc" in '
+    "containers.conf)"
+)
+
+
+def refusal(status: object, data: bytes) -> str:
+    """One line from an engine's error answer: its status and message."""
+    message = data[:4096].decode(errors="replace").strip()
+    with contextlib.suppress(ValueError, AttributeError, RecursionError):
+        message = str(json.loads(message).get("message", message))
+    if _HYBRID in message:
+        return f"{status} {_HYBRID_HINT}"
+    return f"{status} {' '.join(message.split())[:300]}"
+
+
 def socket_path(host: str | None = None) -> str:
     """The engine's socket from ``host`` or ``DOCKER_HOST``, else the default."""
     host = host or os.environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
@@ -85,10 +104,7 @@ class Engine:
         finally:
             connection.close()
         if response.status not in ok:
-            message = data.decode(errors="replace").strip()
-            with contextlib.suppress(ValueError, AttributeError):
-                message = json.loads(message).get("message", message)
-            raise EngineError(f"{method} {path}: {response.status} {message}")
+            raise EngineError(f"{method} {path}: {refusal(response.status, data)}")
         if not data.strip():
             return None
         try:
@@ -124,7 +140,11 @@ class Engine:
         status_line, _, _ = head.partition(b"\r\n")
         if b" 101 " not in status_line and b" 200 " not in status_line:
             stream.close()
-            raise EngineError(f"attach refused: {head.decode(errors='replace')[-300:]}")
+            status = status_line.split()[1:2] or [b"?"]
+            body = head.partition(b"\r\n\r\n")[2]
+            raise EngineError(
+                f"attach refused: {refusal(status[0].decode(errors='replace'), body)}"
+            )
         stream.settimeout(None)
         # What followed the headers already is the stream's beginning.
         return AttachedStream(stream, head.partition(b"\r\n\r\n")[2])

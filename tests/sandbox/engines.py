@@ -20,14 +20,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from replayhub.sandbox.cgroups import host_oci_runtime
+
 IMAGE_NAME = "localhost/replayhub-sandbox-test"
 PYTHON_IMAGE_NAME = "localhost/replayhub-sandbox-python-test"
 # The system Python the sandbox runs (not the virtualenv's).
 SYSTEM_PYTHON = "/usr/bin/python3"
-# podman's default nofile ulimit (1048576) exceeds the hard limit of many
-# machines and fails every container with "error setting rlimit type 7";
-# the runner sets its own limits, so the engine's defaults are emptied.
-CONTAINERS_CONF = "[containers]\ndefault_ulimits = []\n"
+PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def containers_conf(runtime: str) -> str:
+    """The engine's configuration for this host.
+
+    podman's default nofile ulimit (1048576) exceeds the hard limit of many
+    machines and fails every container with "error setting rlimit type 7";
+    the runner sets its own limits, so the engine's defaults are emptied.
+    The OCI runtime is the one this host's cgroup layout allows.
+    """
+    return f'[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "{runtime}"\n'
 
 
 def build_rootfs(root: Path) -> Path:
@@ -128,7 +138,7 @@ class Podman:
     @staticmethod
     def environment(directory: Path) -> dict[str, str]:
         return {
-            "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+            "PATH": PATH,
             "CONTAINERS_CONF": str(directory / "containers.conf"),
             "HOME": str(directory),
         }
@@ -145,11 +155,20 @@ class Podman:
         ]
 
     @classmethod
-    def start(cls) -> Podman:
+    def start(cls, runtime: str = "") -> Podman:
+        """A service whose OCI runtime is ``runtime``, by default the one
+        this host's cgroup layout allows."""
         # Short: the service's socket path must fit a sockaddr_un.
         directory = Path(tempfile.mkdtemp(prefix="rh-podman-", dir="/tmp"))
         directory.chmod(0o755)
-        (directory / "containers.conf").write_text(CONTAINERS_CONF)
+        layout, works = host_oci_runtime()
+        runtime = runtime or works
+        if not shutil.which(runtime, path=PATH):
+            raise RuntimeError(
+                f"podman needs {runtime} on this host ({layout} cgroups), "
+                f"and {runtime} is not installed"
+            )
+        (directory / "containers.conf").write_text(containers_conf(runtime))
         env = cls.environment(directory)
         sock = directory / "podman.sock"
         service = subprocess.Popen(
