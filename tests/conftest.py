@@ -37,10 +37,36 @@ os.environ.setdefault(DEMO_KEY_ENV, "demo-key-for-the-tests")
 REQUIRE_SERVICES = os.environ.get("REPLAYHUB_REQUIRE_SERVICES") == "1"
 
 
+def pytest_configure(config):
+    # PBKDF2 costs ~0.2 s a persona, which the people's-side tests pay once
+    # per test; the hasher is not what any test is about.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def pytest_report_header(config):
     db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
     broker = settings.CELERY_BROKER_URL.split("://", 1)[0]
     return f"replayhub: database={db} broker={broker} var={settings.VAR_DIR}"
+
+
+# Seconds spent per tests/ directory (set-up, call and tear-down), summed on
+# the process that reports: the controller when xdist runs the workers.
+_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    parts = report.nodeid.split("::", 1)[0].split("/")
+    where = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+    _SECONDS[where] = _SECONDS.get(where, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _SECONDS:
+        return
+    total = sum(_SECONDS.values())
+    terminalreporter.write_sep("=", f"seconds per directory (all workers: {total:.0f})")
+    for where, seconds in sorted(_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds:8.1f}  {seconds / total:6.1%}  {where}")
 
 
 @pytest.fixture

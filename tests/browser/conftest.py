@@ -7,6 +7,7 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,10 +25,20 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(settings.VAR_DIR) / "screenshots"
+# Screenshots are for a person to look at: saved only when asked for.
+SCREENSHOTS = os.environ.get("REPLAYHUB_SCREENSHOTS", "")
 
 
-@pytest.fixture(scope="module")
+def pytest_collection_modifyitems(items):
+    # One xdist worker runs every browser test (--dist loadgroup), so Chromium
+    # starts once per run, while the other workers go on with the rest.
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
+@pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
         hint = f"{CHROMIUM} is missing (apt-get install chromium)"
@@ -81,10 +92,14 @@ def login(browser, live_server):
 
 @pytest.fixture
 def screenshot():
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    """``screenshot(page, name)`` saves the page under REPLAYHUB_SCREENSHOTS
+    (a folder) when that is set, and does nothing otherwise."""
 
-    def save(page, name: str) -> Path:
-        path = SCREENSHOTS / f"{name}.png"
+    def save(page, name: str) -> Path | None:
+        if not SCREENSHOTS:
+            return None
+        path = Path(SCREENSHOTS) / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
         # From the top, so the sticky decision bar sits where a reader sees it.
         page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=str(path), full_page=True)
