@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import os
-import re
 import socket
 import threading
 import uuid
@@ -24,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.celery import Task, enqueue
@@ -35,7 +33,6 @@ from replayhub.models import (
     Comparison,
     EgressAttempt,
     ModelCall,
-    Night,
     Project,
     Replay,
     ReplayStatus,
@@ -47,12 +44,13 @@ from replayhub.models import (
     Trigger,
     WorkerCheck,
 )
-from replayhub.nights import scheduler
+from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
 from replayhub.nights.tape_tier import night_admit_tape, without_taped
 from replayhub.replay import tapes
 from replayhub.replay.execute import execute
-from replayhub.replay.workspace import Report, check_dict
+from replayhub.replay.storable import storable
+from replayhub.replay.workspace import Report, Unforeseen, check_dict
 from replayhub.rollouts.replay import execute_rollout, task_for
 from replayhub.testgate import memory
 from replayhub.testgate.paths import KIND_TEXT
@@ -228,10 +226,12 @@ def _replay_execute(*, replay_id: int, owner: str | None):
         except Exception as error:
             # Every failure the execution knows of is a verdict already; one it
             # did not foresee is ReplayHub's, and still ends the replay here
-            # rather than leaving it running until its lease expires.
+            # rather than leaving it running until its lease expires, with the
+            # model calls and usage the agent had run up.
             log.exception("replay %s: the execution failed", replay_id)
-            report = Report(
-                decision=_harness_error(f"the execution failed ({one_line(error)})")
+            report, cause = Unforeseen.unwrap(error)
+            report.decision = _harness_error(
+                f"the execution failed ({one_line(cause)})"
             )
     if not replay_finish(replay=replay, outcome=report, owner=owner):
         log.warning("replay %s lost its lease; its result is discarded", replay_id)
@@ -263,16 +263,14 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
         if replay.tier == Tier.TAPE:
             # The run stays the tape tier's: its next night plays it first.
             if replay.night_id is not None:
-                Night.objects.filter(pk=replay.night_id).update(
-                    tape_deferred=F("tape_deferred") + 1
-                )
+                shares.defer_one(replay.night_id, tiers.TAPE)
             log.info("tape replay %s not started: its night has ended", replay.pk)
             return
         Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
             deferred_at=now
         )
         if replay.night_id is not None:
-            Night.objects.filter(pk=replay.night_id).update(deferred=F("deferred") + 1)
+            shares.defer_one(replay.night_id, tiers.AGENTIC)
     log.info("replay %s not started: its night's window has ended", replay.pk)
 
 
@@ -583,131 +581,13 @@ def _test_evidence(report: Report) -> dict:
     }
 
 
-# Text a database can store. PostgreSQL refuses NUL in text and in jsonb, and
-# no database takes a lone UTF-16 surrogate, which is what ``surrogateescape``
-# makes of bytes that are not UTF-8 (a file name the agent chose). Both come
-# from the agent: its output, test output, test ids, file names.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-_TO_ESCAPE = re.compile("[\\\\\x00\ud800-\udfff]")
-_ESCAPED = re.compile(r"\\(\\|x00|u[0-9a-f]{4})")
-
-
-def escape_text(text: str) -> str:
-    r"""``text`` with the backslash, NUL and lone surrogates escaped as a Python
-    string literal escapes them: ``\`` → ``\\``, NUL → ``\x00``, U+DCFF →
-    ``\udcff``. Nothing else changes, and :func:`unescape_text` undoes it
-    exactly. Applied only through :func:`storable`, which escapes a field only
-    when it holds something a database refuses."""
-    return _TO_ESCAPE.sub(_escape_char, text)
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == "\\":
-        return "\\\\"
-    return "\\x00" if char == "\x00" else f"\\u{ord(char):04x}"
-
-
-def unescape_text(text: str) -> str:
-    """The text :func:`escape_text` was given."""
-    return _ESCAPED.sub(_unescape_sequence, text)
-
-
-def _unescape_sequence(match: re.Match[str]) -> str:
-    sequence = match.group(1)
-    if sequence == "\\":
-        return "\\"
-    return "\x00" if sequence == "x00" else chr(int(sequence[1:], 16))
-
-
-def storable(value: Any, where: str = "") -> tuple[Any, list[str], list[str]]:
-    """``value`` made storable, with the names of the fields that were changed.
-
-    ``value`` is text, a number, or lists, tuples, dicts and dataclasses of
-    them, nested. A field is named by its path of dataclass fields from
-    ``where`` (``gate.attempts.output_tail``); list items, dict keys and
-    values are named by their container. When any text in a field holds NUL
-    or a lone surrogate, *every* text of that field is escaped
-    (:func:`escape_text`), so a field listed as escaped is unescaped whole and
-    one not listed is stored verbatim. A NaN or an infinity, which no JSON
-    column takes, becomes None. Returns the value (the same object when
-    nothing changed), the fields escaped and the fields whose numbers were
-    dropped.
-    """
-    escaped: set[str] = set()
-    dropped: set[str] = set()
-    _walk(value, where, None, escaped, dropped)
-    if escaped or dropped:
-        value = _walk(value, where, escaped, set(), set())
-    return value, sorted(escaped), sorted(dropped)
-
-
-def _walk(
-    value: Any,
-    where: str,
-    escape: set[str] | None,
-    escaped: set[str],
-    dropped: set[str],
-) -> Any:
-    """Note what is unstorable (``escape`` None), or rebuild ``value`` with the
-    fields in ``escape`` escaped and every NaN and infinity dropped."""
-    if isinstance(value, str):
-        if escape is None:
-            if _UNSTORABLE.search(value):
-                escaped.add(where)
-            return value
-        if where not in escape:
-            return value
-        text = escape_text(value)
-        return value if text == value else text
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        dropped.add(where)
-        return value if escape is None else None
-    if isinstance(value, dict):
-        pairs = [
-            (
-                _walk(key, where, escape, escaped, dropped),
-                _walk(item, where, escape, escaped, dropped),
-            )
-            for key, item in value.items()
-        ]
-        same = all(
-            k is old_k and v is old_v
-            for (k, v), (old_k, old_v) in zip(pairs, value.items(), strict=True)
-        )
-        return value if same else dict(pairs)
-    if isinstance(value, list | tuple):
-        items = [_walk(item, where, escape, escaped, dropped) for item in value]
-        if all(new is old for new, old in zip(items, value, strict=True)):
-            return value
-        if isinstance(value, list):
-            return items
-        if hasattr(value, "_fields"):  # a named tuple
-            return type(value)(*items)
-        return type(value)(items)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {}
-        for f in dataclasses.fields(value):
-            if not f.init:
-                continue
-            old = getattr(value, f.name)
-            name = f"{where}.{f.name}" if where else f.name
-            new = _walk(old, name, escape, escaped, dropped)
-            if new is not old:
-                changes[f.name] = new
-        return dataclasses.replace(value, **changes) if changes else value
-    return value
-
-
 def night_run(
     *,
     project: Project,
     now: datetime | None = None,
     immediate: bool = False,
     agentic: bool = True,
-) -> scheduler.NightReport:
+) -> shares.NightReport:
     """Admit this night's replays for ``project``, tier by tier: the tape
     tier's first (runs with a tape, no model spend), then the text tier's,
     then (``agentic``) the agentic tier's — never a run the tape tier is to
@@ -731,16 +611,15 @@ def night_run(
             project=project, now=now, immediate=immediate, gate=gate
         )
     else:
-        report = scheduler.NightReport(night=text.night or tape.night)
-    report.text = text
-    report.tape = tape
+        report = shares.NightReport(tiers.AGENTIC, night=text.night or tape.night)
+    report.others = {tiers.TAPE: tape, tiers.TEXT: text}
     night = report.night or tape.night
     if (report.admitted or tape.admitted) and night is not None:
         enqueue(Task.DISPATCH_NIGHT, night.pk)
     return report
 
 
-def nights_tick(*, now: datetime | None = None) -> list[scheduler.NightReport]:
+def nights_tick(*, now: datetime | None = None) -> list[shares.NightReport]:
     """What beat runs every few minutes: start nights that began, close ended ones.
 
     Each night's selection runs once: the night is claimed by a conditional

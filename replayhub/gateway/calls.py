@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Literal
@@ -100,3 +100,21 @@ class Draft:
     reserved_tokens: int = 0
     reserved_cost_usd: Decimal | None = None
     worst: wire.Usage | None = None
+
+    def charged(self) -> tuple[wire.Usage, Decimal | None, bool]:
+        """What the call is charged: its usage, or its worst case when a billed
+        answer's usage never arrived in full (the agent or the upstream broke
+        the stream off before its last event); whether it is that estimate."""
+        usage, worst = self.usage, self.worst
+        answered = isinstance(self.status, int) and (
+            200 <= self.status < 300 or self.status == 504
+        )
+        if worst is None or not answered or usage.complete:
+            return usage, self.cost_usd, False
+        estimate = replace(
+            worst,
+            input_tokens=max(usage.input_tokens or 0, worst.input_tokens or 0),
+            output_tokens=max(usage.output_tokens or 0, worst.output_tokens or 0),
+            model=usage.model or worst.model,
+        )
+        return estimate, self.reserved_cost_usd, True

@@ -273,26 +273,8 @@ class ModelGateway:
             )
             return None
 
-    def _charged(self, draft: Draft) -> tuple[wire.Usage, Decimal | None, bool]:
-        """What a call is charged: its usage, or its worst case when a billed
-        answer's usage never arrived in full (the agent or the upstream broke
-        the stream off before its last event); whether it is that estimate."""
-        usage, worst = draft.usage, draft.worst
-        answered = isinstance(draft.status, int) and (
-            200 <= draft.status < 300 or draft.status == 504
-        )
-        if worst is None or not answered or usage.complete:
-            return usage, draft.cost_usd, False
-        estimate = replace(
-            worst,
-            input_tokens=max(usage.input_tokens or 0, worst.input_tokens or 0),
-            output_tokens=max(usage.output_tokens or 0, worst.output_tokens or 0),
-            model=usage.model or worst.model,
-        )
-        return estimate, draft.reserved_cost_usd, True
-
     def _record(self, draft: Draft) -> MeteredCall:
-        usage, cost_usd, estimated = self._charged(draft)
+        usage, cost_usd, estimated = draft.charged()
         now = time.perf_counter()
         call = MeteredCall(
             provider=draft.provider,
@@ -428,13 +410,6 @@ class _Server(socketserver.ThreadingUnixStreamServer):
                 sock.shutdown(socket.SHUT_RDWR)
 
 
-def _agent_kind(headers: Any) -> str:
-    """The API shape to refuse a call in when its provider is unknown."""
-    if headers.get("x-api-key") or headers.get("anthropic-version"):
-        return wire.ANTHROPIC
-    return wire.OPENAI
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -462,7 +437,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.headers.get("Transfer-Encoding") or (length and length != "0")
         )
         self._body_started = False
-        kind = _agent_kind(self.headers)
+        kind = wire.agent_kind(self.headers)
         try:
             upstream = gateway.providers.get(name)
             if upstream is None:
@@ -481,6 +456,8 @@ class _Handler(BaseHTTPRequestHandler):
             ):
                 raise _Refusal(401, "the key is missing or is not this replay's key")
             request = wire.read_request(kind, slash + rest, self._read_body())
+            if request.refused is not None:
+                raise _Refusal(*request.refused)
             draft.model_requested = request.model
             draft.streamed = request.stream
             served = None

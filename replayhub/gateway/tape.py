@@ -9,8 +9,9 @@ the agent asked for, JSON or server-sent events) and, when it does not,
 names the first differing request with a unified diff (``request_diff``).
 
 Everything on a tape is untrusted (the agent and the model wrote it): it is
-only ever parsed as JSON, bounded, and written back to the agent that asked.
-Nothing here does I/O or imports Django.
+only ever parsed as JSON, bounded (``lib.boundedjson``: text past the bounds
+is kept as text), walked without recursion, and written back to the agent
+that asked. Nothing here does I/O or imports Django.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replayhub.gateway import wire
+from replayhub.lib import boundedjson
 
 # Parts of a request that differ between two runs of the same conversation
 # without changing what the model is asked: the stream flag and its options
@@ -132,12 +134,33 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _clean(value: Any) -> Any:
-    """``value`` without prompt-cache markers, at any depth."""
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items() if k not in CACHE_MARKERS}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
+    """``value`` without prompt-cache markers, at any depth.
+
+    Copied with an explicit stack, not by recursion: a tape from a record or
+    an old store may nest deeper than Python's stack allows.
+    """
+    if not isinstance(value, dict | list):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        if isinstance(source, dict):
+            pairs: Iterable[tuple[Any, Any]] = (
+                (k, v) for k, v in source.items() if k not in CACHE_MARKERS
+            )
+        else:
+            pairs = enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, dict | list):
+                copy: Any = {} if isinstance(item, dict) else []
+                stack.append((item, copy))
+                item = copy
+            if isinstance(target, dict):
+                target[key] = item
+            else:
+                target.append(item)
+    return root
 
 
 def _blocks(content: Any) -> Any:
@@ -175,10 +198,11 @@ def normalise(kind: str, endpoint: str, body: Any) -> dict[str, Any]:
 
 
 def normalise_bytes(kind: str, endpoint: str, body: bytes) -> dict[str, Any]:
-    """``normalise`` of a body as it came over the wire."""
+    """``normalise`` of a body as it came over the wire; one that is not JSON,
+    or JSON past the bounds, is kept as its text."""
     try:
-        data = json.loads(body) if body else None
-    except ValueError:
+        data = boundedjson.loads(body) if body else None
+    except boundedjson.Refused:
         data = body.decode("utf-8", "replace")
     return normalise(kind, endpoint, data)
 
@@ -201,8 +225,8 @@ def _event_data(event: str) -> Any:
     if not lines:
         return None
     try:
-        return json.loads("\n".join(lines))
-    except ValueError:
+        return boundedjson.loads("\n".join(lines))
+    except boundedjson.Refused:
         return None
 
 
@@ -243,8 +267,8 @@ def _anthropic_message(events: list[dict[str, Any]]) -> dict[str, Any] | None:
                 partial[index] = partial.get(index, "") + delta["partial_json"]
         elif kind == "content_block_stop" and index in partial:
             try:
-                content[index]["input"] = json.loads(partial.pop(index) or "{}")
-            except ValueError:
+                content[index]["input"] = boundedjson.loads(partial.pop(index) or "{}")
+            except boundedjson.Refused:
                 content[index]["input"] = {}
         elif kind == "message_delta":
             delta = event.get("delta")
@@ -333,8 +357,8 @@ def response_of(kind: str, body: Any, *, streamed: bool) -> Any:
         return reassemble(kind, events)
     if isinstance(body, bytes | bytearray):
         try:
-            return json.loads(body)
-        except ValueError:
+            return boundedjson.loads(body)
+        except boundedjson.Refused:
             return bytes(body).decode("utf-8", "replace")
     return body
 
@@ -612,12 +636,19 @@ def pack(exchanges: Sequence[Exchange]) -> bytes:
 
 
 def unpack(data: bytes, limit: int = MAX_UNPACKED_BYTES) -> list[Exchange]:
-    """What ``pack`` made, inflated to ``limit`` bytes at most."""
+    """What ``pack`` made, inflated to ``limit`` bytes at most; a ValueError
+    (``boundedjson.Refused``) for one that cannot be read, stored before the
+    bounds existed."""
     inflater = zlib.decompressobj()
     raw = inflater.decompress(data, limit)
     if inflater.unconsumed_tail:
         raise ValueError(f"the tape inflates past {limit} bytes")
-    items = json.loads(raw) if raw else []
+    items = (
+        boundedjson.loads(raw, max_bytes=limit, max_depth=boundedjson.STORED_MAX_DEPTH)
+        if raw
+        else []
+    )
+    items = items if isinstance(items, list) else []
     return [Exchange.from_dict(i) for i in items if isinstance(i, dict)]
 
 

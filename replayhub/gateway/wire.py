@@ -28,6 +28,8 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
+from replayhub.lib import boundedjson
+
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
 KINDS = (ANTHROPIC, OPENAI)
@@ -91,6 +93,8 @@ NOT_FORWARDED = HOP_BY_HOP | AUTH_HEADERS | OWN_HEADERS
 
 MAX_EVENT_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 16 * 1024 * 1024
+# A request body is read as JSON up to this size (the gateway's own body limit).
+MAX_REQUEST_JSON_BYTES = 32 * 1024 * 1024
 
 
 def endpoint(kind: str, path: str) -> str:
@@ -106,6 +110,13 @@ def allowed(kind: str, method: str, path: str) -> bool:
     Matching is exact: no trailing slash, no percent-encoding, no ``..``.
     """
     return (method, endpoint(kind, path)) in ALLOWED.get(kind, frozenset())
+
+
+def agent_kind(headers: Any) -> str:
+    """The API shape to refuse a call in when its provider is unknown."""
+    if headers.get("x-api-key") or headers.get("anthropic-version"):
+        return ANTHROPIC
+    return OPENAI
 
 
 def upstream_path(kind: str, base_url: str, path: str) -> str:
@@ -200,6 +211,9 @@ class Request:
     max_output: int | None = None
     # Whether the endpoint spends tokens.
     billed: bool = False
+    # Why the gateway does not forward the body, with the status to answer:
+    # JSON too deep or too large for anything after the gateway to read.
+    refused: tuple[int, str] | None = None
 
     def worst_case(self, kind: str) -> Usage:
         """The most this call may spend: its input estimated from the body's
@@ -217,7 +231,9 @@ class Request:
         )
 
 
-def read_request(kind: str, path: str, body: bytes) -> Request:
+def read_request(
+    kind: str, path: str, body: bytes, *, max_bytes: int = MAX_REQUEST_JSON_BYTES
+) -> Request:
     """The requested model and stream flag of ``body``; for an openai stream of
     chat or text completions, the body forwarded asks for usage.
 
@@ -225,12 +241,19 @@ def read_request(kind: str, path: str, body: bytes) -> Request:
     chunk before ``[DONE]``: ``"choices": []`` with the usage. It is passed to
     the agent unchanged (OpenAI-compatible clients read it as the documented
     final chunk; the other chunks carry ``"usage": null``). A body that is not
-    a JSON object is forwarded as it came.
+    a JSON object is forwarded as it came; one whose JSON nests deeper than
+    ``boundedjson.MAX_DEPTH`` (or is larger than ``max_bytes``) is not
+    forwarded at all (``refused``): no real request nests that deep, and the
+    tape, the pages and the stores after the gateway could not read it.
     """
     billed = endpoint(kind, path) in BILLED.get(kind, frozenset())
     try:
-        data = json.loads(body) if body else None
-    except ValueError:
+        data = boundedjson.loads(body, max_bytes=max_bytes) if body else None
+    except boundedjson.Refused as refused:
+        if refused.bound:
+            status = 413 if refused.bound == boundedjson.SIZE else 400
+            why = f"the gateway does not forward this request: {refused}"
+            return Request(None, False, body, billed=billed, refused=(status, why))
         data = None
     if not isinstance(data, dict):
         return Request(model=None, stream=False, body=body, billed=billed)
@@ -429,9 +452,11 @@ class UsageMeter:
 
     def _event(self, data: bytes) -> None:
         try:
-            event = json.loads(data.decode("utf-8", "replace"))
+            event = boundedjson.loads(
+                data.decode("utf-8", "replace"), max_bytes=self.max_event_bytes
+            )
         except ValueError:
-            return  # [DONE], keep-alive text, junk
+            return  # [DONE], keep-alive text, junk, JSON past the bounds
         if not isinstance(event, dict):
             return
         if self.kind == ANTHROPIC:
@@ -474,7 +499,7 @@ class UsageMeter:
         """The usage seen. Safe to call once the body has ended or broken off."""
         if not self.streaming and self._body:
             try:
-                data = json.loads(self._body)
+                data = boundedjson.loads(self._body, max_bytes=self.max_json_bytes)
             except ValueError:
                 data = None
             self._body = bytearray()

@@ -9,7 +9,6 @@ result is judged, not in these steps.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -28,6 +27,7 @@ from replayhub.gateway.server import MeteredCall
 from replayhub.gateway.tape import Exchange
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison
+from replayhub.lib import boundedjson
 from replayhub.models import Phase, Project
 from replayhub.nights.arithmetic import Amounts
 from replayhub.replay import leftovers
@@ -343,8 +343,8 @@ def read_usage(path: Path) -> dict:
     if not data:
         return {}
     try:
-        raw = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        raw = boundedjson.loads(data, max_bytes=USAGE_MAX_BYTES)
+    except boundedjson.Refused:
         return {}
     if not isinstance(raw, dict):
         return {}
@@ -402,6 +402,28 @@ class NotRun(Exception):
         self.cap = cap
 
 
+class Unforeseen(Exception):
+    """A failure no step foresaw, raised out of :func:`prepared` with the
+    report as it stood: once the agent has run, its model calls were made and
+    paid for, so whatever fails after (the tape, the capture, the comparison,
+    the tests, ReplayHub's own code) must not take them, or the usage the
+    gateway measured, out of the report the night is settled on.
+    ``error`` is the failure itself."""
+
+    def __init__(self, report: Report, error: Exception) -> None:
+        super().__init__(str(error))
+        self.report = report
+        self.error = error
+
+    @staticmethod
+    def unwrap(error: Exception) -> tuple[Report, Exception]:
+        """The report ``error`` left (an empty one when it left none), and the
+        failure itself."""
+        if isinstance(error, Unforeseen):
+            return error.report, error.error
+        return Report(decision=None), error  # type: ignore[arg-type]
+
+
 @contextmanager
 def prepared(
     project: Project, *, replay_id: int, base: str, report: Report
@@ -410,7 +432,8 @@ def prepared(
     scratch directory of the replay's own, removed whatever happens.
 
     Raises :class:`NotRun` when there is no sandbox, or the environment could
-    not be built (the setup's account is on ``report`` then).
+    not be built (the setup's account is on ``report`` then); anything else
+    raised inside comes out as :class:`Unforeseen`, carrying ``report``.
     """
     runner = runner_for(project)
     try:
@@ -436,7 +459,12 @@ def prepared(
             if environment is not None:
                 environment.account(report)
                 runner = environment.wrap(runner)
-            yield runner, scratch
+            try:
+                yield runner, scratch
+            except NotRun:
+                raise
+            except Exception as error:
+                raise Unforeseen(report, error) from error
     finally:
         scratch.remove()
 
@@ -508,13 +536,10 @@ def run_agent(
     report.sandbox_seconds += outcome.duration_s
     reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
     report.usage_refused = refused
+    # The calls and what they spent go on the report first: whatever fails
+    # after this leaves them there (``Unforeseen``).
     if network is not None:
         report.add_network(network)
-        if network.recorder is not None:
-            report.tape, report.tape_truncated = network.recorder.exchanges()
-    divergence = player.finish() if player is not None else None
-    if player is not None:
-        report.tape_play = tape_evidence(player)
     if network is not None and network.gateway is not None:
         # What the gateway measured is what the replay spent; the agent's own
         # account stays beside it as what the executor supplied.
@@ -523,6 +548,11 @@ def run_agent(
         report.usage_reported = reported
     else:
         report.usage = reported
+    if network is not None and network.recorder is not None:
+        report.tape, report.tape_truncated = network.recorder.exchanges()
+    divergence = player.finish() if player is not None else None
+    if player is not None:
+        report.tape_play = tape_evidence(player)
     if network is not None and (network.cap_fired or network.cap_passed):
         cap = network.cap_fired or network.cap_passed
         ended = ""

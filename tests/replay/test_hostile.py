@@ -20,7 +20,7 @@ from replayhub import services
 from replayhub.git import scratch
 from replayhub.models import Comparison, Replay, TestOutcome, TestRecord
 from replayhub.replay import execute, leftovers
-from replayhub.services import escape_text, storable, unescape_text
+from replayhub.replay.storable import escape_text, storable, unescape_text
 from tests.factories import make_calc_project, make_calc_run
 
 pytestmark = pytest.mark.django_db
