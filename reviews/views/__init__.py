@@ -1,6 +1,38 @@
 """The pages, one module each; what every view shares is here: the one fetch
-of a replay for a request, and the template name an htmx request is answered
-with."""
+of a replay for a request (``replay_for``: the permission check and the 404
+inside), and the template name an htmx request is answered with
+(``partial``).
+
+- queue: the review queue (its keyset pages of rows, the bands' counts,
+  what is running, the next item to review).
+- projects: a project's page (its runs, filterable), registering and
+  editing a project in the browser, and Replay now.
+- runs: a recorded run's page and the text tier on it.
+- budgets: each project's nightly budget, per-replay caps, tonight's use
+  per tier and the night history. Admins edit, leads read everything,
+  reviewers see the page without money. Every number has a floor and a
+  ceiling (``BUDGET_BOUNDS``, ``CAP_BOUNDS``) and the window lasts at least
+  an hour; a refused value is shown beside its field in the card swapped in
+  place. The audit event keeps only the changed fields, nested under their
+  owner (the budget and the caps both have a ``max_tokens``); older, flat
+  events still read. A page view never writes (a project without a budget
+  row shows an unsaved one).
+- upload: an admin imports a file of native or verifiers records. It is
+  CSRF-exempt only so that its size check refuses a big upload before the
+  CSRF check reads the body, and it checks CSRF itself afterwards; a file
+  above the inline limit becomes a job a worker imports
+  (``replayhub.ingest``).
+- status: the worker check (``replayhub``'s docstring).
+- errors: the 400, 403, 404 and 500 pages, with the navigation and a way
+  back.
+
+The replay's own page is ``reviews.replay_page``; working together,
+``reviews.together``; trends, ``reviews.trends``.
+
+Views are small typed functions: a method decorator, a fetch through a
+user-scoped helper, a form to validate, a service to act, a render. Every
+mutation is a POST with CSRF; htmx requests get the page's inline partial.
+"""
 
 from __future__ import annotations
 
