@@ -7,6 +7,12 @@ sentence, in the command's words and in the form's. ``project_fields`` finds
 every problem before it refuses (``ProjectProblems``): the commands print the
 first on one line, the form shows each beside its field.
 
+``project_fields`` reads nothing over the network. A repository given as a
+URL is asked whether it answers by ``remote_check``, which each caller runs
+last, once every other check has passed: the remote's host is chosen by
+whoever fills the form, and a refused form sends nothing anywhere, least of
+all a credential.
+
 ``SETTINGS`` is the one table of a replay's settings (caps, the test gate's
 numbers, setup limits, the runner, ignored paths): the commands' options, the
 form's fields and the budgets page's bounds are made from it.
@@ -31,6 +37,7 @@ from replayhub.git.history import History
 from replayhub.git.scratch import GitError
 from replayhub.models import Project, Provider
 from replayhub.models.projects import (
+    credential_policy,
     default_setup_inputs,
     default_test_paths,
     egress_list_problem,
@@ -468,9 +475,10 @@ def project_fields(
     common lockfiles. A command given as None is stored empty (no setup phase,
     no harness, no separate verifier); a command given must not be empty. The
     test and agent commands may be left out only in a project of rollouts
-    (one with a harness command). ``repo`` is a path on this host or a URL
-    the remote of which must answer; ``repo_credential_env`` names the
-    variable holding an http(s) URL's credential.
+    (one with a harness command). ``repo`` is a path on this host or a URL;
+    ``repo_credential_env`` names the variable holding an http(s) URL's
+    credential, one the operator allows. Whether the URL answers is
+    ``remote_check``'s to ask, after every other check.
     """
     found = _Collector()
     if editing is None or slug != editing.slug:
@@ -539,8 +547,9 @@ def project_fields(
 
 
 def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:
-    """The repository's fields: a git repository on this host, or a URL whose
-    remote answers (``git ls-remote``, with the credential when one is named)."""
+    """The repository's fields: a git repository on this host, or a URL and
+    the name of a variable allowed to hold its credential. Nothing is sent to
+    a URL here (``remote_check`` does that, last)."""
     repo, credential_env = repo.strip(), credential_env.strip()
     if not mirrors.is_remote(repo):
         if credential_env:
@@ -560,19 +569,50 @@ def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:
         raise ProjectInvalid("--repo", f"--repo: {problem}")
     if credential_env and (
         problem := mirrors.credential_env_problem(credential_env, repo)
+        or credential_policy().problem(credential_env)
     ):
         raise ProjectInvalid(
             "--repo-credential-env", f"--repo-credential-env: {problem}"
         )
+    return {"repo_path": repo, "repo_credential_env": credential_env}
+
+
+def remote_check(
+    fields: Mapping[str, Any], *, slug: str, editing: Project | None
+) -> None:
+    """The last checks of a registration or an edit, made once every other one
+    has passed: the model's own (``full_clean``), then, for a repository given
+    as a URL, whether it answers as a git repository (``git ls-remote``, with
+    its credential). Raises ProjectInvalid.
+
+    ``fields`` are the project's checked fields (``project_fields``'s, and any
+    the caller adds); ``editing`` is the project being changed.
+    """
+    candidate = (
+        Project(slug=slug, name=slug)
+        if editing is None
+        else Project.objects.get(pk=editing.pk)
+    )
+    for name, value in fields.items():
+        if name != "providers":
+            setattr(candidate, name, value)
+    candidate.slug = slug
+    try:
+        candidate.full_clean()
+    except ValidationError as error:
+        raise refused(error) from None
+    repo, credential_env = fields["repo_path"], fields["repo_credential_env"]
+    if not mirrors.is_remote(repo):
+        return
     root = Path(settings.REPLAYHUB_MIRROR_DIR)
     root.mkdir(parents=True, exist_ok=True)
+    policy = credential_policy()
     try:
-        mirrors.Remote(repo, credential_env).check(cwd=root)
+        mirrors.Remote(repo, credential_env, policy).check(cwd=root)
     except mirrors.RepoUnreachable as exc:
         raise ProjectInvalid(
             "--repo", f"--repo: {repo} did not answer as a git repository: {exc.line}"
         ) from None
-    return {"repo_path": repo, "repo_credential_env": credential_env}
 
 
 def _command(option: str, value: str | None) -> list[str]:

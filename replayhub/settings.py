@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -52,6 +53,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_names(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list of environment variable names, where a name
+    ending in ``*`` stands for every variable it begins."""
+    names = env_list(name, default)
+    for entry in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", entry):
+            raise ImproperlyConfigured(
+                f"{name}: {entry!r} is not a variable name, or a prefix of one "
+                "ending in *."
+            )
+    return names
 
 
 def database_from_url(url: str) -> dict:
@@ -355,6 +369,30 @@ REPLAYHUB_MIRROR_DIR = Path(
             else REPLAYHUB_WORK_DIR / "mirrors"
         ),
     )
+)
+# The variables a project's repository credential may be read from
+# (--repo-credential-env, the project form): names, or prefixes ending in *.
+# Whoever registers a project chooses the URL its credential is sent to, so
+# only variables the operator set aside for repository tokens may be named.
+REPLAYHUB_REPO_CREDENTIAL_ENVS = env_names(
+    "REPLAYHUB_REPO_CREDENTIAL_ENVS", ["REPLAYHUB_REPO_TOKEN_*"]
+)
+# This deployment's own secrets: never a repository credential, whatever the
+# list above says (a provider's key variable never is either).
+REPLAYHUB_SECRET_ENVS = (
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "POSTGRES_PASSWORD",
+    "CELERY_BROKER_URL",
+    "EMAIL_HOST_PASSWORD",
+    "REPLAYHUB_DEMO_MODEL_KEY",
+)
+# A clone or fetch of a mirror ends after this many seconds, below the web's
+# gunicorn --timeout (300 s), and once it has grown the mirror by this many
+# bytes.
+REPLAYHUB_MIRROR_FETCH_SECONDS = env_int("REPLAYHUB_MIRROR_FETCH_SECONDS", 180)
+REPLAYHUB_MIRROR_FETCH_MAX_BYTES = env_int(
+    "REPLAYHUB_MIRROR_FETCH_MAX_BYTES", 4 * 1024**3
 )
 # The runner /healthz checks; each project names its own runner.
 REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")

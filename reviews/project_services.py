@@ -25,7 +25,7 @@ from replayhub.models import (
     Trigger,
 )
 from replayhub.nights import arithmetic, scheduler
-from replayhub.project_setup import project_fields, refused
+from replayhub.project_setup import project_fields, refused, remote_check
 from replayhub.services import replay_request
 from reviews.models import AuditEvent
 
@@ -131,12 +131,14 @@ def project_save(*, actor, data: dict, project: Project | None = None) -> Projec
 
     ``data`` holds the form's values as ``project_fields`` takes them, plus
     ``default_branch``; raises ProjectInvalid on the same problems
-    ``manage.py project_add`` refuses.
+    ``manage.py project_add`` refuses. A repository on a remote is asked
+    whether it answers only once every other value has passed.
     """
     default_branch = data.pop("default_branch", "")
     fields = project_fields(editing=project, **data)
     providers = fields.pop("providers")
     fields["default_branch"] = default_branch
+    remote_check(fields, slug=data["slug"], editing=project)
     if project is not None:
         fields["slug"] = data["slug"]
         return project_update(

@@ -21,9 +21,16 @@ The rules kept here:
   and reaches git through its environment only: a credential helper, scoped to
   the URL's origin and set through ``GIT_CONFIG_*`` variables, prints it from
   there. It is never written to disk, never in an argument list and never in
-  a message. A URL carrying a password is refused.
+  a message. A URL carrying a password is refused. Whoever registers a
+  project chooses the URL, so the variable must be one the operator set aside
+  for repository tokens (:class:`CredentialPolicy`), checked again each time
+  the secret is read: never the deployment's own secrets or a provider's key.
 * Only these transports are allowed (``GIT_ALLOW_PROTOCOL``), every command has
-  a timeout, and a stalled transfer ends at git's low-speed limit.
+  a timeout (below the web server's, should a request ever wait on one), and a
+  stalled transfer ends at git's low-speed limit. Every command that talks to
+  the remote is tethered to the process that started it (its helpers die with
+  it, see :mod:`replayhub.git.process`), and a clone or fetch is stopped once
+  it has grown the mirror past ``max_fetch_bytes``.
 """
 
 from __future__ import annotations
@@ -35,12 +42,12 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from replayhub.git.scratch import GitError, git, require_sha
+from replayhub.git.scratch import GitError, GitStopped, git, require_sha
 from replayhub.lib.fstree import remove_tree
 
 SCHEMES = ("https", "http", "ssh", "git", "file")
@@ -54,10 +61,14 @@ _MIRROR_NAME = re.compile(r"(.+)-[0-9a-f]{16}\.git")
 
 # Checking that a remote answers at registration.
 LS_REMOTE_TIMEOUT = 30.0
-# A clone or fetch of a large repository over a slow link.
-FETCH_TIMEOUT = 600.0
-# Waiting for another process's clone or fetch of the same mirror.
-LOCK_TIMEOUT = FETCH_TIMEOUT + 60.0
+# A clone or fetch of a large repository over a slow link, well below the
+# web server's timeout (gunicorn --timeout 300), which would kill the caller.
+FETCH_TIMEOUT = 180.0
+# Bytes one clone or fetch may add to a mirror.
+MAX_FETCH_BYTES = 4 * 1024**3
+# Waiting for another process's clone or fetch of the same mirror, beyond
+# that process's own fetch timeout.
+LOCK_MARGIN = 60.0
 # The user name sent with a credential when the URL names none; hosts that
 # take a token as the password (GitHub, GitLab, Gitea) accept any name.
 DEFAULT_USERNAME = "x-access-token"
@@ -85,6 +96,10 @@ class RepoUnreachable(GitError):
         super().__init__(f"{url}: {line}" if url else line)
         self.line = line
         self.url = url
+
+
+class FetchTooLarge(RepoUnreachable):
+    """A clone or fetch stopped for growing the mirror past its cap."""
 
 
 def is_remote(location: str) -> bool:
@@ -126,6 +141,36 @@ def url_problem(url: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class CredentialPolicy:
+    """The environment variables a repository credential may be read from.
+
+    ``allowed`` is the operator's list: names, or prefixes ending in ``*``.
+    ``denied`` pairs each name that is never a credential, whatever the list
+    says (the deployment's own secrets, the providers' keys), with what it
+    holds. The default allows nothing.
+    """
+
+    allowed: tuple[str, ...] = ()
+    denied: tuple[tuple[str, str], ...] = ()
+
+    def problem(self, name: str) -> str:
+        """Why ``name`` may not be read for a repository ("" when it may)."""
+        for denied, holds in self.denied:
+            if name == denied:
+                return f"{name} holds {holds}: it is never sent to a repository."
+        if any(
+            name.startswith(entry[:-1]) if entry.endswith("*") else name == entry
+            for entry in self.allowed
+        ):
+            return ""
+        return (
+            f"{name} is not a variable this deployment allows for repository "
+            f"credentials (REPLAYHUB_REPO_CREDENTIAL_ENVS: "
+            f"{', '.join(self.allowed) or 'none'})."
+        )
+
+
 def credential_env_problem(name: str, url: str) -> str:
     """Why ``name`` cannot name the credential's variable for ``url`` ("" when
     it can)."""
@@ -150,28 +195,43 @@ class Remote:
 
     url: str
     credential_env: str = ""
+    policy: CredentialPolicy = field(default_factory=CredentialPolicy)
 
     def environment(self) -> dict[str, str]:
         """What git needs besides the pinned environment to reach this remote.
 
-        Raises RepoUnreachable when the credential's variable is not set here.
+        Raises RepoUnreachable when the credential's variable is not one the
+        policy allows, or is not set here.
         """
         env = {
             "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh",
             "GIT_SSH_COMMAND": _SSH_COMMAND,
             "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
             "GIT_HTTP_LOW_SPEED_TIME": "60",
-            # No credential helper from any config file; only the one below.
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "credential.helper",
-            "GIT_CONFIG_VALUE_0": "",
         }
+        config = [
+            # No credential helper from any config file; only the one below.
+            ("credential.helper", ""),
+            # Every object fetched lands in one pack file as it arrives, the
+            # one place a fetch's growth is watched (never loose objects).
+            ("fetch.unpackLimit", "1"),
+        ]
         # ssh reads the host's keys, known hosts and agent.
         for name in ("HOME", "SSH_AUTH_SOCK"):
             if name in os.environ:
                 env[name] = os.environ[name]
-        if not self.credential_env:
-            return env
+        if self.credential_env:
+            config.append(self._credential(env))
+        env["GIT_CONFIG_COUNT"] = str(len(config))
+        for number, (key, value) in enumerate(config):
+            env[f"GIT_CONFIG_KEY_{number}"] = key
+            env[f"GIT_CONFIG_VALUE_{number}"] = value
+        return env
+
+    def _credential(self, env: dict[str, str]) -> tuple[str, str]:
+        """Put the credential in ``env``; the helper's setting that prints it."""
+        if problem := self.policy.problem(self.credential_env):
+            raise RepoUnreachable(problem, url=self.url)
         secret = os.environ.get(self.credential_env, "")
         if not secret:
             raise RepoUnreachable(
@@ -186,24 +246,35 @@ class Remote:
             )
         parts = urlsplit(self.url)
         origin = f"{parts.scheme.lower()}://{parts.netloc.rpartition('@')[2]}"
-        env.update(
-            {
-                "GIT_CONFIG_COUNT": "2",
-                "GIT_CONFIG_KEY_1": f"credential.{origin}.helper",
-                "GIT_CONFIG_VALUE_1": _HELPER,
-                "REPLAYHUB_GIT_USERNAME": parts.username or DEFAULT_USERNAME,
-                "REPLAYHUB_GIT_PASSWORD": secret,
-            }
-        )
-        return env
+        env["REPLAYHUB_GIT_USERNAME"] = parts.username or DEFAULT_USERNAME
+        env["REPLAYHUB_GIT_PASSWORD"] = secret
+        return f"credential.{origin}.helper", _HELPER
 
-    def git(self, *args: str, cwd: Path, timeout: float, **kwargs) -> None:
-        """Run a git command that talks to this remote; RepoUnreachable if it
-        fails, with git's last line."""
+    def git(
+        self,
+        *args: str,
+        cwd: Path,
+        timeout: float,
+        watch: Callable[[], str] | None = None,
+        **kwargs,
+    ) -> None:
+        """Run a git command that talks to this remote, tethered to this
+        process; RepoUnreachable if it fails, with git's last line, or
+        FetchTooLarge with the answer of the ``watch`` that stopped it."""
         try:
-            git(*args, cwd=cwd, timeout=timeout, env=self.environment(), **kwargs)
+            git(
+                *args,
+                cwd=cwd,
+                timeout=timeout,
+                env=self.environment(),
+                tethered=True,
+                watch=watch,
+                **kwargs,
+            )
         except RepoUnreachable:
             raise
+        except GitStopped as error:
+            raise FetchTooLarge(str(error), url=self.url) from None
         except GitError as error:
             raise RepoUnreachable(last_line(error), url=self.url) from None
 
@@ -228,6 +299,7 @@ class Mirror:
     key: str
     remote: Remote
     timeout: float = FETCH_TIMEOUT
+    max_fetch_bytes: int = MAX_FETCH_BYTES
 
     @property
     def name(self) -> str:
@@ -249,7 +321,9 @@ class Mirror:
         ``commits`` (hex names) are fetched when the mirror lacks them: each
         by name where the server allows it, else with every ref. A commit the
         remote does not have either is simply still missing. Raises
-        RepoUnreachable when the remote cannot be read.
+        RepoUnreachable when the remote cannot be read, or when a clone or
+        fetch would grow the mirror past ``max_fetch_bytes`` (a clone stopped
+        so leaves nothing; a fetch leaves the refs as they were).
         """
         wanted = [require_sha(commit) for commit in commits]
         if self.exists() and not refresh and not self.missing(wanted):
@@ -291,7 +365,12 @@ class Mirror:
 
     def _clone(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        # What a clone whose process was killed left behind: under the lock,
+        # no other clone of this mirror is running.
+        for stale in self.root.glob(f"{glob_escape(self.name)}.tmp-*"):
+            remove_tree(stale)
         partial = self.root / f"{self.name}.tmp-{uuid.uuid4().hex[:8]}"
+        grown_past = self._growth_watch(partial)
         try:
             # A full mirror, not a partial (--filter) clone: replays borrow its
             # objects through alternates, and a borrowed promisor object
@@ -306,7 +385,11 @@ class Mirror:
                 os.fspath(partial),
                 cwd=self.root,
                 timeout=self.timeout,
+                watch=grown_past,
             )
+            # What arrived between the last look and the end counts too.
+            if problem := grown_past():
+                raise FetchTooLarge(problem, url=self.remote.url)
             partial.rename(self.git_dir)
         finally:
             remove_tree(partial)
@@ -316,18 +399,43 @@ class Mirror:
                 remove_tree(other)
 
     def _fetch_refs(self) -> None:
-        self.remote.git(
-            "fetch",
-            "--quiet",
-            "--prune",
-            "--no-write-fetch-head",
-            "--",
-            self.remote.url,
-            "+refs/*:refs/*",
-            cwd=self.git_dir,
-            git_dir=self.git_dir,
-            timeout=self.timeout,
-        )
+        self._fetch("--prune", "--", self.remote.url, "+refs/*:refs/*")
+
+    def _fetch(self, *args: str) -> None:
+        """``git fetch`` into the mirror, stopped past ``max_fetch_bytes``."""
+        try:
+            self.remote.git(
+                "fetch",
+                "--quiet",
+                "--no-write-fetch-head",
+                *args,
+                cwd=self.git_dir,
+                git_dir=self.git_dir,
+                timeout=self.timeout,
+                watch=self._growth_watch(self.git_dir),
+            )
+        finally:
+            # A fetch stopped (or killed) mid-pack leaves its temporary pack;
+            # the refs were not moved, so nothing needs it.
+            for leftover in (self.git_dir / "objects" / "pack").glob("tmp_*"):
+                leftover.unlink(missing_ok=True)
+
+    def _growth_watch(self, git_dir: Path) -> Callable[[], str]:
+        """A watch that answers once the packs under ``git_dir`` have grown
+        past ``max_fetch_bytes`` since now."""
+        packs = git_dir / "objects" / "pack"
+        before = pack_bytes(packs)
+        limit = self.max_fetch_bytes
+
+        def grown_past() -> str:
+            if pack_bytes(packs) - before <= limit:
+                return ""
+            return (
+                f"the fetch was stopped: it would grow the mirror past "
+                f"{limit:,} bytes (REPLAYHUB_MIRROR_FETCH_MAX_BYTES)"
+            )
+
+        return grown_past
 
     def _fetch_commits(self, commits: list[str]) -> bool:
         """Fetch the named commits alone; False when the server would not give
@@ -335,18 +443,9 @@ class Mirror:
         if not all(_FULL_SHA.fullmatch(sha) for sha in commits):
             return False
         try:
-            self.remote.git(
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--",
-                self.remote.url,
-                *commits,
-                cwd=self.git_dir,
-                git_dir=self.git_dir,
-                timeout=self.timeout,
-            )
+            self._fetch("--no-tags", "--", self.remote.url, *commits)
+        except FetchTooLarge:
+            raise
         except RepoUnreachable:
             return False
         return True
@@ -356,7 +455,8 @@ class Mirror:
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / f"{self.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            deadline = time.monotonic() + LOCK_TIMEOUT
+            wait = self.timeout + LOCK_MARGIN
+            deadline = time.monotonic() + wait
             while True:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -365,7 +465,7 @@ class Mirror:
                     if time.monotonic() > deadline:
                         raise RepoUnreachable(
                             f"another process held the mirror {self.git_dir} for "
-                            f"more than {LOCK_TIMEOUT:g} s",
+                            f"more than {wait:g} s",
                             url=self.remote.url,
                         ) from None
                     time.sleep(0.2)
@@ -404,6 +504,19 @@ def remove_mirrors(root: Path, key: str) -> list[Path]:
         for partial in root.glob(f"{glob_escape(key)}-*.tmp-*"):
             remove_tree(partial)
     return removed
+
+
+def pack_bytes(packs: Path) -> int:
+    """The bytes of the files in a pack directory (0 when there is none)."""
+    total = 0
+    try:
+        entries = list(os.scandir(packs))
+    except OSError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 def glob_escape(text: str) -> str:

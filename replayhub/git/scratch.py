@@ -24,20 +24,17 @@ Layout of one replay under ``root`` (a directory ReplayHub owns)::
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import select
-import signal
 import subprocess
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-from replayhub.git import blobs, hunks
+from replayhub.git import blobs, hunks, process
 from replayhub.lib.fstree import remove_tree
 from replayhub.lib.globs import glob_match
 
@@ -100,6 +97,10 @@ class GitError(Exception):
         self.stderr = stderr
 
 
+class GitStopped(GitError):
+    """A git command stopped by its ``watch``; the message is the watch's."""
+
+
 class GitResult(subprocess.CompletedProcess):
     """A finished git command; ``truncated`` is set when stdout was cut at the cap."""
 
@@ -137,6 +138,8 @@ class GitOptions(TypedDict, total=False):
     check: bool
     user: tuple[int, int] | None
     env: dict[str, str] | None
+    tethered: bool
+    watch: Callable[[], str] | None
 
 
 def git(
@@ -152,6 +155,8 @@ def git(
     check: bool = True,
     user: tuple[int, int] | None = None,
     env: dict[str, str] | None = None,
+    tethered: bool = False,
+    watch: Callable[[], str] | None = None,
 ) -> GitResult:
     """Run one git command with the pinned environment and configuration.
 
@@ -164,7 +169,14 @@ def git(
     ``user`` (uid, gid) runs git as that user with no supplementary group (the
     caller must be root); it then trusts repositories whoever owns them.
     ``env`` adds variables (object directories) to the pinned environment.
+    ``tethered`` ties the command and every helper it starts to this process
+    (:mod:`replayhub.git.process`): they are killed when it dies, however it
+    dies; it takes no ``input``. ``watch`` is called every
+    ``process.WATCH_INTERVAL`` seconds while git runs: a non-empty answer kills
+    it and raises :class:`GitStopped` with that answer.
     """
+    if tethered and input is not None:
+        raise ValueError("a tethered git command takes no input")
     argv = ["git"]
     for setting in SAFE_CONFIG:
         argv += ["-c", setting]
@@ -183,39 +195,68 @@ def git(
         cwd = git_dir
 
     try:
-        proc = subprocess.Popen(
+        proc, lifeline = process.start(
             argv,
+            tethered=tethered,
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
-            # Its own process group, so a timeout kills helpers git started too.
-            start_new_session=True,
             **_as_user(user),
         )
     except OSError as error:
         raise GitError(f"cannot start git: {error}", argv=argv) from error
-    out = _CappedReader(proc.stdout, output_cap)
-    err = _TailReader(proc.stderr, STDERR_TAIL)
+    try:
+        return _finish(
+            proc,
+            argv,
+            _command_name(args),
+            input=input,
+            timeout=timeout,
+            output_cap=output_cap,
+            truncate=truncate,
+            check=check,
+            watch=watch,
+        )
+    finally:
+        if lifeline:
+            lifeline.cut()
+
+
+def _finish(
+    proc: subprocess.Popen,
+    argv: list[str],
+    name: str,
+    *,
+    input: bytes | None,
+    timeout: float,
+    output_cap: int,
+    truncate: bool,
+    check: bool,
+    watch: Callable[[], str] | None,
+) -> GitResult:
+    """A started git command's output and exit, by :func:`git`'s rules."""
+    out = process.CappedReader(proc.stdout, output_cap)
+    err = process.TailReader(proc.stderr, STDERR_TAIL)
     threads = [
         threading.Thread(target=out.run, daemon=True),
         threading.Thread(target=err.run, daemon=True),
     ]
     if input is not None:
         threads.append(
-            threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True)
+            threading.Thread(target=process.feed, args=(proc.stdin, input), daemon=True)
         )
     for thread in threads:
         thread.start()
     try:
-        returncode = _wait(proc, timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        returncode = process.wait(proc, timeout, watch)
+    except (subprocess.TimeoutExpired, process.Stopped) as stop:
+        process.kill_group(proc)
         for thread in threads:
             thread.join(timeout=5)
+        if isinstance(stop, process.Stopped):
+            raise GitStopped(str(stop), argv=argv, stderr=err.text()) from None
         raise GitError(
-            f"git {_command_name(args)} timed out after {timeout:g}s",
+            f"git {name} timed out after {timeout:g}s",
             argv=argv,
             stderr=err.text(),
         ) from None
@@ -223,13 +264,13 @@ def git(
         thread.join(timeout=5)
     if any(thread.is_alive() for thread in threads):
         # A leftover helper still holds the pipes open.
-        _kill_group(proc)
+        process.kill_group(proc)
         for thread in threads:
             thread.join(timeout=5)
 
     if out.overflowed and not truncate:
         raise GitError(
-            f"git {_command_name(args)} printed more than {output_cap} bytes",
+            f"git {name} printed more than {output_cap} bytes",
             argv=argv,
             stderr=err.text(),
         )
@@ -239,7 +280,7 @@ def git(
     if check and returncode != 0 and not out.overflowed:
         stderr = err.text()
         raise GitError(
-            f"git {_command_name(args)} failed with exit code {returncode}: "
+            f"git {name} failed with exit code {returncode}: "
             f"{stderr.strip()[-1000:] or '(no output)'}",
             argv=argv,
             returncode=returncode,
@@ -255,90 +296,8 @@ def _as_user(user: tuple[int, int] | None) -> dict[str, Any]:
     return {"user": uid, "group": gid, "extra_groups": []}
 
 
-def _wait(proc: subprocess.Popen, timeout: float) -> int:
-    """``proc.wait(timeout)``, woken by the exit itself rather than by polling.
-
-    ``Popen.wait`` with a timeout sleeps in steps of up to 50 ms, which adds
-    tens of milliseconds to every short git command; a pidfd becomes readable
-    the moment the process exits.
-    """
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        return proc.wait(timeout=timeout)
-    try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        ready = poller.poll(max(timeout, 0) * 1000)
-    finally:
-        os.close(pidfd)
-    if not ready:
-        raise subprocess.TimeoutExpired(proc.args, timeout)
-    return proc.wait()
-
-
 def _command_name(args: Sequence[str]) -> str:
     return next((a for a in args if not a.startswith("-")), "")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    # A process group id stays allocated while any member lives, so this cannot
-    # reach an unrelated group even after git itself was reaped.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-def _feed(stream: Any, data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError, ValueError):
-        stream.write(data)
-        stream.close()
-
-
-class _CappedReader:
-    def __init__(self, stream: Any, cap: int) -> None:
-        self.stream = stream
-        self.cap = cap
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.overflowed = False
-
-    def run(self) -> None:
-        fd = self.stream.fileno()
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            self.chunks.append(chunk)
-            self.size += len(chunk)
-            if self.size > self.cap:
-                self.overflowed = True
-                break
-        self.stream.close()
-
-    def data(self) -> bytes:
-        return b"".join(self.chunks)[: self.cap]
-
-
-class _TailReader:
-    def __init__(self, stream: Any, keep: int) -> None:
-        self.stream = stream
-        self.keep = keep
-        self.buffer = bytearray()
-
-    def run(self) -> None:
-        fd = self.stream.fileno()
-        while chunk := os.read(fd, 65536):
-            self.buffer += chunk
-            if len(self.buffer) > 2 * self.keep:
-                del self.buffer[: -self.keep]
-        self.stream.close()
-
-    def data(self) -> bytes:
-        return bytes(self.buffer[-self.keep :])
-
-    def text(self) -> str:
-        return self.data().decode("utf-8", errors="replace")
 
 
 def require_sha(value: str) -> str:

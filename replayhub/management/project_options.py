@@ -21,6 +21,7 @@ from replayhub.project_setup import (
     Setting,
     parse_setting,
     project_fields,
+    remote_check,
 )
 
 # Commands given as "" are stored empty (no setup phase, no separate verifier);
@@ -328,7 +329,8 @@ def project_values(
 ) -> tuple[dict[str, Any], list[Provider]]:
     """The checked fields of the project the options describe, and its
     providers: ``project``'s own values (or the defaults, for a new project)
-    where an option is not given. Raises ProjectInvalid."""
+    where an option is not given. Raises ProjectInvalid. A repository on a
+    remote is asked whether it answers last, once every other value passed."""
     chosen = given(options)
     values = {**current(project or Project()), **chosen}
     for name in EMPTY_IS_NONE:
@@ -374,6 +376,7 @@ def project_values(
     )
     if problem := ignored_by_mode(values, chosen):
         raise ProjectInvalid(problem.split(":", 1)[0], problem)
+    remote_check(fields, slug=slug, editing=project)
     return fields, providers
 
 

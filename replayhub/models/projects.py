@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
@@ -487,6 +488,7 @@ class Project(models.Model):
             problem := mirrors.credential_env_problem(
                 self.repo_credential_env, self.repo_path
             )
+            or credential_policy().problem(self.repo_credential_env)
         ):
             errors["repo_credential_env"] = problem
         if errors:
@@ -522,8 +524,36 @@ class Project(models.Model):
         return mirrors.Mirror(
             root=Path(settings.REPLAYHUB_MIRROR_DIR),
             key=str(self.pk),
-            remote=mirrors.Remote(self.repo_path, self.repo_credential_env),
+            remote=mirrors.Remote(
+                self.repo_path,
+                self.repo_credential_env,
+                credential_policy() if self.repo_credential_env else NO_CREDENTIAL,
+            ),
+            timeout=settings.REPLAYHUB_MIRROR_FETCH_SECONDS,
+            max_fetch_bytes=settings.REPLAYHUB_MIRROR_FETCH_MAX_BYTES,
         )
+
+
+NO_CREDENTIAL = mirrors.CredentialPolicy()
+
+
+def credential_policy() -> mirrors.CredentialPolicy:
+    """The variables a repository credential may be read from here: those the
+    operator allows (``REPLAYHUB_REPO_CREDENTIAL_ENVS``), never the
+    deployment's own secrets nor a provider's key variable."""
+    # Reached by name: the providers' module imports this one.
+    providers = apps.get_model("replayhub", "Provider")._default_manager
+    denied = [
+        (name, "one of this deployment's own secrets")
+        for name in settings.REPLAYHUB_SECRET_ENVS
+    ]
+    denied += [
+        (key_env, f"provider {name}'s key")
+        for name, key_env in providers.values_list("name", "key_env")
+    ]
+    return mirrors.CredentialPolicy(
+        allowed=tuple(settings.REPLAYHUB_REPO_CREDENTIAL_ENVS), denied=tuple(denied)
+    )
 
 
 def project_deleted(sender: Any, *, instance: Project, **kwargs: Any) -> None:

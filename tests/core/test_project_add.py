@@ -495,12 +495,16 @@ def test_a_private_remote_is_registered_with_the_name_of_its_credential(
     db, served, mirror_dir, monkeypatch
 ):
     _, private = served
-    monkeypatch.setenv("APP_GIT_TOKEN", SECRET)
+    monkeypatch.setenv("REPLAYHUB_REPO_TOKEN_APP", SECRET)
 
-    add("app", private.url("app"), extra=["--repo-credential-env", "APP_GIT_TOKEN"])
+    add(
+        "app",
+        private.url("app"),
+        extra=["--repo-credential-env", "REPLAYHUB_REPO_TOKEN_APP"],
+    )
 
     project = Project.objects.get(slug="app")
-    assert project.repo_credential_env == "APP_GIT_TOKEN"
+    assert project.repo_credential_env == "REPLAYHUB_REPO_TOKEN_APP"
     stored = Project.objects.filter(pk=project.pk).values().get()
     assert SECRET not in repr(stored)
 
@@ -509,11 +513,15 @@ def test_a_remote_that_does_not_answer_is_refused_in_one_line(
     db, served, mirror_dir, monkeypatch
 ):
     _, private = served
-    monkeypatch.delenv("APP_GIT_TOKEN", raising=False)
+    monkeypatch.delenv("REPLAYHUB_REPO_TOKEN_APP", raising=False)
     with pytest.raises(CommandError) as anonymous:
         add("app", private.url("app"))
     with pytest.raises(CommandError) as unset:
-        add("app", private.url("app"), extra=["--repo-credential-env", "APP_GIT_TOKEN"])
+        add(
+            "app",
+            private.url("app"),
+            extra=["--repo-credential-env", "REPLAYHUB_REPO_TOKEN_APP"],
+        )
     nowhere = f"git://127.0.0.1:{free_port()}/app"
     with pytest.raises(CommandError) as refused:
         add("app", nowhere)
@@ -525,7 +533,7 @@ def test_a_remote_that_does_not_answer_is_refused_in_one_line(
         f"{private.port}': terminal prompts disabled"
     )
     assert str(unset.value).endswith(
-        "the credential variable APP_GIT_TOKEN is not set on this host"
+        "the credential variable REPLAYHUB_REPO_TOKEN_APP is not set on this host"
     )
     assert "\n" not in str(refused.value) and "Connection refused" in str(refused.value)
     assert not Project.objects.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from replayhub.settings import database_from_url, env_bool, env_int
+from replayhub.settings import database_from_url, env_bool, env_int, env_names
 
 
 @pytest.mark.parametrize(("raw", "value"), [("1", True), ("off", False), ("", True)])
@@ -24,6 +24,15 @@ def test_a_malformed_integer_is_an_error(monkeypatch):
     monkeypatch.setenv("X_INT", "ten")
     with pytest.raises(ImproperlyConfigured, match="not an integer"):
         env_int("X_INT", 1)
+
+
+def test_a_credential_allow_list_names_variables_or_prefixes(monkeypatch):
+    monkeypatch.setenv("X_NAMES", "CI_GIT_TOKEN, REPLAYHUB_REPO_TOKEN_*")
+    assert env_names("X_NAMES", []) == ["CI_GIT_TOKEN", "REPLAYHUB_REPO_TOKEN_*"]
+    for malformed in ("*", "A-B", "TOKEN_*_X", "$HOME"):
+        monkeypatch.setenv("X_NAMES", malformed)
+        with pytest.raises(ImproperlyConfigured, match="not a variable name"):
+            env_names("X_NAMES", [])
 
 
 def test_database_urls_are_translated():

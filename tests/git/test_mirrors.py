@@ -13,6 +13,7 @@ from django.conf import settings
 
 from replayhub.git.history import History
 from replayhub.git.mirrors import (
+    CredentialPolicy,
     Mirror,
     Remote,
     RepoUnreachable,
@@ -25,6 +26,7 @@ from tests.gitrepos import Repo, make_repo
 from tests.gitservers import GitDaemon, HttpGitServer, free_port
 
 SECRET = "tok-" + uuid.uuid4().hex
+TOKENS = CredentialPolicy(allowed=("REPLAYHUB_REPO_TOKEN_*",))
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def daemon(origin):
 
 
 def mirror_of(url: str, root: Path, credential_env: str = "") -> Mirror:
-    return Mirror(root=root, key="7", remote=Remote(url, credential_env))
+    return Mirror(root=root, key="7", remote=Remote(url, credential_env, TOKENS))
 
 
 def test_urls_are_told_from_paths():
@@ -63,7 +65,7 @@ def test_a_url_with_a_password_is_refused_without_repeating_it():
 
 def test_a_credential_variable_is_a_plain_name_for_an_http_url():
     https = "https://git.example.com/app.git"
-    assert credential_env_problem("APP_GIT_TOKEN", https) == ""
+    assert credential_env_problem("REPLAYHUB_REPO_TOKEN_APP", https) == ""
     assert "not an environment variable" in credential_env_problem("A-B", https)
     assert "not an environment variable" in credential_env_problem("1TOKEN", https)
     assert "git's own" in credential_env_problem("GIT_ASKPASS", https)
@@ -173,9 +175,9 @@ def test_a_remote_that_is_gone_is_unreachable_in_gits_own_words(
 def test_a_private_remote_is_read_with_the_credential_from_the_named_variable(
     origin, mirror_dir, monkeypatch
 ):
-    monkeypatch.setenv("APP_GIT_TOKEN", SECRET)
+    monkeypatch.setenv("REPLAYHUB_REPO_TOKEN_APP", SECRET)
     with HttpGitServer(origin.path.parent, password=SECRET) as server:
-        mirror = mirror_of(server.url("app"), mirror_dir, "APP_GIT_TOKEN")
+        mirror = mirror_of(server.url("app"), mirror_dir, "REPLAYHUB_REPO_TOKEN_APP")
         mirror.ready()
         later = origin.commit({"app.py": "VALUE = 5\n"}, "later")
         mirror.ready(commits=[later])
@@ -193,19 +195,19 @@ def test_a_private_remote_is_read_with_the_credential_from_the_named_variable(
 def test_a_private_remote_without_its_credential_is_a_clear_failure(
     origin, mirror_dir, monkeypatch
 ):
-    monkeypatch.delenv("APP_GIT_TOKEN", raising=False)
+    monkeypatch.delenv("REPLAYHUB_REPO_TOKEN_APP", raising=False)
     with HttpGitServer(origin.path.parent, password=SECRET) as server:
         with pytest.raises(RepoUnreachable) as anonymous:
             mirror_of(server.url("app"), mirror_dir).ready()
         with pytest.raises(RepoUnreachable) as unset:
-            mirror_of(server.url("app"), mirror_dir, "APP_GIT_TOKEN").ready()
-        monkeypatch.setenv("APP_GIT_TOKEN", "wrong")
+            mirror_of(server.url("app"), mirror_dir, "REPLAYHUB_REPO_TOKEN_APP").ready()
+        monkeypatch.setenv("REPLAYHUB_REPO_TOKEN_APP", "wrong")
         with pytest.raises(RepoUnreachable) as wrong:
-            mirror_of(server.url("app"), mirror_dir, "APP_GIT_TOKEN").ready()
+            mirror_of(server.url("app"), mirror_dir, "REPLAYHUB_REPO_TOKEN_APP").ready()
 
     assert "could not read Username" in anonymous.value.line
     assert unset.value.line == (
-        "the credential variable APP_GIT_TOKEN is not set on this host"
+        "the credential variable REPLAYHUB_REPO_TOKEN_APP is not set on this host"
     )
     assert "Authentication failed" in wrong.value.line
     assert "wrong" not in wrong.value.line
@@ -213,13 +215,14 @@ def test_a_private_remote_without_its_credential_is_a_clear_failure(
 
 
 def test_the_credential_goes_only_to_the_remotes_own_origin(origin, mirror_dir):
-    env = Remote("https://git.example.com/app.git", "APP_GIT_TOKEN")
-    os.environ["APP_GIT_TOKEN"] = SECRET
+    env = Remote("https://git.example.com/app.git", "REPLAYHUB_REPO_TOKEN_APP", TOKENS)
+    os.environ["REPLAYHUB_REPO_TOKEN_APP"] = SECRET
     try:
         given = env.environment()
     finally:
-        del os.environ["APP_GIT_TOKEN"]
-    scoped = [given[k] for k in given if k.startswith("GIT_CONFIG_KEY_")]
+        del os.environ["REPLAYHUB_REPO_TOKEN_APP"]
+    keys = [given[k] for k in given if k.startswith("GIT_CONFIG_KEY_")]
+    scoped = [key for key in keys if key.startswith("credential.")]
     assert scoped == ["credential.helper", "credential.https://git.example.com.helper"]
     assert SECRET not in "".join(v for k, v in given.items() if "PASSWORD" not in k)
 
@@ -278,3 +281,66 @@ def test_nothing_listens_means_unreachable(mirror_dir):
         mirror.ready()
 
     assert "Connection refused" in caught.value.line
+
+
+# --- where a credential may be read from ----------------------------------------
+
+
+def test_only_a_variable_the_operator_allows_is_a_credential():
+    policy = CredentialPolicy(
+        allowed=("REPLAYHUB_REPO_TOKEN_*", "CI_GIT_TOKEN", "SECRET_KEY"),
+        denied=(("SECRET_KEY", "one of this deployment's own secrets"),),
+    )
+
+    assert policy.problem("REPLAYHUB_REPO_TOKEN_APP") == ""
+    assert policy.problem("CI_GIT_TOKEN") == ""
+    assert "not a variable this deployment allows" in policy.problem("CI_GIT_TOKENS")
+    assert "not a variable this deployment allows" in policy.problem("HOME")
+    # Listed, and still never sent.
+    assert policy.problem("SECRET_KEY") == (
+        "SECRET_KEY holds one of this deployment's own secrets: it is never "
+        "sent to a repository."
+    )
+    assert "not a variable" in CredentialPolicy().problem("REPLAYHUB_REPO_TOKEN_APP")
+
+
+def test_a_refused_variable_is_never_read_nor_sent(origin, mirror_dir, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_PROVIDER_KEY", SECRET)
+    with HttpGitServer(origin.path.parent, password=SECRET) as server:
+        mirror = mirror_of(server.url("app"), mirror_dir, "ANTHROPIC_PROVIDER_KEY")
+        with pytest.raises(RepoUnreachable) as caught:
+            mirror.ready()
+
+    assert server.requests == []
+    assert "ANTHROPIC_PROVIDER_KEY is not a variable" in caught.value.line
+    assert SECRET not in str(caught.value)
+
+
+def test_a_project_whose_variable_is_refused_fetches_nothing_whoever_stored_it(
+    db, origin, mirror_dir, monkeypatch, settings
+):
+    """A name stored past the checks (the admin site, a project registered
+    before the allow-list) is refused when the secret would be read: neither
+    the deployment's secrets nor a provider's key ever leave the host."""
+    from replayhub.models import Provider
+
+    settings.REPLAYHUB_REPO_CREDENTIAL_ENVS = ["SECRET_KEY", "ANTHROPIC_*"]
+    Provider.objects.create(
+        name="anthropic",
+        kind="anthropic",
+        base_url="https://api.example.com",
+        key_env="ANTHROPIC_PROVIDER_KEY",
+    )
+    monkeypatch.setenv("ANTHROPIC_PROVIDER_KEY", SECRET)
+    monkeypatch.setenv("SECRET_KEY", SECRET)
+    with HttpGitServer(origin.path.parent, password=SECRET) as server:
+        url = server.url("app")
+        for slug, name in (("a", "SECRET_KEY"), ("b", "ANTHROPIC_PROVIDER_KEY")):
+            project = make_git_project(
+                origin, slug=slug, repo_path=url, repo_credential_env=name
+            )
+            with pytest.raises(RepoUnreachable) as caught:
+                project.repository()
+            assert caught.value.line.startswith(f"{name} holds ")
+
+    assert server.requests == []

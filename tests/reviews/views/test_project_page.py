@@ -198,7 +198,7 @@ def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
     client, admin_user, tmp_path, mirror_dir, monkeypatch
 ):
     repo = project_repo(tmp_path)
-    monkeypatch.setenv("CART_GIT_TOKEN", "tok-for-the-form")
+    monkeypatch.setenv("REPLAYHUB_REPO_TOKEN_CART", "tok-for-the-form")
     client.force_login(admin_user)
     with HttpGitServer(tmp_path, password="tok-for-the-form") as server:
         url = server.url(repo.path.name)
@@ -208,14 +208,17 @@ def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
         )
         response = client.post(
             reverse("reviews:project_create"),
-            form(url, repo_credential_env="CART_GIT_TOKEN"),
+            form(url, repo_credential_env="REPLAYHUB_REPO_TOKEN_CART"),
         )
 
     assert refused.status_code == 400
     assert "is not an environment variable name" in refused.content.decode()
     assert response.status_code == 302
     project = Project.objects.get(slug="cart")
-    assert (project.repo_path, project.repo_credential_env) == (url, "CART_GIT_TOKEN")
+    assert (project.repo_path, project.repo_credential_env) == (
+        url,
+        "REPLAYHUB_REPO_TOKEN_CART",
+    )
     event = AuditEvent.objects.get(action="project.create")
     assert "tok-for-the-form" not in str(event.after)
 
