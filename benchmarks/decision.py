@@ -94,7 +94,15 @@ def seed(replays: int):
     from django.db import connection
 
     from replayhub import roles
-    from replayhub.models import Budget, Night, Project, Replay, ReviewBand, Run
+    from replayhub.models import (
+        Budget,
+        Night,
+        NightShare,
+        Project,
+        Replay,
+        ReviewBand,
+        Run,
+    )
 
     project = Project.objects.create(slug="bench", repo_path="/srv/bench.git")
     Budget.objects.create(
@@ -107,6 +115,10 @@ def seed(replays: int):
         status="closed",
         window_start=start,
         window_end=start + timedelta(hours=8),
+    )
+    NightShare.objects.create(
+        night=night,
+        tier="agentic",
         limit_replays=replays,
         limit_sandbox_seconds=10**9,
         limit_tokens=10**12,

@@ -6,8 +6,8 @@ conditional reservation, 10,000 replays created, runs updated, the broker
 messages sent after commit.
 
 The floor, in the same run: the bare SQL of the same database work — one
-SELECT of the candidate ids, one UPDATE of the night, one INSERT … SELECT of
-the replays — with no Python per row.
+SELECT of the candidate ids, the night's row locked and one UPDATE of its
+agentic share, one INSERT … SELECT of the replays — with no Python per row.
 
 Goal: at most 2 s. PostgreSQL only (a scratch database is created and dropped):
 
@@ -65,21 +65,31 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
     from django.utils import timezone
 
     from replayhub import services
-    from replayhub.models import Budget, Night, Project, Replay, Run
+    from replayhub.models import (
+        Budget,
+        BudgetShare,
+        Night,
+        NightShare,
+        Project,
+        Replay,
+        Run,
+    )
     from replayhub.nights import scheduler
 
     call_command("migrate", verbosity=0)
     project = Project.objects.create(
         slug="bench", repo_path="/srv/bench.git", agentic_enabled=True
     )
-    Budget.objects.create(
-        project=project,
+    budget = Budget.objects.create(
+        project=project, window_start_hour=0, window_end_hour=0
+    )
+    BudgetShare.objects.create(
+        budget=budget,
+        tier="agentic",
         max_replays=candidates,
         max_sandbox_minutes=10**7,
         max_tokens=10**12,
         max_cost_usd=10**6,
-        window_start_hour=0,
-        window_end_hour=0,
     )
     with connection.cursor() as cursor:
         # Every column not named takes the model's default: a column added to
@@ -99,10 +109,10 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
         )
 
     def reset() -> None:
-        # Bare DELETEs of what a night left (replays, then nights): the ORM's
-        # cascade collector took longer than the night itself.
+        # Bare DELETEs of what a night left (replays, shares, then nights): the
+        # ORM's cascade collector took longer than the night itself.
         with connection.cursor() as cursor:
-            for model in (Replay, Night):
+            for model in (Replay, NightShare, Night):
                 cursor.execute(f"DELETE FROM {model._meta.db_table}")  # noqa: S608
         Run.objects.update(deferred_at=None)
 
@@ -126,8 +136,13 @@ def run(candidates: int, rounds: int, *, judge: bool) -> int:
             )
             cursor.fetchall()
             cursor.execute(
-                "UPDATE replayhub_night SET reserved_replays = reserved_replays + %s "
-                "WHERE id = %s",
+                "SELECT id FROM replayhub_night WHERE id = %s FOR NO KEY UPDATE",
+                [night.pk],
+            )
+            cursor.execute(
+                "UPDATE replayhub_nightshare "
+                "SET reserved_replays = reserved_replays + %s "
+                "WHERE night_id = %s AND tier = 'agentic'",
                 [candidates, night.pk],
             )
             insert_generated(

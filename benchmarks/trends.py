@@ -149,7 +149,7 @@ def seed_night(project, reviewer) -> tuple[float, int]:
     """A night of 10,000 replays for ``project``, among 90,000 others."""
     from django.db import connection
 
-    from replayhub.models import Budget, Night, Replay, Run
+    from replayhub.models import Budget, Night, NightShare, Replay, Run
     from reviews.models import Review
 
     Budget.objects.create(
@@ -162,6 +162,10 @@ def seed_night(project, reviewer) -> tuple[float, int]:
         status="closed",
         window_start=start,
         window_end=start + timedelta(hours=8),
+    )
+    NightShare.objects.create(
+        night=night,
+        tier="agentic",
         limit_replays=NIGHT_REPLAYS,
         limit_sandbox_seconds=10**9,
         limit_tokens=10**12,

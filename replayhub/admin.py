@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import (
     Budget,
+    BudgetShare,
     Comparison,
     EgressAttempt,
     FollowedFile,
@@ -19,6 +20,7 @@ from replayhub.models import (
     IngestToken,
     ModelCall,
     Night,
+    NightShare,
     Project,
     Provider,
     Replay,
@@ -30,6 +32,7 @@ from replayhub.models import (
     TextSuite,
     WorkerCheck,
 )
+from replayhub.nights.tiers import SHARE_TIERS
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 
 # Tuples, here and below: to the stubs a tuple of names is also a tuple of field
@@ -231,14 +234,26 @@ class TestOutcomeAdmin(admin.ModelAdmin):
     raw_id_fields = ["replay"]
 
 
-@admin.register(Budget)
-class BudgetAdmin(admin.ModelAdmin):
-    list_display = [
-        "project",
+class BudgetShareInline(admin.TabularInline):
+    """Each tier's share of the night: a row per tier, the tier's own
+    dimensions set (``tiers.BUDGETED``), the others left at zero."""
+
+    model = BudgetShare
+    extra = 0
+    max_num = len(SHARE_TIERS)
+    fields = [
+        "tier",
         "max_replays",
         "max_sandbox_minutes",
         "max_tokens",
         "max_cost_usd",
+    ]
+
+
+@admin.register(Budget)
+class BudgetAdmin(admin.ModelAdmin):
+    list_display = [
+        "project",
         "window_start_hour",
         "window_end_hour",
         "timezone",
@@ -246,20 +261,12 @@ class BudgetAdmin(admin.ModelAdmin):
         "text_target",
         "tape_enabled",
     ]
+    inlines = [BudgetShareInline]
     fieldsets = [
         (
-            "Agentic tier (sandboxed replays)",
-            {
-                "fields": [
-                    "project",
-                    "max_replays",
-                    "max_sandbox_minutes",
-                    "max_tokens",
-                    "max_cost_usd",
-                ]
-            },
+            "Night",
+            {"fields": ["project", "window_start_hour", "window_end_hour", "timezone"]},
         ),
-        ("Night", {"fields": ["window_start_hour", "window_end_hour", "timezone"]}),
         (
             "Text tier, before the agentic tier",
             {
@@ -267,9 +274,6 @@ class BudgetAdmin(admin.ModelAdmin):
                     "text_enabled",
                     "text_target",
                     "text_judge",
-                    "text_max_replays",
-                    "text_max_tokens",
-                    "text_max_cost_usd",
                     "agentic_after_text",
                     "text_similarity_below",
                     "text_score_at_most",
@@ -279,30 +283,34 @@ class BudgetAdmin(admin.ModelAdmin):
         ),
         (
             "Tape tier, before the others (runs with a tape; no model spend)",
-            {
-                "fields": [
-                    "tape_enabled",
-                    "tape_max_replays",
-                    "tape_max_sandbox_minutes",
-                ]
-            },
+            {"fields": ["tape_enabled"]},
         ),
     ]
 
 
+class NightShareInline(admin.TabularInline):
+    """What each tier may spend tonight, has reserved and has used: written
+    by admission and settlement, read here."""
+
+    model = NightShare
+    extra = 0
+    can_delete = False
+    readonly_fields = [
+        f.name
+        for f in NightShare._meta.concrete_fields
+        if f.name not in ("id", "night")
+    ]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Night)
 class NightAdmin(admin.ModelAdmin):
-    list_display = [
-        "project",
-        "date",
-        "status",
-        "reserved_replays",
-        "used_replays",
-        "limit_replays",
-        "deferred",
-    ]
+    list_display = ["project", "date", "status", "window_start", "window_end"]
     list_filter = ["status", "project"]
     date_hierarchy = "date"
+    inlines = [NightShareInline]
 
 
 @admin.register(WorkerCheck)

@@ -24,7 +24,7 @@ from replayhub.models import (
     Run,
     Trigger,
 )
-from replayhub.nights import arithmetic, scheduler
+from replayhub.nights import arithmetic, scheduler, shares, tiers
 from replayhub.project_setup import project_fields, refused, remote_check
 from replayhub.services import replay_request
 from reviews.models import AuditEvent
@@ -54,13 +54,10 @@ def _night_running(project: Project, now: datetime) -> Night | None:
 
 
 def _limits(project: Project) -> arithmetic.Amounts:
+    """One night's agentic share of the project's budget (its defaults when
+    the project has no budget yet)."""
     budget = Budget.objects.filter(project=project).first() or Budget(project=project)
-    return arithmetic.Amounts(
-        budget.max_replays,
-        budget.max_sandbox_minutes * 60,
-        budget.max_tokens,
-        budget.max_cost_usd,
-    )
+    return shares.limits_of(budget)[tiers.AGENTIC]
 
 
 def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
@@ -86,8 +83,10 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
         night = _night_running(project, now)
         extra: dict = {}
         if night is not None:
-            if not scheduler.reserve(night=night, amount=estimate, now=now):
-                left = scheduler.remaining_of(Night.objects.get(pk=night.pk))
+            if not shares.reserve(
+                night=night, tier=tiers.AGENTIC, amount=estimate, now=now
+            ):
+                left = shares.remaining(night, tiers.AGENTIC)
                 short = arithmetic.blocking_dimensions(estimate, left) or ["budget"]
                 raise ReplayRefused(
                     f"Tonight's budget has no room for this replay "

@@ -6,14 +6,18 @@ Every function here is keyword-only, runs in one transaction and leaves an
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from replayhub.models import Replay, ReplayStatus, Run, Tier, Trigger
+from replayhub.models import BudgetShare, Replay, ReplayStatus, Run, Tier, Trigger
+from replayhub.nights import shares, tiers
 from replayhub.services import replay_request
 from replayhub.verdicts import Verdict
 from reviews.models import AuditEvent, Claim, Label, Review
@@ -399,17 +403,14 @@ def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Rev
     return latest
 
 
+CENT = Decimal("0.01")
+# What the budgets page edits of a budget itself; each tier's limits are its
+# share (``shares.share_fields``).
 BUDGET_FIELDS = [
-    "max_replays",
-    "max_sandbox_minutes",
-    "max_tokens",
-    "max_cost_usd",
     "window_start_hour",
     "window_end_hour",
     "timezone",
     "tape_enabled",
-    "tape_max_replays",
-    "tape_max_sandbox_minutes",
 ]
 CAP_FIELDS = [
     "agentic_enabled",
@@ -438,15 +439,46 @@ def _plain(value):
     )
 
 
-def budget_update(*, project, budget, actor, budget_data: dict, cap_data: dict) -> bool:
-    """Apply an edit of a project's budget and per-replay caps; audit what changed.
+def _share_snapshots(found: dict[str, tiers.Share], names: Iterable[str]) -> dict:
+    # Money to the cent, as the column keeps it: 12.5 typed is 12.50 saved.
+    return {
+        tier: _snapshot(
+            dataclasses.replace(
+                found[tier], max_cost_usd=found[tier].max_cost_usd.quantize(CENT)
+            ),
+            shares.share_fields(tier),
+        )
+        for tier in names
+    }
 
-    Returns False when nothing changed (no audit event is written then).
+
+def budget_update(
+    *,
+    project,
+    budget,
+    actor,
+    budget_data: dict,
+    cap_data: dict,
+    share_data: dict[str, dict] | None = None,
+) -> bool:
+    """Apply an edit of a project's budget, its tiers' shares (``share_data``:
+    the fields given per tier) and its per-replay caps; audit what changed.
+
+    The audit event keeps each field under its owner — ``budget``, ``caps``,
+    and ``shares`` by tier — with its value before and after. Returns False
+    when nothing changed (no audit event is written then).
     """
+    share_data = share_data or {}
     with transaction.atomic():
+        found = shares.budget_shares(budget)
+        edited = {
+            tier: dataclasses.replace(found[tier], **data)
+            for tier, data in share_data.items()
+        }
         before = {
             "budget": _snapshot(budget, BUDGET_FIELDS),
             "caps": _snapshot(project, CAP_FIELDS),
+            "shares": _share_snapshots(found, edited),
         }
         for name, value in budget_data.items():
             setattr(budget, name, value)
@@ -455,20 +487,20 @@ def budget_update(*, project, budget, actor, budget_data: dict, cap_data: dict) 
         after = {
             "budget": _snapshot(budget, BUDGET_FIELDS),
             "caps": _snapshot(project, CAP_FIELDS),
+            "shares": _share_snapshots(found | edited, edited),
         }
         if before == after:
             return False
         budget.save()
         project.save()
+        for tier, share in edited.items():
+            if before["shares"][tier] != after["shares"][tier]:
+                BudgetShare.objects.update_or_create(
+                    budget=budget, tier=tier, defaults=dataclasses.asdict(share)
+                )
         # Each field under its owner: the night's budget and the replay's caps
-        # both have a max_tokens, and one edit may change both.
-        changed_before: dict[str, dict] = {}
-        changed_after: dict[str, dict] = {}
-        for part in ("budget", "caps"):
-            for name, value in after[part].items():
-                if before[part][name] != value:
-                    changed_before.setdefault(part, {})[name] = before[part][name]
-                    changed_after.setdefault(part, {})[name] = value
+        # both have a max_tokens, and every tier's share has one.
+        changed_before, changed_after = _changed(before, after)
         AuditEvent.objects.create(
             actor=actor,
             action="budget.update",
@@ -478,3 +510,18 @@ def budget_update(*, project, budget, actor, budget_data: dict, cap_data: dict) 
             after=changed_after,
         )
     return True
+
+
+def _changed(before: dict, after: dict) -> tuple[dict, dict]:
+    """The entries of two snapshots that differ, nested as the snapshots are."""
+    old: dict = {}
+    new: dict = {}
+    for key, value in after.items():
+        was = before.get(key)
+        if isinstance(value, dict):
+            inner_old, inner_new = _changed(was or {}, value)
+            if inner_new:
+                old[key], new[key] = inner_old, inner_new
+        elif was != value:
+            old[key], new[key] = was, value
+    return old, new

@@ -8,6 +8,7 @@ are built in ``tests/scripted.py`` and ``tests/harness.py``.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from itertools import count
 from typing import Any
@@ -18,7 +19,10 @@ from django.utils import timezone
 from replayhub import roles
 from replayhub.models import (
     Budget,
+    BudgetShare,
     Comparison,
+    Night,
+    NightShare,
     Phase,
     Project,
     Replay,
@@ -346,3 +350,51 @@ def make_replay(
             duration_s=0.4,
         )
     return replay
+
+
+# --- budgets and nights ------------------------------------------------------------
+
+
+def make_budget(
+    project: Project, *, shares: dict[str, dict] | None = None, **fields: Any
+) -> Budget:
+    """``project``'s budget with ``fields``, and a share row for each tier in
+    ``shares`` (``{"agentic": {"max_replays": 3}}``; the rest of a share, and
+    any tier not named, is the tier's default)."""
+    from replayhub.nights.tiers import DEFAULT_SHARES
+
+    budget = Budget.objects.create(project=project, **fields)
+    for tier, limits in (shares or {}).items():
+        defaults = asdict(DEFAULT_SHARES[tier]) | limits
+        BudgetShare.objects.create(budget=budget, tier=tier, **defaults)
+    return budget
+
+
+def make_night(
+    project: Project,
+    *,
+    start: datetime,
+    hours: float = 8,
+    status: str = "open",
+    shares: dict[str, dict] | None = None,
+) -> Night:
+    """A night of ``project`` from ``start`` for ``hours``, with a share per
+    tier in ``shares`` (``{"agentic": {"limit_replays": 3, "used_replays": 1}}``;
+    fields not named are zero); every other tier has an empty share."""
+    night = Night.objects.create(
+        project=project,
+        date=start.date(),
+        status=status,
+        window_start=start,
+        window_end=start + timedelta(hours=hours),
+    )
+    for tier in ("tape", "text", "agentic"):
+        NightShare.objects.create(
+            night=night, tier=tier, **(shares or {}).get(tier, {})
+        )
+    return night
+
+
+def share_of(night: Night, tier: str = "agentic") -> NightShare:
+    """The night's ``tier`` share as the database has it now."""
+    return NightShare.objects.get(night=night, tier=tier)

@@ -66,7 +66,9 @@ from replayhub.models.ingest import (
 )
 from replayhub.models.nights import (
     Budget,
+    BudgetShare,
     Night,
+    NightShare,
     NightStatus,
     Rollup,
     RollupRequest,
@@ -109,6 +111,7 @@ from replayhub.models.texttier import TextReplay, TextStatus, TextSuite, TextTri
 __all__ = [
     "VERDICT_CHOICES",
     "Budget",
+    "BudgetShare",
     "CachedResult",
     "Comparison",
     "EgressAttempt",
@@ -122,6 +125,7 @@ __all__ = [
     "MinIsolation",
     "ModelCall",
     "Night",
+    "NightShare",
     "NightStatus",
     "Phase",
     "Preflight",

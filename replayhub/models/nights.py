@@ -12,6 +12,11 @@ from django.utils import timezone
 
 from replayhub.models.projects import Project, RunSource, choices_check
 from replayhub.models.replays import Tier
+from replayhub.nights import tiers
+from replayhub.nights.arithmetic import Amounts
+
+# The tiers with a share of a night, in admission order; each is a Tier.
+SHARE_TIER_CHOICES = [(t, Tier(t).label) for t in tiers.SHARE_TIERS]
 
 # As the text tier reads it: a provider name, a colon, a model name.
 _TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}:\S.{0,199}")
@@ -23,15 +28,11 @@ class Budget(models.Model):
     project = models.OneToOneField(
         Project, on_delete=models.CASCADE, related_name="budget"
     )
-    max_replays = models.PositiveIntegerField(default=20)
-    max_sandbox_minutes = models.PositiveIntegerField(default=240)
-    max_tokens = models.PositiveBigIntegerField(default=2_000_000)
-    max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=20)
+    # Each tier's share of the night is a BudgetShare row (``shares``).
     window_start_hour = models.PositiveSmallIntegerField(default=1)
     window_end_hour = models.PositiveSmallIntegerField(default=6)
     timezone = models.CharField(max_length=64, default="UTC")
     # The tier policy: preflight (free) → text (cheap) → agentic (expensive).
-    # The limits above are the agentic tier's; the text tier has its own.
     text_enabled = models.BooleanField(
         default=False,
         help_text="Send the night's candidates to the text tier first.",
@@ -42,9 +43,6 @@ class Budget(models.Model):
     text_judge = models.CharField(
         max_length=270, blank=True, help_text="PROVIDER:MODEL of the judge; optional."
     )
-    text_max_replays = models.PositiveIntegerField(default=100)
-    text_max_tokens = models.PositiveBigIntegerField(default=1_000_000)
-    text_max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=5)
     agentic_after_text = models.BooleanField(
         default=True,
         help_text="With the text tier on, an agentic replay is admitted only for "
@@ -62,14 +60,12 @@ class Budget(models.Model):
     )
     # The tape tier: a replay whose model answers come from a tape (the run's
     # recorded one, else a previous replay's). It spends no model tokens, so
-    # it has its own count and sandbox time, and runs before the agentic tier.
+    # its share is a count and sandbox time, and it runs before the agentic tier.
     tape_enabled = models.BooleanField(
         default=False,
         help_text="Replay runs that have a tape from their tape first, before "
         "the agentic tier.",
     )
-    tape_max_replays = models.PositiveIntegerField(default=50)
-    tape_max_sandbox_minutes = models.PositiveIntegerField(default=120)
     escalate_categories = models.JSONField(
         default=list,
         blank=True,
@@ -110,13 +106,51 @@ class Budget(models.Model):
             raise ValidationError(errors)
 
 
+class BudgetShare(models.Model):
+    """One tier's share of a project's nightly budget.
+
+    A tier's dimensions are ``tiers.BUDGETED``; the others stay zero. A
+    budget without a row for a tier gives it ``tiers.DEFAULT_SHARES``.
+    """
+
+    budget = models.ForeignKey(Budget, on_delete=models.CASCADE, related_name="shares")
+    tier = models.CharField(max_length=16, choices=SHARE_TIER_CHOICES)
+    max_replays = models.PositiveIntegerField(default=0)
+    max_sandbox_minutes = models.PositiveIntegerField(default=0)
+    max_tokens = models.PositiveBigIntegerField(default=0)
+    max_cost_usd = models.DecimalField(max_digits=12, decimal_places=2, default=0)
+
+    class Meta:
+        ordering = ["budget", "tier"]
+        constraints = [
+            # One share per tier: the night copies it, the budgets page edits
+            # it by (budget, tier); the index also serves a budget's shares.
+            models.UniqueConstraint(
+                fields=["budget", "tier"], name="budgetshare_unique_tier"
+            ),
+            choices_check("tier", SHARE_TIER_CHOICES, "budgetshare_tier_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tier} share of {self.budget}"
+
+    def as_share(self) -> tiers.Share:
+        return tiers.Share(
+            self.max_replays,
+            self.max_sandbox_minutes,
+            self.max_tokens,
+            self.max_cost_usd,
+        )
+
+
 class NightStatus(models.TextChoices):
     OPEN = "open", "Open"
     CLOSED = "closed", "Closed"
 
 
 class Night(models.Model):
-    """One project's nightly window, with its limits and what was reserved and used."""
+    """One project's nightly window; what each tier may spend in it, and has
+    reserved and used, is its shares."""
 
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="nights"
@@ -127,43 +161,9 @@ class Night(models.Model):
     )
     window_start = models.DateTimeField()
     window_end = models.DateTimeField()
-    # Limits copied from the budget when the night opens.
-    limit_replays = models.PositiveIntegerField()
-    limit_sandbox_seconds = models.PositiveBigIntegerField()
-    limit_tokens = models.PositiveBigIntegerField()
-    limit_cost_usd = models.DecimalField(max_digits=12, decimal_places=4)
-    reserved_replays = models.PositiveIntegerField(default=0)
-    reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    reserved_tokens = models.PositiveBigIntegerField(default=0)
-    reserved_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    used_replays = models.PositiveIntegerField(default=0)
-    used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    used_tokens = models.PositiveBigIntegerField(default=0)
-    used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    deferred = models.PositiveIntegerField(default=0)
-    # The text tier's own budget: replays, tokens and money (no sandbox time).
-    text_limit_replays = models.PositiveIntegerField(default=0)
-    text_limit_tokens = models.PositiveBigIntegerField(default=0)
-    text_limit_cost_usd = models.DecimalField(
-        max_digits=12, decimal_places=4, default=0
-    )
-    text_reserved_replays = models.PositiveIntegerField(default=0)
-    text_reserved_tokens = models.PositiveBigIntegerField(default=0)
-    text_reserved_cost_usd = models.DecimalField(
-        max_digits=12, decimal_places=4, default=0
-    )
-    text_used_replays = models.PositiveIntegerField(default=0)
-    text_used_tokens = models.PositiveBigIntegerField(default=0)
-    text_used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
-    text_deferred = models.PositiveIntegerField(default=0)
-    # The tape tier's own budget: replays and sandbox time (no model spend).
-    tape_limit_replays = models.PositiveIntegerField(default=0)
-    tape_limit_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    tape_reserved_replays = models.PositiveIntegerField(default=0)
-    tape_reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    tape_used_replays = models.PositiveIntegerField(default=0)
-    tape_used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
-    tape_deferred = models.PositiveIntegerField(default=0)
+    # What each tier may spend tonight, and has reserved and used, is a
+    # NightShare row (``shares``), copied from the budget when the night opens.
+
     # When the scheduler ran this night's selection (once per night).
     scheduled_at = models.DateTimeField(null=True, blank=True)
 
@@ -174,6 +174,48 @@ class Night(models.Model):
                 fields=["project", "date"], name="night_unique_date"
             ),
             choices_check("status", NightStatus, "night_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} night of {self.date}"
+
+
+class NightShare(models.Model):
+    """One tier's share of one night: its limits, and what it has reserved and
+    used, on the four dimensions (those the tier does not budget stay zero).
+
+    Admission reserves here with one conditional UPDATE of this row alone
+    (``nights.shares.reserve``); a replay's settlement gives its reservation
+    back here and charges what it spent (``tiers.charges``).
+    """
+
+    night = models.ForeignKey(Night, on_delete=models.CASCADE, related_name="shares")
+    tier = models.CharField(max_length=16, choices=SHARE_TIER_CHOICES)
+    limit_replays = models.PositiveIntegerField(default=0)
+    limit_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    limit_tokens = models.PositiveBigIntegerField(default=0)
+    limit_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    reserved_replays = models.PositiveIntegerField(default=0)
+    reserved_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    reserved_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    used_replays = models.PositiveIntegerField(default=0)
+    used_sandbox_seconds = models.PositiveBigIntegerField(default=0)
+    used_tokens = models.PositiveBigIntegerField(default=0)
+    used_cost_usd = models.DecimalField(max_digits=12, decimal_places=4, default=0)
+    # Candidates of this tier the share could not take at the latest admission.
+    deferred = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["night", "tier"]
+        constraints = [
+            # One share per tier: reserve and settle find their row by
+            # (night, tier); the index also serves a night's shares (the
+            # budgets page, the nightly command).
+            models.UniqueConstraint(
+                fields=["night", "tier"], name="nightshare_unique_tier"
+            ),
+            choices_check("tier", SHARE_TIER_CHOICES, "nightshare_tier_valid"),
             # Admission reserves with a conditional UPDATE; this is the backstop
             # that makes an overspend impossible even for a buggy caller.
             models.CheckConstraint(
@@ -183,31 +225,21 @@ class Night(models.Model):
                     & Q(reserved_tokens__lte=models.F("limit_tokens"))
                     & Q(reserved_cost_usd__lte=models.F("limit_cost_usd"))
                 ),
-                name="night_reserved_within_limits",
-            ),
-            models.CheckConstraint(
-                condition=(
-                    Q(text_reserved_replays__lte=models.F("text_limit_replays"))
-                    & Q(text_reserved_tokens__lte=models.F("text_limit_tokens"))
-                    & Q(text_reserved_cost_usd__lte=models.F("text_limit_cost_usd"))
-                ),
-                name="night_text_reserved_within_limits",
-            ),
-            models.CheckConstraint(
-                condition=(
-                    Q(tape_reserved_replays__lte=models.F("tape_limit_replays"))
-                    & Q(
-                        tape_reserved_sandbox_seconds__lte=models.F(
-                            "tape_limit_sandbox_seconds"
-                        )
-                    )
-                ),
-                name="night_tape_reserved_within_limits",
+                name="nightshare_reserved_within_limits",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.project} night of {self.date}"
+        return f"{self.tier} share of {self.night}"
+
+    def amounts(self, kind: str) -> Amounts:
+        """The share's ``limit``, ``reserved`` or ``used`` amounts."""
+        return Amounts(
+            getattr(self, f"{kind}_replays"),
+            getattr(self, f"{kind}_sandbox_seconds"),
+            getattr(self, f"{kind}_tokens"),
+            getattr(self, f"{kind}_cost_usd"),
+        )
 
 
 class NightCounts(models.Model):

@@ -1,11 +1,12 @@
-"""The nightly scheduler: open a project's night, admit replays while the budget lasts.
+"""The nightly scheduler: open a project's night, admit agentic replays while
+the agentic share lasts.
 
-Admission reserves a replay's estimate on every dimension with one conditional
-UPDATE, so concurrent schedulers or workers can never push a dimension past its
-limit; the night's ``CheckConstraint`` is the backstop. A replay settles its
-actual cost when it finishes and gives back the rest of its reservation.
-Candidates that do not fit are deferred: counted on the night, marked on the
-run, and first in line next night.
+Admission reserves the replays' estimates on the night's agentic share
+(``shares.admit``: one conditional UPDATE a try), so concurrent schedulers or
+workers can never push a dimension past its limit. A replay of any tier
+settles its actual cost when it finishes and gives back the rest of its
+reservation (``settle``). Candidates that do not fit are deferred: counted on
+the share, marked on the run, and first in line next night.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -35,8 +35,9 @@ from replayhub.models import (
     Tier,
     Trigger,
 )
-from replayhub.nights import arithmetic
+from replayhub.nights import arithmetic, shares, tiers
 from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.shares import NightReport
 from replayhub.verdicts import Verdict
 
 log = logging.getLogger(__name__)
@@ -52,29 +53,11 @@ def budget_of(project: Project) -> Budget:
     return budget
 
 
-def _amounts(night: Night, kind: str) -> Amounts:
-    """The night's ``limit``, ``reserved`` or ``used`` amounts."""
-    return Amounts(
-        getattr(night, f"{kind}_replays"),
-        getattr(night, f"{kind}_sandbox_seconds"),
-        getattr(night, f"{kind}_tokens"),
-        getattr(night, f"{kind}_cost_usd"),
-    )
-
-
-def remaining_of(night: Night) -> Amounts:
-    return arithmetic.remaining(
-        limits=_amounts(night, "limit"),
-        reserved=_amounts(night, "reserved"),
-        used=_amounts(night, "used"),
-    )
-
-
 def night_open(*, project: Project, now: datetime, immediate: bool = False) -> Night:
     """The project's night containing ``now`` (or, ``immediate``, one starting now).
 
-    Limits are copied from the budget when the night is created, so editing the
-    budget mid-night changes the next night, not this one.
+    Its shares are copied from the budget when the night is created, so
+    editing the budget mid-night changes the next night, not this one.
     """
     budget = budget_of(project)
     window: dict[str, Any] = {
@@ -89,23 +72,16 @@ def night_open(*, project: Project, now: datetime, immediate: bool = False) -> N
         start, end = now, now + (end - start)
     else:
         start, end = arithmetic.window_for(day, **window)
-    night, created = Night.objects.get_or_create(
-        project=project,
-        date=day,
-        defaults={
-            "window_start": start,
-            "window_end": end,
-            "limit_replays": budget.max_replays,
-            "limit_sandbox_seconds": budget.max_sandbox_minutes * 60,
-            "limit_tokens": budget.max_tokens,
-            "limit_cost_usd": budget.max_cost_usd,
-            "text_limit_replays": budget.text_max_replays,
-            "text_limit_tokens": budget.text_max_tokens,
-            "text_limit_cost_usd": budget.text_max_cost_usd,
-            "tape_limit_replays": budget.tape_max_replays,
-            "tape_limit_sandbox_seconds": budget.tape_max_sandbox_minutes * 60,
-        },
-    )
+    with transaction.atomic():
+        # The night and its shares commit together: a concurrent opener that
+        # finds the night finds its shares.
+        night, created = Night.objects.get_or_create(
+            project=project,
+            date=day,
+            defaults={"window_start": start, "window_end": end},
+        )
+        if created:
+            shares.open_shares(night, budget)
     if (
         immediate
         and not created
@@ -154,85 +130,26 @@ def caps_of(project: Project) -> Amounts:
     return Amounts(1, seconds, project.max_tokens or 0, Decimal(0))
 
 
-def reserve(*, night: Night, amount: Amounts, now: datetime) -> bool:
-    """Reserve ``amount`` on every dimension at once, or nothing. One UPDATE."""
-    return bool(
-        Night.objects.filter(
-            pk=night.pk,
-            status=NightStatus.OPEN,
-            window_end__gt=now,
-            reserved_replays__lte=F("limit_replays")
-            - F("used_replays")
-            - amount.replays,
-            reserved_sandbox_seconds__lte=F("limit_sandbox_seconds")
-            - F("used_sandbox_seconds")
-            - amount.sandbox_seconds,
-            reserved_tokens__lte=F("limit_tokens") - F("used_tokens") - amount.tokens,
-            reserved_cost_usd__lte=F("limit_cost_usd")
-            - F("used_cost_usd")
-            - amount.cost_usd,
-        ).update(
-            reserved_replays=F("reserved_replays") + amount.replays,
-            reserved_sandbox_seconds=F("reserved_sandbox_seconds")
-            + amount.sandbox_seconds,
-            reserved_tokens=F("reserved_tokens") + amount.tokens,
-            reserved_cost_usd=F("reserved_cost_usd") + amount.cost_usd,
-        )
-    )
-
-
 def settle(*, replay: Replay, actual: Amounts, now: datetime) -> None:
-    """Give back the reservation and record the actual cost, once per replay.
+    """Give back the reservation and record the actual cost, once per replay,
+    on the share of the replay's tier (``shares.settle``).
 
     A replay that was never admitted (an explicit reproduce, a reviewer's
     rerun, a retry) is charged to the project's night running at ``now``, if
     there is one. Call it inside the transaction that finishes the replay.
     """
-    night_id = replay.night_id
-    if night_id is None:
-        night_id = (
-            Night.objects.filter(
-                project_id=replay.project_id,
-                window_start__lte=now,
-                window_end__gt=now,
-            )
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if night_id is None:
-            return
-    if not Replay.objects.settle(replay.pk, night_id=night_id):
-        return
-    reserved = Amounts.from_dict(replay.reservation or {})
-    if replay.tier == Tier.TAPE:
-        _settle_tape(night_id, reserved=reserved, actual=actual)
-        return
-    Night.objects.filter(pk=night_id).update(
-        reserved_replays=F("reserved_replays") - reserved.replays,
-        reserved_sandbox_seconds=F("reserved_sandbox_seconds")
-        - reserved.sandbox_seconds,
-        reserved_tokens=F("reserved_tokens") - reserved.tokens,
-        reserved_cost_usd=F("reserved_cost_usd") - reserved.cost_usd,
-        used_replays=F("used_replays") + actual.replays,
-        used_sandbox_seconds=F("used_sandbox_seconds") + actual.sandbox_seconds,
-        used_tokens=F("used_tokens") + actual.tokens,
-        used_cost_usd=F("used_cost_usd") + actual.cost_usd,
+    night_id = shares.charged_night(
+        project_id=replay.project_id, night_id=replay.night_id, now=now
     )
-
-
-def _settle_tape(night_id: int, *, reserved: Amounts, actual: Amounts) -> None:
-    # The tape tier's count and sandbox time. A tape replay that left its tape
-    # and went live (``Project.tape_then_live``) spent model tokens and money:
-    # those are the agentic tier's, whose dimensions they are.
-    Night.objects.filter(pk=night_id).update(
-        tape_reserved_replays=F("tape_reserved_replays") - reserved.replays,
-        tape_reserved_sandbox_seconds=F("tape_reserved_sandbox_seconds")
-        - reserved.sandbox_seconds,
-        tape_used_replays=F("tape_used_replays") + actual.replays,
-        tape_used_sandbox_seconds=F("tape_used_sandbox_seconds")
-        + actual.sandbox_seconds,
-        used_tokens=F("used_tokens") + actual.tokens,
-        used_cost_usd=F("used_cost_usd") + actual.cost_usd,
+    if night_id is None or not Replay.objects.settle(replay.pk, night_id=night_id):
+        return
+    # A replay is the tape tier's or, whatever else it is, the agentic tier's.
+    tier = tiers.TAPE if replay.tier == Tier.TAPE else tiers.AGENTIC
+    shares.settle(
+        night_id,
+        tier,
+        release=Amounts.from_dict(replay.reservation or {}),
+        actual=actual,
     )
 
 
@@ -286,16 +203,26 @@ def _count(queryset):
     )
 
 
-@dataclass
-class NightReport:
-    night: Night | None = None
-    admitted: list[int] = field(default_factory=list)
-    deferred: int = 0
-    skipped_reason: str = ""
-    # The text tier's admission of the same night (a TextNightReport).
-    text: Any = None
-    # The tape tier's admission of the same night (a TapeNightReport).
-    tape: Any = None
+def night_for(
+    *, tier: str, project: Project, now: datetime, immediate: bool
+) -> NightReport:
+    """The report of ``tier``'s admission with the night it admits into, or
+    with the reason it admits nothing: ``now`` is outside the night's window
+    (unless ``immediate``: the night opens now), or the window has ended."""
+    budget = budget_of(project)
+    in_window = arithmetic.night_containing(
+        now,
+        start_hour=budget.window_start_hour,
+        end_hour=budget.window_end_hour,
+        tz=budget.timezone,
+    )
+    if in_window is None and not immediate:
+        return NightReport(tier, skipped_reason="outside the night's window")
+    night = night_open(project=project, now=now, immediate=immediate)
+    report = NightReport(tier, night=night)
+    if not (night.window_start <= now < night.window_end):
+        report.skipped_reason = "the night's window has ended"
+    return report
 
 
 def night_admit(
@@ -314,23 +241,19 @@ def night_admit(
     """
     now = now or timezone.now()
     if not project.agentic_enabled:
-        return NightReport(skipped_reason="agentic replays are off for this project")
-    budget = budget_of(project)
-    in_window = arithmetic.night_containing(
-        now,
-        start_hour=budget.window_start_hour,
-        end_hour=budget.window_end_hour,
-        tz=budget.timezone,
+        return NightReport(
+            tiers.AGENTIC, skipped_reason="agentic replays are off for this project"
+        )
+    report = night_for(
+        tier=tiers.AGENTIC, project=project, now=now, immediate=immediate
     )
-    if in_window is None and not immediate:
-        return NightReport(skipped_reason="outside the night's window")
-    night = night_open(project=project, now=now, immediate=immediate)
+    night = report.night
+    if night is None:
+        return report
     Night.objects.filter(pk=night.pk, scheduled_at__isnull=True).update(
         scheduled_at=now
     )
-    report = NightReport(night=night)
-    if not (night.window_start <= now < night.window_end):
-        report.skipped_reason = "the night's window has ended"
+    if report.skipped_reason:
         return report
     estimate = arithmetic.estimate(
         recent=recent_actuals(project), caps=caps_of(project)
@@ -342,12 +265,13 @@ def night_admit(
     with transaction.atomic():
         # Every candidate shares one estimate, so the night admits the first k
         # at once: one conditional UPDATE reserves k estimates, or nothing.
-        night = Night.objects.get(pk=night.pk)
-        count = arithmetic.how_many_fit(estimate, remaining_of(night), len(wanted))
-        while count and not reserve(night=night, amount=estimate * count, now=now):
-            # Someone else reserved meanwhile: look again at what is left.
-            night = Night.objects.get(pk=night.pk)
-            count = arithmetic.how_many_fit(estimate, remaining_of(night), count)
+        count = shares.admit(
+            night=night,
+            tier=tiers.AGENTIC,
+            estimate=estimate,
+            wanted=len(wanted),
+            now=now,
+        )
         admitted, deferred = wanted[:count], wanted[count:]
         report.admitted = _create_replays(project, night, admitted, estimate, now)
         Run.objects.filter(pk__in=admitted).update(deferred_at=None)
@@ -355,7 +279,7 @@ def night_admit(
             Run.objects.filter(pk__in=deferred, deferred_at__isnull=True).update(
                 deferred_at=now
             )
-        Night.objects.filter(pk=night.pk).update(deferred=len(deferred))
+        shares.defer(night, tiers.AGENTIC, len(deferred))
         report.deferred = len(deferred)
     log.info(
         "night %s of %s: admitted %d, deferred %d",
@@ -381,7 +305,7 @@ def _create_replays(
     )
     # What remains once this batch is reserved; the i-th replay's caps may use
     # the estimates of those admitted after it, never more.
-    after = remaining_of(Night.objects.get(pk=night.pk))
+    after = shares.remaining(night, tiers.AGENTIC)
     caps = [
         arithmetic.caps_for_replay(
             time_limit_seconds=project.time_limit_seconds,

@@ -3,9 +3,8 @@
 A tape replay answers the agent's model calls from a tape (the run's recorded
 one, else the tape a previous replay recorded), so it spends no model tokens
 or money: only a sandbox. It runs before the agentic tier, under its own
-count and sandbox time (``Night.tape_*``), reserved with one conditional
-UPDATE for the whole batch, as the agentic tier reserves its own; the night's
-``CheckConstraint`` is the backstop.
+share of the night (a count and sandbox time), reserved for the whole batch
+through ``shares.admit`` as the agentic tier reserves its own.
 
 A run is the tape tier's when it has a tape and no tape replay since its
 last live replay: the tape replay asks "does the environment still
@@ -18,7 +17,6 @@ run never spends model money in a night its tape replay could have answered.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
@@ -29,7 +27,6 @@ from django.utils import timezone
 
 from replayhub.models import (
     Night,
-    NightStatus,
     Preflight,
     Project,
     Replay,
@@ -39,18 +36,11 @@ from replayhub.models import (
     Tier,
     Trigger,
 )
-from replayhub.nights import arithmetic, scheduler, tiers
+from replayhub.nights import arithmetic, scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.shares import NightReport
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TapeNightReport:
-    night: Night | None = None
-    admitted: list[int] = field(default_factory=list)
-    deferred: int = 0
-    skipped_reason: str = ""
 
 
 def tape_candidates(project: Project) -> QuerySet[Run]:
@@ -99,64 +89,27 @@ def without_taped(runs: QuerySet[Run], project: Project) -> QuerySet[Run]:
     return runs.exclude(pk__in=tape_candidates(project).values("pk"))
 
 
-def tape_remaining(night: Night) -> Amounts:
-    return arithmetic.remaining(
-        limits=Amounts(night.tape_limit_replays, night.tape_limit_sandbox_seconds),
-        reserved=Amounts(
-            night.tape_reserved_replays, night.tape_reserved_sandbox_seconds
-        ),
-        used=Amounts(night.tape_used_replays, night.tape_used_sandbox_seconds),
-    )
-
-
-def reserve_tape(*, night: Night, amount: Amounts, now: datetime) -> bool:
-    """Reserve ``amount`` on the night's tape columns, or nothing. One UPDATE."""
-    return bool(
-        Night.objects.filter(
-            pk=night.pk,
-            status=NightStatus.OPEN,
-            window_end__gt=now,
-            tape_reserved_replays__lte=F("tape_limit_replays")
-            - F("tape_used_replays")
-            - amount.replays,
-            tape_reserved_sandbox_seconds__lte=F("tape_limit_sandbox_seconds")
-            - F("tape_used_sandbox_seconds")
-            - amount.sandbox_seconds,
-        ).update(
-            tape_reserved_replays=F("tape_reserved_replays") + amount.replays,
-            tape_reserved_sandbox_seconds=F("tape_reserved_sandbox_seconds")
-            + amount.sandbox_seconds,
-        )
-    )
-
-
 def night_admit_tape(
     *, project: Project, now: datetime | None = None, immediate: bool = False
-) -> TapeNightReport:
+) -> NightReport:
     """Queue tonight's tape replays while the night's tape share lasts.
 
     Every candidate shares one estimate (the median of the project's recent
     tape replays, else its caps), so the night reserves k of them with one
     conditional UPDATE and creates the k replays with one statement. What
-    does not fit is counted on ``Night.tape_deferred`` and is first in line
-    at the next admission (it has still had no tape replay).
+    does not fit is counted on the tape share and is first in line at the
+    next admission (it has still had no tape replay).
     """
     now = now or timezone.now()
-    budget = scheduler.budget_of(project)
-    if not budget.tape_enabled:
-        return TapeNightReport(skipped_reason="the tape tier is off for this project")
-    in_window = arithmetic.night_containing(
-        now,
-        start_hour=budget.window_start_hour,
-        end_hour=budget.window_end_hour,
-        tz=budget.timezone,
+    if not scheduler.budget_of(project).tape_enabled:
+        return NightReport(
+            tiers.TAPE, skipped_reason="the tape tier is off for this project"
+        )
+    report = scheduler.night_for(
+        tier=tiers.TAPE, project=project, now=now, immediate=immediate
     )
-    if in_window is None and not immediate:
-        return TapeNightReport(skipped_reason="outside the night's window")
-    night = scheduler.night_open(project=project, now=now, immediate=immediate)
-    report = TapeNightReport(night=night)
-    if not (night.window_start <= now < night.window_end):
-        report.skipped_reason = "the night's window has ended"
+    night = report.night
+    if night is None or report.skipped_reason:
         return report
     estimate = tiers.tape_estimate(
         recent=scheduler.recent_actuals(project, tape=True),
@@ -164,19 +117,21 @@ def night_admit_tape(
     )
     wanted = list(tape_candidates(project).values_list("pk", flat=True))
     with transaction.atomic():
-        night = Night.objects.get(pk=night.pk)
-        count = arithmetic.how_many_fit(estimate, tape_remaining(night), len(wanted))
-        while count and not reserve_tape(night=night, amount=estimate * count, now=now):
-            # Someone else reserved meanwhile: look again at what is left.
-            night = Night.objects.get(pk=night.pk)
-            count = arithmetic.how_many_fit(estimate, tape_remaining(night), count)
+        # The caps are set from what is left before this batch's reservation.
+        left = Amounts(
+            sandbox_seconds=shares.remaining(night, tiers.TAPE).sandbox_seconds,
+            tokens=shares.remaining(night, tiers.AGENTIC).tokens,
+        )
+        count = shares.admit(
+            night=night, tier=tiers.TAPE, estimate=estimate, wanted=len(wanted), now=now
+        )
         admitted = wanted[:count]
         report.deferred = len(wanted) - count
         if admitted:
             report.admitted = _create_tape_replays(
-                project, night, admitted, estimate, now
+                project, night, admitted, estimate, now, left=left
             )
-        Night.objects.filter(pk=night.pk).update(tape_deferred=report.deferred)
+        shares.defer(night, tiers.TAPE, report.deferred)
     log.info(
         "night %s of %s: tape tier admitted %d, deferred %d",
         night.date,
@@ -188,19 +143,22 @@ def night_admit_tape(
 
 
 def _create_tape_replays(
-    project: Project, night: Night, run_ids: list[int], estimate: Amounts, now
+    project: Project,
+    night: Night,
+    run_ids: list[int],
+    estimate: Amounts,
+    now,
+    *,
+    left: Amounts,
 ) -> list[int]:
-    # One set of caps for the batch (``night`` as read before its reservation):
-    # the agent's wall time is bounded by the tape share left, and tokens
-    # (spent only by a replay that leaves its tape and goes live) by what the
-    # agentic tier has left.
+    # One set of caps for the batch, from what was ``left`` before its
+    # reservation: the agent's wall time is bounded by the tape share, and
+    # tokens (spent only by a replay that leaves its tape and goes live) by
+    # what the agentic share has.
     caps = arithmetic.caps_for_replay(
         time_limit_seconds=project.time_limit_seconds,
         max_tokens=project.max_tokens,
-        left=Amounts(
-            sandbox_seconds=tape_remaining(night).sandbox_seconds,
-            tokens=scheduler.remaining_of(night).tokens,
-        ),
+        left=left,
     )
     reservation = estimate.as_dict()
     reservation["cost_usd"] = str(Decimal(reservation["cost_usd"]))

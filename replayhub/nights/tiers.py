@@ -1,9 +1,13 @@
-"""The tier policy, as pure functions: which runs the text tier sends on to the
-agentic tier, the most a text replay can spend (what the night reserves), and
-the tape tier's estimate and share.
+"""The tier policy, as pure functions: each tier's share of a night (which
+dimensions it budgets, its default share, where a replay's spend is charged),
+which runs the text tier sends on to the agentic tier, the most a text replay
+can spend (what the night reserves), and the tape tier's estimate.
 
 Tiers run in order — preflight (free) → tape (no model spend, runs with a
-tape only) → text (cheap) → agentic (expensive).
+tape only) → text (cheap) → agentic (expensive). Each of the last three has a
+share of the night: one row per tier, the same four dimensions on every row,
+of which a tier budgets only its own (``BUDGETED``); a later kind of spending
+is one more tier here, not more columns.
 With the text tier on and ``agentic_after_text`` set, a run is admitted to the
 agentic tier only once its latest text replay *passed it on*: its answer was
 unlike the original (similarity below the threshold) or the judge scored it
@@ -18,9 +22,86 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from decimal import Decimal
 
-from replayhub.nights.arithmetic import Amounts, estimate
+from replayhub.nights.arithmetic import DIMENSIONS, Amounts, estimate
 
 MILLION = Decimal(1_000_000)
+
+AGENTIC, TEXT, TAPE = "agentic", "text", "tape"
+# Every tier with a share of the night, in the order the night admits them:
+# the free and cheap tiers first, so the agentic tier is left what they could
+# not answer.
+SHARE_TIERS = (TAPE, TEXT, AGENTIC)
+# The dimensions each tier budgets. A text replay runs no sandbox; a tape
+# replay's model answers come from its tape.
+BUDGETED: dict[str, tuple[str, ...]] = {
+    AGENTIC: DIMENSIONS,
+    TEXT: ("replays", "tokens", "cost_usd"),
+    TAPE: ("replays", "sandbox_seconds"),
+}
+
+
+@dataclass(frozen=True)
+class Share:
+    """A tier's share of a budget as people set it: per night, sandbox time
+    in minutes. A dimension the tier does not budget is zero."""
+
+    max_replays: int = 0
+    max_sandbox_minutes: int = 0
+    max_tokens: int = 0
+    max_cost_usd: Decimal = Decimal(0)
+
+
+# What a budget without a share of its own gives each tier.
+DEFAULT_SHARES: dict[str, Share] = {
+    AGENTIC: Share(20, 240, 2_000_000, Decimal(20)),
+    TEXT: Share(100, 0, 1_000_000, Decimal(5)),
+    TAPE: Share(50, 120, 0, Decimal(0)),
+}
+
+
+def budgeted(tier: str) -> tuple[str, ...]:
+    """The dimensions ``tier`` budgets; ValueError for a tier with no share."""
+    try:
+        return BUDGETED[tier]
+    except KeyError:
+        raise ValueError(f"{tier!r} has no share of a night") from None
+
+
+def only(tier: str, amount: Amounts) -> Amounts:
+    """``amount`` on the dimensions ``tier`` budgets, zero on the others."""
+    return Amounts(**{d: getattr(amount, d) for d in budgeted(tier)})
+
+
+def night_limits(tier: str, share: Share) -> Amounts:
+    """A night's limits from a tier's share of the budget (minutes to seconds),
+    on the tier's own dimensions only."""
+    return only(
+        tier,
+        Amounts(
+            share.max_replays,
+            share.max_sandbox_minutes * 60,
+            share.max_tokens,
+            share.max_cost_usd,
+        ),
+    )
+
+
+def charges(tier: str, actual: Amounts) -> dict[str, Amounts]:
+    """Where a replay of ``tier`` that spent ``actual`` is charged: each
+    dimension to its own tier's share when the tier budgets it, else to the
+    agentic share, whose dimensions are all four. A tape replay that left its
+    tape and went live spent model tokens and money: the agentic tier's.
+
+    The replay's own tier always comes first (its reservation is given back
+    there), so every settlement touches the shares in one order; another
+    tier is named only when something is charged to it.
+    """
+    own = only(tier, actual)
+    out = {tier: own}
+    rest = actual - own
+    if tier != AGENTIC and rest != Amounts():
+        out[AGENTIC] = rest
+    return out
 
 
 @dataclass(frozen=True)
@@ -100,9 +181,3 @@ def tape_estimate(*, recent: list[Amounts], caps: Amounts) -> Amounts:
     and no model spend: its answers come from the tape."""
     guess = estimate(recent=recent, caps=caps)
     return Amounts(replays=1, sandbox_seconds=guess.sandbox_seconds)
-
-
-def tape_limits(*, max_replays: int, max_sandbox_minutes: int) -> Amounts:
-    """The tape tier's share of a night: a count and sandbox time, nothing
-    on the model dimensions (a tape replay reserves none there)."""
-    return Amounts(replays=max_replays, sandbox_seconds=max_sandbox_minutes * 60)

@@ -1,11 +1,10 @@
 """The text tier in the night: admit text replays within the night's text
 budget, and hold the agentic tier to the runs the text tier passed on.
 
-Each text replay reserves the most it can spend (``tiers.text_bound``) with
-one conditional UPDATE of the night's text columns, so concurrent admissions
-can never push the text tier past its replays, tokens or money; the night's
-``CheckConstraint`` is the backstop. The agentic tier keeps its own budget
-(``nightly``). With the text tier gating it, the agentic candidates are the
+Each text replay reserves the most it can spend (``tiers.text_bound``) on the
+night's text share (``shares.reserve``), so concurrent admissions can never
+push the text tier past its replays, tokens or money. The agentic tier keeps
+its own share. With the text tier gating it, the agentic candidates are the
 runs whose latest text replay passed them on (or whose record category is
 escalated), never replayed or inconclusive with attempts left — oldest first,
 as ``nightly.candidates`` orders them.
@@ -14,19 +13,17 @@ as ``nightly.candidates`` orders them.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from replayhub.models import (
     Budget,
     Night,
-    NightStatus,
     Preflight,
     Project,
     Provider,
@@ -35,7 +32,9 @@ from replayhub.models import (
     TextStatus,
     TextTrigger,
 )
-from replayhub.nights import arithmetic, scheduler, tiers
+from replayhub.nights import arithmetic, scheduler, shares, tiers
+from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.shares import NightReport
 from replayhub.texttier.judge import MAX_SIDE, PROMPT
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.verdicts import Verdict
@@ -117,38 +116,6 @@ def _price(name: str, model: str) -> tuple[Decimal, Decimal] | None:
         return None
 
 
-def reserve_text(*, night: Night, bound: tiers.TextBound, now: datetime) -> bool:
-    """Reserve one text replay's bound on the night's text tier, or nothing."""
-    return bool(
-        Night.objects.filter(
-            pk=night.pk,
-            status=NightStatus.OPEN,
-            window_end__gt=now,
-            text_reserved_replays__lte=F("text_limit_replays")
-            - F("text_used_replays")
-            - 1,
-            text_reserved_tokens__lte=F("text_limit_tokens")
-            - F("text_used_tokens")
-            - bound.tokens,
-            text_reserved_cost_usd__lte=F("text_limit_cost_usd")
-            - F("text_used_cost_usd")
-            - bound.cost_usd,
-        ).update(
-            text_reserved_replays=F("text_reserved_replays") + 1,
-            text_reserved_tokens=F("text_reserved_tokens") + bound.tokens,
-            text_reserved_cost_usd=F("text_reserved_cost_usd") + bound.cost_usd,
-        )
-    )
-
-
-@dataclass
-class TextNightReport:
-    night: Night | None = None
-    admitted: list[int] = field(default_factory=list)
-    deferred: int = 0
-    skipped_reason: str = ""
-
-
 def in_window(project: Project, now: datetime) -> bool:
     budget = scheduler.budget_of(project)
     return (
@@ -164,27 +131,28 @@ def in_window(project: Project, now: datetime) -> bool:
 
 def night_admit_text(
     *, project: Project, now: datetime | None = None, immediate: bool = False
-) -> TextNightReport:
-    """Queue tonight's text replays while the night's text budget lasts.
+) -> NightReport:
+    """Queue tonight's text replays while the night's text share lasts.
 
-    Whatever does not fit is deferred (counted on the night's
-    ``text_deferred``), first in line at the next admission.
+    Whatever does not fit is deferred (counted on the text share), first in
+    line at the next admission.
     """
     now = now or timezone.now()
     budget = scheduler.budget_of(project)
     if not budget.text_enabled:
-        return TextNightReport(skipped_reason="the text tier is off for this project")
+        return NightReport(
+            tiers.TEXT, skipped_reason="the text tier is off for this project"
+        )
     try:
         target = Target.parse(budget.text_target)
         judge = Target.parse(budget.text_judge) if budget.text_judge else None
     except BadTarget as error:
-        return TextNightReport(skipped_reason=f"text tier target: {error}")
-    if not immediate and not in_window(project, now):
-        return TextNightReport(skipped_reason="outside the night's window")
-    night = scheduler.night_open(project=project, now=now, immediate=immediate)
-    report = TextNightReport(night=night)
-    if not (night.window_start <= now < night.window_end):
-        report.skipped_reason = "the night's window has ended"
+        return NightReport(tiers.TEXT, skipped_reason=f"text tier target: {error}")
+    report = scheduler.night_for(
+        tier=tiers.TEXT, project=project, now=now, immediate=immediate
+    )
+    night = report.night
+    if night is None or report.skipped_reason:
         return report
     target_price = _price(target.provider, target.model)
     judge_price = _price(judge.provider, judge.model) if judge else None
@@ -201,7 +169,8 @@ def night_admit_text(
                 target_price=target_price,
                 judge_price=judge_price,
             )
-            if not reserve_text(night=night, bound=bound, now=now):
+            amount = Amounts(replays=1, tokens=bound.tokens, cost_usd=bound.cost_usd)
+            if not shares.reserve(night=night, tier=tiers.TEXT, amount=amount, now=now):
                 # Once one does not fit, the rest wait: first in line next
                 # time. The admitted ones have a text replay tonight now, so
                 # what the query still finds is what was deferred.
@@ -224,7 +193,7 @@ def night_admit_text(
                 created_at=now,
             )
             report.admitted.append(row.pk)
-        Night.objects.filter(pk=night.pk).update(text_deferred=report.deferred)
+        shares.defer(night, tiers.TEXT, report.deferred)
     log.info(
         "night %s of %s: text tier admitted %d, deferred %d",
         night.date,

@@ -1,5 +1,5 @@
 """The text tier's workflows: one text replay (command, run page, suite, night)
-and its charge to the night's text budget. Keyword-only, as every service."""
+and its charge to the night's text share. Keyword-only, as every service."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -17,7 +16,6 @@ from django.utils import timezone
 
 from replayhub.celery import Task, enqueue
 from replayhub.models import (
-    Night,
     Project,
     Run,
     TextReplay,
@@ -25,6 +23,8 @@ from replayhub.models import (
     TextSuite,
     TextTrigger,
 )
+from replayhub.nights import shares, tiers
+from replayhub.nights.arithmetic import Amounts
 from replayhub.texttier import suites
 from replayhub.texttier.replay import (
     BadTarget,
@@ -140,51 +140,22 @@ def text_replay_reap_stale(*, now: datetime | None = None) -> list[int]:
     return lost
 
 
-@dataclass(frozen=True)
-class TextSpend:
-    replays: int
-    tokens: int
-    cost_usd: Decimal
-
-    @classmethod
-    def of(cls, row: TextReplay) -> TextSpend:
-        return cls(1, row.tokens, row.cost_usd or Decimal(0))
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TextSpend:
-        return cls(
-            int(data.get("replays", 0)),
-            int(data.get("tokens", 0)),
-            Decimal(str(data.get("cost_usd", 0))),
-        )
-
-
 def text_replay_settle(*, row: TextReplay, now: datetime) -> None:
     """Give back the row's reservation and add what it spent to the night's
-    text tier, once. A row the night did not admit is charged to the project's
-    night running at ``now``, if any."""
-    night_id = row.night_id
-    if night_id is None:
-        night_id = (
-            Night.objects.filter(
-                project_id=row.project_id, window_start__lte=now, window_end__gt=now
-            )
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if night_id is None:
-            return
-    if not TextReplay.objects.settle(row.pk, night_id=night_id):
+    text share, once (``shares.settle``). A row the night did not admit is
+    charged to the project's night running at ``now``, if any."""
+    night_id = shares.charged_night(
+        project_id=row.project_id, night_id=row.night_id, now=now
+    )
+    if night_id is None or not TextReplay.objects.settle(row.pk, night_id=night_id):
         return
-    reserved = TextSpend.from_dict(row.reservation or {})
-    used = TextSpend.of(row)
-    Night.objects.filter(pk=night_id).update(
-        text_reserved_replays=F("text_reserved_replays") - reserved.replays,
-        text_reserved_tokens=F("text_reserved_tokens") - reserved.tokens,
-        text_reserved_cost_usd=F("text_reserved_cost_usd") - reserved.cost_usd,
-        text_used_replays=F("text_used_replays") + used.replays,
-        text_used_tokens=F("text_used_tokens") + used.tokens,
-        text_used_cost_usd=F("text_used_cost_usd") + used.cost_usd,
+    shares.settle(
+        night_id,
+        tiers.TEXT,
+        release=Amounts.from_dict(row.reservation or {}),
+        actual=Amounts(
+            replays=1, tokens=row.tokens, cost_usd=row.cost_usd or Decimal(0)
+        ),
     )
 
 

@@ -29,9 +29,9 @@ The rules every row follows (the dashboard and the exports rely on them):
   model's drift too) never share a row either.
 * **Models.** One row per (night, project, ``Run.model``, ``Run.source``,
   ``Replay.tier``). The row with model ``""``, source ``code`` and tier
-  ``agentic`` carries the night's
-  ``deferred`` count (``Night.deferred``: runs the budget pushed to a later
-  night have no replay, so no model to count under), together with the
+  ``agentic`` carries the night's ``deferred`` count (the agentic share's
+  ``NightShare.deferred``: runs the budget pushed to a later night have no
+  replay, so no model to count under), together with the
   replays of code runs that recorded no model. It exists for every night that
   has a Night row, even with all counts zero, so a night that ran nothing
   still shows. A night's totals are the sums over all its rows; deferred
@@ -73,6 +73,7 @@ from replayhub.celery import Task, enqueue
 from replayhub.models import (
     Budget,
     Night,
+    NightShare,
     Project,
     Replay,
     ReplayStatus,
@@ -401,11 +402,15 @@ def _project_rows(
     start_hour = budget.window_start_hour if budget else DEFAULT_START_HOUR
     tz = budget.timezone if budget else DEFAULT_TIMEZONE
     zone = ZoneInfo(tz)
+    # The runs the agentic share deferred: the dashboard's "deferred by budget".
+    deferred_by = NightShare.objects.filter(night=OuterRef("pk"), tier=Tier.AGENTIC)
     nights = {
-        pk: (day, deferred)
+        pk: (day, deferred or 0)
         for pk, day, deferred in Night.objects.filter(
             project_id=project_id, date__gte=since, date__lte=until
-        ).values_list("pk", "date", "deferred")
+        )
+        .annotate(deferred=Subquery(deferred_by.values("deferred")[:1]))
+        .values_list("pk", "date", "deferred")
     }
     counts: dict[tuple[date, str, str, str], RollupCounts] = defaultdict(RollupCounts)
     for day, deferred in nights.values():

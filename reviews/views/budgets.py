@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
 from zoneinfo import available_timezones
 
 from django import forms
@@ -15,8 +18,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from replayhub import roles
-from replayhub.models import Budget, Night, Project, Run
-from replayhub.nights import scheduler
+from replayhub.models import Budget, BudgetShare, Night, NightShare, Project, Run, Tier
+from replayhub.nights import scheduler, shares, tiers
+from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.tape_tier import tape_candidates
 from replayhub.project_setup import SETTING, bound_problem
 from replayhub.texttier.night import text_candidates
 from reviews import services
@@ -32,18 +37,38 @@ DEFERRED_SHOWN = 10
 # for the message: (least, most, unit). A ceiling catches a slipped digit
 # before it reaches the scheduler.
 BUDGET_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "window_start_hour": (0, 23, ""),
+    "window_end_hour": (0, 23, ""),
+}
+SHARE_BOUNDS: dict[str, tuple[int, int, str]] = {
     "max_replays": (0, 100_000, " replays"),
     "max_sandbox_minutes": (0, 10_000_000, " minutes"),
     "max_tokens": (0, 100_000_000_000, " tokens"),
     "max_cost_usd": (0, 1_000_000, " USD"),
-    "window_start_hour": (0, 23, ""),
-    "window_end_hour": (0, 23, ""),
-    "tape_max_replays": (0, 100_000, " replays"),
-    "tape_max_sandbox_minutes": (0, 10_000_000, " minutes"),
 }
-# The tape tier's share; left blank (or out of an older client's post), the
-# saved share stands.
-TAPE_SHARE = ("tape_max_replays", "tape_max_sandbox_minutes")
+SHARE_LABELS = {
+    "max_replays": "Replays per night",
+    "max_sandbox_minutes": "Sandbox minutes per night",
+    "max_tokens": "Tokens per night",
+    "max_cost_usd": "Money per night (USD)",
+}
+# The names of budget fields in audit events recorded before the tiers' shares
+# were rows; their events still show.
+LEGACY_LABELS = {
+    **SHARE_LABELS,
+    "tape_max_replays": "Tape replays per night",
+    "tape_max_sandbox_minutes": "Tape sandbox minutes per night",
+    "text_max_replays": "Text replays per night",
+    "text_max_tokens": "Text tokens per night",
+    "text_max_cost_usd": "Text money per night (USD)",
+}
+MONEY = {"max_cost_usd", "text_max_cost_usd"}
+# How each tier is named on the card, in admission order.
+TIER_TITLES = {
+    tiers.TAPE: "Tape tier, before the others",
+    tiers.TEXT: "Text tier, before the agentic tier",
+    tiers.AGENTIC: "Agentic tier",
+}
 # The replay's caps keep the bounds of the one table of replay settings.
 CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
     name: SETTING[name].bounds for name in services.CAP_FIELDS if name in SETTING
@@ -68,39 +93,19 @@ class BoundedForm(forms.ModelForm):
 
 
 class BudgetForm(BoundedForm):
+    """The night's window and which tiers run; each tier's limits are its
+    ``ShareForm``."""
+
     bounds = BUDGET_BOUNDS
 
     class Meta:
         model = Budget
         fields = services.BUDGET_FIELDS
         labels = {
-            "max_replays": "Replays per night",
-            "max_sandbox_minutes": "Sandbox minutes per night",
-            "max_tokens": "Tokens per night",
-            "max_cost_usd": "Money per night (USD)",
             "window_start_hour": "Window starts (hour)",
             "window_end_hour": "Window ends (hour)",
             "tape_enabled": "Tape tier first (runs with a tape)",
-            "tape_max_replays": "Tape replays per night",
-            "tape_max_sandbox_minutes": "Tape sandbox minutes per night",
         }
-
-    def __init__(self, *args, show_money: bool, **kwargs):
-        super().__init__(*args, **kwargs)
-        if not show_money:
-            del self.fields["max_cost_usd"]
-        for name in TAPE_SHARE:
-            self.fields[name].required = False
-
-    def clean_tape_max_replays(self) -> int:
-        return self._share("tape_max_replays")
-
-    def clean_tape_max_sandbox_minutes(self) -> int:
-        return self._share("tape_max_sandbox_minutes")
-
-    def _share(self, name: str) -> int:
-        value = self.cleaned_data.get(name)
-        return getattr(self.instance, name) if value is None else value
 
     def clean_timezone(self) -> str:
         name = self.cleaned_data["timezone"]
@@ -122,6 +127,40 @@ class BudgetForm(BoundedForm):
                 "The window must last at least one hour: it starts and ends at "
                 f"{start}:00.",
             )
+        return data
+
+
+class ShareForm(BoundedForm):
+    """One tier's share of the night: only the dimensions the tier budgets,
+    money only for those who may see it. A field left blank (or out of an
+    older client's post) keeps the saved value."""
+
+    bounds = SHARE_BOUNDS
+
+    class Meta:
+        model = BudgetShare
+        fields = list(shares.SHARE_FIELD.values())
+        labels = SHARE_LABELS
+
+    def __init__(self, *args, tier: str, show_money: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tier = tier
+        mine = set(shares.share_fields(tier))
+        for name in list(self.fields):
+            if name not in mine or (name == "max_cost_usd" and not show_money):
+                del self.fields[name]
+            else:
+                self.fields[name].required = False
+
+    @property
+    def title(self) -> str:
+        return TIER_TITLES[self.tier]
+
+    def clean(self):
+        data = super().clean()
+        for name in self.fields:
+            if data.get(name) is None and name not in self.errors:
+                data[name] = getattr(self.instance, name)
         return data
 
 
@@ -162,86 +201,141 @@ class Bar:
         return min(room, 100 * self.reserved / self.limit) if self.limit else 0.0
 
 
-def bars(night: Night, *, show_money: bool) -> list[Bar]:
-    out = [
-        Bar(
-            "Replays",
-            night.used_replays,
-            night.reserved_replays,
-            night.limit_replays,
-            "",
-        ),
-        Bar(
-            "Sandbox minutes",
-            round(night.used_sandbox_seconds / 60, 1),
-            round(night.reserved_sandbox_seconds / 60, 1),
-            round(night.limit_sandbox_seconds / 60, 1),
-            "min",
-        ),
-        Bar("Tokens", night.used_tokens, night.reserved_tokens, night.limit_tokens, ""),
-    ]
-    if show_money:
+# Each dimension as a bar shows it: its name and unit, and its figure from the
+# night's (sandbox time in minutes, money as a plain number).
+DIMENSION_BARS: dict[str, tuple[str, str, Callable[[Any], float]]] = {
+    "replays": ("replays", "", int),
+    "sandbox_seconds": ("sandbox minutes", "min", lambda s: round(s / 60, 1)),
+    "tokens": ("tokens", "", int),
+    "cost_usd": ("money", "USD", float),
+}
+
+
+def _dimensions(tier: str, *, show_money: bool) -> list[str]:
+    return [d for d in tiers.budgeted(tier) if show_money or d != "cost_usd"]
+
+
+def bars(share: NightShare, *, show_money: bool) -> list[Bar]:
+    """One bar per dimension the share's tier budgets; money only if allowed.
+    The agentic tier's bars are the night's plain ones ("Replays"), another
+    tier's are named for it ("Tape replays")."""
+    out = []
+    for dimension in _dimensions(share.tier, show_money=show_money):
+        name, unit, figure = DIMENSION_BARS[dimension]
+        if share.tier != tiers.AGENTIC:
+            name = f"{Tier(share.tier).label} {name}"
         out.append(
             Bar(
-                "Money",
-                float(night.used_cost_usd),
-                float(night.reserved_cost_usd),
-                float(night.limit_cost_usd),
-                "USD",
+                name[0].upper() + name[1:],
+                figure(getattr(share, f"used_{dimension}")),
+                figure(getattr(share, f"reserved_{dimension}")),
+                figure(getattr(share, f"limit_{dimension}")),
+                unit,
             )
         )
     return out
 
 
-def text_bars(night: Night, *, show_money: bool) -> list[Bar]:
-    """The text tier's spend of the night, against its own limits."""
-    out = [
-        Bar(
-            "Text replays",
-            night.text_used_replays,
-            night.text_reserved_replays,
-            night.text_limit_replays,
-            "",
-        ),
-        Bar(
-            "Text tokens",
-            night.text_used_tokens,
-            night.text_reserved_tokens,
-            night.text_limit_tokens,
-            "",
-        ),
-    ]
-    if show_money:
-        out.append(
-            Bar(
-                "Text money",
-                float(night.text_used_cost_usd),
-                float(night.text_reserved_cost_usd),
-                float(night.text_limit_cost_usd),
-                "USD",
-            )
+@dataclass
+class DeferredRun:
+    run: Run
+    since: datetime | None = None
+
+
+def deferred_runs(
+    tier: str, project: Project, budget: Budget, tonight: Night | None, count: int
+) -> list[DeferredRun]:
+    """The runs ``tier`` left for later, first in line next time: the
+    agentic tier's are marked on the run (``deferred_at``); the tape and text
+    tiers' are their candidates still waiting when tonight deferred some."""
+    fields = ("id", "external_id", "title")
+    if tier == tiers.AGENTIC:
+        runs = (
+            Run.objects.filter(project=project, deferred_at__isnull=False)
+            .only(*fields, "deferred_at")
+            .order_by("deferred_at", "id")[:DEFERRED_SHOWN]
         )
-    return out
+        return [DeferredRun(run, run.deferred_at) for run in runs]
+    if tonight is None or not count:
+        return []
+    if tier == tiers.TAPE:
+        waiting = tape_candidates(project)
+    else:
+        waiting = text_candidates(project, tonight, budget)
+    return [DeferredRun(run) for run in waiting.only(*fields)[:DEFERRED_SHOWN]]
 
 
-def tape_bars(night: Night) -> list[Bar]:
-    """The tape tier's spend of the night, against its own share."""
-    return [
-        Bar(
-            "Tape replays",
-            night.tape_used_replays,
-            night.tape_reserved_replays,
-            night.tape_limit_replays,
-            "",
-        ),
-        Bar(
-            "Tape sandbox minutes",
-            round(night.tape_used_sandbox_seconds / 60, 1),
-            round(night.tape_reserved_sandbox_seconds / 60, 1),
-            round(night.tape_limit_sandbox_seconds / 60, 1),
-            "min",
-        ),
+def _shown(budget: Budget, nights: list[Night]) -> list[str]:
+    """The tiers a card shows: those that are on (the agentic share, charged
+    by explicit replays too, always), and any other that spent or deferred in
+    one of the nights shown (a tier turned off since)."""
+    on = {
+        tiers.AGENTIC: True,
+        tiers.TEXT: budget.text_enabled,
+        tiers.TAPE: budget.tape_enabled,
+    }
+    spent = {
+        share.tier
+        for night in nights
+        for share in night.shares.all()
+        if share.deferred
+        or share.amounts("used") != Amounts()
+        or share.amounts("reserved") != Amounts()
+    }
+    return [t for t in tiers.SHARE_TIERS if on.get(t) or t in spent]
+
+
+def _figure(bar: Bar) -> str:
+    if bar.unit == "USD":
+        return f"{bar.used:.2f}/{bar.limit:.2f}"
+    return f"{round(bar.used)}/{round(bar.limit)}"
+
+
+def history(nights: list[Night], shown: list[str], *, show_money: bool) -> dict:
+    """The card's table of past nights: a column group per shown tier (each
+    dimension's used/limit, then the deferred count) and a row per night."""
+    groups = [
+        {
+            "title": f"{Tier(tier).label} tier",
+            "labels": [
+                DIMENSION_BARS[d][0].capitalize()
+                for d in _dimensions(tier, show_money=show_money)
+            ]
+            + ["Deferred"],
+        }
+        for tier in shown
     ]
+    rows = []
+    for night in nights:
+        by_tier = {share.tier: share for share in night.shares.all()}
+        cells = []
+        for tier in shown:
+            share = by_tier.get(tier) or NightShare(night=night, tier=tier)
+            figures = [_figure(bar) for bar in bars(share, show_money=show_money)]
+            cells.append({"figures": figures, "deferred": share.deferred})
+        rows.append({"night": night, "tiers": cells})
+    return {
+        "groups": groups,
+        "rows": rows,
+        # The night and its status, then every group's columns.
+        "span": 2 + sum(len(g["labels"]) for g in groups),
+    }
+
+
+def _section(
+    tier: str, share: NightShare | None, card: dict, *, show_money: bool
+) -> dict:
+    """One tier of tonight: its bars, its deferred count and runs."""
+    count = share.deferred if share else 0
+    return {
+        "tier": tier,
+        "title": TIER_TITLES[tier],
+        "bars": bars(share, show_money=show_money) if share else [],
+        "deferred": count,
+        "deferred_runs": deferred_runs(
+            tier, card["project"], card["budget"], card["tonight"], count
+        ),
+    }
 
 
 def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
@@ -249,46 +343,89 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
     show_money = request.user.has_perm(roles.VIEW_MONEY)
     # Read only: a page view never creates the row (an unsaved one shows the
     # defaults; saving the form creates it).
-    budget = Budget.objects.filter(project=project).first() or Budget(project=project)
+    budget = Budget.objects.filter(project=project).prefetch_related(
+        "shares"
+    ).first() or Budget(project=project)
     nights = list(
-        Night.objects.filter(project=project).order_by("-date")[:HISTORY_NIGHTS]
+        Night.objects.filter(project=project)
+        .prefetch_related("shares")
+        .order_by("-date")[:HISTORY_NIGHTS]
     )
     now = timezone.now()
     tonight = next(
         (n for n in nights if n.window_start <= now < n.window_end), None
     ) or (nights[0] if nights else None)
-    budget_form, caps_form = forms_ or (
-        BudgetForm(instance=budget, prefix="budget", show_money=show_money),
-        CapsForm(instance=project, prefix="caps"),
+    budget_form, caps_form, share_forms = forms_ or card_forms(
+        project, budget, show_money=show_money
     )
-    return {
+    shown = _shown(budget, nights)
+    card = {
         "project": project,
         "budget": budget,
         "tonight": tonight,
-        "bars": bars(tonight, show_money=show_money) if tonight else [],
-        "text_bars": text_bars(tonight, show_money=show_money) if tonight else [],
-        "tape_bars": tape_bars(tonight) if tonight else [],
-        "deferred_runs": Run.objects.filter(project=project, deferred_at__isnull=False)
-        .only("id", "external_id", "title", "deferred_at")
-        .order_by("deferred_at", "id")[:DEFERRED_SHOWN],
-        "text_deferred_runs": (
-            text_candidates(project, tonight, budget).only(
-                "id", "external_id", "title"
-            )[:DEFERRED_SHOWN]
-            if tonight is not None and tonight.text_deferred
-            else []
-        ),
+        "limits": [
+            (TIER_TITLES[t], _limit_facts(t, share, show_money=show_money))
+            for t, share in shares.budget_shares(budget).items()
+        ],
         "nights": nights,
+        "history": history(nights, shown, show_money=show_money),
         "budget_form": budget_form,
         "caps_form": caps_form,
-        "history": changes(project, show_money=show_money),
+        "share_forms": share_forms,
+        "changes": changes(project, show_money=show_money),
     }
+    tonight_shares = {s.tier: s for s in tonight.shares.all()} if tonight else {}
+    card["sections"] = [
+        _section(tier, tonight_shares.get(tier), card, show_money=show_money)
+        for tier in shown
+    ]
+    return card
+
+
+def _limit_facts(tier: str, share: tiers.Share, *, show_money: bool) -> str:
+    """A tier's share in one line, for those who may read but not edit it."""
+    parts = []
+    for name in shares.share_fields(tier):
+        if name == "max_cost_usd" and not show_money:
+            continue
+        value = getattr(share, name)
+        unit = SHARE_BOUNDS[name][2]
+        parts.append(f"{value:.2f}{unit}" if name in MONEY else f"{value}{unit}")
+    return ", ".join(parts) + " per night"
+
+
+def card_forms(project: Project, budget: Budget, *, show_money: bool, data=None):
+    """The card's forms, each with a prefix of its own (the project's slug,
+    and the tier's): two cards on one page never share a field id, so a
+    label never ticks a box on another card."""
+    slug = project.slug
+    saved = {row.tier: row for row in budget.shares.all()} if budget.pk else {}
+    share_forms = [
+        ShareForm(
+            data,
+            instance=saved.get(tier)
+            or BudgetShare(
+                budget=budget, tier=tier, **asdict(tiers.DEFAULT_SHARES[tier])
+            ),
+            prefix=f"share-{slug}-{tier}",
+            tier=tier,
+            show_money=show_money,
+        )
+        for tier in tiers.SHARE_TIERS
+    ]
+    return (
+        BudgetForm(data, instance=budget, prefix=f"budget-{slug}"),
+        CapsForm(data, instance=project, prefix=f"caps-{slug}"),
+        share_forms,
+    )
 
 
 OWNERS = {"budget": "per night", "caps": "per replay"}
 
 
 def _label(owner: str, name: str) -> str:
+    if owner == "budget" and name in LEGACY_LABELS:
+        return LEGACY_LABELS[name]
     form: type[BoundedForm] = BudgetForm if owner == "budget" else CapsForm
     label = form._meta.labels.get(name) if form._meta.labels else None
     return label or f"{name.replace('_', ' ')} ({OWNERS[owner]})"
@@ -297,9 +434,10 @@ def _label(owner: str, name: str) -> str:
 def changes(project: Project, *, show_money: bool) -> list[dict]:
     """The latest budget edits as (label, before, after) rows; money only if allowed.
 
-    Each field is listed under its owner (the night's budget or the replay's
-    caps): both have a ``max_tokens``. Events recorded before owners were kept
-    apart list their fields by name.
+    Each field is listed under its owner (the night's budget, a tier's share
+    of it, or the replay's caps): all have a ``max_tokens``. Events recorded
+    before owners were kept apart list their fields by name; those recorded
+    before the tiers' shares were rows keep their budget's names.
     """
     events = AuditEvent.objects.filter(
         object_type="project", object_id=str(project.pk), action="budget.update"
@@ -308,18 +446,36 @@ def changes(project: Project, *, show_money: bool) -> list[dict]:
     for event in events:
         fields = []
         for owner, after in event.after.items():
-            if owner in OWNERS and isinstance(after, dict):
-                before = event.before.get(owner) or {}
+            before = event.before.get(owner)
+            if owner == "shares" and isinstance(after, dict):
+                fields += _share_changes(before, after, show_money=show_money)
+            elif owner in OWNERS and isinstance(after, dict):
+                before = before if isinstance(before, dict) else {}
                 fields += [
                     (_label(owner, name), before.get(name), value)
                     for name, value in after.items()
-                    if show_money or name != "max_cost_usd"
+                    if show_money or name not in MONEY
                 ]
-            elif show_money or owner != "max_cost_usd":
-                fields.append((owner, event.before.get(owner), after))
+            elif show_money or owner not in MONEY:
+                fields.append((owner, before, after))
         if fields:
             out.append({"event": event, "fields": fields})
     return out
+
+
+def _share_changes(before, after: dict, *, show_money: bool) -> list[tuple]:
+    before = before if isinstance(before, dict) else {}
+    rows = []
+    for tier, fields in after.items():
+        if tier not in TIER_TITLES or not isinstance(fields, dict):
+            continue
+        was = before.get(tier) if isinstance(before.get(tier), dict) else {}
+        rows += [
+            (f"{SHARE_LABELS.get(name, name)}, {tier} tier", was.get(name), value)
+            for name, value in fields.items()
+            if show_money or name not in MONEY
+        ]
+    return rows
 
 
 @require_GET
@@ -340,18 +496,17 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         raise PermissionDenied
     budget = scheduler.budget_of(project)
     show_money = request.user.has_perm(roles.VIEW_MONEY)
-    budget_form = BudgetForm(
-        request.POST, instance=budget, prefix="budget", show_money=show_money
-    )
-    caps_form = CapsForm(request.POST, instance=project, prefix="caps")
+    forms_ = card_forms(project, budget, show_money=show_money, data=request.POST)
+    budget_form, caps_form, share_forms = forms_
     status = 200
-    if budget_form.is_valid() and caps_form.is_valid():
+    if all(form.is_valid() for form in (budget_form, caps_form, *share_forms)):
         changed = services.budget_update(
             project=Project.objects.get(pk=project.pk),
             budget=Budget.objects.get(pk=budget.pk),
             actor=request.user,
             budget_data=budget_form.cleaned_data,
             cap_data=caps_form.cleaned_data,
+            share_data={form.tier: form.cleaned_data for form in share_forms},
         )
         if not request.htmx:
             return redirect("reviews:budgets")
@@ -360,7 +515,7 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         card["saved"] = "Saved." if changed else "Nothing changed."
     else:
         status = 400
-        card = project_card(project, request, forms_=(budget_form, caps_form))
+        card = project_card(project, request, forms_=forms_)
         if not request.htmx:
             cards = [
                 card if p.pk == project.pk else project_card(p, request)

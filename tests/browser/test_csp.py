@@ -20,6 +20,7 @@ from replayhub.models import (
     EgressAttempt,
     ImportJob,
     ModelCall,
+    NightShare,
     Replay,
     Run,
     TestOutcome,
@@ -123,11 +124,16 @@ def running_replay() -> Replay:
 def tonight_with_usage(project) -> None:
     """An open night, partly used and partly reserved: the budget bars."""
     night = data.night(project, timezone.now().date(), status="open")
-    night.used_replays, night.reserved_replays = 40, 25
-    night.used_sandbox_seconds, night.reserved_sandbox_seconds = 30_000, 20_000
-    night.used_tokens, night.reserved_tokens = 2_500_000, 1_000_000
-    night.used_cost_usd, night.reserved_cost_usd = Decimal(12), Decimal(30)
-    night.save()
+    NightShare.objects.filter(night=night, tier="agentic").update(
+        used_replays=40,
+        reserved_replays=25,
+        used_sandbox_seconds=30_000,
+        reserved_sandbox_seconds=20_000,
+        used_tokens=2_500_000,
+        reserved_tokens=1_000_000,
+        used_cost_usd=Decimal(12),
+        reserved_cost_usd=Decimal(30),
+    )
 
 
 def test_the_watch_sees_a_violation_and_the_policy_blocks_it(browser, live_server):

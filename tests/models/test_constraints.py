@@ -6,7 +6,17 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from replayhub.models import Night, Project, Replay, Run, Seed, TestOutcome
+from replayhub.models import (
+    Budget,
+    BudgetShare,
+    Night,
+    NightShare,
+    Project,
+    Replay,
+    Run,
+    Seed,
+    TestOutcome,
+)
 from reviews.models import Review
 
 
@@ -80,20 +90,46 @@ def test_an_unknown_runner_is_refused(project):
         Project.objects.filter(pk=project.pk).update(runner="chroot")
 
 
-def test_a_night_can_never_reserve_more_than_its_limit(project):
+@pytest.mark.parametrize(
+    "dimension", ["replays", "sandbox_seconds", "tokens", "cost_usd"]
+)
+def test_a_nights_share_can_never_reserve_more_than_its_limit(project, dimension):
     now = timezone.now()
     night = Night.objects.create(
-        project=project,
-        date=now.date(),
-        window_start=now,
-        window_end=now,
+        project=project, date=now.date(), window_start=now, window_end=now
+    )
+    share = NightShare.objects.create(
+        night=night,
+        tier="tape",
         limit_replays=2,
         limit_sandbox_seconds=600,
         limit_tokens=1000,
         limit_cost_usd=5,
     )
+    limit = getattr(share, f"limit_{dimension}")
+    NightShare.objects.filter(pk=share.pk).update(**{f"reserved_{dimension}": limit})
     with pytest.raises(IntegrityError), transaction.atomic():
-        Night.objects.filter(pk=night.pk).update(reserved_replays=3)
+        NightShare.objects.filter(pk=share.pk).update(
+            **{f"reserved_{dimension}": limit + 1}
+        )
+
+
+def test_a_share_is_one_per_tier_and_only_of_a_tier_with_a_share(project):
+    now = timezone.now()
+    night = Night.objects.create(
+        project=project, date=now.date(), window_start=now, window_end=now
+    )
+    NightShare.objects.create(night=night, tier="text")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        NightShare.objects.create(night=night, tier="text")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        NightShare.objects.create(night=night, tier="preflight")
+    budget = Budget.objects.create(project=project)
+    BudgetShare.objects.create(budget=budget, tier="tape")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        BudgetShare.objects.create(budget=budget, tier="tape")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        BudgetShare.objects.create(budget=budget, tier="replicates")
 
 
 def test_an_overturn_must_name_a_different_verdict(run, reviewer):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -166,10 +165,6 @@ def test_a_replay_is_settled_once_and_leaves_the_review_queue_once(replay):
         date=timezone.now().date(),
         window_start=timezone.now(),
         window_end=timezone.now() + timedelta(hours=5),
-        limit_replays=1,
-        limit_sandbox_seconds=1,
-        limit_tokens=1,
-        limit_cost_usd=Decimal(1),
     )
     assert Replay.objects.settle(replay.pk, night_id=night.pk)
     assert not Replay.objects.settle(replay.pk, night_id=night.pk)

@@ -12,10 +12,10 @@ from django.db import connection
 from django.utils import timezone
 
 from replayhub import services
-from replayhub.models import Budget, Night, Project, Replay, Run
-from replayhub.nights import scheduler
+from replayhub.models import BudgetShare, Night, Project, Replay, Run
+from replayhub.nights import scheduler, shares
 from replayhub.nights.arithmetic import Amounts
-from tests.factories import make_runs
+from tests.factories import make_budget, make_night, make_runs, share_of
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
 
@@ -30,17 +30,25 @@ def nightly_project(db):
         time_limit_seconds=300,
         flake_reruns=0,
     )
-    Budget.objects.create(
-        project=project,
-        max_replays=3,
-        max_sandbox_minutes=600,
-        max_tokens=10_000_000,
-        max_cost_usd=100,
+    make_budget(
+        project,
         window_start_hour=22,
         window_end_hour=6,
         timezone="UTC",
+        shares={
+            "agentic": {
+                "max_replays": 3,
+                "max_sandbox_minutes": 600,
+                "max_tokens": 10_000_000,
+                "max_cost_usd": 100,
+            }
+        },
     )
     return project
+
+
+def set_agentic_share(project, **limits):
+    BudgetShare.objects.filter(budget__project=project, tier="agentic").update(**limits)
 
 
 def finish(replay, verdict="equivalent", when=None, seconds=100):
@@ -59,10 +67,10 @@ def test_a_night_stops_exactly_at_the_budget_and_defers_the_rest(nightly_project
 
     report = services.night_run(project=nightly_project, now=NOW)
 
-    night = Night.objects.get()
+    share = share_of(Night.objects.get())
     assert len(report.admitted) == 3
     assert report.deferred == 2
-    assert (night.reserved_replays, night.limit_replays, night.deferred) == (3, 3, 2)
+    assert (share.reserved_replays, share.limit_replays, share.deferred) == (3, 3, 2)
     admitted_runs = set(Replay.objects.values_list("run__external_id", flat=True))
     assert admitted_runs == {"run-0", "run-1", "run-2"}  # oldest first
     deferred = Run.objects.filter(deferred_at__isnull=False)
@@ -90,8 +98,7 @@ def test_deferred_runs_are_first_in_line_the_next_night(nightly_project):
 
 
 def test_never_replayed_runs_come_before_retries_and_re_checks(nightly_project):
-    nightly_project.budget.max_replays = 10
-    nightly_project.budget.save()
+    set_agentic_share(nightly_project, max_replays=10)
     checked, retry, exhausted, fresh_retry = make_runs(
         nightly_project, 4, prefix="old", now=NOW
     )
@@ -140,8 +147,7 @@ def test_outside_the_window_nothing_starts(nightly_project):
 
 
 def test_a_replay_is_started_with_caps_no_larger_than_what_remains(nightly_project):
-    nightly_project.budget.max_sandbox_minutes = 7  # 420 s: less than one replay's caps
-    nightly_project.budget.save()
+    set_agentic_share(nightly_project, max_sandbox_minutes=7)  # 420 s: < one's caps
     make_runs(nightly_project, 1, now=NOW)
     # Recent replays cost 60 s each, so the estimate fits.
     old = make_runs(nightly_project, 3, prefix="hist", now=NOW)
@@ -173,15 +179,15 @@ def test_settling_returns_the_reservation_and_records_the_actual(nightly_project
         now=NOW + timedelta(hours=1),
     )
 
-    night = Night.objects.get()
+    share = share_of(Night.objects.get())
     assert estimate.sandbox_seconds > 42
-    assert (night.reserved_replays, night.reserved_sandbox_seconds) == (0, 0)
-    assert (night.used_replays, night.used_sandbox_seconds, night.used_tokens) == (
+    assert (share.reserved_replays, share.reserved_sandbox_seconds) == (0, 0)
+    assert (share.used_replays, share.used_sandbox_seconds, share.used_tokens) == (
         1,
         42,
         1000,
     )
-    assert night.used_cost_usd == Decimal("0.25")
+    assert share.used_cost_usd == Decimal("0.25")
 
 
 def test_an_explicit_replay_is_charged_to_the_open_night(nightly_project):
@@ -194,7 +200,8 @@ def test_an_explicit_replay_is_charged_to_the_open_night(nightly_project):
     scheduler.settle(replay=replay, actual=Amounts(1, 30, 0, 0), now=NOW)
 
     night = Night.objects.get()
-    assert (night.used_replays, night.used_sandbox_seconds) == (1, 30)
+    share = share_of(night)
+    assert (share.used_replays, share.used_sandbox_seconds) == (1, 30)
     assert Replay.objects.get(pk=replay.pk).night_id == night.pk
 
 
@@ -221,15 +228,18 @@ def test_the_nightly_command_runs_a_night_now(nightly_project, capsys):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
     project = Project.objects.create(slug="race", repo_path="/srv/race.git")
-    night = Night.objects.create(
-        project=project,
-        date=NOW.date(),
-        window_start=NOW - timedelta(hours=1),
-        window_end=NOW + timedelta(hours=5),
-        limit_replays=1000,
-        limit_sandbox_seconds=10_000,
-        limit_tokens=55_000,
-        limit_cost_usd=Decimal("1000"),
+    night = make_night(
+        project,
+        start=NOW - timedelta(hours=1),
+        hours=6,
+        shares={
+            "agentic": {
+                "limit_replays": 1000,
+                "limit_sandbox_seconds": 10_000,
+                "limit_tokens": 55_000,
+                "limit_cost_usd": Decimal("1000"),
+            }
+        },
     )
     estimate = Amounts(1, 700, 5_000, Decimal("1"))
     admitted = []
@@ -239,7 +249,9 @@ def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
         try:
             barrier.wait()
             for _ in range(5):
-                if scheduler.reserve(night=night, amount=estimate, now=NOW):
+                if shares.reserve(
+                    night=night, tier="agentic", amount=estimate, now=NOW
+                ):
                     admitted.append(1)
         finally:
             connection.close()
@@ -250,16 +262,15 @@ def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
     for t in threads:
         t.join()
 
-    night.refresh_from_db()
+    share = share_of(night)
     # Sandbox seconds allow 14, tokens 11: tokens are the binding dimension.
     assert len(admitted) == 11
-    assert night.reserved_tokens == 55_000
-    assert night.reserved_sandbox_seconds == 7_700 <= night.limit_sandbox_seconds
+    assert share.reserved_tokens == 55_000
+    assert share.reserved_sandbox_seconds == 7_700 <= share.limit_sandbox_seconds
 
 
 def test_near_the_end_of_the_budget_each_replay_gets_only_what_is_left(nightly_project):
-    nightly_project.budget.max_sandbox_minutes = 9  # 540 s
-    nightly_project.budget.save()
+    set_agentic_share(nightly_project, max_sandbox_minutes=9)  # 540 s
     old = make_runs(nightly_project, 3, prefix="hist", now=NOW)
     for run in old:
         finish(nightly_replay(run), seconds=250)  # estimate: 250 s each
@@ -288,8 +299,8 @@ def test_no_admitted_replay_starts_after_its_night_has_ended(nightly_project):
 
     replay = Replay.objects.get(pk=report.admitted[0])
     assert replay.status == "cancelled"
-    night.refresh_from_db()
-    assert night.reserved_replays == 1  # the other one still holds its share
-    assert night.used_replays == 0
-    assert night.deferred == 1
+    share = share_of(night)
+    assert share.reserved_replays == 1  # the other one still holds its share
+    assert share.used_replays == 0
+    assert share.deferred == 1
     assert Run.objects.get(pk=replay.run_id).deferred_at is not None

@@ -5,7 +5,12 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub import services
-from replayhub.models import Project
+from replayhub.models import NightShare, Project
+from replayhub.nights import tiers
+from replayhub.nights.shares import NightReport
+
+# The tiers a night admits before the agentic one, in that order.
+BEFORE_AGENTIC = tuple(t for t in tiers.SHARE_TIERS if t != tiers.AGENTIC)
 
 
 class Command(BaseCommand):
@@ -27,48 +32,20 @@ class Command(BaseCommand):
             projects = projects.filter(slug=project)
             if not projects:
                 raise CommandError(f"there is no project {project!r}.", returncode=2)
-        results = []
-        for item in projects:
-            report = services.night_run(project=item, immediate=now)
-            result = {
-                "project": item.slug,
-                "admitted": len(report.admitted),
-                "deferred": report.deferred,
-                "skipped": report.skipped_reason,
-            }
-            if report.night is not None:
-                night = report.night
-                night.refresh_from_db()
-                result.update(
-                    night=str(night.date),
-                    reserved_replays=night.reserved_replays,
-                    limit_replays=night.limit_replays,
-                )
-            text = report.text
-            if text is not None and not text.skipped_reason:
-                result.update(
-                    text_admitted=len(text.admitted), text_deferred=text.deferred
-                )
-            tape = report.tape
-            if tape is not None and not tape.skipped_reason:
-                result.update(
-                    tape_admitted=len(tape.admitted), tape_deferred=tape.deferred
-                )
-            results.append(result)
+        results = [
+            self._result(item.slug, services.night_run(project=item, immediate=now))
+            for item in projects
+        ]
         if as_json:
             self.stdout.write(json.dumps(results, sort_keys=True))
             return
         for r in results:
-            if "tape_admitted" in r:
-                self.stdout.write(
-                    f"{r['project']} tape tier: admitted {r['tape_admitted']}, "
-                    f"deferred {r['tape_deferred']}"
-                )
-            if "text_admitted" in r:
-                self.stdout.write(
-                    f"{r['project']} text tier: admitted {r['text_admitted']}, "
-                    f"deferred {r['text_deferred']}"
-                )
+            for tier in BEFORE_AGENTIC:
+                if f"{tier}_admitted" in r:
+                    self.stdout.write(
+                        f"{r['project']} {tier} tier: admitted "
+                        f"{r[f'{tier}_admitted']}, deferred {r[f'{tier}_deferred']}"
+                    )
             if r["skipped"]:
                 self.stdout.write(f"{r['project']}: skipped ({r['skipped']})")
             else:
@@ -77,3 +54,28 @@ class Command(BaseCommand):
                     f"deferred {r['deferred']} (replays reserved "
                     f"{r['reserved_replays']}/{r['limit_replays']})"
                 )
+
+    def _result(self, slug: str, report: NightReport) -> dict:
+        """The agentic tier's figures unprefixed, each other tier's that ran
+        prefixed with its name (``tape_admitted``)."""
+        result: dict = {
+            "project": slug,
+            "admitted": len(report.admitted),
+            "deferred": report.deferred,
+            "skipped": report.skipped_reason,
+        }
+        if report.night is not None:
+            share = NightShare.objects.filter(
+                night=report.night, tier=tiers.AGENTIC
+            ).first()
+            result.update(
+                night=str(report.night.date),
+                reserved_replays=share.reserved_replays if share else 0,
+                limit_replays=share.limit_replays if share else 0,
+            )
+        for tier in BEFORE_AGENTIC:
+            other = report.of(tier)
+            if other is not None and not other.skipped_reason:
+                result[f"{tier}_admitted"] = len(other.admitted)
+                result[f"{tier}_deferred"] = other.deferred
+        return result

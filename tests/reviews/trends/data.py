@@ -7,6 +7,7 @@ from itertools import count
 
 from replayhub.models import (
     Night,
+    NightShare,
     Phase,
     Project,
     Replay,
@@ -29,18 +30,23 @@ DEFAULT_REASON = {
 
 def night(item: Project, day: date, *, deferred: int = 0, status: str = "closed"):
     start = datetime(day.year, day.month, day.day, 22, tzinfo=UTC)
-    return Night.objects.create(
+    night = Night.objects.create(
         project=item,
         date=day,
         status=status,
         window_start=start,
         window_end=start + timedelta(hours=8),
+    )
+    NightShare.objects.create(
+        night=night,
+        tier="agentic",
         limit_replays=100,
         limit_sandbox_seconds=100_000,
         limit_tokens=10_000_000,
         limit_cost_usd=100,
         deferred=deferred,
     )
+    return night
 
 
 def replay(

@@ -24,10 +24,6 @@ def test_progress_counts_today_and_the_latest_night_per_project(reviewer, lead):
         date=date.today(),
         window_start=now - timedelta(hours=8),
         window_end=now - timedelta(hours=3),
-        limit_replays=10,
-        limit_sandbox_seconds=3600,
-        limit_tokens=1000,
-        limit_cost_usd=1,
     )
     tonight = make_replay(verdict="divergent", project=shop)
     Replay.objects.filter(pk=tonight.pk).update(night=night)

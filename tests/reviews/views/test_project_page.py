@@ -10,11 +10,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.models import Budget, Night, Project, Replay, Run
+from replayhub.models import Project, Replay, Run
 from replayhub.models.projects import DEFAULT_IGNORED_PATHS
 from replayhub.project_setup import SETTINGS
 from reviews.models import AuditEvent
-from tests.factories import make_project, make_replay
+from tests.factories import make_budget, make_night, make_project, make_replay, share_of
 from tests.gitrepos import project_repo
 from tests.gitservers import HttpGitServer
 
@@ -101,20 +101,22 @@ def test_an_admin_replays_a_run_now_and_it_is_audited(client, admin_user, runs):
 def test_replay_now_respects_tonights_budget(client, admin_user, runs):
     client.force_login(admin_user)
     now = timezone.now()
-    night = Night.objects.create(
-        project=runs["fresh"].project,
-        date=now.date(),
-        window_start=now - timedelta(hours=1),
-        window_end=now + timedelta(hours=2),
-        limit_replays=1,
-        limit_sandbox_seconds=100_000,
-        limit_tokens=1_000_000,
-        limit_cost_usd=Decimal(10),
+    night = make_night(
+        runs["fresh"].project,
+        start=now - timedelta(hours=1),
+        hours=3,
+        shares={
+            "agentic": {
+                "limit_replays": 1,
+                "limit_sandbox_seconds": 100_000,
+                "limit_tokens": 1_000_000,
+                "limit_cost_usd": Decimal(10),
+            }
+        },
     )
     url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
     client.post(url)
-    night.refresh_from_db()
-    assert night.reserved_replays == 1
+    assert share_of(night).reserved_replays == 1
     assert Replay.objects.get(run=runs["fresh"]).night == night
 
     again = client.post(url, follow=True)
@@ -125,7 +127,7 @@ def test_replay_now_respects_tonights_budget(client, admin_user, runs):
 
 def test_replay_now_outside_a_night_must_fit_a_nights_budget(client, admin_user, runs):
     client.force_login(admin_user)
-    Budget.objects.create(project=runs["fresh"].project, max_replays=0)
+    make_budget(runs["fresh"].project, shares={"agentic": {"max_replays": 0}})
     url = reverse("reviews:run_replay_now", args=["shop", runs["fresh"].pk])
     response = client.post(url, follow=True)
     assert b"Not started: One replay is estimated past a whole night" in (
