@@ -17,6 +17,7 @@ from django.utils import timezone
 from replayhub.gateway.allow import parse_allow_entry
 from replayhub.git import mirrors
 from replayhub.ingest.native import whole_record
+from replayhub.lib.boundedjson import StoredDecoder
 from replayhub.lib.globs import compile_glob
 from replayhub.rollouts.seeds import DEFAULT_VERIFICATION_TURN
 from replayhub.testgate.paths import DEFAULT_TEST_PATHS
@@ -601,9 +602,12 @@ class Run(models.Model):
     sandbox_config_sha256 = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     output = models.TextField(blank=True)
-    usage = models.JSONField(default=dict, blank=True)
+    # Both as a record sent them: one stored before imports were bounded may
+    # nest too deep to read, and reads as refused (``StoredDecoder``).
+    usage = models.JSONField(default=dict, blank=True, decoder=StoredDecoder)
     raw = models.JSONField(
         default=dict,
+        decoder=StoredDecoder,
         help_text="The record as received, less the prompt and output kept verbatim "
         "in their own columns.",
     )

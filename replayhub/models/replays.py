@@ -10,6 +10,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.lib.boundedjson import StoredDecoder
 from replayhub.models.projects import Project, Run, choices_check
 from replayhub.verdicts import Verdict
 
@@ -311,7 +312,9 @@ class Replay(models.Model):
     verdict = models.CharField(max_length=16, choices=VERDICT_CHOICES, blank=True)
     reason_code = models.CharField(max_length=32, blank=True)
     reason = models.TextField(blank=True)
-    evidence = models.JSONField(default=dict, blank=True)
+    # Holds what an agent or a harness wrote (a rollout's completion): one
+    # stored before reads were bounded reads as refused if too deep.
+    evidence = models.JSONField(default=dict, blank=True, decoder=StoredDecoder)
     provenance = models.JSONField(default=dict, blank=True)
     agent_exit_code = models.IntegerField(null=True, blank=True)
     agent_output = models.TextField(blank=True)

@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub.lib.boundedjson import StoredListDecoder
 from replayhub.models.projects import Project, Run, choices_check
 
 
@@ -44,10 +45,11 @@ class Seed(models.Model):
     # Index of the branch (root-to-leaf path, in leaf order) it was cut from.
     branch = models.PositiveIntegerField(default=0)
     # The seed conversation: chat messages ({role, content, tool_calls?, ...}).
-    messages = models.JSONField(default=list)
+    # Both lists are a record's: too deep to read, they read as refused.
+    messages = models.JSONField(default=list, decoder=StoredListDecoder)
     # What the original did from the anchor on: the rest of the branch's
     # messages, and its model-written text (for recheck, the final answer).
-    continuation = models.JSONField(default=list, blank=True)
+    continuation = models.JSONField(default=list, blank=True, decoder=StoredListDecoder)
     original_completion = models.TextField(blank=True)
     # Recorded token ids of the seed's nodes when the record has them, else
     # characters / 4.
