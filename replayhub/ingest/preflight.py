@@ -14,6 +14,11 @@ taken in chunks; each project's runs of a chunk are resolved together by
 preflight, one ``rev-list`` per chunk), and runs with the same inputs share one
 resolution. ``batched=False`` resolves every run on its own instead (a few git
 processes each, on a few threads): the reference the batched way must match.
+
+A project on a remote is read from this host's mirror, fetched before its
+runs are resolved. That fetch is a worker's job, never a request's: a
+request leaves such a project's runs pending with the reason
+:data:`FETCH_WAIT` (:func:`preflight_defer`) and a worker preflights them.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from django.db import connection
 from django.db.models.fields.json import KeyTextTransform
 
 from replayhub.git.history import History
-from replayhub.git.mirrors import RepoUnreachable
+from replayhub.git.mirrors import RepoUnreachable, is_remote
 from replayhub.git.scratch import GitError
 from replayhub.models import Preflight, Project, Run
 from replayhub.replay.provenance import Provenance, resolve_provenance
@@ -43,6 +48,8 @@ CHUNK = 2000
 STORE_ROWS = 500
 THREADS = 4
 ERROR_LIMIT = 20
+# The reason a run waits pending while its project's remote is fetched.
+FETCH_WAIT = "Waiting for a worker to fetch the repository."
 
 
 @dataclass
@@ -53,6 +60,8 @@ class PreflightResult:
     failed: int = 0
     # Pending runs of the projects after this preflight (preflight_pending only).
     pending: int | None = None
+    # Of those, the runs left for a worker to fetch their remote first.
+    deferred: int | None = None
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,6 +72,8 @@ class PreflightResult:
         }
         if self.pending is not None:
             counts["pending"] = self.pending
+        if self.deferred is not None:
+            counts["deferred"] = self.deferred
         return counts
 
     def add_error(self, message: str) -> None:
@@ -280,6 +291,23 @@ def preflight_pending(
     return result
 
 
+def remote_projects(project_ids: Iterable[int]) -> set[int]:
+    """The projects of ``project_ids`` whose repository is on a remote: their
+    preflight fetches it first."""
+    paths = Project.objects.filter(pk__in=list(project_ids)).values_list(
+        "pk", "repo_path"
+    )
+    return {pk for pk, path in paths if is_remote(path)}
+
+
+def preflight_defer(*, project_ids: Iterable[int]) -> int:
+    """Leave the pending runs of ``project_ids`` (projects on a remote) for a
+    worker, saying why they wait; how many there are."""
+    return Run.objects.filter(
+        project_id__in=list(project_ids), preflight=Preflight.PENDING
+    ).update(preflight_reason=FETCH_WAIT)
+
+
 def _chunks(ids: Iterator[int], size: int) -> Iterator[list[int]]:
     while chunk := list(islice(ids, size)):
         yield chunk
@@ -343,10 +371,16 @@ def _start_chunk(
             repo = resolvers.repository(project)
             branch = project.default_branch or _head_branch(repo)
         except RepoUnreachable as error:
-            # Left pending, to be tried again once the remote answers.
+            # Left pending, to be tried again once the remote answers; the
+            # run's page says why.
             result.failed += len(project_rows)
             result.add_error(
                 f"{project.slug}: the repository could not be fetched ({error})"
+            )
+            Run.objects.filter(
+                pk__in=[row.pk for row in project_rows], preflight=Preflight.PENDING
+            ).update(
+                preflight_reason=f"The repository could not be fetched: {error.line}"
             )
             continue
         except GitError as error:

@@ -27,7 +27,12 @@ from replayhub.ingest.importer import (
     read_chunks,
 )
 from replayhub.ingest.native import split_lines
-from replayhub.ingest.preflight import preflight_pending
+from replayhub.ingest.preflight import (
+    PreflightResult,
+    preflight_defer,
+    preflight_pending,
+    remote_projects,
+)
 from replayhub.ingest.transcripts import loader, swebench
 from replayhub.ingest.verifiers import RolloutSummary
 from replayhub.lib.files import open_regular
@@ -42,7 +47,8 @@ class PreflightMode(StrEnum):
     # The new runs stay pending.
     SKIP = "skip"
     # Someone waits on the answer (a request): up to REPLAYHUB_SYNC_PREFLIGHT_MAX
-    # runs here, the rest by a worker.
+    # runs here, the rest by a worker; a project on a remote wholly by a
+    # worker, since its mirror is fetched first.
     BOUNDED = "bounded"
     # Every pending run here: a worker or a command.
     ALL = "all"
@@ -90,8 +96,10 @@ def runs_import(
     Preflight covers every pending run of the projects the records went to and
     of ``project``, runs left pending by an earlier import included. With
     :attr:`PreflightMode.BOUNDED`, the runs still pending are queued for a
-    worker once the caller's transaction commits. The summary's ``preflight``
-    counts are ``None`` when nothing was preflighted.
+    worker once the caller's transaction commits; so are those of a project on
+    a remote, whose mirror git would fetch, never in a request (they wait with
+    ``preflight.FETCH_WAIT`` as their reason, counted as ``deferred``). The
+    summary's ``preflight`` counts are ``None`` when nothing was preflighted.
     """
     importing = progress.importing if progress is not None else None
     if format == ImportFormat.VERIFIERS:
@@ -127,11 +135,17 @@ def runs_import(
     if preflight == PreflightMode.SKIP or not project_ids:
         return summary
     bounded = preflight == PreflightMode.BOUNDED
-    result = preflight_pending(
-        project_ids=project_ids,
-        limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX if bounded else None,
-        progress=progress.preflighting if progress is not None else None,
-    )
+    later = remote_projects(project_ids) if bounded else set()
+    result = PreflightResult(pending=0)
+    if project_ids - later:
+        result = preflight_pending(
+            project_ids=project_ids - later,
+            limit=settings.REPLAYHUB_SYNC_PREFLIGHT_MAX if bounded else None,
+            progress=progress.preflighting if progress is not None else None,
+        )
+    if later:
+        result.deferred = preflight_defer(project_ids=later)
+        result.pending = (result.pending or 0) + result.deferred
     summary.preflight = result.to_dict()
     summary.preflight_errors = result.errors
     if bounded and result.pending:

@@ -158,22 +158,26 @@ def recording_section() -> str:
 
 
 def test_the_recording_section_followed_word_for_word_delivers_a_run(
-    transactional_db, live_server, tmp_path, mirror_dir, monkeypatch
+    transactional_db, live_server, tmp_path, mirror_dir, monkeypatch, settings
 ):
     """The section's commands, run as written, the example hosts swapped for a
     git server behind a password and this test's ReplayHub: the project is
     registered by URL, the token made, the recorder fetched and run in a clone,
-    and the run arrives with its commit fetched by the server's mirror."""
+    and the run arrives; a worker's preflight fetches its commit into the
+    server's mirror."""
     import os
     import sys
     import urllib.request
 
+    from replayhub.ingest.preflight import preflight_runs
     from replayhub.models import Preflight, Project, Run
     from tests.gitrepos import make_repo
     from tests.gitservers import HttpGitServer
 
     secret = "tok-readme"
     monkeypatch.setenv("SHOP_GIT_TOKEN", secret)
+    # The deployment allows the section's variable as a repository credential.
+    settings.REPLAYHUB_REPO_CREDENTIAL_ENVS = ["SHOP_GIT_TOKEN"]
     served = tmp_path / "served"
     seed = make_repo(tmp_path, {"app.py": "TOTAL = 1\n"}, name="seed")
     (served / "acme").mkdir(parents=True)
@@ -242,6 +246,9 @@ def test_the_recording_section_followed_word_for_word_delivers_a_run(
                 )
                 assert done.returncode == 0, done.stderr
             ran.append(argv[0] if argv[0] != ".venv/bin/python" else argv[2])
+        # What the preflight task does on a worker (the server's request never
+        # runs git against the remote).
+        preflight_runs(run_ids=list(Run.objects.values_list("pk", flat=True)))
 
     assert ran == ["project_add", "ingest_token", "curl", "export", "python3"]
     shop = Project.objects.get(slug="shop")
