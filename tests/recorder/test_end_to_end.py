@@ -13,6 +13,7 @@ import pytest
 
 from replayhub import services
 from replayhub.demo.model_api import REAL_KEY
+from replayhub.ingest.preflight import preflight_runs
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ModelCall, Preflight, Project, Provider, Replay, Run
 from tests.gitservers import HttpGitServer
@@ -115,7 +116,10 @@ def test_a_recorded_run_on_a_remote_replays_to_identical_with_its_usage(served):
         run.original_commit
     )
     assert run.usage["input_tokens"] > 0 and run.usage["output_tokens"] > 0
-    # The API preflighted it: the server's mirror fetched the pushed ref.
+    # The API left the fetch to a worker; its preflight, run here, fetches
+    # the pushed ref into the server's mirror.
+    preflight_runs(run_ids=[run.pk])
+    run.refresh_from_db()
     assert run.preflight == Preflight.READY, run.preflight_reason
     assert served.project.mirror().missing([run.original_commit]) == []
 
