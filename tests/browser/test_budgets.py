@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from replayhub.models import Budget
+from replayhub.models import Budget, BudgetShare, Project
 from reviews.models import AuditEvent
 from tests.browser.watch import Watch
 from tests.factories import make_project, make_superuser
@@ -25,9 +25,9 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     watch.goto("/budgets/")
     card = page.locator("#budget-shop")
 
-    card.locator("input[name=budget-max_cost_usd]").fill("-5")
-    card.locator("input[name=budget-window_start_hour]").fill("5")
-    card.locator("input[name=budget-window_end_hour]").fill("5")
+    card.locator("input[name=share-shop-agentic-max_cost_usd]").fill("-5")
+    card.locator("input[name=budget-shop-window_start_hour]").fill("5")
+    card.locator("input[name=budget-shop-window_end_hour]").fill("5")
     card.get_by_role("button", name="Save shop").click()
 
     expect(card.get_by_text("Cannot be negative.")).to_be_visible()
@@ -37,13 +37,34 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     screenshot(page, "budget-errors")
     budget = Budget.objects.get(project=shop)
     assert (budget.window_start_hour, budget.window_end_hour) == (1, 6)
-    assert budget.max_cost_usd >= 0
+    assert not BudgetShare.objects.exists()  # the defaults stand, unsaved
     assert not AuditEvent.objects.exists()
 
-    card.locator("input[name=budget-max_cost_usd]").fill("15")
-    card.locator("input[name=budget-window_end_hour]").fill("7")
+    card.locator("input[name=share-shop-agentic-max_cost_usd]").fill("15")
+    card.locator("input[name=budget-shop-window_end_hour]").fill("7")
     card.get_by_role("button", name="Save shop").click()
     expect(card.locator(".badge.ok")).to_have_text("Saved.")
     budget.refresh_from_db()
     assert (budget.window_start_hour, budget.window_end_hour) == (5, 7)
     watch.check("budget saved after a refusal")
+
+
+def test_a_label_in_the_second_card_ticks_the_second_cards_box(login):
+    """Each card's fields have ids of their own: the label "Agentic replays by
+    the scheduler" of the second project's card ticks that card's box, not
+    the first card's, and saving the second card changes only its project."""
+    for slug in ("alpha", "beta"):
+        Budget.objects.create(project=make_project(slug))
+    page = login(make_superuser())
+    page.goto("/budgets/")
+    first, second = page.locator("#budget-alpha"), page.locator("#budget-beta")
+    label = "Agentic replays by the scheduler"
+
+    second.locator("label", has_text=label).click()
+
+    expect(second.get_by_label(label)).to_be_checked()
+    expect(first.get_by_label(label)).not_to_be_checked()
+    second.get_by_role("button", name="Save beta").click()
+    expect(second.locator(".badge.ok")).to_have_text("Saved.")
+    alpha, beta = (Project.objects.get(slug=s) for s in ("alpha", "beta"))
+    assert beta.agentic_enabled and not alpha.agentic_enabled

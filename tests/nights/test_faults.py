@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from replayhub import services
 from replayhub.demo.calculator import GOOD
-from replayhub.models import Budget, Night, Replay
-from replayhub.nights import scheduler
+from replayhub.models import Replay
+from replayhub.nights import scheduler, shares
 from replayhub.nights.arithmetic import Amounts
 from tests.conftest import (
     REQUIRE_SERVICES,
@@ -26,7 +26,7 @@ from tests.conftest import (
     stop_worker,
     wait_for,
 )
-from tests.factories import make_calc_project, make_calc_run
+from tests.factories import make_budget, make_calc_project, make_calc_run, share_of
 from tests.scripted import make_project_repo, original_commit
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)
@@ -39,12 +39,12 @@ def calc(tmp_path):
 
 
 def open_night(project, now):
-    Budget.objects.create(
-        project=project,
-        max_replays=5,
+    make_budget(
+        project,
         window_start_hour=0,
         window_end_hour=0,  # a whole day: "now" is always inside
         timezone="UTC",
+        shares={"agentic": {"max_replays": 5}},
     )
     return scheduler.night_open(project=project, now=now)
 
@@ -60,8 +60,7 @@ def test_a_lost_worker_gives_its_reservation_back(calc):
     night = open_night(project, now)
     report = services.night_run(project=project, now=now)
     lost = Replay.objects.get(pk=report.admitted[0])
-    night.refresh_from_db()
-    assert night.reserved_replays == 1
+    assert share_of(night).reserved_replays == 1
     Replay.objects.filter(pk=lost.pk).update(
         status="running",
         lease_owner="dead:1:x",
@@ -70,9 +69,9 @@ def test_a_lost_worker_gives_its_reservation_back(calc):
 
     services.replay_reap_expired()
 
-    night.refresh_from_db()
-    assert (night.reserved_replays, night.reserved_sandbox_seconds) == (0, 0)
-    assert night.used_replays == 0  # nothing ran to completion
+    share = share_of(night)
+    assert (share.reserved_replays, share.reserved_sandbox_seconds) == (0, 0)
+    assert share.used_replays == 0  # nothing ran to completion
     assert Replay.objects.get(pk=lost.pk).reason_code == "worker_lost"
     retry = Replay.objects.exclude(pk=lost.pk).get(run=run)
     assert (retry.status, retry.attempt) == ("queued", 2)
@@ -138,7 +137,9 @@ def test_a_broker_restart_mid_night_loses_nothing_and_spends_nothing_twice(
     now = timezone.now()
     night = open_night(project, now)
     # Admitted (reserved) and handed to a private Redis that nobody consumes yet.
-    assert scheduler.reserve(night=night, amount=Amounts(1, 60, 0, Decimal(0)), now=now)
+    assert shares.reserve(
+        night=night, tier="agentic", amount=Amounts(1, 60, 0, Decimal(0)), now=now
+    )
     replay = services.replay_create(
         run=run,
         trigger="scheduler",
@@ -183,7 +184,7 @@ def test_a_broker_restart_mid_night_loses_nothing_and_spends_nothing_twice(
         redis.wait(timeout=10)
 
     assert done.verdict == "identical"
-    night = Night.objects.get(pk=night.pk)
-    assert night.used_replays == 1
-    assert (night.reserved_replays, night.reserved_sandbox_seconds) == (0, 0)
+    share = share_of(night)
+    assert share.used_replays == 1
+    assert (share.reserved_replays, share.reserved_sandbox_seconds) == (0, 0)
     assert Replay.objects.filter(run=run).count() == 1

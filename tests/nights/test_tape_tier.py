@@ -13,11 +13,17 @@ from django.db import connection
 from django.utils import timezone
 
 from replayhub import services
-from replayhub.models import Budget, Night, Project, Replay, Run, Tape
-from replayhub.nights import scheduler, tiers
+from replayhub.models import Budget, BudgetShare, Night, Project, Replay, Run, Tape
+from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
-from replayhub.nights.tape_tier import reserve_tape, tape_candidates
-from tests.factories import make_calc_run, make_runs
+from replayhub.nights.tape_tier import tape_candidates
+from tests.factories import (
+    make_budget,
+    make_calc_run,
+    make_night,
+    make_runs,
+    share_of,
+)
 from tests.replay.test_real_agent import agent_index  # noqa: F401 -- a fixture
 from tests.replay.test_tape_replay import (  # noqa: F401 -- fixtures
     answer_commit,
@@ -57,7 +63,8 @@ def test_a_tape_replay_is_estimated_without_model_spend():
 
 
 def test_the_tape_share_is_a_count_and_sandbox_time_only():
-    assert tiers.tape_limits(max_replays=4, max_sandbox_minutes=30) == Amounts(
+    share = tiers.Share(4, 30, 9_000, Decimal(3))
+    assert tiers.night_limits(tiers.TAPE, share) == Amounts(
         replays=4, sandbox_seconds=1800
     )
 
@@ -74,18 +81,21 @@ def taped_project(db):
         test_time_limit_seconds=60,
         flake_reruns=0,
     )
-    Budget.objects.create(
-        project=shop,
-        max_replays=10,
-        max_sandbox_minutes=600,
-        max_tokens=10_000_000,
-        max_cost_usd=100,
+    make_budget(
+        shop,
         window_start_hour=22,
         window_end_hour=6,
         timezone="UTC",
         tape_enabled=True,
-        tape_max_replays=20,
-        tape_max_sandbox_minutes=15,
+        shares={
+            "agentic": {
+                "max_replays": 10,
+                "max_sandbox_minutes": 600,
+                "max_tokens": 10_000_000,
+                "max_cost_usd": 100,
+            },
+            "tape": {"max_replays": 20, "max_sandbox_minutes": 15},
+        },
     )
     return shop
 
@@ -129,22 +139,23 @@ def test_a_night_replays_taped_runs_from_their_tapes_first(taped_project):
     assert sorted(tape_replays.values_list("run_id", flat=True)) == sorted(
         r.pk for r in taped
     )
-    assert report.tape.admitted == list(
+    assert report.of("tape").admitted == list(
         tape_replays.order_by("id").values_list("pk", flat=True)
     )
-    assert (report.tape.deferred, night.tape_deferred) == (1, 1)
-    assert (night.tape_reserved_replays, night.tape_reserved_sandbox_seconds) == (
+    tape = share_of(night, "tape")
+    assert (report.of("tape").deferred, tape.deferred) == (1, 1)
+    assert (tape.reserved_replays, tape.reserved_sandbox_seconds) == (
         2,
         2 * ESTIMATE_SECONDS,
     )
-    assert night.tape_reserved_sandbox_seconds <= night.tape_limit_sandbox_seconds
+    assert tape.reserved_sandbox_seconds <= tape.limit_sandbox_seconds
     # The agentic tier leaves every taped run to the tape tier, even the one
     # its share could not take tonight: no model money is spent on them.
     agentic = Replay.objects.filter(night=night, tier="agentic")
     assert sorted(agentic.values_list("run_id", flat=True)) == sorted(
         r.pk for r in untaped
     )
-    assert night.reserved_replays == 3
+    assert share_of(night).reserved_replays == 3
     for row in tape_replays:
         assert row.trigger == "scheduler"
         assert row.reservation["tokens"] == 0
@@ -177,31 +188,51 @@ def test_a_run_goes_back_to_the_tape_tier_after_a_live_replay(taped_project):
 
 def test_the_tape_tier_never_reserves_past_its_sandbox_minutes(taped_project):
     recorded(taped_project, 6, "recorded")
-    Budget.objects.filter(project=taped_project).update(tape_max_sandbox_minutes=30)
+    BudgetShare.objects.filter(budget__project=taped_project, tier="tape").update(
+        max_sandbox_minutes=30
+    )
 
     first = services.night_run(project=taped_project, now=NOW)
     later = services.night_run(project=taped_project, now=NOW + timedelta(hours=1))
 
-    night = Night.objects.get()
+    tape = share_of(Night.objects.get(), "tape")
     # 30 minutes hold four estimates of 7; the second admission finds no room.
-    assert len(first.tape.admitted) == 4 and later.tape.admitted == []
-    assert night.tape_deferred == 2
-    assert night.tape_reserved_sandbox_seconds == 4 * ESTIMATE_SECONDS <= 30 * 60
+    assert len(first.of("tape").admitted) == 4 and later.of("tape").admitted == []
+    assert tape.deferred == 2
+    assert tape.reserved_sandbox_seconds == 4 * ESTIMATE_SECONDS <= 30 * 60
     assert Replay.objects.filter(tier="agentic").count() == 0
 
 
 def test_a_tape_replay_settles_on_the_tape_share(taped_project):
     recorded(taped_project, 1, "recorded")
     report = services.night_run(project=taped_project, now=NOW)
-    row = Replay.objects.get(pk=report.tape.admitted[0])
+    row = Replay.objects.get(pk=report.of("tape").admitted[0])
 
     scheduler.settle(replay=row, actual=Amounts(1, 95), now=NOW)
 
     night = Night.objects.get()
-    assert (night.tape_reserved_replays, night.tape_reserved_sandbox_seconds) == (0, 0)
-    assert (night.tape_used_replays, night.tape_used_sandbox_seconds) == (1, 95)
-    assert (night.used_replays, night.used_sandbox_seconds) == (0, 0)
-    assert (night.used_tokens, night.used_cost_usd) == (0, 0)
+    tape, agentic = share_of(night, "tape"), share_of(night)
+    assert (tape.reserved_replays, tape.reserved_sandbox_seconds) == (0, 0)
+    assert (tape.used_replays, tape.used_sandbox_seconds) == (1, 95)
+    assert (agentic.used_replays, agentic.used_sandbox_seconds) == (0, 0)
+    assert (agentic.used_tokens, agentic.used_cost_usd) == (0, 0)
+
+
+def test_a_tape_replay_that_went_live_charges_its_model_spend_to_the_agentic_share(
+    taped_project,
+):
+    recorded(taped_project, 1, "recorded")
+    report = services.night_run(project=taped_project, now=NOW)
+    row = Replay.objects.get(pk=report.of("tape").admitted[0])
+
+    scheduler.settle(replay=row, actual=Amounts(1, 95, 4_000, Decimal("0.75")), now=NOW)
+
+    night = Night.objects.get()
+    tape, agentic = share_of(night, "tape"), share_of(night)
+    assert (tape.used_replays, tape.used_sandbox_seconds) == (1, 95)
+    assert (tape.used_tokens, tape.used_cost_usd) == (0, 0)
+    assert (agentic.used_tokens, agentic.used_cost_usd) == (4_000, Decimal("0.75"))
+    assert (agentic.used_replays, agentic.used_sandbox_seconds) == (0, 0)
 
 
 def test_with_the_tape_tier_off_taped_runs_go_to_the_agentic_tier(taped_project):
@@ -210,7 +241,7 @@ def test_with_the_tape_tier_off_taped_runs_go_to_the_agentic_tier(taped_project)
 
     report = services.night_run(project=taped_project, now=NOW)
 
-    assert report.tape.skipped_reason == "the tape tier is off for this project"
+    assert report.of("tape").skipped_reason == "the tape tier is off for this project"
     assert sorted(
         Replay.objects.filter(tier="agentic").values_list("run_id", flat=True)
     ) == sorted(r.pk for r in taped)
@@ -233,28 +264,28 @@ def test_a_night_plays_a_live_replays_tape_in_the_sandbox_at_no_model_cost(
     )
     live = replay(run)
     assert live.verdict == "identical" and provider.calls == 2
-    Budget.objects.create(
-        project=project,
+    make_budget(
+        project,
         window_start_hour=0,
         window_end_hour=0,
         tape_enabled=True,
-        tape_max_replays=5,
-        tape_max_sandbox_minutes=60,
+        shares={"tape": {"max_replays": 5, "max_sandbox_minutes": 60}},
     )
 
     report = services.night_run(project=project, immediate=True)
-    (admitted,) = report.tape.admitted
+    (admitted,) = report.of("tape").admitted
     services.replay_execute(replay_id=admitted)
 
     played = Replay.objects.get(pk=admitted)
     assert (played.tier, played.verdict) == ("tape", "identical"), played.reason
     assert provider.calls == 2  # nothing reached the model
     assert played.tokens == 0 and played.cost_usd == 0
-    night = Night.objects.get(pk=report.tape.night.pk)
-    assert night.tape_used_replays == 1
-    assert 0 < night.tape_used_sandbox_seconds <= 60 * 60
-    assert night.tape_reserved_sandbox_seconds == 0
-    assert (night.used_tokens, night.used_cost_usd) == (0, 0)
+    night = Night.objects.get(pk=report.of("tape").night.pk)
+    tape, agentic = share_of(night, "tape"), share_of(night)
+    assert tape.used_replays == 1
+    assert 0 < tape.used_sandbox_seconds <= 60 * 60
+    assert tape.reserved_sandbox_seconds == 0
+    assert (agentic.used_tokens, agentic.used_cost_usd) == (0, 0)
     assert timezone.now() < night.window_end
 
 
@@ -269,17 +300,11 @@ def test_the_nightly_command_reports_the_tape_tier(taped_project, capsys):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_tape_reservations_never_overspend(require_postgres):
     race = Project.objects.create(slug="race", repo_path="/srv/race.git")
-    night = Night.objects.create(
-        project=race,
-        date=NOW.date(),
-        window_start=NOW - timedelta(hours=1),
-        window_end=NOW + timedelta(hours=5),
-        limit_replays=0,
-        limit_sandbox_seconds=0,
-        limit_tokens=0,
-        limit_cost_usd=0,
-        tape_limit_replays=1000,
-        tape_limit_sandbox_seconds=30 * 60,
+    night = make_night(
+        race,
+        start=NOW - timedelta(hours=1),
+        hours=6,
+        shares={"tape": {"limit_replays": 1000, "limit_sandbox_seconds": 30 * 60}},
     )
     admitted = []
     barrier = threading.Barrier(16)
@@ -288,7 +313,9 @@ def test_concurrent_tape_reservations_never_overspend(require_postgres):
         try:
             barrier.wait()
             for _ in range(5):
-                if reserve_tape(night=night, amount=Amounts(1, 420), now=NOW):
+                if shares.reserve(
+                    night=night, tier="tape", amount=Amounts(1, 420), now=NOW
+                ):
                     admitted.append(1)
         finally:
             connection.close()
@@ -299,8 +326,9 @@ def test_concurrent_tape_reservations_never_overspend(require_postgres):
     for t in threads:
         t.join()
 
-    night.refresh_from_db()
+    tape = share_of(night, "tape")
     # 30 minutes hold four replays of 7 minutes, however the 80 tries race.
     assert len(admitted) == 4
-    assert night.tape_reserved_sandbox_seconds == 4 * 420 <= 30 * 60
-    assert (night.reserved_tokens, night.reserved_cost_usd) == (0, 0)
+    assert tape.reserved_sandbox_seconds == 4 * 420 <= 30 * 60
+    agentic = share_of(night)
+    assert (agentic.reserved_tokens, agentic.reserved_cost_usd) == (0, 0)

@@ -8,10 +8,20 @@ from decimal import Decimal
 import pytest
 
 from replayhub import services
-from replayhub.models import Budget, Night, Project, Replay, Run, TextReplay
+from replayhub.models import (
+    Budget,
+    BudgetShare,
+    Night,
+    NightShare,
+    Project,
+    Replay,
+    Run,
+    TextReplay,
+)
 from replayhub.nights import tiers
+from replayhub.nights.arithmetic import Amounts
 from replayhub.texttier.services import text_replay_execute
-from tests.factories import make_runs
+from tests.factories import make_budget, make_night, make_runs, share_of
 
 NOW = datetime(2026, 6, 1, 23, 0, tzinfo=UTC)  # inside a 22 → 6 UTC window
 # What each run recorded: the text tier replays its prompt and compares outputs.
@@ -74,23 +84,29 @@ def tiered_project(db, providers):
         time_limit_seconds=300,
         flake_reruns=0,
     )
-    Budget.objects.create(
-        project=project,
-        max_replays=2,
-        max_sandbox_minutes=600,
-        max_tokens=10_000_000,
-        max_cost_usd=100,
+    make_budget(
+        project,
         window_start_hour=22,
         window_end_hour=6,
         timezone="UTC",
         text_enabled=True,
         text_target="gpt:gpt-test",
-        text_max_replays=3,
-        text_max_tokens=1_000_000,
-        text_max_cost_usd=10,
         text_similarity_below=0.5,
+        shares={
+            "agentic": {
+                "max_replays": 2,
+                "max_sandbox_minutes": 600,
+                "max_tokens": 10_000_000,
+                "max_cost_usd": 100,
+            },
+            "text": {"max_replays": 3, "max_tokens": 1_000_000, "max_cost_usd": 10},
+        },
     )
     return project
+
+
+def set_share(project, tier, **limits):
+    BudgetShare.objects.filter(budget__project=project, tier=tier).update(**limits)
 
 
 def execute_text_night(night):
@@ -106,29 +122,32 @@ def test_agentic_replays_go_only_to_runs_the_text_tier_passed_on(
     first = services.night_run(project=tiered_project, now=NOW)
 
     night = Night.objects.get()
-    # The text tier first, within its own budget; nothing has passed on yet.
-    assert len(first.text.admitted) == 3 and first.text.deferred == 2
-    assert night.text_reserved_replays == 3 and night.text_deferred == 2
+    text = share_of(night, "text")
+    # The text tier first, within its own share; nothing has passed on yet.
+    assert len(first.of("text").admitted) == 3 and first.of("text").deferred == 2
+    assert text.reserved_replays == 3 and text.deferred == 2
     assert first.admitted == [] and not Replay.objects.exists()
 
     # run-0 and run-2 are answered unlike the original, run-1 alike.
     standin.replies = ["something else entirely", "", "nothing in common"]
     standin.replies[1] = "add a retry to the webhook sender"
     execute_text_night(night)
-    night.refresh_from_db()
-    assert (night.text_reserved_replays, night.text_used_replays) == (3 - 3, 3)
-    assert night.text_used_tokens > 0
+    text = share_of(night, "text")
+    assert (text.reserved_replays, text.used_replays) == (3 - 3, 3)
+    assert text.used_tokens > 0
+    # Text replays spend nothing of the agentic share.
+    assert share_of(night).amounts("used") == Amounts()
 
     second = services.night_run(project=tiered_project, now=NOW + timedelta(minutes=2))
 
     agentic = set(Replay.objects.values_list("run__external_id", flat=True))
     assert agentic == {"run-0", "run-2"}
     assert len(second.admitted) == 2
-    # The text budget is spent: the other two runs wait, counted.
-    assert second.text.admitted == [] and second.text.deferred == 2
-    night.refresh_from_db()
-    assert night.reserved_replays <= night.limit_replays
-    assert night.text_reserved_replays + night.text_used_replays <= 3
+    # The text share is spent: the other two runs wait, counted.
+    assert second.of("text").admitted == [] and second.of("text").deferred == 2
+    agentic, text = share_of(night), share_of(night, "text")
+    assert agentic.reserved_replays <= agentic.limit_replays
+    assert text.reserved_replays + text.used_replays <= 3
 
 
 def test_the_text_tier_never_reserves_past_its_token_budget(
@@ -145,35 +164,32 @@ def test_the_text_tier_never_reserves_past_its_token_budget(
         target_price=None,
         judge_price=None,
     )
-    Budget.objects.filter(project=tiered_project).update(
-        text_max_replays=100, text_max_tokens=2 * one.tokens + 1
-    )
+    set_share(tiered_project, "text", max_replays=100, max_tokens=2 * one.tokens + 1)
 
     report = services.night_run(project=tiered_project, now=NOW)
 
     night = Night.objects.get()
-    assert len(report.text.admitted) == 2 and report.text.deferred == 2
-    assert night.text_reserved_tokens == 2 * one.tokens <= night.text_limit_tokens
+    text = share_of(night, "text")
+    assert len(report.of("text").admitted) == 2 and report.of("text").deferred == 2
+    assert text.reserved_tokens == 2 * one.tokens <= text.limit_tokens
     execute_text_night(night)
-    night.refresh_from_db()
-    assert night.text_reserved_tokens == 0
-    assert night.text_used_tokens <= night.text_limit_tokens
+    text = share_of(night, "text")
+    assert text.reserved_tokens == 0
+    assert text.used_tokens <= text.limit_tokens
 
 
 def test_the_text_tier_never_reserves_past_its_money_budget(
     tiered_project, providers, standin, text_settings
 ):
     make_runs(tiered_project, 3, now=NOW, **RECORDED)
-    Budget.objects.filter(project=tiered_project).update(
-        text_max_replays=100, text_max_cost_usd=Decimal("0.04")
-    )
+    set_share(tiered_project, "text", max_replays=100, max_cost_usd=Decimal("0.04"))
 
     report = services.night_run(project=tiered_project, now=NOW)
 
     # gpt-test costs 2 and 8 USD per million tokens: at most ~0.033 USD each.
-    night = Night.objects.get()
-    assert len(report.text.admitted) == 1 and report.text.deferred == 2
-    assert night.text_reserved_cost_usd <= night.text_limit_cost_usd
+    text = share_of(Night.objects.get(), "text")
+    assert len(report.of("text").admitted) == 1 and report.of("text").deferred == 2
+    assert text.reserved_cost_usd <= text.limit_cost_usd
 
 
 def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
@@ -203,7 +219,7 @@ def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
             finished_at=when,
             sandbox_seconds=60,
         )
-    Budget.objects.filter(project=tiered_project).update(max_replays=2)
+    set_share(tiered_project, "agentic", max_replays=2)
 
     report = services.night_run(project=tiered_project, now=NOW)
 
@@ -213,8 +229,8 @@ def test_inconclusive_agentic_replays_are_retried_oldest_first_within_budget(
     assert {r.run.external_id for r in admitted} == {"run-2", "run-0"}
     assert report.deferred == 1
     assert Run.objects.get(external_id="run-3").deferred_at is not None
-    night = Night.objects.get()
-    assert night.reserved_replays == 2 == night.limit_replays
+    agentic = share_of(Night.objects.get())
+    assert agentic.reserved_replays == 2 == agentic.limit_replays
 
 
 def test_an_escalated_category_skips_the_text_tier(
@@ -229,7 +245,7 @@ def test_an_escalated_category_skips_the_text_tier(
 
     report = services.night_run(project=tiered_project, now=NOW)
 
-    assert report.text.admitted == []
+    assert report.of("text").admitted == []
     assert list(Replay.objects.values_list("run_id", flat=True)) == [run.pk]
 
 
@@ -241,7 +257,7 @@ def test_without_the_gate_the_agentic_tier_admits_as_before(
 
     report = services.night_run(project=tiered_project, now=NOW)
 
-    assert len(report.text.admitted) == 2 and len(report.admitted) == 2
+    assert len(report.of("text").admitted) == 2 and len(report.admitted) == 2
 
 
 def test_every_tick_of_a_tiered_night_admits_again(
@@ -253,8 +269,8 @@ def test_every_tick_of_a_tiered_night_admits_again(
     services.nights_tick(now=NOW)
     assert TextReplay.objects.count() == 3
     execute_text_night(Night.objects.get())
-    Budget.objects.filter(project=tiered_project).update(text_max_replays=10)
-    Night.objects.update(text_limit_replays=10)
+    set_share(tiered_project, "text", max_replays=10)
+    NightShare.objects.filter(tier="text").update(limit_replays=10)
 
     services.nights_tick(now=NOW + timedelta(minutes=2))
 
@@ -278,10 +294,11 @@ def test_the_budgets_page_shows_the_spend_of_each_tier(
     assert "Asks gpt:gpt-test" in page
     assert 'aria-label="Text replays: 3 used, 0 reserved of 3"' in page
     assert "Text money" in page  # leads see money
-    assert "<strong>2 deferred</strong> by the text budget" in page
+    assert "<strong>2 deferred</strong> by the text share" in page
     assert "<td>3/3</td>" in page
-    # The two runs the text budget left over are listed, linked to their page.
-    deferred = page[page.index("Deferred runs") :]
+    # The two runs the text share left over are listed, linked to their page.
+    text = page[page.index('aria-label="Text tier, before the agentic tier"') :]
+    deferred = text[text.index("Deferred runs") :]
     listed = deferred[: deferred.index("</details>")]
     assert "run-3" in listed and "run-4" in listed and "run-0" not in listed
     assert listed.count('href="/runs/') == 2
@@ -311,23 +328,22 @@ def test_concurrent_text_reservations_never_overspend(require_postgres):
 
     from django.db import connection
 
-    from replayhub.texttier.night import reserve_text
+    from replayhub.nights import shares
 
     project = Project.objects.create(slug="race", repo_path="/srv/race.git")
-    night = Night.objects.create(
-        project=project,
-        date=NOW.date(),
-        window_start=NOW - timedelta(hours=1),
-        window_end=NOW + timedelta(hours=5),
-        limit_replays=0,
-        limit_sandbox_seconds=0,
-        limit_tokens=0,
-        limit_cost_usd=0,
-        text_limit_replays=1000,
-        text_limit_tokens=55_000,
-        text_limit_cost_usd=Decimal("7.5"),
+    night = make_night(
+        project,
+        start=NOW - timedelta(hours=1),
+        hours=6,
+        shares={
+            "text": {
+                "limit_replays": 1000,
+                "limit_tokens": 55_000,
+                "limit_cost_usd": Decimal("7.5"),
+            }
+        },
     )
-    bound = tiers.TextBound(tokens=5_000, cost_usd=Decimal("1"))
+    bound = Amounts(replays=1, tokens=5_000, cost_usd=Decimal("1"))
     admitted = []
     barrier = threading.Barrier(16)
 
@@ -335,7 +351,7 @@ def test_concurrent_text_reservations_never_overspend(require_postgres):
         try:
             barrier.wait()
             for _ in range(5):
-                if reserve_text(night=night, bound=bound, now=NOW):
+                if shares.reserve(night=night, tier="text", amount=bound, now=NOW):
                     admitted.append(1)
         finally:
             connection.close()
@@ -346,11 +362,11 @@ def test_concurrent_text_reservations_never_overspend(require_postgres):
     for t in threads:
         t.join()
 
-    night.refresh_from_db()
+    text = share_of(night, "text")
     # Tokens allow 11, money 7: money is the binding dimension.
     assert len(admitted) == 7
-    assert night.text_reserved_cost_usd == Decimal(7) <= night.text_limit_cost_usd
-    assert night.text_reserved_tokens == 35_000
+    assert text.reserved_cost_usd == Decimal(7) <= text.limit_cost_usd
+    assert text.reserved_tokens == 35_000
 
 
 def test_the_policy_is_checked_where_an_admin_edits_it(tiered_project):
@@ -383,7 +399,7 @@ def test_without_the_gate_later_ticks_admit_only_text_replays(
 
     services.nights_tick(now=NOW)
     assert Replay.objects.count() == 2  # the agentic tier's one selection
-    Night.objects.update(limit_replays=10, text_limit_replays=10)
+    NightShare.objects.filter(tier__in=["agentic", "text"]).update(limit_replays=10)
 
     services.nights_tick(now=NOW + timedelta(minutes=2))
 

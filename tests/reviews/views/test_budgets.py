@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -9,55 +10,68 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.models import Budget, Night, Project
+from replayhub.models import Budget, BudgetShare, NightShare, Project, Run
+from replayhub.nights import shares
 from reviews.models import AuditEvent
 from reviews.views.budgets import bound_problem
+from tests.factories import make_budget, make_night
+
+# Each card's forms are prefixed with its project's slug, a tier's share with
+# the tier too: two cards never share a field name or id.
+AGENTIC = "share-shop-agentic-"
+TAPE = "share-shop-tape-"
 
 
 @pytest.fixture
 def budgeted_project(db):
     """A project with a budget of $12.50 and tonight's night partly spent."""
     project = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
-    Budget.objects.create(project=project, max_cost_usd=Decimal("12.50"))
-    now = timezone.now()
-    Night.objects.create(
-        project=project,
-        date=now.date(),
-        window_start=now - timedelta(hours=1),
-        window_end=now + timedelta(hours=3),
-        limit_replays=20,
-        limit_sandbox_seconds=14_400,
-        limit_tokens=2_000_000,
-        limit_cost_usd=Decimal("12.50"),
-        used_replays=5,
-        reserved_replays=2,
-        used_cost_usd=Decimal("3.25"),
-        deferred=4,
+    make_budget(project, shares={"agentic": {"max_cost_usd": Decimal("12.50")}})
+    make_night(
+        project,
+        start=timezone.now() - timedelta(hours=1),
+        hours=4,
+        shares={
+            "agentic": {
+                "limit_replays": 20,
+                "limit_sandbox_seconds": 14_400,
+                "limit_tokens": 2_000_000,
+                "limit_cost_usd": Decimal("12.50"),
+                "used_replays": 5,
+                "reserved_replays": 2,
+                "used_cost_usd": Decimal("3.25"),
+                "deferred": 4,
+            }
+        },
     )
     return project
 
 
+def agentic_share(project) -> BudgetShare:
+    return BudgetShare.objects.get(budget__project=project, tier="agentic")
+
+
 def form_data(**overrides):
     data = {
-        "budget-max_replays": "30",
-        "budget-max_sandbox_minutes": "240",
-        "budget-max_tokens": "2000000",
-        "budget-max_cost_usd": "12.50",
-        "budget-window_start_hour": "1",
-        "budget-window_end_hour": "6",
-        "budget-timezone": "Europe/Berlin",
-        "caps-agentic_enabled": "on",
-        "caps-time_limit_seconds": "900",
-        "caps-test_time_limit_seconds": "",
-        "caps-memory_limit_mb": "2048",
-        "caps-max_processes": "256",
-        "caps-max_disk_mb": "2048",
-        "caps-max_files": "200000",
-        "caps-max_tokens": "",
-        "caps-max_turns": "40",
-        "caps-flake_reruns": "2",
-        "caps-evidence_floor": "1",
-        "caps-max_attempts": "3",
+        f"{AGENTIC}max_replays": "30",
+        f"{AGENTIC}max_sandbox_minutes": "240",
+        f"{AGENTIC}max_tokens": "2000000",
+        f"{AGENTIC}max_cost_usd": "12.50",
+        "budget-shop-window_start_hour": "1",
+        "budget-shop-window_end_hour": "6",
+        "budget-shop-timezone": "Europe/Berlin",
+        "caps-shop-agentic_enabled": "on",
+        "caps-shop-time_limit_seconds": "900",
+        "caps-shop-test_time_limit_seconds": "",
+        "caps-shop-memory_limit_mb": "2048",
+        "caps-shop-max_processes": "256",
+        "caps-shop-max_disk_mb": "2048",
+        "caps-shop-max_files": "200000",
+        "caps-shop-max_tokens": "",
+        "caps-shop-max_turns": "40",
+        "caps-shop-flake_reruns": "2",
+        "caps-shop-evidence_floor": "1",
+        "caps-shop-max_attempts": "3",
     }
     data.update(overrides)
     return data
@@ -77,7 +91,10 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(
 
     budget = Budget.objects.get(project=budgeted_project)
     budgeted_project.refresh_from_db()
-    assert (budget.max_replays, budget.timezone) == (30, "Europe/Berlin")
+    assert (agentic_share(budgeted_project).max_replays, budget.timezone) == (
+        30,
+        "Europe/Berlin",
+    )
     assert (budgeted_project.time_limit_seconds, budgeted_project.max_turns) == (
         900,
         40,
@@ -85,11 +102,13 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(
     assert budgeted_project.agentic_enabled
     event = AuditEvent.objects.get(action="budget.update")
     assert event.actor == admin_user
-    assert event.before["budget"]["max_replays"] == 20
-    assert event.after["budget"]["max_replays"] == 30
+    assert event.before["shares"]["agentic"]["max_replays"] == 20
+    assert event.after["shares"]["agentic"]["max_replays"] == 30
     assert event.before["budget"]["timezone"] == "UTC"
     assert event.after["caps"]["time_limit_seconds"] == 900
-    assert "max_cost_usd" not in event.after["budget"]  # unchanged: not listed
+    # Unchanged: not listed.
+    assert "max_cost_usd" not in event.after["shares"]["agentic"]
+    assert "text" not in event.after["shares"]
 
 
 def test_saving_without_a_change_writes_no_audit_event(
@@ -98,15 +117,15 @@ def test_saving_without_a_change_writes_no_audit_event(
     client.force_login(admin_user)
     data = form_data(
         **{
-            "budget-max_replays": "20",
-            "budget-timezone": "UTC",
-            "caps-agentic_enabled": "",
-            "caps-time_limit_seconds": "600",
-            "caps-max_turns": "",
-            "caps-memory_limit_mb": "2048",
+            f"{AGENTIC}max_replays": "20",
+            f"{AGENTIC}max_cost_usd": "12.5",  # as saved, to the cent
+            "budget-shop-timezone": "UTC",
+            "caps-shop-time_limit_seconds": "600",
+            "caps-shop-max_turns": "",
+            "caps-shop-memory_limit_mb": "2048",
         }
     )
-    data.pop("caps-agentic_enabled")
+    data.pop("caps-shop-agentic_enabled")
     client.post(reverse("reviews:budget_edit", args=["shop"]), data)
     assert not AuditEvent.objects.exists()
 
@@ -117,11 +136,13 @@ def test_a_bad_value_is_refused_and_nothing_changes(
     client.force_login(admin_user)
     response = client.post(
         reverse("reviews:budget_edit", args=["shop"]),
-        form_data(**{"budget-timezone": "Mars/Olympus", "budget-max_replays": "99"}),
+        form_data(
+            **{"budget-shop-timezone": "Mars/Olympus", f"{AGENTIC}max_replays": "99"}
+        ),
     )
     assert response.status_code == 400
     assert b"is not a known time zone" in response.content
-    assert Budget.objects.get(project=budgeted_project).max_replays == 20
+    assert agentic_share(budgeted_project).max_replays == 20
     assert not AuditEvent.objects.exists()
 
 
@@ -129,10 +150,11 @@ def test_a_lead_reads_the_page_but_cannot_edit(client, lead, budgeted_project):
     client.force_login(lead)
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "Night of" in page and "12.50" in page
-    assert 'name="budget-max_replays"' not in page
+    assert f'name="{AGENTIC}max_replays"' not in page
+    assert "20 replays, 240 minutes, 2000000 tokens, 12.50 USD per night" in page
     response = client.post(reverse("reviews:budget_edit", args=["shop"]), form_data())
     assert response.status_code == 403
-    assert Budget.objects.get(project=budgeted_project).max_replays == 20
+    assert agentic_share(budgeted_project).max_replays == 20
 
 
 def test_a_reviewer_never_sees_money(client, reviewer, budgeted_project):
@@ -149,7 +171,8 @@ def test_tonight_shows_usage_reservations_and_deferrals(
     client.force_login(admin_user)
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "5 used · 2 reserved / 20" in page
-    assert "<strong>4</strong>" in page  # deferred runs stand out
+    assert "<strong>4 deferred</strong> by the agentic share" in page
+    assert "<strong>4</strong>" in page  # deferred runs stand out in the history
 
 
 def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
@@ -158,38 +181,42 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
     client.force_login(admin_user)
     client.post(
         reverse("reviews:budget_edit", args=["shop"]),
-        form_data(**{"budget-max_tokens": "3000000", "caps-max_tokens": "50000"}),
+        form_data(
+            **{f"{AGENTIC}max_tokens": "3000000", "caps-shop-max_tokens": "50000"}
+        ),
     )
     event = AuditEvent.objects.get(action="budget.update")
-    assert event.before["budget"]["max_tokens"] == 2_000_000
-    assert event.after["budget"]["max_tokens"] == 3_000_000
+    assert event.before["shares"]["agentic"]["max_tokens"] == 2_000_000
+    assert event.after["shares"]["agentic"]["max_tokens"] == 3_000_000
     assert event.before["caps"]["max_tokens"] is None
     assert event.after["caps"]["max_tokens"] == 50_000
 
     page = client.get(reverse("reviews:budgets")).content.decode()
-    assert "Tokens per night</code> 2000000 → 3000000" in page
+    assert "Tokens per night, agentic tier</code> 2000000 → 3000000" in page
     assert "Tokens per replay</code> None → 50000" in page
 
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("budget-max_cost_usd", "-5", "Cannot be negative."),
-        ("budget-max_replays", "-1", "Ensure this value is greater than or equal"),
-        ("budget-max_replays", "1000001", "At most 100,000 replays."),
-        ("budget-window_start_hour", "30", "At most 23."),
-        ("budget-window_end_hour", "1", "The window must last at least one hour"),
-        ("caps-time_limit_seconds", "0", "At least 1 s."),
-        ("caps-time_limit_seconds", "999999", "At most 86,400 s."),
-        ("caps-memory_limit_mb", "1", "At least 64 MiB."),
-        ("caps-max_processes", "0", "At least 1 process."),
-        ("caps-max_disk_mb", "1", "At least 16 MiB."),
-        ("caps-max_files", "5", "At least 100 files."),
-        ("caps-max_tokens", "0", "At least 1 token."),
-        ("caps-max_turns", "0", "At least 1 turn."),
-        ("caps-flake_reruns", "50", "At most 10 reruns."),
-        ("caps-max_attempts", "0", "At least 1 attempt."),
-        ("caps-test_time_limit_seconds", "0", "At least 1 s."),
+        (f"{AGENTIC}max_cost_usd", "-5", "Cannot be negative."),
+        (f"{AGENTIC}max_replays", "-1", "Ensure this value is greater than or equal"),
+        (f"{AGENTIC}max_replays", "1000001", "At most 100,000 replays."),
+        (f"{TAPE}max_sandbox_minutes", "10000001", "At most 10,000,000 minutes."),
+        ("share-shop-text-max_tokens", "-1", "Ensure this value is greater"),
+        ("budget-shop-window_start_hour", "30", "At most 23."),
+        ("budget-shop-window_end_hour", "1", "The window must last at least one hour"),
+        ("caps-shop-time_limit_seconds", "0", "At least 1 s."),
+        ("caps-shop-time_limit_seconds", "999999", "At most 86,400 s."),
+        ("caps-shop-memory_limit_mb", "1", "At least 64 MiB."),
+        ("caps-shop-max_processes", "0", "At least 1 process."),
+        ("caps-shop-max_disk_mb", "1", "At least 16 MiB."),
+        ("caps-shop-max_files", "5", "At least 100 files."),
+        ("caps-shop-max_tokens", "0", "At least 1 token."),
+        ("caps-shop-max_turns", "0", "At least 1 turn."),
+        ("caps-shop-flake_reruns", "50", "At most 10 reruns."),
+        ("caps-shop-max_attempts", "0", "At least 1 attempt."),
+        ("caps-shop-test_time_limit_seconds", "0", "At least 1 s."),
     ],
 )
 def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
@@ -207,7 +234,7 @@ def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
     # The message sits with its field.
     at = html.index(f'name="{field}"')
     assert html.rfind(message, 0, at) > html.rfind("<label", 0, at) - 400
-    assert Budget.objects.get(project=budgeted_project).max_replays == 20
+    assert agentic_share(budgeted_project).max_replays == 20
     assert not AuditEvent.objects.exists()
 
 
@@ -242,24 +269,30 @@ def test_an_admin_turns_the_tape_tier_on_and_sets_its_share(
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{
-                "budget-tape_enabled": "on",
-                "budget-tape_max_replays": "12",
-                "budget-tape_max_sandbox_minutes": "90",
+                "budget-shop-tape_enabled": "on",
+                f"{TAPE}max_replays": "12",
+                f"{TAPE}max_sandbox_minutes": "90",
             }
         ),
         headers={"HX-Request": "true"},
     )
     assert response.status_code == 200
     budget = Budget.objects.get(project=budgeted_project)
-    assert (budget.tape_enabled, budget.tape_max_replays) == (True, 12)
-    assert budget.tape_max_sandbox_minutes == 90
+    tape = BudgetShare.objects.get(budget=budget, tier="tape")
+    assert (budget.tape_enabled, tape.max_replays) == (True, 12)
+    assert tape.max_sandbox_minutes == 90
+    # The tape tier's form has no model dimensions: they stay zero.
+    assert (tape.max_tokens, tape.max_cost_usd) == (0, 0)
+    assert f"{TAPE}max_tokens" not in response.content.decode()
     event = AuditEvent.objects.get(action="budget.update")
-    assert event.after["budget"]["tape_max_sandbox_minutes"] == 90
+    assert event.before["shares"]["tape"]["max_sandbox_minutes"] == 120
+    assert event.after["shares"]["tape"]["max_sandbox_minutes"] == 90
     # The card now shows the tape tier's share of tonight beside the agentic one.
-    Night.objects.filter(project=budgeted_project).update(
-        tape_limit_replays=12, tape_used_replays=3, tape_deferred=2
+    NightShare.objects.filter(night__project=budgeted_project, tier="tape").update(
+        limit_replays=12, used_replays=3, deferred=2
     )
     page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "Replays per night, tape tier</code> 50 → 12" in page
     assert "Tape tier, before the others" in page
     assert "Tape replays: 3 used, 0 reserved of 12" in page
     assert "<strong>2 deferred</strong> by the tape share" in page
@@ -270,10 +303,160 @@ def test_the_tape_share_has_bounds_and_a_blank_keeps_it(
 ):
     client.force_login(admin_user)
     url = reverse("reviews:budget_edit", args=["shop"])
-    refused = client.post(url, form_data(**{"budget-tape_max_replays": "100001"}))
+    refused = client.post(url, form_data(**{f"{TAPE}max_replays": "100001"}))
     assert refused.status_code == 400
     client.post(
-        url, form_data(**{"budget-tape_max_replays": "", "budget-tape_enabled": "on"})
+        url, form_data(**{f"{TAPE}max_replays": "", "budget-shop-tape_enabled": "on"})
     )
     budget = Budget.objects.get(project=budgeted_project)
-    assert (budget.tape_enabled, budget.tape_max_replays) == (True, 50)
+    assert budget.tape_enabled
+    assert shares.budget_shares(budget)["tape"].max_replays == 50
+
+
+def test_two_cards_never_share_a_field_id(client, admin_user, budgeted_project):
+    """A label ticks the box of its own card: no id is on the page twice."""
+    other = Project.objects.create(slug="docs", repo_path="/srv/docs.git")
+    make_budget(other, tape_enabled=True)
+    client.force_login(admin_user)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    assert repeated == []
+    assert 'id="id_caps-docs-agentic_enabled"' in page
+    assert 'for="id_caps-docs-agentic_enabled"' in page
+    assert 'id="id_share-docs-tape-max_replays"' in page
+
+
+def test_saving_one_card_changes_only_its_project(client, admin_user, budgeted_project):
+    other = Project.objects.create(slug="docs", repo_path="/srv/docs.git")
+    make_budget(other)
+    client.force_login(admin_user)
+    # What a browser posts from the docs card: only the docs card's fields.
+    data = {
+        key.replace("-shop-", "-docs-"): value
+        for key, value in form_data(**{f"{AGENTIC}max_replays": "7"}).items()
+    }
+
+    response = client.post(reverse("reviews:budget_edit", args=["docs"]), data)
+
+    assert response.status_code == 302
+    assert agentic_share(other).max_replays == 7
+    assert agentic_share(budgeted_project).max_replays == 20
+    other.refresh_from_db()
+    budgeted_project.refresh_from_db()
+    assert other.agentic_enabled and not budgeted_project.agentic_enabled
+
+
+def test_the_text_share_is_edited_on_its_own_form(client, admin_user, budgeted_project):
+    client.force_login(admin_user)
+    client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(
+            **{
+                "share-shop-text-max_replays": "40",
+                "share-shop-text-max_cost_usd": "2.5",
+                # Not a dimension of the text tier: never read.
+                "share-shop-text-max_sandbox_minutes": "999",
+            }
+        ),
+    )
+    text = BudgetShare.objects.get(budget__project=budgeted_project, tier="text")
+    assert (text.max_replays, text.max_tokens, text.max_cost_usd) == (
+        40,
+        1_000_000,
+        Decimal("2.50"),
+    )
+    assert text.max_sandbox_minutes == 0
+    event = AuditEvent.objects.get(action="budget.update")
+    assert event.after["shares"]["text"] == {"max_replays": 40, "max_cost_usd": "2.50"}
+
+
+def test_a_reviewer_sees_no_money_field_on_any_tier(client, reviewer, budgeted_project):
+    client.force_login(reviewer)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "max_cost_usd" not in page and "USD" not in page
+
+
+def test_every_tiers_deferred_runs_are_listed_the_same_way(
+    client, lead, budgeted_project
+):
+    from tests.factories import make_runs
+    from tests.nights.test_tape_tier import RECORDED_TAPE
+
+    Budget.objects.filter(project=budgeted_project).update(tape_enabled=True)
+    waiting = make_runs(
+        budgeted_project,
+        2,
+        now=timezone.now(),
+        prefix="taped",
+        raw={"tape": RECORDED_TAPE},
+    )
+    (late,) = make_runs(budgeted_project, 1, now=timezone.now(), prefix="late")
+    Run.objects.filter(pk=late.pk).update(deferred_at=timezone.now())
+    NightShare.objects.filter(night__project=budgeted_project, tier="tape").update(
+        deferred=2
+    )
+    client.force_login(lead)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    def listed(title: str) -> str:
+        section = page[page.index(f'aria-label="{title}"') :]
+        section = section[: section.index("</section>")]
+        return section[section.index("Deferred runs") :]
+
+    tape = listed("Tape tier, before the others")
+    assert all(f"/runs/{run.pk}/" in tape for run in waiting)
+    assert "<strong>2 deferred</strong> by the tape share" in page
+    agentic = listed("Agentic tier")
+    assert f"/runs/{late.pk}/" in agentic and "since " in agentic
+    assert "<strong>4 deferred</strong> by the agentic share" in page
+
+
+def test_the_history_has_a_column_group_per_tier_and_an_empty_row_spans_them(
+    client, lead, db
+):
+    project = Project.objects.create(slug="fresh", repo_path="/srv/fresh.git")
+    make_budget(project, tape_enabled=True, text_enabled=True, text_target="gpt:x")
+    client.force_login(lead)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    table = page[page.index('<table class="grid compact night-history">') :]
+    table = table[: table.index("</table>")]
+    groups = re.findall(r'<th colspan="(\d+)" scope="colgroup">([^<]+)</th>', table)
+    # Tape: replays, sandbox minutes, deferred; text: replays, tokens, money,
+    # deferred (leads see money); agentic: the four and deferred.
+    assert groups == [("3", "Tape tier"), ("4", "Text tier"), ("5", "Agentic tier")]
+    assert '<td colspan="14" class="muted">No nights yet.</td>' in table
+    # The night and its status head both rows; each dimension its column.
+    assert len(re.findall(r'<th rowspan="2" scope="col">', table)) == 2
+    assert len(re.findall(r'<th scope="col">', table)) == 3 + 4 + 5
+
+
+def test_changes_recorded_before_shares_were_rows_still_show(
+    client, lead, budgeted_project
+):
+    AuditEvent.objects.create(
+        action="budget.update",
+        object_type="project",
+        object_id=str(budgeted_project.pk),
+        before={"budget": {"max_replays": 20, "tape_max_replays": 50}},
+        after={"budget": {"max_replays": 25, "tape_max_replays": 40}},
+    )
+    AuditEvent.objects.create(
+        action="budget.update",
+        object_type="project",
+        object_id=str(budgeted_project.pk),
+        before={"max_tokens": 1000},
+        after={"max_tokens": 2000},
+    )
+    client.force_login(lead)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    assert "Replays per night</code> 20 → 25" in page
+    assert "Tape replays per night</code> 50 → 40" in page
+    assert "max_tokens</code> 1000 → 2000" in page
