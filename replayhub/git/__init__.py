@@ -9,6 +9,10 @@ Modules:
   environment, dangerous settings overridden on the command line, a timeout
   that kills the process group, capped output, the process waited for
   without polling).
+- process: how that wrapper runs one git process: in a group of its own,
+  waited on with a timeout and a watch (a mirror's byte cap), and, for a
+  command that talks to a remote, tethered to its caller so that git and its
+  helpers die with it, however it dies.
 - history: read-only queries on a project's own history (``History``).
 - mirrors: bare mirrors of the projects whose repository is a URL.
 - agentfiles: the agents' own files (chat logs, session state, caches), read
@@ -49,19 +53,22 @@ The rule: the host never runs git inside a directory an agent could write
 Projects on a git remote. ``Project.repo_path`` is a path on the host or a
 URL (https, http, ssh, git, file, or scp-like ``git@host:path``); the project
 checks refuse any other transport and a URL carrying a password, and
-registration checks that ``git ls-remote`` answers. ``Project.repository()``
+registration checks that ``git ls-remote`` answers, last, once every other
+value passed (``project_setup.remote_check``). ``Project.repository()``
 is the one place a host learns where to read a project's history: a path as
 given, or for a URL this host's mirror of it.
 
-- Where mirrors live: each host that reads history (web for preflight,
-  workers for replays) keeps its own bare mirrors under
+- Where mirrors live: each host that reads history (workers for preflight
+  and replays; a web request leaves a remote project's preflight to a worker)
+  keeps its own bare mirrors under
   ``REPLAYHUB_MIRROR_DIR`` (``var/mirrors``, or ``mirrors/`` beside the
   replays when ``var/`` is private: the sandbox's uid reads a replay's
   objects through alternates, read-only), one per project and URL, so a
   changed URL makes a new mirror and the new one's clone removes the old.
   Nothing an agent can write is a mirror or inside one; git runs there under
   the CLI wrapper, the transports limited by ``GIT_ALLOW_PROTOCOL``, with a
-  timeout and git's low-speed limit.
+  timeout below the web server's, git's low-speed limit and a cap on the
+  bytes one clone or fetch adds, tethered to the process that started it.
 - What is fetched when: a mirror is cloned whole (``--mirror``) the first
   time a host needs it, under the mirror's lock, into a temporary name moved
   into place whole. Preflight fetches every ref once per project per
@@ -79,6 +86,9 @@ given, or for a URL this host's mirror of it.
   token, never the token; it is read on each host when git runs and reaches
   git only through git's environment (a credential helper scoped to the
   URL's origin), never on disk, in an argument list, a URL or a message.
+  The variable must be one the operator allows
+  (``REPLAYHUB_REPO_CREDENTIAL_ENVS``), never the deployment's own secrets
+  or a provider's key, checked at registration and again when it is read.
   ssh URLs use the host's own keys. ``mirrors`` holds the details.
 - Deletion: deleting a project removes its mirrors on the deleting host once
   committed; the first mirror a host makes of any project also removes the
