@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from replayhub.gateway.redact import mask_key_shapes
 from replayhub.ingest.native import (
     BIGINT_MAX,
     CONTROL,
@@ -53,6 +54,7 @@ def read_record(
     """:func:`parse_line` then :func:`check_record`, as one step: the same
     record or the same RecordError, faster (what the fast parse proved about
     the numbers and keys is not proved again)."""
+    data = mask_key_shapes(data)  # no provider key is stored, nor its hash
     value = _fast_parse(data)
     if value is None:
         value = _parse_strictly(data, terminated=terminated)
