@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """replayhub-record: run a coding agent in this checkout and record the run.
 
-One file, Python 3.9+ standard library and the git CLI only, so that it runs on
-any laptop or CI runner (ReplayHub serves it at /recorder/replayhub-record.py).
-The agent's model calls go through a recording endpoint on 127.0.0.1; what it
-leaves is committed and pushed as ``refs/replayhub/runs/<id>`` without touching
-the user's branch, index or files; the run record is posted, or spooled in
-``.git/replayhub/spool/`` to be sent later. docs/recorder.md is the reference.
+Python 3.9+ standard library and the git CLI only, so that it runs on any
+laptop or CI runner: ReplayHub serves the recorder as one file at
+/recorder/replayhub-record.py (``bundle`` joins this package's modules into
+it). The agent's model calls go through a recording endpoint on 127.0.0.1
+(``endpoint``); what it leaves is committed and pushed as
+``refs/replayhub/runs/<id>`` without touching the user's branch, index or
+files (``checkout``); the run record, every key the recorder saw masked in
+it (``scrub``), is posted, or spooled in ``.git/replayhub/spool/`` to be sent
+later (``delivery``). docs/recorder.md is the reference.
 """
 
 from __future__ import annotations
@@ -16,389 +19,39 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-PROG = "replayhub-record"
-EXIT_USAGE = 2
-EXIT_SPOOLED = 75  # EX_TEMPFAIL: recorded, but kept here to be sent later
-EXIT_NOT_RUN = 127
+from replayhub.recorder.checkout import Checkout, GitFailed
+from replayhub.recorder.delivery import deliver, send_spooled, spool
+from replayhub.recorder.endpoint import UPSTREAMS, RecordingEndpoint
+from replayhub.recorder.exits import (
+    EXIT_NOT_RUN,
+    EXIT_SPOOLED,
+    PROG,
+    Refusal,
+    say,
+)
+from replayhub.recorder.scrub import KeyScrub, local_keys, map_strings
+
 OUTPUT_TAIL_BYTES = 64 * 1024
 # The server's default REPLAYHUB_MAX_RECORD_BYTES: a longer record is refused.
 MAX_RECORD_BYTES = 8 * 1024 * 1024
-# One response kept for the tape at most; the agent still gets all of it.
-EXCHANGE_BYTES = 32 * 1024 * 1024
-GIT_TIMEOUT = 120.0
-ADD_TIMEOUT = 900.0  # hashing every file of a large work tree
-PUSH_TIMEOUT = 600.0
-POST_TIMEOUT = 120.0
-UPSTREAM_TIMEOUT = 900.0  # a long generation, between two bytes
 RUN_REFS = "refs/replayhub/runs/"
 BASE_REFS = "refs/replayhub/bases/"
-UPSTREAMS = {
-    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-}
-# The endpoints that spend tokens: each answered call is one turn.
-BILLED = {
-    "anthropic": ("/v1/messages",),
-    "openai": ("/chat/completions", "/responses", "/completions", "/embeddings"),
-}
-# The openai endpoints whose streams carry usage only when asked for it.
-USAGE_ON_REQUEST = ("/chat/completions", "/completions")
-# RFC 9110 hop-by-hop headers, and what the forwarder sets itself.
-NOT_FORWARDED: tuple[str, ...] = ("connection", "keep-alive", "proxy-connection")
-NOT_FORWARDED += ("proxy-authenticate", "proxy-authorization", "te", "trailer")
-NOT_FORWARDED += ("transfer-encoding", "upgrade", "host", "content-length", "expect")
-NOT_FORWARDED += ("accept-encoding",)
-# The only request headers the tape keeps: never a key, a token or a cookie.
-TAPED_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
-FALLBACK_IDENTITY = {
-    f"GIT_{who}_{what}": value
-    for who in ("AUTHOR", "COMMITTER")
-    for what, value in (("NAME", PROG), ("EMAIL", f"{PROG}@localhost"))
-}
-
-
-class Refusal(Exception):
-    """Stop with this one line on standard error and ``code``."""
-
-    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class GitFailed(Exception):
-    """A git command failed; the message is its last line of error output."""
-
-
-# --- git -----------------------------------------------------------------------------
-
-
-def git(
-    args: list[str],
-    *,
-    cwd: Path,
-    timeout: float = GIT_TIMEOUT,
-    env: Mapping[str, str] | None = None,
-) -> str:
-    """Run ``git args`` in ``cwd`` (``env`` added to ours); its output, stripped."""
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise GitFailed(f"git {args[0]}: {error}") from None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitFailed(f"git {args[0]}: {lines[-1] if lines else 'failed'}")
-    return done.stdout.decode("utf-8", "replace").strip()
-
-
-class Checkout:
-    """The work tree the agent runs in, as it was before the agent ran."""
-
-    def __init__(self, cwd: Path) -> None:
-        try:
-            self.top = Path(git(["rev-parse", "--show-toplevel"], cwd=cwd))
-            self.head = self.git("rev-parse", "--verify", "HEAD^{commit}")
-        except GitFailed as error:
-            raise Refusal(f"not in a git work tree with a commit ({error})") from None
-        try:
-            self.branch: str | None = self.git("symbolic-ref", "-q", "--short", "HEAD")
-        except GitFailed:
-            self.branch = None  # detached, as CI checkouts often are
-        # The common directory, so that every worktree of a clone shares a spool.
-        self.git_dir = (self.top / self.git("rev-parse", "--git-common-dir")).resolve()
-        self.index = self.top / self.git("rev-parse", "--git-path", "index")
-
-    def git(self, *args: str, **kwargs: Any) -> str:
-        return git(list(args), cwd=self.top, **kwargs)
-
-    def dirty_paths(self) -> list[str]:
-        """Changed, staged and untracked paths (ignored ones aside)."""
-        out = self.git("status", "--porcelain", "-z", "--no-renames", "-uall")
-        return [entry[3:] for entry in out.split("\0") if entry]
-
-    def commit_work_tree(self, *, parents: list[str], message: str) -> str | None:
-        """Commit the work tree on ``parents``; None when it has the tree of its
-        only parent. ``git add -A`` goes into a copy of the index (with its stat
-        cache), so the user's index, branch and files are never touched."""
-        with tempfile.TemporaryDirectory(prefix="replayhub-record-") as scratch:
-            index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-            if self.index.is_file():
-                shutil.copyfile(self.index, index["GIT_INDEX_FILE"])
-            else:
-                self.git("read-tree", parents[0], env=index)
-            self.git("add", "--all", timeout=ADD_TIMEOUT, env=index)
-            tree = self.git("write-tree", env=index)
-        same = tree == self.git("rev-parse", f"{parents[0]}^{{tree}}")
-        if same and len(parents) == 1:
-            return None
-        argv = ["commit-tree", tree, "-m", message]
-        for parent in parents:
-            argv += ["-p", parent]
-        try:
-            return self.git(*argv)
-        except GitFailed:
-            # No identity configured (a fresh CI runner): commit under ours.
-            return self.git(*argv, env=FALLBACK_IDENTITY)
-
-
-def push(repository: Path, remote: str, refs: dict[str, str]) -> str | None:
-    """Push each ``sha`` to its ``ref`` on ``remote``; None, or why it failed."""
-    specs = [f"{sha}:{ref}" for ref, sha in sorted(refs.items())]
-    try:
-        # No prompt for credentials: a CI job would hang on it.
-        args = ["push", "--quiet", remote, *specs]
-        prompt = {"GIT_TERMINAL_PROMPT": "0"}
-        git(args, cwd=repository, timeout=PUSH_TIMEOUT, env=prompt)
-    except GitFailed as error:
-        return f"the push to {remote!r} failed ({error})"
-    return None
-
-
-# --- the recording endpoint ----------------------------------------------------------
-
-
-def upstream_url(kind: str, base: str, path: str) -> str:
-    """The upstream URL of the agent's ``path``: openai's ``base`` carries the
-    API version (``OPENAI_BASE_URL``), anthropic's SDK adds ``/v1`` itself."""
-    base = base.rstrip("/")
-    if kind == "openai" and (path == "/v1" or path.startswith(("/v1/", "/v1?"))):
-        path = path[3:]
-    elif kind == "anthropic" and base.endswith("/v1") and path.startswith("/v1/"):
-        base = base[:-3]
-    return base + path
-
-
-def ask_for_usage(data: dict[str, Any], body: bytes) -> bytes:
-    """A completions stream's body asking for the usage chunk, as the replay
-    gateway asks (SDKs read it as the documented last chunk)."""
-    options = data.get("stream_options")
-    if isinstance(options, dict) and options.get("include_usage") is True:
-        return body
-    options = {**(options if isinstance(options, dict) else {}), "include_usage": True}
-    return json.dumps({**data, "stream_options": options}).encode()
-
-
-def sse_events(raw: bytes) -> list[str]:
-    """The raw events of a server-sent event stream, blank line separators off."""
-    text = raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-    return [event for event in text.split("\n\n") if event.strip()]
-
-
-def _event_json(event: str) -> Any:
-    lines = event.split("\n")
-    data = [line[5:].removeprefix(" ") for line in lines if line.startswith("data:")]
-    try:
-        return json.loads("\n".join(data)) if data else None
-    except ValueError:
-        return None  # [DONE], keep-alive text
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def read_usage(
-    kind: str, response: Any, stream: bool
-) -> tuple[dict[str, int] | None, str | None]:
-    """One exchange's usage (None when not reported) and model, read as the
-    replay gateway reads them: anthropic input counts cache reads and writes."""
-    docs = [_event_json(event) for event in response] if stream else [response]
-    usage: dict[str, Any] | None = None
-    model = None
-    for doc in docs:
-        if not isinstance(doc, dict):
-            continue
-        source = doc
-        if kind == "anthropic" and doc.get("type") == "message_start":
-            source = doc["message"] if isinstance(doc.get("message"), dict) else {}
-        elif kind == "openai" and isinstance(doc.get("response"), dict):
-            source = doc["response"]
-        if isinstance(source.get("model"), str) and source["model"]:
-            model = source["model"]
-        given = source.get("usage")
-        if not isinstance(given, dict):
-            continue
-        if kind == "anthropic" and doc.get("type") == "message_delta":
-            # The delta's counts are cumulative and replace the start's.
-            ints = {k: v for k, v in given.items() if isinstance(v, int)}
-            usage = {**(usage or {}), **ints}
-        else:
-            usage = dict(given)
-    if usage is None:
-        return None, model
-    if kind == "anthropic":
-        cache = ("cache_read_input_tokens", "cache_creation_input_tokens")
-        read = sum(_count(usage.get(name)) for name in ("input_tokens", *cache))
-        wrote = _count(usage.get("output_tokens"))
-    else:  # chat completions say prompt/completion, the responses API input/output
-        read = _count(usage.get("prompt_tokens", usage.get("input_tokens")))
-        wrote = _count(usage.get("completion_tokens", usage.get("output_tokens")))
-    return {"input_tokens": read, "output_tokens": wrote}, model
-
-
-def _json_or_text(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body.decode("utf-8", "replace")
-
-
-class RecordingEndpoint(ThreadingHTTPServer):
-    """The agent's model APIs on 127.0.0.1: each call goes to the real API with
-    the agent's own key and is kept on ``tape`` without its headers. Paths carry
-    a secret: nothing else on the machine (a web page by DNS rebinding) writes on it.
-    """
-
-    daemon_threads = True
-
-    def __init__(self, upstreams: dict[str, str]) -> None:
-        super().__init__(("127.0.0.1", 0), _Exchange)
-        self.upstreams = upstreams
-        self.secret = secrets.token_urlsafe(16)
-        self.tape: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-
-    def base_urls(self) -> dict[str, str]:
-        root = f"http://127.0.0.1:{self.server_address[1]}/{self.secret}"
-        return {
-            "ANTHROPIC_BASE_URL": f"{root}/anthropic",
-            "OPENAI_BASE_URL": f"{root}/openai/v1",
-        }
-
-    def __enter__(self) -> RecordingEndpoint:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.shutdown()
-        self.server_close()
-
-
-class _Exchange(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the agent's terminal is the agent's
-
-    def do_POST(self) -> None:
-        endpoint = cast(RecordingEndpoint, self.server)
-        secret, _, rest = self.path.lstrip("/").partition("/")
-        kind, _, path = rest.partition("/")
-        path = "/" + path
-        known = secrets.compare_digest(secret.encode(), endpoint.secret.encode())
-        if kind not in UPSTREAMS or not known:
-            self._answer(404, "not a recording endpoint")
-            return
-        # The SDKs send a Content-Length; a chunked request body is not read.
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        request = _json_or_text(body) if body else None
-        stream = isinstance(request, dict) and request.get("stream") is True
-        # The endpoint as the upstream names it (openai's without its /v1).
-        api_path = upstream_url(kind, "", path.partition("?")[0])
-        if kind == "openai" and stream and api_path in USAGE_ON_REQUEST:
-            body = ask_for_usage(cast(dict, request), body)
-        given = self.headers.items()
-        headers = {k: v for k, v in given if k.lower() not in NOT_FORWARDED}
-        headers["Accept-Encoding"] = "identity"
-        taped = {k.lower(): v for k, v in given if k.lower() in TAPED_HEADERS}
-        entry: dict[str, Any] = {"provider_kind": kind, "method": self.command}
-        entry.update(path=path, headers=taped, request=request)
-        started = time.monotonic()
-        url = upstream_url(kind, endpoint.upstreams[kind], path)
-        # The upstreams are checked to be http(s) URLs before the agent starts.
-        call = urllib.request.Request(url, body or None, headers, method=self.command)  # noqa: S310
-        try:
-            upstream: Any = urllib.request.urlopen(call, timeout=UPSTREAM_TIMEOUT)  # noqa: S310
-        except urllib.error.HTTPError as error:
-            upstream = error  # an answer all the same: the agent gets it
-        except (OSError, ValueError) as error:
-            upstream = None
-            message = f"{PROG} could not reach {url}: {error}"
-            self._answer(502, message)
-            entry.update(status=502, error=message[:500])
-        if upstream is not None:
-            with upstream:
-                status, kept, complete = self._relay(upstream)
-            is_stream = "text/event-stream" in upstream.headers.get("Content-Type", "")
-            response = sse_events(kept) if is_stream else _json_or_text(kept)
-            usage, model = read_usage(kind, response, is_stream)
-            if model is None and isinstance(request, dict):
-                model = str(request.get("model") or "") or None
-            entry.update(status=status, stream=is_stream, response=response)
-            entry.update(model=model, usage=usage, truncated=not complete or None)
-            entry["billed"] = api_path in BILLED[kind] and self.command == "POST"
-        entry["duration_seconds"] = round(time.monotonic() - started, 3)
-        with endpoint.lock:
-            endpoint.tape.append({k: v for k, v in entry.items() if v is not None})
-
-    do_GET = do_POST  # /v1/models
-
-    def _relay(self, upstream: Any) -> tuple[int, bytes, bool]:
-        """Pass the upstream's answer on as it arrives (chunked); returns its
-        status, the bytes kept for the tape and whether they are all of it."""
-        status = int(getattr(upstream, "status", None) or upstream.code)
-        self.send_response(status)
-        for name, value in upstream.headers.items():
-            if name.lower() not in NOT_FORWARDED:
-                self.send_header(name, value)
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        kept = bytearray()
-        complete = listening = True
-        read = getattr(upstream, "read1", upstream.read)
-        while True:
-            try:
-                chunk = read(65536)
-            except OSError:
-                chunk, complete = b"", False
-            if not chunk:
-                break
-            if len(kept) + len(chunk) <= EXCHANGE_BYTES:
-                kept += chunk
-            else:
-                complete = False
-            try:
-                if listening:
-                    self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
-            except OSError:
-                listening = False  # the agent hung up; the tape goes on
-        if listening:
-            with contextlib.suppress(OSError):
-                self.wfile.write(b"0\r\n\r\n")
-        return status, bytes(kept), complete
-
-    def _answer(self, status: int, message: str) -> None:
-        body = json.dumps({"error": {"message": message}}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+# The variables that hold the ingest token by default; the agent gets none of
+# them (nor the one --token-env names), so it cannot post runs of its own.
+TOKEN_VARIABLES = ("REPLAYHUB_TOKEN",)
 
 
 # --- the agent -----------------------------------------------------------------------
@@ -455,10 +108,15 @@ def run_agent(
     return exit_code, round(time.monotonic() - started, 3), output
 
 
-def agent_env(endpoint: RecordingEndpoint, **replayhub: str) -> dict[str, str]:
-    """The user's environment with the model APIs on the recording endpoint and
-    ``REPLAYHUB_<NAME>`` for each of ``replayhub``, as the sandbox sets them."""
-    env = {**os.environ, **endpoint.base_urls()}
+def agent_env(
+    endpoint: RecordingEndpoint, *, token_env: str, **replayhub: str
+) -> dict[str, str]:
+    """The user's environment without the ingest token, with the model APIs on
+    the recording endpoint and ``REPLAYHUB_<NAME>`` for each of ``replayhub``,
+    as the sandbox sets them."""
+    hidden = {token_env, *TOKEN_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    env.update(endpoint.base_urls())
     env.update(
         {f"REPLAYHUB_{name.upper()}": value for name, value in replayhub.items()}
     )
@@ -520,23 +178,16 @@ def cap_tape(tape: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     return tape
 
 
-def clean(value: Any) -> Any:
-    """``value`` with NULs and lone surrogates replaced: the server refuses a
-    record holding either (PostgreSQL cannot store them)."""
-    if isinstance(value, str):
-        return value.replace("\0", "\ufffd").encode("utf-8", "replace").decode()
-    if isinstance(value, list):
-        return [clean(item) for item in value]
-    if isinstance(value, dict):
-        return {clean(key): clean(item) for key, item in value.items()}
-    return value
-
-
 def build_record(
-    facts: dict[str, Any], tape: list[dict[str, Any]], max_bytes: int = MAX_RECORD_BYTES
+    facts: dict[str, Any],
+    tape: list[dict[str, Any]],
+    max_bytes: int = MAX_RECORD_BYTES,
+    keys: KeyScrub | None = None,
 ) -> dict[str, Any]:
     """The native run record: ``facts`` (None values left out), the provider,
-    model and usage the tape tells, and the tape cut to fit in ``max_bytes``."""
+    model and usage the tape tells, and the tape cut to fit in ``max_bytes``;
+    every string in it masked of ``keys`` and storable (:func:`storable`)."""
+    keys = keys or KeyScrub()
     record = {key: value for key, value in facts.items() if value is not None}
     kinds = Counter(entry["provider_kind"] for entry in tape)
     if kinds:
@@ -545,92 +196,25 @@ def build_record(
     if models:
         record.setdefault("model", models[-1])
     record["usage"] = totals(tape)
-    record = clean(record)
-    record["tape"] = cap_tape(clean(tape), max(max_bytes - _size(record) - 4096, 0))
+
+    def masked(text: str) -> str:
+        return storable(keys.text(text))
+
+    record = map_strings(record, masked)
+    budget = max(max_bytes - _size(record) - 4096, 0)
+    record["tape"] = cap_tape(map_strings(tape, masked), budget)
     return record
+
+
+def storable(text: str) -> str:
+    """``text`` with NULs and lone surrogates replaced: the server refuses a
+    record holding either (PostgreSQL cannot store them)."""
+    return text.replace("\0", "\ufffd").encode("utf-8", "replace").decode()
 
 
 def title_of(prompt: str) -> str:
     line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
     return line if len(line) <= 120 else line[:119] + "\u2026"
-
-
-# --- delivery ------------------------------------------------------------------------
-
-
-def post(server: str, project: str, token: str, record: dict[str, Any]) -> str | None:
-    """Post ``record``; None when the server stored it (or had it already)."""
-    url = f"{server.rstrip('/')}/api/v1/projects/{urllib.parse.quote(project)}/runs"
-    body = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-    headers = {"Authorization": f"Bearer {token}"}
-    headers["Content-Type"] = "application/x-ndjson"
-    # The server is checked to be an http(s) URL.
-    request = urllib.request.Request(url, body.encode(), headers, method="POST")  # noqa: S310
-    try:
-        with urllib.request.urlopen(request, timeout=POST_TIMEOUT):  # noqa: S310
-            return None
-    except urllib.error.HTTPError as error:
-        text = error.read(4096).decode("utf-8", "replace")
-        with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError):
-            answer = json.loads(text)
-            text = answer.get("error", text)
-            text += "".join(f"; {bad['error']}" for bad in answer.get("invalid", []))
-        return f"the server refused the record ({error.code}): {text[:1000]}"
-    except (OSError, ValueError) as error:
-        return f"the server at {server} did not answer ({error})"
-
-
-def spool(directory: Path, delivery: dict[str, Any]) -> Path:
-    """Write ``delivery`` to ``directory/<external id>.json``, readable by the
-    user only: it holds the prompt and the tape (never the token)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{delivery['record']['external_id']}.json"
-    partial = path.with_suffix(".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(delivery, out, ensure_ascii=False)
-    os.replace(partial, path)
-    return path
-
-
-def deliver(delivery: dict[str, Any]) -> str | None:
-    """Push the refs (unless pushed already), then post; None when both are
-    done, else why not. ``delivery["pushed"]`` follows the push."""
-    if not delivery["pushed"] and delivery["refs"]:
-        why = push(Path(delivery["repository"]), delivery["remote"], delivery["refs"])
-        if why:
-            return why
-    delivery["pushed"] = True
-    token = os.environ.get(delivery["token_env"])
-    if not token:
-        return f"${delivery['token_env']} is not set (the project's ingest token)"
-    return post(delivery["server"], delivery["project"], token, delivery["record"])
-
-
-def say(message: str) -> None:
-    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
-
-
-def send_spooled(path: Path, args: argparse.Namespace) -> bool:
-    """Send one spooled run; True when delivered (its file is then removed)."""
-    try:
-        delivery = json.loads(path.read_text(encoding="utf-8"))
-        run_id = delivery["record"]["external_id"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        say(f"{path} is not a spooled run ({error})")
-        return False
-    # What the command line names wins over what the spool file remembers.
-    for name in ("server", "project", "token_env", "remote"):
-        delivery[name] = getattr(args, name) or delivery[name]
-    delivery["record"]["project"] = delivery["project"]
-    why = deliver(delivery)
-    if why:
-        spool(path.parent, {**delivery, "reason": why})
-        say(f"{path.name}: not sent: {why}")
-        return False
-    path.unlink()
-    say(f"sent run {run_id} to {delivery['server']}")
-    return True
 
 
 # --- the command ---------------------------------------------------------------------
@@ -706,40 +290,20 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
         message = f"{PROG}: the uncommitted work tree run {run_id} started from"
         base = checkout.commit_work_tree(parents=[base], message=message) or base
 
+    keys = local_keys(os.environ, token_env)
     with tempfile.TemporaryDirectory(prefix="replayhub-record-") as io_dir:
         prompt_file = Path(io_dir) / "prompt.txt"
         prompt_file.write_text(prompt, encoding="utf-8")
         with RecordingEndpoint(upstreams) as endpoint:
             given = {"prompt_file": str(prompt_file), "model": args.model}
-            env = agent_env(endpoint, **given, task_id=run_id)
+            env = agent_env(endpoint, token_env=token_env, **given, task_id=run_id)
             tee = not sys.stdout.isatty()
             exit_code, duration, output = run_agent(command, env, tee=tee)
             tape = list(endpoint.tape)
+            for key in endpoint.keys:
+                keys.add(key)
 
-    refs: dict[str, str] = {}
-    try:
-        # The agent's commits are its write-back; what it left uncommitted goes
-        # in a commit on top of them (or of the base), on a ref of its own.
-        head = checkout.git("rev-parse", "--verify", "HEAD^{commit}")
-        moved = head != checkout.head
-        if moved and base not in (head, checkout.head):
-            parents = [base, head]  # a dirty base stays the first parent
-        else:
-            parents = [head if moved else base]
-        message = f"{PROG}: the work tree agent run {run_id} left"
-        left = checkout.commit_work_tree(parents=parents, message=message)
-        original: str | None = left or parents[0]
-        done = [("agent-commit", moved), ("work-tree", left)]
-        how = "+".join(name for name, did in done if did) or "unchanged"
-        refs[RUN_REFS + run_id] = cast(str, original)
-        if base != checkout.head:
-            refs[BASE_REFS + run_id] = base
-        for ref, sha in refs.items():
-            checkout.git("update-ref", ref, sha)
-    except GitFailed as error:
-        say(f"the run's commit could not be written: {error}")
-        refs, original, how = {}, None, f"failed: {error}"
-
+    refs, original, how = write_back(checkout, base, run_id)
     facts: dict[str, Any] = {
         "project": project,
         "external_id": run_id,
@@ -765,16 +329,49 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
         "repository": str(checkout.git_dir),
         "refs": refs,
         "pushed": False,
-        "record": build_record(facts, tape, args.max_record_bytes),
+        "record": build_record(facts, tape, args.max_record_bytes, keys),
     }
     why = deliver(delivery)
     if why is None:
         say(f"recorded run {run_id} ({len(tape)} model calls) in {project}")
         return exit_code
-    path = spool(args.spool_dir or checkout.git_dir / "replayhub" / "spool", delivery)
+    why = keys.text(why)
+    spool_dir = args.spool_dir or checkout.git_dir / "replayhub" / "spool"
+    path = spool(spool_dir, {**delivery, "reason": why}, keys)
     say(f"{why}; the run is kept in {path}")
     say(f"send it later with: {PROG} --send {path}")
     return EXIT_SPOOLED
+
+
+def write_back(
+    checkout: Checkout, base: str, run_id: str
+) -> tuple[dict[str, str], str | None, str]:
+    """The run's refs (written here, to push), its original commit and how
+    the agent left it (``recorder.write_back``)."""
+    refs: dict[str, str] = {}
+    try:
+        # The agent's commits are its write-back; what it left uncommitted goes
+        # in a commit on top of them (or of the base), on a ref of its own.
+        head = checkout.git("rev-parse", "--verify", "HEAD^{commit}")
+        moved = head != checkout.head
+        if moved and base not in (head, checkout.head):
+            parents = [base, head]  # a dirty base stays the first parent
+        else:
+            parents = [head if moved else base]
+        message = f"{PROG}: the work tree agent run {run_id} left"
+        left = checkout.commit_work_tree(parents=parents, message=message)
+        original = left or parents[0]
+        done = [("agent-commit", moved), ("work-tree", left)]
+        how = "+".join(name for name, did in done if did) or "unchanged"
+        refs[RUN_REFS + run_id] = original
+        if base != checkout.head:
+            refs[BASE_REFS + run_id] = base
+        for ref, sha in refs.items():
+            checkout.git("update-ref", ref, sha)
+    except GitFailed as error:
+        say(f"the run's commit could not be written: {error}")
+        return {}, None, f"failed: {error}"
+    return refs, original, how
 
 
 def main(argv: list[str] | None = None) -> int:

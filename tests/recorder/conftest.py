@@ -1,6 +1,7 @@
 """The recorder's world: a bare repository acting as ``origin``, a developer's
 clone of it, the fake model provider, an agent on the official SDKs, and the
-recorder run as a user runs it (its file, a subprocess, in the clone)."""
+recorder run as a user runs it: the one file the server serves for download,
+a subprocess, in the clone."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +21,9 @@ import pytest
 from replayhub.demo.model_api import REAL_KEY, StandInProvider
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import Project, Run
-from tests.conftest import ROOT
+from replayhub.recorder import bundle
 from tests.factories import make_git_project
 from tests.gitrepos import Repo, make_repo
-
-RECORDER = ROOT / "replayhub" / "recorder" / "record.py"
 
 # The agent: the official SDKs, pointed by the recorder's variables at its
 # endpoint, a call each way (plain and streamed), then an edit of app.py and,
@@ -91,6 +92,7 @@ class Recorded:
 
 @dataclass
 class World:
+    recorder: Path
     home: Path
     origin: Path
     checkout: Path
@@ -130,7 +132,7 @@ class World:
         prompt: str = "Add a note to app.py",
         server: str | None = None,
     ) -> Recorded:
-        argv = [sys.executable, str(RECORDER)]
+        argv = [sys.executable, str(self.recorder)]
         argv += ["--server", server or self.server, "--project", "shop"]
         argv += ["--prompt", prompt, "--model", model]
         argv += ["--anthropic-upstream", self.fake.base_url]
@@ -157,7 +159,7 @@ class World:
         return Recorded(done.returncode, done.stdout, done.stderr)
 
     def send(self, *flags: str) -> Recorded:
-        return self.call([sys.executable, str(RECORDER), *flags])
+        return self.call([sys.executable, str(self.recorder), *flags])
 
     def state(self) -> dict[str, str]:
         """What the developer sees of their clone: HEAD, branch, index, status."""
@@ -184,7 +186,9 @@ def read_spool(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def make_world(tmp_path: Path, fake: StandInProvider, server: str) -> World:
+def make_world(
+    tmp_path: Path, fake: StandInProvider, server: str, recorder: Path
+) -> World:
     seed = make_repo(tmp_path, {"app.py": "VALUE = 1\n"}, name="seed")
     origin = tmp_path / "origin.git"
     sh(tmp_path, "clone", "--quiet", "--bare", str(seed.path), str(origin))
@@ -194,7 +198,17 @@ def make_world(tmp_path: Path, fake: StandInProvider, server: str) -> World:
     agent.write_text(AGENT)
     home = tmp_path / "home"
     home.mkdir()
-    return World(home, origin, checkout, agent, fake, server, "", None)
+    return World(recorder, home, origin, checkout, agent, fake, server, "", None)
+
+
+@pytest.fixture(scope="session")
+def recorder(tmp_path_factory) -> Path:
+    """The recorder as a user downloads it: one file, run by its path (so that
+    no module of this package is what runs)."""
+    path = tmp_path_factory.mktemp("download") / "replayhub-record.py"
+    path.write_text(bundle.source(), encoding="utf-8")
+    path.chmod(0o755)
+    return path
 
 
 @pytest.fixture
@@ -204,10 +218,70 @@ def fake() -> Iterator[StandInProvider]:
 
 
 @pytest.fixture
-def world(tmp_path, fake, live_server) -> World:
+def world(tmp_path, fake, live_server, recorder) -> World:
     """A developer's clone, and ReplayHub serving the project on its origin (a
     local path: the project repository is the bare repository itself)."""
-    made = make_world(tmp_path, fake, live_server.url)
+    made = make_world(tmp_path, fake, live_server.url, recorder)
     made.project = make_git_project(Repo(made.origin))
     made.token = token_issue(project=made.project)[1]
     return made
+
+
+class LocalHost:
+    """A web server on 127.0.0.1, in a thread, that answers every request with
+    ``status`` (and ``location``, for a redirect) and ``reply``'s body for the
+    request's headers, and keeps what it got."""
+
+    def __init__(
+        self,
+        status: int = 200,
+        location: str | None = None,
+        reply: Callable[[dict[str, str]], Any] | None = None,
+    ) -> None:
+        self.status = status
+        self.location = location
+        self.reply = reply or (lambda headers: {"imported": 1, "stolen": True})
+        self.received: list[tuple[str, str, dict[str, str]]] = []
+        host = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                host.received.append((self.command, self.path, headers))
+                body = json.dumps(host.reply(headers)).encode()
+                self.send_response(host.status)
+                if host.location:
+                    self.send_header("Location", host.location)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = answer
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> LocalHost:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[LocalHost]:
+    """Another host, which no credential may reach: it answers 200 to all."""
+    with LocalHost() as host:
+        yield host

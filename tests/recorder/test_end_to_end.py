@@ -17,7 +17,7 @@ from replayhub.ingest.preflight import preflight_runs
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ModelCall, Preflight, Project, Provider, Replay, Run
 from tests.gitservers import HttpGitServer
-from tests.recorder.conftest import RECORDER, World, make_world, sh
+from tests.recorder.conftest import World, make_world, sh
 from tests.replay.test_real_agent import agent_index  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.usefixtures("env_cache", "mirror_dir")
@@ -30,10 +30,10 @@ AGENT_COMMAND = ["sh", "-c", '"$REPLAYHUB_ENV_DIR/bin/python" agent.py openai']
 
 
 @pytest.fixture
-def served(tmp_path, fake, live_server, agent_index, monkeypatch):  # noqa: F811
+def served(tmp_path, fake, live_server, agent_index, monkeypatch, recorder):  # noqa: F811
     """The developer's world with its origin behind git's HTTP backend, and a
     project registered by that URL, its agent committed in the repository."""
-    world = make_world(tmp_path, fake, live_server.url)
+    world = make_world(tmp_path, fake, live_server.url, recorder)
     with HttpGitServer(tmp_path) as git_server:
         url = git_server.url(world.origin.name)
         sh(world.checkout, "remote", "set-url", "origin", url)
@@ -87,7 +87,7 @@ def served(tmp_path, fake, live_server, agent_index, monkeypatch):  # noqa: F811
 
 
 def record(world: World):
-    argv = [sys.executable, str(RECORDER), "--server", world.server]
+    argv = [sys.executable, str(world.recorder), "--server", world.server]
     argv += ["--project", "shop", "--prompt", "Add a note to app.py"]
     argv += ["--model", MODEL, "--openai-upstream", world.fake.base_url + "/v1"]
     argv += ["--", *AGENT_COMMAND]

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from replayhub.demo.model_api import REAL_KEY, StandInProvider
-from replayhub.recorder.record import RecordingEndpoint
+from replayhub.recorder.endpoint import RecordingEndpoint
+from tests.recorder.conftest import LocalHost
 from tests.recorder.test_spool import closed_port
 
 HI = [{"role": "user", "content": "hi"}]
@@ -80,3 +81,36 @@ def test_a_path_without_the_runs_secret_is_404_and_goes_nowhere(fake, path):
         status, _ = ask(f"http://127.0.0.1:{port}{path}", ASK)
     assert status == 404
     assert recording.tape == [] and fake.received == []
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/messages", 302),
+        ("/v1/messages", 303),
+        ("/v1/models", 301),
+        ("/v1/models", 307),
+    ],
+)
+def test_an_upstream_redirect_is_an_error_and_the_key_goes_nowhere_else(
+    elsewhere, path, status
+):
+    with LocalHost(status, location=f"{elsewhere.url}/v1/keys") as upstream:
+        recording = RecordingEndpoint(
+            {"anthropic": upstream.url, "openai": upstream.url + "/v1"}
+        )
+        with recording:
+            url = recording.base_urls()["ANTHROPIC_BASE_URL"] + path
+            answered, body = ask(url, ASK if path == "/v1/messages" else None)
+
+    assert answered == 502
+    message = json.loads(body)["error"]["message"]
+    assert f"answered {status}, a redirect to '{elsewhere.url}/v1/keys'" in message
+    assert "not followed" in message and "stolen" not in body.decode()
+    # The upstream it was set for got the key; the place it pointed to, nothing.
+    (got,) = upstream.received
+    assert got[2]["x-api-key"] == REAL_KEY
+    assert elsewhere.received == []
+    (entry,) = recording.tape
+    assert entry["status"] == 502 and "a redirect to" in entry["error"]
+    assert recording.keys == {REAL_KEY}

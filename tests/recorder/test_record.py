@@ -11,7 +11,7 @@ import pytest
 
 from replayhub.demo.model_api import REAL_KEY
 from replayhub.models import Preflight, Run
-from tests.recorder.conftest import RECORDER, World, sh, spooled
+from tests.recorder.conftest import World, sh, spooled
 
 pytestmark = pytest.mark.services
 
@@ -188,7 +188,7 @@ def test_what_an_agent_leaves_after_its_commit_goes_on_top_of_it(world: World):
 def test_an_agent_command_that_cannot_start_is_127_and_nothing_is_recorded(
     world: World, tmp_path
 ):
-    argv = [sys.executable, str(RECORDER), "--server", world.server]
+    argv = [sys.executable, str(world.recorder), "--server", world.server]
     argv += ["--project", "shop", "--prompt", "x", "--", str(tmp_path / "missing")]
     recorded = world.call(argv)
     assert recorded.returncode == 127

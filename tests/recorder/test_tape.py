@@ -1,12 +1,10 @@
 """The recorder's pure parts: usage read as the replay gateway reads it, the
-tape kept within the record limit, a record the server's checker takes, the
-CI variables, and a file that stays standard-library Python 3.9."""
+tape kept within the record limit, a record the server's checker takes, and
+the CI variables."""
 
 from __future__ import annotations
 
-import ast
 import json
-import sys
 import urllib.request
 from typing import Any
 
@@ -15,8 +13,7 @@ import pytest
 from replayhub.demo.model_api import REAL_KEY, StandInProvider
 from replayhub.gateway.wire import UsageMeter
 from replayhub.ingest.native import check_record
-from replayhub.recorder import record
-from tests.recorder.conftest import RECORDER
+from replayhub.recorder import endpoint, record
 
 ASK = [{"role": "user", "content": "three little words"}]
 
@@ -30,7 +27,7 @@ def call(fake: StandInProvider, kind: str, stream: bool) -> tuple[bytes, bool]:
     if kind == "openai":
         path, headers = "/v1/chat/completions", {"Authorization": f"Bearer {REAL_KEY}"}
         if stream:
-            body = json.loads(record.ask_for_usage(body, json.dumps(body).encode()))
+            body = json.loads(endpoint.ask_for_usage(body, json.dumps(body).encode()))
     request = urllib.request.Request(  # noqa: S310 - the fake provider
         fake.base_url + path, json.dumps(body).encode(), headers, method="POST"
     )
@@ -65,8 +62,8 @@ def gateway_reads(kind: str, raw: bytes, stream: bool) -> tuple[Any, ...]:
 
 
 def recorder_reads(kind: str, raw: bytes, stream: bool) -> tuple[Any, ...]:
-    response = record.sse_events(raw) if stream else json.loads(raw)
-    usage, model = record.read_usage(kind, response, stream)
+    response = endpoint.sse_events(raw) if stream else json.loads(raw)
+    usage, model = endpoint.read_usage(kind, response, stream)
     assert usage is not None
     return usage["input_tokens"], usage["output_tokens"], model
 
@@ -97,7 +94,7 @@ def test_responses_api_streams_and_cache_counts_agree_with_the_gateway(
 
 def test_a_stream_without_usage_reports_none_and_keeps_the_model():
     raw = b'data: {"model": "m", "choices": [{"delta": {}}]}\n\ndata: [DONE]\n\n'
-    assert record.read_usage("openai", record.sse_events(raw), True) == (None, "m")
+    assert endpoint.read_usage("openai", endpoint.sse_events(raw), True) == (None, "m")
 
 
 def entry(n: int, size: int) -> dict[str, Any]:
@@ -203,19 +200,4 @@ def test_the_ci_job_is_named_from_the_usual_variables(env, expected):
     ],
 )  # fmt: skip
 def test_the_upstream_url_does_not_repeat_the_api_version(kind, base, path, url):
-    assert record.upstream_url(kind, base, path) == url
-
-
-def test_the_file_is_standard_library_python_3_9():
-    source = RECORDER.read_text()
-    tree = ast.parse(source, feature_version=(3, 9))
-    imported = {
-        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[
-            0
-        ]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    assert imported - {"__future__"} <= sys.stdlib_module_names
-    assert source.startswith("#!/usr/bin/env python3\n")
+    assert endpoint.upstream_url(kind, base, path) == url

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from tests.recorder.conftest import RECORDER
+from replayhub.recorder import bundle
 
 
 def test_anyone_downloads_the_recorder_as_one_file(client, db):
@@ -15,7 +15,7 @@ def test_anyone_downloads_the_recorder_as_one_file(client, db):
         'attachment; filename="replayhub-record.py"'
     )
     assert response["Content-Type"].startswith("text/x-python")
-    assert b"".join(response.streaming_content) == RECORDER.read_bytes()
+    assert b"".join(response.streaming_content) == bundle.source().encode()
 
 
 def test_the_download_is_read_only(client, db):
