@@ -150,6 +150,7 @@ def noise(size: int) -> bytes:
 # the way gunicorn kills a worker past its timeout (SIGKILL, no handler).
 FETCHER = """
 import sys
+from pathlib import Path
 from replayhub.git.mirrors import Mirror, Remote
 Mirror(root=Path(sys.argv[1]), key="1", remote=Remote(sys.argv[2])).ready()
 """
@@ -168,10 +169,12 @@ def test_a_fetch_that_never_ends_dies_with_the_process_that_started_it(tmp_path)
             ],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
-            assert server.asked.wait(30), "git never asked the server"
+            if not server.asked.wait(30):
+                fetcher.kill()
+                pytest.fail(f"git never asked the server: {fetcher.communicate()[1]!r}")
             # git and its http helper are fetching now.
             assert len(processes_mentioning(marker)) >= 2
             fetcher.kill()
