@@ -96,9 +96,11 @@ def send_spooled(path: Path, args: argparse.Namespace) -> bool:
     for name in ("server", "project", "token_env", "remote"):
         delivery[name] = getattr(args, name) or delivery[name]
     delivery["record"]["project"] = delivery["project"]
+    # A run spooled by an older recorder may hold keys this one knows.
+    keys = local_keys(os.environ, delivery["token_env"])
+    delivery["record"] = keys.value(delivery["record"])
     why = deliver(delivery)
     if why:
-        keys = local_keys(os.environ, delivery["token_env"])
         spool(path.parent, {**delivery, "reason": keys.text(why)}, keys)
         say(f"{path.name}: not sent: {keys.text(why)}")
         return False

@@ -12,6 +12,7 @@ the recorder never saw is masked by the server as it imports the record."""
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 import sys
 import urllib.parse
@@ -145,3 +146,17 @@ def test_a_key_the_recorder_never_saw_is_masked_by_its_shape_on_import(world: Wo
     run = world.stored(recorded.run_id)
     assert run.record["agent"]["command"][-2:] == ["--api-key", "[redacted]"]
     assert shaped not in str(run.record)
+
+
+def test_a_run_spooled_by_an_older_recorder_is_masked_as_it_is_sent(world: World):
+    recorded = world.record(server=f"http://127.0.0.1:{closed_port()}")
+    assert recorded.returncode == 75, recorded.stderr
+    (path,) = spooled(world)
+    delivery = read_spool(path)
+    delivery["record"]["output"] = f"ANTHROPIC_API_KEY={REAL_KEY}"
+    path.write_text(json.dumps(delivery))
+
+    sent = world.send("--send", str(path), "--server", world.server)
+    assert sent.returncode == 0, sent.stderr
+    run = world.stored(delivery["record"]["external_id"])
+    assert run.output == "ANTHROPIC_API_KEY=[redacted]"
