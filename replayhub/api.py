@@ -113,17 +113,30 @@ def _session_denied(request: HttpRequest, permission: str) -> JsonResponse | Non
 @login_not_required
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> JsonResponse:
+    answer = run_data(request, run_id)
+    return answer if isinstance(answer, JsonResponse) else JsonResponse(answer)
+
+
+def run_data(request: HttpRequest, run_id: int) -> dict[str, Any] | JsonResponse:
+    """The run endpoint's answer as data, or its error answer: the people's
+    side adds to the data without reading back JSON it did not write."""
     if denied := _session_denied(request, "replayhub.view_run"):
         return denied
     run = Run.objects.select_related("project").filter(pk=run_id).first()
     if run is None:
         return _error(404, f"there is no run {run_id}")
-    return JsonResponse(_run_json(run))
+    return _run_json(run)
 
 
 @login_not_required
 @require_GET
 def replay_detail(request: HttpRequest, replay_id: int) -> JsonResponse:
+    answer = replay_data(request, replay_id)
+    return answer if isinstance(answer, JsonResponse) else JsonResponse(answer)
+
+
+def replay_data(request: HttpRequest, replay_id: int) -> dict[str, Any] | JsonResponse:
+    """The replay endpoint's answer as data, or its error answer."""
     if denied := _session_denied(request, roles.VIEW_REPLAYS):
         return denied
     full = request.GET.get("full") == "1"
@@ -132,10 +145,8 @@ def replay_detail(request: HttpRequest, replay_id: int) -> JsonResponse:
     )
     if replay is None:
         return _error(404, f"there is no replay {replay_id}")
-    return JsonResponse(
-        _replay_json(
-            replay, full=full, with_money=request.user.has_perm(roles.VIEW_MONEY)
-        )
+    return _replay_json(
+        replay, full=full, with_money=request.user.has_perm(roles.VIEW_MONEY)
     )
 
 

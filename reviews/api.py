@@ -7,8 +7,6 @@ this adds what only the review app knows.
 
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
@@ -38,10 +36,9 @@ def _blinded(data: dict) -> dict:
 @login_not_required
 @require_GET
 def replay_detail(request: HttpRequest, replay_id: int):
-    response = api.replay_detail(request, replay_id)
-    if response.status_code != 200:
-        return response
-    data = json.loads(response.content)
+    data = api.replay_data(request, replay_id)
+    if isinstance(data, JsonResponse):
+        return data
     project_id = Replay.objects.filter(pk=replay_id).values_list("project_id")[0][0]
     if hidden_from(request.user, [(replay_id, project_id)]):
         data = _blinded(data)
@@ -72,10 +69,9 @@ def replay_detail(request: HttpRequest, replay_id: int):
 @require_GET
 def run_detail(request: HttpRequest, run_id: int):
     """The run endpoint, its replays' verdicts hidden where blind review says."""
-    response = api.run_detail(request, run_id)
-    if response.status_code != 200:
-        return response
-    data = json.loads(response.content)
+    data = api.run_data(request, run_id)
+    if isinstance(data, JsonResponse):
+        return data
     project_id = Run.objects.filter(pk=run_id).values_list("project_id")[0][0]
     hidden = hidden_from(request.user, [(r["id"], project_id) for r in data["replays"]])
     data["replays"] = [_blinded(r) if r["id"] in hidden else r for r in data["replays"]]

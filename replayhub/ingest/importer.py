@@ -32,6 +32,7 @@ from psycopg import postgres
 from replayhub.ingest.native import RecordError, RecordLine, split_lines, stored_part
 from replayhub.ingest.parsing import ParserProcess
 from replayhub.ingest.rows import COLUMNS, Lines, Parsed, Row, binary_value, read_batch
+from replayhub.lib import boundedjson
 from replayhub.models import Project, Run
 
 BATCH_SIZE = 1000
@@ -207,16 +208,18 @@ def _array_elements(data: bytes) -> Iterator[tuple[int, bytes | RecordError]]:
     while index < len(text) and text[index] != "]":
         position += 1
         try:
+            # Only the element's end is wanted here: read_record reads it,
+            # within the bounds, and one nested past them is refused alone.
             _, end = decoder.raw_decode(text, index)
         except (ValueError, RecursionError) as error:
             message = (
-                str(error) if isinstance(error, ValueError) else "nested too deeply"
+                f"not valid JSON: {error}"
+                if isinstance(error, ValueError)
+                else str(boundedjson.too_deep())
             )
             yield (
                 position,
-                RecordError(
-                    f"not valid JSON: {message}; the rest of the array was not read"
-                ),
+                RecordError(f"{message}; the rest of the array was not read"),
             )
             return
         yield position, text[index:end].encode("utf-8", errors="surrogateescape")

@@ -23,6 +23,8 @@ from typing import Any, NamedTuple, cast
 
 import orjson
 
+from replayhub.lib import boundedjson
+
 SHA = re.compile(r"[0-9a-f]{7,64}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,64}")
@@ -132,9 +134,10 @@ def parse_line(data: bytes, *, terminated: bool = True) -> Any:
     """Decode one line as UTF-8 and parse it as JSON; any failure is a RecordError.
 
     Non-standard JSON is refused: ``NaN``/``Infinity`` and duplicate keys (the
-    database could keep neither faithfully). ``terminated=False`` marks the last
-    line of a file that did not end with a newline, so a parse failure there is
-    reported as a probable cut-off.
+    database could keep neither faithfully), and so is a value nested deeper
+    than ``boundedjson.MAX_DEPTH`` (nothing after the import could read it).
+    ``terminated=False`` marks the last line of a file that did not end with a
+    newline, so a parse failure there is reported as a probable cut-off.
     """
     value = _fast_parse(data)
     if value is not None:
@@ -156,15 +159,14 @@ def _fast_parse(data: bytes) -> dict[str, Any] | None:
     inside a string (an escaped quote before a colon) only costs the fast path.
     """
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        value = boundedjson.loads(data, lenient=False)
+    except boundedjson.Refused as refused:
+        if refused.bound:
+            raise RecordError(str(refused)) from None
         return None
     if type(value) is not dict:
         return None
-    try:
-        members = _members(value)
-    except RecursionError:
-        return None
+    members = _members(value)
     if members < 0:
         return None
     if members == data.count(b'":') and not _QUOTE_SPACE.search(data):
@@ -187,8 +189,10 @@ def _parse_strictly(data: bytes, *, terminated: bool) -> Any:
 
 
 def parse_text(text: str, *, terminated: bool = True) -> Any:
+    """``text`` parsed strictly (see :func:`parse_line`); a RecordError says why
+    it is not a record's JSON."""
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except RecordError:
         raise
     except json.JSONDecodeError as error:
@@ -200,10 +204,16 @@ def parse_text(text: str, *, terminated: bool = True) -> Any:
             message += " (this last line has no newline: the file was probably cut off)"
         raise RecordError(message) from None
     except RecursionError:
-        raise RecordError("not valid JSON: nested too deeply") from None
+        raise RecordError(str(boundedjson.too_deep())) from None
     except ValueError as error:
         # int() refuses numbers with thousands of digits (a DoS guard in CPython).
         raise RecordError(f"not valid JSON: {error}") from None
+    try:
+        openers = text.count("[") + text.count("{")
+        boundedjson.check_depth(value, openers=openers)
+    except boundedjson.Refused as refused:
+        raise RecordError(str(refused)) from None
+    return value
 
 
 def _refuse_constant(name: str) -> Any:
@@ -241,7 +251,9 @@ _REPR_CEILING = 1e16
 
 def _members(value: dict[str, Any] | list[Any]) -> int:
     """The number of object members in ``value``, nested ones included; -1 when
-    it holds a float orjson may not read or write as the stdlib does."""
+    it holds a float orjson may not read or write as the stdlib does.
+
+    It recurses: a parsed line is no deeper than ``boundedjson.MAX_DEPTH``."""
     items: Iterable[Any]
     if type(value) is dict:
         count = len(value)

@@ -11,7 +11,6 @@ gathers its inputs from the repository.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from replayhub.git.history import History
+from replayhub.lib import boundedjson
 
 BaseSource = Literal["recorded", "fork-point", "first-parent", "inferred", "none"]
 
@@ -249,7 +249,7 @@ def with_inferred(
 
 def _json_object(text: str | None) -> dict[str, str]:
     try:
-        value = json.loads(text) if text else {}
+        value = boundedjson.loads(text) if text else {}
     except ValueError:
         return {}
     if not isinstance(value, dict):
@@ -259,7 +259,7 @@ def _json_object(text: str | None) -> dict[str, str]:
 
 def _json_list(text: str | None) -> list[str]:
     try:
-        value = json.loads(text) if text else []
+        value = boundedjson.loads(text) if text else []
     except ValueError:
         return []
     return [str(item) for item in value] if isinstance(value, list) else []

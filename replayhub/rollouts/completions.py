@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replayhub.ingest.native import json_type
+from replayhub.lib import boundedjson
 from replayhub.texttier.similarity import jaccard
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -42,8 +43,8 @@ class ToolCall:
         """The arguments as the JSON they encode, key order and spacing aside;
         the raw text when it is not JSON."""
         try:
-            value = json.loads(self.arguments)
-        except (ValueError, RecursionError):
+            value = boundedjson.loads(self.arguments)
+        except boundedjson.Refused:
             return self.arguments.strip()
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
 

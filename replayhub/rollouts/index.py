@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from replayhub.lib import boundedjson
 from replayhub.lib.files import open_regular
 from replayhub.rollouts.graph import leaves
 from replayhub.rollouts.seeds import SeedRules
@@ -274,15 +273,23 @@ def _read_index(index: Path) -> tuple[list[int], list[Any]]:
         lines = [line for _, line in numbered]
     else:
         numbers = list(range(1, len(lines) + 1))
+    joined = b"[" + b",".join(lines) + b"]"
     try:
         # One call for every row: this is most of the cost of reading an index.
-        rows = orjson.loads(b"[" + b",".join(lines) + b"]")
-    except orjson.JSONDecodeError:
+        # The file is read whole already; the rows, one level down, are bounded.
+        rows = boundedjson.loads(
+            joined,
+            max_bytes=len(joined),
+            max_depth=boundedjson.MAX_DEPTH + 1,
+            lenient=False,
+        )
+    except boundedjson.Refused:
         for number, line in zip(numbers, lines, strict=True):
             try:
-                orjson.loads(line)
-            except orjson.JSONDecodeError:
-                raise _Stale(f"line {number} is not JSON") from None
+                boundedjson.loads(line, max_bytes=len(line), lenient=False)
+            except boundedjson.Refused as refused:
+                why = refused if refused.bound else "is not JSON"
+                raise _Stale(f"line {number} {why}") from None
         raise _Stale("a row is not JSON") from None
     return numbers, rows
 

@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from replayhub.lib import boundedjson
 from replayhub.rollouts.completions import MalformedCompletion, Message, normalise
 from replayhub.verdicts import Reason
 
@@ -158,9 +159,14 @@ def _parse_object(data: bytes) -> dict:
     except _Refused as error:
         raise malformed(str(error)) from None
     except RecursionError:
-        raise malformed("the result file nests too deeply") from None
+        raise malformed(f"the result file: {boundedjson.too_deep()}") from None
     except ValueError as error:
         raise malformed(f"the result file is not JSON ({_first_line(error)})") from None
+    try:
+        openers = text.count("[") + text.count("{")
+        boundedjson.check_depth(value, openers=openers)
+    except boundedjson.Refused as refused:
+        raise malformed(f"the result file: {refused}") from None
     if not isinstance(value, dict):
         raise malformed("the result is not a JSON object")
     return value

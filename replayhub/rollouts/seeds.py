@@ -363,6 +363,7 @@ def _launch_contexts(trace: Trace, paths: list[list[int]]) -> set[tuple]:
 
 
 def _hashable(value: Any) -> Any:
+    # It recurses: a trace's line was read within boundedjson's depth.
     if isinstance(value, list):
         return tuple(_hashable(v) for v in value)
     if isinstance(value, dict):

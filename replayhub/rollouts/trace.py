@@ -20,9 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from replayhub.ingest.native import RecordError, json_type, parse_line
+from replayhub.lib import boundedjson
 
 ROLES = ("system", "user", "assistant", "tool")
 VERSIONS = (1,)
@@ -75,13 +74,16 @@ class Trace:
 def parse_record(data: bytes, *, terminated: bool = True) -> tuple[Trace, Any]:
     """Parse one line into its Trace and the JSON value it was read from.
 
-    orjson reads a record (strict JSON: no NaN or Infinity); what it refuses
-    goes to the native reader, which words the error or reads what orjson
-    cannot (an integer past 64 bits). A repeated key keeps its last value.
+    orjson reads a record (strict JSON: no NaN or Infinity), within
+    ``boundedjson``'s bounds; what it refuses as JSON goes to the native
+    reader, which words the error or reads what orjson cannot (an integer past
+    64 bits). A repeated key keeps its last value.
     """
     try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        value = boundedjson.loads(data, lenient=False)
+    except boundedjson.Refused as refused:
+        if refused.bound:
+            raise ShapeError(str(refused)) from None
         try:
             value = parse_line(data, terminated=terminated)
         except RecordError as error:

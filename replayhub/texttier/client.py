@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from replayhub.gateway import wire
 from replayhub.gateway.providers import Upstream
+from replayhub.lib import boundedjson
 
 ANTHROPIC_VERSION = "2023-06-01"
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
@@ -238,7 +239,7 @@ def complete(
         error = f"HTTP {status}{tried}: {detail}" if detail else f"HTTP {status}"
     elif not error:
         try:
-            text = answer_text(upstream.kind, json.loads(attempt.body))
+            text = answer_text(upstream.kind, boundedjson.loads(attempt.body))
         except ValueError:
             text = None
         if text is None:

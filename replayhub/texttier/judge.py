@@ -9,9 +9,10 @@ around it, a score out of range, a float, a missing or extra key — is
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
+
+from replayhub.lib import boundedjson
 
 MAX_RATIONALE = 2000
 # Each side of the comparison is cut to this many characters in the prompt.
@@ -71,7 +72,7 @@ def parse_judgement(answer: str) -> Judgement:
     if fenced := _FENCE.match(text):
         text = fenced.group("body").strip()
     try:
-        data = json.loads(text)
+        data = boundedjson.loads(text)
     except ValueError:
         raise Unparseable("the answer is not one JSON object") from None
     if not isinstance(data, dict):

@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from replayhub import roles
+from replayhub.lib import boundedjson
 from replayhub.models import Replay, Seed
 from replayhub.rollouts.completions import MalformedCompletion, normalise
 from replayhub.rollouts.output import output_record, record_line
@@ -106,8 +107,8 @@ def text_view(text: str) -> dict[str, Any]:
 def pretty_arguments(arguments: str) -> str:
     """Tool-call arguments laid out when they are JSON, else as written."""
     try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError):
+        value = boundedjson.loads(arguments)
+    except boundedjson.Refused:
         return arguments
     return json.dumps(value, indent=2, ensure_ascii=False)
 

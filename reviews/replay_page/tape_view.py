@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from replayhub.gateway.tape import Exchange
+from replayhub.lib import boundedjson
 
 # A message's text shown on a page is cut here (the tape keeps all of it).
 TEXT_CHARS = 20_000
@@ -18,6 +19,12 @@ def _cut(text: str) -> str:
 
 
 def _json(value: Any) -> str:
+    # A tape from a record stored before the bounds existed may nest deeper
+    # than laying it out could go.
+    try:
+        boundedjson.check_depth(value, boundedjson.STORED_MAX_DEPTH)
+    except boundedjson.Refused as refused:
+        return f"(not shown: {refused})"
     return _cut(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
 
 

@@ -507,3 +507,14 @@ def test_choose_base_invariants_hold_for_every_combination(
         base.trusted and base.sha != ORIGINAL and base.sha in ancestors
     )
     assert base.reason
+
+
+def test_inferred_fields_nested_past_the_bound_are_left_out_not_a_crash(repo):
+    base = repo.head()
+    original = repo.commit({"app.py": "v = 1\n"}, "one", branch="agent")
+    deep = '{"base_sha": ' + "[" * 50_000 + "]" * 50_000 + "}"
+
+    result = provenance(repo, original, base, inferred=deep, import_notes=deep)
+
+    assert result.reproducible
+    assert result.warnings == []

@@ -73,7 +73,7 @@ def test_a_message_list_keeps_tool_calls_in_either_shape():
         (b'{"completion": [{"role": "root"}], "reward": 1}', "role"),
         (b'{"completion": [{"role": "tool", "content": {}}], "reward": 1}', "content"),
         (b'{"completion": "x", "reward": 1', "not JSON"),
-        (b"[" * 100_000 + b"]" * 100_000, "deeply"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests deeper than 100 levels"),
     ],
 )
 def test_anything_but_a_well_formed_result_is_malformed(data, words):

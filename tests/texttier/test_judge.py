@@ -51,3 +51,9 @@ def test_a_well_formed_answer_is_read(answer):
 def test_anything_else_is_unparseable_and_no_score_is_guessed(answer, why):
     with pytest.raises(judge.Unparseable, match=why):
         judge.parse_judgement(answer)
+
+
+def test_an_answer_nested_past_the_bound_is_unparseable_not_a_crash():
+    answer = '{"score": 8, "rationale": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    with pytest.raises(judge.Unparseable, match="not one JSON object"):
+        judge.parse_judgement(answer)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replayhub.ingest.transcripts.shapes import block_text
+from replayhub.lib import boundedjson
 
 USER = "user"
 ASSISTANT = "assistant"
@@ -66,8 +67,8 @@ def _pretty(value: Any) -> str:
     """Call input laid out: JSON text is parsed and indented, text kept."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
+            value = boundedjson.loads(value)
+        except boundedjson.Refused:
             return value
         if isinstance(value, str):
             return value
@@ -269,8 +270,8 @@ def _codex_output(output: Any) -> str:
         output = output.get("content", output)
     if isinstance(output, str):
         try:
-            parsed = json.loads(output)
-        except (ValueError, RecursionError):
+            parsed = boundedjson.loads(output)
+        except boundedjson.Refused:
             return output
         if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
             return parsed["output"]

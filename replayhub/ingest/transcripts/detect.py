@@ -6,10 +6,10 @@ None when nothing matches: the file is reported, not guessed at.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from replayhub.ingest.transcripts import codex
+from replayhub.lib import boundedjson
 
 HEAD_BYTES = 64 * 1024
 
@@ -44,7 +44,7 @@ def detect(name: str, head: bytes) -> str | None:
 def _first_object(text: str) -> dict[str, Any] | None:
     line = text.split("\n", 1)[0]
     try:
-        value = json.loads(line)
-    except ValueError:
+        value = boundedjson.loads(line)
+    except boundedjson.Refused:
         return None
     return value if isinstance(value, dict) else None

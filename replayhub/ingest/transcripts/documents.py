@@ -25,7 +25,6 @@ SHA-256 of its bytes.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +40,7 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     moment,
 )
+from replayhub.lib import boundedjson
 
 SWE_AGENT = "swe-agent"
 OPENHANDS = "openhands"
@@ -82,10 +82,15 @@ def parse_swe_agent(
     info = value["info"]
     config: dict[str, Any] = {}
     if isinstance(value.get("replay_config"), str):
+        # JSON text inside the document: read within the same bounds, and a
+        # configuration past them refuses the trajectory.
         try:
-            parsed = json.loads(value["replay_config"])
+            parsed = boundedjson.loads(value["replay_config"], max_bytes=limit)
             config = parsed if isinstance(parsed, dict) else {}
-        except ValueError:
+        except boundedjson.Refused as refused:
+            if refused.bound:
+                yield LineError(1, f"replay_config: {refused}")
+                return
             config = {}
     elif isinstance(value.get("replay_config"), dict):
         config = value["replay_config"]

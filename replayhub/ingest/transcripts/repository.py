@@ -38,6 +38,16 @@ class PatchRefused(Exception):
     """git would not apply the patch at the base; the message says why."""
 
 
+def _is_sha(value: object) -> bool:
+    """Whether a transcript's commit is a hex name (``main`` or ``HEAD~1`` is
+    not: only hex names reach git, and a record's base is checked as one)."""
+    try:
+        require_sha(value)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+    return True
+
+
 def _text(git_dir: Path, *args: str, check: bool = True) -> str:
     result = git(*args, git_dir=git_dir, timeout=TIMEOUT, check=check)
     if result.returncode != 0:
@@ -98,8 +108,8 @@ def marked_since(
     them when ``markers`` is empty)."""
     span = [f"--since={_epoch(start)}", f"--until={_epoch(end)}"]
     tail = ["--end-of-options", ref]
-    if base:
-        tail.append(f"^{require_sha(base)}")
+    if base and _is_sha(base):
+        tail.append(f"^{base}")
     ordered = _text(git_dir, "rev-list", *span, *tail, check=False).split()
     if not markers:
         return ordered
@@ -115,8 +125,10 @@ def marked_since(
 
 
 def full_sha(git_dir: Path, sha: str) -> str | None:
-    """``sha`` (a hex prefix) as the full name of a commit here, or None."""
-    require_sha(sha)
+    """``sha`` (a hex prefix) as the full name of a commit here, or None (for
+    a name that is not hex too)."""
+    if not _is_sha(sha):
+        return None
     found = _text(
         git_dir, "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}", check=False
     )
@@ -140,7 +152,8 @@ def offset_of(git_dir: Path, sha: str) -> str:
 def apply_patch(git_dir: Path, base: str, patch: str, *, label: str) -> str:
     """The commit of ``patch`` applied at ``base``; PatchRefused when git will
     not apply it, GitError when the repository cannot be read."""
-    require_sha(base)
+    if not _is_sha(base):
+        raise PatchRefused(f"the base commit {shown(base)} is not a commit sha")
     if full_sha(git_dir, base) is None:
         raise PatchRefused(f"the base commit {base} is not in the project repository")
     date = _text(git_dir, "log", "-1", "--format=%cI", base)
