@@ -93,7 +93,7 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
                     f"({_names(short)} used up); raise it on the Budgets page "
                     "or wait for the next night."
                 )
-            extra = {"night": night, "reservation": _json(estimate)}
+            extra = {"night": night, "reservation": estimate.as_json()}
         elif short := arithmetic.blocking_dimensions(estimate, _limits(project)):
             raise ReplayRefused(
                 f"One replay is estimated past a whole night's budget "
@@ -109,7 +109,7 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
                 "replay": replay.pk,
                 "run": run.external_id,
                 "night": night.date.isoformat() if night else None,
-                "reservation": _json(estimate) if night else None,
+                "reservation": estimate.as_json() if night else None,
             },
         )
     return Started(replay=replay, night=night)
@@ -117,12 +117,6 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
 
 def _names(dimensions: list[str]) -> str:
     return ", ".join(d.replace("_usd", "").replace("_", " ") for d in dimensions)
-
-
-def _json(amount: arithmetic.Amounts) -> dict:
-    data = amount.as_dict()
-    data["cost_usd"] = str(data["cost_usd"])
-    return data
 
 
 def project_save(*, actor, data: dict, project: Project | None = None) -> Project:

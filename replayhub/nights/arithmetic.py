@@ -47,6 +47,10 @@ class Amounts:
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def as_json(self) -> dict:
+        """As a replay's reservation stores it: money as a string, never a float."""
+        return self.as_dict() | {"cost_usd": str(self.cost_usd)}
+
     @classmethod
     def from_dict(cls, data: dict) -> Amounts:
         return cls(

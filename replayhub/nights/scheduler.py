@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -203,20 +203,24 @@ def _count(queryset):
     )
 
 
+def night_day(project: Project, now: datetime) -> date | None:
+    """The local date of the project's night whose window holds ``now``."""
+    budget = budget_of(project)
+    return arithmetic.night_containing(
+        now,
+        start_hour=budget.window_start_hour,
+        end_hour=budget.window_end_hour,
+        tz=budget.timezone,
+    )
+
+
 def night_for(
     *, tier: str, project: Project, now: datetime, immediate: bool
 ) -> NightReport:
     """The report of ``tier``'s admission with the night it admits into, or
     with the reason it admits nothing: ``now`` is outside the night's window
     (unless ``immediate``: the night opens now), or the window has ended."""
-    budget = budget_of(project)
-    in_window = arithmetic.night_containing(
-        now,
-        start_hour=budget.window_start_hour,
-        end_hour=budget.window_end_hour,
-        tz=budget.timezone,
-    )
-    if in_window is None and not immediate:
+    if night_day(project, now) is None and not immediate:
         return NightReport(tier, skipped_reason="outside the night's window")
     night = night_open(project=project, now=now, immediate=immediate)
     report = NightReport(tier, night=night)
@@ -317,7 +321,7 @@ def _create_replays(
     common = {
         "trigger": Trigger.SCHEDULER,
         "night": night,
-        "reservation": _json(estimate),
+        "reservation": estimate.as_json(),
         "created_at": now,
         "enqueued_at": now,
     }
@@ -350,24 +354,11 @@ def _caps(cap) -> dict:
     return {"wall_seconds": cap.wall_seconds, "max_tokens": cap.max_tokens}
 
 
-def _json(amount: Amounts) -> dict:
-    data = amount.as_dict()
-    data["cost_usd"] = str(Decimal(data["cost_usd"]))
-    return data
-
-
 def night_claim(*, project: Project, now: datetime) -> bool:
     """Whether ``now`` is in the project's night and this caller is the one to
     run its selection: the night is claimed once, by a conditional UPDATE of
     ``scheduled_at``."""
-    budget = budget_of(project)
-    day = arithmetic.night_containing(
-        now,
-        start_hour=budget.window_start_hour,
-        end_hour=budget.window_end_hour,
-        tz=budget.timezone,
-    )
-    if day is None:
+    if night_day(project, now) is None:
         return False
     night = night_open(project=project, now=now)
     return bool(

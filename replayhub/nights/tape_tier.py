@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery
@@ -160,14 +159,12 @@ def _create_tape_replays(
         max_tokens=project.max_tokens,
         left=left,
     )
-    reservation = estimate.as_dict()
-    reservation["cost_usd"] = str(Decimal(reservation["cost_usd"]))
     Replay.objects.queue_for_runs(
         run_ids,
         tier=Tier.TAPE,
         trigger=Trigger.SCHEDULER,
         night=night,
-        reservation=reservation,
+        reservation=estimate.as_json(),
         caps={"wall_seconds": caps.wall_seconds, "max_tokens": caps.max_tokens},
         created_at=now,
         enqueued_at=now,

@@ -32,7 +32,7 @@ from replayhub.models import (
     TextStatus,
     TextTrigger,
 )
-from replayhub.nights import arithmetic, scheduler, shares, tiers
+from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
 from replayhub.nights.shares import NightReport
 from replayhub.texttier.judge import MAX_SIDE, PROMPT
@@ -117,16 +117,7 @@ def _price(name: str, model: str) -> tuple[Decimal, Decimal] | None:
 
 
 def in_window(project: Project, now: datetime) -> bool:
-    budget = scheduler.budget_of(project)
-    return (
-        arithmetic.night_containing(
-            now,
-            start_hour=budget.window_start_hour,
-            end_hour=budget.window_end_hour,
-            tz=budget.timezone,
-        )
-        is not None
-    )
+    return scheduler.night_day(project, now) is not None
 
 
 def night_admit_text(
@@ -185,11 +176,7 @@ def night_admit_text(
                 target_model=target.model,
                 judge_provider=judge.provider if judge else "",
                 judge_model=judge.model if judge else "",
-                reservation={
-                    "replays": 1,
-                    "tokens": bound.tokens,
-                    "cost_usd": str(bound.cost_usd),
-                },
+                reservation=amount.as_json(),
                 created_at=now,
             )
             report.admitted.append(row.pk)

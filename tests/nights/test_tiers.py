@@ -405,3 +405,23 @@ def test_without_the_gate_later_ticks_admit_only_text_replays(
 
     assert Replay.objects.count() == 2
     assert TextReplay.objects.count() == 5
+
+
+def test_a_failed_text_replay_gives_its_reservation_back_and_counts_once(
+    tiered_project, standin, text_settings
+):
+    from replayhub.texttier.services import text_replay_settle
+
+    make_runs(tiered_project, 1, now=NOW, **RECORDED)
+    report = services.night_run(project=tiered_project, now=NOW)
+    (pk,) = report.of("text").admitted
+    # The call failed: no tokens, no cost recorded.
+    TextReplay.objects.filter(pk=pk).update(
+        status="finished", finished_at=NOW, error="timed out", cost_usd=None
+    )
+
+    text_replay_settle(row=TextReplay.objects.get(pk=pk), now=NOW)
+
+    text = share_of(Night.objects.get(), "text")
+    assert text.amounts("reserved") == Amounts()
+    assert text.amounts("used") == Amounts(replays=1)

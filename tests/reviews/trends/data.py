@@ -7,7 +7,6 @@ from itertools import count
 
 from replayhub.models import (
     Night,
-    NightShare,
     Phase,
     Project,
     Replay,
@@ -17,6 +16,7 @@ from replayhub.models import (
 )
 from reviews.models import Review
 from reviews.trends.rollups import refresh_totals
+from tests.factories import make_night
 
 _serial = count(1)
 
@@ -29,24 +29,18 @@ DEFAULT_REASON = {
 
 
 def night(item: Project, day: date, *, deferred: int = 0, status: str = "closed"):
-    start = datetime(day.year, day.month, day.day, 22, tzinfo=UTC)
-    night = Night.objects.create(
-        project=item,
-        date=day,
+    limits = {
+        "limit_replays": 100,
+        "limit_sandbox_seconds": 100_000,
+        "limit_tokens": 10_000_000,
+        "limit_cost_usd": 100,
+    }
+    return make_night(
+        item,
+        start=datetime(day.year, day.month, day.day, 22, tzinfo=UTC),
         status=status,
-        window_start=start,
-        window_end=start + timedelta(hours=8),
+        shares={"agentic": limits | {"deferred": deferred}},
     )
-    NightShare.objects.create(
-        night=night,
-        tier="agentic",
-        limit_replays=100,
-        limit_sandbox_seconds=100_000,
-        limit_tokens=10_000_000,
-        limit_cost_usd=100,
-        deferred=deferred,
-    )
-    return night
 
 
 def replay(
