@@ -2,32 +2,44 @@
 
 A Night is one project's nightly window (start hour, end hour, time zone;
 ``[start, end)``, an end hour not after the start hour ending the next day,
-DST-aware). Its budget is spent per tier, each tier with its own share: the
-agentic tier over four dimensions (replays, sandbox seconds, tokens, money),
-the text tier over replays, tokens and money, the tape tier over replays and
-sandbox seconds. Nothing here spends past a share, and nothing a share
-cannot take is dropped: it is deferred, counted and first in line next night.
+DST-aware). Its budget is spent per tier, each tier with its own share — a
+row per tier (``NightShare``, copied from the budget's ``BudgetShare`` rows
+when the night opens), the same columns on every row: the agentic tier over
+four dimensions (replays, sandbox seconds, tokens, money), the text tier over
+replays, tokens and money, the tape tier over replays and sandbox seconds.
+Nothing here spends past a share, and nothing a share cannot take is
+dropped: it is deferred, counted and first in line next night. A later kind
+of spending is one more tier in ``tiers``, not more columns.
 
 Modules:
 
 - arithmetic: the budget arithmetic and the window, pure (``Amounts``,
   ``remaining``, ``fits``, the estimate, the caps a replay starts with).
-- scheduler: open a night, select its candidates, reserve, admit, settle,
-  close.
-- tiers: the tier policy, pure (which runs the text tier passes on, the
-  most a text replay can spend, the tape tier's estimate).
+- shares: the one way every tier spends its share: ``open_shares``,
+  ``reserve``, ``admit`` (k estimates at once), ``settle``, ``remaining``,
+  ``defer``; and the one report of an admission (``NightReport``).
+- scheduler: open a night, select the agentic tier's candidates, admit
+  them, settle any replay on its tier's share, close.
+- tiers: the tier policy, pure (which dimensions each tier budgets, its
+  default share, the admission order, where a replay's spend is charged;
+  which runs the text tier passes on, the most a text replay can spend, the
+  tape tier's estimate).
 - tape_tier: the tape tier in the night. The text tier's part is
   ``texttier.night``; the workflows that run a night tier by tier are
   ``services.night_run`` and ``services.nights_tick``.
 
 The rules:
 
-- Admission reserves an estimate with one conditional UPDATE whose WHERE
-  says, for every dimension, that reserved plus used plus the estimate stays
-  within the limit; on PostgreSQL a concurrent update re-checks the
-  condition after the row lock, so no interleaving overspends (a test admits
-  from 24 threads). A named ``CheckConstraint`` (reserved within the limit)
-  is the backstop.
+- Admission (``shares.reserve``) locks the night's row, checks it is open
+  and its window not ended, then reserves an estimate with one conditional
+  UPDATE of the tier's share row whose WHERE says, for every dimension and
+  with that row's own columns only, that reserved plus used plus the
+  estimate stays within the limit; on PostgreSQL a concurrent update
+  re-checks that condition after the row lock, so no interleaving overspends
+  (tests reserve from 16 and 24 threads). A join or subquery through the
+  night in that WHERE would not be re-checked so. A named
+  ``CheckConstraint`` (``nightshare_reserved_within_limits``) is the
+  backstop.
 - Estimate: the median of the project's last 20 finished replays of the
   tier, each dimension at most its cap. Without history, the caps: sandbox
   seconds are the agent's limit plus every test run (2 x (1 + flake reruns) x
@@ -39,7 +51,8 @@ The rules:
 - Settlement happens in the transaction that stores the verdict, once per
   replay (``Replay.settled``): the reservation is released and the actual
   replays, sandbox seconds, tokens and money are added to what is used (an
-  overrun is recorded as it is). A replay the night never admitted (an
+  overrun is recorded as it is): each dimension on the replay's tier's share
+  when the tier budgets it, else on the agentic share (``tiers.charges``). A replay the night never admitted (an
   explicit ``reproduce``, a reviewer's rerun, a retry after a lost
   worker) is charged to the project's night running at that moment, if
   any, on its tier's share. A lost worker's attempt settles nothing but its
@@ -48,7 +61,7 @@ The rules:
   replay in flight; deferred runs first (oldest deferral first), then
   never-replayed, then runs whose last replay is inconclusive with attempts
   left and at least 6 hours old, then the rest by oldest last replay. Once
-  one candidate does not fit, the rest are deferred: counted on the night,
+  one candidate does not fit, the rest are deferred: counted on the share,
   marked on the run, first in line next night.
 - The tick (beat, every two minutes) claims each night once (a conditional
   UPDATE of when it was scheduled, so two beats cannot both spend it) and
