@@ -27,6 +27,9 @@ from replayhub.recorder.scrub import KEY_HEADERS, credential
 # One response kept for the tape at most; the agent still gets all of it.
 EXCHANGE_BYTES = 32 * 1024 * 1024
 UPSTREAM_TIMEOUT = 900.0  # a long generation, between two bytes
+# A body nested deeper is kept as its text: with the record and the tape
+# around it, it stays under the 100 levels the server reads.
+BODY_DEPTH = 64
 UPSTREAMS = {
     "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
     "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
@@ -127,10 +130,28 @@ def read_usage(
 
 
 def _json_or_text(body: bytes) -> Any:
+    """A body as the tape keeps it: its JSON, or its text when it is not JSON
+    or nests past :data:`BODY_DEPTH` (the server refuses a record nested past
+    100 levels, and the run would stay in the spool for good)."""
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):  # nested past the parser's stack: text
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        parsed = body
+    if parsed is body or _nests_past(parsed, BODY_DEPTH):
         return body.decode("utf-8", "replace")
+    return parsed
+
+
+def _nests_past(value: Any, limit: int) -> bool:
+    work = [(value, 0)]
+    while work:
+        item, depth = work.pop()
+        if isinstance(item, (list, dict)):
+            if depth == limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            work.extend((child, depth + 1) for child in children)
+    return False
 
 
 class RecordingEndpoint(ThreadingHTTPServer):

@@ -11,7 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from replayhub.demo.model_api import REAL_KEY, StandInProvider
+from replayhub.ingest.fastpath import read_record
 from replayhub.recorder.endpoint import RecordingEndpoint
+from replayhub.recorder.record import build_record
 from tests.recorder.conftest import LocalHost
 from tests.recorder.test_spool import closed_port
 
@@ -114,3 +116,21 @@ def test_an_upstream_redirect_is_an_error_and_the_key_goes_nowhere_else(
     (entry,) = recording.tape
     assert entry["status"] == 502 and "a redirect to" in entry["error"]
     assert recording.keys == {REAL_KEY}
+
+
+def test_a_body_nested_past_what_the_server_reads_is_taped_as_its_text(fake):
+    deep = {"model": "claude-test", "max_tokens": 8, "messages": HI}
+    deep["pad"] = json.loads("[" * 300 + "]" * 300)
+    with endpoint(fake) as recording:
+        url = recording.base_urls()["ANTHROPIC_BASE_URL"] + "/v1/messages"
+        status, _ = ask(url, deep)
+    assert status == 200
+    (entry,) = recording.tape
+    assert isinstance(entry["request"], str) and entry["request"].startswith("{")
+    assert json.loads(entry["request"]) == deep
+    assert entry["response"]["content"][0]["text"] == "hi"  # shallow: JSON
+    # The record holding it is one the server reads.
+    facts = {"project": "shop", "external_id": "deep-1", "prompt": "p"}
+    facts.update(base_sha="a" * 40, started_at="2025-01-01T00:00:00+00:00")
+    line = json.dumps(build_record(facts, recording.tape)).encode()
+    assert read_record(line, max_prompt_bytes=2**20).raw["tape"][0]["status"] == 200
