@@ -175,9 +175,8 @@ def test_the_recording_section_followed_word_for_word_delivers_a_run(
     from tests.gitservers import HttpGitServer
 
     secret = "tok-readme"
-    monkeypatch.setenv("SHOP_GIT_TOKEN", secret)
-    # The deployment allows the section's variable as a repository credential.
-    settings.REPLAYHUB_REPO_CREDENTIAL_ENVS = ["SHOP_GIT_TOKEN"]
+    # The section's variable is allowed by the default allow-list.
+    monkeypatch.setenv("REPLAYHUB_REPO_TOKEN_SHOP", secret)
     served = tmp_path / "served"
     seed = make_repo(tmp_path, {"app.py": "TOTAL = 1\n"}, name="seed")
     (served / "acme").mkdir(parents=True)
@@ -252,7 +251,7 @@ def test_the_recording_section_followed_word_for_word_delivers_a_run(
 
     assert ran == ["project_add", "ingest_token", "curl", "export", "python3"]
     shop = Project.objects.get(slug="shop")
-    assert (shop.repo_path, shop.repo_credential_env) == (remote, "SHOP_GIT_TOKEN")
+    assert (shop.repo_path, shop.repo_credential_env) == (remote, "REPLAYHUB_REPO_TOKEN_SHOP")
     run = Run.objects.get(project=shop)
     assert run.prompt == "Round invoice totals half-even"
     assert run.preflight == Preflight.READY, run.preflight_reason
