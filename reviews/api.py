@@ -11,11 +11,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from replayhub import api
+from replayhub import api, roles
 from replayhub.models import Replay, Run
 from reviews.models import Review
 from reviews.replay_page.together import hidden_from
-from reviews.together import comments
+from reviews.together import comments, past
 
 # What blind review keeps from a reviewer until they have judged the replay.
 BLIND_FIELDS = ("verdict", "reason_code", "reason", "review_band")
@@ -58,7 +58,12 @@ def replay_detail(request: HttpRequest, replay_id: int):
             "labels": {value.label.name: value.value for value in review.labels.all()},
             "created_at": review.created_at,
         }
-        for review in Review.objects.filter(replay_id=replay_id)
+        for review in past.seen_by(
+            Review.objects.filter(replay_id=replay_id),
+            viewer_id=request.user.pk,
+            blind=set(),
+            gold=request.user.has_perm(roles.MANAGE_GOLD),
+        )
         .select_related("reviewer")
         .prefetch_related("labels__label")
     ]

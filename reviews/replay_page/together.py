@@ -16,7 +16,7 @@ from django.http import HttpRequest, QueryDict
 
 from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Replay, ReplayStatus, ReviewBand
-from reviews.models import GoldItem, Review, ReviewPolicy, SecondOpinion
+from reviews.models import GoldItem, Purpose, Review, ReviewPolicy, SecondOpinion
 from reviews.services import lease_end
 from reviews.together import comments, gold, handoff, opinions
 from reviews.together.labels import LabelledDecisionForm, project_labels
@@ -74,6 +74,26 @@ def decision_form(
         checks=(replay.evidence or {}).get("checks", []),
         labels=project_labels(replay.project_id),
     )
+
+
+# What the header says of a queued replay the viewer reviews blind.
+BLIND_BAND = "blind review"
+
+
+def _without_gold(reviews, audit, user) -> dict:
+    """The page's decisions and trail without other reviewers' gold checks."""
+    out: dict = {}
+    if reviews is not None:
+        out["reviews"] = [
+            r for r in reviews if r.purpose != Purpose.GOLD or r.reviewer_id == user.pk
+        ]
+    if audit is not None:
+        out["audit"] = [
+            e
+            for e in audit
+            if not e.action.startswith("gold.") or e.actor_id == user.pk
+        ]
+    return out
 
 
 class _Lease:
@@ -142,8 +162,33 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         reviews = context.get("reviews")
         if reviews is not None and hasattr(reviews, "prefetch_related"):
             out["reviews"] = reviews.prefetch_related("labels__label")
+    if not out["can_manage_gold"]:
+        # Gold status only to those who manage gold: to anyone else a gold
+        # item is an ordinary replay (a reviewer told which replays are gold,
+        # and their answers, would be checked against nothing).
+        out["gold_item"] = None
+        out.update(
+            _without_gold(
+                out.get("reviews", context.get("reviews")),
+                out.get("audit", context.get("audit")),
+                user,
+            )
+        )
     if blind:
-        out.update(reviews=[], decided=False, audit=[], opinion_history=[], human=None)
+        # Every band but the second reviewer's names a verdict ("queued:
+        # Divergent"), and so does the reason a second opinion is asked for
+        # ("decided identical"); the first reviewer's decision is another's.
+        # The model check's warning is one of the checks, hidden with them.
+        out.update(
+            reviews=[],
+            decided=False,
+            audit=[],
+            opinion_history=[],
+            human=None,
+            shown_band=BLIND_BAND if out["shown_band"] else "",
+            opinion_blind=True,
+            model_warning="",
+        )
     decision_open = out.get("decision_open", context.get("decision_open"))
     form = context.get("form")
     if decision_open and (form is None or not form.is_bound):

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from replayhub.models import Replay
-from reviews.models import Comment, Review
+from reviews.models import Comment, Purpose, Review
 
 DONE_PAGE = 100
 SEARCH_LIMIT = 100
@@ -69,6 +69,24 @@ def done(filters: DoneFilters) -> QuerySet:
     if filters.before_id is not None:
         rows = rows.filter(id__lt=filters.before_id)
     return rows.order_by("-created_at", "-id")
+
+
+def seen_by(
+    rows: QuerySet[Review], *, viewer_id: int | None, blind: set[int], gold: bool
+) -> QuerySet[Review]:
+    """Of decisions ``rows``, those the viewer may read: none on a replay of a
+    ``blind`` project they have not judged themselves (another reviewer's
+    verdict is what blind review hides), and no one else's gold check unless
+    ``gold`` (the viewer manages gold: to anyone else a gold item is not one).
+    """
+    if blind:
+        judged = Review.objects.filter(
+            replay=OuterRef("replay_id"), reviewer_id=viewer_id
+        )
+        rows = rows.exclude(Q(replay__project_id__in=blind) & ~Exists(judged))
+    if not gold:
+        rows = rows.exclude(Q(purpose=Purpose.GOLD) & ~Q(reviewer_id=viewer_id))
+    return rows
 
 
 @dataclass(frozen=True)

@@ -274,7 +274,14 @@ def done(request: HttpRequest) -> HttpResponse:
     everyone = request.user.has_perm(roles.VIEW_AGREEMENT)
     form = DoneForm(request.GET, everyone=everyone)
     form.is_valid()
-    rows = list(past.done(form.filters(request.user))[: past.DONE_PAGE + 1])
+    can_decide = request.user.has_perm(roles.DECIDE)
+    shown = past.seen_by(
+        past.done(form.filters(request.user)),
+        viewer_id=request.user.pk,
+        blind=blind_projects() if can_decide else set(),
+        gold=request.user.has_perm(roles.MANAGE_GOLD),
+    )
+    rows = list(shown[: past.DONE_PAGE + 1])
     more = len(rows) > past.DONE_PAGE
     rows = rows[: past.DONE_PAGE]
     return render(
@@ -320,7 +327,14 @@ def search(request: HttpRequest) -> HttpResponse:
 
 def _bulk_set(form: BulkForm):
     data = form.cleaned_data
-    rows = Replay.objects.finished().filter(verdict=data["verdict"])
+    # Never a replay under blind review: listed by its verdict, it would tell
+    # the verdict to a reviewer who has not judged it (every listed replay is
+    # undecided), and it is never confirmed in bulk anyway.
+    rows = (
+        Replay.objects.finished()
+        .filter(verdict=data["verdict"])
+        .exclude(project_id__in=blind_projects())
+    )
     if data.get("project"):
         rows = rows.filter(project=data["project"])
     if data.get("reason"):

@@ -199,6 +199,7 @@ def _cache_key(filters: TrendFilters, version: tuple) -> str:
             filters.model,
             filters.source,
             filters.tier,
+            sorted(filters.hidden_project_ids),
         )
     )
     digest = hashlib.sha256(f"{raw}{version}".encode()).hexdigest()

@@ -91,13 +91,11 @@ def export_payload(filters: TrendFilters) -> dict[str, Any]:
 def labels_given(filters: TrendFilters) -> list[dict]:
     """Label values given with decisions in the filters' nights and project
     (the model and source filters do not apply: a label is a decision's)."""
-    return label_counts(
-        decided(
-            Period(
-                since=filters.since, until=filters.until, project_id=filters.project_id
-            )
-        )
+    period = Period(
+        since=filters.since, until=filters.until, project_id=filters.project_id
     )
+    rows = decided(period).exclude(replay__project_id__in=filters.hidden_project_ids)
+    return label_counts(rows)
 
 
 # Spreadsheets run a cell that starts with one of these as a formula; model

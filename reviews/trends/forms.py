@@ -31,6 +31,9 @@ class TrendFilters:
     source: str = ""
     # "" for every tier, else a ``Tier`` of the rollups: agentic or tape.
     tier: str = ""
+    # Projects left out: those a viewer who decides reviews blind (a night's
+    # counts of a project would tell the verdicts of its replays).
+    hidden_project_ids: frozenset[int] = frozenset()
 
     @property
     def nights(self) -> int:

@@ -34,7 +34,10 @@ Counted: TypeAlias = type[Rollup] | type[RollupTotal]
 def counted(filters: TrendFilters) -> Counted:
     """The rows the dashboard of ``filters`` sums: one project's rollups, or
     the all-projects totals."""
-    return Rollup if filters.project_id is not None else RollupTotal
+    if filters.project_id is not None or filters.hidden_project_ids:
+        # The totals are summed over every project: none can be left out.
+        return Rollup
+    return RollupTotal
 
 
 def rollups(
@@ -50,6 +53,8 @@ def rollups(
     )
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
+    if filters.hidden_project_ids:
+        rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     if filters.model:
         rows = rows.filter(model=filters.model)
     if filters.source:
@@ -93,6 +98,10 @@ def _where(filters: TrendFilters, since: date, until: date) -> tuple[str, list[A
     if filters.project_id is not None:
         where.append("r.project_id = %s")
         params.append(filters.project_id)
+    if filters.hidden_project_ids:
+        hidden = sorted(filters.hidden_project_ids)
+        where.append(f"r.project_id NOT IN ({', '.join(['%s'] * len(hidden))})")
+        params.extend(hidden)
     if filters.model:
         where.append("r.model = %s")
         params.append(filters.model)
@@ -305,6 +314,8 @@ def model_choices(filters: TrendFilters) -> list[str]:
     )
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
+    if filters.hidden_project_ids:
+        rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     models = set(
         rows.exclude(model="").values_list("model", flat=True).distinct().order_by()
     )
@@ -318,6 +329,8 @@ def latest_rollup(filters: TrendFilters) -> date | None:
     rows: QuerySet[Any] = counted(filters).objects.all()
     if filters.project_id is not None:
         rows = rows.filter(project_id=filters.project_id)
+    if filters.hidden_project_ids:
+        rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     if filters.model:
         rows = rows.filter(model=filters.model)
     if filters.source:

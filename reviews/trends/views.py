@@ -6,6 +6,7 @@ API's): it serves the same payload as the JSON export.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_not_required, permission_required
@@ -16,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from replayhub import roles
 from reviews.render.drawing import draw_table
+from reviews.replay_page.together import blind_projects
 from reviews.trends.dashboard import dashboard_context
 from reviews.trends.exports import export_csv, export_payload, export_rows, labels_given
 from reviews.trends.forms import TrendFilters, TrendsFilterForm
@@ -23,12 +25,22 @@ from reviews.trends.text_similarity import similarity_by_night, similarity_table
 from reviews.views import HtmxHttpRequest, partial
 
 
+def _seen_by(request: HttpRequest, filters: TrendFilters) -> TrendFilters:
+    """The filters as ``request.user`` may read them: a reviewer who decides
+    sees no project they review blind, whose nights' counts would tell its
+    replays' verdicts (the counts are per night, not per replay, so the whole
+    project goes)."""
+    if not request.user.has_perm(roles.DECIDE):
+        return filters
+    return replace(filters, hidden_project_ids=frozenset(blind_projects()))
+
+
 @require_GET
 @permission_required(roles.VIEW_TRENDS, raise_exception=True)
 def trends(request: HtmxHttpRequest) -> HttpResponse:
     form = TrendsFilterForm(request.GET)
     form.is_valid()
-    filters = form.filters()
+    filters = _seen_by(request, form.filters())
     context = {
         "page": "trends",
         "form": form,
@@ -54,7 +66,7 @@ def trends_labels(request: HttpRequest) -> HttpResponse:
     that the charts never wait for them."""
     form = TrendsFilterForm(request.GET)
     form.is_valid()
-    filters = form.filters()
+    filters = _seen_by(request, form.filters())
     note = "Decisions in these nights"
     if filters.model or filters.source:
         note += "; a label belongs to a decision, so model and source do not apply"
@@ -72,7 +84,7 @@ def _export_filters(request: HttpRequest) -> TrendFilters | HttpResponse:
         return HttpResponseBadRequest(
             f"Invalid filters: {errors}", content_type="text/plain; charset=utf-8"
         )
-    return form.filters()
+    return _seen_by(request, form.filters())
 
 
 def _export_name(filters: TrendFilters, extension: str) -> str:
@@ -126,4 +138,4 @@ def api_trends(request: HttpRequest) -> JsonResponse:
             {"error": "invalid filters", "fields": form.errors.get_json_data()},
             status=400,
         )
-    return JsonResponse(export_payload(form.filters()))
+    return JsonResponse(export_payload(_seen_by(request, form.filters())))
