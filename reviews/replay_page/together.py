@@ -2,9 +2,11 @@
 gold, labels, blind mode and hand-off.
 
 A gold item served to the viewer is shown as an ordinary queued item (no
-history, no comments, its band, the viewer's own lease) until judged. In blind
-mode the automated verdict, its reason and earlier decisions stay hidden
-from a reviewer until they have recorded a first judgement.
+history, no comments, its band, the viewer's own lease) until judged; that a
+replay is gold, its settled verdict and others' gold checks show only to those
+who manage gold. In blind mode the automated verdict, its reason, its band,
+earlier decisions and why a second opinion is asked stay hidden from a
+reviewer until they have recorded a first judgement.
 """
 
 from __future__ import annotations
@@ -96,6 +98,39 @@ def _without_gold(reviews, audit, user) -> dict:
     return out
 
 
+def _withheld(out: dict, context: dict, user, *, blind: bool) -> dict:
+    """What the page keeps from this viewer, as replacements for ``out``."""
+    hidden: dict = {}
+    if not out["can_manage_gold"]:
+        # Gold status only to those who manage gold: to anyone else a gold
+        # item is an ordinary replay (a reviewer told which replays are gold,
+        # and their answers, would be checked against nothing).
+        hidden["gold_item"] = None
+        hidden.update(
+            _without_gold(
+                out.get("reviews", context.get("reviews")),
+                out.get("audit", context.get("audit")),
+                user,
+            )
+        )
+    if blind:
+        # Every band but the second reviewer's names a verdict ("queued:
+        # Divergent"), and so does the reason a second opinion is asked for
+        # ("decided identical"); the first reviewer's decision is another's.
+        # The model check's warning is one of the checks, hidden with them.
+        hidden.update(
+            reviews=[],
+            decided=False,
+            audit=[],
+            opinion_history=[],
+            human=None,
+            shown_band=BLIND_BAND if out["shown_band"] else "",
+            opinion_blind=True,
+            model_warning="",
+        )
+    return hidden
+
+
 class _Lease:
     """The viewer's own hold on a gold item, shaped like a Claim for the page."""
 
@@ -162,33 +197,7 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         reviews = context.get("reviews")
         if reviews is not None and hasattr(reviews, "prefetch_related"):
             out["reviews"] = reviews.prefetch_related("labels__label")
-    if not out["can_manage_gold"]:
-        # Gold status only to those who manage gold: to anyone else a gold
-        # item is an ordinary replay (a reviewer told which replays are gold,
-        # and their answers, would be checked against nothing).
-        out["gold_item"] = None
-        out.update(
-            _without_gold(
-                out.get("reviews", context.get("reviews")),
-                out.get("audit", context.get("audit")),
-                user,
-            )
-        )
-    if blind:
-        # Every band but the second reviewer's names a verdict ("queued:
-        # Divergent"), and so does the reason a second opinion is asked for
-        # ("decided identical"); the first reviewer's decision is another's.
-        # The model check's warning is one of the checks, hidden with them.
-        out.update(
-            reviews=[],
-            decided=False,
-            audit=[],
-            opinion_history=[],
-            human=None,
-            shown_band=BLIND_BAND if out["shown_band"] else "",
-            opinion_blind=True,
-            model_warning="",
-        )
+    out.update(_withheld(out, context, user, blind=blind))
     decision_open = out.get("decision_open", context.get("decision_open"))
     form = context.get("form")
     if decision_open and (form is None or not form.is_bound):

@@ -240,6 +240,13 @@ def build_world(scenario: str) -> World:
     # The nights' counts, as the trends read them.
     rollup_range(since=timezone.localdate() - timedelta(days=3))
     replay.refresh_from_db()
+    return World(scenario=scenario, viewer=viewer, replay=replay, values=_ids(replay))
+
+
+def _ids(replay: Replay) -> dict[str, object]:
+    """A value for every argument of every URL pattern, by its name: the
+    blind replay's own rows where the argument names one."""
+    project = replay.project
     comment = Comment.objects.get(replay=replay, parent__isnull=True)
     review = Review.objects.filter(replay=replay).order_by("pk").first()
     text_replay = TextReplay.objects.create(
@@ -252,7 +259,7 @@ def build_world(scenario: str) -> World:
         path="/nonexistent",
         status="done",
     )
-    values: dict[str, object] = {
+    return {
         "replay_id": replay.pk,
         "run_id": replay.run_id,
         "slug": SLUG,
@@ -272,7 +279,6 @@ def build_world(scenario: str) -> World:
         "content_type_id": ContentType.objects.get_for_model(Replay).pk,
         "url": "no-such-page/",
     }
-    return World(scenario=scenario, viewer=viewer, replay=replay, values=values)
 
 
 # --- the URLconf, walked --------------------------------------------------------
