@@ -304,7 +304,7 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
     watch.goto("/projects/shop/edit/")
     # A refused budget swaps its errors in; the error pages are styled pages.
     watch.goto("/budgets/")
-    page.locator("#budget-shop input[name=budget-window_end_hour]").fill("1")
+    page.locator("#budget-shop input[name=budget-shop-window_end_hour]").fill("1")
     page.get_by_role("button", name="Save shop").click()
     expect(page.locator("#budget-shop .errorlist").first).to_be_visible()
     watch.check("budget refused")
@@ -322,6 +322,9 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
         f"/admin/replayhub/replay/{replay.pk}/change/",
         f"/admin/replayhub/project/{shop.pk}/change/",
         "/admin/replayhub/project/add/",
+        # A budget's and a night's shares, one inline row per tier.
+        f"/admin/replayhub/budget/{shop.budget.pk}/change/",
+        f"/admin/replayhub/night/{shop.nights.get().pk}/change/",
         "/admin/replayhub/ingesttoken/add/",
         "/admin/auth/user/",
         "/admin/auth/user/add/",
@@ -412,7 +415,7 @@ def test_every_form_flow_meets_no_violation(login, tmp_path):
 
     # A budget refused, then saved, then refused and saved again.
     watch.goto("/budgets/")
-    hour = page.locator("#budget-shop input[name=budget-window_end_hour]")
+    hour = page.locator("#budget-shop input[name=budget-shop-window_end_hour]")
     for n in (1, 2):
         # A style the page's own code may set (CSSOM, which the policy allows,
         # as Chromium does on a resized text box): htmx's settle copied it with
