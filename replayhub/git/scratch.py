@@ -379,6 +379,21 @@ def _init_borrowing(dest: Path, objects: Path, *, bare: bool, timeout: float) ->
     return git_dir
 
 
+def branch_name(name: object) -> str | None:
+    """``name`` when ``git check-ref-format --branch`` takes it as it is and
+    it is at most 255 bytes, else None. Names git would expand (``@``,
+    ``@{-1}``) never reach git; a lone surrogate or a control character is
+    not printable."""
+    if not isinstance(name, str) or not name.isprintable() or "@{" in name:
+        return None
+    if name.startswith(("-", "@")) or len(name.encode()) > 255:
+        return None
+    # Run from / with no repository named: nothing of a work tree is read.
+    done = git("check-ref-format", "--branch", name, cwd="/", check=False)
+    same = done.stdout.decode("utf-8", "replace").strip() == name
+    return name if done.returncode == 0 and same else None
+
+
 class Scratch:
     """The git side of one replay, under a directory ReplayHub owns.
 
@@ -398,6 +413,7 @@ class Scratch:
         self.project_repo = Path(project_repo).absolute()
         self.timeout = timeout
         self.base: str | None = None
+        self.branch: str | None = None  # the workspace's (None: detached)
 
     @property
     def git_dir(self) -> Path:
@@ -449,8 +465,10 @@ class Scratch:
             raise GitError(f"{rev} does not name a {kind} in {self.project_repo}")
         return sha
 
-    def provision(self, base: str) -> Path:
-        """Create ``<root>/workspace``, the agent's checkout of ``base`` (detached).
+    def provision(self, base: str, branch: str | None = None) -> Path:
+        """Create ``<root>/workspace``, the agent's checkout of ``base``:
+        detached, or on a local branch ``branch`` at ``base`` when that is a
+        valid branch name (:func:`branch_name`); :attr:`branch` says which.
 
         The workspace's git holds only what ``base`` reaches: it is a
         ``--no-local`` clone of the scratch dir, so objects are copied through a
@@ -460,14 +478,21 @@ class Scratch:
         left in the workspace's git either: the remote is removed, and no reflog
         is written (its first entry would name the scratch dir cloned from), while
         the agent's own ref updates are logged as in any clone. git runs in the
-        workspace here only because no agent has touched it yet. Files are
-        checked out as the base's bytes, unconverted, as capture stores them.
+        workspace here only because no agent has touched it yet; the branch is
+        made in the scratch dir and cloned. Files are checked out as the base's
+        bytes, unconverted, as capture stores them.
         """
         base = self.resolve_commit(base)
         workspace = self.workspace
         if workspace.exists():
             raise FileExistsError(f"{workspace} already exists; a workspace is fresh")
-        self.git("update-ref", "refs/heads/replay-base", base)
+        self.branch = branch_name(branch) if branch else None
+        cloned = self.branch or "replay-base"
+        try:
+            self.git("update-ref", f"refs/heads/{cloned}", base)
+        except GitError:  # a name the scratch dir's refs cannot hold: detached
+            self.branch, cloned = None, "replay-base"
+            self.git("update-ref", "refs/heads/replay-base", base)
         git(
             "clone",
             "--quiet",
@@ -475,7 +500,7 @@ class Scratch:
             "--no-checkout",
             "--no-tags",
             "--single-branch",
-            "--branch=replay-base",
+            f"--branch={cloned}",
             "--template=",
             "--config=core.logAllRefUpdates=false",
             "--",
@@ -493,9 +518,13 @@ class Scratch:
         attributes = ws_git / "info" / "attributes"
         attributes.parent.mkdir(exist_ok=True)
         attributes.write_text(NO_CONVERSION, encoding="utf-8")
-        git("checkout", "--quiet", "--detach", base, **options)
+        if self.branch is not None:
+            # The name passed check-ref-format --branch: it never starts with "-".
+            git("checkout", "--quiet", self.branch, "--", **options)
+        else:
+            git("checkout", "--quiet", "--detach", base, **options)
+            git("branch", "--quiet", "-D", "replay-base", **options)
         remove_tree(attributes.parent)
-        git("branch", "--quiet", "-D", "replay-base", **options)
         git("remote", "remove", "origin", **options)
         git("config", "--replace-all", "core.logAllRefUpdates", "true", **options)
         remove_tree(ws_git / "logs")

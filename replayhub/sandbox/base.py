@@ -39,6 +39,51 @@ LIMIT_NAMES = frozenset(
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
+# Where a recorded working directory or HOME may not be placed: the system's
+# folders and the sandbox's own mount points (``/lib*`` and ``/replayhub*``
+# are matched on their first component's start, see ``place_refusal``).
+SYSTEM_FOLDERS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/boot",
+    "/var/lib",
+    TMP,
+    HOME,
+)
+PLACE_MAX_BYTES = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def place_refusal(path: object) -> str:
+    """Why ``path`` cannot be where the workspace or HOME is mounted; "" when
+    it can: a plain, normalised absolute path of at most 4096 bytes, with no
+    control character, outside :data:`SYSTEM_FOLDERS`, ``/lib*`` and
+    ``/replayhub*`` (the sandbox's own binds)."""
+    if not isinstance(path, str) or not path.startswith("/") or path == "/":
+        return "not an absolute path"
+    if _CONTROL.search(path):
+        return "it holds a control character"
+    if len(path.encode("utf-8", "surrogatepass")) > PLACE_MAX_BYTES:
+        return f"longer than {PLACE_MAX_BYTES} bytes"
+    if posixpath.normpath(path) != path or "/../" in f"{path}/":
+        return "not a normalised path"
+    first = path.split("/")[1]
+    inside = [f for f in SYSTEM_FOLDERS if path == f or path.startswith(f + "/")]
+    if inside or first.startswith(("lib", "replayhub")):
+        return f"inside the system folder /{first}"
+    return ""
+
+
+def nested(inner: str, outer: str) -> bool:
+    """Whether path ``inner`` is ``outer`` or inside it."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
 
 class SandboxUnavailable(Exception):
     """No isolating runner can run here; the message is one sentence saying why."""
@@ -111,7 +156,12 @@ class SandboxSpec:
     """What to run. `argv` is executed as-is, never through a shell.
 
     `env` is added to `BASE_ENV` (a key present in both takes the spec's value);
-    `workspace` is bound writable at `WORKSPACE` and is the working directory.
+    `workspace` is bound writable at `workspace_at` (`WORKSPACE` unless a
+    replay places it where the original ran) and is the working directory
+    (`$PWD`); an empty size-capped HOME is mounted at `home`, which `$HOME`
+    names. Both pass :func:`place_refusal`, HOME never holds the workspace's
+    mount point's parent chain the other way round (the workspace may sit
+    inside HOME, HOME not inside the workspace), and no bind lands on either.
     """
 
     argv: tuple[str, ...]
@@ -120,6 +170,8 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     binds: tuple[Bind, ...] = ()
     network: str = "none"
+    workspace_at: str = WORKSPACE
+    home: str = HOME
     # Set by the caller to end the run early (the outcome says "stopped").
     stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
@@ -144,13 +196,29 @@ class SandboxSpec:
         # Frozen all the way down: the spec can be shared and logged safely.
         object.__setattr__(self, "env", MappingProxyType(env))
         object.__setattr__(self, "binds", tuple(self.binds))
+        self._check_places()
         if self.network != "none":
             raise ValueError(
                 f"network mode {self.network!r} is not supported; only 'none' is"
             )
 
+    def _check_places(self) -> None:
+        places = {"workspace_at": self.workspace_at, "home": self.home}
+        for name, place in places.items():
+            if place != {"workspace_at": WORKSPACE, "home": HOME}[name]:
+                why = place_refusal(place)
+                if why:
+                    raise ValueError(f"{name} {place!r} cannot be used: {why}")
+        if nested(self.home, self.workspace_at):
+            raise ValueError("home must not be the workspace or inside it")
+        for bind in self.binds:
+            for name, place in places.items():
+                if nested(bind.dest, place) or nested(place, bind.dest):
+                    raise ValueError(f"bind {bind.dest} overlaps {name} {place}")
+
     def full_env(self) -> dict[str, str]:
-        return {**BASE_ENV, **self.env}
+        where = {"HOME": self.home, "PWD": self.workspace_at}
+        return {**BASE_ENV, **where, **self.env}
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,6 @@ from replayhub.lib.fstree import chown_tree
 from replayhub.sandbox.base import (
     HOME,
     TMP,
-    WORKSPACE,
     SandboxOutcome,
     SandboxSpec,
     SandboxUnavailable,
@@ -471,17 +470,18 @@ class BwrapRunner:
             "--size",
             size,
             "--tmpfs",
-            HOME,
+            spec.home,
+            # After HOME: a workspace inside HOME is mounted on its tmpfs.
             "--bind",
             str(spec.workspace),
-            WORKSPACE,
+            spec.workspace_at,
         ]
         for bind in spec.binds:
             option = "--bind" if bind.writable else "--ro-bind"
             args += [option, str(bind.source), bind.dest]
         # The root itself is a bwrap-made tmpfs; left writable, the command could
         # fill memory through it or create files next to /etc and /usr.
-        args += ["--remount-ro", "/", "--chdir", WORKSPACE]
+        args += ["--remount-ro", "/", "--chdir", spec.workspace_at]
         args += ["--seccomp", str(_memfd("seccomp", filter_bpf(), fds))]
         return args
 

@@ -34,9 +34,7 @@ from urllib.parse import quote
 
 from replayhub.lib.fstree import chown_tree
 from replayhub.sandbox.base import (
-    HOME,
     TMP,
-    WORKSPACE,
     SandboxOutcome,
     SandboxSpec,
     SandboxUnavailable,
@@ -146,7 +144,8 @@ class DockerRunner:
         # uid: podman refuses tmpfs's uid= option, and no other uid runs
         # inside the container to read it.
         tmpfs = {
-            path: f"rw,nosuid,nodev,size={size},mode=1777" for path in (*_TMPFS, HOME)
+            path: f"rw,nosuid,nodev,size={size},mode=1777"
+            for path in (*_TMPFS, spec.home)
         }
         ulimits = [
             {"Name": "nofile", "Soft": limits.open_files, "Hard": limits.open_files},
@@ -164,7 +163,11 @@ class DockerRunner:
             cpu = limits.cpu_seconds
             ulimits.append({"Name": "cpu", "Soft": cpu, "Hard": cpu + 1})
         mounts = [
-            {"Type": "bind", "Source": str(spec.workspace), "Target": WORKSPACE},
+            {
+                "Type": "bind",
+                "Source": str(spec.workspace),
+                "Target": spec.workspace_at,
+            },
             *(
                 {
                     "Type": "bind",
@@ -201,7 +204,7 @@ class DockerRunner:
             "Cmd": argv[1:],
             "Env": [f"{key}={value}" for key, value in spec.full_env().items()],
             "User": self.user,
-            "WorkingDir": WORKSPACE,
+            "WorkingDir": spec.workspace_at,
             "Hostname": HOSTNAME,
             "Image": self.image,
             "NetworkDisabled": True,

@@ -46,7 +46,6 @@ from replayhub.lib.fstree import chown_tree
 from replayhub.sandbox.base import (
     HOME,
     TMP,
-    WORKSPACE,
     SandboxOutcome,
     SandboxSpec,
     SandboxUnavailable,
@@ -179,7 +178,7 @@ class GvisorRunner:
                     "source": "tmpfs",
                     "options": ["nosuid", "nodev", f"size={size}", "mode=1777"],
                 }
-                for place in (TMP, HOME, SHM)
+                for place in (TMP, spec.home, SHM)
             ),
             _bind(system / "usr", "/usr"),
             *(
@@ -192,7 +191,8 @@ class GvisorRunner:
                 for path in _host_etc(system)
                 if (system / path.lstrip("/")).exists()
             ),
-            _bind(spec.workspace, WORKSPACE, writable=True),
+            # After HOME: a workspace inside HOME is mounted on its tmpfs.
+            _bind(spec.workspace, spec.workspace_at, writable=True),
             *(_bind(b.source, b.dest, writable=b.writable) for b in spec.binds),
         ]
         rlimits = [
@@ -223,7 +223,7 @@ class GvisorRunner:
                 "user": {"uid": SANDBOX_UID, "gid": SANDBOX_GID},
                 "args": list(spec.argv),
                 "env": [f"{k}={v}" for k, v in spec.full_env().items()],
-                "cwd": WORKSPACE,
+                "cwd": spec.workspace_at,
                 "capabilities": {
                     "bounding": empty,
                     "effective": empty,

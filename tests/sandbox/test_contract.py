@@ -67,6 +67,7 @@ def test_spec_environment_is_layered_over_the_fixed_minimal_environment() -> Non
     assert spec.full_env() == {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/home/sandbox",
+        "PWD": "/workspace",
         "LANG": "C",
         "TMPDIR": "/tmp",
         "X": "1",
