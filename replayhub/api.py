@@ -14,15 +14,30 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.files import File
 from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from replayhub import roles
 from replayhub.ingest.importer import READ_SIZE, read_chunks
-from replayhub.ingest.services import PreflightMode, runs_import
+from replayhub.ingest.services import (
+    PreflightMode,
+    import_job_create,
+    imports_in_worker,
+    runs_import,
+)
 from replayhub.ingest.tokens import Denied, token_authenticate
-from replayhub.models import Comparison, ImportFormat, Replay, Run, TestOutcome
+from replayhub.models import (
+    Comparison,
+    ImportFormat,
+    ImportJob,
+    Project,
+    Replay,
+    Run,
+    TestOutcome,
+)
 
 # Bodies up to this size stay in memory while they are checked; larger ones are
 # spooled to a temporary file.
@@ -75,6 +90,8 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
                 )
             body.write(chunk)
         body.seek(0)
+        if imports_in_worker(token.project, format):
+            return _import_queued(request, token.project, body, format)
         summary = runs_import(
             project=token.project,
             source=read_chunks(body),
@@ -99,6 +116,45 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
         )
         return JsonResponse(payload, status=409)
     return JsonResponse(payload, status=201 if summary.imported else 200)
+
+
+def _import_queued(
+    request: HttpRequest, project: Project, body: Any, format: str
+) -> JsonResponse:
+    """A transcript for a project on a git remote is completed from the
+    project's history, which only a worker fetches: the body is kept as an
+    import job and the answer says where to follow it."""
+    name = request.GET.get("name", "")[:255] or "upload"
+    job = import_job_create(
+        project=project, upload=File(body, name=name), actor=request.user, format=format
+    )
+    url = reverse("api_import_job", args=[project.slug, job.pk])
+    return JsonResponse(
+        {"job": job.pk, "status": job.status, "url": url},
+        status=202,
+        headers={"Location": url},
+    )
+
+
+@login_not_required
+@require_GET
+def import_job(request: HttpRequest, slug: str, job_id: int) -> JsonResponse:
+    """An import job of the token's project: its status and, once done, its
+    summary."""
+    token = token_authenticate(
+        authorization=request.headers.get("Authorization", ""), slug=slug
+    )
+    if isinstance(token, Denied):
+        return _error(token.status, token.message)
+    job = ImportJob.objects.filter(pk=job_id, project=token.project).first()
+    if job is None:
+        return _error(404, f"there is no import job {job_id} in {slug}")
+    answer: dict[str, Any] = {"job": job.pk, "status": job.status}
+    if job.error:
+        answer["error"] = job.error
+    if job.summary:
+        answer["summary"] = job.summary
+    return JsonResponse(answer)
 
 
 def _session_denied(request: HttpRequest, permission: str) -> JsonResponse | None:

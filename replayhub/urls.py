@@ -36,6 +36,11 @@ urlpatterns = [
         api.runs_create,
         name="api_runs_create",
     ),
+    path(
+        "api/v1/projects/<slug:slug>/import-jobs/<int:job_id>",
+        api.import_job,
+        name="api_import_job",
+    ),
     path("api/v1/runs/<int:run_id>", run_detail, name="api_run_detail"),
     path(
         "api/v1/replays/<int:replay_id>",

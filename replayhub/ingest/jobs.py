@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files import File
 from django.db.models import Q
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ PROGRESS_INTERVAL = 0.5
 
 
 def save_upload(
-    *, upload: UploadedFile, project: Project, user, format: str = "native"
+    *, upload: File, project: Project, user, format: str = "native"
 ) -> ImportJob:
     """Keep the uploaded file where a worker can read it; a job to import it."""
     folder = Path(settings.VAR_DIR) / "uploads"
@@ -35,7 +35,7 @@ def save_upload(
     with path.open("xb") as out:
         for chunk in upload.chunks():
             out.write(chunk)
-    # Only an UploadedFile made by hand lacks a size; a received upload has one.
+    # A received upload, or a request body held in a file, has a size.
     assert upload.size is not None
     return ImportJob.objects.create(
         project=project,

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Protocol
 
 from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files import File
 from django.db.models import Q
 from django.utils import timezone
 
 from replayhub.celery import Task, enqueue
+from replayhub.git.mirrors import is_remote
 from replayhub.ingest import follow, jobs, verifiers
 from replayhub.ingest.importer import (
     ImportSummary,
@@ -154,10 +155,18 @@ def runs_import(
     return summary
 
 
+def imports_in_worker(project: Project, format: str) -> bool:
+    """Whether importing ``format`` into ``project`` must wait for a worker:
+    transcripts are completed from the project's history, and a project on a
+    git remote would be fetched, which never happens in a web request."""
+    transcript = format in loader.TRANSCRIPTS or format == loader.AUTO
+    return transcript and is_remote(project.repo_path)
+
+
 def import_job_create(
     *,
     project: Project,
-    upload: UploadedFile,
+    upload: File,
     actor,
     format: str = ImportFormat.NATIVE,
 ) -> ImportJob:

@@ -14,7 +14,12 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
-from replayhub.ingest.services import PreflightMode, import_job_create, runs_import
+from replayhub.ingest.services import (
+    PreflightMode,
+    import_job_create,
+    imports_in_worker,
+    runs_import,
+)
 from replayhub.models import ImportFormat, ImportJob, Project
 from reviews.views import HtmxHttpRequest
 
@@ -73,7 +78,9 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         return _page(request, UploadForm(), too_big=limit, status=413)
     project = form.cleaned_data["project"]
     format = form.cleaned_data["format"] or ImportFormat.NATIVE
-    if upload.size > settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES:
+    if upload.size > settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES or imports_in_worker(
+        project, format
+    ):
         job = import_job_create(
             project=project, upload=upload, actor=request.user, format=format
         )

@@ -25,6 +25,7 @@ from tests.factories import make_git_project
 from tests.gitrepos import Repo, project_repo
 from tests.gitservers import HttpGitServer, free_port
 from tests.records import jsonl, record
+from tests.transcript_files import CART, transcript_files
 
 
 @pytest.fixture
@@ -146,3 +147,84 @@ def test_a_remote_that_cannot_be_fetched_leaves_the_run_pending_saying_why(
     assert (result.failed, run.preflight) == (1, Preflight.PENDING)
     assert run.preflight_reason.startswith("The repository could not be fetched: ")
     assert "Connection refused" in run.preflight_reason
+
+
+def prediction(origin: Repo) -> tuple[bytes, str]:
+    """A SWE-bench prediction against the remote's main, and its format."""
+    (swebench,) = [f for f in transcript_files(origin) if f.format == "swebench"]
+    return swebench.data, swebench.format
+
+
+def push_as(client: Client, project: Project, body: bytes, format: str):
+    token = token_issue(project=project)[1]
+    auth = {"Authorization": f"Bearer {token}"}
+    response = client.post(
+        reverse("api_runs_create", args=[project.slug]) + f"?format={format}",
+        data=body,
+        content_type="application/x-ndjson",
+        headers=auth,
+    )
+    return response, auth
+
+
+def test_a_transcript_for_a_remote_project_is_left_to_a_worker_in_a_job(
+    db, client, origin, server, remote_project, mirror_dir
+):
+    # A transcript is completed from the project's history.
+    response, auth = push_as(client, remote_project, *prediction(origin))
+
+    assert response.status_code == 202
+    answer = response.json()
+    assert answer["status"] == "queued" and response["Location"] == answer["url"]
+    assert server.requests == [] and not Run.objects.exists()
+    followed = client.get(answer["url"], headers=auth).json()
+    assert followed == {"job": answer["job"], "status": "queued"}
+    # Another project's token reads nothing of it.
+    other = make_git_project(origin, slug="other")
+    token = token_issue(project=other)[1]
+    elsewhere = answer["url"].replace("/shop/", "/other/")
+    denied = client.get(elsewhere, headers={"Authorization": f"Bearer {token}"})
+    assert denied.status_code == 404
+
+
+def test_a_transcript_upload_for_a_remote_project_becomes_a_job(
+    client, admin_user, origin, server, remote_project, mirror_dir
+):
+    client.force_login(admin_user)
+
+    response = client.post(
+        reverse("runs_upload"),
+        {
+            "project": "shop",
+            "format": "swebench",
+            "file": SimpleUploadedFile("predictions.jsonl", prediction(origin)[0]),
+        },
+    )
+
+    assert response.status_code == 302
+    assert "/runs/upload/" in response["Location"]
+    assert server.requests == [] and not Run.objects.exists()
+
+
+def test_a_worker_imports_the_queued_transcript_and_the_job_says_so(
+    celery_worker, transactional_db, origin, server, remote_project
+):
+    # The prediction's patch applies to the cart it names, on main.
+    origin.commit({"cart.py": CART}, "the cart", branch="main")
+    root = Path(settings.REPLAYHUB_MIRROR_DIR)
+    client = Client()
+    try:
+        response, auth = push_as(client, remote_project, *prediction(origin))
+        url = response.json()["url"]
+
+        done = wait_for(
+            lambda: (
+                (a := client.get(url, headers=auth).json())["status"] == "done" and a
+            ),
+            timeout=60,
+        )
+    finally:
+        remove_mirrors(root, str(remote_project.pk))
+
+    assert done["summary"]["imported"] == 1, done
+    assert Run.objects.get().preflight == Preflight.READY
