@@ -20,7 +20,16 @@ from pathlib import Path
 
 PACKAGE = "replayhub.recorder"
 HERE = Path(__file__).parent
-MODULES = ("exits", "scrub", "redirects", "checkout", "endpoint", "delivery", "record")
+MODULES = (
+    "exits",
+    "scrub",
+    "redirects",
+    "checkout",
+    "surroundings",
+    "endpoint",
+    "delivery",
+    "record",
+)
 SHEBANG = "#!/usr/bin/env python3\n"
 
 

@@ -154,6 +154,16 @@ def _nests_past(value: Any, limit: int) -> bool:
     return False
 
 
+def first_call(request: Any, headers: dict[str, str]) -> dict[str, Any]:
+    """The model an Anthropic call asked for and its ``anthropic-beta`` values."""
+    model = request.get("model") if isinstance(request, dict) else None
+    betas = headers.get("anthropic-beta", "").split(",")
+    found: dict[str, Any] = {"beta": [b.strip() for b in betas if b.strip()][:64]}
+    if isinstance(model, str) and model:
+        found["model"] = model[:200]
+    return found
+
+
 class RecordingEndpoint(ThreadingHTTPServer):
     """The agent's model APIs on 127.0.0.1: each call goes to the real API with
     the agent's own key and is kept on ``tape`` without its headers; the keys
@@ -169,6 +179,10 @@ class RecordingEndpoint(ThreadingHTTPServer):
         self.secret = secrets.token_urlsafe(16)
         self.tape: list[dict[str, Any]] = []
         self.keys: set[str] = set()
+        # The model and beta flags of the first Anthropic messages call: the
+        # model variant ("[1m]") and the betas go together, and a replay
+        # that sends others sends a different call.
+        self.first_anthropic: dict[str, Any] | None = None
         self.lock = threading.Lock()
 
     def base_urls(self) -> dict[str, str]:
@@ -218,6 +232,9 @@ class _Exchange(BaseHTTPRequestHandler):
             endpoint.keys.update(
                 credential(k, v) for k, v in given if k.lower() in KEY_HEADERS
             )
+            messages = kind == "anthropic" and api_path == "/v1/messages"
+            if messages and endpoint.first_anthropic is None:
+                endpoint.first_anthropic = first_call(request, taped)
         entry: dict[str, Any] = {"provider_kind": kind, "method": self.command}
         entry.update(path=path, headers=taped, request=request)
         started = time.monotonic()

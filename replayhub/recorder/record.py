@@ -43,6 +43,7 @@ from replayhub.recorder.exits import (
     say,
 )
 from replayhub.recorder.scrub import KeyScrub, local_keys, map_strings
+from replayhub.recorder.surroundings import agent_cli, surroundings_of
 
 OUTPUT_TAIL_BYTES = 64 * 1024
 # The server's default REPLAYHUB_MAX_RECORD_BYTES: a longer record is refused.
@@ -297,11 +298,13 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
         with RecordingEndpoint(upstreams) as endpoint:
             given = {"prompt_file": str(prompt_file), "model": args.model}
             env = agent_env(endpoint, token_env=token_env, **given, task_id=run_id)
+            agent = agent_cli(command, env)
             tee = not sys.stdout.isatty()
             exit_code, duration, output = run_agent(command, env, tee=tee)
             tape = list(endpoint.tape)
             for key in endpoint.keys:
                 keys.add(key)
+            first_anthropic = endpoint.first_anthropic
 
     refs, original, how = write_back(checkout, base, run_id)
     facts: dict[str, Any] = {
@@ -319,6 +322,13 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
         "agent": {"exit_code": exit_code, "duration_seconds": duration},
         "ci": ci_info(os.environ),
         "recorder": {"dirty_base": bool(dirty), "write_back": how},
+        "surroundings": surroundings_of(
+            top=checkout.top,
+            branch=checkout.branch,
+            env=os.environ,
+            agent=agent,
+            first_call=first_anthropic,
+        ),
     }
     facts["agent"]["command"] = command
     delivery = {

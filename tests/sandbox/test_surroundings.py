@@ -116,6 +116,4 @@ def test_a_spec_refuses_a_system_place_and_home_inside_the_workspace(
     with pytest.raises(ValueError, match="workspace_at"):
         SandboxSpec(argv=("true",), workspace=workspace, workspace_at="/usr/x")
     with pytest.raises(ValueError, match="home"):
-        SandboxSpec(
-            argv=("true",), workspace=workspace, workspace_at="/w", home="/w/h"
-        )
+        SandboxSpec(argv=("true",), workspace=workspace, workspace_at="/w", home="/w/h")
