@@ -51,11 +51,12 @@ The rules:
 - Settlement happens in the transaction that stores the verdict, once per
   replay (``Replay.settled``): the reservation is released and the actual
   replays, sandbox seconds, tokens and money are added to what is used (an
-  overrun is recorded as it is): each dimension on the replay's tier's share
-  when the tier budgets it, else on the agentic share (``tiers.charges``). A replay the night never admitted (an
-  explicit ``reproduce``, a reviewer's rerun, a retry after a lost
-  worker) is charged to the project's night running at that moment, if
-  any, on its tier's share. A lost worker's attempt settles nothing but its
+  overrun is recorded as it is): each dimension on the replay's tier's
+  share when the tier budgets it, else on the agentic share
+  (``tiers.charges``). A replay the night never admitted (an explicit
+  ``reproduce``, a reviewer's rerun, a retry after a lost worker) is
+  charged to the project's night running at that moment, if any, on its
+  tier's share. A lost worker's attempt settles nothing but its
   reservation.
 - Selection (``scheduler.candidates``): runs that passed preflight with no
   replay in flight; deferred runs first (oldest deferral first), then
