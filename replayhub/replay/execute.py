@@ -21,7 +21,7 @@ from replayhub.git import agentfiles
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
-from replayhub.replay import leftovers
+from replayhub.replay import leftovers, surroundings
 from replayhub.replay.provenance import (
     Provenance,
     resolve_provenance,
@@ -240,6 +240,10 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
             report=report,
             on_phase=on_phase,
             player=ctx.player,
+            placement=surroundings.plan(
+                run.raw.get("surroundings") if isinstance(run.raw, dict) else None,
+                installed_agent=surroundings.installed_agent(project),
+            ),
         )
     except NotRun as exc:
         attempted = {"model_calls_attempted": len(report.model_calls)}

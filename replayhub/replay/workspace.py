@@ -31,6 +31,7 @@ from replayhub.lib import boundedjson
 from replayhub.models import Phase, Project
 from replayhub.nights.arithmetic import Amounts
 from replayhub.replay import leftovers
+from replayhub.replay.surroundings import Placement
 from replayhub.sandbox import (
     Bind,
     Limits,
@@ -142,6 +143,9 @@ class Report:
     # The project's environment: its key, whether it came from the cache, the
     # setup's duration (and a failed setup's output).
     environment: dict = field(default_factory=dict)
+    # What of the original's surroundings the agent phase had, and what not
+    # (``Placement.evidence``).
+    surroundings: dict = field(default_factory=dict)
 
     def actual(self) -> Amounts:
         """What this replay spent, for the night's budget."""
@@ -235,7 +239,7 @@ class Report:
 
     def extra_evidence(self) -> dict:
         """What a kind of replay adds to the stored evidence (see ``rollouts``)."""
-        return {}
+        return {"surroundings": self.surroundings} if self.surroundings else {}
 
     def add_egress(
         self, attempts: list[ConnectAttempt], counts: AttemptCounts | None = None
@@ -484,6 +488,7 @@ def run_agent(
     on_phase: Callable[[str], object],
     who: str = "the agent",
     player: TapePlayer | None = None,
+    placement: Placement | None = None,
 ) -> tuple[Path, Path, SandboxOutcome]:
     """Check ``commit`` out, write ``files`` into the agent's ``IO_DIR`` and run
     ``argv`` there with the project's way out (gateway, egress proxy) and the
@@ -493,16 +498,21 @@ def run_agent(
     :class:`NotRun` when the phase could not run, or was stopped by a cap or
     its time limit (``who`` names the command in the reason). With a
     ``player`` the model's answers come from its tape; an agent that leaves it
-    ends the phase ``tape_diverged`` unless the player goes on live.
+    ends the phase ``tape_diverged`` unless the player goes on live. A
+    ``placement`` puts the workspace, HOME, branch, TZ and LANG where the
+    original had them; what it could not goes on the report.
     """
     on_phase(Phase.PROVISIONING)
+    placement = placement or Placement()
     try:
-        workspace = scratch.provision(commit)
+        workspace = scratch.provision(commit, branch=placement.branch)
     except (GitError, OSError) as exc:
         raise NotRun(
             Reason.FIXTURE_FAILED,
             f"the workspace could not be provisioned at {commit[:12]}: {exc}",
         ) from exc
+    placement.checked_out(scratch.branch)
+    report.surroundings = placement.evidence() or {}
     io_dir = scratch.root / "io"
     io_dir.mkdir()
     for name, text in files.items():
@@ -517,9 +527,11 @@ def run_agent(
             SandboxSpec(
                 argv=argv,
                 workspace=workspace,
-                env=env,
+                env={**placement.env, **env},
                 limits=limits,
                 binds=(Bind(io_dir, IO_DIR, writable=True),),
+                workspace_at=placement.workspace_at,
+                home=placement.home,
             ),
             needs=access.agent_needs(project, provider),
             directory=scratch.root / "net-agent",
