@@ -251,7 +251,10 @@ def test_the_recording_section_followed_word_for_word_delivers_a_run(
 
     assert ran == ["project_add", "ingest_token", "curl", "export", "python3"]
     shop = Project.objects.get(slug="shop")
-    assert (shop.repo_path, shop.repo_credential_env) == (remote, "REPLAYHUB_REPO_TOKEN_SHOP")
+    assert (shop.repo_path, shop.repo_credential_env) == (
+        remote,
+        "REPLAYHUB_REPO_TOKEN_SHOP",
+    )
     run = Run.objects.get(project=shop)
     assert run.prompt == "Round invoice totals half-even"
     assert run.preflight == Preflight.READY, run.preflight_reason

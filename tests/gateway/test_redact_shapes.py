@@ -77,7 +77,7 @@ def test_a_bearer_credential_is_masked_and_its_scheme_kept(scheme):
         "risk-assessment-for-the-quarterly-report-of-the-team",
         "task-" + "a" * 47,  # one short of a key
         "sk-" + "a" * 49,  # one past: not of the length
-        "sha256 " + secrets.token_hex(32),
+        "sha256 " + "8f5c1e494de27acd945a9d9ac3dbfbe47c45b7be9f75699e34b7e32274fc0af9",
         "a Bearer token is sent with each call",
         "ghp_short and AIzaShort and hf_x",
         "AKIA" + "B" * 17,
