@@ -207,12 +207,10 @@ def _replay_execute(*, replay_id: int, owner: str | None):
                     on_phase=on_phase,
                 )
             else:
-                player, source = None, tapes.TapeSource()
+                player: TapePlayer | None = None
                 if replay.tier == Tier.TAPE:
                     source = tapes.to_play(replay.run)
-                    player = TapePlayer(
-                        source.exchanges, then_live=replay.project.tape_then_live
-                    )
+                    player = source.player(then_live=replay.project.tape_then_live)
                 report = execute(
                     project=replay.project,
                     run=replay.run,
@@ -222,7 +220,7 @@ def _replay_execute(*, replay_id: int, owner: str | None):
                     player=player,
                 )
                 if player is not None:
-                    report.tape_play["source"] = source.origin or "none"
+                    report.tape_play.update(player.evidence())
         except Exception as error:
             # Every failure the execution knows of is a verdict already; one it
             # did not foresee is ReplayHub's, and still ends the replay here

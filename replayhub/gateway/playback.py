@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from replayhub.gateway import tape, wire
 from replayhub.gateway.tape import Divergence, Exchange
+from replayhub.gateway.tape_rules import Rule
 
 # What one exchange and one tape may hold, in bytes of JSON, by default.
 EXCHANGE_BYTES = 4 * 1024 * 1024
@@ -142,6 +144,15 @@ class TapeRecorder:
         return out, truncated
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A tape a tape replay may play, and where it came from, in words."""
+
+    exchanges: list[Exchange]
+    origin: str
+    replay_id: int | None = None
+
+
 class TapePlayer:
     """Answers a tape replay's calls from ``tape``, in order.
 
@@ -149,13 +160,32 @@ class TapePlayer:
     divergence that ends the tape: with ``then_live`` the calls from there on
     go to the model (``take`` returns ``None``); without, every later call is
     refused with the same divergence.
+
+    ``rules`` (the agent's and the replay's, ``tape_rules``) are applied to
+    both requests, after the wire's own; ``applied`` names every one that
+    changed something. ``alternates`` are other tapes of the same run (a
+    live replay's): when call 1 differs from ``tape``'s, the first of them
+    whose call 1 matches is played instead, and ``chosen`` says so. The
+    choice is made once, at call 1, and never silently.
     """
 
-    def __init__(self, recorded: list[Exchange], *, then_live: bool = False) -> None:
-        # Calls the provider did not answer (an SDK retried them) are not part
-        # of the conversation the tape replays.
-        self.tape = [e for e in recorded if 200 <= e.status < 300]
+    def __init__(
+        self,
+        recorded: list[Exchange],
+        *,
+        then_live: bool = False,
+        rules: tuple[Rule, ...] = (),
+        origin: str = "",
+        alternates: tuple[Candidate, ...] = (),
+    ) -> None:
+        self.tape = _answered(recorded)
         self.then_live = then_live
+        self.rules = rules
+        self.origin = origin
+        self.alternates = alternates
+        self.replay_id: int | None = None
+        self.chosen = ""
+        self.applied: list[str] = []
         self.divergence: Divergence | None = None
         self.served = 0
         self._next = 0
@@ -166,6 +196,14 @@ class TapePlayer:
         """The calls the agent made while the tape played."""
         return self._next
 
+    @property
+    def live_from(self) -> int | None:
+        """The call (1-based) from which a ``then_live`` replay asked the model."""
+        left = self.divergence
+        if self.then_live and left is not None and left.why != "fewer":
+            return left.index + 1
+        return None
+
     def take(
         self, kind: str, endpoint: str, body: bytes, *, stream: bool
     ) -> Exchange | Divergence | None:
@@ -175,12 +213,42 @@ class TapePlayer:
                 return None if self.then_live else self.divergence
             index = self._next
             self._next += 1
-            diverged = tape.compare(self.tape, index, actual, stream=stream)
+            diverged, applied = tape.match(
+                self.tape, index, actual, stream=stream, rules=self.rules
+            )
+            if diverged is not None and index == 0 and diverged.why == "differs":
+                diverged, applied = self._other_tape(diverged, actual, stream)
+            self._note(applied)
             if diverged is not None:
                 self.divergence = diverged
                 return None if self.then_live else diverged
             self.served += 1
             return self.tape[index]
+
+    def _other_tape(
+        self, diverged: Divergence, actual: dict[str, Any], stream: bool
+    ) -> tuple[Divergence | None, list[str]]:
+        """At call 1, the first alternate whose call 1 matches, made the tape;
+        otherwise the first tape's divergence stands."""
+        for candidate in self.alternates:
+            exchanges = _answered(candidate.exchanges)
+            other, applied = tape.match(
+                exchanges, 0, actual, stream=stream, rules=self.rules
+            )
+            if other is None:
+                self.chosen = (
+                    f"{candidate.origin} was played: call 1 differs from "
+                    f"{self.origin or 'the first tape'}'s and matches this one's"
+                )
+                self.tape, self.origin = exchanges, candidate.origin
+                self.replay_id = candidate.replay_id
+                return None, applied
+        return diverged, []
+
+    def _note(self, applied: list[str]) -> None:
+        for name in applied:
+            if name not in self.applied:
+                self.applied.append(name)
 
     def finish(self) -> Divergence | None:
         """The divergence, once the agent has ended: an agent that made fewer
@@ -189,3 +257,20 @@ class TapePlayer:
             if self.divergence is None:
                 self.divergence = tape.fewer(self.tape, self._next)
             return self.divergence
+
+    def evidence(self) -> dict[str, Any]:
+        """What the replay's evidence says of the tape beyond its calls: which
+        tape played and why, the rules that set something aside, and the call
+        from which the model was asked live."""
+        return {
+            "source": self.origin or "none",
+            "chosen": self.chosen,
+            "rules_applied": list(self.applied),
+            "live_from": self.live_from,
+        }
+
+
+def _answered(recorded: list[Exchange]) -> list[Exchange]:
+    # Calls the provider did not answer (an SDK retried them) are not part of
+    # the conversation the tape replays.
+    return [e for e in recorded if 200 <= e.status < 300]

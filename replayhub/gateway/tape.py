@@ -21,10 +21,11 @@ import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from replayhub.gateway import wire
+from replayhub.gateway import responses, streams, tape_rules, wire
+from replayhub.gateway.tape_rules import Rule
 from replayhub.lib import boundedjson
 
 # Parts of a request that differ between two runs of the same conversation
@@ -46,7 +47,10 @@ VOLATILE_KEYS = frozenset(
 # Prompt-cache markers, wherever they sit (system blocks, messages, tools).
 CACHE_MARKERS = frozenset({"cache_control"})
 # The endpoints whose streams ``serve`` can write from a message.
-STREAMABLE = {wire.ANTHROPIC: "/v1/messages", wire.OPENAI: "/chat/completions"}
+STREAMABLE = {
+    wire.ANTHROPIC: frozenset({"/v1/messages"}),
+    wire.OPENAI: frozenset({"/chat/completions", responses.ENDPOINT}),
+}
 # A diff shown on a page is cut to this many characters.
 DIFF_CHARS = 64 * 1024
 # A packed tape is never inflated past this many bytes.
@@ -235,113 +239,10 @@ def reassemble(kind: str, events: Iterable[str]) -> dict[str, Any] | None:
     answered it without streaming; ``None`` when the events hold none."""
     datas = [d for d in (_event_data(e) for e in events) if isinstance(d, dict)]
     if kind == wire.ANTHROPIC:
-        return _anthropic_message(datas)
-    return _openai_completion(datas)
-
-
-def _anthropic_message(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    message: dict[str, Any] | None = None
-    partial: dict[int, str] = {}
-    for event in events:
-        kind = event.get("type")
-        if kind == "message_start" and isinstance(event.get("message"), dict):
-            message = {**event["message"], "content": []}
-        if message is None:
-            continue
-        content: list[Any] = message["content"]
-        index = _int(event.get("index"), len(content))
-        if kind == "content_block_start" and isinstance(
-            event.get("content_block"), dict
-        ):
-            content.append(dict(event["content_block"]))
-        elif kind == "content_block_delta" and 0 <= index < len(content):
-            block, delta = content[index], event.get("delta") or {}
-            for name, key in (
-                ("text", "text"),
-                ("thinking", "thinking"),
-                ("signature", "signature"),
-            ):
-                if isinstance(delta.get(key), str):
-                    block[name] = block.get(name, "") + delta[key]
-            if isinstance(delta.get("partial_json"), str):
-                partial[index] = partial.get(index, "") + delta["partial_json"]
-        elif kind == "content_block_stop" and index in partial:
-            try:
-                content[index]["input"] = boundedjson.loads(partial.pop(index) or "{}")
-            except boundedjson.Refused:
-                content[index]["input"] = {}
-        elif kind == "message_delta":
-            delta = event.get("delta")
-            if isinstance(delta, dict):
-                message.update(delta)
-            if isinstance(event.get("usage"), dict):
-                message["usage"] = {**(message.get("usage") or {}), **event["usage"]}
-    return message
-
-
-def _openai_completion(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not events:
-        return None
-    first = events[0]
-    choices: dict[int, dict[str, Any]] = {}
-    usage = None
-    for event in events:
-        if isinstance(event.get("usage"), dict):
-            usage = event["usage"]
-        for choice in event.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            index = _int(choice.get("index"), 0)
-            into = choices.setdefault(
-                index,
-                {
-                    "index": index,
-                    "message": {"role": "assistant"},
-                    "finish_reason": None,
-                },
-            )
-            if choice.get("finish_reason"):
-                into["finish_reason"] = choice["finish_reason"]
-            _merge_delta(into["message"], choice.get("delta") or {})
-    completion: dict[str, Any] = {
-        "id": first.get("id", ""),
-        "object": "chat.completion",
-        "created": first.get("created", 0),
-        "model": first.get("model", ""),
-        "choices": [choices[i] for i in sorted(choices)],
-    }
-    if usage is not None:
-        completion["usage"] = usage
-    return completion
-
-
-def _merge_delta(message: dict[str, Any], delta: Mapping[str, Any]) -> None:
-    for key in ("role",):
-        if isinstance(delta.get(key), str):
-            message[key] = delta[key]
-    for key in ("content", "refusal"):
-        if isinstance(delta.get(key), str):
-            message[key] = (message.get(key) or "") + delta[key]
-    for call in delta.get("tool_calls") or []:
-        if not isinstance(call, dict):
-            continue
-        calls = message.setdefault("tool_calls", [])
-        index = _int(call.get("index"), len(calls))
-        while len(calls) <= index:
-            calls.append(
-                {
-                    "id": "",
-                    "type": "function",
-                    "function": {"name": "", "arguments": ""},
-                }
-            )
-        into = calls[index]
-        if isinstance(call.get("id"), str):
-            into["id"] = call["id"]
-        function = call.get("function") or {}
-        for key in ("name", "arguments"):
-            if isinstance(function.get(key), str):
-                into["function"][key] += function[key]
+        return streams.anthropic_message(datas)
+    if responses.is_stream(datas):
+        return responses.rebuild(datas)
+    return streams.openai_completion(datas)
 
 
 def response_of(kind: str, body: Any, *, streamed: bool) -> Any:
@@ -440,11 +341,46 @@ class Divergence:
 
 
 def compare(
-    tape: Sequence[Exchange], index: int, actual: dict[str, Any], *, stream: bool
+    tape: Sequence[Exchange],
+    index: int,
+    actual: dict[str, Any],
+    *,
+    stream: bool,
+    rules: Sequence[Rule] = (),
 ) -> Divergence | None:
     """Whether request ``index`` of a replay, normalised, may be answered from
     exchange ``index`` of ``tape`` (as a stream, when ``stream``); the
-    divergence when it may not."""
+    divergence when it may not. ``match`` says which rules it took."""
+    return match(tape, index, actual, stream=stream, rules=rules)[0]
+
+
+def match(
+    tape: Sequence[Exchange],
+    index: int,
+    actual: dict[str, Any],
+    *,
+    stream: bool,
+    rules: Sequence[Rule] = (),
+) -> tuple[Divergence | None, list[str]]:
+    """``compare``, and the names of the rules that changed something in
+    either request: the wire's own (``tape_rules.WIRE``), then ``rules`` (the
+    agent's and the replay's), each applied to both the recorded and the
+    actual request. Nothing else is set aside."""
+    applied: list[str] = []
+    if index < len(tape) and not tape[index].request.get("left_out"):
+        recorded = tape[index]
+        declared = (*tape_rules.for_wire(recorded.kind, recorded.endpoint), *rules)
+        seen, on_tape = tape_rules.normalise_with(declared, recorded.request)
+        asked, by_agent = tape_rules.normalise_with(declared, actual)
+        applied = [r.name for r in declared if r.name in {*on_tape, *by_agent}]
+        tape = [*tape[:index], replace(recorded, request=seen)]
+        actual = asked
+    return _compare(tape, index, actual, stream=stream), applied
+
+
+def _compare(
+    tape: Sequence[Exchange], index: int, actual: dict[str, Any], *, stream: bool
+) -> Divergence | None:
     n = index + 1
     if index >= len(tape):
         return Divergence(
@@ -475,7 +411,7 @@ def compare(
                 else f"(the provider answered HTTP {recorded.status})"
             ),
         )
-    if stream and actual.get("endpoint") != STREAMABLE.get(recorded.kind):
+    if stream and actual.get("endpoint") not in STREAMABLE.get(recorded.kind, ()):
         return Divergence(
             index, "unservable", f"call {n} asks for a stream the tape cannot write"
         )
@@ -496,11 +432,6 @@ def fewer(tape: Sequence[Exchange], calls: int) -> Divergence | None:
 # -- writing an answer back ------------------------------------------------
 
 
-def _sse(event: str | None, data: Any) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-
-
 def serve(exchange: Exchange, *, stream: bool) -> tuple[str, list[bytes]]:
     """The recorded answer as the agent asked for it: the content type and the
     body's pieces (one JSON document, or a stream's events)."""
@@ -515,116 +446,10 @@ def serve(exchange: Exchange, *, stream: bool) -> tuple[str, list[bytes]]:
     if not isinstance(message, dict):
         message = {}
     if kind == wire.ANTHROPIC:
-        return "text/event-stream; charset=utf-8", _anthropic_events(message)
-    return "text/event-stream; charset=utf-8", _openai_events(message)
-
-
-def _anthropic_events(message: dict[str, Any]) -> list[bytes]:
-    usage = dict(message.get("usage") or {})
-    start = {
-        **message,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {**usage, "output_tokens": 0},
-    }
-    events = [_sse("message_start", {"type": "message_start", "message": start})]
-    for index, block in enumerate(message.get("content") or []):
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        opening = dict(block)
-        delta: dict[str, Any] | None = None
-        if kind == "text":
-            opening["text"] = ""
-            delta = {"type": "text_delta", "text": block.get("text", "")}
-        elif kind in ("tool_use", "server_tool_use"):
-            opening["input"] = {}
-            delta = {
-                "type": "input_json_delta",
-                "partial_json": json.dumps(block.get("input", {}), ensure_ascii=False),
-            }
-        elif kind == "thinking":
-            opening["thinking"], opening["signature"] = "", ""
-            delta = {"type": "thinking_delta", "thinking": block.get("thinking", "")}
-        events.append(
-            _sse(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": opening,
-                },
-            )
-        )
-        if delta is not None:
-            events.append(
-                _sse(
-                    "content_block_delta",
-                    {"type": "content_block_delta", "index": index, "delta": delta},
-                )
-            )
-        if kind == "thinking" and block.get("signature"):
-            signature = {"type": "signature_delta", "signature": block["signature"]}
-            events.append(
-                _sse(
-                    "content_block_delta",
-                    {"type": "content_block_delta", "index": index, "delta": signature},
-                )
-            )
-        events.append(
-            _sse("content_block_stop", {"type": "content_block_stop", "index": index})
-        )
-    events.append(
-        _sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {
-                    "stop_reason": message.get("stop_reason"),
-                    "stop_sequence": message.get("stop_sequence"),
-                },
-                "usage": usage,
-            },
-        )
-    )
-    events.append(_sse("message_stop", {"type": "message_stop"}))
-    return events
-
-
-def _openai_events(completion: dict[str, Any]) -> list[bytes]:
-    head = {
-        "id": completion.get("id", ""),
-        "object": "chat.completion.chunk",
-        "created": completion.get("created", 0),
-        "model": completion.get("model", ""),
-    }
-
-    def chunk(index: int, delta: dict[str, Any], finish: Any = None) -> bytes:
-        choice = {"index": index, "delta": delta, "finish_reason": finish}
-        return _sse(None, {**head, "choices": [choice], "usage": None})
-
-    events = []
-    for choice in completion.get("choices") or []:
-        if not isinstance(choice, dict):
-            continue
-        index = _int(choice.get("index"), 0)
-        message = choice.get("message") or {}
-        events.append(
-            chunk(index, {"role": message.get("role", "assistant"), "content": ""})
-        )
-        if message.get("content"):
-            events.append(chunk(index, {"content": message["content"]}))
-        if message.get("refusal"):
-            events.append(chunk(index, {"refusal": message["refusal"]}))
-        for number, call in enumerate(message.get("tool_calls") or []):
-            if isinstance(call, dict):
-                events.append(chunk(index, {"tool_calls": [{**call, "index": number}]}))
-        events.append(chunk(index, {}, choice.get("finish_reason") or "stop"))
-    if isinstance(completion.get("usage"), dict):
-        events.append(_sse(None, {**head, "choices": [], "usage": completion["usage"]}))
-    events.append(b"data: [DONE]\n\n")
-    return events
+        return "text/event-stream; charset=utf-8", streams.anthropic_events(message)
+    if exchange.endpoint == responses.ENDPOINT:
+        return "text/event-stream; charset=utf-8", responses.events(message)
+    return "text/event-stream; charset=utf-8", streams.openai_events(message)
 
 
 # -- storing -----------------------------------------------------------------
