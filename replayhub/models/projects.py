@@ -14,6 +14,8 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub import agents
+from replayhub.agents.profile import Profile, version_problem
 from replayhub.gateway.allow import parse_allow_entry
 from replayhub.git import mirrors
 from replayhub.ingest.native import whole_record
@@ -193,6 +195,18 @@ class Project(models.Model):
     # argv lists, never shell strings: they are executed without a shell.
     test_command = models.JSONField(default=list, blank=True)
     agent_command = models.JSONField(default=list, blank=True)
+    agent = models.CharField(
+        max_length=32,
+        choices=[(name, name) for name in agents.NAMES],
+        default=agents.CUSTOM,
+        help_text="An agent profile (installed by the setup phase and run "
+        "headless against the gateway), or custom: the agent command.",
+    )
+    agent_version = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The profile's CLI release to install. Empty: its pinned one.",
+    )
     allowed_paths = models.JSONField(
         default=list, blank=True, help_text="Globs relative to the repository root."
     )
@@ -414,6 +428,9 @@ class Project(models.Model):
         constraints = [
             choices_check("runner", RunnerKind, "project_runner_valid"),
             choices_check(
+                "agent", [(name, name) for name in agents.NAMES], "project_agent_valid"
+            ),
+            choices_check(
                 "min_isolation", MinIsolation, "project_min_isolation_valid", blank=True
             ),
             # A project that requires gVisor cannot be switched to a runner
@@ -477,6 +494,7 @@ class Project(models.Model):
             errors["setup_inputs"] = problem
         if problem := argv_problem(self.setup_command):
             errors["setup_command"] = problem
+        errors.update(self.agent_problems())
         if self.root_image and not _PINNED_IMAGE.search(self.root_image):
             errors["root_image"] = (
                 "Give an image pinned by digest: name@sha256:<64 hex digits>."
@@ -494,6 +512,34 @@ class Project(models.Model):
             errors["repo_credential_env"] = problem
         if errors:
             raise ValidationError(errors)
+
+    def agent_problems(self) -> dict[str, str]:
+        """What is wrong with the project's agent settings, by field."""
+        errors = {}
+        if self.agent not in agents.NAMES:
+            errors["agent"] = f"Choose one of {', '.join(agents.NAMES)}."
+        elif self.agent == agents.CUSTOM and self.agent_version:
+            errors["agent_version"] = "Only an agent profile has a version."
+        elif self.agent != agents.CUSTOM and self.agent_command:
+            errors["agent_command"] = (
+                f"The {self.agent} profile runs the agent: give no agent command."
+            )
+        if self.agent_version and (problem := version_problem(self.agent_version)):
+            errors["agent_version"] = problem[:1].upper() + problem[1:]
+        return errors
+
+    @property
+    def agent_profile(self) -> Profile | None:
+        """The agent profile the project names (None: its agent command)."""
+        return agents.PROFILES.get(self.agent)
+
+    @property
+    def ignored_in_force(self) -> list[str]:
+        """The globs left out of both trees: the project's ignored paths and
+        the state paths of its agent profile."""
+        profile = self.agent_profile
+        state = profile.state_paths if profile is not None else ()
+        return [*self.ignored_paths, *(g for g in state if g not in self.ignored_paths)]
 
     @property
     def test_time_limit(self) -> int:
