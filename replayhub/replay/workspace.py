@@ -595,7 +595,7 @@ def run_agent(
     if outcome.timed_out or outcome.limit_fired == "wall_time":
         raise NotRun(
             Reason.TIMEOUT,
-            f"{who} ran past its {limits.wall_seconds:g} s time limit",
+            timeout_detail(who, limits.wall_seconds, report.egress_counts.rows()),
             "wall_time",
         )
     if outcome.limit_fired:
@@ -606,6 +606,34 @@ def run_agent(
             outcome.limit_fired,
         )
     return workspace, io_dir, outcome
+
+
+def timeout_detail(who: str, seconds: float, egress_rows: list[dict]) -> str:
+    """Why an agent phase timed out, as far as its way out tells: an agent
+    that kept asking for a host outside the allowlist (a CLI that ignores
+    the base URL it was given) was most likely waiting on it. ``egress_rows``
+    are ``AttemptCounts.rows()``, most attempts first."""
+    said = f"{who} timed out after {seconds:g} s"
+    refused: dict[str, int] = {}
+    for row in egress_rows:
+        if row.get("phase") == "agent" and not row.get("allowed"):
+            host = str(row.get("host"))[:120]  # the agent's, cut to a line
+            where = (
+                host
+                if host == AttemptCounts.OTHER_HOSTS
+                else f"{host}:{row.get('port')}"
+            )
+            refused[where] = refused.get(where, 0) + int(row.get("count") or 0)
+    if not refused:
+        return said
+    ordered = sorted(refused.items(), key=lambda kv: (-kv[1], kv[0]))
+    (host, count), rest = ordered[0], ordered[1:]
+    said += f"; it tried to reach {host} {count} time{'s' if count != 1 else ''}"
+    if rest:
+        others = sum(n for _, n in rest)
+        said += f" and {len(rest)} other host{'s' if len(rest) != 1 else ''}"
+        said += f" {others} time{'s' if others != 1 else ''}"
+    return said + " (not allowed)"
 
 
 def provider_failures(calls: list[MeteredCall]) -> str:

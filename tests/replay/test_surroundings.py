@@ -1,0 +1,162 @@
+"""A replay that looks like the original run to the agent: the workspace at
+the recorded working directory, HOME at the recorded home, the base checked
+out on the recorded branch, TZ and LANG as recorded; what could not be made
+the same is listed with why in the replay's evidence and on its page.
+
+Real repositories, the real sandbox, the scripted calculator's project with
+an agent that writes down what it sees.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from replayhub import services
+from replayhub.models import Replay
+from replayhub.replay import surroundings
+from replayhub.sandbox.base import HOME, WORKSPACE
+from tests.factories import make_calc_project, make_calc_run
+
+# What an agent reads of its surroundings, one line each.
+PROBE = (
+    'pwd; echo "$PWD"; echo "$HOME"; '
+    "git symbolic-ref -q --short HEAD || echo detached; "
+    'echo "$TZ"; echo "$LANG"; date +%Z'
+)
+RECORDED = {
+    "cwd": "/home/alice/src/calc",
+    "home": "/home/alice",
+    "branch": "feature/rounding",
+    "tz": "Asia/Tokyo",
+    "lang": "en_GB.UTF-8",
+}
+
+
+def replayed(project, base, original, recorded) -> Replay:
+    run = make_calc_run(project, prompt="probe", original=original, base=base)
+    run.raw = {"surroundings": recorded}
+    run.save()
+    replay = services.replay_create(run=run, trigger="command")
+    services.replay_execute(replay_id=replay.pk)
+    return Replay.objects.get(pk=replay.pk)
+
+
+@pytest.mark.django_db
+def test_the_agent_sees_the_originals_directory_home_branch_and_zone(
+    calc_repo, calc_base, calc_good
+):
+    project = make_calc_project(calc_repo, agent_command=["sh", "-c", PROBE])
+
+    replay = replayed(project, calc_base, calc_good, RECORDED)
+
+    seen = replay.agent_output.splitlines()
+    assert seen[:7] == [
+        "/home/alice/src/calc",
+        "/home/alice/src/calc",
+        "/home/alice",
+        "feature/rounding",
+        "Asia/Tokyo",
+        "en_GB.UTF-8",
+        "JST",
+    ]
+    assert replay.evidence["surroundings"] == {
+        "reproduced": RECORDED,
+        "differences": [],
+    }
+
+
+@pytest.mark.django_db
+def test_what_cannot_be_made_the_same_is_listed_with_why_on_the_page(
+    calc_repo, calc_base, calc_good, client, reviewer
+):
+    project = make_calc_project(calc_repo, agent_command=["sh", "-c", PROBE])
+    recorded = {
+        "cwd": "/tmp/rh/<b>work</b>",
+        "home": "/etc/alice",
+        "branch": "bad..name",
+        "tz": "Mars/Olympus_Mons",
+        "lang": "en_GB.UTF-8; rm -rf /",
+    }
+
+    replay = replayed(project, calc_base, calc_good, recorded)
+
+    seen = replay.agent_output.splitlines()
+    assert seen[:4] == [WORKSPACE, WORKSPACE, HOME, "detached"]
+    differences = replay.evidence["surroundings"]["differences"]
+    assert [d["what"] for d in differences] == [
+        "working directory",
+        "HOME",
+        "TZ",
+        "LANG",
+        "branch",
+    ]
+    assert differences[0] == {
+        "what": "working directory",
+        "original": "/tmp/rh/<b>work</b>",
+        "replay": WORKSPACE,
+        "why": "inside the system folder /tmp",
+    }
+    client.force_login(reviewer)
+    page = client.get(reverse("reviews:replay_detail", args=[replay.pk]))
+    html = page.content.decode()
+    assert "What the agent saw differently" in html
+    assert "/tmp/rh/&lt;b&gt;work&lt;/b&gt;" in html
+    assert "<b>work</b>" not in html
+    assert "git does not take it as a branch name here" in html
+
+
+@pytest.mark.django_db
+def test_a_run_without_surroundings_replays_as_before(calc_repo, calc_base, calc_good):
+    project = make_calc_project(calc_repo, agent_command=["sh", "-c", PROBE])
+
+    replay = replayed(project, calc_base, calc_good, None)
+
+    assert replay.agent_output.splitlines()[:4] == [
+        WORKSPACE,
+        WORKSPACE,
+        HOME,
+        "detached",
+    ]
+    assert "surroundings" not in replay.evidence
+
+
+class _Project:
+    agent = "claude-code"
+    agent_version = "2.1.200"
+
+
+def test_the_agent_version_differs_when_the_project_installs_another():
+    placement = surroundings.plan(
+        {"agent": {"name": "claude", "version": "2.1.197"}},
+        installed_agent=surroundings.installed_agent(_Project()),
+    )
+    assert placement.differences == [
+        {
+            "what": "agent version",
+            "original": "2.1.197",
+            "replay": "2.1.200",
+            "why": "the project installs claude-code 2.1.200",
+        }
+    ]
+    same = surroundings.plan(
+        {"agent": {"version": "2.1.200"}}, installed_agent=("claude-code", "2.1.200")
+    )
+    assert same.reproduced == {"agent_version": "2.1.200"} and not same.differences
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [[], "x", 1, {"cwd": 5, "home": ["x"], "branch": 3, "tz": {}, "lang": 9}],
+)
+def test_a_malformed_surroundings_value_never_fails_the_plan(recorded):
+    placement = surroundings.plan(recorded)
+    assert placement.workspace_at == WORKSPACE and placement.home == HOME
+    assert placement.env == {}
+
+
+def test_home_holding_the_workspace_stays_the_sandbox_home():
+    placement = surroundings.plan({"cwd": "/home/alice", "home": "/home/alice"})
+    assert placement.workspace_at == "/home/alice"
+    assert placement.home == HOME
+    assert placement.differences[0]["what"] == "HOME"
