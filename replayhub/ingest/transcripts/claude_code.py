@@ -140,6 +140,7 @@ def _session(
     cwd = next((c for _, value in own if isinstance(c := value.get("cwd"), str)), "")
     if cwd:
         record["cwd"] = cwd
+    record["surroundings"] = _surroundings(own)
     search = Search(
         branch=branch,
         start=min(times),
@@ -149,6 +150,24 @@ def _session(
         find_original=True,
     )
     return RecordDraft(first, record, search)
+
+
+def _surroundings(own: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """What the agent saw of where it ran, as the record's ``surroundings``:
+    the first working directory, branch (``HEAD``: detached) and version."""
+
+    def first(key: str) -> str:
+        found = (v for _, line in own if isinstance(v := line.get(key), str) and v)
+        return next(found, "")
+
+    found: dict[str, Any] = {"agent": {"name": "claude"}}
+    if cwd := first("cwd"):
+        found["cwd"] = cwd
+    if branch := first("gitBranch"):
+        found["branch"] = None if branch == "HEAD" else branch
+    if version := first("version"):
+        found["agent"]["version"] = version[:64]
+    return found
 
 
 def _prompt_text(value: dict[str, Any]) -> str:

@@ -170,6 +170,7 @@ def _session(
         record["base_sha"] = commit
     if branch:
         record["original_branch"] = branch
+    record["surroundings"] = _surroundings(meta, branch)
     draft.search = Search(
         branch=branch,
         start=started,
@@ -255,3 +256,16 @@ def _tape(
             inputs.append(item)
     close(None)
     return entries, output
+
+
+def _surroundings(meta: dict[str, Any], branch: str) -> dict[str, Any]:
+    """What Codex saw of where it ran, as the record's ``surroundings``: the
+    session's working directory, branch and CLI version."""
+    found: dict[str, Any] = {"agent": {"name": "codex"}}
+    if isinstance(cwd := meta.get("cwd"), str) and cwd:
+        found["cwd"] = cwd
+    if branch:
+        found["branch"] = branch
+    if isinstance(version := meta.get("cli_version"), str) and version:
+        found["agent"]["version"] = version[:64]
+    return found
