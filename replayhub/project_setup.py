@@ -32,10 +32,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from replayhub import agents
+from replayhub.agents.profile import WIRE_NAMES, version_problem
 from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError
-from replayhub.models import Project, Provider
+from replayhub.models import Project, Provider, ProviderKind
 from replayhub.models.projects import (
     credential_policy,
     default_setup_inputs,
@@ -307,6 +309,8 @@ FIELDS = {
     "--repo-credential-env": "repo_credential_env",
     "--test-command": "test_command",
     "--agent-command": "agent_command",
+    "--agent": "agent",
+    "--agent-version": "agent_version",
     "--allowed-paths": "allowed_paths",
     "--test-paths": "test_paths",
     "--egress-agent": "egress_agent",
@@ -462,6 +466,8 @@ def project_fields(
     harness_command: str | None = None,
     verifier_command: str | None = None,
     repo_credential_env: str = "",
+    agent: str = agents.CUSTOM,
+    agent_version: str = "",
     settings: Mapping[str, Any] | None = None,
     editing: Project | None = None,
 ) -> dict:
@@ -475,10 +481,12 @@ def project_fields(
     common lockfiles. A command given as None is stored empty (no setup phase,
     no harness, no separate verifier); a command given must not be empty. The
     test and agent commands may be left out only in a project of rollouts
-    (one with a harness command). ``repo`` is a path on this host or a URL;
-    ``repo_credential_env`` names the variable holding an http(s) URL's
-    credential, one the operator allows. Whether the URL answers is
-    ``remote_check``'s to ask, after every other check.
+    (one with a harness command); the agent command also in a project whose
+    ``agent`` is a profile, which may not have one (``agent_fields``).
+    ``repo`` is a path on this host or a URL; ``repo_credential_env`` names
+    the variable holding an http(s) URL's credential, one the operator allows.
+    Whether the URL answers is ``remote_check``'s to ask, after every other
+    check.
     """
     found = _Collector()
     if editing is None or slug != editing.slug:
@@ -501,10 +509,11 @@ def project_fields(
         if problem := egress_list_problem(value):
             found.add(option, f"{option}: {problem}")
     harness = found.run(_command, "--harness-command", harness_command, default=[])
+    profile = agents.PROFILES.get(agent)
     if not harness and harness_command is None:
         for option, command in (
             ("--test-command", test_command),
-            ("--agent-command", agent_command),
+            ("--agent-command", "" if profile else agent_command),
         ):
             if command is None:
                 found.add(
@@ -540,10 +549,64 @@ def project_fields(
         "egress_setup": egress_setup,
         "harness_command": harness,
         "verifier_command": found.run(_command, "--verifier-command", verifier_command),
+        **found.run(
+            agent_fields,
+            agent,
+            agent_version,
+            agent_command,
+            {p.kind for p in named},
+            default={},
+        ),
         **found.run(checked_settings, settings or {}, default={}),
     }
     found.refuse()
     return fields
+
+
+def agent_fields(
+    agent: str, version: str, command: str | None, kinds: set[str]
+) -> dict[str, str]:
+    """The project's agent: a profile (``replayhub.agents``) at a version,
+    reached through a provider of the kind its wire needs, or ``custom``
+    (its agent command). Raises ProjectInvalid."""
+    version = version.strip()
+    if agent not in agents.NAMES:
+        raise ProjectInvalid(
+            "--agent", f"--agent: choose one of {', '.join(agents.NAMES)}."
+        )
+    profile = agents.PROFILES.get(agent)
+    if profile is None:
+        if version:
+            raise ProjectInvalid(
+                "--agent-version",
+                "--agent-version is for an agent profile (give --agent NAME).",
+                "Only an agent profile has a version.",
+            )
+        return {"agent": agent, "agent_version": ""}
+    if command:
+        raise ProjectInvalid(
+            "--agent-command",
+            f"--agent-command: the project runs the {agent} profile "
+            f"(--agent {agent}); give one or the other, not both.",
+            f"The {agent} profile runs the agent: leave this empty, or choose custom.",
+        )
+    if version and (problem := version_problem(version)):
+        raise ProjectInvalid("--agent-version", f"--agent-version: {problem}")
+    if profile.provider_kind not in kinds:
+        wire = WIRE_NAMES[profile.wire]
+        kind = profile.provider_kind
+        if kind not in ProviderKind.values:
+            said = f"{profile.title} calls {wire}, which the model gateway does not "
+            raise ProjectInvalid(
+                "--agent", f"--agent {agent}: {said}forward yet.", f"{said}forward yet."
+            )
+        raise ProjectInvalid(
+            "--providers",
+            f"--agent {agent}: {profile.title} calls {wire}; name an {kind} "
+            "provider in --providers.",
+            f"{profile.title} calls {wire}: choose an {kind} provider.",
+        )
+    return {"agent": agent, "agent_version": version}
 
 
 def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:

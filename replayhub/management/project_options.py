@@ -12,6 +12,7 @@ import argparse
 import shlex
 from typing import Any
 
+from replayhub import agents
 from replayhub.environments.images import image_digest
 from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
 from replayhub.models.projects import rollout_settings_problem
@@ -64,7 +65,29 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         "is stored.",
     )
     add("--test-command", metavar="CMD", help=_or_harness(editing))
-    add("--agent-command", metavar="CMD", help=_or_harness(editing))
+    add(
+        "--agent",
+        choices=agents.NAMES,
+        metavar="NAME",
+        help="An agent profile: "
+        + ", ".join(
+            f"{p.name} ({p.title} {p.version})" for p in agents.PROFILES.values()
+        )
+        + "; the setup phase installs it and the replay runs it headless against "
+        "the gateway, with no --agent-command. Default: custom (the "
+        "--agent-command).",
+    )
+    add(
+        "--agent-version",
+        metavar="VERSION",
+        help="The profile's release to install (an exact version). Default: "
+        "its pinned one.",
+    )
+    add(
+        "--agent-command",
+        metavar="CMD",
+        help=_or_harness(editing) + " Not with an --agent profile.",
+    )
     add("--default-branch", metavar="NAME", help="Empty: the repository's HEAD.")
     add(
         "--providers",
@@ -264,6 +287,8 @@ DESTS = frozenset(
     {
         "repo",
         "repo_credential_env",
+        "agent",
+        "agent_version",
         "default_branch",
         "allow_test_interference",
         "root_image",
@@ -295,6 +320,8 @@ def current(project: Project) -> dict[str, Any]:
     values: dict[str, Any] = {
         "repo": project.repo_path,
         "repo_credential_env": project.repo_credential_env,
+        "agent": project.agent,
+        "agent_version": project.agent_version,
         "default_branch": project.default_branch,
         "allow_test_interference": project.allow_test_interference,
         "root_image": project.root_image,
@@ -335,6 +362,14 @@ def project_values(
     values = {**current(project or Project()), **chosen}
     for name in EMPTY_IS_NONE:
         values[name] = values[name] or None
+    if chosen.get("agent", agents.CUSTOM) != agents.CUSTOM:
+        # A profile chosen now replaces the command the project had, unless
+        # one is given with it (which is refused).
+        values["agent_command"] = chosen.get("agent_command")
+        if "agent_version" not in chosen and chosen["agent"] != (
+            project.agent if project else agents.CUSTOM
+        ):
+            values["agent_version"] = ""
     settings = {
         setting.field: parse_setting(setting, chosen[setting.field])
         for setting in SETTINGS
@@ -346,6 +381,8 @@ def project_values(
         repo_credential_env=values["repo_credential_env"] or "",
         test_command=values["test_command"],
         agent_command=values["agent_command"],
+        agent=values["agent"],
+        agent_version=values["agent_version"] or "",
         allowed_paths=values["allowed_paths"],
         test_paths=values["test_paths"],
         egress_agent=values["egress_agent"],

@@ -20,7 +20,7 @@ from django.views.decorators.http import (
     require_http_methods,
 )
 
-from replayhub import roles
+from replayhub import agents, roles
 from replayhub.models import (
     VERDICT_CHOICES,
     Preflight,
@@ -168,7 +168,32 @@ class ProjectForm(forms.Form):
         help_text="Split like a shell would; never run through one. Empty only "
         "in a project of rollouts.",
     )
-    agent_command = forms.CharField(required=False, max_length=2000)
+    agent = forms.ChoiceField(
+        choices=[
+            (agents.CUSTOM, "Custom: the agent command below"),
+            *(
+                (p.name, f"{p.title} ({p.package} {p.version})")
+                for p in agents.PROFILES.values()
+            ),
+        ],
+        initial=agents.CUSTOM,
+        # A post without it (an older page, a script) means custom.
+        required=False,
+        help_text="A profile is installed by the setup phase and run headless "
+        "against the gateway: no agent command.",
+    )
+    agent_version = forms.CharField(
+        label="Agent version",
+        required=False,
+        max_length=64,
+        help_text="The profile's release to install. Empty: its pinned one.",
+    )
+    agent_command = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="Split like a shell would; never run through one. Only with "
+        "the custom agent.",
+    )
     default_branch = forms.CharField(required=False, max_length=255)
     providers = forms.ModelMultipleChoiceField(
         queryset=Provider.objects.order_by("name"),
@@ -240,6 +265,8 @@ class ProjectForm(forms.Form):
             "repo": project.repo_path,
             "repo_credential_env": project.repo_credential_env,
             "test_command": shlex.join(project.test_command),
+            "agent": project.agent,
+            "agent_version": project.agent_version,
             "agent_command": shlex.join(project.agent_command),
             "allowed_paths": " ".join(project.allowed_paths),
             "test_paths": " ".join(project.test_paths),
@@ -274,6 +301,8 @@ class ProjectForm(forms.Form):
             "repo": text("repo"),
             "repo_credential_env": text("repo_credential_env"),
             "test_command": text("test_command") or None,
+            "agent": data.get("agent") or agents.CUSTOM,
+            "agent_version": text("agent_version").strip(),
             "agent_command": text("agent_command") or None,
             "allowed_paths": _words(text("allowed_paths")),
             "test_paths": _words(text("test_paths")) or None,
