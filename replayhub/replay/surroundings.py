@@ -59,6 +59,8 @@ class Placement:
     branch: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     recorded: bool = False
+    # The model the original's first Anthropic call asked for.
+    anthropic_model: str | None = None
     reproduced: dict[str, Any] = field(default_factory=dict)
     differences: list[dict[str, Any]] = field(default_factory=list)
 
@@ -81,6 +83,18 @@ class Placement:
         else:
             why = "git does not take it as a branch name here"
             self.differ("branch", self.branch, "(detached HEAD)", why)
+
+    def asked(self, model: str | None) -> None:
+        """The model the replay's first Anthropic call asked for (None: it
+        made none). The model variant goes with its beta flags, so a model
+        that differs is a call that differs."""
+        if self.anthropic_model is None or model is None:
+            return
+        if model == self.anthropic_model:
+            self.reproduced["anthropic_model"] = model
+        else:
+            why = "the agent asked for another model (its --model or settings)"
+            self.differ("model asked", self.anthropic_model, model, why)
 
     def evidence(self) -> dict[str, Any] | None:
         """The replay's ``surroundings`` evidence; None when the run recorded
@@ -123,6 +137,9 @@ def plan(
     elif lang is not None:
         placement.differ("LANG", lang, "C.UTF-8", "not a locale name")
     _compare_agent(placement, recorded.get("agent"), installed_agent)
+    anthropic = recorded.get("anthropic")
+    if isinstance(anthropic, dict) and isinstance(anthropic.get("model"), str):
+        placement.anthropic_model = anthropic["model"]
     return placement
 
 

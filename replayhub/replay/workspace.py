@@ -560,6 +560,9 @@ def run_agent(
         report.usage_reported = reported
     else:
         report.usage = reported
+    anthropic = (c for c in report.model_calls if c.kind == "anthropic")
+    placement.asked(next((c.model_requested for c in anthropic), None))
+    report.surroundings = placement.evidence() or {}
     if network is not None and network.recorder is not None:
         report.tape, report.tape_truncated = network.recorder.exchanges()
     divergence = player.finish() if player is not None else None

@@ -160,3 +160,23 @@ def test_home_holding_the_workspace_stays_the_sandbox_home():
     assert placement.workspace_at == "/home/alice"
     assert placement.home == HOME
     assert placement.differences[0]["what"] == "HOME"
+
+
+def test_another_model_asked_of_anthropic_is_listed():
+    recorded = {"anthropic": {"model": "claude-opus-4-8", "beta": ["context-1m"]}}
+    other = surroundings.plan(recorded)
+    other.asked("claude-sonnet-4-5")
+    assert other.differences == [
+        {
+            "what": "model asked",
+            "original": "claude-opus-4-8",
+            "replay": "claude-sonnet-4-5",
+            "why": "the agent asked for another model (its --model or settings)",
+        }
+    ]
+    same = surroundings.plan(recorded)
+    same.asked("claude-opus-4-8")
+    assert same.reproduced == {"anthropic_model": "claude-opus-4-8"}
+    none = surroundings.plan(recorded)
+    none.asked(None)  # no Anthropic call in the replay: nothing to compare
+    assert none.differences == [] and none.reproduced == {}
