@@ -207,6 +207,7 @@ class Report:
             "egress_counts": self.egress_counts.rows(),
             "refused_calls": self.refused_counts,
             "environment": self.environment or None,
+            "surroundings": self.surroundings or None,
             "tape": {"exchanges": len(self.tape), **self.tape_play},
         }
 

@@ -9,7 +9,11 @@ an agent that writes down what it sees.
 
 from __future__ import annotations
 
+import json
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from replayhub import services
@@ -180,3 +184,18 @@ def test_another_model_asked_of_anthropic_is_listed():
     none = surroundings.plan(recorded)
     none.asked(None)  # no Anthropic call in the replay: nothing to compare
     assert none.differences == [] and none.reproduced == {}
+
+
+@pytest.mark.django_db
+def test_reproduce_json_prints_the_surroundings(calc_repo, calc_base, calc_good):
+    project = make_calc_project(calc_repo, agent_command=["sh", "-c", PROBE])
+    run = make_calc_run(project, prompt="probe", original=calc_good, base=calc_base)
+    run.raw = {"surroundings": {"cwd": "/proc/1", "tz": "Asia/Tokyo"}}
+    run.save()
+    out = StringIO()
+
+    call_command("reproduce", str(run.pk), "--sync", "--json", stdout=out)
+
+    printed = json.loads(out.getvalue())["surroundings"]
+    assert printed["reproduced"] == {"tz": "Asia/Tokyo"}
+    assert printed["differences"][0]["what"] == "working directory"
