@@ -9,8 +9,8 @@ files it lays out under ``$HOME``, its state paths.
 
 Modules:
 
-- profile: ``Profile``, ``Transcript``, the wires and the install and home
-  folders.
+- profile: ``Profile``, ``Transcript``, ``PROFILES`` and ``get``, the wires
+  and the install and home-files folders.
 - rules: each profile's tape rules (a request's parts set aside before tape
   matching; ``gateway.tape_rules`` applies them).
 - install: how the setup phase installs a profile's CLI into the project's
@@ -30,12 +30,12 @@ How a profile is run, in order:
    the profile and version.
 2. The agent phase (``replay.execute``) runs ``profile.argv(...)``: ``sh -c``
    with a fixed launcher script, the CLI as ``$0`` and its flags as
-   arguments, so a record's model is only ever an argument. ``HOME`` is a
-   folder of the replay's IO bind, holding the profile's ``home_files``
-   before the agent starts; the gateway's variables
-   (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, their placeholder keys) are
-   the same as for a hand-written command, and the launcher passes them on
-   in the shape the CLI reads.
+   arguments, so a record's model is only ever an argument. The profile's
+   ``home_files`` wait in the replay's IO bind and the launcher copies them
+   into ``$HOME`` (placed where the original's was) before the CLI starts.
+   The gateway's variables (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``,
+   their placeholder keys) are the same as for a hand-written command; the
+   launcher passes them on in the shape the CLI reads.
 3. Capture leaves the profile's ``state_paths`` out of both trees, as it
    does the project's ``ignored_paths``.
 
@@ -43,13 +43,11 @@ Departure from the design map: ``env(gateway)`` is ``Profile.environment()``
 plus the launcher. The gateway's address and placeholder key are minted when
 the agent phase's network starts, after the sandbox's spec is made, so a
 profile names the variables it reads them from in its launcher instead of
-being handed their values. ``PROFILES`` and ``get`` live here, not in
-``profile``, which the agent modules import.
+being handed their values. ``profile.PROFILES`` is filled here, where every
+agent module is imported, so ``profile`` imports none of them.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from replayhub.agents import (
     aider,
@@ -59,21 +57,12 @@ from replayhub.agents import (
     mini_swe_agent,
     opencode,
 )
-from replayhub.agents.profile import Profile
+from replayhub.agents.profile import CUSTOM, PROFILES, get
 
-# The project's agent when it names no profile: its own --agent-command.
-CUSTOM = "custom"
-
-PROFILES: Mapping[str, Profile] = {
-    module.PROFILE.name: module.PROFILE
+PROFILES.update(
+    (module.PROFILE.name, module.PROFILE)
     for module in (claude_code, codex, aider, mini_swe_agent, gemini_cli, opencode)
-}
+)
 
 NAMES = (CUSTOM, *PROFILES)
-
-
-def get(name: str) -> Profile | None:
-    """The profile named ``name``; None for ``custom`` (or no profile)."""
-    if name in ("", CUSTOM):
-        return None
-    return PROFILES[name]
+__all__ = ["CUSTOM", "NAMES", "PROFILES", "get"]

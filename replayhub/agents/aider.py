@@ -15,10 +15,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from replayhub.agents.profile import HOME_DIR, OPENAI_CHAT, PYPI, Profile, Transcript
+from replayhub.agents.profile import (
+    HOME_FILES,
+    OPENAI_CHAT,
+    PREAMBLE,
+    PYPI,
+    Profile,
+    Transcript,
+)
 
 LAUNCHER = (
-    'mkdir -p "$HOME" && export OPENAI_API_BASE="$OPENAI_BASE_URL" && '
+    PREAMBLE + 'export OPENAI_API_BASE="$OPENAI_BASE_URL" && '
     'exec "$0" "$@" --message-file "$REPLAYHUB_PROMPT_FILE" < /dev/null'
 )
 METADATA = ".aider/model-metadata.json"
@@ -39,7 +46,7 @@ def flags(version: str, model: str, caps: Mapping[str, Any]) -> list[str]:
         words += [
             f"--model=openai/{model}",
             "--model-metadata-file",
-            f"{HOME_DIR}/{METADATA}",
+            f"{HOME_FILES}/{METADATA}",
         ]
     return words
 

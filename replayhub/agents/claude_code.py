@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replayhub.agents.profile import ANTHROPIC, NPM, Profile, Transcript
+from replayhub.agents.profile import ANTHROPIC, NPM, PREAMBLE, Profile, Transcript
 
 LAUNCHER = (
-    'mkdir -p "$HOME" && { [ "$(id -u)" != 0 ] || export IS_SANDBOX=1; } && '
+    PREAMBLE + '{ [ "$(id -u)" != 0 ] || export IS_SANDBOX=1; } && '
     'exec "$0" "$@" < "$REPLAYHUB_PROMPT_FILE"'
 )
 

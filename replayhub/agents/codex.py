@@ -14,10 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replayhub.agents.profile import NPM, OPENAI_RESPONSES, Profile, Transcript
+from replayhub.agents.profile import (
+    NPM,
+    OPENAI_RESPONSES,
+    PREAMBLE,
+    Profile,
+    Transcript,
+)
 
 LAUNCHER = (
-    'mkdir -p "$HOME" && exec "$0" "$@" '
+    PREAMBLE + 'exec "$0" "$@" '
     '-c "model_providers.rh.base_url=$OPENAI_BASE_URL" - < "$REPLAYHUB_PROMPT_FILE"'
 )
 

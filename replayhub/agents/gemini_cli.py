@@ -14,10 +14,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from replayhub.agents.profile import GEMINI, NPM, Profile, Transcript
+from replayhub.agents.profile import GEMINI, NPM, PREAMBLE, Profile, Transcript
 
 LAUNCHER = (
-    'mkdir -p "$HOME" && export GEMINI_API_KEY="$REPLAYHUB_MODEL_API_KEY" '
+    PREAMBLE + 'export GEMINI_API_KEY="$REPLAYHUB_MODEL_API_KEY" '
     'GOOGLE_GEMINI_BASE_URL="$REPLAYHUB_MODEL_BASE_URL" && '
     'exec "$0" "$@" --prompt="$(cat "$REPLAYHUB_PROMPT_FILE")" < /dev/null'
 )

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from replayhub.agents.profile import OPENAI_CHAT, PYPI, Profile, Transcript
+from replayhub.agents.profile import OPENAI_CHAT, PREAMBLE, PYPI, Profile, Transcript
 
 LAUNCHER = (
-    'mkdir -p "$HOME" && '
-    'exec "$0" "$@" --task="$(cat "$REPLAYHUB_PROMPT_FILE")" < /dev/null'
+    PREAMBLE + 'exec "$0" "$@" --task="$(cat "$REPLAYHUB_PROMPT_FILE")" < /dev/null'
 )
 
 

@@ -21,10 +21,15 @@ from typing import Any
 # it read-only at the same path. Not ``bin/``: nothing of the agent's comes
 # first on the PATH of the project's tests.
 INSTALL_DIR = "/replayhub-env/agent"
-# The agent's HOME: a folder of the replay's IO bind (``replay.workspace``'s
-# ``IO_DIR``), so its config and state are never in the change, and its
-# transcript is still there on the host once it has ended.
-HOME_DIR = "/replayhub/home"
+# Where a profile's HOME files wait in the replay's IO bind
+# (``replay.workspace.IO_DIR``); the launcher copies them into ``$HOME``, which
+# the replay places where the original's was, before the CLI starts.
+HOME_FILES = "/replayhub/home"
+# What every launcher does first: HOME made and its files laid out.
+PREAMBLE = (
+    'mkdir -p "$HOME" && { [ ! -d ' + HOME_FILES + " ] || "
+    "cp -R " + HOME_FILES + '/. "$HOME"/; } && '
+)
 
 NPM = "npm"
 PYPI = "pypi"
@@ -63,7 +68,7 @@ VERSION = re.compile(
 VERSION_MAX = 64
 
 # The prompt on the agent's standard input, the shape most CLIs read.
-STDIN_LAUNCHER = 'mkdir -p "$HOME" && exec "$0" "$@" < "$REPLAYHUB_PROMPT_FILE"'
+STDIN_LAUNCHER = PREAMBLE + 'exec "$0" "$@" < "$REPLAYHUB_PROMPT_FILE"'
 
 
 def version_problem(version: str) -> str:
@@ -161,6 +166,21 @@ class Profile:
         return ("sh", "-c", self.launcher, self.cli, *flags)
 
     def environment(self) -> dict[str, str]:
-        """The variables the agent phase adds for this CLI (its HOME, its
-        outside traffic off); the gateway's own are set beside them."""
-        return {"HOME": HOME_DIR, **self.env}
+        """The variables the agent phase adds for this CLI (its outside
+        traffic off); the gateway's own are set beside them."""
+        return dict(self.env)
+
+
+# The project's agent when it names no profile: its own --agent-command.
+CUSTOM = "custom"
+# Every profile by name. Filled by the package (``replayhub.agents``), which
+# imports each agent's module, and which Python imports before this one.
+PROFILES: dict[str, Profile] = {}
+
+
+def get(name: str) -> Profile | None:
+    """The profile named ``name``; None for ``custom`` (or none named).
+    Raises KeyError for a name no profile has."""
+    if name in ("", CUSTOM):
+        return None
+    return PROFILES[name]

@@ -18,7 +18,7 @@ import pytest
 from replayhub import agents
 from replayhub.agents import install
 from replayhub.agents.profile import (
-    HOME_DIR,
+    HOME_FILES,
     INSTALL_DIR,
     Profile,
     version_key,
@@ -45,6 +45,15 @@ printf 'STDIN '; cat
 """
 
 
+def test_a_profile_is_found_by_name_from_the_package_or_its_module():
+    from replayhub.agents import profile
+
+    assert profile.get("codex") is agents.PROFILES["codex"]
+    assert profile.get("custom") is None
+    with pytest.raises(KeyError):
+        profile.get("cursor")
+
+
 def test_every_profile_the_issue_names_is_pinned_to_its_release():
     assert ("custom", *PINNED) == agents.NAMES
     for name, (registry, package, version, kind) in PINNED.items():
@@ -59,14 +68,17 @@ def test_every_profile_the_issue_names_is_pinned_to_its_release():
     assert agents.get("custom") is None
 
 
-def test_the_cli_lives_in_the_environment_and_home_in_the_replays_io_folder():
+def test_the_cli_lives_in_the_environment_and_home_files_in_the_io_folder():
     assert INSTALL_DIR.startswith(ENV_PATH + "/")
-    assert HOME_DIR.startswith(IO_DIR + "/")
+    assert HOME_FILES.startswith(IO_DIR + "/")
     for profile in agents.PROFILES.values():
         assert profile.cli.startswith(INSTALL_DIR + "/")
         # Never the environment's bin/, which comes first on the tests' PATH.
         assert not profile.cli.startswith(f"{ENV_PATH}/bin/")
-        assert profile.environment()["HOME"] == HOME_DIR
+        # HOME is where the replay places it, never the profile's choice.
+        assert "HOME" not in profile.environment()
+        assert profile.launcher.startswith('mkdir -p "$HOME" && ')
+        assert f'cp -R {HOME_FILES}/. "$HOME"/' in profile.launcher
 
 
 @pytest.mark.parametrize(
@@ -115,8 +127,8 @@ def run_launcher(tmp_path: Path, profile: Profile, model: str, env: dict) -> dic
         argv,
         env={
             "PATH": os.environ["PATH"],
-            **profile.environment(),
             "HOME": str(home),
+            **profile.environment(),
             "REPLAYHUB_PROMPT_FILE": str(prompt),
             **env,
         },
@@ -212,7 +224,7 @@ def test_aider_reads_the_prompt_file_and_the_gateway_as_its_api_base(tmp_path):
     assert seen["env"]["OPENAI_API_BASE"] == GATEWAY["OPENAI_BASE_URL"]
     assert seen["stdin"] == ""
     metadata_file = args[args.index("--model-metadata-file") + 1]
-    assert metadata_file == f"{HOME_DIR}/.aider/model-metadata.json"
+    assert metadata_file == f"{HOME_FILES}/.aider/model-metadata.json"
 
 
 def test_aiders_model_metadata_under_home_names_the_model():
