@@ -30,7 +30,13 @@ def on_tape(ruling: Ruling, *, left_at: int | None) -> Ruling:
     """
     if ruling.reason_code == Reason.TAPE_DIVERGED:
         return ruling
-    if left_at is not None:
+    if left_at == 1:
+        said = (
+            "The agent left the tape at call 1, so every call went to the model: "
+            "this was a live replay at the model's full cost, not a tape replay, "
+            "and its verdict does not separate the model from the environment."
+        )
+    elif left_at is not None:
         said = (
             f"The agent left the tape at call {left_at}; from there the model "
             "was asked live, so this verdict does not separate the model from "

@@ -1,6 +1,9 @@
 """A tape as the conversation it was: each call's messages and the answer,
-tool calls apart (the page folds them). Pure: plain dicts of text, escaped by
-the templates like every record value."""
+tool calls apart (the page folds them). Chat and Anthropic calls read their
+``messages``; Responses API calls (Codex's) their ``input`` items (messages,
+function and custom tool calls and their outputs) and the answer's ``output``
+items. Pure: plain dicts of text, escaped by the templates like every record
+value."""
 
 from __future__ import annotations
 
@@ -12,6 +15,11 @@ from replayhub.lib import boundedjson
 
 # A message's text shown on a page is cut here (the tape keeps all of it).
 TEXT_CHARS = 20_000
+# Content parts that are text: Anthropic's and chat's, the Responses API's.
+TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+# Responses API items that are a tool's call, and those that are its output.
+CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 def _cut(text: str) -> str:
@@ -37,7 +45,7 @@ def _parts(content: Any) -> tuple[str, list[dict[str, str]]]:
         if not isinstance(block, dict):
             continue
         kind = str(block.get("type", ""))
-        if kind == "text" and isinstance(block.get("text"), str):
+        if kind in TEXT_PARTS and isinstance(block.get("text"), str):
             texts.append(block["text"])
         else:
             name = block.get("name") or block.get("tool_use_id") or kind
@@ -63,12 +71,69 @@ def _answer(exchange: Exchange) -> dict[str, Any]:
     response = exchange.response
     if response is None:
         return {"role": "assistant", "text": "", "tools": [], "left_out": True}
+    if isinstance(response, dict) and isinstance(response.get("output"), list):
+        return _output(response["output"])
     if isinstance(response, dict) and isinstance(response.get("choices"), list):
         choices = [c for c in response["choices"] if isinstance(c, dict)]
         return _message(choices[0].get("message") if choices else {})
     if isinstance(response, dict) and "content" in response:
         return _message({"role": "assistant", "content": response["content"]})
     return {"role": "answer", "text": _json(response), "tools": []}
+
+
+def _history(request: dict[str, Any]) -> list[Any]:
+    """What a call resends of its conversation: chat and Anthropic
+    ``messages``, or the Responses API's ``input`` (a string is one user
+    message)."""
+    messages = request.get("messages")
+    if isinstance(messages, list):
+        return messages
+    given = request.get("input")
+    if isinstance(given, str):
+        return [{"role": "user", "content": given}]
+    return given if isinstance(given, list) else []
+
+
+def _item(item: Any) -> dict[str, Any]:
+    """One history entry: a message, or a Responses API item (a tool's call
+    by the model, a tool's output, reasoning and the rest laid out)."""
+    if not isinstance(item, dict) or "role" in item or "type" not in item:
+        return _message(item)
+    kind = str(item.get("type", ""))
+    if kind == "message":
+        return _message(item)
+    if kind in CALLS:
+        return {"role": "assistant", "text": "", "tools": [_call(item)]}
+    if kind in OUTPUTS:
+        output = item.get("output")
+        body = output if isinstance(output, str) else _json(output)
+        title = f"tool output {item.get('call_id', '')}".strip()
+        return {
+            "role": "tool",
+            "text": "",
+            "tools": [{"title": title, "body": _cut(body)}],
+        }
+    return {"role": kind, "text": "", "tools": [{"title": kind, "body": _json(item)}]}
+
+
+def _call(item: dict[str, Any]) -> dict[str, str]:
+    kind = str(item.get("type", ""))
+    given = item.get(CALLS[kind])
+    body = given if isinstance(given, str) else _json(given)
+    words = kind.replace("_", " ")
+    return {"title": f"{words} {item.get('name', '')}".strip(), "body": _cut(body)}
+
+
+def _output(items: list[Any]) -> dict[str, Any]:
+    """A Responses answer's output items as one assistant turn."""
+    texts: list[str] = []
+    tools: list[dict[str, str]] = []
+    for item in items:
+        laid = _item(item)
+        if laid["text"]:
+            texts.append(laid["text"])
+        tools.extend(laid["tools"])
+    return {"role": "assistant", "text": _cut("\n".join(texts)), "tools": tools}
 
 
 def turns(exchanges: list[Exchange]) -> list[dict[str, Any]]:
@@ -78,12 +143,11 @@ def turns(exchanges: list[Exchange]) -> list[dict[str, Any]]:
     shown = 0
     for number, exchange in enumerate(exchanges, 1):
         request = exchange.request
-        messages = request.get("messages")
-        messages = messages if isinstance(messages, list) else []
+        messages = _history(request)
         # A conversation resends its history: only what is new is shown.
         new = messages[shown:] if len(messages) >= shown else messages
         shown = len(messages)
-        system, _ = _parts(request.get("system"))
+        system, _ = _parts(request.get("system") or request.get("instructions"))
         rows.append(
             {
                 "number": number,
@@ -95,7 +159,7 @@ def turns(exchanges: list[Exchange]) -> list[dict[str, Any]]:
                 "usage": exchange.usage,
                 "truncated": exchange.truncated,
                 "system": _cut(system) if number == 1 else "",
-                "messages": [_message(m) for m in new],
+                "messages": [_item(m) for m in new],
                 "answer": _answer(exchange),
             }
         )

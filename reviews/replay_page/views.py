@@ -280,6 +280,7 @@ def _detail_context(
         "tape_turns": own_tape,
         "tape_origin": f"played from {played['source']}" if played else "",
         "tape_divergence": played.get("divergence"),
+        "tape_play": played,
         "can_replay_tape": request.user.has_perm(roles.DECIDE)
         and replay.seed_id is None
         and tapes.has_tape(replay.run),

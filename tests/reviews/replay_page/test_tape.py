@@ -11,6 +11,7 @@ from replayhub.gateway import tape
 from replayhub.models import Replay, Tape
 from reviews.models import AuditEvent
 from tests.factories import make_replay
+from tests.gateway.responses_model import stream_of
 
 pytestmark = pytest.mark.django_db
 
@@ -116,3 +117,112 @@ def test_the_tape_button_is_a_post_for_deciders_only(client, lead, replay):
     assert (
         client.post(reverse("reviews:replay_tape", args=[replay.pk])).status_code == 403
     )
+
+
+# -- the Responses API (Codex) and what a tape replay set aside ---------------
+
+CODEX_ANSWER = {
+    "id": "resp_1",
+    "object": "response",
+    "status": "completed",
+    "model": "gpt-5.5",
+    "output": [
+        {
+            "type": "custom_tool_call",
+            "id": "ctc_1",
+            "call_id": "call_2",
+            "name": "apply_patch",
+            "input": f"*** Begin Patch\n+{PAYLOAD}\n*** End Patch\n",
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": f"done {PAYLOAD}"}],
+        },
+    ],
+    "usage": {"input_tokens": 10, "output_tokens": 4},
+}
+CODEX_TAPE = [
+    {
+        "provider_kind": "openai",
+        "path": "/v1/responses",
+        "stream": True,
+        "status": 200,
+        "request": {
+            "model": "gpt-5.5",
+            "stream": True,
+            "input": [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": f"make {PAYLOAD}"}],
+                },
+                {
+                    "type": "function_call",
+                    "call_id": "call_1",
+                    "name": "exec_command",
+                    "arguments": '{"cmd": "ls"}',
+                },
+                {
+                    "type": "function_call_output",
+                    "call_id": "call_1",
+                    "output": f"calc.py {PAYLOAD}",
+                },
+            ],
+        },
+        "response": tape.split_events(stream_of(CODEX_ANSWER)),
+    }
+]
+
+
+def test_a_codex_runs_page_draws_its_input_items_and_output_items(client, reviewer):
+    replay = make_replay()
+    replay.run.raw = {"tape": CODEX_TAPE}
+    replay.run.save(update_fields=["raw"])
+    client.force_login(reviewer)
+
+    html = client.get(
+        reverse("reviews:run_detail", args=[replay.run_id])
+    ).content.decode()
+
+    assert PAYLOAD not in html
+    assert "make &lt;script&gt;" in html  # the user's input_text
+    assert "<summary>function call exec_command</summary>" in html
+    assert "<summary>tool output call_1</summary>" in html
+    assert "calc.py &lt;script&gt;" in html
+    assert "<summary>custom tool call apply_patch</summary>" in html
+    assert "+&lt;script&gt;" in html  # the patch the model sent
+    assert "done &lt;script&gt;" in html  # its closing message
+
+
+def test_the_replay_page_names_the_tape_played_the_rules_and_where_it_went_live(
+    client, reviewer, replay
+):
+    replay.evidence = {
+        **replay.evidence,
+        "tape": {
+            "source": "replay 12",
+            "chosen": "replay 12 was played: call 1 differs from the run's "
+            "record's and matches this one's",
+            "rules_applied": [
+                "Codex: <current_date>",
+                f"path: the working directory /home/{PAYLOAD} read as /workspace",
+            ],
+            "live_from": 1,
+            "divergence": None,
+        },
+    }
+    replay.save(update_fields=["evidence"])
+    client.force_login(reviewer)
+
+    html = client.get(
+        reverse("reviews:replay_detail", args=[replay.pk])
+    ).content.decode()
+
+    assert PAYLOAD not in html
+    assert "played from replay 12" in html
+    assert "call 1 differs from the run&#x27;s record&#x27;s" in html
+    assert "2 declared rules" in html
+    assert "<li>Codex: &lt;current_date&gt;</li>" in html
+    assert "/home/&lt;script&gt;" in html
+    assert "Live, not from the tape:" in html
