@@ -191,8 +191,8 @@ def installed_agent(project: object) -> tuple[str, str] | None:
     if not version:
         try:
             # By name: profiles are data a deployment may lack.
-            profiles = importlib.import_module("replayhub.agents.profile")
-            version = profiles.get(name).version
+            profiles = importlib.import_module("replayhub.agents")
+            version = getattr(profiles.get(name), "version", "")
         except (ImportError, LookupError, AttributeError, ValueError):
             return None
     return (name, str(version)) if version else None

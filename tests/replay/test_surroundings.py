@@ -199,3 +199,17 @@ def test_reproduce_json_prints_the_surroundings(calc_repo, calc_base, calc_good)
     printed = json.loads(out.getvalue())["surroundings"]
     assert printed["reproduced"] == {"tz": "Asia/Tokyo"}
     assert printed["differences"][0]["what"] == "working directory"
+
+
+def test_a_profile_without_a_version_of_its_own_installs_its_pinned_one():
+    class Pinned:
+        agent = "codex"
+        agent_version = ""
+
+    class Custom:
+        agent = "custom"
+        agent_version = ""
+
+    installed = surroundings.installed_agent(Pinned())
+    assert installed is not None and installed[0] == "codex" and installed[1]
+    assert surroundings.installed_agent(Custom()) is None
