@@ -21,7 +21,10 @@ Modules:
 - redact: the provider's key kept out of everything the agent reads.
 - egress and allow: the egress proxy and its allowlist patterns.
 - tape (pure) and playback: a replay's exchanges recorded in order, and a
-  tape replay's calls answered from a tape.
+  tape replay's calls answered from a tape; streams and responses (pure): a
+  stream's events as the message they add up to and back, for the chat wires
+  and for the Responses API; tape_rules (pure): the declared normalisation
+  rules a tape is matched under.
 
 The gateway (agent phase only): one HTTP server per replay. It routes
 ``/<provider>/...`` to that provider's upstream, accepts only the API's own
@@ -95,9 +98,15 @@ record's tape (what ``replayhub-record`` writes) is normalised the same way.
 
 Tape replays (tier ``tape``; ``reproduce --tape``, the page's Replay from
 tape): the gateway answers call k from exchange k of the run's tape (the
-record's, else the latest replay's, ``replay.tapes``) when the agent's
-normalised request equals it, written back in the wire format asked for,
-JSON or SSE, with the recorded usage. Nothing goes up: a tape replay that
+record's, else the latest replay's, ``replay.tapes``; when the record's
+differs at call 1 and a live replay's tape of the run matches, that one,
+and the evidence says so) when the agent's normalised request equals it
+after the declared rules (``tape_rules``: the wire's ids and metadata, the
+agent profile's date lines and the like, the original's paths read as the
+replay's; both requests, every rule that changed something named in the
+evidence and on the page), written back in the wire format asked for,
+JSON or SSE (chat chunks, Anthropic events, or the Responses API's
+``response.*`` events), with the recorded usage. Nothing goes up: a tape replay that
 never goes live holds no key and opens no connection. Served calls meter
 zero tokens and zero cost; every other cap holds (the requests cap counts
 them). Calls the provider did not answer are not played. Where the agent
