@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from replayhub.agents.profile import HOME_FILES
 from replayhub.environments import images
 from replayhub.gateway import access
 from replayhub.gateway.playback import TapePlayer
@@ -66,9 +67,14 @@ def test_limits(project: Project) -> Limits:
     )
 
 
-def agent_argv(project: Project, caps: dict) -> list[str]:
-    """The agent command with the per-replay caps filled into its placeholders."""
+def agent_argv(project: Project, caps: dict, model: str = "") -> list[str]:
+    """The agent command with the per-replay caps filled into its placeholders;
+    for an agent profile, its argv for the project's version and ``model``."""
     max_tokens = caps.get("max_tokens") or project.max_tokens
+    profile = project.agent_profile
+    if profile is not None:
+        limits = {"max_turns": project.max_turns, "max_tokens": max_tokens}
+        return list(profile.argv(project.agent_version, model, limits))
     values = {
         "{max_turns}": str(project.max_turns or ""),
         "{max_tokens}": str(max_tokens or ""),
@@ -79,6 +85,24 @@ def agent_argv(project: Project, caps: dict) -> list[str]:
             arg = arg.replace(placeholder, value)
         argv.append(arg)
     return argv
+
+
+def profile_env(project: Project) -> dict[str, str]:
+    """What an agent profile adds to the agent phase's variables."""
+    profile = project.agent_profile
+    return profile.environment() if profile is not None else {}
+
+
+def home_files(project: Project, model: str) -> dict[str, str]:
+    """An agent profile's HOME files, by their place in the IO folder (its
+    launcher copies them into ``$HOME``)."""
+    profile = project.agent_profile
+    if profile is None:
+        return {}
+    folder = HOME_FILES.removeprefix(IO_DIR + "/")
+    return {
+        f"{folder}/{path}": text for path, text in profile.home_files(model).items()
+    }
 
 
 def _decided(report: Report, decision: Ruling) -> Report:
@@ -227,14 +251,15 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
             scratch,
             project=project,
             commit=ctx.base,
-            argv=tuple(agent_argv(project, caps)),
+            argv=tuple(agent_argv(project, caps, run.model)),
             env={
+                **profile_env(project),
                 "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
                 "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
                 "REPLAYHUB_TASK_ID": run.external_id,
                 "REPLAYHUB_MODEL": run.model,
             },
-            files={"prompt.txt": run.prompt},
+            files={"prompt.txt": run.prompt, **home_files(project, run.model)},
             provider=run.provider,
             caps=caps,
             report=report,
@@ -276,7 +301,7 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
                 scratch,
                 tree=tree,
                 base=ctx.base,
-                ignored=project.ignored_paths,
+                ignored=project.ignored_in_force,
                 kept=project.test_paths,
             )
             for name, tree in (

@@ -110,7 +110,7 @@ def capture(
             workspace,
             user=owner,
             max_files=max_files,
-            ignored=project.ignored_paths,
+            ignored=project.ignored_in_force,
             kept=project.test_paths,
         )
     except TooManyFiles:

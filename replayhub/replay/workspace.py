@@ -517,6 +517,8 @@ def run_agent(
     io_dir = scratch.root / "io"
     io_dir.mkdir()
     for name, text in files.items():
+        # An agent profile's HOME files go in folders (``agents.profile``).
+        (io_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (io_dir / name).write_text(text)
 
     on_phase(Phase.AGENT)
