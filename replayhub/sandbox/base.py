@@ -80,6 +80,27 @@ def place_refusal(path: object) -> str:
     return ""
 
 
+ZONEINFO = "/usr/share/zoneinfo"
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*\Z")
+
+
+def zone_link(system: Path, tz: str | None) -> str | None:
+    """Where /etc/localtime links to for ``$TZ``: the zone's file under
+    :data:`ZONEINFO` when ``system`` has it, else None. Programs that read
+    the zone's name from that link rather than ``$TZ`` (Codex does) then
+    see the same zone as the rest."""
+    if not tz or len(tz) > 64 or not _ZONE_NAME.match(tz):
+        return None
+    zones = (system / ZONEINFO.lstrip("/")).resolve()
+    try:
+        found = (zones / tz).resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if not found.is_file() or not found.is_relative_to(zones):
+        return None
+    return f"{ZONEINFO}/{tz}"
+
+
 def nested(inner: str, outer: str) -> bool:
     """Whether path ``inner`` is ``outer`` or inside it."""
     return inner == outer or inner.startswith(outer.rstrip("/") + "/")

@@ -83,6 +83,7 @@ from replayhub.sandbox.base import (
     SandboxOutcome,
     SandboxSpec,
     SandboxUnavailable,
+    zone_link,
 )
 from replayhub.sandbox.cgroups import CGROUP_ROOT, Backend, Confinement, detect_backend
 from replayhub.sandbox.output import HeadTailBuffer
@@ -113,6 +114,7 @@ _HOST_ETC = (
     "/etc/localtime",
     "/etc/os-release",
 )
+LOCALTIME = "/etc/localtime"
 _SYNTHETIC_ETC = {
     "/etc/passwd": (
         "root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -451,8 +453,12 @@ class BwrapRunner:
         for dest, content in _SYNTHETIC_ETC.items():
             fd = _memfd(dest, content.encode(), fds)
             args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
+        zone = zone_link(system, spec.full_env().get("TZ"))
         for path in _host_etc(system):
-            args += ["--ro-bind-try", str(system / path.lstrip("/")), path]
+            if not (zone and path == LOCALTIME):
+                args += ["--ro-bind-try", str(system / path.lstrip("/")), path]
+        if zone:
+            args += ["--symlink", zone, LOCALTIME]
         size = str(limits.tmpfs_bytes)
         args += [
             "--proc",

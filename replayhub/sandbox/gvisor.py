@@ -49,8 +49,9 @@ from replayhub.sandbox.base import (
     SandboxOutcome,
     SandboxSpec,
     SandboxUnavailable,
+    zone_link,
 )
-from replayhub.sandbox.bwrap import LAUNCH_PATH, SHM, _host_etc
+from replayhub.sandbox.bwrap import LAUNCH_PATH, LOCALTIME, SHM, _host_etc
 from replayhub.sandbox.output import HeadTailBuffer
 from replayhub.sandbox.watchdog import disk_watchdog, limit_that_ended
 
@@ -190,6 +191,8 @@ class GvisorRunner:
                 _bind(system / path.lstrip("/"), path)
                 for path in _host_etc(system)
                 if (system / path.lstrip("/")).exists()
+                # A zone of the spec's own is a link in the skeleton instead.
+                and not (path == LOCALTIME and self._zone(spec))
             ),
             # After HOME: a workspace inside HOME is mounted on its tmpfs.
             _bind(spec.workspace, spec.workspace_at, writable=True),
@@ -248,6 +251,9 @@ class GvisorRunner:
             config["linux"]["cgroupsPath"] = f"/replayhub-gvisor/{run_id}"
         return config
 
+    def _zone(self, spec: SandboxSpec) -> str | None:
+        return zone_link(self.root or Path("/"), spec.full_env().get("TZ"))
+
     def _skeleton(self, rootfs: Path, config: dict) -> None:
         """The root's directories: mount points, /etc, the merged-/usr links."""
         system = self.root or Path("/")
@@ -284,6 +290,8 @@ class GvisorRunner:
         rootfs = scratch / "rootfs"
         config = self.bundle_config(spec, rootfs, run_id)
         self._skeleton(rootfs, config)
+        if zone := self._zone(spec):
+            (rootfs / LOCALTIME.lstrip("/")).symlink_to(zone)
         (bundle / "config.json").write_text(json.dumps(config))
         state = scratch / "state"
         state.mkdir(mode=0o700)

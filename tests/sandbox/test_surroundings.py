@@ -13,6 +13,7 @@ from replayhub.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
     place_refusal,
+    zone_link,
 )
 from replayhub.sandbox.bwrap import BwrapRunner
 from replayhub.sandbox.docker import DockerRunner
@@ -117,3 +118,23 @@ def test_a_spec_refuses_a_system_place_and_home_inside_the_workspace(
         SandboxSpec(argv=("true",), workspace=workspace, workspace_at="/usr/x")
     with pytest.raises(ValueError, match="home"):
         SandboxSpec(argv=("true",), workspace=workspace, workspace_at="/w", home="/w/h")
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
+def test_etc_localtime_links_to_the_specs_zone(kind: str, workspace: Path) -> None:
+    runner = BwrapRunner() if kind == "bwrap" else GvisorRunner()
+    try:
+        runner.check()
+    except SandboxUnavailable as error:
+        pytest.skip(str(error))
+    probe = "readlink /etc/localtime; env -u TZ date +%Z"
+    spec = SandboxSpec(
+        argv=("sh", "-c", probe), workspace=workspace, env={"TZ": "Asia/Tokyo"}
+    )
+    outcome = runner.run(spec)
+    assert outcome.output.splitlines() == ["/usr/share/zoneinfo/Asia/Tokyo", "JST"]
+
+
+@pytest.mark.parametrize("tz", ["", "../../etc/shadow", "Nowhere/Atlantis", "/UTC"])
+def test_a_zone_that_is_not_a_zone_file_keeps_the_hosts_localtime(tz: str) -> None:
+    assert zone_link(Path("/"), tz) is None
