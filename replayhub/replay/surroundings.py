@@ -84,6 +84,13 @@ class Placement:
             why = "git does not take it as a branch name here"
             self.differ("branch", self.branch, "(detached HEAD)", why)
 
+    def ran_under(self, runner: str) -> None:
+        """The runner that ran the agent: Docker keeps the image's own /etc,
+        so its /etc/localtime is not the recorded zone (``$TZ`` still is)."""
+        if runner == "docker" and "tz" in self.reproduced:
+            why = "the Docker runner keeps the image's /etc; $TZ is set"
+            self.differ("/etc/localtime", self.reproduced["tz"], "the image's", why)
+
     def asked(self, model: str | None) -> None:
         """The model the replay's first Anthropic call asked for (None: it
         made none). The model variant goes with its beta flags, so a model

@@ -565,6 +565,7 @@ def run_agent(
         report.usage = reported
     anthropic = (c for c in report.model_calls if c.kind == "anthropic")
     placement.asked(next((c.model_requested for c in anthropic), None))
+    placement.ran_under(outcome.runner)
     report.surroundings = placement.evidence() or {}
     if network is not None and network.recorder is not None:
         report.tape, report.tape_truncated = network.recorder.exchanges()

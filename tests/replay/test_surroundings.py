@@ -213,3 +213,12 @@ def test_a_profile_without_a_version_of_its_own_installs_its_pinned_one():
     installed = surroundings.installed_agent(Pinned())
     assert installed is not None and installed[0] == "codex" and installed[1]
     assert surroundings.installed_agent(Custom()) is None
+
+
+def test_under_docker_the_images_localtime_is_listed():
+    placement = surroundings.plan({"tz": "Asia/Tokyo"})
+    placement.ran_under("bwrap")
+    assert placement.differences == []
+    placement.ran_under("docker")
+    assert placement.differences[0]["what"] == "/etc/localtime"
+    assert placement.differences[0]["original"] == "Asia/Tokyo"
