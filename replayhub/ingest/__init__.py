@@ -19,6 +19,8 @@ Modules:
   the reasons of the invalid lines. Pure.
 - parsing: those batches read in a child process, the second core.
 - importer: batches stored, each in its own transaction (below).
+- arrays: a request body that is a JSON array, cut into its elements, each
+  checked as a line is, by position.
 - services: ``runs_import``, the one import workflow, called by the API,
   the upload page, the upload job and ``import_runs``: import, then
   preflight in process (all of it, none, or for a request up to

@@ -29,10 +29,10 @@ from django.db.models import JSONField
 from django.utils import timezone
 from psycopg import postgres
 
+from replayhub.ingest import arrays
 from replayhub.ingest.native import RecordError, RecordLine, split_lines, stored_part
 from replayhub.ingest.parsing import ParserProcess
 from replayhub.ingest.rows import COLUMNS, Lines, Parsed, Row, binary_value, read_batch
-from replayhub.lib import boundedjson
 from replayhub.models import Project, Run
 
 BATCH_SIZE = 1000
@@ -169,88 +169,19 @@ def import_body(
     summary is the 1-based position of the element.
     """
     chunks = iter(chunks)
-    head = b""
-    while len(head) < READ_SIZE and not head.lstrip(_BLANK):
-        chunk = next(chunks, None)
-        if chunk is None:
-            break
-        head += chunk
-    if not head.lstrip(_BLANK).startswith(b"["):
+    head, is_array = arrays.read_head(chunks, READ_SIZE)
+    if not is_array:
         return import_stream(
             chunks=itertools.chain([head], chunks), project=project, progress=progress
         )
     summary = ImportSummary()
     with _Importer(summary, project, progress) as importer:
-        for position, element in _array_elements(head + b"".join(chunks)):
-            try:
-                if isinstance(element, RecordError):
-                    raise element
-            except RecordError as error:
-                summary.add_invalid(position, str(error))
+        for position, element in arrays.array_elements(head + b"".join(chunks)):
+            if isinstance(element, RecordError):
+                summary.add_invalid(position, str(element))
             else:
                 importer.add_line(position, element, True)
     return summary
-
-
-# Blank before the first record: whitespace and a UTF-8 byte order mark.
-_BLANK = b" \t\r\n\xef\xbb\xbf"
-
-
-def _array_elements(data: bytes) -> Iterator[tuple[int, bytes | RecordError]]:
-    """The elements of a JSON array as bytes, by position; a RecordError where
-    the array itself is broken (nothing after that point can be read)."""
-    # Bytes that are not UTF-8 survive decoding as lone surrogates and are
-    # turned back into bytes per element, so only that element is refused.
-    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
-    decoder = json.JSONDecoder()
-    index = _skip_space(text, text.index("[") + 1)
-    position = 0
-    while index < len(text) and text[index] != "]":
-        position += 1
-        try:
-            # Only the element's end is wanted here: read_record reads it,
-            # within the bounds, and one nested past them is refused alone.
-            _, end = decoder.raw_decode(text, index)
-        except (ValueError, RecursionError) as error:
-            message = (
-                f"not valid JSON: {error}"
-                if isinstance(error, ValueError)
-                else str(boundedjson.too_deep())
-            )
-            yield (
-                position,
-                RecordError(f"{message}; the rest of the array was not read"),
-            )
-            return
-        yield position, text[index:end].encode("utf-8", errors="surrogateescape")
-        index = _skip_space(text, end)
-        if text.startswith(",", index):
-            index = _skip_space(text, index + 1)
-        elif not text.startswith("]", index):
-            yield (
-                position + 1,
-                RecordError(
-                    "not valid JSON: expected ',' or ']' after an element; the rest "
-                    "of the array was not read"
-                ),
-            )
-            return
-    if index >= len(text):
-        yield (
-            position + 1,
-            RecordError("not valid JSON: the array is not closed with ']'"),
-        )
-    elif text[index + 1 :].strip():
-        yield (
-            position + 1,
-            RecordError("not valid JSON: there is more after the closing ']'"),
-        )
-
-
-def _skip_space(text: str, index: int) -> int:
-    while index < len(text) and text[index] in " \t\r\n":
-        index += 1
-    return index
 
 
 class _Importer:
