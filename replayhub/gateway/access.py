@@ -244,6 +244,10 @@ class PhaseNetwork:
             if kind == "anthropic":
                 self.env["ANTHROPIC_BASE_URL"] = f"{base}/{provider.name}"
                 self.env["ANTHROPIC_API_KEY"] = self.placeholder
+            elif kind == "gemini":
+                # Gemini's SDK adds the API version to the base URL itself.
+                self.env["GOOGLE_GEMINI_BASE_URL"] = f"{base}/{provider.name}"
+                self.env["GEMINI_API_KEY"] = self.placeholder
             else:
                 self.env["OPENAI_BASE_URL"] = f"{base}/{provider.name}/v1"
                 self.env["OPENAI_API_KEY"] = self.placeholder

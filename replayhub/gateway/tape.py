@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from replayhub.gateway import responses, streams, tape_rules, wire
+from replayhub.gateway import gemini, responses, streams, tape_rules, wire
 from replayhub.gateway.tape_rules import Rule
 from replayhub.lib import boundedjson
 
@@ -240,6 +240,8 @@ def reassemble(kind: str, events: Iterable[str]) -> dict[str, Any] | None:
     datas = [d for d in (_event_data(e) for e in events) if isinstance(d, dict)]
     if kind == wire.ANTHROPIC:
         return streams.anthropic_message(datas)
+    if kind == wire.GEMINI:
+        return gemini.rebuild(datas)
     if responses.is_stream(datas):
         return responses.rebuild(datas)
     return streams.openai_completion(datas)
@@ -411,11 +413,18 @@ def _compare(
                 else f"(the provider answered HTTP {recorded.status})"
             ),
         )
-    if stream and actual.get("endpoint") not in STREAMABLE.get(recorded.kind, ()):
+    if stream and not streamable(recorded.kind, str(actual.get("endpoint", ""))):
         return Divergence(
             index, "unservable", f"call {n} asks for a stream the tape cannot write"
         )
     return None
+
+
+def streamable(kind: str, endpoint: str) -> bool:
+    """Whether ``serve`` can write a stream for a call to ``endpoint``."""
+    if kind == wire.GEMINI:
+        return gemini.streams(endpoint)
+    return endpoint in STREAMABLE.get(kind, ())
 
 
 def fewer(tape: Sequence[Exchange], calls: int) -> Divergence | None:
@@ -447,6 +456,8 @@ def serve(exchange: Exchange, *, stream: bool) -> tuple[str, list[bytes]]:
         message = {}
     if kind == wire.ANTHROPIC:
         return "text/event-stream; charset=utf-8", streams.anthropic_events(message)
+    if kind == wire.GEMINI:
+        return "text/event-stream", gemini.events(message)
     if exchange.endpoint == responses.ENDPOINT:
         return "text/event-stream; charset=utf-8", responses.events(message)
     return "text/event-stream; charset=utf-8", streams.openai_events(message)

@@ -1,7 +1,8 @@
-"""The two model API wire formats the gateway speaks, as pure functions.
+"""The model API wire formats the gateway speaks, as pure functions.
 
 ``anthropic`` is the Messages API; ``openai`` is the chat-completions/responses
-family that vLLM, Ollama and llama.cpp's server also speak. Nothing here does
+family that vLLM, Ollama and llama.cpp's server also speak; ``gemini`` is
+Gemini's ``generateContent`` (its own rules are in ``gemini``). Nothing here does
 I/O: the server feeds these functions headers, bodies and the response bytes as
 they pass.
 
@@ -28,11 +29,13 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
+from replayhub.gateway import gemini
 from replayhub.lib import boundedjson
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
-KINDS = (ANTHROPIC, OPENAI)
+GEMINI = gemini.KIND
+KINDS = (ANTHROPIC, OPENAI, GEMINI)
 
 ALLOWED: dict[str, frozenset[tuple[str, str]]] = {
     ANTHROPIC: frozenset(
@@ -64,7 +67,7 @@ BILLED = {
 # What a billed call that names no output limit is reserved for, by kind: an
 # answer longer than that still ends the replay ``cap_fired`` if it takes the
 # totals past a cap (``Totals.passed``).
-DEFAULT_OUTPUT_BOUND = {ANTHROPIC: 4096, OPENAI: 4096}
+DEFAULT_OUTPUT_BOUND = {ANTHROPIC: 4096, OPENAI: 4096, GEMINI: 8192}
 # A request's input is reserved at one token per this many bytes of its body:
 # fewer bytes a token than English text or code takes, so the JSON around the
 # text keeps the estimate above what a tokenizer counts.
@@ -86,10 +89,12 @@ HOP_BY_HOP = frozenset(
     }
 )
 # Every header an SDK may carry a key in: the agent's placeholder never goes up.
-AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+AUTH_HEADERS = frozenset({"authorization", "x-api-key", "api-key", gemini.KEY_HEADER})
 # Set by the gateway itself: the upstream's host, the body's length, identity.
 OWN_HEADERS = frozenset({"host", "content-length", "expect", "accept-encoding"})
 NOT_FORWARDED = HOP_BY_HOP | AUTH_HEADERS | OWN_HEADERS
+# The header an API's own SDK sends its key in (openai's is a bearer token).
+KEY_HEADERS = {ANTHROPIC: "x-api-key", GEMINI: gemini.KEY_HEADER}
 
 MAX_EVENT_BYTES = 1024 * 1024
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -109,6 +114,8 @@ def allowed(kind: str, method: str, path: str) -> bool:
 
     Matching is exact: no trailing slash, no percent-encoding, no ``..``.
     """
+    if kind == GEMINI:
+        return gemini.allowed(method, path)
     return (method, endpoint(kind, path)) in ALLOWED.get(kind, frozenset())
 
 
@@ -116,6 +123,8 @@ def agent_kind(headers: Any) -> str:
     """The API shape to refuse a call in when its provider is unknown."""
     if headers.get("x-api-key") or headers.get("anthropic-version"):
         return ANTHROPIC
+    if headers.get(gemini.KEY_HEADER):
+        return GEMINI
     return OPENAI
 
 
@@ -125,6 +134,8 @@ def upstream_path(kind: str, base_url: str, path: str) -> str:
     path, sep, query = path.partition("?")
     base = urlsplit(base_url).path.rstrip("/")
     api = endpoint(kind, path)
+    if kind == GEMINI:
+        return gemini.upstream_path(base, api) + sep + query
     if kind == OPENAI:
         base = base or "/v1"
     elif base.endswith("/v1") and api.startswith("/v1/"):
@@ -136,7 +147,8 @@ def placeholder(kind: str, headers: Iterable[tuple[str, str]]) -> str | None:
     """The key the agent sent, the way its API sends one.
 
     anthropic: ``x-api-key``, or ``Authorization: Bearer`` (what SDKs send for
-    an auth token); openai: ``Authorization: Bearer``.
+    an auth token); gemini: ``x-goog-api-key``; openai: ``Authorization:
+    Bearer``.
     """
     bearer = api_key = None
     for name, value in headers:
@@ -145,7 +157,7 @@ def placeholder(kind: str, headers: Iterable[tuple[str, str]]) -> str | None:
             scheme, _, token = value.strip().partition(" ")
             if scheme.lower() == "bearer" and token.strip():
                 bearer = token.strip()
-        elif lower == "x-api-key" and kind == ANTHROPIC:
+        elif lower == KEY_HEADERS.get(kind):
             api_key = value.strip()
     return api_key or bearer
 
@@ -176,6 +188,8 @@ def upstream_headers(
     out.append(("Accept-Encoding", "identity"))
     if key and kind == ANTHROPIC:
         out.append(("x-api-key", key))
+    elif key and kind == GEMINI:
+        out.append((gemini.KEY_HEADER, key))
     elif key:
         out.append(("Authorization", f"Bearer {key}"))
     return out
@@ -246,7 +260,11 @@ def read_request(
     forwarded at all (``refused``): no real request nests that deep, and the
     tape, the pages and the stores after the gateway could not read it.
     """
-    billed = endpoint(kind, path) in BILLED.get(kind, frozenset())
+    billed = (
+        gemini.billed(path)
+        if kind == GEMINI
+        else endpoint(kind, path) in BILLED.get(kind, frozenset())
+    )
     try:
         data = boundedjson.loads(body, max_bytes=max_bytes) if body else None
     except boundedjson.Refused as refused:
@@ -257,6 +275,15 @@ def read_request(
         data = None
     if not isinstance(data, dict):
         return Request(model=None, stream=False, body=body, billed=billed)
+    if kind == GEMINI:
+        # The model and the stream are the path's, not the body's.
+        return Request(
+            model=gemini.model_of(path),
+            stream=gemini.streams(path),
+            body=body,
+            max_output=gemini.max_output(data),
+            billed=billed,
+        )
     model = data.get("model")
     model = model if isinstance(model, str) else None
     stream = data.get("stream") is True
@@ -461,6 +488,8 @@ class UsageMeter:
             return
         if self.kind == ANTHROPIC:
             self._anthropic_event(event)
+        elif self.kind == GEMINI:
+            self._gemini_event(event)
         else:
             self._openai_event(event)
 
@@ -491,6 +520,19 @@ class UsageMeter:
         if error := _error_text(event):
             self._error = error
 
+    def _gemini_event(self, event: dict[str, Any]) -> None:
+        # Every chunk carries the usage so far; the last one's is the call's.
+        self._take_model(event.get("modelVersion"))
+        if isinstance(event.get("usageMetadata"), dict):
+            self._usage = event["usageMetadata"]
+            finished = any(
+                isinstance(c, dict) and c.get("finishReason")
+                for c in event.get("candidates") or []
+            )
+            self._complete = self._complete or finished
+        if error := _error_text(event):
+            self._error = error
+
     def _take_model(self, model: object) -> None:
         if isinstance(model, str) and model:
             self._model = model
@@ -503,7 +545,10 @@ class UsageMeter:
             except ValueError:
                 data = None
             self._body = bytearray()
-            if isinstance(data, dict):
+            if isinstance(data, dict) and self.kind == GEMINI:
+                self._gemini_event(data)
+                self._complete = self._usage is not None
+            elif isinstance(data, dict):
                 self._take_model(data.get("model"))
                 self._error = _error_text(data)
                 if isinstance(data.get("usage"), dict):
@@ -511,7 +556,9 @@ class UsageMeter:
                     self._complete = True
         if self._usage is None:
             return Usage(model=self._model, error=self._error)
-        read = _anthropic_usage if self.kind == ANTHROPIC else _openai_usage
+        read = {ANTHROPIC: _anthropic_usage, GEMINI: gemini.usage}.get(
+            self.kind, _openai_usage
+        )
         return Usage(
             **read(self._usage),
             model=self._model,
@@ -575,6 +622,8 @@ _OPENAI_ERRORS = {
 def error_body(kind: str, status: int, message: str) -> bytes:
     """An error in the API's own JSON shape, so the agent's SDK shows
     ``message``."""
+    if kind == GEMINI:
+        return gemini.error_body(status, message)
     if kind == ANTHROPIC:
         data: dict[str, Any] = {
             "type": "error",
