@@ -282,3 +282,37 @@ def test_tape_then_live_finishes_live_from_the_first_difference(
     assert provider.calls == before + 1
     assert played.evidence["tape"]["divergence"]["call"] == 2
     assert [e.served for e in Tape.objects.get(replay=played).read()] == [True, False]
+
+
+def test_a_live_replays_tape_is_played_when_the_records_differs_at_call_1(
+    project, calc_repo, provider
+):
+    agent_for(project, "openai", True)
+    base = calc_repo.rev("main")
+    original = answer_commit(
+        calc_repo, base, first_line(calc_repo, base), "agent/elsewhere"
+    )
+    run = make_calc_run(project, prompt="say hello", original=original, base=base)
+    live = replay(run)
+    assert live.verdict == "identical", live.reason
+    # The record was made where the agent saw other surroundings: its call 1
+    # asked something else, so it cannot serve this replay's agent.
+    entries = as_record(Tape.objects.get(replay=live).read())
+    entries[0]["request"]["messages"][0]["content"] = "said on a laptop"
+    run.raw = {"tape": entries}
+    run.save(update_fields=["raw"])
+    before = provider.calls
+
+    played = replay(run, tier="tape")
+
+    assert (played.verdict, played.reason_code) == ("identical", "same_tree"), (
+        played.reason
+    )
+    assert provider.calls == before  # nothing reached the provider
+    evidence = played.evidence["tape"]
+    assert evidence["source"] == f"replay {live.pk}"
+    assert evidence["chosen"] == (
+        f"replay {live.pk} was played: call 1 differs from the run's record's "
+        "and matches this one's"
+    )
+    assert evidence["served"] == 2 and evidence["live_from"] is None
