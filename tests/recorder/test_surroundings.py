@@ -6,14 +6,21 @@ its first Anthropic call."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from replayhub import services
+from replayhub.ingest.tokens import token_issue
+from replayhub.models import Replay
 from replayhub.recorder import surroundings
-from tests.recorder.conftest import World, sh
+from tests.factories import make_git_project
+from tests.gitrepos import Repo
+from tests.recorder.conftest import World, make_world, sh
 
 # An agent CLI named ``claude``: it answers --version as Claude Code does,
 # and otherwise makes one Anthropic call with a model variant and betas.
@@ -123,3 +130,46 @@ def test_output_that_is_no_version_is_no_version(tmp_path: Path):
     cli.write_text("#!/bin/sh\necho 'usage: aider [options]'\n")
     cli.chmod(0o755)
     assert surroundings.agent_cli([str(cli)], dict(os.environ)) == {"name": "aider"}
+
+
+# What the replayed agent sees of where it runs, one line each.
+PROBE = (
+    'pwd; echo "$HOME"; git symbolic-ref -q --short HEAD || echo detached; '
+    'echo "$TZ"; echo "$LANG"'
+)
+
+
+@pytest.mark.services
+def test_a_recorded_run_replays_where_it_was_recorded(fake, live_server, recorder):
+    # Outside /tmp, which is the sandbox's own: the place can be reproduced.
+    place = Path(tempfile.mkdtemp(prefix="rh-surroundings-", dir="/var/tmp"))
+    try:
+        world = make_world(place, fake, live_server.url, recorder)
+        world.project = make_git_project(
+            Repo(world.origin), agent_command=["sh", "-c", PROBE]
+        )
+        world.token = token_issue(project=world.project)[1]
+        sh(world.checkout, "checkout", "--quiet", "-b", "feature/notes")
+        recorded = record(
+            world,
+            [sys.executable, str(world.agent), "edit"],
+            TZ="America/Sao_Paulo",
+            LANG="pt_BR.UTF-8",
+        )
+        assert recorded.returncode == 0, recorded.stderr
+
+        run = world.stored(recorded.run_id)
+        replay = services.replay_create(run=run, trigger="command")
+        services.replay_execute(replay_id=replay.pk)
+        replay = Replay.objects.get(pk=replay.pk)
+
+        assert replay.agent_output.splitlines()[:5] == [
+            str(world.checkout.resolve()),
+            str(world.home),
+            "feature/notes",
+            "America/Sao_Paulo",
+            "pt_BR.UTF-8",
+        ]
+        assert replay.evidence["surroundings"]["differences"] == []
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
