@@ -352,6 +352,11 @@ REPLAYHUB_ENV_CACHE_DIR = Path(
 )
 REPLAYHUB_ENV_CACHE_MAX_BYTES = env_int("REPLAYHUB_ENV_CACHE_MAX_BYTES", 20 * 1024**3)
 REPLAYHUB_ENV_FAILURE_SECONDS = env_int("REPLAYHUB_ENV_FAILURE_SECONDS", 3600)
+# Agent CLIs fetched ahead, one folder per profile and version
+# (``<profile>-<version>/npm`` an npm cache, ``/wheels`` a wheel folder), bound
+# read-only into the setup phase that installs one; a release not there comes
+# from its registry. Empty: none. The sandbox's uid must be able to read it.
+REPLAYHUB_AGENT_CACHE = env_str("REPLAYHUB_AGENT_CACHE", "")
 # Root images unpacked on this worker (manage.py image_import).
 REPLAYHUB_IMAGES_DIR = Path(
     env_str("REPLAYHUB_IMAGES_DIR", str(REPLAYHUB_WORK_DIR / "images"))

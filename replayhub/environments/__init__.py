@@ -9,6 +9,9 @@ Modules:
 - build: the setup phase and a replay's environment (``for_replay`` maps
   every way preparation fails to its reason, for code and rollout replays
   alike); its docstring says how an environment is made and mounted.
+- agent_setup: the setup phase's first step for a project with an agent
+  profile (``replayhub.agents``): its CLI installed into the environment,
+  from the worker's agent cache or its registry, in a sandbox of its own.
 - cache: the environments one worker host keeps (layout, locks, eviction).
 - images: root images imported on each worker and used as the sandbox root.
 
@@ -54,6 +57,12 @@ The rules:
   or builds ahead of the night; ``env_list`` shows the cache.
 - The replay's evidence carries ``environment``: its key, whether it was
   cached, the build's seconds, and on failure the output tail.
+- A project with an agent profile gets an environment even with no setup
+  command: its CLI is installed first (``agent_setup``), under the setup
+  phase's limits, and the key names the profile and version. The largest
+  pinned install, Codex's 424 MB (plus its 165 MB npm cache, copied in and
+  removed), fits the default 4,096 MB disk cap; mini-swe-agent's 31,000
+  files fit the 200,000-file cap.
 - The setup phase has limits of its own, sized for a dependency install
   (``setup_time_limit_seconds`` 1,800, ``setup_memory_mb`` 4,096,
   ``setup_max_disk_mb`` 4,096 over its checkout and the environment,

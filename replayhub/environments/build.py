@@ -35,6 +35,7 @@ from typing import Any
 from django.conf import settings
 
 from replayhub.environments import images
+from replayhub.environments.agent_setup import agent_label, run_install
 from replayhub.environments.cache import (
     FAILED,
     READY,
@@ -198,12 +199,16 @@ def input_blobs(scratch: Scratch, base: str, globs: Sequence[str]) -> dict[str, 
 
 
 def setup_settings(project: Project) -> dict[str, object]:
-    """The project settings the setup's result depends on, for the key."""
-    return {
+    """The project settings the setup's result depends on, for the key: the
+    agent profile and version installed, when the project names one."""
+    found: dict[str, object] = {
         "setup_inputs": list(project.setup_inputs),
         "egress_setup": sorted(project.egress_setup),
         "runner": project.runner,
     }
+    if agent := agent_label(project):
+        found["agent"] = agent
+    return found
 
 
 def named_files(command: Sequence[str]) -> list[str]:
@@ -255,6 +260,7 @@ class Key:
     inputs: dict[str, str]
     repository: list[str]
     scope: str
+    agent: str = ""
 
     def describe(self) -> dict:
         paths = sorted(self.inputs)
@@ -263,6 +269,7 @@ class Key:
             "inputs_count": len(paths),
             "repository": self.repository,
             "scope": self.scope,
+            **({"agent": self.agent} if self.agent else {}),
         }
 
 
@@ -282,7 +289,7 @@ def project_key(project: Project, scratch: Scratch, base: str) -> Key:
         repository=repository,
         scope=scope,
     )
-    return Key(digest, inputs, repository, scope)
+    return Key(digest, inputs, repository, scope, agent_label(project))
 
 
 def cache() -> EnvCache:
@@ -394,13 +401,14 @@ def prepare(
 ) -> Environment | None:
     """The project's environment for ``base``, built now unless cached.
 
-    None when the project has no setup command. Raises :class:`SetupFailed`
-    (a failure now or one remembered), ``SandboxUnavailable``, or
-    ``LockTimeout`` when another worker's build of the key outlasts the setup
-    time limit. ``force`` rebuilds even a remembered failure (``env_build``).
-    The caller closes the returned environment when its sandboxes are done.
+    None when the project has no setup command and no agent profile. Raises
+    :class:`SetupFailed` (a failure now or one remembered),
+    ``SandboxUnavailable``, or ``LockTimeout`` when another worker's build of
+    the key outlasts the setup time limit. ``force`` rebuilds even a
+    remembered failure (``env_build``). The caller closes the returned
+    environment when its sandboxes are done.
     """
-    if not project.setup_command:
+    if not project.setup_command and project.agent_profile is None:
         return None
     made = project_key(project, scratch, base)
     key = made.digest
@@ -509,7 +517,7 @@ def _build(
         output_tail=outcome.output[-OUTPUT_TAIL_CHARS:],
         label=project.slug,
     )
-    if outcome.exit_code != 0 or outcome.timed_out or outcome.limit_fired:
+    if _failed(outcome):
         store.discard_build(build)
         failed = store.record_failure(replace(entry, state=FAILED))
         raise SetupFailed(
@@ -543,33 +551,55 @@ def run_setup(
     env_dir: Path,
     work: Path,
 ) -> tuple[SandboxOutcome, list[ConnectAttempt]]:
-    """The setup command on a clean checkout of ``base``, ``env_dir`` writable
-    at :data:`ENV_PATH`, egress to the project's setup hosts only."""
+    """The agent profile's install (:func:`run_install`), then the setup
+    command on a clean checkout of ``base``, ``env_dir`` writable at
+    :data:`ENV_PATH`, egress to the project's setup hosts only. The outcome
+    of the step that failed, else of both together."""
+    first: SandboxOutcome | None = None
+    attempts: list[ConnectAttempt] = []
+    if project.agent_profile is not None:
+        first, attempts = run_install(
+            project,
+            runner,
+            env_bind=Bind(env_dir, ENV_PATH, writable=True),
+            work=work,
+            env=phase_env(),
+            limits=setup_limits(project),
+        )
+        if _failed(first) or not project.setup_command:
+            return first, attempts
     checkout = scratch.checkout_tree(base, work / "checkout")
-    env = phase_env()
-    binds = [Bind(env_dir, ENV_PATH, writable=True)]
-    argv = tuple(project.setup_command)
-    egress = tuple(project.egress_setup)
     # The setup phase calls no model gateway, so nothing on loopback is exempt
     # from the proxy: a package index on the worker's 127.0.0.1 is reached
     # through it, allowed or refused, and recorded either way.
     outcome, network = access.run_phase(
         runner,
         SandboxSpec(
-            argv=argv,
+            argv=tuple(project.setup_command),
             workspace=checkout,
-            env=env,
+            env=phase_env(),
             limits=setup_limits(project),
-            binds=tuple(binds),
+            binds=(Bind(env_dir, ENV_PATH, writable=True),),
         ),
         # Behind the proxy even with no host allowed: what the setup tried to
         # reach is listed, and its failure names the host it needed.
-        needs=access.Needs(egress=egress, proxy=True),
+        needs=access.Needs(egress=tuple(project.egress_setup), proxy=True),
         directory=work / "net",
         phase="setup",
         loopback_direct=False,
     )
-    return outcome, network.attempts if network is not None else []
+    attempts += network.attempts if network is not None else []
+    if first is not None:
+        outcome = replace(
+            outcome,
+            output=first.output + outcome.output,
+            duration_s=first.duration_s + outcome.duration_s,
+        )
+    return outcome, attempts
+
+
+def _failed(outcome: SandboxOutcome) -> bool:
+    return bool(outcome.exit_code != 0 or outcome.timed_out or outcome.limit_fired)
 
 
 def _failure_summary(entry: CacheEntry, *, cached: bool) -> dict:
