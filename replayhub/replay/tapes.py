@@ -29,7 +29,7 @@ from replayhub.gateway.playback import Candidate, TapePlayer
 from replayhub.gateway.tape import Exchange
 from replayhub.gateway.tape_rules import Rule
 from replayhub.models import Run, Tape
-from replayhub.sandbox.base import HOME, WORKSPACE
+from replayhub.replay.surroundings import plan
 
 # How many live replays' tapes come with the record's as alternates.
 ALTERNATES = 3
@@ -144,10 +144,13 @@ def profile_of(run: Run) -> str:
 
 
 def rules_for(run: Run) -> tuple[Rule, ...]:
-    """The agent's tape rules and the replay's path mappings (the original's
-    working directory and HOME read as the sandbox's)."""
+    """The agent's tape rules and the replay's path mappings: the original's
+    working directory and HOME read as where the replay puts them
+    (``replay.surroundings``: the same paths when they could be reproduced,
+    then nothing is mapped)."""
     seen = surroundings(run)
-    replay = {"cwd": WORKSPACE, "home": HOME}
+    placement = plan(seen or None)
+    replay = {"cwd": placement.workspace_at, "home": placement.home}
     return (
         *tape_rules.path_rules(seen, replay),
         *for_agent(profile_of(run)),

@@ -21,7 +21,7 @@ RECORDED = [
     {
         "provider_kind": "openai",
         "path": "/v1/responses",
-        "request": {"model": "gpt-5.5", "input": "cwd /home/dev/shop"},
+        "request": {"model": "gpt-5.5", "input": "cwd /tmp/dev/shop"},
         "status": 200,
         "response": {"object": "response", "output": []},
     }
@@ -45,8 +45,8 @@ def test_the_records_tape_comes_with_the_live_replays_tapes_as_alternates():
     replay.run.raw = {
         "tape": RECORDED,
         "surroundings": {
-            "cwd": "/home/dev/shop",
-            "home": "/home/dev",
+            "cwd": "/tmp/dev/shop",
+            "home": "/tmp/dev",
             "agent": {"name": "codex", "version": "0.171.0"},
         },
     }
@@ -60,8 +60,8 @@ def test_the_records_tape_comes_with_the_live_replays_tapes_as_alternates():
     assert source.origin == "the run's record"
     assert [c.origin for c in source.alternates] == [f"replay {replay.pk}"]
     names = [rule.name for rule in source.rules]
-    assert f"path: the working directory /home/dev/shop read as {WORKSPACE}" in names
-    assert f"path: HOME /home/dev read as {HOME}" in names
+    assert f"path: the working directory /tmp/dev/shop read as {WORKSPACE}" in names
+    assert f"path: HOME /tmp/dev read as {HOME}" in names
     assert "Codex: <current_date>" in names
 
     player = source.player(then_live=False)
@@ -76,7 +76,7 @@ def test_the_records_tape_comes_with_the_live_replays_tapes_as_alternates():
     # The path rule made the record's call 1 match: no need for the alternate.
     assert player.evidence()["source"] == "the run's record"
     assert player.evidence()["rules_applied"] == [
-        f"path: the working directory /home/dev/shop read as {WORKSPACE}"
+        f"path: the working directory /tmp/dev/shop read as {WORKSPACE}"
     ]
 
 
@@ -96,3 +96,14 @@ def test_a_tape_then_live_replay_that_left_at_call_1_is_called_live():
     assert "every call went to the model" in said
     assert "not a tape replay" in said
     assert REPRODUCED not in said
+
+
+def test_paths_the_replay_reproduces_are_not_mapped():
+    replay = make_replay()
+    replay.run.raw = {
+        "tape": RECORDED,
+        "surroundings": {"cwd": "/home/dev/shop", "home": "/home/dev/.h"},
+    }
+    replay.run.save(update_fields=["raw"])
+
+    assert tapes.rules_for(replay.run) == ()
