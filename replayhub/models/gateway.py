@@ -15,6 +15,7 @@ from replayhub.models.projects import choices_check
 class ProviderKind(models.TextChoices):
     ANTHROPIC = "anthropic", "Anthropic messages API"
     OPENAI = "openai", "OpenAI-compatible (chat completions, responses)"
+    GEMINI = "gemini", "Gemini generateContent API"
 
 
 class Provider(models.Model):
