@@ -22,6 +22,7 @@ from replayhub.models import Replay, Seed
 from replayhub.rollouts.completions import MalformedCompletion, normalise
 from replayhub.rollouts.output import output_record, record_line
 from replayhub.rollouts.replay import replay_mark
+from reviews.replay_page.evidence import read_evidence
 from reviews.views import replay_for
 
 # Text longer than this, or of more lines, is collapsed behind its first line.
@@ -32,7 +33,7 @@ SUMMARY_CHARS = 120
 
 def rollout_view(replay: Replay) -> dict[str, Any] | None:
     """The rollout side of ``replay``'s page; None for a code run's replay."""
-    found = (replay.evidence or {}).get("rollout")
+    found = read_evidence(replay.evidence).rollout
     seed: Seed | None = replay.seed if replay.seed_id else None
     if seed is None and not found:
         return None
@@ -125,7 +126,7 @@ def replay_rollout_record(request: HttpRequest, replay_id: int) -> HttpResponse:
     """The replay's output as one verifiers record (JSONL), marked as
     ReplayHub's own so that importing it back never makes it a rollout."""
     replay = replay_for(request.user, replay_id, related=("run", "seed"))
-    found = (replay.evidence or {}).get("rollout") or {}
+    found = read_evidence(replay.evidence).rollout
     if replay.seed is None or found.get("completion") is None:
         raise Http404("this replay has no rollout output")
     record = output_record(

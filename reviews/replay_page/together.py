@@ -19,6 +19,7 @@ from django.http import HttpRequest, QueryDict
 from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Replay, ReplayStatus, ReviewBand
 from reviews.models import GoldItem, Purpose, Review, ReviewPolicy, SecondOpinion
+from reviews.replay_page.evidence import read_evidence
 from reviews.services import lease_end
 from reviews.together import comments, gold, handoff, opinions
 from reviews.together.labels import LabelledDecisionForm, project_labels
@@ -73,7 +74,7 @@ def decision_form(
     return LabelledDecisionForm(
         data,
         verdict=replay.verdict,
-        checks=(replay.evidence or {}).get("checks", []),
+        checks=read_evidence(replay.evidence).checks,
         labels=project_labels(replay.project_id),
     )
 

@@ -33,6 +33,7 @@ from reviews.models import AuditEvent, Claim, Purpose, Review
 from reviews.replay_page import together
 from reviews.replay_page.continuations import rollout_view
 from reviews.replay_page.diffs import hunk_view, pair_by_path, split_files
+from reviews.replay_page.evidence import ReplayEvidence, read_evidence
 from reviews.replay_page.outcomes import CaseTable, case_table
 from reviews.replay_page.tape_view import turns
 from reviews.replay_page.trail import (
@@ -166,93 +167,36 @@ def _detail_context(
     request: HttpRequest, replay: Replay, form=None, overruled=()
 ) -> dict:
     claim, mine = _claim_state(replay, request.user)
-    earlier = list(
-        Replay.objects.filter(run_id=replay.run_id)
-        .exclude(pk=replay.pk)
-        .only(
-            "id", "attempt", "status", "verdict", "reason_code", "created_at", "trigger"
-        )
-        .order_by("-created_at", "-id")[:20]
-    )
-    reviews = list(
-        Review.objects.filter(replay=replay)
-        .select_related("reviewer")
-        .order_by("-created_at", "-id")
-    )
-    try:
-        comparison = replay.comparison
-    except Comparison.DoesNotExist:
-        comparison = None
-    dod = _diff_section(replay, "dod")
-    hunks = hunk_view(
-        dod["by_index"],
-        getattr(comparison, "hunk_classes", None) or {},
-        hide_noise=request.GET.get("noise") == "hide",
-    )
-    original = _diff_section(replay, "original")
-    replayed = _diff_section(replay, "replay")
+    evidence = read_evidence(replay.evidence)
     decision_open = (
         request.user.has_perm(roles.DECIDE)
         and replay.status == ReplayStatus.FINISHED
         and (claim is None or mine)
     )
-    checks = (replay.evidence or {}).get("checks", [])
     if decision_open and form is None:
-        form = DecisionForm(verdict=replay.verdict, checks=checks)
+        form = DecisionForm(verdict=replay.verdict, checks=evidence.checks)
     output = replay.agent_output
     provenance = replay.provenance or replay.run.provenance or {}
     outcomes = _outcomes_by_tree(replay)
-    try:
-        own_tape = tape_turns(replay.tape.read())
-    except (Tape.DoesNotExist, ValueError):
-        own_tape = []
-    played = (replay.evidence or {}).get("tape") or {}
+    earlier = _earlier(replay)
     return {
         "page": "queue",
         "replay": replay,
         "run": replay.run,
-        "comparison": comparison,
         "reason_text": REASON_TEXT.get(replay.reason_code, ""),
-        "checks": checks,
-        "agent": (replay.evidence or {}).get("agent", {}),
-        "unstorable": (replay.evidence or {}).get("unstorable_paths", []),
-        "unstorable_count": (replay.evidence or {}).get("unstorable_count", 0),
-        "nested_repositories": (replay.evidence or {}).get("nested_repositories", []),
-        "ignored_paths": (replay.evidence or {}).get("ignored_paths") or {},
-        "environment": (replay.evidence or {}).get("environment") or {},
-        "warnings": provenance.get("warnings")
-        or (replay.evidence or {}).get("warnings", []),
+        **_evidence_context(evidence),
+        "warnings": provenance.get("warnings") or evidence.warnings,
         "provenance": provenance,
         "base": provenance.get("base") or {},
         "config_drift": _config_drift(provenance),
         "prompt_sha256": hashlib.sha256(replay.run.prompt.encode()).hexdigest(),
-        "dod": dod,
-        "hunks": hunks,
-        "pairs": _side_by_side(original, replayed),
-        "original": original,
-        "replayed": replayed,
-        "sides_inline": original["inline"] and replayed["inline"],
+        **_diff_context(request, replay),
         "outcomes": outcomes,
         "cases": _case_table(outcomes),
-        "test_changes": (replay.evidence or {}).get("test_changes") or {},
         "model_calls": replay.model_calls.all(),
         "egress": Paginator(replay.egress_attempts.all(), EGRESS_PAGE).get_page(
             request.GET.get("egress")
         ),
-        "egress_counts": (replay.evidence or {}).get("egress_counts") or [],
-        "egress_total": (replay.evidence or {}).get("egress_total"),
-        "refused_calls": (replay.evidence or {}).get("refused_calls") or {},
-        "usage_reported": (replay.evidence or {}).get("usage_reported") or {},
-        "model_warning": next(
-            (
-                check.get("detail", "")
-                for check in (replay.evidence or {}).get("checks", [])
-                if check.get("name") == "model called"
-                and check.get("outcome") == "fail"
-            ),
-            "",
-        ),
-        "interference": (replay.evidence or {}).get("interference") or [],
         "rollout": rollout_view(replay),
         "agent_output": output[-AGENT_OUTPUT_SHOWN:],
         "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,
@@ -260,6 +204,84 @@ def _detail_context(
         "earlier_hidden": together.hidden_from(
             request.user, [(r.pk, replay.project_id) for r in earlier]
         ),
+        **_decisions_context(request, replay),
+        "claim": claim,
+        "claim_mine": mine,
+        "decision_open": decision_open,
+        "form": form,
+        "overruled": list(overruled),
+        **_tape_context(request, replay, evidence),
+        "now": timezone.now(),
+    }
+
+
+def _evidence_context(evidence: ReplayEvidence) -> dict:
+    """What the page shows of the replay's evidence, by the names the
+    template reads."""
+    return {
+        "checks": evidence.checks,
+        "agent": evidence.agent,
+        "unstorable": evidence.unstorable,
+        "unstorable_count": evidence.unstorable_count,
+        "nested_repositories": evidence.nested_repositories,
+        "ignored_paths": evidence.ignored_paths,
+        "environment": evidence.environment,
+        "test_changes": evidence.test_changes,
+        "egress_counts": evidence.egress_counts,
+        "egress_total": evidence.egress_total,
+        "refused_calls": evidence.refused_calls,
+        "usage_reported": evidence.usage_reported,
+        "model_warning": evidence.model_warning,
+        "interference": evidence.interference,
+    }
+
+
+def _diff_context(request: HttpRequest, replay: Replay) -> dict:
+    """The three diffs (the diff of diffs with its classified hunks, and the
+    original and replayed changes side by side) and the comparison."""
+    try:
+        comparison = replay.comparison
+    except Comparison.DoesNotExist:
+        comparison = None
+    dod = _diff_section(replay, "dod")
+    original = _diff_section(replay, "original")
+    replayed = _diff_section(replay, "replay")
+    return {
+        "comparison": comparison,
+        "dod": dod,
+        "hunks": hunk_view(
+            dod["by_index"],
+            getattr(comparison, "hunk_classes", None) or {},
+            hide_noise=request.GET.get("noise") == "hide",
+        ),
+        "pairs": _side_by_side(original, replayed),
+        "original": original,
+        "replayed": replayed,
+        "sides_inline": original["inline"] and replayed["inline"],
+    }
+
+
+def _earlier(replay: Replay) -> list[Replay]:
+    """The run's other replays, newest first (the last 20)."""
+    return list(
+        Replay.objects.filter(run_id=replay.run_id)
+        .exclude(pk=replay.pk)
+        .only(
+            "id", "attempt", "status", "verdict", "reason_code", "created_at", "trigger"
+        )
+        .order_by("-created_at", "-id")[:20]
+    )
+
+
+def _decisions_context(request: HttpRequest, replay: Replay) -> dict:
+    """The reviewers' decisions on the replay, the standing one, the viewer's
+    own that can still be taken back, and the audit trail."""
+    reviews = list(
+        Review.objects.filter(replay=replay)
+        .select_related("reviewer")
+        .order_by("-created_at", "-id")
+    )
+    return {
         "reviews": reviews,
         # A decision taken back, or a gold check, leaves the replay undecided.
         "decided": any(
@@ -272,19 +294,26 @@ def _detail_context(
                 object_type="replay", object_id=str(replay.pk)
             ).select_related("actor")[:50]
         ),
-        "claim": claim,
-        "claim_mine": mine,
-        "decision_open": decision_open,
-        "form": form,
-        "overruled": list(overruled),
+    }
+
+
+def _tape_context(
+    request: HttpRequest, replay: Replay, evidence: ReplayEvidence
+) -> dict:
+    """The replay's own model conversation, the tape it played (if any), and
+    whether the viewer may replay the run's tape."""
+    try:
+        own_tape = tape_turns(replay.tape.read())
+    except (Tape.DoesNotExist, ValueError):
+        own_tape = []
+    return {
         "tape_turns": own_tape,
-        "tape_origin": f"played from {played['source']}" if played else "",
-        "tape_divergence": played.get("divergence"),
-        "tape_play": played,
+        "tape_origin": evidence.tape_origin,
+        "tape_divergence": evidence.tape_divergence,
+        "tape_play": evidence.tape,
         "can_replay_tape": request.user.has_perm(roles.DECIDE)
         and replay.seed_id is None
         and tapes.has_tape(replay.run),
-        "now": timezone.now(),
     }
 
 
