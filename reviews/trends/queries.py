@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any, TypeAlias
@@ -161,6 +162,32 @@ def dashboard_sums(
     The query groups by tier as well (a row per tier and slot, at most two),
     and the tiers of a slot are added up here.
     """
+    found, lead = _sums_rows(filters, step)
+
+    def night_of(slot) -> date:
+        if step == 1:
+            night = _as_date(slot)
+            # The slot is then r.date, a column that is never NULL.
+            assert night is not None
+            return night
+        return filters.since + timedelta(days=slot * step - lead)
+
+    slots, tiers = _tiers_added_up(found, night_of, filters.since)
+    totals, decided, short = _night_totals(slots)
+    if short:
+        totals = _with_every_reason(filters, totals, short, step)
+    by_tier = [
+        TierTotals(tier=tier, attempted=a, divergent=d, inconclusive=i)
+        for tier, (a, d, i) in sorted(tiers.items())
+        if a
+    ]
+    return totals, decided, by_tier
+
+
+def _sums_rows(filters: TrendFilters, step: int) -> tuple[list[tuple], int]:
+    """The one query of :func:`dashboard_sums`: a row per slot and tier (the
+    slot, the tier, the count columns, the known reasons, the decisions per
+    verdict), and the days the slots lead by."""
     extract = _EXTRACT[connection.vendor]
     adapt = connection.ops.adapt_datefield_value
     where, params = _where(filters, history_start(filters), filters.until)
@@ -184,18 +211,15 @@ def dashboard_sums(
         cursor.execute(
             sql, slot_params + [adapt(filters.since)] * len(decided_sql) + params
         )
-        found = cursor.fetchall()
+        return cursor.fetchall(), lead
 
-    def night_of(slot) -> date:
-        if step == 1:
-            night = _as_date(slot)
-            # The slot is then r.date, a column that is never NULL.
-            assert night is not None
-            return night
-        return filters.since + timedelta(days=slot * step - lead)
 
-    # The tiers of each slot added up (in slot order, as the query sorts them),
-    # and the shown slots of each tier: attempted, divergent, inconclusive.
+def _tiers_added_up(
+    found: list[tuple], night_of: Callable[[Any], date], since: date
+) -> tuple[dict[date, list[int]], dict[str, list[int]]]:
+    """The tiers of each slot added up (in slot order, as the query sorts
+    them), and the shown slots of each tier: attempted, divergent,
+    inconclusive."""
     slots: dict[date, list[int]] = {}
     tiers: dict[str, list[int]] = {}
     for slot, tier, *values in found:
@@ -203,19 +227,25 @@ def dashboard_sums(
         sums = slots.setdefault(night, [0] * len(values))
         for i, value in enumerate(values):
             sums[i] += value or 0
-        if night >= filters.since:
+        if night >= since:
             shown = tiers.setdefault(tier, [0, 0, 0])
             shown[0] += values[0] or 0
             shown[1] += values[3] or 0
             shown[2] += values[4] or 0
-    rows = list(slots.items())
+    return slots, tiers
 
+
+def _night_totals(
+    slots: dict[date, list[int]],
+) -> tuple[list[NightTotals], dict[str, dict[str, int]], list[date]]:
+    """Each slot's totals, the decisions per verdict over them all, and the
+    nights whose known reasons fall short of their inconclusive count."""
     counts = len(COUNT_COLUMNS)
     known = len(KNOWN_REASONS)
     decided: dict[str, dict[str, int]] = {"confirmed": {}, "overturned": {}}
     totals = []
     short = []
-    for night, row in rows:
+    for night, row in slots.items():
         attempted, identical, equivalent, divergent, inconclusive, deferred = row[
             :counts
         ]
@@ -245,24 +275,24 @@ def dashboard_sums(
                 by_reason=reasons,
             )
         )
-    if short:
-        # Codes outside the verdict table (data from elsewhere): count those
-        # nights key by key, whatever the keys are.
-        found = _reason_sums(
-            filters, since=min(short), until=max(short) + timedelta(days=step - 1)
-        )
-        if step > 1:
-            found = _in_slots(found, filters.since, step)
-        totals = [
-            replace(n, by_reason=found.get(n.night, {})) if n.night in short else n
-            for n in totals
-        ]
-    by_tier = [
-        TierTotals(tier=tier, attempted=a, divergent=d, inconclusive=i)
-        for tier, (a, d, i) in sorted(tiers.items())
-        if a
+    return totals, decided, short
+
+
+def _with_every_reason(
+    filters: TrendFilters, totals: list[NightTotals], short: list[date], step: int
+) -> list[NightTotals]:
+    """``totals`` with the ``short`` nights' reasons counted key by key:
+    codes outside the verdict table (data from elsewhere), whatever the keys
+    are."""
+    found = _reason_sums(
+        filters, since=min(short), until=max(short) + timedelta(days=step - 1)
+    )
+    if step > 1:
+        found = _in_slots(found, filters.since, step)
+    return [
+        replace(n, by_reason=found.get(n.night, {})) if n.night in short else n
+        for n in totals
     ]
-    return totals, decided, by_tier
 
 
 def _reason_sums(

@@ -48,7 +48,7 @@ import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -62,6 +62,7 @@ from django.db.models import (
     Min,
     OuterRef,
     Q,
+    QuerySet,
     Subquery,
     Value,
     When,
@@ -401,10 +402,52 @@ def _project_rows(
 ) -> list[Rollup]:
     start_hour = budget.window_start_hour if budget else DEFAULT_START_HOUR
     tz = budget.timezone if budget else DEFAULT_TIMEZONE
-    zone = ZoneInfo(tz)
-    # The runs the agentic share deferred: the dashboard's "deferred by budget".
+    nights = _nights_deferred(project_id=project_id, since=since, until=until)
+    counts: dict[tuple[date, str, str, str], RollupCounts] = defaultdict(RollupCounts)
+    for day, deferred in nights.values():
+        counts[(day, "", RunSource.CODE, Tier.AGENTIC)].deferred = deferred
+    groups = _replay_groups(
+        project_id=project_id,
+        night_ids=list(nights),
+        since=since,
+        until=until,
+        start_hour=start_hour,
+        tz=tz,
+    )
+    for group in groups:
+        if group["night_id"] is not None:
+            day = nights[group["night_id"]][0]
+        else:
+            day = group["local_date"] - timedelta(days=1 if group["early"] else 0)
+            if not since <= day <= until:
+                continue
+        counts[(day, group["model"], group["source"], group["tier"])].add(
+            verdict=group["verdict"],
+            reason=group["inconclusive_reason"],
+            decision=group["decision"],
+            n=group["n"],
+        )
+    return [
+        c.row(
+            Rollup,
+            day=day,
+            project_id=project_id,
+            model=model,
+            source=source,
+            tier=tier,
+            now=now,
+        )
+        for (day, model, source, tier), c in sorted(counts.items())
+    ]
+
+
+def _nights_deferred(
+    *, project_id: int, since: date, until: date
+) -> dict[int, tuple[date, int]]:
+    """The project's nights of the range by id: each one's date, and the runs
+    its agentic share deferred (the dashboard's "deferred by budget")."""
     deferred_by = NightShare.objects.filter(night=OuterRef("pk"), tier=Tier.AGENTIC)
-    nights = {
+    return {
         pk: (day, deferred or 0)
         for pk, day, deferred in Night.objects.filter(
             project_id=project_id, date__gte=since, date__lte=until
@@ -412,10 +455,21 @@ def _project_rows(
         .annotate(deferred=Subquery(deferred_by.values("deferred")[:1]))
         .values_list("pk", "date", "deferred")
     }
-    counts: dict[tuple[date, str, str, str], RollupCounts] = defaultdict(RollupCounts)
-    for day, deferred in nights.values():
-        counts[(day, "", RunSource.CODE, Tier.AGENTIC)].deferred = deferred
 
+
+def _replay_groups(
+    *,
+    project_id: int,
+    night_ids: list[int],
+    since: date,
+    until: date,
+    start_hour: int,
+    tz: str,
+) -> QuerySet[Replay, dict[str, Any]]:
+    """The project's finished replays of the range counted by night (or local
+    date and hour), model, source, tier, verdict, reason and standing
+    decision; grouped by the database, never read one by one."""
+    zone = ZoneInfo(tz)
     latest_decision = (
         Review.objects.standing()
         .filter(replay=OuterRef("pk"))
@@ -435,10 +489,10 @@ def _project_rows(
         if start_hour
         else Value(False, output_field=BooleanField())
     )
-    groups = (
+    return (
         Replay.objects.filter(project_id=project_id, status=ReplayStatus.FINISHED)
         .filter(
-            Q(night_id__in=list(nights))
+            Q(night_id__in=night_ids)
             | Q(
                 night__isnull=True,
                 finished_at__gte=night_start(since, start_hour=start_hour, tz=tz),
@@ -475,28 +529,3 @@ def _project_rows(
         .annotate(n=Count("id"))
         .order_by()
     )
-    for group in groups:
-        if group["night_id"] is not None:
-            day = nights[group["night_id"]][0]
-        else:
-            day = group["local_date"] - timedelta(days=1 if group["early"] else 0)
-            if not since <= day <= until:
-                continue
-        counts[(day, group["model"], group["source"], group["tier"])].add(
-            verdict=group["verdict"],
-            reason=group["inconclusive_reason"],
-            decision=group["decision"],
-            n=group["n"],
-        )
-    return [
-        c.row(
-            Rollup,
-            day=day,
-            project_id=project_id,
-            model=model,
-            source=source,
-            tier=tier,
-            now=now,
-        )
-        for (day, model, source, tier), c in sorted(counts.items())
-    ]
