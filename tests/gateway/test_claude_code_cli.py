@@ -64,7 +64,7 @@ def claude(tmp_path_factory) -> Path:
     return root / "cli" / "node_modules" / ".bin" / "claude"
 
 
-def run_claude(claude: Path, gateway, work: Path, home: Path):
+def run_claude(claude: Path, gateway, work: Path, home: Path, tz: str):
     relay = Relay(gateway.socket_path)
     home.mkdir(parents=True, exist_ok=True)
     try:
@@ -75,7 +75,7 @@ def run_claude(claude: Path, gateway, work: Path, home: Path):
             ],
             cwd=work,
             env={
-                "PATH": "/usr/bin:/bin", "HOME": str(home), "TZ": "UTC",
+                "PATH": "/usr/bin:/bin", "HOME": str(home), "TZ": tz,
                 "LANG": "C.UTF-8", "IS_SANDBOX": "1",
                 "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{relay.port}/claude",
                 "ANTHROPIC_API_KEY": PLACEHOLDER,
@@ -97,7 +97,7 @@ def test_claude_code_replays_another_runs_tape_with_no_model_call(
     recorder = TapeRecorder()
     live = make_gateway(upstreams=upstreams, recorder=recorder)
     first = checkout(tmp_path / "dev" / "shop")
-    done = run_claude(claude, live, first, tmp_path / "dev" / "home")
+    done = run_claude(claude, live, first, tmp_path / "dev" / "home", "Etc/GMT+12")
     assert done.returncode == 0, done.stderr[-2000:]
     recorded, _ = recorder.exchanges()
     calls = upstream.calls
@@ -110,7 +110,7 @@ def test_claude_code_replays_another_runs_tape_with_no_model_call(
         recorded, rules=(*tape_rules.path_rules(seen, replay), *RULES["claude-code"])
     )
     played = make_gateway(upstreams=upstreams, player=player)
-    done = run_claude(claude, played, again, tmp_path / "replay" / "home")
+    done = run_claude(claude, played, again, tmp_path / "replay" / "home", "Etc/GMT-12")
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert player.finish() is None, player.divergence and player.divergence.diff
@@ -120,3 +120,4 @@ def test_claude_code_replays_another_runs_tape_with_no_model_call(
         name.startswith("path: the working directory") for name in player.applied
     )
     assert "Claude Code: gitStatus's commit hashes (Recent commits:)" in player.applied
+    assert "Claude Code: the date line (Today's date is YYYY-MM-DD.)" in player.applied

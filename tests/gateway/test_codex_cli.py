@@ -124,8 +124,10 @@ def checkout(where: Path) -> Path:
 
 
 def run_codex(
-    codex: Path, gateway, work: Path, home: Path
+    codex: Path, gateway, work: Path, home: Path, tz: str
 ) -> subprocess.CompletedProcess:
+    """Codex in ``work`` with ``home`` as HOME, in time zone ``tz`` (the two
+    runs are a day apart, so their dates always differ)."""
     relay = Relay(gateway.socket_path)
     home.mkdir(parents=True, exist_ok=True)
     base = f"http://127.0.0.1:{relay.port}/gpt/v1"
@@ -144,7 +146,7 @@ def run_codex(
             ],
             cwd=work,
             env={
-                "PATH": "/usr/bin:/bin", "HOME": str(home), "TZ": "UTC",
+                "PATH": "/usr/bin:/bin", "HOME": str(home), "TZ": tz,
                 "LANG": "C.UTF-8", "RH_KEY": PLACEHOLDER,
             },
             input=PROMPT,
@@ -163,7 +165,7 @@ def test_codex_reads_a_served_tape_and_writes_calc_py_with_no_model_call(
     recorder = TapeRecorder()
     live = make_gateway(upstreams=upstreams, recorder=recorder)
     first = checkout(tmp_path / "dev" / "shop")
-    done = run_codex(codex, live, first, tmp_path / "dev" / "home")
+    done = run_codex(codex, live, first, tmp_path / "dev" / "home", "Etc/GMT+12")
     assert done.returncode == 0, done.stderr[-2000:]
     assert (first / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     recorded, _ = recorder.exchanges()
@@ -176,7 +178,7 @@ def test_codex_reads_a_served_tape_and_writes_calc_py_with_no_model_call(
         recorded, rules=(*tape_rules.path_rules(seen, replay), *RULES["codex"])
     )
     played = make_gateway(upstreams=upstreams, player=player)
-    done = run_codex(codex, played, again, tmp_path / "replay" / "home")
+    done = run_codex(codex, played, again, tmp_path / "replay" / "home", "Etc/GMT-12")
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert (again / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
