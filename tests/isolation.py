@@ -8,7 +8,7 @@ the environment. So each worker gets
 * a var dir of its own — its SQLite database, its filesystem queue, its work
   and mirror folders;
 * with Redis, a database number of its own, so a worker's Celery worker never
-  takes another's replays (the quick bench keeps 14 and 15);
+  takes another's replays (and another for the quick bench's own worker);
 * with PostgreSQL, a test database of its own (pytest-django's ``_gw<n>``
   suffix).
 """
@@ -16,11 +16,22 @@ the environment. So each worker gets
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-# Redis databases 14 and 15 are the quick bench's (tests/benchmarks).
-MAX_WORKERS = 13
+# Redis has 16 databases: 0 for a run without xdist, 1-7 for the workers'
+# Celery workers, 8-15 for the quick bench's own worker under each.
+MAX_WORKERS = 7
+BENCH_REDIS_DATABASES = [15 - n for n in range(MAX_WORKERS + 1)]
+
+
+def worker_number(environ: Mapping[str, str] = os.environ) -> int:
+    """This xdist worker's number (gw3: 3); 7 without xdist."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit():
+        return int(worker[2:])
+    return MAX_WORKERS
 
 
 def isolate(environ: dict[str, str] | os._Environ[str], root: Path) -> None:
