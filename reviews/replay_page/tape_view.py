@@ -73,6 +73,9 @@ def _answer(exchange: Exchange) -> dict[str, Any]:
         return {"role": "assistant", "text": "", "tools": [], "left_out": True}
     if isinstance(response, dict) and isinstance(response.get("output"), list):
         return _output(response["output"])
+    if isinstance(response, dict) and isinstance(response.get("candidates"), list):
+        first = next((c for c in response["candidates"] if isinstance(c, dict)), {})
+        return _gemini(first.get("content") or {"role": "model"})
     if isinstance(response, dict) and isinstance(response.get("choices"), list):
         choices = [c for c in response["choices"] if isinstance(c, dict)]
         return _message(choices[0].get("message") if choices else {})
@@ -88,6 +91,9 @@ def _history(request: dict[str, Any]) -> list[Any]:
     messages = request.get("messages")
     if isinstance(messages, list):
         return messages
+    contents = request.get("contents")
+    if isinstance(contents, list):
+        return [{"gemini": content} for content in contents]
     given = request.get("input")
     if isinstance(given, str):
         return [{"role": "user", "content": given}]
@@ -97,6 +103,8 @@ def _history(request: dict[str, Any]) -> list[Any]:
 def _item(item: Any) -> dict[str, Any]:
     """One history entry: a message, or a Responses API item (a tool's call
     by the model, a tool's output, reasoning and the rest laid out)."""
+    if isinstance(item, dict) and "gemini" in item and len(item) == 1:
+        return _gemini(item["gemini"])
     if not isinstance(item, dict) or "role" in item or "type" not in item:
         return _message(item)
     kind = str(item.get("type", ""))
@@ -114,6 +122,30 @@ def _item(item: Any) -> dict[str, Any]:
             "tools": [{"title": title, "body": _cut(body)}],
         }
     return {"role": kind, "text": "", "tools": [{"title": kind, "body": _json(item)}]}
+
+
+def _gemini(content: Any) -> dict[str, Any]:
+    """A Gemini ``contents`` entry (or a candidate's content): its text parts,
+    and its function calls and responses as tool parts."""
+    if not isinstance(content, dict):
+        return _message(content)
+    texts: list[str] = []
+    tools: list[dict[str, str]] = []
+    for part in content.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str) and not part.get("thought"):
+            texts.append(part["text"])
+        elif isinstance(part.get("functionCall"), dict):
+            name = str(part["functionCall"].get("name", ""))
+            tools.append({"title": f"function call {name}", "body": _json(part)})
+        elif isinstance(part.get("functionResponse"), dict):
+            name = str(part["functionResponse"].get("name", ""))
+            tools.append({"title": f"function response {name}", "body": _json(part)})
+        else:
+            tools.append({"title": next(iter(part), "part"), "body": _json(part)})
+    role = str(content.get("role", ""))
+    return {"role": role, "text": _cut("\n".join(texts)), "tools": tools}
 
 
 def _call(item: dict[str, Any]) -> dict[str, str]:
@@ -148,6 +180,8 @@ def turns(exchanges: list[Exchange]) -> list[dict[str, Any]]:
         new = messages[shown:] if len(messages) >= shown else messages
         shown = len(messages)
         system, _ = _parts(request.get("system") or request.get("instructions"))
+        if not system and isinstance(request.get("systemInstruction"), dict):
+            system = _gemini(request["systemInstruction"])["text"]
         rows.append(
             {
                 "number": number,

@@ -4,6 +4,8 @@ Rerun that queues a tape replay."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 
@@ -226,3 +228,58 @@ def test_the_replay_page_names_the_tape_played_the_rules_and_where_it_went_live(
     assert "<li>Codex: &lt;current_date&gt;</li>" in html
     assert "/home/&lt;script&gt;" in html
     assert "Live, not from the tape:" in html
+
+
+GEMINI_TAPE = [
+    {
+        "provider_kind": "gemini",
+        "path": "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        "stream": True,
+        "status": 200,
+        "request": {
+            "systemInstruction": {"parts": [{"text": "be a careful agent"}]},
+            "contents": [
+                {"role": "user", "parts": [{"text": f"make {PAYLOAD}"}]},
+            ],
+        },
+        "response": [
+            "data: "
+            + json.dumps(
+                {
+                    "candidates": [
+                        {
+                            "content": {
+                                "role": "model",
+                                "parts": [
+                                    {
+                                        "functionCall": {
+                                            "name": "write_file",
+                                            "args": {"content": PAYLOAD},
+                                        }
+                                    }
+                                ],
+                            },
+                            "finishReason": "STOP",
+                        }
+                    ]
+                }
+            )
+        ],
+    }
+]
+
+
+def test_a_gemini_runs_page_draws_its_contents_and_function_calls(client, reviewer):
+    replay = make_replay()
+    replay.run.raw = {"tape": GEMINI_TAPE}
+    replay.run.save(update_fields=["raw"])
+    client.force_login(reviewer)
+
+    html = client.get(
+        reverse("reviews:run_detail", args=[replay.run_id])
+    ).content.decode()
+
+    assert PAYLOAD not in html
+    assert "be a careful agent" in html
+    assert "make &lt;script&gt;" in html
+    assert "<summary>function call write_file</summary>" in html
