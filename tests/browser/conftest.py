@@ -29,15 +29,6 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = os.environ.get("REPLAYHUB_SCREENSHOTS", "")
 
 
-def pytest_collection_modifyitems(items):
-    # One xdist worker runs every browser test (--dist loadgroup), so Chromium
-    # starts once per run, while the other workers go on with the rest.
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("browser"))
-
-
 @pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
