@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -21,6 +22,7 @@ from replayhub.nights import shares, tiers
 from replayhub.services import replay_request
 from replayhub.verdicts import Verdict
 from reviews.models import AuditEvent, Claim, Label, Review
+from reviews.replay_page.evidence import read_evidence
 from reviews.replay_page.overrule import contradicted
 from reviews.together import gold, opinions
 from reviews.together.labels import labels_save
@@ -229,39 +231,10 @@ def review_decide(
     """
     now = timezone.now()
     with transaction.atomic():
-        # The row lock orders two decisions on one replay; on SQLite the
-        # IMMEDIATE transaction does.
-        locked = (
-            Replay.objects.select_for_update()
-            .only(
-                "id",
-                "status",
-                "verdict",
-                "review_band",
-                "project_id",
-                "run_id",
-                "seed_id",
-                "evidence",
-            )
-            .get(pk=replay.pk)
+        locked = _locked_finished(replay.pk)
+        verdict_after, overruled = _verdict_after(
+            locked, decision=decision, verdict_after=verdict_after, overrule=overrule
         )
-        if locked.status != ReplayStatus.FINISHED:
-            raise NotDecidable("the replay has not reached a verdict yet")
-        overruled: list[str] = []
-        if decision not in Review.Decision.values:
-            raise NotDecidable(f"unknown decision {decision!r}")
-        if decision == Review.Decision.OVERTURN:
-            if verdict_after not in tuple(Verdict) or verdict_after == locked.verdict:
-                raise NotDecidable("an overturn names a different verdict")
-            overruled = contradicted(
-                (locked.evidence or {}).get("checks", []), verdict_after
-            )
-            if overruled and not overrule:
-                raise OverrulesEvidence(overruled)
-        elif decision == Review.Decision.CONFIRM:
-            verdict_after = locked.verdict
-        else:
-            verdict_after = ""
         claim = Claim.objects.filter(replay=locked).select_related("reviewer").first()
         if claim and claim.expires_at > now and claim.reviewer_id != reviewer.pk:
             raise ClaimHeld(claim)
@@ -290,20 +263,6 @@ def review_decide(
         )
         if labels:
             labels_save(review=review, values=labels)
-        after = {
-            "decision": decision,
-            "verdict": verdict_after or locked.verdict,
-            "review_band": None,
-        }
-        if note:
-            after["note"] = note
-        if labels:
-            names = dict(Label.objects.filter(pk__in=labels).values_list("pk", "name"))
-            after["labels"] = {names[pk]: value for pk, value in labels.items()}
-        if decision == Review.Decision.OVERTURN and overruled:
-            after["overruled"] = overruled
-        if rerun is not None:
-            after["rerun_replay"] = rerun.pk
         AuditEvent.objects.record(
             actor=reviewer,
             action=f"review.{decision}",
@@ -313,13 +272,84 @@ def review_decide(
                 "review_band": locked.review_band,
                 "claimed_by": claim.reviewer.get_username() if claim else None,
             },
-            after=after,
+            after=_decision_after(
+                review, labels=labels, overruled=overruled, rerun=rerun
+            ),
         )
         opinions.after_decision(
             review=review, opinion=opinion, project_id=locked.project_id
         )
         transaction.on_commit(lambda: rollups.rollup_request(locked.pk))
     return review
+
+
+def _locked_finished(replay_id: int) -> Replay:
+    """The replay, locked for a decision; NotDecidable before its verdict."""
+    # The row lock orders two decisions on one replay; on SQLite the
+    # IMMEDIATE transaction does.
+    locked = (
+        Replay.objects.select_for_update()
+        .only(
+            "id",
+            "status",
+            "verdict",
+            "review_band",
+            "project_id",
+            "run_id",
+            "seed_id",
+            "evidence",
+        )
+        .get(pk=replay_id)
+    )
+    if locked.status != ReplayStatus.FINISHED:
+        raise NotDecidable("the replay has not reached a verdict yet")
+    return locked
+
+
+def _verdict_after(
+    locked: Replay, *, decision: str, verdict_after: str | None, overrule: bool
+) -> tuple[str, list[str]]:
+    """The verdict a decision leaves standing ("" for a rerun) and the verified
+    checks an overturn overrules; NotDecidable for an unknown decision or an
+    overturn to the same verdict, OverrulesEvidence for an overturn against
+    verified evidence the reviewer did not acknowledge."""
+    if decision not in Review.Decision.values:
+        raise NotDecidable(f"unknown decision {decision!r}")
+    if decision == Review.Decision.CONFIRM:
+        return locked.verdict, []
+    if decision != Review.Decision.OVERTURN:
+        return "", []
+    if verdict_after not in tuple(Verdict) or verdict_after == locked.verdict:
+        raise NotDecidable("an overturn names a different verdict")
+    overruled = contradicted(read_evidence(locked.evidence).checks, verdict_after)
+    if overruled and not overrule:
+        raise OverrulesEvidence(overruled)
+    return verdict_after, overruled
+
+
+def _decision_after(
+    review: Review,
+    *,
+    labels: dict[int, str] | None,
+    overruled: list[str],
+    rerun: Replay | None,
+) -> dict:
+    """What the decision's audit event records as the state after it."""
+    after: dict[str, Any] = {
+        "decision": review.decision,
+        "verdict": review.verdict_after or review.verdict_before,
+        "review_band": None,
+    }
+    if review.note:
+        after["note"] = review.note
+    if labels:
+        names = dict(Label.objects.filter(pk__in=labels).values_list("pk", "name"))
+        after["labels"] = {names[pk]: value for pk, value in labels.items()}
+    if review.decision == Review.Decision.OVERTURN and overruled:
+        after["overruled"] = overruled
+    if rerun is not None:
+        after["rerun_replay"] = rerun.pk
+    return after
 
 
 def replay_tape_request(*, replay: Replay, actor) -> Replay:

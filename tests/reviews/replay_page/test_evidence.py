@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from reviews.replay_page.evidence import ReplayEvidence, read_evidence
+from reviews.services import review_decide
 from tests.factories import make_replay
 
 ODD_EVIDENCE = [
@@ -73,3 +74,16 @@ def test_the_values_the_page_shows_are_read_as_stored():
     assert read.egress_total == 0
     assert read.tape_origin == "played from replay 12"
     assert read.tape_divergence == divergence
+
+
+@pytest.mark.parametrize("raw", ODD_EVIDENCE[:4])
+def test_a_replay_with_odd_evidence_can_be_overturned(reviewer, raw):
+    replay = make_replay(verdict="divergent")
+    replay.evidence = raw
+    replay.save(update_fields=["evidence"])
+
+    review = review_decide(
+        replay=replay, reviewer=reviewer, decision="overturn", verdict_after="identical"
+    )
+
+    assert (review.verdict_before, review.verdict_after) == ("divergent", "identical")
