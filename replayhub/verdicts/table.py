@@ -39,7 +39,18 @@ def decide(facts: Facts) -> Ruling:
     )
 
 
-def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
+# A row of the table as it rules: the verdict, its reason code and its sentence.
+_Row = tuple[Verdict, Reason, str]
+
+
+def _row(facts: Facts) -> _Row:
+    """The table's first matching row: first the rows no test run decides
+    (the harness, the base, the model, identical trees, the paths, no test
+    command or tests skipped), then the rows that read the test runs."""
+    return _row_before_tests(facts) or _row_by_tests(facts)
+
+
+def _row_before_tests(facts: Facts) -> _Row | None:
     inconclusive = Verdict.INCONCLUSIVE
     if facts.harness_failure is not None:
         return inconclusive, facts.harness_failure, harness_reason(facts)
@@ -88,6 +99,11 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
             "The trees differ and the tests were skipped by request, so their "
             "behaviour was not compared.",
         )
+    return None
+
+
+def _row_by_tests(facts: Facts) -> _Row:
+    inconclusive = Verdict.INCONCLUSIVE
     # The replay is judged by the original's tests run on its code (the
     # reference run) whenever its own test files differ from the original's.
     original, judged = facts.original, facts.judged
@@ -149,9 +165,7 @@ def _row(facts: Facts) -> tuple[Verdict, Reason, str]:
     )
 
 
-def _original_passed(
-    facts: Facts, judged: SuiteResult, counts: str
-) -> tuple[Verdict, Reason, str]:
+def _original_passed(facts: Facts, judged: SuiteResult, counts: str) -> _Row:
     failing = facts.newly_failing
     if not judged.passed:
         if failing and set(failing) <= set(facts.known_flaky):
