@@ -77,14 +77,7 @@ def _check_usual(
     """
     get = value.get
     named = get("project")
-    if named is None:
-        if project is None:
-            return None
-    elif (
-        type(named) is not str
-        or not SLUG.fullmatch(named)
-        or (project is not None and named != project)
-    ):
+    if not _usual_project(named, project):
         return None
     external_id = get("external_id")
     prompt = get("prompt")
@@ -120,28 +113,13 @@ def _check_usual(
         and not CONTROL.search(external_id)
     ):
         return None
-    try:
-        moment = datetime.fromisoformat(started)
-    except ValueError:
+    moment = _usual_moment(started)
+    if moment is None:
         return None
-    if moment.tzinfo is None or moment.utcoffset() is None:
+    image_and_config = _usual_sandbox(sandbox)
+    if image_and_config is None:
         return None
-    # Any JSON value of the record, as the fields above, until checked below.
-    image: Any = ""
-    config: Any = ""
-    if sandbox is not None:
-        if type(sandbox) is not dict:
-            return None
-        image = sandbox.get("image")
-        config = sandbox.get("config_sha256")
-        if image is None:
-            image = ""
-        elif type(image) is not str or len(image) > IMAGE_LIMIT:
-            return None
-        if config is None:
-            config = ""
-        elif type(config) is not str or not SHA256.fullmatch(config):
-            return None
+    image, config = image_and_config
     if usage is None:
         usage = {}
     elif type(usage) is not dict or not _usual_usage(usage):
@@ -172,6 +150,50 @@ def _check_usual(
         sha256=digest,
         usage_json=usage_json,
     )
+
+
+def _usual_project(named: Any, project: str | None) -> bool:
+    """Whether the record's project is of the usual kind: a valid slug, the
+    given project's when one is given, or no name when one is given."""
+    if named is None:
+        return project is not None
+    return (
+        type(named) is str
+        and SLUG.fullmatch(named) is not None
+        and (project is None or named == project)
+    )
+
+
+def _usual_moment(started: str) -> datetime | None:
+    """``started_at`` read as an ISO time with its offset; else None."""
+    try:
+        moment = datetime.fromisoformat(started)
+    except ValueError:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return None
+    return moment
+
+
+def _usual_sandbox(sandbox: Any) -> tuple[str, str] | None:
+    """The sandbox's image and config hash ("" for either not given) when
+    both are of the usual kind; else None."""
+    if sandbox is None:
+        return "", ""
+    if type(sandbox) is not dict:
+        return None
+    # Any JSON value of the record until checked.
+    image: Any = sandbox.get("image")
+    config: Any = sandbox.get("config_sha256")
+    if image is None:
+        image = ""
+    elif type(image) is not str or len(image) > IMAGE_LIMIT:
+        return None
+    if config is None:
+        config = ""
+    elif type(config) is not str or not SHA256.fullmatch(config):
+        return None
+    return image, config
 
 
 def _usual_usage(usage: dict[str, Any]) -> bool:
