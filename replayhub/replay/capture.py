@@ -14,7 +14,7 @@ git is handed the list:
   socket) is skipped and listed in ``unstorable``. The replay's tree then is
   not what the agent left, and cannot be called identical to anything.
 * Content is stored as its bytes: the scratch git dir's ``info/attributes``
-  outranks any ``.gitattributes`` (see ``gitops.NO_CONVERSION``), so nothing
+  outranks any ``.gitattributes`` (see ``git.scratch.NO_CONVERSION``), so nothing
   the agent wrote decides a conversion that could fail or change a file.
 * ``.gitignore`` is honoured as the agent's own ``git add --all`` would:
   untracked files it ignores are left out, files tracked at the base stay.
@@ -106,35 +106,9 @@ def capture_workspace(
     listing = list_workspace(workspace, readable=user is not None, limit=max_files)
     at_base = _base_entries(scratch, base)
     git_user = {"user": user} if user is not None else {}
-
-    room = scratch.root / "capture"
-    objects = room / "objects"
-    index = room / "index"
-    objects.mkdir(parents=True, exist_ok=True)
-    for directory in (objects, *[objects / name for name in ("info", "pack")]):
-        directory.mkdir(exist_ok=True)
-    index.unlink(missing_ok=True)
-    scratch.git("read-tree", base, index_file=index)
-    walked = set(listing.files)
-    # Gone from the workspace, or under a name that is now a link or a file:
-    # removed whatever stands there now (nothing is read for it).
-    removed = [
-        path
-        for path, mode in at_base.items()
-        if path not in walked and mode != b"160000"
-    ]
-    if removed:
-        # Mode 0 removes the path from the index.
-        scratch.git(
-            "update-index",
-            "-z",
-            "--index-info",
-            index_file=index,
-            input=b"".join(b"0 " + b"0" * 40 + b"\t" + p + b"\0" for p in removed),
-        )
-    if user is not None:
-        for path in (room, objects, objects / "info", objects / "pack", index):
-            os.chown(path, *user)
+    objects, index = _capture_room(
+        scratch, base, at_base, walked=set(listing.files), user=user
+    )
     # git run as ``user`` writes new objects here and reads the rest from the
     # scratch git dir (and, through it, the project's).
     as_user_env = {
@@ -186,6 +160,46 @@ def capture_workspace(
         left_out=[_text(path) for path in sorted(agents)[:LISTED]],
         left_out_count=len(agents),
     )
+
+
+def _capture_room(
+    scratch: Scratch,
+    base: str,
+    at_base: dict[bytes, bytes],
+    *,
+    walked: set[bytes],
+    user: tuple[int, int] | None,
+) -> tuple[Path, Path]:
+    """The capture's own object directory and an index holding ``base`` less
+    the paths the workspace no longer has, both owned by ``user`` if given."""
+    room = scratch.root / "capture"
+    objects = room / "objects"
+    index = room / "index"
+    objects.mkdir(parents=True, exist_ok=True)
+    for directory in (objects, *[objects / name for name in ("info", "pack")]):
+        directory.mkdir(exist_ok=True)
+    index.unlink(missing_ok=True)
+    scratch.git("read-tree", base, index_file=index)
+    # Gone from the workspace, or under a name that is now a link or a file:
+    # removed whatever stands there now (nothing is read for it).
+    removed = [
+        path
+        for path, mode in at_base.items()
+        if path not in walked and mode != b"160000"
+    ]
+    if removed:
+        # Mode 0 removes the path from the index.
+        scratch.git(
+            "update-index",
+            "-z",
+            "--index-info",
+            index_file=index,
+            input=b"".join(b"0 " + b"0" * 40 + b"\t" + p + b"\0" for p in removed),
+        )
+    if user is not None:
+        for path in (room, objects, objects / "info", objects / "pack", index):
+            os.chown(path, *user)
+    return objects, index
 
 
 def borrow(scratch: Scratch, objects: Path) -> None:
