@@ -24,6 +24,7 @@ of rollouts. A module per group of tables, all reached as
   original tree's result, reused); see ``replayhub.testgate``.
 - gateway: ``Provider``, ``ModelCall``, ``EgressAttempt``, ``Tape``; see
   ``replayhub.gateway``.
+- heartbeats: ``Heartbeat`` (when the beat's periodic job last ran).
 - ingest: ``ImportJob`` (an upload a worker imports) and ``IngestToken``.
 - rollouts: ``Seed``, ``FollowSource``, ``FollowedFile``.
 - texttier: ``TextReplay`` and ``TextSuite``; see ``replayhub.texttier``.
@@ -57,6 +58,7 @@ from replayhub.models.gateway import (
     ProviderKind,
     Tape,
 )
+from replayhub.models.heartbeats import Heartbeat
 from replayhub.models.ingest import (
     ImportFormat,
     ImportJob,
@@ -117,6 +119,7 @@ __all__ = [
     "EgressAttempt",
     "FollowSource",
     "FollowedFile",
+    "Heartbeat",
     "ImportFormat",
     "ImportJob",
     "ImportStatus",
