@@ -5,7 +5,7 @@ reads: the seed as the task's prompt and as the first nodes (not sampled), the
 replay's completion after them (the assistant messages sampled), the
 verifier's reward as the one reward, and ``info.replayhub``: the mark by which
 ingest knows it for a replay's output and never imports it as a rollout (see
-``records.REPLAY_MARK``). Pure: plain data in, a dict out.
+``rollouts.trace.REPLAY_MARK``). Pure: plain data in, a dict out.
 """
 
 from __future__ import annotations

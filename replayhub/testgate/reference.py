@@ -8,7 +8,7 @@ then run on the replay's code. Everything here reads and writes through the
 scratch git dir with a private index, never through the agent's workspace.
 
 The replay's changes to everything else are read too, for code that could
-report a test run's success itself (``testpaths.find_interference``).
+report a test run's success itself (``testgate.paths.find_interference``).
 """
 
 from __future__ import annotations

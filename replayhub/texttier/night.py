@@ -7,7 +7,7 @@ push the text tier past its replays, tokens or money. The agentic tier keeps
 its own share. With the text tier gating it, the agentic candidates are the
 runs whose latest text replay passed them on (or whose record category is
 escalated), never replayed or inconclusive with attempts left — oldest first,
-as ``nightly.candidates`` orders them.
+as ``nights.scheduler.candidates`` orders them.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def gates_agentic(budget: Budget) -> bool:
 
 
 def gate_agentic(runs: QuerySet[Run], budget: Budget) -> QuerySet[Run]:
-    """``nightly.candidates`` narrowed to the runs the text tier passed on.
+    """``nights.scheduler.candidates`` narrowed to the runs the text tier passed on.
 
     A run already decided by an agentic replay is not replayed again; one
     whose last agentic replay is inconclusive stays (``candidates`` keeps it
