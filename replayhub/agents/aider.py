@@ -5,7 +5,8 @@ One exchange from ``--message-file``, yes to every question, no commits, and
 would be a change). The launcher points aider's OpenAI client at the
 gateway (``OPENAI_API_BASE``). A model-metadata file under ``$HOME`` names
 the model's context size, which stops aider fetching the price list from
-GitHub and fixes its repository map's budget. Its chat history and tag cache
+GitHub and fixes its repository map's budget; litellm is told to read its
+bundled copy for the same reason. Its chat history and tag cache
 are written into the checkout: they are its state, not the change.
 """
 
@@ -78,6 +79,8 @@ PROFILE = Profile(
     executable="bin/aider",
     flags=flags,
     launcher=LAUNCHER,
+    # litellm, which aider imports, fetches the same price list when it loads.
+    env={"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     home_files=home_files,
     state_paths=(".aider*", ".aider*/**"),
     transcript=Transcript(".aider.chat.history.md", "aider", in_checkout=True),

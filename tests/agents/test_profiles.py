@@ -222,6 +222,8 @@ def test_aider_reads_the_prompt_file_and_the_gateway_as_its_api_base(tmp_path):
     assert "--model=openai/coder" in args
     assert args[args.index("--message-file") + 1] == str(tmp_path / "prompt.txt")
     assert seen["env"]["OPENAI_API_BASE"] == GATEWAY["OPENAI_BASE_URL"]
+    # litellm's price-list fetch from GitHub is off.
+    assert seen["env"]["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     assert seen["stdin"] == ""
     metadata_file = args[args.index("--model-metadata-file") + 1]
     assert metadata_file == f"{HOME_FILES}/.aider/model-metadata.json"
