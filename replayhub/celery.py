@@ -52,3 +52,17 @@ def enqueue(
         transaction.on_commit(send)
     else:
         send()
+
+
+def queue_length(queue: str) -> int:
+    """How many messages wait in the broker's ``queue``, not counting those a
+    worker has already taken. Raises the broker's error when it does not
+    answer.
+
+    kombu's in-process transports (Redis, the filesystem) count what they
+    hold on a declare: the Redis lists of the queue's priorities, or the
+    queue's message files.
+    """
+    with app.connection_for_read() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+        return conn.default_channel.queue_declare(queue=queue, passive=False)[1]

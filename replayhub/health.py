@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from replayhub.sandbox import SandboxUnavailable, get_runner
@@ -88,21 +91,62 @@ def check_sandbox() -> str:
     return "ok"
 
 
+def check_queue(*, now=None) -> dict[str, object]:
+    """Whether the replays can move: queued replays whose message is gone
+    (``services.replay_orphans``), and how long ago the beat's periodic job
+    last ran. ``stalled`` names what is stuck, empty when nothing is."""
+    from replayhub import services
+    from replayhub.models import Heartbeat, Replay, ReplayStatus
+
+    now = now or timezone.now()
+    after = timedelta(seconds=settings.REPLAYHUB_ORPHAN_AFTER_SECONDS)
+    orphans = services.replay_orphans(older_than=after, now=now)
+    beat_at = (
+        Heartbeat.objects.filter(name=Heartbeat.BEAT)
+        .values_list("beat_at", flat=True)
+        .first()
+    )
+    beat_age = None if beat_at is None else int((now - beat_at).total_seconds())
+    stalled = []
+    if orphans:
+        stalled.append("queued rows without messages")
+    if beat_age is None:
+        # A fresh installation whose beat has not run yet is not stalled
+        # until it has replays waiting.
+        if Replay.objects.filter(status=ReplayStatus.QUEUED).exists():
+            stalled.append("beat stale")
+    elif beat_age > settings.REPLAYHUB_BEAT_STALE_SECONDS:
+        stalled.append("beat stale")
+    return {
+        "queued_without_messages": orphans,
+        "beat_seconds_ago": beat_age,
+        "stalled": stalled,
+    }
+
+
 @require_GET
 @login_not_required
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when the database and the broker answer; the sandbox is reported too.
+    """One JSON object: 200 when the database and the broker answer and the
+    replays can move; 503 otherwise, with ``status`` "error" (a server is
+    down) or "stalled" (``stalled`` lists why: queued replays without a
+    message, a beat that has not run), so an orchestrator can act.
 
     No sandbox means replays end ``inconclusive / sandbox_unavailable``, which is
     degraded service, not an outage of the web app: it does not fail the check.
     """
-    checks = {
+    checks: dict[str, object] = {
         "database": check_database(),
         "broker": check_broker(),
         "sandbox": check_sandbox(),
     }
     healthy = checks["database"] == "ok" and checks["broker"] == "ok"
+    status = "ok" if healthy else "error"
+    if checks["database"] == "ok":
+        queue = check_queue()
+        checks.update(queue)
+        if healthy and queue["stalled"]:
+            status = "stalled"
     return JsonResponse(
-        {"status": "ok" if healthy else "error", **checks},
-        status=200 if healthy else 503,
+        {"status": status, **checks}, status=200 if status == "ok" else 503
     )

@@ -25,13 +25,14 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from replayhub.celery import Task, enqueue
+from replayhub.celery import Task, enqueue, queue_length
 from replayhub.gateway.playback import TapePlayer
 from replayhub.git.scratch import remove_tree
 from replayhub.logs import replay_context
 from replayhub.models import (
     Comparison,
     EgressAttempt,
+    Heartbeat,
     ModelCall,
     Project,
     Replay,
@@ -63,6 +64,9 @@ from replayhub.texttier.night import (
 from replayhub.verdicts import Facts, Reason, Ruling, decide
 
 log = logging.getLogger(__name__)
+
+# The queue run_replay is routed to (CELERY_TASK_ROUTES).
+REPLAY_QUEUE = "replay"
 
 
 def worker_check_request(*, user) -> WorkerCheck:
@@ -124,6 +128,52 @@ def replay_requeue_stale(*, older_than: timedelta, now=None) -> list[int]:
     if stale:
         log.warning("sent %d queued replays to the broker again", len(stale))
     return stale
+
+
+def replay_requeue_orphaned(*, older_than: timedelta, now=None) -> list[int]:
+    """Send again the queued replays whose message is gone: queued at least
+    ``older_than`` ago while the broker's replay queue is empty.
+
+    A message is lost when a task met an error it was not retried on, or the
+    broker restarted without its data. Only an empty queue proves it: a
+    message waiting behind others is in the queue, so a long night is never
+    sent twice. One pass sends each orphan once and stamps ``enqueued_at``;
+    the queue is then not empty until the workers have taken them, so the
+    next passes send nothing (no flood). A message a worker holds for a
+    retry's countdown is not in the queue: its replay may be sent twice, and
+    the second claim finds it taken.
+    """
+    now = now or timezone.now()
+    try:
+        waiting = queue_length(REPLAY_QUEUE)
+    except Exception as exc:  # the broker is down: nothing can be sent anyway
+        log.warning("replay queue unreadable: %s", one_line(exc))
+        return []
+    if waiting:
+        return []
+    return replay_requeue_stale(older_than=older_than, now=now)
+
+
+def replay_orphans(*, older_than: timedelta, now=None) -> int | None:
+    """How many queued replays have no message (as the sweep above decides),
+    or None when the broker does not answer."""
+    now = now or timezone.now()
+    try:
+        waiting = queue_length(REPLAY_QUEUE)
+    except Exception:
+        return None
+    if waiting:
+        return 0
+    return Replay.objects.filter(
+        status=ReplayStatus.QUEUED, enqueued_at__lt=now - older_than
+    ).count()
+
+
+def beat_heartbeat(*, now=None) -> None:
+    """Record that the beat's periodic job ran (read by ``/healthz``)."""
+    Heartbeat.objects.update_or_create(
+        name=Heartbeat.BEAT, defaults={"beat_at": now or timezone.now()}
+    )
 
 
 def replay_claim(*, replay_id: int, owner: str) -> bool:

@@ -290,7 +290,8 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"replayhub.tasks.run_replay": {"queue": "replay"}}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
-    # Gives back replays whose worker died (lease expired).
+    # Gives back replays whose worker died (lease expired), sends again queued
+    # replays whose message is gone, and touches the beat's heartbeat.
     "reap-expired-leases": {
         "task": "replayhub.tasks.reap_expired_leases",
         "schedule": 60.0,
@@ -404,6 +405,13 @@ REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
 # A queued replay whose broker message is older than this is sent again (a broker
 # restart without persistence loses messages; the database does not).
 REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 1800)
+# A queued replay is sent again sooner, after this many seconds, when the
+# broker's replay queue is empty: its message is then surely gone (the beat
+# looks every 60 s). Longer than admission takes to send a night's messages.
+REPLAYHUB_ORPHAN_AFTER_SECONDS = env_int("REPLAYHUB_ORPHAN_AFTER_SECONDS", 90)
+# /healthz calls the beat stalled when its periodic job (every 60 s) has not
+# run for this long.
+REPLAYHUB_BEAT_STALE_SECONDS = env_int("REPLAYHUB_BEAT_STALE_SECONDS", 180)
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
 # A static relay built ahead (the production image builds it in a stage of its
 # own, so the worker needs no compiler); empty: built on first use under

@@ -7,7 +7,9 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from replayhub import services
 from replayhub.celery import Task
@@ -33,7 +35,22 @@ def answer_worker_check(check_id: int) -> None:
     )
 
 
-@shared_task(name=Task.RUN_REPLAY)
+# The errors a task is retried on: the database or the broker out of reach
+# for a moment (a restart, a failover, a dropped connection). Anything else is
+# a bug or a verdict, never retried blindly. Without the retry Celery acks a
+# task that raises, and a queued replay waits for the sweep with no message.
+TRANSIENT = (OperationalError, InterfaceError, BrokerError)
+RETRIED = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 2,  # 2, 4, 8 … seconds,
+    "retry_backoff_max": 60,  # at most a minute apart,
+    "retry_jitter": True,  # spread so that workers do not all return at once,
+    # about 20 minutes in all; after that the sweep sends the replay again.
+    "max_retries": 25,
+}
+
+
+@shared_task(name=Task.RUN_REPLAY, **RETRIED)
 def run_replay(replay_id: int) -> None:
     # Safe to deliver twice: only a queued replay can be claimed.
     services.replay_execute(replay_id=replay_id)
@@ -41,7 +58,12 @@ def run_replay(replay_id: int) -> None:
 
 @shared_task(name=Task.REAP_EXPIRED_LEASES)
 def reap_expired_leases() -> None:
+    # First, so that /healthz sees the beat alive even when a step below fails.
+    services.beat_heartbeat()
     services.replay_reap_expired()
+    services.replay_requeue_orphaned(
+        older_than=timedelta(seconds=settings.REPLAYHUB_ORPHAN_AFTER_SECONDS)
+    )
     services.replay_requeue_stale(
         older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
     )
@@ -60,7 +82,7 @@ def preflight_pending(project_id: int) -> None:
     preflight.preflight_pending(project_ids=[project_id])
 
 
-@shared_task(name=Task.DISPATCH_NIGHT)
+@shared_task(name=Task.DISPATCH_NIGHT, **RETRIED)
 def dispatch_night(night_id: int) -> None:
     """Send every queued replay a night admitted to the replay queue."""
     from replayhub.models import Replay, ReplayStatus
@@ -99,7 +121,7 @@ def follow_source(source_id: int) -> None:
     follow_claimed(source_id=source_id)
 
 
-@shared_task(name=Task.DISPATCH_TEXT_NIGHT)
+@shared_task(name=Task.DISPATCH_TEXT_NIGHT, **RETRIED)
 def dispatch_text_night(night_id: int) -> None:
     """Send every queued text replay a night admitted to the workers."""
     from replayhub.models import TextReplay, TextStatus
