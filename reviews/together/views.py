@@ -310,6 +310,9 @@ def search(request: HttpRequest) -> HttpResponse:
     )
     found = past.search(text, filters, blind_to=blind_to)
     open_threads = comments.unresolved([r.pk for r in found])
+    # Filters that leave nothing of what the text matches: say how many
+    # the text alone matches, so "nothing matches" is never untrue.
+    without_filters = past.matching_count(text) if text and filters and not found else 0
     return render(
         request,
         "reviews/search.html",
@@ -321,6 +324,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "rows": [(r, open_threads.get(r.pk, 0)) for r in found],
             "hidden": hidden_from(request.user, [(r.pk, r.project_id) for r in found]),
             "limit": past.SEARCH_LIMIT,
+            "without_filters": without_filters,
         },
     )
 

@@ -120,3 +120,18 @@ def test_blind_review_hides_the_outcome_and_filters_leak_nothing(client, reviewe
     # Once judged, it is the reviewer's to see and to filter.
     review_decide(replay=blind, reviewer=reviewer, decision="confirm")
     assert f"#{blind.pk}<" in search(client, verdict="equivalent")
+
+
+def test_filters_that_exclude_every_match_say_how_many_match_without_them(client, lead):
+    for n in range(9):
+        make_replay(model="gpt-5", title=f"Add a note {n}")
+    make_replay(model="gpt-5", title="Unrelated")
+    client.force_login(lead)
+
+    html = search(client, q="add", model="sonnet")
+
+    assert "Nothing matches" not in html
+    assert "9 replays match without them" in html
+    assert f'href="{reverse("reviews:search")}?q=add">Clear the filters' in html
+    # With no filter, an empty answer still says nothing matches.
+    assert "Nothing matches “nothing-here”" in search(client, q="nothing-here")
