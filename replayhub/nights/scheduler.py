@@ -262,7 +262,18 @@ def night_admit(
     estimate = arithmetic.estimate(
         recent=recent_actuals(project), caps=caps_of(project)
     )
-    runs = candidates(project, now)
+    # Admission is idempotent: a run this night has already admitted (queued,
+    # running or replayed) is not admitted again when the night is run twice
+    # (`nightly --now` again, a tier-gated tick). One the window's end
+    # cancelled may be, should the night be reopened.
+    tonight = (
+        Replay.objects.filter(night=night)
+        .exclude(tier=Tier.TAPE)
+        .exclude(status=ReplayStatus.CANCELLED)
+        .values("run_id")
+    )
+    report.already = tonight.distinct().count()
+    runs = candidates(project, now).exclude(pk__in=tonight)
     if gate is not None:
         runs = gate(runs)
     wanted = list(runs.values_list("pk", flat=True))
@@ -329,8 +340,12 @@ def _create_replays(
         # The usual night: the budget is roomy and every replay gets the same
         # caps, so one statement creates them all.
         Replay.objects.queue_for_runs(run_ids, caps=_caps(caps[0]), **common)
+        # Only the rows just made: a run may have a replay the window's end
+        # cancelled on this night, when the night was reopened.
         return list(
-            Replay.objects.filter(night=night, run_id__in=run_ids)
+            Replay.objects.filter(
+                night=night, run_id__in=run_ids, status=ReplayStatus.QUEUED
+            )
             .order_by("id")
             .values_list("pk", flat=True)
         )

@@ -46,6 +46,8 @@ class NightReport:
     night: Night | None = None
     admitted: list[int] = field(default_factory=list)
     deferred: int = 0
+    # Runs an earlier admission of the same night had admitted already.
+    already: int = 0
     skipped_reason: str = ""
     others: dict[str, NightReport] = field(default_factory=dict)
 

@@ -54,6 +54,11 @@ class Command(BaseCommand):
                     f"deferred {r['deferred']} (replays reserved "
                     f"{r['reserved_replays']}/{r['limit_replays']})"
                 )
+                if r["already_admitted"]:
+                    self.stdout.write(
+                        f"{r['project']}: already admitted tonight: "
+                        f"{r['already_admitted']}"
+                    )
 
     def _result(self, slug: str, report: NightReport) -> dict:
         """The agentic tier's figures unprefixed, each other tier's that ran
@@ -62,6 +67,7 @@ class Command(BaseCommand):
             "project": slug,
             "admitted": len(report.admitted),
             "deferred": report.deferred,
+            "already_admitted": report.already,
             "skipped": report.skipped_reason,
         }
         if report.night is not None:
