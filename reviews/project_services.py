@@ -22,10 +22,12 @@ from replayhub.models import (
     Provider,
     Replay,
     Run,
+    Tier,
     Trigger,
 )
 from replayhub.nights import arithmetic, scheduler, shares, tiers
 from replayhub.project_setup import project_fields, refused, remote_check
+from replayhub.replay import tapes
 from replayhub.services import replay_request
 from reviews.models import AuditEvent
 
@@ -113,6 +115,39 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
             },
         )
     return Started(replay=replay, night=night)
+
+
+def replay_from_tape(*, run: Run, actor) -> Replay:
+    """Queue a tape replay of ``run`` at once: its model answers served from
+    the run's tape (``replay.tapes.to_play``), so it spends no model tokens,
+    as the replay page's "Replay from tape" does. Raises ReplayRefused when
+    the run has no tape or can never reach a verdict."""
+    if run.preflight == Preflight.UNREPRODUCIBLE:
+        raise ReplayRefused(
+            "This run can never reach a verdict"
+            + (f": {run.preflight_reason}" if run.preflight_reason else ".")
+        )
+    if not tapes.has_tape(run):
+        raise ReplayRefused(
+            "This run has no tape: its record carries none and no replay of it "
+            "recorded one."
+        )
+    with transaction.atomic():
+        replay = replay_request(
+            run=run, trigger=Trigger.NOW, user=actor, tier=Tier.TAPE
+        )
+        AuditEvent.objects.create(
+            actor=actor,
+            action="replay.request",
+            object_type="replay",
+            object_id=str(replay.pk),
+            after={
+                "replay": replay.pk,
+                "run": run.external_id,
+                "tier": Tier.TAPE.value,
+            },
+        )
+    return replay
 
 
 def _names(dimensions: list[str]) -> str:

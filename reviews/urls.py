@@ -48,6 +48,7 @@ replay_urls = [
 run_urls = [
     path("<int:run_id>/", runs.run_detail, name="run_detail"),
     path("<int:run_id>/text/", runs.run_text_replay, name="run_text_replay"),
+    path("<int:run_id>/tape/", runs.run_tape_replay, name="run_tape_replay"),
 ]
 
 text_urls = [

@@ -1,6 +1,7 @@
-"""A recorded run's page, and the text tier on it: the run's text replays
-(newest first), a button that asks a worker for one, and one text replay's
-side-by-side view. The text tier compares another model's answer with the
+"""A recorded run's page, and the text tier on it: the run's replays with
+the ways to start one side by side (Replay now, Replay from tape, Replay as
+text, as the viewer may), its text replays (newest first), and one text
+replay's side-by-side view. The text tier compares another model's answer with the
 original; the pages never present it as a reproduction verdict."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
@@ -20,6 +22,7 @@ from replayhub import roles
 from replayhub.gateway import tape
 from replayhub.ingest.transcripts.conversation import Turn, conversation
 from replayhub.models import (
+    Preflight,
     Provider,
     Replay,
     Run,
@@ -28,8 +31,10 @@ from replayhub.models import (
     TextStatus,
     TextSuite,
 )
+from replayhub.replay import tapes
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
+from reviews.project_services import ReplayRefused, replay_from_tape
 from reviews.replay_page import together
 from reviews.replay_page.continuations import messages_view, text_view
 from reviews.replay_page.tape_view import turns
@@ -37,6 +42,10 @@ from reviews.views import HtmxHttpRequest
 
 VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"
+# Replay now's permission, as on the project's run list.
+START_REPLAY = "replayhub.add_replay"
+# A tape replay's, as the replay page's "Replay from tape" button.
+REPLAY_TAPE = roles.DECIDE
 # Text replays listed on a run's page.
 LISTED = 50
 # Transcript turns shown before "show all": a long session's page stays light.
@@ -102,6 +111,7 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         ),
         "text_replays": rows,
         "pending": _pending(rows),
+        **_replay_actions(request, run),
         "can_replay_text": request.user.has_perm(ADD_TEXT_REPLAY),
         "can_see_money": request.user.has_perm(roles.VIEW_MONEY),
         "has_providers": Provider.objects.exists(),
@@ -118,6 +128,19 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         "transcript": (
             None if getattr(request, "htmx", False) else _transcript(request, run)
         ),
+    }
+
+
+def _replay_actions(request: HttpRequest, run: Run) -> dict[str, bool]:
+    """Which of Replay now and Replay from tape the viewer may press here."""
+    # As on the project's run list: a run that can never reach a verdict
+    # offers neither.
+    replayable = run.preflight != Preflight.UNREPRODUCIBLE
+    return {
+        "can_replay_now": replayable and request.user.has_perm(START_REPLAY),
+        "can_replay_tape": replayable
+        and request.user.has_perm(REPLAY_TAPE)
+        and tapes.has_tape(run),
     }
 
 
@@ -206,6 +229,20 @@ def run_text_replay(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     if request.htmx:
         template += "#text-tier"
     return render(request, template, context, status=400 if form.errors else 200)
+
+
+@require_POST
+@permission_required(REPLAY_TAPE, raise_exception=True)
+def run_tape_replay(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue a tape replay of the run and go to it."""
+    run = get_object_or_404(Run, pk=run_id)
+    try:
+        queued = replay_from_tape(run=run, actor=request.user)
+    except ReplayRefused as exc:
+        messages.error(request, f"Not started: {exc}")
+        return redirect("reviews:run_detail", run_id=run.pk)
+    messages.success(request, f"Tape replay {queued.pk} of {run.external_id} queued.")
+    return redirect("reviews:replay_detail", replay_id=queued.pk)
 
 
 @require_GET
