@@ -10,7 +10,7 @@ login page.
 from __future__ import annotations
 
 import tempfile
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
@@ -21,7 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from replayhub import roles
-from replayhub.ingest.importer import READ_SIZE, read_chunks
+from replayhub.ingest.importer import READ_SIZE, ImportSummary, read_chunks
 from replayhub.ingest.services import (
     PreflightMode,
     import_job_create,
@@ -29,6 +29,7 @@ from replayhub.ingest.services import (
     runs_import,
 )
 from replayhub.ingest.tokens import Denied, token_authenticate
+from replayhub.lib import boundedjson
 from replayhub.models import (
     Comparison,
     ImportFormat,
@@ -102,7 +103,10 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
             # session it continues).
             name=request.GET.get("name", "")[:255],
         )
+        named = _one_run(token.project, body, format, summary)
     payload = summary.to_dict()
+    if named is not None:
+        payload["run"] = named
     if summary.invalid_total:
         payload["error"] = (
             f"{summary.invalid_total} of the records are invalid and were not "
@@ -116,6 +120,42 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
         )
         return JsonResponse(payload, status=409)
     return JsonResponse(payload, status=201 if summary.imported else 200)
+
+
+def _one_run(
+    project: Project, body: IO[bytes], format: str, summary: ImportSummary
+) -> dict[str, Any] | None:
+    """The run a body of one native record was stored as (or already was):
+    its id, external id and page, so that a sender (``replayhub-record``) can
+    name it. None for any other body: many records, or some refused."""
+    if (
+        format != ImportFormat.NATIVE
+        or summary.imported + summary.duplicates != 1
+        or not summary.complete
+    ):
+        return None
+    body.seek(0)
+    try:
+        # Already read once by the import, within the same limit.
+        record = boundedjson.loads(
+            body.read(), max_bytes=settings.REPLAYHUB_API_MAX_BODY_BYTES
+        )
+    except ValueError:
+        return None
+    if isinstance(record, list) and len(record) == 1:
+        record = record[0]
+    external_id = record.get("external_id") if isinstance(record, dict) else None
+    if not isinstance(external_id, str):
+        return None
+    found = Run.objects.filter(project=project, external_id=external_id)
+    run_id = found.values_list("pk", flat=True).first()
+    if run_id is None:
+        return None
+    return {
+        "id": run_id,
+        "external_id": external_id,
+        "url": reverse("reviews:run_detail", args=[run_id]),
+    }
 
 
 def _import_queued(

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,8 +26,22 @@ from replayhub.recorder.scrub import KeyScrub, local_keys
 POST_TIMEOUT = 120.0
 
 
-def post(server: str, project: str, token: str, record: dict[str, Any]) -> str | None:
-    """Post ``record``; None when the server stored it (or had it already)."""
+# The server's answer read for the run's page, at most this much of it.
+ANSWER_BYTES = 64 * 1024
+# A page's path as the server names it: printed to a terminal, so nothing
+# but a URL path's own characters (no escape sequence a server could send).
+PAGE_PATH = re.compile(r"/[A-Za-z0-9/_.~%-]{0,500}")
+
+
+def post(
+    server: str,
+    project: str,
+    token: str,
+    record: dict[str, Any],
+    answer: dict[str, Any] | None = None,
+) -> str | None:
+    """Post ``record``; None when the server stored it (or had it already),
+    and then ``answer`` (when given) holds the server's JSON answer."""
     url = f"{server.rstrip('/')}/api/v1/projects/{urllib.parse.quote(project)}/runs"
     body = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
     headers = {"Authorization": f"Bearer {token}"}
@@ -34,7 +49,9 @@ def post(server: str, project: str, token: str, record: dict[str, Any]) -> str |
     # The server is checked to be an http(s) URL.
     request = urllib.request.Request(url, body.encode(), headers, method="POST")  # noqa: S310
     try:
-        with OPENER.open(request, timeout=POST_TIMEOUT):
+        with OPENER.open(request, timeout=POST_TIMEOUT) as response:
+            if answer is not None:
+                answer.update(_answer(response.read(ANSWER_BYTES)))
             return None
     except urllib.error.HTTPError as error:
         where = redirected_to(error)
@@ -53,6 +70,24 @@ def post(server: str, project: str, token: str, record: dict[str, Any]) -> str |
         return f"the server refused the record ({error.code}): {text[:1000]}"
     except (OSError, ValueError) as error:
         return f"the server at {server} did not answer ({error})"
+
+
+def _answer(text: bytes) -> dict[str, Any]:
+    with contextlib.suppress(ValueError):
+        found = json.loads(text)
+        if isinstance(found, dict):
+            return found
+    return {}
+
+
+def run_page(server: str, answer: dict[str, Any]) -> str | None:
+    """The run's page the server's answer names (its summary's ``run.url``),
+    on ``server``; None when it names none."""
+    run = answer.get("run")
+    path = run.get("url") if isinstance(run, dict) else None
+    if not isinstance(path, str) or not PAGE_PATH.fullmatch(path):
+        return None
+    return urllib.parse.urljoin(server, path)
 
 
 def spool(directory: Path, delivery: dict[str, Any], keys: KeyScrub) -> Path:
@@ -81,7 +116,13 @@ def deliver(delivery: dict[str, Any]) -> str | None:
     token = os.environ.get(delivery["token_env"])
     if not token:
         return f"${delivery['token_env']} is not set (the project's ingest token)"
-    return post(delivery["server"], delivery["project"], token, delivery["record"])
+    answer: dict[str, Any] = {}
+    why = post(
+        delivery["server"], delivery["project"], token, delivery["record"], answer
+    )
+    if why is None:
+        delivery["page"] = run_page(delivery["server"], answer)
+    return why
 
 
 def send_spooled(path: Path, args: argparse.Namespace) -> bool:
@@ -106,4 +147,6 @@ def send_spooled(path: Path, args: argparse.Namespace) -> bool:
         return False
     path.unlink()
     say(f"sent run {run_id} to {delivery['server']}")
+    if delivery.get("page"):
+        say(f"its page: {delivery['page']}")
     return True

@@ -344,6 +344,9 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
     why = deliver(delivery)
     if why is None:
         say(f"recorded run {run_id} ({len(tape)} model calls) in {project}")
+        # The last line: where the run is read and replayed.
+        if delivery.get("page"):
+            say(f"its page: {delivery['page']}")
         return exit_code
     why = keys.text(why)
     spool_dir = args.spool_dir or checkout.git_dir / "replayhub" / "spool"
