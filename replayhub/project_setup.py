@@ -37,7 +37,7 @@ from replayhub.agents.profile import WIRE_NAMES, version_problem
 from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError
-from replayhub.models import Project, Provider, ProviderKind
+from replayhub.models import Project, Provider
 from replayhub.models.projects import (
     credential_policy,
     default_setup_inputs,
@@ -595,16 +595,12 @@ def agent_fields(
     if profile.provider_kind not in kinds:
         wire = WIRE_NAMES[profile.wire]
         kind = profile.provider_kind
-        if kind not in ProviderKind.values:
-            said = f"{profile.title} calls {wire}, which the model gateway does not "
-            raise ProjectInvalid(
-                "--agent", f"--agent {agent}: {said}forward yet.", f"{said}forward yet."
-            )
+        an = "an" if kind[0] in "aeiou" else "a"
         raise ProjectInvalid(
             "--providers",
-            f"--agent {agent}: {profile.title} calls {wire}; name an {kind} "
+            f"--agent {agent}: {profile.title} calls {wire}; name {an} {kind} "
             "provider in --providers.",
-            f"{profile.title} calls {wire}: choose an {kind} provider.",
+            f"{profile.title} calls {wire}: choose {an} {kind} provider.",
         )
     return {"agent": agent, "agent_version": version}
 

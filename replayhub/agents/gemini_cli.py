@@ -3,9 +3,10 @@
 It speaks Gemini's own ``generateContent`` wire. Its settings (laid out
 under ``$HOME``) choose API-key auth, which it otherwise refuses as soon as
 ``GOOGLE_GEMINI_BASE_URL`` is set (exit 41), and turn usage statistics and
-auto-update off. The launcher takes the gateway's address and placeholder
-key from the record's provider (``REPLAYHUB_MODEL_BASE_URL``); the URL has
-no ``/v1beta``, which the CLI adds.
+auto-update off. The gateway's address and placeholder key are the ones a
+``gemini`` provider gets (``GOOGLE_GEMINI_BASE_URL``, ``GEMINI_API_KEY``);
+the URL has no ``/v1beta``, which the CLI adds. The prompt is given as
+``--prompt``, with nothing on standard input (the CLI would add it).
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from typing import Any
 from replayhub.agents.profile import GEMINI, NPM, PREAMBLE, Profile, Transcript
 
 LAUNCHER = (
-    PREAMBLE + 'export GEMINI_API_KEY="$REPLAYHUB_MODEL_API_KEY" '
-    'GOOGLE_GEMINI_BASE_URL="$REPLAYHUB_MODEL_BASE_URL" && '
-    'exec "$0" "$@" --prompt="$(cat "$REPLAYHUB_PROMPT_FILE")" < /dev/null'
+    PREAMBLE + 'exec "$0" "$@" --prompt="$(cat "$REPLAYHUB_PROMPT_FILE")" < /dev/null'
 )
 SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}},

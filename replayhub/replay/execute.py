@@ -8,6 +8,7 @@ database only through the ``on_phase`` callback. Storing the report is
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -39,6 +40,7 @@ from replayhub.replay.workspace import (
 from replayhub.sandbox import (
     Limits,
     Runner,
+    SandboxOutcome,
     SandboxUnavailable,
 )
 from replayhub.testgate import memory
@@ -331,14 +333,7 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
         raise
     report.comparison = comparison
     if comparison.replay_tree == comparison.base_tree and not captured.unstorable_count:
-        crashed = outcome.exit_code not in (0, None)
-        return _inconclusive(
-            Reason.NO_CHANGE,
-            "the agent "
-            + (f"exited with status {outcome.exit_code} " if crashed else "")
-            + "left the checkout unchanged",
-            **base_facts,
-        )
+        return _inconclusive(Reason.NO_CHANGE, unchanged(outcome, report), **base_facts)
 
     unstorable = leftovers.unstorable_summary(captured)
     facts = Facts(
@@ -366,6 +361,49 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
     if not needs_tests:
         return decide(facts)
     return _judge_by_tests(ctx, report, comparison, facts)
+
+
+def unchanged(outcome: SandboxOutcome, report: Report) -> str:
+    """Why the checkout is unchanged, in one sentence: an agent that failed
+    before its first model call (a usage error, a CLI that is not there) is
+    named by the line of its output that says why."""
+    if outcome.exit_code in (0, None):
+        return "the agent left the checkout unchanged"
+    if not report.model_calls:
+        return f"the agent command failed: {failure_line(outcome.output)}"
+    return (
+        f"the agent exited with status {outcome.exit_code} left the checkout unchanged"
+    )
+
+
+# An error line as CLIs print one: "error: …", "aider: error: …",
+# "npm error code …", "ERROR: …"; then what argument parsers say instead.
+_ERROR_LINE = re.compile(r"^(?:[\w.-]+:\s*)?(?:npm\s+)?error\b[:\s]+\S", re.I)
+_USAGE_LINE = re.compile(
+    r"^(?:no such option|unknown option|unrecognized|unexpected argument|"
+    r"invalid|missing|.*: not found|.*: no such file)",
+    re.I,
+)
+FAILURE_LINE_CHARS = 300
+
+
+def failure_line(output: str) -> str:
+    """The line of a failed command's output that says why (pure): the first
+    error line, else the first line naming a bad or missing argument, else
+    the first line; box-drawing frames (a rich CLI's error panel) are taken
+    off. Cut to :data:`FAILURE_LINE_CHARS`."""
+    lines = [
+        line.strip().strip("\u2502\u256d\u256e\u2570\u256f\u2500 ").strip()
+        for line in output.splitlines()
+    ]
+    lines = [line for line in lines if line]
+    if not lines:
+        return "it printed nothing"
+    for pattern in (_ERROR_LINE, _USAGE_LINE):
+        found = next((line for line in lines if pattern.search(line)), None)
+        if found is not None:
+            return found[:FAILURE_LINE_CHARS]
+    return lines[0][:FAILURE_LINE_CHARS]
 
 
 _TREE_PHASES = {

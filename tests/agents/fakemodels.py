@@ -1,13 +1,14 @@
 """Scripted fake models on 127.0.0.1, one per wire, for the real agent CLIs.
 
 A ``FakeModel`` speaks one wire: the Anthropic Messages API (``anthropic``),
-the OpenAI Responses API (``responses``) or OpenAI chat completions
-(``chat``). Each test gives it the answers to play (``script``), as the
-wire's non-streamed bodies; asked for a stream, it sends the same answer as
-that wire's server-sent events. Which answer a request gets is its turn: the
-assistant turns already in its history, counted after the first message
-holding ``task_marker`` when one is given (aider puts canned example
-exchanges first), so a retry or a side call never shifts the script. A
+the OpenAI Responses API (``responses``), OpenAI chat completions (``chat``)
+or Gemini's ``generateContent`` (``gemini``, the model in the path, streamed
+by ``streamGenerateContent?alt=sse``). Each test gives it the answers to play
+(``script``), as the wire's non-streamed bodies; asked for a stream, it sends
+the same answer as that wire's server-sent events. Which answer a request gets
+is its turn: the assistant turns already in its history, counted after the
+first message holding ``task_marker`` when one is given (aider puts canned
+example exchanges first), so a retry or a side call never shifts the script. A
 request with no tools is a side call (a title) and gets ``side_text`` when
 ``tools_mark_main``. Every request is kept (``requests``).
 
@@ -26,10 +27,12 @@ from typing import Any
 ANTHROPIC = "anthropic"
 RESPONSES = "responses"
 CHAT = "chat"
+GEMINI = "gemini"
 MODEL_PATHS = {
     ANTHROPIC: "/v1/messages",
     RESPONSES: "/v1/responses",
     CHAT: "/v1/chat/completions",
+    GEMINI: "/v1beta/models/",
 }
 USAGE = {"input_tokens": 10, "output_tokens": 10}
 
@@ -65,7 +68,7 @@ class FakeModel:
     def base_url(self) -> str:
         """The provider's base URL as ``provider_add`` takes it for this wire."""
         root = f"http://127.0.0.1:{self.port}"
-        return root if self.wire == ANTHROPIC else root + "/v1"
+        return root if self.wire in (ANTHROPIC, GEMINI) else root + "/v1"
 
     def script(
         self,
@@ -95,6 +98,11 @@ class FakeModel:
             items = body.get("input")
             listed = items if isinstance(items, list) else []
             return sum(1 for item in listed if _an_assistant_item(item))
+        if self.wire == GEMINI:
+            contents = body.get("contents") or []
+            return sum(
+                1 for c in contents if isinstance(c, dict) and c.get("role") == "model"
+            )
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         if self.task_marker:
             for i, message in enumerate(messages):
@@ -143,11 +151,16 @@ def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
             if path.endswith("/count_tokens"):
                 self._send(200, "application/json", b'{"input_tokens": 10}')
                 return
-            if path != MODEL_PATHS[model.wire]:
+            if path.endswith(":countTokens"):
+                self._send(200, "application/json", b'{"totalTokens": 10}')
+                return
+            wanted = MODEL_PATHS[model.wire]
+            gemini = model.wire == GEMINI and path.startswith(wanted)
+            if path != wanted and not gemini:
                 self._send(404, "application/json", b'{"error": "not here"}')
                 return
             answer = model.answer(body)
-            if body.get("stream"):
+            if body.get("stream") or path.endswith(":streamGenerateContent"):
                 events = "".join(STREAMS[model.wire](answer)).encode()
                 self._send(200, "text/event-stream", events)
             else:
@@ -185,7 +198,27 @@ def text_answer(wire: str, text: str, model: str) -> dict[str, Any]:
             ],
             model,
         )
+    if wire == GEMINI:
+        return gemini([{"text": text}], model)
     return chat({"role": "assistant", "content": text}, "stop", model)
+
+
+def gemini(parts: list[dict], model: str) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": parts},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 10,
+            "candidatesTokenCount": 10,
+            "totalTokenCount": 20,
+        },
+        "modelVersion": model,
+    }
 
 
 def anthropic(content: list[dict], stop: str, model: str) -> dict[str, Any]:
@@ -292,6 +325,19 @@ def mini_swe_agent_writes(path: str, content: str, model: str) -> list[dict]:
             model,
         ),
     ]
+
+
+def gemini_cli_writes(path: str, content: str, model: str) -> list[dict]:
+    """Gemini CLI's ``write_file`` tool (the call's id given, as a model
+    does), then the end of its turn."""
+    call = {
+        "functionCall": {
+            "id": "call_fake_1",
+            "name": "write_file",
+            "args": {"file_path": path, "content": content},
+        }
+    }
+    return [gemini([call], model), text_answer(GEMINI, f"Wrote {path}.", model)]
 
 
 def opencode_writes(path: str, content: str, model: str) -> list[dict]:
@@ -412,4 +458,14 @@ def chat_stream(answer: dict[str, Any]) -> Iterator[str]:
     yield "data: [DONE]\n\n"
 
 
-STREAMS = {ANTHROPIC: anthropic_stream, RESPONSES: responses_stream, CHAT: chat_stream}
+def gemini_stream(answer: dict[str, Any]) -> Iterator[str]:
+    """The whole answer as one ``data:`` event, as Gemini's API may send it."""
+    yield f"data: {json.dumps(answer)}\r\n\r\n"
+
+
+STREAMS = {
+    ANTHROPIC: anthropic_stream,
+    RESPONSES: responses_stream,
+    CHAT: chat_stream,
+    GEMINI: gemini_stream,
+}

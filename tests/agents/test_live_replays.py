@@ -4,9 +4,8 @@ fake model speaking each one's wire, on a real pytest project.
 
 For Claude Code, Codex, Aider and mini-swe-agent at their pinned versions: the
 original's change replays ``identical``, another correct change
-``equivalent`` and a wrong one ``divergent``. OpenCode replays once, to a
-verdict. (Gemini CLI is refused at registration until the gateway forwards
-its ``generateContent`` wire: ``test_project_agent``.)
+``equivalent`` and a wrong one ``divergent``. Gemini CLI and OpenCode replay
+once each, to a verdict.
 
 Each agent's three replays share one project, so its environment (the CLI
 installed from ``var/agents``, which ``./dev test`` fills, and pytest from a
@@ -80,6 +79,13 @@ AGENTS = {
     ),
     "mini-swe-agent": (fakemodels.CHAT, "fake-model", "mini_swe_agent", {}),
     "opencode": (fakemodels.CHAT, "fake-model", "opencode", {}),
+    "gemini-cli": (fakemodels.GEMINI, "gemini-2.5-pro", "gemini_cli", {}),
+}
+KINDS = {
+    fakemodels.ANTHROPIC: "anthropic",
+    fakemodels.RESPONSES: "openai",
+    fakemodels.CHAT: "openai",
+    fakemodels.GEMINI: "gemini",
 }
 
 
@@ -89,11 +95,13 @@ def fakes():
         fakemodels.FakeModel(fakemodels.ANTHROPIC) as anthropic,
         fakemodels.FakeModel(fakemodels.RESPONSES) as responses,
         fakemodels.FakeModel(fakemodels.CHAT) as chat,
+        fakemodels.FakeModel(fakemodels.GEMINI) as gemini,
     ):
         yield {
             fakemodels.ANTHROPIC: anthropic,
             fakemodels.RESPONSES: responses,
             fakemodels.CHAT: chat,
+            fakemodels.GEMINI: gemini,
         }
 
 
@@ -137,7 +145,7 @@ def calc_repo(tmp_path: Path, index: PackageIndex) -> tuple[Repo, str, str]:
 
 def register(name: str, repo: Repo, fake: fakemodels.FakeModel, index) -> Project:
     """The project as an admin registers it: ``--agent NAME``, no command."""
-    kind = "anthropic" if fake.wire == fakemodels.ANTHROPIC else "openai"
+    kind = KINDS[fake.wire]
     out = StringIO()
     call_command(
         "provider_add",
@@ -240,21 +248,34 @@ def test_a_real_agent_replays_identical_equivalent_and_divergent(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_opencode_replays_live_to_a_verdict(celery_worker, tmp_path, fakes, index):
-    need_cli("opencode")
-    wire, model, _, options = AGENTS["opencode"]
+@pytest.mark.parametrize("name", ["gemini-cli", "opencode"])
+def test_gemini_cli_and_opencode_replay_live_to_a_verdict(
+    name, celery_worker, tmp_path, fakes, index
+):
+    need_cli(name)
+    wire, model, _, options = AGENTS[name]
     fake = fakes[wire]
     repo, base, original = calc_repo(tmp_path, index)
-    project = register("opencode", repo, fake, index)
-    fake.script(answers("opencode", GOOD), **options)
+    project = register(name, repo, fake, index)
+    fake.script(answers(name, GOOD), **options)
 
     replay = replayed(project, original=original, base=base, model=model, n=0)
 
     assert (replay.verdict, replay.reason_code) == ("identical", "same_tree"), explain(
         replay
     )
-    # OpenCode's config under HOME reached it: it asked for the record's model.
-    assert fake.requests[0]["body"]["model"] == model
+    # Its settings under HOME reached it: it asked for the record's model
+    # (OpenCode in the body, Gemini CLI in the path).
+    first = fake.requests[0]
+    in_path = first["path"].rpartition("/")[2].partition(":")[0]
+    assert model in (first["body"].get("model"), in_path)
+    # Nothing reached outside. OpenCode still tries to install its plugin
+    # package from npm in the background (no switch turns that off): refused,
+    # and the run is not the worse for it.
+    tried = replay.egress_attempts.filter(phase="agent")
+    assert not tried.filter(allowed=True).exists()
+    expected = {"registry.npmjs.org"} if name == "opencode" else set()
+    assert set(tried.values_list("host", flat=True)) <= expected
 
 
 def test_the_git_status_of_a_fresh_checkout_has_no_calc(tmp_path, index):

@@ -156,8 +156,8 @@ GATEWAY = {
     "ANTHROPIC_API_KEY": "rh-placeholder",
     "OPENAI_BASE_URL": "http://127.0.0.1:8790/gpt/v1",
     "OPENAI_API_KEY": "rh-placeholder",
-    "REPLAYHUB_MODEL_BASE_URL": "http://127.0.0.1:8790/gem",
-    "REPLAYHUB_MODEL_API_KEY": "rh-placeholder",
+    "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8790/gem",
+    "GEMINI_API_KEY": "rh-placeholder",
 }
 # A hostile model name from a record: one argument, never a flag or a script.
 MODEL = "m --bogus $(touch pwned) 'q'"
@@ -247,12 +247,13 @@ def test_mini_swe_agent_gets_the_prompt_as_its_task_and_no_wizard(tmp_path):
     assert env["OPENAI_BASE_URL"] == GATEWAY["OPENAI_BASE_URL"]
 
 
-def test_gemini_cli_takes_the_records_provider_and_api_key_auth(tmp_path):
+def test_gemini_cli_takes_the_gateways_gemini_route_and_api_key_auth(tmp_path):
     seen = run_launcher(tmp_path, agents.PROFILES["gemini-cli"], "g-pro", GATEWAY)
     assert seen["args"][:4] == ["--model=g-pro", "--yolo", "--skip-trust", "-o"]
     assert seen["args"][-1].startswith("--prompt=Fix `add`")
+    assert seen["stdin"] == ""
     env = seen["env"]
-    assert env["GOOGLE_GEMINI_BASE_URL"] == GATEWAY["REPLAYHUB_MODEL_BASE_URL"]
+    assert env["GOOGLE_GEMINI_BASE_URL"] == GATEWAY["GOOGLE_GEMINI_BASE_URL"]
     assert env["GEMINI_API_KEY"] == "rh-placeholder"
     files = agents.PROFILES["gemini-cli"].home_files("g-pro")
     settings = json.loads(files[".gemini/settings.json"])

@@ -110,7 +110,7 @@ def test_a_profile_needs_a_provider_that_speaks_its_wire(repo, providers):
     )
 
 
-def test_gemini_cli_is_refused_until_the_gateway_speaks_its_wire(repo, providers):
+def test_gemini_cli_needs_a_gemini_provider(repo, providers):
     message = refused(
         "project_add",
         "shop",
@@ -124,8 +124,8 @@ def test_gemini_cli_is_refused_until_the_gateway_speaks_its_wire(repo, providers
         "openai",
     )
     assert message == (
-        "--agent gemini-cli: Gemini CLI calls Gemini's generateContent API, which "
-        "the model gateway does not forward yet."
+        "--agent gemini-cli: Gemini CLI calls Gemini's generateContent API; name "
+        "a gemini provider in --providers."
     )
 
 
