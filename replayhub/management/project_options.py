@@ -362,14 +362,15 @@ def project_values(
     values = {**current(project or Project()), **chosen}
     for name in EMPTY_IS_NONE:
         values[name] = values[name] or None
-    if chosen.get("agent", agents.CUSTOM) != agents.CUSTOM:
-        # A profile chosen now replaces the command the project had, unless
-        # one is given with it (which is refused).
-        values["agent_command"] = chosen.get("agent_command")
-        if "agent_version" not in chosen and chosen["agent"] != (
-            project.agent if project else agents.CUSTOM
-        ):
+    if "agent" in chosen:
+        had = project.agent if project else agents.CUSTOM
+        if "agent_version" not in chosen and chosen["agent"] != had:
+            # Another agent: its own pinned version unless one is given.
             values["agent_version"] = ""
+        if chosen["agent"] != agents.CUSTOM:
+            # A profile chosen now replaces the command the project had,
+            # unless one is given with it (which is refused).
+            values["agent_command"] = chosen.get("agent_command")
     settings = {
         setting.field: parse_setting(setting, chosen[setting.field])
         for setting in SETTINGS

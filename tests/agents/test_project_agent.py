@@ -179,6 +179,7 @@ def test_editing_to_a_profile_replaces_the_command_and_back_needs_one(repo, prov
     call_command("project_edit", "shop", "--agent", "mini-swe-agent", stdout=StringIO())
     shop.refresh_from_db()
     assert (shop.agent, shop.agent_version) == ("mini-swe-agent", "")
+    call_command("project_edit", "shop", "--agent-version", "2.4.5", stdout=StringIO())
     message = refused("project_edit", "shop", "--agent", "custom")
     assert message.startswith("--agent-command is required")
     call_command(
@@ -191,7 +192,11 @@ def test_editing_to_a_profile_replaces_the_command_and_back_needs_one(repo, prov
         stdout=StringIO(),
     )
     shop.refresh_from_db()
-    assert (shop.agent, shop.agent_command) == ("custom", ["sh", "agent.sh"])
+    assert (shop.agent, shop.agent_version, shop.agent_command) == (
+        "custom",
+        "",
+        ["sh", "agent.sh"],
+    )
 
 
 def test_the_project_form_registers_a_profile_and_refuses_both_beside_the_field(
