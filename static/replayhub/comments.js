@@ -279,7 +279,10 @@
   });
 
   // @ offers the people a comment may mention, and a name that is nobody's is
-  // flagged before sending (the server refuses it too).
+  // flagged before sending (the server refuses it too). A name is judged once
+  // it is complete: while the caret is still in it, "@rev" is a name being
+  // typed, not an unknown one; leaving the box, Ctrl+Enter and sending judge
+  // every name.
   var people = null;
   var asking = null;
 
@@ -299,12 +302,15 @@
 
   var MENTION = /(^|[^\w.@+-])@([\w.@+-]*\w)/g;
 
-  function mentionsIn(text) {
+  // The names mentioned in text, less the one starting at index skip (the
+  // one being typed), if any.
+  function mentionsIn(text, skip) {
     var found = [];
     var match;
     MENTION.lastIndex = 0;
     while ((match = MENTION.exec(text))) {
-      if (found.indexOf(match[2]) < 0) found.push(match[2]);
+      var at = match.index + match[1].length + 1;
+      if (at !== skip && found.indexOf(match[2]) < 0) found.push(match[2]);
     }
     return found;
   }
@@ -321,9 +327,12 @@
     return next;
   }
 
-  function checkMentions(area) {
-    if (!people) return;
-    var unknown = mentionsIn(area.value).filter(function (name) {
+  // Every name when whole; otherwise all but the one the caret is in.
+  function checkMentions(area, whole) {
+    if (!people) return true;
+    var typing = whole ? null : typedMention(area);
+    var skip = typing ? typing.at : -1;
+    var unknown = mentionsIn(area.value, skip).filter(function (name) {
       return people.indexOf(name) < 0;
     });
     var warning = warningOf(area);
@@ -333,13 +342,15 @@
       warning.textContent = text;
       warning.hidden = false;
       area.setCustomValidity(text);
-    } else {
-      warning.hidden = true;
-      area.setCustomValidity("");
+      return false;
     }
+    warning.hidden = true;
+    area.setCustomValidity("");
+    return true;
   }
 
-  // The word being typed after an @, if the caret is in one.
+  // The word being typed after an @, if the caret is in one (at its end or
+  // inside it): what comes before the caret, from the @ on.
   function typedMention(area) {
     var before = area.value.slice(0, area.selectionStart);
     var match = /(^|[^\w.@+-])@([\w.+-]*)$/.exec(before);
@@ -386,16 +397,40 @@
     var caret = typed.at + name.length + 1;
     area.setSelectionRange(caret, caret);
     closeList(area);
-    checkMentions(area);
+    checkMentions(area, false);
     area.focus();
   }
 
+  function isMentionBox(element) {
+    return !!(element && element.matches && element.matches("textarea[data-mentions]"));
+  }
+
   document.addEventListener("focusin", function (event) {
-    if (event.target.matches && event.target.matches("textarea[data-mentions]")) {
+    if (isMentionBox(event.target)) {
       var waiting = loadPeople();
-      if (waiting) waiting.then(function () { checkMentions(event.target); });
+      if (waiting) waiting.then(function () { checkMentions(event.target, false); });
     }
   });
+
+  // Leaving the box completes every name in it.
+  document.addEventListener("focusout", function (event) {
+    if (isMentionBox(event.target)) checkMentions(event.target, true);
+  });
+
+  // Sending judges every name, the one the caret is in too; a form with an
+  // unknown name is not sent (htmx's listener on the form never hears it).
+  document.addEventListener("submit", function (event) {
+    var boxes = event.target.querySelectorAll ?
+      event.target.querySelectorAll("textarea[data-mentions]") : [];
+    for (var i = 0; i < boxes.length; i++) {
+      if (!checkMentions(boxes[i], true)) {
+        event.preventDefault();
+        event.stopPropagation();
+        boxes[i].reportValidity();
+        return;
+      }
+    }
+  }, true);
 
   document.addEventListener("input", function (event) {
     var area = event.target;
@@ -403,16 +438,20 @@
     var waiting = loadPeople();
     var then = function () {
       offer(area);
-      checkMentions(area);
+      checkMentions(area, false);
     };
     if (people) then();
     else if (waiting) waiting.then(then);
   });
 
   // Keys inside an open @ list: arrows move, Enter or Tab takes, Esc closes.
+  // Ctrl+Enter sends: every name is judged before the form's validity is.
   document.addEventListener("keydown", function (event) {
     var area = event.target;
-    if (!area.matches || !area.matches("textarea[data-mentions]")) return;
+    if (!isMentionBox(area)) return;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      checkMentions(area, true);
+    }
     var list = listOf(area);
     if (!list) return;
     var items = Array.prototype.slice.call(list.querySelectorAll("li"));
