@@ -352,6 +352,9 @@ class Relay:
 
     def stop(self) -> None:
         if self._server is not None:
+            # Shut down first: close() alone leaves a blocked accept() running.
+            with contextlib.suppress(OSError):
+                self._server.shutdown(socket.SHUT_RDWR)
             self._server.close()
             self._server = None
         with self._lock:
