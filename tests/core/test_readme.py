@@ -87,10 +87,30 @@ def test_the_sections_variables_are_the_ones_the_sandbox_sets():
     )
     rows = re.findall(r"^\| (`[A-Z_]+`[^|]*)\|", section, re.MULTILINE)
     named = [name for row in rows for name in re.findall(r"`([A-Z_]+)`", row)]
-    assert len(named) == 14
+    assert len(named) == 16
     for name in named:
         assert f'"{name}"' in sources, name
     assert f"`{workspace.IO_DIR}/prompt.txt`" in section
+
+
+def test_the_profile_table_is_each_profiles_package_version_and_provider():
+    from replayhub import agents
+
+    rows = re.findall(
+        r"^\| `([a-z-]+)` \| ([^|]+) \| (npm|PyPI) `([^`]+)` ([0-9.]+) \| `([a-z]+)`",
+        agent_section(),
+        re.MULTILINE,
+    )
+    assert [row[0] for row in rows] == list(agents.PROFILES)
+    for name, title, registry, package, version, kind in rows:
+        profile = agents.PROFILES[name]
+        assert (title.strip(), registry.lower(), package, version, kind) == (
+            profile.title,
+            profile.registry,
+            profile.package,
+            profile.version,
+            profile.provider_kind,
+        )
 
 
 def test_every_option_the_cap_table_names_is_taken_by_both_commands():
@@ -106,17 +126,19 @@ def test_every_option_the_cap_table_names_is_taken_by_both_commands():
 
 
 def test_the_sections_commands_give_the_project_those_settings(db, tmp_path):
+    from replayhub import agents
     from replayhub.models import Project, Provider
     from replayhub.project_setup import SETTINGS, parse_setting
 
     repo = tmp_path / "shop"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    for kind in ("anthropic", "openai"):
+    for kind in ("anthropic", "openai", "gemini"):
         Provider.objects.create(
             name=kind, kind=kind, base_url=f"https://{kind}.test", key_env="KEY"
         )
     last: dict[str, list[str]] = {}
     ran = []
+    profiles = []
     for command in shell_commands(agent_section()):
         argv = words(command.replace("/srv/git/shop", str(repo)))
         if argv[:2] != [".venv/bin/python", "manage.py"]:
@@ -131,14 +153,34 @@ def test_the_sections_commands_give_the_project_those_settings(db, tmp_path):
                 option, last[option] = word, []
             else:
                 last[option].append(word)
+        if "--agent" in args:
+            # Each command leaves the project running the agent it names.
+            shop = Project.objects.get(slug="shop")
+            given = args[args.index("--agent") + 1]
+            assert shop.agent == given
+            if given != "custom":
+                assert shop.agent_command == []
+                profiles.append(given)
+                version = (
+                    args[args.index("--agent-version") + 1]
+                    if ("--agent-version" in args)
+                    else ""
+                )
+                assert shop.agent_version == version
 
-    assert ran == ["project_add", "project_edit", "project_edit", "project_edit"]
+    assert ran == ["project_add"] + ["project_edit"] * 7
+    # Every profile is shown, each with a provider of its kind.
+    assert profiles == list(agents.PROFILES)
     shop = Project.objects.get(slug="shop")
+    assert last.pop("--agent") == ["custom"]
+    last.pop("--agent-version")
+    assert shop.agent_version == ""
     agent = last.pop("--agent-command")[0]
     assert shop.agent_command[:2] == ["sh", "-c"]
     assert shop.agent_command == shlex.split(agent)
     assert "$REPLAYHUB_PROMPT_FILE" in shop.agent_command[2]
-    assert "aider --yes-always" in shop.agent_command[2]
+    # The placeholder is filled by each replay with the project's cap.
+    assert "--max-steps {max_turns}" in shop.agent_command[2]
     assert [p.name for p in shop.providers.all()] == last.pop("--providers")
     assert shop.test_command == shlex.split(last.pop("--test-command")[0])
     assert shop.repo_path == last.pop("--repo")[0]
