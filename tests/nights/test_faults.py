@@ -447,3 +447,113 @@ def test_a_replay_sent_while_the_database_is_away_finishes_once_it_returns(
     assert done.verdict == "identical"
     assert share_of(night).used_replays == 1
     assert Replay.objects.filter(run=replay.run).count() == 1
+
+
+def _sweep(broker: str) -> list[int]:
+    """One pass of the beat's orphan sweep, in a process of its own."""
+    code = (
+        "import django; django.setup()\n"
+        "from datetime import timedelta\n"
+        "from replayhub import services\n"
+        "print(services.replay_requeue_orphaned(older_than=timedelta(seconds=90)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=child_env(CELERY_BROKER_URL=broker),
+        check=True,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _redis_call(port: int, *words: str) -> bytes:
+    command = f"*{len(words)}\r\n" + "".join(f"${len(w)}\r\n{w}\r\n" for w in words)
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall(command.encode())
+        return s.recv(256)
+
+
+@pytest.fixture
+def private_broker():
+    """A Redis of the test's own, on a free port, that no worker consumes."""
+    _need_redis()
+    port = _free_port()
+    redis = _redis(port)
+    yield port, f"redis://127.0.0.1:{port}/0"
+    redis.terminate()
+    redis.wait(timeout=10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_never_sends_a_replay_waiting_behind_others_nor_one_twice(
+    calc, private_broker
+):
+    port, broker = private_broker
+    waiting, _ = _queued(calc, queued_ago=timedelta(minutes=5))
+    lost = services.replay_create(
+        run=waiting.run, trigger="scheduler", night=waiting.night
+    )
+    Replay.objects.filter(pk=lost.pk).update(
+        enqueued_at=timezone.now() - timedelta(minutes=5)
+    )
+    _in_child(
+        f"from replayhub import tasks; tasks.run_replay.delay({waiting.pk})",
+        CELERY_BROKER_URL=broker,
+    )
+
+    # A message waits in the queue: nothing can be told lost, nothing is sent.
+    assert _sweep(broker) == []
+    assert _redis_call(port, "LLEN", "replay") == b":1\r\n"
+
+    # The broker loses its messages: both are sent again, once.
+    _redis_call(port, "DEL", "replay")
+    assert sorted(_sweep(broker)) == sorted([waiting.pk, lost.pk])
+    assert _redis_call(port, "LLEN", "replay") == b":2\r\n"
+    assert _sweep(broker) == []  # they wait in the queue now
+
+    # Lost again at once: not sent again before another 90 s.
+    _redis_call(port, "DEL", "replay")
+    assert _sweep(broker) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_healthz_tells_a_stale_beat_and_queued_rows_without_messages(
+    calc, private_broker
+):
+    from replayhub.models import Heartbeat
+
+    _, broker = private_broker
+    Heartbeat.objects.create(
+        name=Heartbeat.BEAT, beat_at=timezone.now() - timedelta(minutes=10)
+    )
+    status, health = _healthz(CELERY_BROKER_URL=broker)
+    assert (status, health["status"], health["stalled"]) == (
+        503,
+        "stalled",
+        ["beat stale"],
+    )
+    assert health["beat_seconds_ago"] >= 600
+
+    services.beat_heartbeat()
+    assert _healthz(CELERY_BROKER_URL=broker)[0] == 200
+
+    replay, _ = _queued(calc, queued_ago=timedelta(minutes=5))
+    status, health = _healthz(CELERY_BROKER_URL=broker)
+    assert (status, health["stalled"]) == (503, ["queued rows without messages"])
+    assert health["queued_without_messages"] == 1
+
+    # Its message waits behind others: that is a queue, not a stall.
+    _in_child(
+        f"from replayhub import tasks; tasks.run_replay.delay({replay.pk})",
+        CELERY_BROKER_URL=broker,
+    )
+    status, health = _healthz(CELERY_BROKER_URL=broker)
+    assert (status, health["status"], health["queued_without_messages"]) == (
+        200,
+        "ok",
+        0,
+    )
+    assert "SECRET" not in json.dumps(health).upper()
