@@ -4,24 +4,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('replayhub', '0033_stored_json_read_bounded'),
+        ("replayhub", "0033_stored_json_read_bounded"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='project',
-            name='agent',
-            field=models.CharField(choices=[('custom', 'custom'), ('claude-code', 'claude-code'), ('codex', 'codex'), ('aider', 'aider'), ('mini-swe-agent', 'mini-swe-agent'), ('gemini-cli', 'gemini-cli'), ('opencode', 'opencode')], default='custom', help_text='An agent profile (installed by the setup phase and run headless against the gateway), or custom: the agent command.', max_length=32),
+            model_name="project",
+            name="agent",
+            field=models.CharField(
+                choices=[
+                    ("custom", "custom"),
+                    ("claude-code", "claude-code"),
+                    ("codex", "codex"),
+                    ("aider", "aider"),
+                    ("mini-swe-agent", "mini-swe-agent"),
+                    ("gemini-cli", "gemini-cli"),
+                    ("opencode", "opencode"),
+                ],
+                default="custom",
+                help_text="An agent profile (installed by the setup phase and run headless against the gateway), or custom: the agent command.",
+                max_length=32,
+            ),
         ),
         migrations.AddField(
-            model_name='project',
-            name='agent_version',
-            field=models.CharField(blank=True, help_text="The profile's CLI release to install. Empty: its pinned one.", max_length=64),
+            model_name="project",
+            name="agent_version",
+            field=models.CharField(
+                blank=True,
+                help_text="The profile's CLI release to install. Empty: its pinned one.",
+                max_length=64,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='project',
-            constraint=models.CheckConstraint(condition=models.Q(('agent__in', ['custom', 'claude-code', 'codex', 'aider', 'mini-swe-agent', 'gemini-cli', 'opencode'])), name='project_agent_valid'),
+            model_name="project",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "agent__in",
+                        [
+                            "custom",
+                            "claude-code",
+                            "codex",
+                            "aider",
+                            "mini-swe-agent",
+                            "gemini-cli",
+                            "opencode",
+                        ],
+                    )
+                ),
+                name="project_agent_valid",
+            ),
         ),
     ]
