@@ -54,6 +54,10 @@ def enqueue(
         send()
 
 
+# The queue run_replay is routed to (CELERY_TASK_ROUTES).
+REPLAY_QUEUE = "replay"
+
+
 def queue_length(queue: str) -> int:
     """How many messages wait in the broker's ``queue``, not counting those a
     worker has already taken. Raises the broker's error when it does not

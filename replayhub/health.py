@@ -91,16 +91,33 @@ def check_sandbox() -> str:
     return "ok"
 
 
+def queued_without_messages(*, now) -> int | None:
+    """How many queued replays have no message, as the beat's sweep
+    (``services.replay_requeue_orphaned``) decides: queued long enough while
+    the replay queue is empty. None when the broker does not answer."""
+    from replayhub.celery import REPLAY_QUEUE, queue_length
+    from replayhub.models import Replay, ReplayStatus
+
+    try:
+        waiting = queue_length(REPLAY_QUEUE)
+    except Exception:  # the broker check reports it
+        return None
+    if waiting:
+        return 0
+    after = timedelta(seconds=settings.REPLAYHUB_ORPHAN_AFTER_SECONDS)
+    return Replay.objects.filter(
+        status=ReplayStatus.QUEUED, enqueued_at__lt=now - after
+    ).count()
+
+
 def check_queue(*, now=None) -> dict[str, object]:
-    """Whether the replays can move: queued replays whose message is gone
-    (``services.replay_orphans``), and how long ago the beat's periodic job
-    last ran. ``stalled`` names what is stuck, empty when nothing is."""
-    from replayhub import services
+    """Whether the replays can move: queued replays whose message is gone,
+    and how long ago the beat's periodic job last ran. ``stalled`` names
+    what is stuck, empty when nothing is."""
     from replayhub.models import Heartbeat, Replay, ReplayStatus
 
     now = now or timezone.now()
-    after = timedelta(seconds=settings.REPLAYHUB_ORPHAN_AFTER_SECONDS)
-    orphans = services.replay_orphans(older_than=after, now=now)
+    orphans = queued_without_messages(now=now)
     beat_at = (
         Heartbeat.objects.filter(name=Heartbeat.BEAT)
         .values_list("beat_at", flat=True)

@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from replayhub.celery import Task, enqueue, queue_length
+from replayhub.celery import REPLAY_QUEUE, Task, enqueue, queue_length
 from replayhub.gateway.playback import TapePlayer
 from replayhub.git.scratch import remove_tree
 from replayhub.logs import replay_context
@@ -64,9 +64,6 @@ from replayhub.texttier.night import (
 from replayhub.verdicts import Facts, Reason, Ruling, decide
 
 log = logging.getLogger(__name__)
-
-# The queue run_replay is routed to (CELERY_TASK_ROUTES).
-REPLAY_QUEUE = "replay"
 
 
 def worker_check_request(*, user) -> WorkerCheck:
@@ -152,21 +149,6 @@ def replay_requeue_orphaned(*, older_than: timedelta, now=None) -> list[int]:
     if waiting:
         return []
     return replay_requeue_stale(older_than=older_than, now=now)
-
-
-def replay_orphans(*, older_than: timedelta, now=None) -> int | None:
-    """How many queued replays have no message (as the sweep above decides),
-    or None when the broker does not answer."""
-    now = now or timezone.now()
-    try:
-        waiting = queue_length(REPLAY_QUEUE)
-    except Exception:
-        return None
-    if waiting:
-        return 0
-    return Replay.objects.filter(
-        status=ReplayStatus.QUEUED, enqueued_at__lt=now - older_than
-    ).count()
 
 
 def beat_heartbeat(*, now=None) -> None:
