@@ -333,6 +333,10 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
         raise
     report.comparison = comparison
     if comparison.replay_tree == comparison.base_tree and not captured.unstorable_count:
+        if outcome.exit_code not in (0, None) and not report.model_calls:
+            # A usage error or a CLI that is not there: the line that says why.
+            why = f"exit status {outcome.exit_code}: {failure_line(outcome.output)}"
+            return _inconclusive(Reason.AGENT_FAILED, why, **base_facts)
         return _inconclusive(Reason.NO_CHANGE, unchanged(outcome, report), **base_facts)
 
     unstorable = leftovers.unstorable_summary(captured)
@@ -364,13 +368,9 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
 
 
 def unchanged(outcome: SandboxOutcome, report: Report) -> str:
-    """Why the checkout is unchanged, in one sentence: an agent that failed
-    before its first model call (a usage error, a CLI that is not there) is
-    named by the line of its output that says why."""
+    """Why the checkout is unchanged, in one sentence."""
     if outcome.exit_code in (0, None):
         return "the agent left the checkout unchanged"
-    if not report.model_calls:
-        return f"the agent command failed: {failure_line(outcome.output)}"
     return (
         f"the agent exited with status {outcome.exit_code} left the checkout unchanged"
     )

@@ -28,6 +28,9 @@ class Reason(StrEnum):
     TIMEOUT = "timeout"
     CAP_FIRED = "cap_fired"
     NO_CHANGE = "no_change"
+    # The agent command failed before its first model call (a usage error, a
+    # CLI that is not there): the project's command, not the model, is at fault.
+    AGENT_FAILED = "agent_failed"
     WORKER_LOST = "worker_lost"
     HARNESS_ERROR = "harness_error"
     PROVIDER_ERROR = "provider_error"
@@ -97,6 +100,7 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
         Reason.TIMEOUT,
         Reason.CAP_FIRED,
         Reason.NO_CHANGE,
+        Reason.AGENT_FAILED,
         Reason.WORKER_LOST,
         Reason.HARNESS_ERROR,
         Reason.PROVIDER_ERROR,
@@ -176,6 +180,7 @@ REASON_TEXT: Mapping[str, str] = MappingProxyType(
         Reason.TIMEOUT: "Time limit reached",
         Reason.CAP_FIRED: "Replay cap fired",
         Reason.NO_CHANGE: "Agent produced no change",
+        Reason.AGENT_FAILED: "Agent command failed",
         Reason.WORKER_LOST: "Worker lost",
         Reason.HARNESS_ERROR: "Harness error",
         Reason.PROVIDER_ERROR: "Model provider failed",

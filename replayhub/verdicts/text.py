@@ -25,6 +25,7 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
         Reason.TIMEOUT: "The replay hit its time limit before producing a change",
         Reason.CAP_FIRED: "A per-replay cap fired before the replay produced a change",
         Reason.NO_CHANGE: "The agent finished without producing a change",
+        Reason.AGENT_FAILED: "The agent command failed before its first model call",
         Reason.WORKER_LOST: "The worker running the replay was lost before it finished",
         Reason.HARNESS_ERROR: "The replay harness failed before producing a change",
         Reason.PROVIDER_ERROR: "Every model call the agent made failed at the "

@@ -40,6 +40,7 @@ REASON_COLORS = {
     "sandbox_unavailable": "#8e44ad",
     "fixture_failed": "#b57edc",
     "no_change": "#6b7a8f",
+    "agent_failed": "#495057",
     "worker_lost": "#d6336c",
     "harness_error": "#a61e4d",
     "provider_error": "#c2255c",

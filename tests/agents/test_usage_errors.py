@@ -1,5 +1,5 @@
 """An agent that fails before its first model call (a usage error, a CLI that
-is not installed) ends ``no_change`` with the line of its output that says
+is not installed) ends ``agent_failed`` with the line of its output that says
 why, not only its exit status."""
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ def test_an_agent_that_exits_at_once_with_a_usage_error_says_why(calc_repo):
 
     replay = replayed(run)
 
-    assert (replay.verdict, replay.reason_code) == ("inconclusive", "no_change")
+    assert (replay.verdict, replay.reason_code) == ("inconclusive", "agent_failed")
     assert replay.reason == (
-        "The agent finished without producing a change: the agent command "
-        "failed: error: unexpected argument '--full-auto' found."
+        "The agent command failed before its first model call: exit status 2: "
+        "error: unexpected argument '--full-auto' found."
     )
 
 

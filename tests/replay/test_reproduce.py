@@ -252,7 +252,8 @@ def test_an_agent_that_crashes_without_a_change_says_so(
         make_calc_run(calc_project, prompt="crash", original=calc_good, base=calc_base)
     )
 
-    assert (result.verdict, result.reason_code) == ("inconclusive", "no_change")
+    # It failed before any model call: the command, not the model, is at fault.
+    assert (result.verdict, result.reason_code) == ("inconclusive", "agent_failed")
     assert result.agent_exit_code == 3
     assert "status 3" in result.reason
 
