@@ -4,23 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('replayhub', '0034_project_agent_profile'),
+        ("replayhub", "0034_project_agent_profile"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='provider',
-            name='provider_kind_valid',
+            model_name="provider",
+            name="provider_kind_valid",
         ),
         migrations.AlterField(
-            model_name='provider',
-            name='kind',
-            field=models.CharField(choices=[('anthropic', 'Anthropic messages API'), ('openai', 'OpenAI-compatible (chat completions, responses)'), ('gemini', 'Gemini generateContent API')], max_length=16),
+            model_name="provider",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("anthropic", "Anthropic messages API"),
+                    ("openai", "OpenAI-compatible (chat completions, responses)"),
+                    ("gemini", "Gemini generateContent API"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='provider',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['anthropic', 'openai', 'gemini'])), name='provider_kind_valid'),
+            model_name="provider",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["anthropic", "openai", "gemini"])),
+                name="provider_kind_valid",
+            ),
         ),
     ]
