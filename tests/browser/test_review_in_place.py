@@ -142,14 +142,15 @@ def test_at_offers_reviewers_and_flags_an_unknown_name(login, reviewer, sam):
     expect(area).to_have_value("Ask @sam ")
     expect(page.locator(".mention-list")).to_have_count(0)
 
-    page.keyboard.type("and @nobody")
+    # A name is judged once it is complete: the space after it ends it.
+    page.keyboard.type("and @nobody ")
     warning = page.locator("#dod .mention-warning")
     expect(warning).to_have_text(re.compile("No reviewer is called @nobody"))
     page.keyboard.press("Control+Enter")
     page.wait_for_timeout(300)
     assert not Comment.objects.exists()
 
-    for _ in "@nobody":
+    for _ in "@nobody ":
         page.keyboard.press("Backspace")
     expect(warning).to_be_hidden()
     page.keyboard.press("Control+Enter")
