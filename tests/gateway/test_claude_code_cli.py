@@ -13,8 +13,6 @@ real Claude Code requests kept as fixtures).
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,43 +23,21 @@ from replayhub.demo.model_api import REAL_KEY
 from replayhub.gateway import Upstream, tape_rules
 from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from tests.gateway.client import PLACEHOLDER
-from tests.gateway.test_codex_cli import Relay, checkout
+from tests.gateway.clis import Relay, checkout, install_cli, needs_cli
 
 VERSION = "2.1.197"
 PROMPT = "Say hello. Then stop.\n"
 
 
-def _cache() -> Path | None:
-    root = os.environ.get("REPLAYHUB_AGENT_CACHE", "")
-    folder = Path(root) / f"claude-code-{VERSION}" / "npm" if root else None
-    return folder if folder is not None and folder.is_dir() else None
-
-
-pytestmark = pytest.mark.skipif(
-    _cache() is None or shutil.which("npm") is None,
-    reason=f"no claude-code-{VERSION} in REPLAYHUB_AGENT_CACHE (./dev test fills it)",
-)
+pytestmark = needs_cli("claude-code", VERSION)
 
 
 @pytest.fixture(scope="module")
 def claude(tmp_path_factory) -> Path:
-    cache = _cache()
-    assert cache is not None
     root = tmp_path_factory.mktemp("claude")
-    shutil.copytree(cache, root / "npm-cache", symlinks=True)
-    dead = "http://127.0.0.1:9"
-    subprocess.run(
-        [
-            "npm", "install", "--prefix", str(root / "cli"), "--offline",
-            "--cache", str(root / "npm-cache"), "--proxy", dead,
-            "--https-proxy", dead, "--no-audit", "--no-fund",
-            f"@anthropic-ai/claude-code@{VERSION}",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )  # fmt: skip
-    return root / "cli" / "node_modules" / ".bin" / "claude"
+    return install_cli(
+        root, "claude-code", "@anthropic-ai/claude-code", VERSION, "claude"
+    )
 
 
 def run_claude(claude: Path, gateway, work: Path, home: Path, tz: str):

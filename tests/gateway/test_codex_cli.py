@@ -11,12 +11,7 @@ fixtures.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +21,7 @@ from replayhub.agents.rules import RULES
 from replayhub.gateway import Upstream, tape_rules
 from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from tests.gateway.client import PLACEHOLDER
+from tests.gateway.clis import Relay, checkout, install_cli, needs_cli
 from tests.gateway.responses_model import KEY, ResponsesModel
 from tests.gateway.test_responses_tape import SCRIPT
 
@@ -33,94 +29,19 @@ VERSION = "0.171.0"
 PROMPT = "Create calc.py with a function add(a, b) that returns a + b. Then stop.\n"
 
 
-def _cache() -> Path | None:
-    root = os.environ.get("REPLAYHUB_AGENT_CACHE", "")
-    folder = Path(root) / f"codex-{VERSION}" / "npm" if root else None
-    return folder if folder is not None and folder.is_dir() else None
-
-
-pytestmark = pytest.mark.skipif(
-    _cache() is None or shutil.which("npm") is None,
-    reason=f"no codex-{VERSION} in REPLAYHUB_AGENT_CACHE (./dev test fills it)",
-)
+pytestmark = needs_cli("codex", VERSION)
 
 
 @pytest.fixture(scope="module")
 def codex(tmp_path_factory) -> Path:
-    cache = _cache()
-    assert cache is not None
     root = tmp_path_factory.mktemp("codex")
-    # npm will not read a cache it cannot write to.
-    shutil.copytree(cache, root / "npm-cache", symlinks=True)
-    dead = "http://127.0.0.1:9"
-    subprocess.run(
-        [
-            "npm", "install", "--prefix", str(root / "cli"), "--offline",
-            "--cache", str(root / "npm-cache"), "--proxy", dead,
-            "--https-proxy", dead, "--no-audit", "--no-fund",
-            f"@openai/codex@{VERSION}",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )  # fmt: skip
-    return root / "cli" / "node_modules" / ".bin" / "codex"
-
-
-class Relay:
-    """127.0.0.1:<port> piped to the gateway's unix socket, as the sandbox's
-    relay does."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.socket(socket.AF_UNIX)
-            upstream.connect(self.path)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, sink):
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.listener.close()
+    return install_cli(root, "codex", "@openai/codex", VERSION, "codex")
 
 
 @pytest.fixture
 def model() -> Iterator[ResponsesModel]:
     with ResponsesModel(SCRIPT) as fake:
         yield fake
-
-
-def checkout(where: Path) -> Path:
-    where.mkdir(parents=True)
-    (where / "README.md").write_text("# calc\nA tiny calculator.\n")
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(where)}
-    for argv in (
-        ["git", "init", "-q", "-b", "main"],
-        ["git", "add", "."],
-        ["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "init"],
-    ):
-        subprocess.run(argv, cwd=where, env=env, check=True, timeout=30)
-    return where
 
 
 def run_codex(
