@@ -294,7 +294,8 @@ class EgressProxy:
                 first = extra
             else:
                 first = forward + extra
-            upstream.sendall(first)
+            if first:
+                upstream.sendall(first)
             up, down = splice(
                 client,
                 upstream,
@@ -307,8 +308,13 @@ class EgressProxy:
             attempt.outcome, attempt.detail = refusal.outcome, refusal.detail
             _respond(client, refusal.status, refusal.detail)
         except OSError as error:
-            attempt.outcome = "error"
-            attempt.detail = f"connection failed: {error.strerror or error}"
+            if upstream is not None and self._closing.is_set():
+                # Connected, then cut by the proxy's own close (the replay's
+                # end): the attempt reached its host.
+                attempt.outcome = "ok"
+            else:
+                attempt.outcome = "error"
+                attempt.detail = f"connection failed: {error.strerror or error}"
         except Exception:
             # Recorded all the same: an attempt must never go missing.
             logger.exception("egress proxy failed serving %s", attempt.host)

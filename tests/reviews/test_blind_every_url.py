@@ -371,6 +371,9 @@ LEGENDS = (
 )
 
 
+RANDOM_TOKEN = re.compile(r"(?=[A-Za-z+/=-]*\d)[A-Za-z0-9+/=-]{24,}")
+
+
 def said(response: HttpResponse, echoed: tuple[str, ...] = ()) -> str:
     """The response's headers and body as one lower-case text, legends and
     the viewer's own query (its path, ``echoed`` values) out."""
@@ -381,6 +384,10 @@ def said(response: HttpResponse, echoed: tuple[str, ...] = ()) -> str:
     headers = "\n".join(f"{k}: {v}" for k, v in response.items())
     text = html.unescape(f"{headers}\n{body}")
     text = SELECT.sub(_omissions, text)
+    # Random tokens (the CSRF token, the CSP nonce, a session id) may hold any
+    # word by chance ("…kagoldti…"): a run of 24 or more token characters with
+    # a digit in it is no word a page says.
+    text = RANDOM_TOKEN.sub(" ", text)
     for legend in LEGENDS:
         text = legend.sub(" ", text)
     text = text.lower().replace(response.wsgi_request.path.lower(), " ")
