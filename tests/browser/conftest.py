@@ -83,16 +83,20 @@ def login(browser, live_server):
 
 @pytest.fixture
 def screenshot():
-    """``screenshot(page, name)`` saves the page under REPLAYHUB_SCREENSHOTS
-    (a folder) when that is set, and does nothing otherwise."""
+    """``screenshot(page, name)`` scrolls the page to its top, as the tests
+    were written against, and saves it under REPLAYHUB_SCREENSHOTS (a folder)
+    when that is set."""
 
     def save(page, name: str) -> Path | None:
+        # From the top, so the sticky decision bar sits where a reader sees it;
+        # the round trip also lets the page finish what the last key started
+        # (a dialog closing) before the next key, as a person's pace would.
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_load_state()
         if not SCREENSHOTS:
             return None
         path = Path(SCREENSHOTS) / f"{name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
-        # From the top, so the sticky decision bar sits where a reader sees it.
-        page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=str(path), full_page=True)
         return path
 
