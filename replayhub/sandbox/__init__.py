@@ -15,7 +15,9 @@ Modules:
   ``SandboxOutcome``, ``SandboxUnavailable``, ``get_runner``).
 - bwrap: the bubblewrap runner, the default on Linux (no daemon): its
   docstring holds the isolation, the launch chain, the limits and the two
-  host paths unprivileged bwrap cannot hide.
+  host paths unprivileged bwrap cannot hide. bwrapargs builds bwrap's option
+  list (namespaces, mounts, environment, seccomp); supervise pumps the
+  output of a running sandbox and kills it without leaving an orphan.
 - docker and engine: the Docker runner (``isolation`` "oci"), speaking the
   Engine API over its unix socket with ``http.client``; any Docker-API
   engine serves it (the tests use podman's service).

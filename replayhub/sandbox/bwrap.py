@@ -58,6 +58,11 @@ root ignores it; RLIMIT_AS caps address space per process, which tools that
 reserve large virtual ranges dislike. `limit_fired` reports an OOM kill or a
 refused fork from the cgroup counters, and SIGXCPU/SIGXFSZ from the command's
 exit status (best effort: a program ignoring SIGXFSZ gets EFBIG instead).
+
+This module checks the host, builds the launch chain, starts it and reads the
+outcome; bwrap's own options are built in :mod:`replayhub.sandbox.bwrapargs`,
+and the running process is watched and ended by
+:mod:`replayhub.sandbox.supervise`.
 """
 
 from __future__ import annotations
@@ -66,28 +71,19 @@ import contextlib
 import logging
 import os
 import resource
-import selectors
 import shutil
 import signal
 import stat
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from replayhub.lib.fstree import chown_tree
-from replayhub.sandbox.base import (
-    HOME,
-    TMP,
-    SandboxOutcome,
-    SandboxSpec,
-    SandboxUnavailable,
-    zone_link,
-)
+from replayhub.sandbox.base import SandboxOutcome, SandboxSpec, SandboxUnavailable
+from replayhub.sandbox.bwrapargs import bwrap_args, memfd, nul_join, probe_args
 from replayhub.sandbox.cgroups import CGROUP_ROOT, Backend, Confinement, detect_backend
 from replayhub.sandbox.output import HeadTailBuffer
-from replayhub.sandbox.seccomp import filter_bpf
+from replayhub.sandbox.supervise import drain, kill_run, pump, shell_exit_status
 from replayhub.sandbox.watchdog import Watchdog
 
 logger = logging.getLogger(__name__)
@@ -95,50 +91,10 @@ logger = logging.getLogger(__name__)
 # The only variable the launcher chain (and so bwrap's monitor process, visible
 # inside as pid 1) ever sees.
 LAUNCH_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-INNER_UID = 1000
-INNER_GID = 1000
-HOSTNAME = "sandbox"
-SHM = "/dev/shm"  # noqa: S108 - the sandbox's own size-capped tmpfs
-
-_ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-# Host /etc entries the toolchain needs; everything else (shadow, keys, service
-# configs) is simply not there.
-_HOST_ETC = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/alternatives",
-    "/etc/ssl/certs",
-    "/etc/ssl/openssl.cnf",
-    "/etc/ca-certificates",
-    "/etc/localtime",
-    "/etc/os-release",
-)
-LOCALTIME = "/etc/localtime"
-_SYNTHETIC_ETC = {
-    "/etc/passwd": (
-        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        f"sandbox:x:{INNER_UID}:{INNER_GID}:sandbox:{HOME}:/bin/sh\n"
-        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-    ),
-    "/etc/group": f"root:x:0:\nsandbox:x:{INNER_GID}:\nnogroup:x:65534:\n",
-    "/etc/hosts": (
-        f"127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost\n"
-    ),
-    "/etc/hostname": f"{HOSTNAME}\n",
-    "/etc/nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
-}
 
 _SIGXCPU_EXIT = 128 + signal.SIGXCPU
 _SIGXFSZ_EXIT = 128 + signal.SIGXFSZ
-_READ_CHUNK = 64 * 1024
-_READS_PER_WAKEUP = 16
-_POLL_SECONDS = 0.25
-# After the process is gone (or killed), how long to keep draining the pipe for
-# output already written.
-_DRAIN_SECONDS = 1.0
-# How long the launcher gets to reap bwrap after bwrap was killed.
-_REAP_GRACE_SECONDS = 2.0
+_NOT_EXECUTABLE = 127
 
 
 class BwrapRunner:
@@ -272,23 +228,7 @@ class BwrapRunner:
             )
         fds: list[int] = []
         try:
-            probe = [
-                *launcher,
-                bwrap,
-                *_isolation_flags(),
-                "--seccomp",
-                str(_memfd("seccomp", filter_bpf(), fds)),
-                "--ro-bind",
-                "/usr",
-                "/usr",
-                *_root_links(),
-                "--proc",
-                "/proc",
-                "--dev",
-                "/dev",
-                "--",
-                "true",
-            ]
+            probe = [*launcher, bwrap, *probe_args(fds)]
             result = subprocess.run(
                 probe,
                 capture_output=True,
@@ -378,7 +318,9 @@ class BwrapRunner:
                 *self._drop_prefix(),
                 self._bwrap(),
                 "--args",
-                str(_memfd("bwrap-args", _nul_join(self._bwrap_args(spec, fds)), fds)),
+                str(
+                    memfd("bwrap-args", nul_join(bwrap_args(spec, fds, self.root)), fds)
+                ),
                 "--",
                 *spec.argv,
             ]
@@ -434,63 +376,6 @@ class BwrapRunner:
             return value
         return min(value, hard)
 
-    def _bwrap_args(self, spec: SandboxSpec, fds: list[int]) -> list[str]:
-        limits = spec.limits
-        args = [
-            *_isolation_flags(),
-            "--uid",
-            str(INNER_UID),
-            "--gid",
-            str(INNER_GID),
-            "--hostname",
-            HOSTNAME,
-            "--clearenv",
-        ]
-        for key, value in spec.full_env().items():
-            args += ["--setenv", key, value]
-        system = self.root or Path("/")
-        args += ["--ro-bind", str(system / "usr"), "/usr", *_root_links(system)]
-        for dest, content in _SYNTHETIC_ETC.items():
-            fd = _memfd(dest, content.encode(), fds)
-            args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
-        zone = zone_link(system, spec.full_env().get("TZ"))
-        for path in _host_etc(system):
-            if not (zone and path == LOCALTIME):
-                args += ["--ro-bind-try", str(system / path.lstrip("/")), path]
-        if zone:
-            args += ["--symlink", zone, LOCALTIME]
-        size = str(limits.tmpfs_bytes)
-        args += [
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--size",
-            size,
-            "--tmpfs",
-            SHM,
-            "--size",
-            size,
-            "--tmpfs",
-            TMP,
-            "--size",
-            size,
-            "--tmpfs",
-            spec.home,
-            # After HOME: a workspace inside HOME is mounted on its tmpfs.
-            "--bind",
-            str(spec.workspace),
-            spec.workspace_at,
-        ]
-        for bind in spec.binds:
-            option = "--bind" if bind.writable else "--ro-bind"
-            args += [option, str(bind.source), bind.dest]
-        # The root itself is a bwrap-made tmpfs; left writable, the command could
-        # fill memory through it or create files next to /etc and /usr.
-        args += ["--remount-ro", "/", "--chdir", spec.workspace_at]
-        args += ["--seccomp", str(_memfd("seccomp", filter_bpf(), fds))]
-        return args
-
     def _launch(
         self,
         argv: list[str],
@@ -518,21 +403,21 @@ class BwrapRunner:
             assert process.stdout is not None
             pipe = process.stdout.fileno()
             os.set_blocking(pipe, False)
-            ended = _pump(
+            ended = pump(
                 process.pid, pipe, capture, deadline, confinement, watchdog, spec.stop
             )
         finally:
-            _kill_run(process.pid, behind_reaper=self._is_root)
+            kill_run(process.pid, behind_reaper=self._is_root)
             confinement.kill_all()
             returncode = process.wait()
             if process.stdout is not None:
-                _drain(process.stdout.fileno(), capture)
+                drain(process.stdout.fileno(), capture)
                 process.stdout.close()
         duration = time.monotonic() - started
         timed_out = ended == "timeout"
         stopped = ended == "stopped"
 
-        exit_code = None if timed_out or stopped else _exit_code(returncode)
+        exit_code = None if timed_out or stopped else shell_exit_status(returncode)
         output = capture.text()
         if exit_code == 1 and output.startswith("bwrap: execvp "):
             # bwrap says 1 when the command cannot be executed at all; report it
@@ -564,58 +449,6 @@ class BwrapRunner:
         )
 
 
-def _isolation_flags() -> list[str]:
-    # --unshare-all only *tries* a user namespace; --unshare-user makes it
-    # mandatory, which --disable-userns requires.
-    return [
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-    ]
-
-
-def _root_links(system: Path = Path("/")) -> list[str]:
-    """Mirror the system's /bin, /lib... : symlinks (merged /usr) or read-only
-    dirs; ``system`` is the host's root or an unpacked image's."""
-    args: list[str] = []
-    for name in _ROOT_LINKS:
-        path = system / name
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), f"/{name}"]
-        elif path.is_dir():
-            args += ["--ro-bind", str(path), f"/{name}"]
-    return args
-
-
-def _host_etc(system: Path = Path("/")) -> Iterator[str]:
-    """The /etc paths to bind (as paths inside), when ``system`` has them."""
-    yield from _HOST_ETC
-    # Debian's sitecustomize.py is a symlink into /etc/python3.X.
-    for path in sorted((system / "etc").glob("python3*")):
-        yield f"/etc/{path.name}"
-
-
-def _memfd(name: str, data: bytes, fds: list[int]) -> int:
-    """An anonymous in-memory file holding `data`, rewound, for bwrap to read.
-
-    A memfd never blocks however large `data` is (a pipe would above 64 KiB)
-    and never touches the disk.
-    """
-    fd = os.memfd_create(name.replace("/", "-"))
-    fds.append(fd)
-    os.write(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
-
-
-def _nul_join(args: list[str]) -> bytes:
-    return b"".join(arg.encode() + b"\0" for arg in args)
-
-
 def _require_reachable(path: Path, uid: int, gid: int) -> None:
     """bwrap runs as `uid` and must be able to reach every path it binds."""
     for directory in reversed(path.parents):
@@ -632,147 +465,3 @@ def _require_reachable(path: Path, uid: int, gid: int) -> None:
                 f"{directory} is not searchable by it; put REPLAYHUB_WORK_DIR "
                 f"somewhere every user can traverse."
             )
-
-
-def _exited(pid: int) -> bool:
-    """Whether `pid` has exited, without reaping it (WNOWAIT)."""
-    try:
-        return (
-            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-        )
-    except ChildProcessError:
-        return True
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in children.split()]
-
-
-def _ppid(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[1])
-
-
-def _kill_child(parent: int, pid: int) -> bool:
-    """SIGKILL `pid` if it is still a child of `parent`; True if signalled."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except OSError:
-        return False
-    try:
-        # Checked after the pidfd pins the process: a pid recycled since it was
-        # listed now names some other process, which is left alone.
-        if _ppid(pid) != parent:
-            return False
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(pidfd)
-
-
-def _kill_run(leader: int, *, behind_reaper: bool) -> None:
-    """SIGKILL everything the launched process started, leaving no orphan.
-
-    The target is the sandbox's init, bwrap's inner process: its death makes the
-    kernel kill every process of its pid namespace (setsid or not), then the
-    outer bwrap exits on its own and `unshare` (as root) reaps it. Killing the
-    whole group at once would orphan bwrap's processes to the host's init,
-    which may never reap them. killpg stays as the fallback (a run stopped
-    before bwrap forked) and is safe because the leader is still unreaped, so
-    its pid, which is also the group id, cannot have been recycled.
-    """
-    outer = _children(leader) if behind_reaper else [leader]
-    killed = False
-    for bwrap in outer:
-        for init in _children(bwrap):
-            killed = _kill_child(bwrap, init) or killed
-    if killed:
-        deadline = time.monotonic() + _REAP_GRACE_SECONDS
-        while not _exited(leader) and time.monotonic() < deadline:
-            time.sleep(0.005)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(leader, signal.SIGKILL)
-
-
-def _pump(
-    pid: int,
-    pipe: int,
-    capture: HeadTailBuffer,
-    deadline: float,
-    confinement: Confinement,
-    watchdog: Watchdog | None = None,
-    stop: threading.Event | None = None,
-) -> str:
-    """Copy output into `capture` until the process is done or the watchdog
-    stopped it ("done"), the deadline passed ("timeout") or `stop` was set
-    ("stopped")."""
-    eof = False
-    exited_at: float | None = None
-    with selectors.DefaultSelector() as selector:
-        selector.register(pipe, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if now >= deadline:
-                return "timeout"
-            if stop is not None and stop.is_set():
-                return "stopped"
-            if eof:
-                if _exited(pid):
-                    return "done"
-                time.sleep(min(0.01, deadline - now))
-                continue
-            if selector.select(timeout=min(_POLL_SECONDS, deadline - now)):
-                eof = not _read_available(pipe, capture)
-            confinement.poll()
-            if watchdog is not None and watchdog.poll(pid):
-                return "done"
-            if not eof and _exited(pid):
-                # Normally EOF follows at once: bwrap's exit takes its whole pid
-                # namespace with it. Anything still holding the pipe gets a
-                # grace period, then the kill in the caller.
-                exited_at = exited_at or now
-                if now - exited_at > _DRAIN_SECONDS:
-                    return "done"
-
-
-def _read_available(pipe: int, capture: HeadTailBuffer) -> bool:
-    """Read what is buffered, a bounded amount; False at EOF.
-
-    Bounded so that a command printing without pause still lets the caller
-    look at the clock between reads.
-    """
-    for _ in range(_READS_PER_WAKEUP):
-        try:
-            chunk = os.read(pipe, _READ_CHUNK)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            return False
-        capture.feed(chunk)
-    return True
-
-
-def _drain(pipe: int, capture: HeadTailBuffer) -> None:
-    deadline = time.monotonic() + _DRAIN_SECONDS
-    with selectors.DefaultSelector() as selector:
-        selector.register(pipe, selectors.EVENT_READ)
-        while (remaining := deadline - time.monotonic()) > 0:
-            if selector.select(timeout=remaining) and not _read_available(
-                pipe, capture
-            ):
-                return
-
-
-_NOT_EXECUTABLE = 127
-
-
-def _exit_code(returncode: int) -> int:
-    # Popen reports death by signal as -N; a shell would say 128 + N, and so
-    # does bwrap for the command it monitors.
-    return 128 - returncode if returncode < 0 else returncode

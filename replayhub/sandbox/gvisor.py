@@ -51,7 +51,8 @@ from replayhub.sandbox.base import (
     SandboxUnavailable,
     zone_link,
 )
-from replayhub.sandbox.bwrap import LAUNCH_PATH, LOCALTIME, SHM, _host_etc
+from replayhub.sandbox.bwrap import LAUNCH_PATH
+from replayhub.sandbox.bwrapargs import LOCALTIME, SHM, host_etc
 from replayhub.sandbox.output import HeadTailBuffer
 from replayhub.sandbox.watchdog import disk_watchdog, limit_that_ended
 
@@ -189,7 +190,7 @@ class GvisorRunner:
             ),
             *(
                 _bind(system / path.lstrip("/"), path)
-                for path in _host_etc(system)
+                for path in host_etc(system)
                 if (system / path.lstrip("/")).exists()
                 # A zone of the spec's own is a link in the skeleton instead.
                 and not (path == LOCALTIME and self._zone(spec))
