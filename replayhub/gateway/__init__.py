@@ -14,10 +14,12 @@ Modules:
 - access: what one phase gets (the servers, the bind, the environment, the
   argv wrapped in the relay); keys are read from the worker's environment
   here and handed to the gateway only.
-- server: the per-replay model gateway; wire: the two API wire formats as
-  pure functions (endpoints, key headers, usage, prices, a call's worst
-  case); providers: the upstreams and their kept-alive connections; calls:
-  what each call records and the caps the totals are held to.
+- server: the per-replay model gateway (what is admitted); forward: one
+  admitted call sent upstream, its answer streamed back scrubbed and
+  metered; wire: the two API wire formats as pure functions (endpoints, key
+  headers, usage, prices, a call's worst case); providers: the upstreams and
+  their kept-alive connections; calls: what each call records and the caps
+  the totals are held to.
 - redact: the provider's key kept out of everything the agent reads.
 - egress and allow: the egress proxy and its allowlist patterns.
 - tape (pure) and playback: a replay's exchanges recorded in order, and a

@@ -14,14 +14,14 @@ reached. Agents point their SDKs at it with::
 upstream base URL).
 
 The real key is held in memory only: it is never logged, recorded or
-answered, and the upstream's bytes are scrubbed of it on the way back.
+answered, and the upstream's bytes are scrubbed of it on the way back. An
+admitted call is ``forward``'s from there: it goes up, its answer comes back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
-import http.client
 import logging
 import os
 import socket
@@ -32,7 +32,6 @@ import sys
 import threading
 import time
 import traceback
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -43,24 +42,18 @@ from urllib.parse import urlsplit
 
 from replayhub.gateway import tape, wire
 from replayhub.gateway.calls import Caps, Draft, MeteredCall, Totals
+from replayhub.gateway.forward import CHUNK_BYTES, forward
 from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from replayhub.gateway.providers import ConnectionPool, Upstream
-from replayhub.gateway.redact import DeltaGuard, Redactor, scrub
+from replayhub.gateway.redact import scrub
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
-CHUNK_BYTES = 64 * 1024
 # How long close() waits for the calls in flight (and their on_call) to end.
 CLOSE_WAIT_SECONDS = 30.0
 # A refused call's body is read and dropped up to this size.
 DRAIN_BYTES = 256 * 1024 * 1024
-# A compressed answer is decoded up to this size.
-MAX_DECODED_BYTES = 256 * 1024 * 1024
-# After the agent hangs up, the upstream's answer is still read (and metered)
-# up to this much and this long.
-DRAIN_UPSTREAM_BYTES = 64 * 1024 * 1024
-DRAIN_UPSTREAM_SECONDS = 120.0
 
 
 class _Refusal(Exception):
@@ -482,7 +475,8 @@ class _Handler(BaseHTTPRequestHandler):
         target = wire.upstream_path(
             kind, upstream.base_url, slash + rest + mark + query
         )
-        self._forward(draft, upstream, target, request)
+        pool = gateway._pools[upstream.name]
+        forward(self, gateway, pool, draft, upstream, target, request)
 
     # Every method comes here, to be refused in the API's shape if not allowed.
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
@@ -554,7 +548,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             yield size
 
-    def _answer(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
+    def answer(self, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
         self._drain()
         self.send_response(status)
         for name, value in headers:
@@ -574,7 +568,7 @@ class _Handler(BaseHTTPRequestHandler):
         call = gateway._record(draft)
         # Stainless SDKs (anthropic, openai) would retry a 429 otherwise: a
         # refusal stays one.
-        self._answer(
+        self.answer(
             refusal.status,
             wire.error_body(kind, refusal.status, gateway.scrub(refusal.message)),
             [("Content-Type", "application/json"), ("x-should-retry", "false")],
@@ -592,184 +586,5 @@ class _Handler(BaseHTTPRequestHandler):
         if gateway.recorder is not None:
             gateway.recorder.keep_served(played, request.body, body, request.stream)
         call = gateway._record(draft)
-        self._answer(played.status, body, [("Content-Type", content_type)])
+        self.answer(played.status, body, [("Content-Type", content_type)])
         gateway._notify(call)
-
-    def _fail(self, draft: Draft, status: int, message: str, detail: str) -> None:
-        """Answers for an upstream that gave no response."""
-        gateway = self.server.gateway
-        draft.status = draft.http_status = status
-        draft.error = f"{message} ({detail})"
-        call = gateway._record(draft)
-        body = wire.error_body(draft.kind, status, message)
-        self._answer(status, body, [("Content-Type", "application/json")])
-        gateway._notify(call)
-
-    def _forward(
-        self, draft: Draft, upstream: Upstream, target: str, request: wire.Request
-    ) -> None:
-        gateway = self.server.gateway
-        pool = gateway._pools[upstream.name]
-        headers = wire.upstream_headers(
-            upstream.kind, self.headers.items(), upstream.key
-        )
-        try:
-            conn, response = pool.send(self.command, target, headers, request.body)
-        except TimeoutError as exc:
-            self._fail(draft, 504, "the provider did not answer in time", repr(exc))
-            return
-        except (OSError, http.client.HTTPException) as exc:
-            self._fail(draft, 502, "the provider is unreachable", repr(exc))
-            return
-        draft.status = draft.http_status = response.status
-        streaming = wire.is_event_stream(response.getheader("Content-Type"))
-        meter = wire.UsageMeter(upstream.kind, streaming=streaming)
-        # The key is scrubbed from what the agent reads, so the agent must read
-        # what was scrubbed: a compressed body (sent although identity was
-        # asked for) is decoded first, and one the gateway cannot decode is
-        # not passed on.
-        coding = (response.getheader("Content-Encoding") or "").strip().lower()
-        decoder = None
-        if coding in ("gzip", "x-gzip"):
-            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif coding == "deflate":
-            decoder = zlib.decompressobj()
-        elif coding not in ("", "identity"):
-            response.close()
-            pool.release(conn, reuse=False)
-            self._fail(
-                draft,
-                502,
-                "the provider answered in an encoding the gateway cannot read",
-                coding[:40],
-            )
-            return
-        decoded = 0
-        capture = None
-        if gateway.recorder is not None:
-            capture = gateway.recorder.start(
-                upstream.kind, draft.endpoint, request.body, served=False
-            )
-            capture.event_stream = streaming
-        redactor = Redactor(upstream.key.encode())
-        guard = DeltaGuard(upstream.key.encode()) if streaming else None
-
-        def scrubbed(data: bytes, last: bool = False) -> bytes:
-            """``data`` as the agent gets it: decoded, then scrubbed."""
-            nonlocal decoded
-            if decoder is not None:
-                data = decoder.decompress(data) + (decoder.flush() if last else b"")
-                decoded += len(data)
-                if decoded > MAX_DECODED_BYTES:
-                    raise ValueError("the decoded answer is too large")
-            meter.feed(data)
-            out = redactor.feed(data) + (redactor.flush() if last else b"")
-            if guard is not None:
-                out = guard.feed(out) + (guard.flush() if last else b"")
-            if capture is not None:
-                capture.feed(out)
-            return out
-
-        def end(error: str = "") -> MeteredCall:
-            """Records the call and gives the upstream connection back."""
-            draft.usage = usage = meter.finish()
-            model = usage.model if usage.model in upstream.prices else request.model
-            draft.cost_usd = wire.cost(upstream.prices, model, usage)
-            draft.error = error or usage.error
-            response.close()
-            pool.release(conn, reuse=not error and not response.will_close)
-            if capture is not None and gateway.recorder is not None and not error:
-                gateway.recorder.end(capture, status=response.status, usage=usage)
-            call = gateway._record(draft)
-            if error:
-                # The agent's response cannot end well: its connection ends.
-                self.close_connection = True
-                gateway._notify(call)
-            return call
-
-        chunked = self._send_head(response, decoded=decoder is not None)
-        # An agent that hangs up does not end the call: the upstream bills what
-        # it generates, so its answer is read (and metered) to its end, within
-        # bounds, after the agent has gone.
-        gone_at: float | None = None
-        unread = 0
-        try:
-            self.end_headers()
-        except OSError:
-            gone_at = time.monotonic()
-
-        def frame(data: bytes) -> bytes:
-            return b"%x\r\n%b\r\n" % (len(data), data) if chunked and data else data
-
-        # Each piece goes to the agent as soon as it arrives (once scrubbed);
-        # the last is held until the call is recorded, so ``calls`` has the
-        # call once the agent has the whole response.
-        while True:
-            try:
-                data = response.read1(CHUNK_BYTES)
-            except (OSError, http.client.HTTPException) as exc:
-                end(f"the provider's response broke off ({exc!r})")
-                return
-            if not data and response.length:
-                end("the provider's response broke off (it ended early)")
-                return
-            if data and draft.first_byte is None and request.stream:
-                draft.first_byte = time.perf_counter()
-            # http.client's read1 leaves a response with a length open at its
-            # end: a length of 0 is the end.
-            if not data or response.isclosed() or response.length == 0:
-                break
-            try:
-                out = scrubbed(data)
-            except (zlib.error, ValueError) as exc:
-                end(f"the provider's answer could not be decoded ({exc})")
-                return
-            if gone_at is None:
-                try:
-                    self.wfile.write(frame(out))
-                except OSError:
-                    gone_at = time.monotonic()
-            else:
-                unread += len(data)
-                if (
-                    unread > DRAIN_UPSTREAM_BYTES
-                    or time.monotonic() - gone_at > DRAIN_UPSTREAM_SECONDS
-                ):
-                    end("the agent disconnected; the rest of the answer was not read")
-                    return
-        try:
-            last = frame(scrubbed(data, last=True))
-        except (zlib.error, ValueError) as exc:
-            end(f"the provider's answer could not be decoded ({exc})")
-            return
-        if gone_at is not None:
-            end("the agent disconnected")
-            return
-        call = end()
-        with contextlib.suppress(OSError):
-            self.wfile.write(last + (b"0\r\n\r\n" if chunked else b""))
-        gateway._notify(call)
-
-    def _send_head(self, response: http.client.HTTPResponse, *, decoded: bool) -> bool:
-        """Sends the upstream's status and headers (not yet flushed) with the
-        gateway's own framing; whether the body goes chunked.
-
-        The body's length is never the upstream's: scrubbing (and decoding)
-        changes it, so it goes chunked (or to the connection's end).
-        """
-        self.send_response_only(response.status, response.reason)
-        for name, value in wire.response_headers(response.getheaders()):
-            if decoded and name.lower() == "content-encoding":
-                continue
-            self.send_header(name, self.server.gateway.scrub(value))
-        chunked = False
-        if response.status in (204, 304) or self.command == "HEAD":
-            pass
-        elif self.request_version == "HTTP/1.1":
-            self.send_header("Transfer-Encoding", "chunked")
-            chunked = True
-        else:
-            self.close_connection = True
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        return chunked

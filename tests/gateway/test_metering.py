@@ -90,9 +90,9 @@ def test_a_stream_the_upstream_cut_before_its_usage_is_charged_its_worst_case(
 def test_metering_after_a_hang_up_is_bounded_in_time(
     make_gateway, upstream, monkeypatch
 ):
-    from replayhub.gateway import server
+    from replayhub.gateway import forward
 
-    monkeypatch.setattr(server, "DRAIN_UPSTREAM_SECONDS", 0.3)
+    monkeypatch.setattr(forward, "DRAIN_UPSTREAM_SECONDS", 0.3)
     gateway = make_gateway()
     upstream.event_delay = 0.1  # 40 words: four seconds of events
     text = " ".join(f"w{n}" for n in range(40))
