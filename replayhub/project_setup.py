@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -489,64 +489,23 @@ def project_fields(
     check.
     """
     found = _Collector()
-    if editing is None or slug != editing.slug:
-        found.run(slug_check, slug)
-    taken = Project.objects.filter(slug=slug)
-    if editing is not None:
-        taken = taken.exclude(pk=editing.pk)
-    if taken.exists():
-        found.add("slug", f"a project named {slug!r} already exists.")
+    _check_name(found, slug, editing)
     repository = found.run(repository_fields, repo, repo_credential_env, default={})
-    globs = [g for g in allowed_paths if g.strip()]
-    tests = default_test_paths() if test_paths is None else test_paths
-    for option, value in (("--allowed-paths", globs), ("--test-paths", tests)):
-        if problem := glob_list_problem(value):
-            found.add(option, f"{option}: {problem}")
-    for option, value in (
-        ("--egress-agent", egress_agent),
-        ("--egress-tests", egress_tests),
-    ):
-        if problem := egress_list_problem(value):
-            found.add(option, f"{option}: {problem}")
-    harness = found.run(_command, "--harness-command", harness_command, default=[])
+    reach = _reach_fields(found, allowed_paths, test_paths, egress_agent, egress_tests)
     profile = agents.PROFILES.get(agent)
-    if not harness and harness_command is None:
-        for option, command in (
-            ("--test-command", test_command),
-            ("--agent-command", "" if profile else agent_command),
-        ):
-            if command is None:
-                found.add(
-                    option,
-                    f"{option} is required (or --harness-command, for a project "
-                    "of rollouts).",
-                    "Required, unless the project runs rollouts (give a harness "
-                    "command then).",
-                )
-    inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
-    if problem := glob_list_problem(inputs):
-        found.add("--setup-inputs", f"--setup-inputs: {problem}")
-    if problem := egress_list_problem(egress_setup):
-        found.add("--egress-setup", f"--egress-setup: {problem}")
-    named = list(Provider.objects.filter(name__in=providers))
-    if missing := sorted(set(providers) - {p.name for p in named}):
-        found.add(
-            "--providers",
-            f"--providers: no provider named {', '.join(map(repr, missing))} "
-            "(register it with provider_add first).",
-        )
+    harness = _harness(
+        found, harness_command, test_command, "" if profile else agent_command
+    )
+    setup = _setup_fields(found, setup_inputs, egress_setup)
+    named = _named_providers(found, providers)
     fields = {
         **repository,
         "test_command": found.run(_command, "--test-command", test_command),
         "agent_command": found.run(_command, "--agent-command", agent_command),
-        "allowed_paths": globs,
-        "test_paths": tests,
-        "egress_agent": egress_agent,
-        "egress_tests": egress_tests,
+        **reach,
         "providers": named,
         "setup_command": found.run(_command, "--setup-command", setup_command),
-        "setup_inputs": inputs,
-        "egress_setup": egress_setup,
+        **setup,
         "harness_command": harness,
         "verifier_command": found.run(_command, "--verifier-command", verifier_command),
         **found.run(
@@ -561,6 +520,103 @@ def project_fields(
     }
     found.refuse()
     return fields
+
+
+def _check_name(found: _Collector, slug: str, editing: Project | None) -> None:
+    """The slug names the project's pages and no other project has it."""
+    if editing is None or slug != editing.slug:
+        found.run(slug_check, slug)
+    taken = Project.objects.filter(slug=slug)
+    if editing is not None:
+        taken = taken.exclude(pk=editing.pk)
+    if taken.exists():
+        found.add("slug", f"a project named {slug!r} already exists.")
+
+
+def _check_lists(
+    found: _Collector,
+    problem_of: Callable[[object], str],
+    *lists: tuple[str, list[str]],
+) -> None:
+    """Each ``(option, value)`` list checked by ``problem_of``."""
+    for option, value in lists:
+        if problem := problem_of(value):
+            found.add(option, f"{option}: {problem}")
+
+
+def _reach_fields(
+    found: _Collector,
+    allowed_paths: list[str],
+    test_paths: list[str] | None,
+    egress_agent: list[str],
+    egress_tests: list[str],
+) -> dict[str, list[str]]:
+    """The paths the agent may change, the tests' paths, and the hosts the
+    agent and the test runs may reach."""
+    globs = [g for g in allowed_paths if g.strip()]
+    tests = default_test_paths() if test_paths is None else test_paths
+    _check_lists(
+        found, glob_list_problem, ("--allowed-paths", globs), ("--test-paths", tests)
+    )
+    _check_lists(
+        found,
+        egress_list_problem,
+        ("--egress-agent", egress_agent),
+        ("--egress-tests", egress_tests),
+    )
+    return {
+        "allowed_paths": globs,
+        "test_paths": tests,
+        "egress_agent": egress_agent,
+        "egress_tests": egress_tests,
+    }
+
+
+def _harness(
+    found: _Collector,
+    harness_command: str | None,
+    test_command: str | None,
+    agent_command: str | None,
+) -> list[str]:
+    """The harness command; without one, the test and agent commands are
+    required (``agent_command`` is "" for an agent profile, which needs none)."""
+    harness = found.run(_command, "--harness-command", harness_command, default=[])
+    if not harness and harness_command is None:
+        for option, command in (
+            ("--test-command", test_command),
+            ("--agent-command", agent_command),
+        ):
+            if command is None:
+                found.add(
+                    option,
+                    f"{option} is required (or --harness-command, for a project "
+                    "of rollouts).",
+                    "Required, unless the project runs rollouts (give a harness "
+                    "command then).",
+                )
+    return harness
+
+
+def _setup_fields(
+    found: _Collector, setup_inputs: list[str] | None, egress_setup: list[str]
+) -> dict[str, list[str]]:
+    """The files that decide the environment and the hosts its setup may reach."""
+    inputs = default_setup_inputs() if setup_inputs is None else setup_inputs
+    _check_lists(found, glob_list_problem, ("--setup-inputs", inputs))
+    _check_lists(found, egress_list_problem, ("--egress-setup", egress_setup))
+    return {"setup_inputs": inputs, "egress_setup": egress_setup}
+
+
+def _named_providers(found: _Collector, providers: list[str]) -> list[Provider]:
+    """The providers named, each of which must be registered."""
+    named = list(Provider.objects.filter(name__in=providers))
+    if missing := sorted(set(providers) - {p.name for p in named}):
+        found.add(
+            "--providers",
+            f"--providers: no provider named {', '.join(map(repr, missing))} "
+            "(register it with provider_add first).",
+        )
+    return named
 
 
 def agent_fields(

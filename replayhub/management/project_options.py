@@ -49,6 +49,27 @@ LISTS = (
 def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
     """Every project option; ``--repo`` is required unless ``editing``."""
     add = _adder(parser)
+    _add_repository_options(add, editing)
+    add("--test-command", metavar="CMD", help=_or_harness(editing))
+    _add_agent_options(add, editing)
+    add("--default-branch", metavar="NAME", help="Empty: the repository's HEAD.")
+    _add_reach_options(add)
+    paths = _adder(parser.add_argument_group("paths", "Globs, separated by spaces."))
+    _add_path_options(paths)
+    groups = _add_setting_options(parser, paths)
+    _add_setup_options(_adder(groups["Setup limits"]))
+    _add_sandbox_options(_adder(groups["Sandbox"]))
+    _add_rollout_options(
+        _adder(
+            parser.add_argument_group(
+                "rollouts",
+                "For verifiers rollout records: how seeds are derived and judged.",
+            )
+        )
+    )
+
+
+def _add_repository_options(add, editing: bool) -> None:
     add(
         "--repo",
         required=not editing,
@@ -64,7 +85,9 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         "token or password) for an https:// URL on each host. Only the name "
         "is stored.",
     )
-    add("--test-command", metavar="CMD", help=_or_harness(editing))
+
+
+def _add_agent_options(add, editing: bool) -> None:
     add(
         "--agent",
         choices=agents.NAMES,
@@ -88,7 +111,10 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         metavar="CMD",
         help=_or_harness(editing) + " Not with an --agent profile.",
     )
-    add("--default-branch", metavar="NAME", help="Empty: the repository's HEAD.")
+
+
+def _add_reach_options(add) -> None:
+    """The providers and hosts a replay may reach, and what its tests may see."""
     add(
         "--providers",
         nargs="*",
@@ -117,7 +143,9 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         help="Let a replay whose change could report a test run's success "
         "itself still be equivalent.",
     )
-    paths = _adder(parser.add_argument_group("paths", "Globs, separated by spaces."))
+
+
+def _add_path_options(paths) -> None:
     paths("--allowed-paths", nargs="*", action="extend", metavar="GLOB")
     paths(
         "--test-paths",
@@ -129,6 +157,11 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         "When a replay's differ from the original's, the original's are run "
         "on the replay's code, and that run decides.",
     )
+
+
+def _add_setting_options(parser: argparse.ArgumentParser, paths) -> dict[str, Any]:
+    """The options of ``SETTINGS``, each in its group's (the paths' in
+    ``paths``); the groups by name."""
     groups = {
         setting.group: parser.add_argument_group(setting.group.lower())
         for setting in SETTINGS
@@ -137,7 +170,10 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
     for setting in SETTINGS:
         where = paths if setting.group == "Paths" else _adder(groups[setting.group])
         where(setting.option, dest=setting.field, **_setting_options(setting))
-    setup = _adder(groups["Setup limits"])
+    return groups
+
+
+def _add_setup_options(setup) -> None:
     setup(
         "--setup-command",
         metavar="CMD",
@@ -162,7 +198,9 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         metavar="HOST:PORT",
         help="Hosts the setup phase may reach (a package index). Default: none.",
     )
-    sandbox = _adder(groups["Sandbox"])
+
+
+def _add_sandbox_options(sandbox) -> None:
     sandbox(
         "--root-image",
         metavar="REF",
@@ -174,14 +212,6 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
         action=argparse.BooleanOptionalAction,
         help="A record whose image digest differs from --root-image is "
         "inconclusive (image_mismatch), not only warned about.",
-    )
-    _add_rollout_options(
-        _adder(
-            parser.add_argument_group(
-                "rollouts",
-                "For verifiers rollout records: how seeds are derived and judged.",
-            )
-        )
     )
 
 
