@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from replayhub.agents.profile import HOME_FILES
@@ -24,6 +25,7 @@ from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
 from replayhub.replay import leftovers, surroundings
+from replayhub.replay.capture import Captured
 from replayhub.replay.provenance import (
     Provenance,
     resolve_provenance,
@@ -45,12 +47,14 @@ from replayhub.sandbox import (
 )
 from replayhub.testgate import memory
 from replayhub.testgate.gate import (
+    Attempt,
     CheckoutFailed,
+    GateResult,
     compare_first_attempts,
     run_gate,
 )
 from replayhub.testgate.paths import interference_summary
-from replayhub.testgate.reference import plan_tests
+from replayhub.testgate.reference import TestPlan, plan_tests
 from replayhub.verdicts import Facts, Reason, Ruling, decide
 from replayhub.verdicts.tape import on_tape
 
@@ -245,114 +249,25 @@ def _not_run(exc: NotRun, base_facts: dict) -> Ruling:
 
 
 def _execute_in(ctx: Context, report: Report) -> Ruling:
-    project, run, runner, scratch = ctx.project, ctx.run, ctx.runner, ctx.scratch
-    caps, on_phase, base_facts = ctx.caps, ctx.on_phase, ctx.base_facts
+    """The agent phase, its capture and comparison with the original; then the
+    verdict, by the test gate when the trees differ in ways tests can judge."""
     try:
-        workspace, io_dir, outcome = run_agent(
-            runner,
-            scratch,
-            project=project,
-            commit=ctx.base,
-            argv=tuple(agent_argv(project, caps, run.model)),
-            env={
-                **profile_env(project),
-                "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
-                "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
-                "REPLAYHUB_TASK_ID": run.external_id,
-                "REPLAYHUB_MODEL": run.model,
-            },
-            files={"prompt.txt": run.prompt, **home_files(project, run.model)},
-            provider=run.provider,
-            caps=caps,
-            report=report,
-            on_phase=on_phase,
-            player=ctx.player,
-            placement=surroundings.plan(
-                run.raw.get("surroundings") if isinstance(run.raw, dict) else None,
-                installed_agent=surroundings.installed_agent(project),
-            ),
-        )
+        workspace, io_dir, outcome = _run_agent(ctx, report)
     except NotRun as exc:
         attempted = {"model_calls_attempted": len(report.model_calls)}
-        return _not_run(exc, {**base_facts, **attempted})
-
-    on_phase(Phase.CAPTURE)
-    captured = leftovers.capture(
-        scratch=scratch,
-        workspace=workspace,
-        written=[workspace, io_dir],
-        project=project,
-        owner=runner.owner(),
-        base_facts=base_facts,
-    )
+        return _not_run(exc, {**ctx.base_facts, **attempted})
+    captured = _capture(ctx, report, workspace=workspace, io_dir=io_dir)
     if isinstance(captured, Ruling):
         return captured
-    replay_tree = captured.tree
-    report.unstorable_paths = captured.unstorable
-    report.unstorable_count = captured.unstorable_count
-    report.nested_repositories = captured.nested_repositories
-    report.disk_bytes = captured.disk_bytes
-    files = leftovers.counted(scratch, replay_tree, project, base_facts)
-    if isinstance(files, Ruling):
-        return files
-    report.tree_files = files
-    try:
-        # The agents' own files, as the base has them on both sides.
-        sides = {
-            name: agentfiles.at_base(
-                scratch,
-                tree=tree,
-                base=ctx.base,
-                ignored=project.ignored_in_force,
-                kept=project.test_paths,
-            )
-            for name, tree in (
-                ("original", ctx.original_commit),
-                ("replay", replay_tree),
-            )
-        }
-        report.ignored_paths = leftovers.ignored_evidence(
-            original=sides["original"].paths,
-            replay=[*captured.left_out, *sides["replay"].paths],
-            replay_count=captured.left_out_count + len(sides["replay"].paths),
-        )
-        comparison = compare(
-            scratch,
-            base=ctx.base,
-            original_commit=sides["original"].tree,
-            replay_tree=sides["replay"].tree,
-            allowed_globs=project.allowed_paths,
-        )
-    except GitError as exc:
-        if leftovers.grew_too_large(exc):
-            return leftovers.file_cap_fired(
-                f"comparing the agent's {report.tree_files:,} files with the "
-                f"original failed ({exc}); the cap is {project.max_files:,}",
-                base_facts,
-            )
-        raise
+    comparison = _compare(ctx, report, captured)
+    if isinstance(comparison, Ruling):
+        return comparison
     report.comparison = comparison
     if comparison.replay_tree == comparison.base_tree and not captured.unstorable_count:
-        if outcome.exit_code not in (0, None) and not report.model_calls:
-            # A usage error or a CLI that is not there: the line that says why.
-            why = f"exit status {outcome.exit_code}: {failure_line(outcome.output)}"
-            return _inconclusive(Reason.AGENT_FAILED, why, **base_facts)
-        return _inconclusive(Reason.NO_CHANGE, unchanged(outcome, report), **base_facts)
+        return _no_change(outcome, report, ctx.base_facts)
 
     unstorable = leftovers.unstorable_summary(captured)
-    facts = Facts(
-        trees_identical=comparison.identical and not unstorable,
-        has_test_command=bool(project.test_command),
-        disallowed_paths=leftovers.disallowed(
-            comparison.disallowed_paths, captured.unstorable, project.allowed_paths
-        ),
-        unstorable_paths=unstorable,
-        model_recorded=run.model,
-        models_called=models_called(report.model_calls),
-        model_calls_attempted=len(report.model_calls),
-        require_recorded_model=project.require_recorded_model,
-        **base_facts,
-    )
+    facts = _replay_facts(ctx, report, comparison, captured, unstorable)
     needs_tests = (
         facts.has_test_command
         and ctx.provenance.base.confirmed
@@ -365,6 +280,140 @@ def _execute_in(ctx: Context, report: Report) -> Ruling:
     if not needs_tests:
         return decide(facts)
     return _judge_by_tests(ctx, report, comparison, facts)
+
+
+def _run_agent(ctx: Context, report: Report) -> tuple[Path, Path, SandboxOutcome]:
+    """The agent phase on the base, given the run's prompt, model and
+    surroundings (``workspace.run_agent``)."""
+    project, run, caps = ctx.project, ctx.run, ctx.caps
+    return run_agent(
+        ctx.runner,
+        ctx.scratch,
+        project=project,
+        commit=ctx.base,
+        argv=tuple(agent_argv(project, caps, run.model)),
+        env={
+            **profile_env(project),
+            "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
+            "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
+            "REPLAYHUB_TASK_ID": run.external_id,
+            "REPLAYHUB_MODEL": run.model,
+        },
+        files={"prompt.txt": run.prompt, **home_files(project, run.model)},
+        provider=run.provider,
+        caps=caps,
+        report=report,
+        on_phase=ctx.on_phase,
+        player=ctx.player,
+        placement=surroundings.plan(
+            run.raw.get("surroundings") if isinstance(run.raw, dict) else None,
+            installed_agent=surroundings.installed_agent(project),
+        ),
+    )
+
+
+def _capture(
+    ctx: Context, report: Report, *, workspace: Path, io_dir: Path
+) -> Captured | Ruling:
+    """The agent's checkout as a tree, what it left that no tree holds and its
+    files counted on ``report``; or the cap's (or the harness's) decision."""
+    ctx.on_phase(Phase.CAPTURE)
+    captured = leftovers.capture(
+        scratch=ctx.scratch,
+        workspace=workspace,
+        written=[workspace, io_dir],
+        project=ctx.project,
+        owner=ctx.runner.owner(),
+        base_facts=ctx.base_facts,
+    )
+    if isinstance(captured, Ruling):
+        return captured
+    report.unstorable_paths = captured.unstorable
+    report.unstorable_count = captured.unstorable_count
+    report.nested_repositories = captured.nested_repositories
+    report.disk_bytes = captured.disk_bytes
+    files = leftovers.counted(ctx.scratch, captured.tree, ctx.project, ctx.base_facts)
+    if isinstance(files, Ruling):
+        return files
+    report.tree_files = files
+    return captured
+
+
+def _compare(
+    ctx: Context, report: Report, captured: Captured
+) -> TreeComparison | Ruling:
+    """The replay's tree beside the original's, both less the agents' own
+    files (which go on ``report``); or the file cap's decision when git could
+    not compare what the agent wrote."""
+    project = ctx.project
+    try:
+        # The agents' own files, as the base has them on both sides.
+        sides = {
+            name: agentfiles.at_base(
+                ctx.scratch,
+                tree=tree,
+                base=ctx.base,
+                ignored=project.ignored_in_force,
+                kept=project.test_paths,
+            )
+            for name, tree in (
+                ("original", ctx.original_commit),
+                ("replay", captured.tree),
+            )
+        }
+        report.ignored_paths = leftovers.ignored_evidence(
+            original=sides["original"].paths,
+            replay=[*captured.left_out, *sides["replay"].paths],
+            replay_count=captured.left_out_count + len(sides["replay"].paths),
+        )
+        return compare(
+            ctx.scratch,
+            base=ctx.base,
+            original_commit=sides["original"].tree,
+            replay_tree=sides["replay"].tree,
+            allowed_globs=project.allowed_paths,
+        )
+    except GitError as exc:
+        if leftovers.grew_too_large(exc):
+            return leftovers.file_cap_fired(
+                f"comparing the agent's {report.tree_files:,} files with the "
+                f"original failed ({exc}); the cap is {project.max_files:,}",
+                ctx.base_facts,
+            )
+        raise
+
+
+def _no_change(outcome: SandboxOutcome, report: Report, base_facts: dict) -> Ruling:
+    """The agent left the base as it was: a failed agent, or no change."""
+    if outcome.exit_code not in (0, None) and not report.model_calls:
+        # A usage error or a CLI that is not there: the line that says why.
+        why = f"exit status {outcome.exit_code}: {failure_line(outcome.output)}"
+        return _inconclusive(Reason.AGENT_FAILED, why, **base_facts)
+    return _inconclusive(Reason.NO_CHANGE, unchanged(outcome, report), **base_facts)
+
+
+def _replay_facts(
+    ctx: Context,
+    report: Report,
+    comparison: TreeComparison,
+    captured: Captured,
+    unstorable: str,
+) -> Facts:
+    """What the verdict is decided on before any test runs."""
+    project, run = ctx.project, ctx.run
+    return Facts(
+        trees_identical=comparison.identical and not unstorable,
+        has_test_command=bool(project.test_command),
+        disallowed_paths=leftovers.disallowed(
+            comparison.disallowed_paths, captured.unstorable, project.allowed_paths
+        ),
+        unstorable_paths=unstorable,
+        model_recorded=run.model,
+        models_called=models_called(report.model_calls),
+        model_calls_attempted=len(report.model_calls),
+        require_recorded_model=project.require_recorded_model,
+        **ctx.base_facts,
+    )
 
 
 def unchanged(outcome: SandboxOutcome, report: Report) -> str:
@@ -419,23 +468,9 @@ def _judge_by_tests(
     """The test gate on the original, the replay and, when the replay's test files
     differ from the original's, the reference tree; then the verdict."""
     project = ctx.project
-    patterns = list(project.test_paths)
-    try:
-        plan = plan_tests(
-            ctx.scratch,
-            original_tree=comparison.original_tree,
-            replay_tree=comparison.replay_tree,
-            replay_paths=comparison.replay_paths,
-            patterns=patterns,
-        )
-    except GitError as exc:
-        if not leftovers.grew_too_large(exc):
-            raise
-        return leftovers.file_cap_fired(
-            f"reading the test files of the agent's tree failed ({exc}); the cap "
-            f"is {project.max_files:,}",
-            ctx.base_facts,
-        )
+    plan = _plan(ctx, comparison)
+    if isinstance(plan, Ruling):
+        return plan
     report.plan = plan
     trees = {"original": comparison.original_tree, "replay": comparison.replay_tree}
     if plan.reference_tree is not None:
@@ -452,6 +487,57 @@ def _judge_by_tests(
         environment=report.environment.get("key", ""),
     )
     cached = memory.cached_original(project, report.cache_key)
+    tested = _run_tests(ctx, report, trees, cached)
+    if isinstance(tested, Ruling):
+        return tested
+    gate = tested.gate
+    report.gate = gate
+    report.sandbox_seconds += gate.sandbox_seconds
+    if tested.failed is not None:
+        return _checkout_failed(ctx, report, tested.failed)
+    ctx.on_phase(Phase.VERDICT)
+    judged = "reference" if "reference" in trees else "replay"
+    return decide(_tested_facts(project, facts, plan, tested, judged))
+
+
+def _plan(ctx: Context, comparison: TreeComparison) -> TestPlan | Ruling:
+    """Which trees the tests run on (``plan_tests``), or the file cap's
+    decision when git could not read the agent's test files."""
+    try:
+        return plan_tests(
+            ctx.scratch,
+            original_tree=comparison.original_tree,
+            replay_tree=comparison.replay_tree,
+            replay_paths=comparison.replay_paths,
+            patterns=list(ctx.project.test_paths),
+        )
+    except GitError as exc:
+        if not leftovers.grew_too_large(exc):
+            raise
+        return leftovers.file_cap_fired(
+            f"reading the test files of the agent's tree failed ({exc}); the cap "
+            f"is {ctx.project.max_files:,}",
+            ctx.base_facts,
+        )
+
+
+@dataclass(frozen=True)
+class _Tested:
+    """What the test gate's run left: its result, the tree that could not be
+    checked out (if one could not), and the hosts the tests were refused."""
+
+    gate: GateResult
+    failed: CheckoutFailed | None
+    denied: tuple[str, ...]
+
+
+def _run_tests(
+    ctx: Context, report: Report, trees: dict[str, str], cached: Attempt | None
+) -> _Tested | Ruling:
+    """The test gate on ``trees`` with the tests' way out, when they need one
+    (its egress goes on ``report``); ``cached`` is the original's remembered
+    suite. A missing sandbox decides the replay."""
+    project = ctx.project
     needs = access.test_needs(project)
     failed: CheckoutFailed | None = None
     with ExitStack() as stack:
@@ -490,31 +576,32 @@ def _judge_by_tests(
                 }
             )
         )
-    report.gate = gate
-    report.sandbox_seconds += gate.sandbox_seconds
-    if failed is not None:
-        return _checkout_failed(ctx, report, failed)
-    ctx.on_phase(Phase.VERDICT)
-    judged = "reference" if "reference" in trees else "replay"
+    return _Tested(gate=gate, failed=failed, denied=denied)
+
+
+def _tested_facts(
+    project: Project, facts: Facts, plan: TestPlan, tested: _Tested, judged: str
+) -> Facts:
+    """``facts`` with what the tests found, the ``judged`` tree's first
+    attempts compared with the original's."""
+    gate = tested.gate
     per_test = compare_first_attempts(gate, judged)
     flipping = gate.flipping() | memory.known_flaky(project, per_test.newly_failing)
-    return decide(
-        replace(
-            facts,
-            original=gate.suite("original"),
-            replay=gate.suite("replay"),
-            reference=gate.suite("reference"),
-            test_changes=plan.changes.summary() if plan.changes.any else "",
-            interference=interference_summary(plan.interference)
-            if plan.interference
-            else "",
-            interference_allowed=project.allow_test_interference,
-            newly_failing=per_test.newly_failing,
-            missing_tests=per_test.missing,
-            known_flaky=tuple(sorted(set(per_test.newly_failing) & flipping)),
-            per_test=per_test.compared,
-            denied_hosts=denied,
-        )
+    return replace(
+        facts,
+        original=gate.suite("original"),
+        replay=gate.suite("replay"),
+        reference=gate.suite("reference"),
+        test_changes=plan.changes.summary() if plan.changes.any else "",
+        interference=interference_summary(plan.interference)
+        if plan.interference
+        else "",
+        interference_allowed=project.allow_test_interference,
+        newly_failing=per_test.newly_failing,
+        missing_tests=per_test.missing,
+        known_flaky=tuple(sorted(set(per_test.newly_failing) & flipping)),
+        per_test=per_test.compared,
+        denied_hosts=tested.denied,
     )
 
 

@@ -24,7 +24,7 @@ from replayhub.gateway import access
 from replayhub.gateway.egress import AttemptCounts, ConnectAttempt
 from replayhub.gateway.playback import TapePlayer
 from replayhub.gateway.server import MeteredCall
-from replayhub.gateway.tape import Exchange
+from replayhub.gateway.tape import Divergence, Exchange
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison
 from replayhub.lib import boundedjson
@@ -505,6 +505,54 @@ def run_agent(
     """
     on_phase(Phase.PROVISIONING)
     placement = placement or Placement()
+    workspace, io_dir = _provision(scratch, commit, placement, files, report)
+
+    on_phase(Phase.AGENT)
+    limits = agent_limits(project, caps)
+    report.caps = caps_in_force(project, caps)
+    outcome, network = _run_phase(
+        runner,
+        SandboxSpec(
+            argv=argv,
+            workspace=workspace,
+            env={**placement.env, **env},
+            limits=limits,
+            binds=(Bind(io_dir, IO_DIR, writable=True),),
+            workspace_at=placement.workspace_at,
+            home=placement.home,
+        ),
+        project=project,
+        provider=provider,
+        caps=caps,
+        directory=scratch.root / "net-agent",
+        player=player,
+    )
+    _account(report, outcome, network, io_dir)
+    anthropic = (c for c in report.model_calls if c.kind == "anthropic")
+    placement.asked(next((c.model_requested for c in anthropic), None))
+    placement.ran_under(outcome.runner)
+    report.surroundings = placement.evidence() or {}
+    if network is not None and network.recorder is not None:
+        report.tape, report.tape_truncated = network.recorder.exchanges()
+    divergence = player.finish() if player is not None else None
+    if player is not None:
+        report.tape_play = tape_evidence(player)
+    _stop_if_gateway_ended(
+        who, project, outcome, network, player=player, divergence=divergence
+    )
+    _stop_if_sandbox_ended(who, outcome, limits, report)
+    return workspace, io_dir, outcome
+
+
+def _provision(
+    scratch: Scratch,
+    commit: str,
+    placement: Placement,
+    files: dict[str, str],
+    report: Report,
+) -> tuple[Path, Path]:
+    """``commit`` checked out where ``placement`` puts it, and ``files`` written
+    into the IO directory; the workspace and the IO directory."""
     try:
         workspace = scratch.provision(commit, branch=placement.branch)
     except (GitError, OSError) as exc:
@@ -520,24 +568,27 @@ def run_agent(
         # An agent profile's HOME files go in folders (``agents.profile``).
         (io_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (io_dir / name).write_text(text)
+    return workspace, io_dir
 
-    on_phase(Phase.AGENT)
-    limits = agent_limits(project, caps)
-    report.caps = caps_in_force(project, caps)
+
+def _run_phase(
+    runner: Runner,
+    spec: SandboxSpec,
+    *,
+    project: Project,
+    provider: str,
+    caps: dict,
+    directory: Path,
+    player: TapePlayer | None,
+) -> tuple[SandboxOutcome, access.PhaseNetwork | None]:
+    """``spec`` run with the agent phase's way out (``access.run_phase``);
+    :class:`NotRun` when a key is missing or there is no sandbox."""
     try:
-        outcome, network = access.run_phase(
+        return access.run_phase(
             runner,
-            SandboxSpec(
-                argv=argv,
-                workspace=workspace,
-                env={**placement.env, **env},
-                limits=limits,
-                binds=(Bind(io_dir, IO_DIR, writable=True),),
-                workspace_at=placement.workspace_at,
-                home=placement.home,
-            ),
+            spec,
             needs=access.agent_needs(project, provider),
-            directory=scratch.root / "net-agent",
+            directory=directory,
             phase="agent",
             caps=access.caps_for(project, caps),
             cap_grace=project.cap_grace_seconds,
@@ -547,6 +598,15 @@ def run_agent(
         raise NotRun(Reason.HARNESS_ERROR, str(exc)) from exc
     except SandboxUnavailable as exc:
         raise NotRun(Reason.SANDBOX_UNAVAILABLE, str(exc)) from exc
+
+
+def _account(
+    report: Report,
+    outcome: SandboxOutcome,
+    network: access.PhaseNetwork | None,
+    io_dir: Path,
+) -> None:
+    """The agent phase's outcome, its calls and what it spent, on ``report``."""
     report.agent = AgentResult.of(outcome)
     report.sandbox_seconds += outcome.duration_s
     reported, refused = bounded_usage(read_usage(io_dir / "usage.json"))
@@ -563,15 +623,20 @@ def run_agent(
         report.usage_reported = reported
     else:
         report.usage = reported
-    anthropic = (c for c in report.model_calls if c.kind == "anthropic")
-    placement.asked(next((c.model_requested for c in anthropic), None))
-    placement.ran_under(outcome.runner)
-    report.surroundings = placement.evidence() or {}
-    if network is not None and network.recorder is not None:
-        report.tape, report.tape_truncated = network.recorder.exchanges()
-    divergence = player.finish() if player is not None else None
-    if player is not None:
-        report.tape_play = tape_evidence(player)
+
+
+def _stop_if_gateway_ended(
+    who: str,
+    project: Project,
+    outcome: SandboxOutcome,
+    network: access.PhaseNetwork | None,
+    *,
+    player: TapePlayer | None,
+    divergence: Divergence | None,
+) -> None:
+    """:class:`NotRun` when the model's side ended the phase: a gateway cap,
+    the tape left with nothing to go on with, or a provider that answered
+    no call."""
     if network is not None and (network.cap_fired or network.cap_passed):
         cap = network.cap_fired or network.cap_passed
         ended = ""
@@ -599,6 +664,13 @@ def run_agent(
             f"{who} made {len(network.calls)} model calls and the provider "
             f"answered none of them ({failed})",
         )
+
+
+def _stop_if_sandbox_ended(
+    who: str, outcome: SandboxOutcome, limits: Limits, report: Report
+) -> None:
+    """:class:`NotRun` when the sandbox ended the phase: its time limit or
+    another of its caps."""
     if outcome.timed_out or outcome.limit_fired == "wall_time":
         raise NotRun(
             Reason.TIMEOUT,
@@ -612,7 +684,6 @@ def run_agent(
             f"{who} hit the {outcome.limit_fired.replace('_', ' ')} cap{measured}",
             outcome.limit_fired,
         )
-    return workspace, io_dir, outcome
 
 
 def timeout_detail(who: str, seconds: float, egress_rows: list[dict]) -> str:
