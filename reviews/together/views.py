@@ -90,7 +90,7 @@ def comment_new(request: HttpRequest, replay_id: int) -> HttpResponse:
         return HttpResponseBadRequest(f"Nothing to comment on: {exc}.")
     return render(
         request,
-        "reviews/_team.html#line_form",
+        "reviews/_together.html#line_form",
         {"replay": replay, "place": place.place(), "excerpt": quoted, "body": ""},
     )
 
@@ -134,7 +134,7 @@ def _comment_answer(request, replay, form, comment, error: str) -> HttpResponse:
     if comment is not None:
         response = render(
             request,
-            "reviews/_team.html#thread_row",
+            "reviews/_together.html#thread_row",
             {"thread": comments.thread(comment.pk), "can_comment": True},
         )
         return _threads_changed(response, replay.pk)
@@ -148,7 +148,7 @@ def _comment_answer(request, replay, form, comment, error: str) -> HttpResponse:
         "errors": form.errors.get("body", []),
         "error": error,
     }
-    return render(request, "reviews/_team.html#line_form", context, status=422)
+    return render(request, "reviews/_together.html#line_form", context, status=422)
 
 
 def _thread(comment_id: int) -> Comment:
@@ -169,7 +169,10 @@ def _thread_answer(
         "reply_body": body,
     }
     response = render(
-        request, "reviews/_team.html#thread", context, status=422 if refused else 200
+        request,
+        "reviews/_together.html#thread",
+        context,
+        status=422 if refused else 200,
     )
     return _threads_changed(response, thread.replay_id)
 
