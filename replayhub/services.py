@@ -1,9 +1,9 @@
 """Workflows across models, or that enqueue work: keyword-only functions.
 
 The import chain runs one way: views, commands and tasks call these services;
-services call the domain (``reproduce``, ``nightly``, ``ingest``) and the
-models. Only services modules enqueue tasks, always after the transaction
-commits.
+services call the domain (``replay``, ``nights``, ``texttier``, ``rollouts``,
+``verdicts``) and the models. Only services modules enqueue tasks, always
+after the transaction commits.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ class LeaseKeeper:
 
 
 def replay_execute(*, replay_id: int, owner: str | None = None):
-    """Claim and run one replay here and return its ``reproduce.Report``.
+    """Claim and run one replay here and return its ``replay.workspace.Report``.
 
     None when the replay is not queued (another worker has it, or it is done) or
     when the lease was lost before the result could be stored.
