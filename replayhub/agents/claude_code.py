@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replayhub.agents.profile import ANTHROPIC, NPM, PREAMBLE, Profile, Transcript
+from replayhub.recorder.wiring import CLAUDE_CODE_QUIET
 
 LAUNCHER = (
     PREAMBLE + '{ [ "$(id -u)" != 0 ] || export IS_SANDBOX=1; } && '
@@ -41,10 +42,7 @@ PROFILE = Profile(
     executable="node_modules/.bin/claude",
     flags=flags,
     launcher=LAUNCHER,
-    env={
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-    },
+    env=CLAUDE_CODE_QUIET,
     state_paths=(".claude/**",),
     transcript=Transcript(".claude/projects/*/*.jsonl", "claude-code"),
 )

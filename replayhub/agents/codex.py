@@ -21,6 +21,7 @@ from replayhub.agents.profile import (
     Profile,
     Transcript,
 )
+from replayhub.recorder.wiring import codex_provider_flags
 
 LAUNCHER = (
     PREAMBLE + 'exec "$0" "$@" '
@@ -40,14 +41,7 @@ def flags(version: str, model: str, caps: Mapping[str, Any]) -> list[str]:
         words.append(f"--model={model}")
     return [
         *words,
-        "-c",
-        "model_provider=rh",
-        "-c",
-        "model_providers.rh.name=rh",
-        "-c",
-        "model_providers.rh.env_key=OPENAI_API_KEY",
-        "-c",
-        "model_providers.rh.wire_api=responses",
+        *codex_provider_flags(),
         "-c",
         "analytics.enabled=false",
         "--disable",

@@ -26,6 +26,7 @@ MODULES = (
     "redirects",
     "checkout",
     "surroundings",
+    "wiring",
     "endpoint",
     "delivery",
     "record",

@@ -216,6 +216,12 @@ class _Exchange(BaseHTTPRequestHandler):
         if kind not in UPSTREAMS or not known:
             self._answer(404, "not a recording endpoint")
             return
+        if self.headers.get("Upgrade"):
+            # A WebSocket (Codex tries one for the Responses API) would not be
+            # on the tape; refused as the gateway refuses it, the agent falls
+            # back to HTTP, as it does in its replay.
+            self._answer(403, f"{PROG} records HTTP calls, not WebSocket upgrades")
+            return
         # The SDKs send a Content-Length; a chunked request body is not read.
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         request = _json_or_text(body) if body else None

@@ -44,6 +44,7 @@ from replayhub.recorder.exits import (
 )
 from replayhub.recorder.scrub import KeyScrub, local_keys, map_strings
 from replayhub.recorder.surroundings import agent_cli, surroundings_of
+from replayhub.recorder.wiring import wired
 
 OUTPUT_TAIL_BYTES = 64 * 1024
 # The server's default REPLAYHUB_MAX_RECORD_BYTES: a longer record is refused.
@@ -299,6 +300,7 @@ def record_run(args: argparse.Namespace, command: list[str]) -> int:
             given = {"prompt_file": str(prompt_file), "model": args.model}
             env = agent_env(endpoint, token_env=token_env, **given, task_id=run_id)
             agent = agent_cli(command, env)
+            command, env = wired(command, env)
             tee = not sys.stdout.isatty()
             exit_code, duration, output = run_agent(command, env, tee=tee)
             tape = list(endpoint.tape)

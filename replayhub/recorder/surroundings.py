@@ -1,6 +1,6 @@
 """What the agent can see of where it runs, written down so that a replay can
 look the same to it: the checkout's path, HOME, the branch, the time zone and
-language, the agent CLI and its version. Agents write these into their
+language, the login shell, the agent CLI and its version. Agents write these into their
 prompts (Claude Code's working directory, memory folder, branch and date),
 so a replay that differs in them sends different requests.
 
@@ -102,6 +102,7 @@ def surroundings_of(
         "cwd": _short(str(top)),
         "home": _short(env.get("HOME")),
         "tz": time_zone(env),
+        "shell": _short(env.get("SHELL"), 200),
         "lang": _short(env.get("LC_ALL") or env.get("LANG"), 200),
         "agent": agent,
         "anthropic": first_call,

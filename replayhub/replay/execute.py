@@ -224,10 +224,9 @@ def execute(
     except NotRun as exc:
         report.decision = _not_run(exc, base_facts)
     if player is not None:
-        left = player.divergence
-        report.decision = on_tape(
-            report.decision, left_at=left.index + 1 if left is not None else None
-        )
+        # Only a replay that went on live asked the model from a call; one
+        # that a cap stopped after it left the tape asked nothing more.
+        report.decision = on_tape(report.decision, left_at=player.live_from)
     return report
 
 

@@ -14,6 +14,7 @@ Pure: no Django, no git; the branch's own check is ``git.scratch.branch_name``.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import zoneinfo
 from collections.abc import Callable
@@ -24,10 +25,19 @@ from replayhub.sandbox.base import HOME, WORKSPACE, nested, place_refusal
 
 SHOWN_CHARS = 200
 ZONE_SHAPE = re.compile(r"[A-Za-z0-9_+-]+(?:/[A-Za-z0-9_+-]+)*\Z")
+SHELL_SHAPE = re.compile(r"/[A-Za-z0-9_./+-]{1,200}\Z")
 LOCALE_SHAPE = re.compile(
     r"(?:C|POSIX|[A-Za-z]{2,8}(?:_[A-Za-z0-9]{2,8})?)"
     r"(?:\.[A-Za-z0-9-]{1,20})?(?:@[A-Za-z0-9]{1,20})?\Z"
 )
+
+
+def shell_exists(path: str) -> bool:
+    """Whether ``path`` names an executable shell this host has (the sandbox
+    shares its /usr and /bin)."""
+    if not SHELL_SHAPE.match(path) or "/../" in path or path.endswith("/.."):
+        return False
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def shown(value: object) -> str | None:
@@ -116,6 +126,7 @@ def plan(
     *,
     installed_agent: tuple[str, str] | None = None,
     zone_known: Callable[[str], bool] = zone_exists,
+    shell_known: Callable[[str], bool] = shell_exists,
 ) -> Placement:
     """The placement for a run's recorded ``surroundings`` (anything that is
     not an object is as if none were recorded). ``installed_agent`` is the
@@ -143,6 +154,11 @@ def plan(
         placement.env["LANG"] = placement.reproduced["lang"] = lang
     elif lang is not None:
         placement.differ("LANG", lang, "C.UTF-8", "not a locale name")
+    shell = recorded.get("shell")
+    if isinstance(shell, str) and shell_known(shell):
+        placement.env["SHELL"] = placement.reproduced["shell"] = shell
+    elif shell is not None:
+        placement.differ("SHELL", shell, "(unset)", "no such shell here")
     _compare_agent(placement, recorded.get("agent"), installed_agent)
     anthropic = recorded.get("anthropic")
     if isinstance(anthropic, dict) and isinstance(anthropic.get("model"), str):

@@ -55,6 +55,20 @@ def test_a_get_passes_through_and_is_taped_unbilled(fake):
     assert fake.received[0].path == "/v1/models"
 
 
+def test_a_websocket_upgrade_is_refused_and_goes_nowhere(fake):
+    with endpoint(fake) as recording:
+        base = recording.base_urls()["OPENAI_BASE_URL"]
+        request = urllib.request.Request(  # noqa: S310 - the endpoint under test
+            base + "/responses",
+            headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)  # noqa: S310
+    assert refused.value.code == 403
+    assert b"not WebSocket" in refused.value.read()
+    assert recording.tape == [] and fake.received == []
+
+
 def test_an_upstream_error_reaches_the_agent_and_the_tape(fake):
     fake.failures = [429]
     with endpoint(fake) as recording:

@@ -151,12 +151,33 @@ def test_the_agent_version_differs_when_the_project_installs_another():
 
 @pytest.mark.parametrize(
     "recorded",
-    [[], "x", 1, {"cwd": 5, "home": ["x"], "branch": 3, "tz": {}, "lang": 9}],
+    [
+        [],
+        "x",
+        1,
+        {"cwd": 5, "home": ["x"], "branch": 3, "tz": {}, "lang": 9, "shell": 2},
+    ],
 )
 def test_a_malformed_surroundings_value_never_fails_the_plan(recorded):
     placement = surroundings.plan(recorded)
     assert placement.workspace_at == WORKSPACE and placement.home == HOME
     assert placement.env == {}
+
+
+def test_the_recorded_shell_is_set_when_this_host_has_it():
+    placement = surroundings.plan({"shell": "/bin/sh"})
+    assert placement.env == {"SHELL": "/bin/sh"}
+    assert placement.reproduced == {"shell": "/bin/sh"}
+
+
+@pytest.mark.parametrize(
+    "shell", ["/usr/bin/no-such-shell", "bash", "/bin/../bin/sh", "/bin/sh; rm -rf /"]
+)
+def test_a_shell_this_host_lacks_or_that_is_not_a_path_is_listed(shell):
+    placement = surroundings.plan({"shell": shell})
+    assert "SHELL" not in placement.env
+    (difference,) = placement.differences
+    assert difference["what"] == "SHELL" and difference["why"] == "no such shell here"
 
 
 def test_home_holding_the_workspace_stays_the_sandbox_home():
