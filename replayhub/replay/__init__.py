@@ -10,6 +10,9 @@ Modules:
   (``prepared``), and the agent phase with its way out, its spending read
   back and its caps (``run_agent``). A rollout replay
   (``replayhub.rollouts``) goes through the same steps.
+- stops: why an agent phase stopped short (``NotRun``): a gateway cap, the
+  tape left, a provider that answered no call, the sandbox's time limit or
+  another of its caps, each in one sentence.
 - surroundings: where the agent phase runs, made to look like where the
   original ran (the record's ``surroundings``: the workspace at its working
   directory, HOME, the branch, TZ, LANG), each value used only when it

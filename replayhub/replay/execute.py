@@ -31,9 +31,9 @@ from replayhub.replay.provenance import (
     resolve_provenance,
     valid_record_sha,
 )
+from replayhub.replay.stops import NotRun
 from replayhub.replay.workspace import (
     IO_DIR,
-    NotRun,
     Report,
     models_called,
     prepared,

@@ -1,6 +1,7 @@
 """What every kind of replay shares: its report, the sandbox checked, a
 workspace of its own in the project's environment, and the agent phase run
-with its one way out and its spending read back.
+with its one way out and its spending read back (why it stopped short is
+``replay.stops``'s).
 
 A code replay (``replay.execute``) and a rollout replay
 (``rollouts.replay``) differ in what the agent is given and in how the
@@ -24,13 +25,18 @@ from replayhub.gateway import access
 from replayhub.gateway.egress import AttemptCounts, ConnectAttempt
 from replayhub.gateway.playback import TapePlayer
 from replayhub.gateway.server import MeteredCall
-from replayhub.gateway.tape import Divergence, Exchange
+from replayhub.gateway.tape import Exchange
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison
 from replayhub.lib import boundedjson
 from replayhub.models import Phase, Project
 from replayhub.nights.arithmetic import Amounts
 from replayhub.replay import leftovers
+from replayhub.replay.stops import (
+    NotRun,
+    stop_if_gateway_ended,
+    stop_if_sandbox_ended,
+)
 from replayhub.replay.surroundings import Placement
 from replayhub.sandbox import (
     Bind,
@@ -396,17 +402,6 @@ def bounded_usage(usage: dict) -> tuple[dict, dict]:
     return kept, refused
 
 
-class NotRun(Exception):
-    """The replay stopped before it had anything to judge: the reason code,
-    one sentence, and the cap that fired (if one did)."""
-
-    def __init__(self, reason: Reason, detail: str, cap: str = "") -> None:
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
-        self.cap = cap
-
-
 class Unforeseen(Exception):
     """A failure no step foresaw, raised out of :func:`prepared` with the
     report as it stood: once the agent has run, its model calls were made and
@@ -537,10 +532,10 @@ def run_agent(
     divergence = player.finish() if player is not None else None
     if player is not None:
         report.tape_play = tape_evidence(player)
-    _stop_if_gateway_ended(
+    stop_if_gateway_ended(
         who, project, outcome, network, player=player, divergence=divergence
     )
-    _stop_if_sandbox_ended(who, outcome, limits, report)
+    stop_if_sandbox_ended(who, outcome, limits, report.egress_counts)
     return workspace, io_dir, outcome
 
 
@@ -623,110 +618,6 @@ def _account(
         report.usage_reported = reported
     else:
         report.usage = reported
-
-
-def _stop_if_gateway_ended(
-    who: str,
-    project: Project,
-    outcome: SandboxOutcome,
-    network: access.PhaseNetwork | None,
-    *,
-    player: TapePlayer | None,
-    divergence: Divergence | None,
-) -> None:
-    """:class:`NotRun` when the model's side ended the phase: a gateway cap,
-    the tape left with nothing to go on with, or a provider that answered
-    no call."""
-    if network is not None and (network.cap_fired or network.cap_passed):
-        cap = network.cap_fired or network.cap_passed
-        ended = ""
-        if outcome.limit_fired == "stopped":
-            ended = f"; {who} was ended {project.cap_grace_seconds} s after"
-        raise NotRun(
-            Reason.CAP_FIRED,
-            f"the model gateway's {cap} cap was reached ({network.spent()}){ended}",
-            f"model {cap}",
-        )
-    # An agent that ended early left nothing to go on with live.
-    if (
-        player is not None
-        and divergence is not None
-        and (not player.then_live or divergence.why == "fewer")
-    ):
-        raise NotRun(
-            Reason.TAPE_DIVERGED,
-            f"{divergence.detail} (of the {len(player.tape)} calls on the tape; "
-            "the requests' diff is in the evidence)",
-        )
-    if network is not None and (failed := provider_failures(network.calls)):
-        raise NotRun(
-            Reason.PROVIDER_ERROR,
-            f"{who} made {len(network.calls)} model calls and the provider "
-            f"answered none of them ({failed})",
-        )
-
-
-def _stop_if_sandbox_ended(
-    who: str, outcome: SandboxOutcome, limits: Limits, report: Report
-) -> None:
-    """:class:`NotRun` when the sandbox ended the phase: its time limit or
-    another of its caps."""
-    if outcome.timed_out or outcome.limit_fired == "wall_time":
-        raise NotRun(
-            Reason.TIMEOUT,
-            timeout_detail(who, limits.wall_seconds, report.egress_counts.rows()),
-            "wall_time",
-        )
-    if outcome.limit_fired:
-        measured = f" ({outcome.limit_detail})" if outcome.limit_detail else ""
-        raise NotRun(
-            Reason.CAP_FIRED,
-            f"{who} hit the {outcome.limit_fired.replace('_', ' ')} cap{measured}",
-            outcome.limit_fired,
-        )
-
-
-def timeout_detail(who: str, seconds: float, egress_rows: list[dict]) -> str:
-    """Why an agent phase timed out, as far as its way out tells: an agent
-    that kept asking for a host outside the allowlist (a CLI that ignores
-    the base URL it was given) was most likely waiting on it. ``egress_rows``
-    are ``AttemptCounts.rows()``, most attempts first."""
-    said = f"{who} timed out after {seconds:g} s"
-    refused: dict[str, int] = {}
-    for row in egress_rows:
-        if row.get("phase") == "agent" and not row.get("allowed"):
-            host = str(row.get("host"))[:120]  # the agent's, cut to a line
-            where = (
-                host
-                if host == AttemptCounts.OTHER_HOSTS
-                else f"{host}:{row.get('port')}"
-            )
-            refused[where] = refused.get(where, 0) + int(row.get("count") or 0)
-    if not refused:
-        return said
-    ordered = sorted(refused.items(), key=lambda kv: (-kv[1], kv[0]))
-    (host, count), rest = ordered[0], ordered[1:]
-    said += f"; it tried to reach {host} {count} time{'s' if count != 1 else ''}"
-    if rest:
-        others = sum(n for _, n in rest)
-        said += f" and {len(rest)} other host{'s' if len(rest) != 1 else ''}"
-        said += f" {others} time{'s' if others != 1 else ''}"
-    return said + " (not allowed)"
-
-
-def provider_failures(calls: list[MeteredCall]) -> str:
-    """The failures, counted by status ("HTTP 500 to 27 calls, HTTP 429 to 3"), when
-    calls went up to the provider and not one was answered; "" otherwise."""
-    forwarded = [c for c in calls if c.status != "refused"]
-    if not forwarded or any(str(c.status).startswith("2") for c in forwarded):
-        return ""
-    counts: dict[str, int] = {}
-    for c in forwarded:
-        counts[f"HTTP {c.status}"] = counts.get(f"HTTP {c.status}", 0) + 1
-    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    first, *rest = ordered
-    words = [f"{first[0]} to {first[1]} call{'s' if first[1] > 1 else ''}"]
-    return ", ".join(words + [f"{status} to {n}" for status, n in rest])
 
 
 def tape_evidence(player: TapePlayer) -> dict:

@@ -33,7 +33,8 @@ from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch
 from replayhub.models import Phase, Project, Replay, RunSource
 from replayhub.replay.provenance import valid_record_sha
-from replayhub.replay.workspace import IO_DIR, NotRun, Report, prepared, run_agent
+from replayhub.replay.stops import NotRun
+from replayhub.replay.workspace import IO_DIR, Report, prepared, run_agent
 from replayhub.rollouts import verifier
 from replayhub.rollouts.completions import (
     MalformedCompletion,

@@ -11,7 +11,7 @@ import pytest
 
 from replayhub import services
 from replayhub.models import Replay
-from replayhub.replay.workspace import timeout_detail
+from replayhub.replay.stops import timeout_detail
 from tests.factories import make_calc_project, make_calc_run
 
 # Three refused connections to the real API through the proxy, then a wait
