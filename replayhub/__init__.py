@@ -31,8 +31,8 @@ The modules at the top:
   JSON rather than redirect. ``reviews.api`` adds the people's part.
 - health: ``/healthz``, and what the worker check reports (below).
 - project_setup: every check of a project's settings, in one place, for
-  ``project_add``, ``project_edit`` and the project form; ``SETTINGS`` is
-  the one table of a replay's settings.
+  ``project_add``, ``project_edit`` and the project form; ``SETTINGS``
+  (``models.project_settings``) is the one table of a replay's settings.
 - admin: the Django admin of the domain's tables (rollups read-only).
 
 Roles (``roles``). The groups ``reviewer``, ``lead`` and ``admin``; a data

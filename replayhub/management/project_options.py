@@ -3,7 +3,7 @@
 Both commands take the same options. An option not given is absent from the
 parsed options (``argparse.SUPPRESS``): ``project_add`` then stores the
 default, ``project_edit`` keeps what the project has. The replay settings'
-options are made from ``project_setup.SETTINGS``.
+options are made from ``models.project_settings.SETTINGS``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from typing import Any
 from replayhub import agents
 from replayhub.environments.images import image_digest
 from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
+from replayhub.models.project_settings import SETTINGS, Setting
 from replayhub.models.projects import rollout_settings_problem
 from replayhub.project_setup import (
-    SETTINGS,
     ProjectInvalid,
-    Setting,
     parse_setting,
     project_fields,
     remote_check,

@@ -28,6 +28,10 @@ of rollouts. A module per group of tables, all reached as
 - ingest: ``ImportJob`` (an upload a worker imports) and ``IngestToken``.
 - rollouts: ``Seed``, ``FollowSource``, ``FollowedFile``.
 - texttier: ``TextReplay`` and ``TextSuite``; see ``replayhub.texttier``.
+- project_settings: no table, but the one table of a project's replay
+  settings (``SETTINGS``: each ``Project`` field's option, group, label and
+  bounds), which the commands, the project form and the budgets page are
+  made from; ``replayhub.project_setup`` checks their values.
 
 Invariants the database keeps: every status, verdict, tier and phase field
 is a ``TextChoices`` with a named ``CheckConstraint``; a finished replay

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from replayhub import roles
 from replayhub.models import Budget, BudgetShare, Night, NightShare, Project, Run, Tier
+from replayhub.models.project_settings import SETTING, bound_problem
 from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
 from replayhub.nights.tape_tier import tape_candidates
-from replayhub.project_setup import SETTING, bound_problem
 from replayhub.texttier.night import text_candidates
 from reviews import services
 from reviews.models import AuditEvent

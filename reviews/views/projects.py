@@ -31,17 +31,16 @@ from replayhub.models import (
     Run,
     TestRecord,
 )
-from replayhub.project_setup import (
+from replayhub.models.project_settings import (
     CAPS,
     PATHS,
     SANDBOX,
     SETTINGS,
     SETUP,
     TESTS,
-    ProjectInvalid,
     Setting,
-    project_fields,
 )
+from replayhub.project_setup import ProjectInvalid, project_fields
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm
 from reviews.models import Review

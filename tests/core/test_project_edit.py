@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from replayhub.management.commands import project_add, project_edit
 from replayhub.models import Project
-from replayhub.project_setup import SETTINGS
+from replayhub.models.project_settings import SETTINGS
 from reviews.models import AuditEvent
 from tests.conftest import ROOT, child_env
 

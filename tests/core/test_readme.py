@@ -115,7 +115,7 @@ def test_the_profile_table_is_each_profiles_package_version_and_provider():
 
 def test_every_option_the_cap_table_names_is_taken_by_both_commands():
     from replayhub.management.commands import project_add, project_edit
-    from replayhub.project_setup import SETTINGS
+    from replayhub.models.project_settings import SETTINGS
 
     table = re.findall(r"^\| [^|]+ \| `(--[a-z-]+)` \|", agent_section(), re.M)
     assert set(table) == {setting.option for setting in SETTINGS}
@@ -128,7 +128,8 @@ def test_every_option_the_cap_table_names_is_taken_by_both_commands():
 def test_the_sections_commands_give_the_project_those_settings(db, tmp_path):
     from replayhub import agents
     from replayhub.models import Project, Provider
-    from replayhub.project_setup import SETTINGS, parse_setting
+    from replayhub.models.project_settings import SETTINGS
+    from replayhub.project_setup import parse_setting
 
     repo = tmp_path / "shop"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from replayhub.models import Project, Provider
-from replayhub.project_setup import SETTINGS
+from replayhub.models.project_settings import SETTINGS
 from tests.gitrepos import make_repo
 from tests.gitservers import HttpGitServer
 

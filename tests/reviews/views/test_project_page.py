@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from replayhub.models import Project, Replay, Run
+from replayhub.models.project_settings import SETTINGS
 from replayhub.models.projects import DEFAULT_IGNORED_PATHS
-from replayhub.project_setup import SETTINGS
 from reviews.models import AuditEvent
 from tests.factories import make_budget, make_night, make_project, make_replay, share_of
 from tests.gitrepos import project_repo
