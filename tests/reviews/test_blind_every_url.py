@@ -8,6 +8,12 @@ pattern is filled with the ids of one world (below), then asked for with GET,
 plain and as htmx (``HX-Request: true``), and again with the query strings
 that filter by verdict, reason and project.
 
+A view that never looks at a query string's key answers a query of such keys
+exactly as it answers none: the walk notes which keys of ``request.GET`` (and
+whether the query string as a whole) each page reads while it answers the
+plain request, and asks again only for the queries that hold a key it read.
+The others are judged on the plain answer, which is theirs.
+
 How a leak is recognised without false alarms: the blind replay is the only
 row of the world whose machine verdict is *divergent*, whose reason is
 ``replay_fails_reference_tests``, that another reviewer overturned to
@@ -30,12 +36,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.contenttypes.models import ContentType
-from django.http import HttpResponse
+from django.core.handlers.wsgi import WSGIRequest
+from django.http import QueryDict
+from django.http.request import HttpHeaders
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RegexPattern, RoutePattern
@@ -374,15 +383,35 @@ LEGENDS = (
 RANDOM_TOKEN = re.compile(r"(?=[A-Za-z+/=-]*\d)[A-Za-z0-9+/=-]{24,}")
 
 
-def said(response: HttpResponse, echoed: tuple[str, ...] = ()) -> str:
-    """The response's headers and body as one lower-case text, legends and
+@dataclass(frozen=True)
+class Answer:
+    """What a response said: its status, headers and whole body."""
+
+    status: int
+    headers: str
+    body: str
+    path: str
+
+    @classmethod
+    def of(cls, response: Any) -> Answer:
+        """A test client's response, its streamed body read whole."""
+        raw = (
+            b"".join(response.streaming_content)
+            if response.streaming
+            else response.content
+        )
+        return cls(
+            status=response.status_code,
+            headers="\n".join(f"{k}: {v}" for k, v in response.items()),
+            body=raw.decode(errors="replace"),
+            path=response.wsgi_request.path,
+        )
+
+
+def said(answer: Answer, echoed: tuple[str, ...] = ()) -> str:
+    """The answer's headers and body as one lower-case text, legends and
     the viewer's own query (its path, ``echoed`` values) out."""
-    raw = (
-        b"".join(response.streaming_content) if response.streaming else response.content
-    )
-    body = raw.decode(errors="replace")
-    headers = "\n".join(f"{k}: {v}" for k, v in response.items())
-    text = html.unescape(f"{headers}\n{body}")
+    text = html.unescape(f"{answer.headers}\n{answer.body}")
     text = SELECT.sub(_omissions, text)
     # Random tokens (the CSRF token, the CSP nonce, a session id) may hold any
     # word by chance ("…kagoldti…"): a run of 24 or more token characters with
@@ -390,7 +419,7 @@ def said(response: HttpResponse, echoed: tuple[str, ...] = ()) -> str:
     text = RANDOM_TOKEN.sub(" ", text)
     for legend in LEGENDS:
         text = legend.sub(" ", text)
-    text = text.lower().replace(response.wsgi_request.path.lower(), " ")
+    text = text.lower().replace(answer.path.lower(), " ")
     for value in echoed:
         if value.isdigit():
             # An id asked for is the replay's own reference, kept.
@@ -454,6 +483,136 @@ EXTRA_QUERIES = (
 )
 
 
+# --- what a view reads of its query string ----------------------------------------
+
+WHOLE = "the whole query string"
+
+
+class Reads:
+    """The keys of ``request.GET`` looked up while it listens, or ``WHOLE``
+    once the query string was read as a whole (its keys listed, its length,
+    its text, a copy)."""
+
+    listening: set[str] | None = None
+
+    @classmethod
+    def note(cls, key: object) -> None:
+        if cls.listening is not None:
+            cls.listening.add(key if isinstance(key, str) else WHOLE)
+
+
+class NotedQueryDict(QueryDict):
+    """``request.GET`` that notes each key looked up, and any reading of it
+    as a whole."""
+
+    def __getitem__(self, key):
+        Reads.note(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        Reads.note(key)
+        return super().get(key, default)
+
+    def getlist(self, key, default=None):
+        Reads.note(key)
+        return super().getlist(key, default)
+
+    def __contains__(self, key):
+        Reads.note(key)
+        return super().__contains__(key)
+
+
+def _whole(base: type, name: str):
+    inner = getattr(base, name)
+
+    def read(self, *args, **kwargs):
+        Reads.note(None)
+        return inner(self, *args, **kwargs)
+
+    return read
+
+
+for _name in (
+    "__iter__",
+    "__len__",
+    "__eq__",
+    "__repr__",
+    "__copy__",
+    "__deepcopy__",
+    "__reduce__",
+    "__getstate__",
+    "keys",
+    "values",
+    "items",
+    "lists",
+    "dict",
+    "copy",
+    "urlencode",
+):
+    setattr(NotedQueryDict, _name, _whole(QueryDict, _name))
+NotedQueryDict.__hash__ = None
+
+
+class NotedEnviron(dict):
+    """The WSGI environ (``request.META``) that notes a reading of the query
+    string, or of the whole environ."""
+
+    def __getitem__(self, key):
+        if key == "QUERY_STRING":
+            Reads.note(None)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        if key == "QUERY_STRING":
+            Reads.note(None)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        if key == "QUERY_STRING":
+            Reads.note(None)
+        return super().__contains__(key)
+
+    def items_unnoted(self):
+        return dict.items(self)
+
+
+for _name in ("__iter__", "keys", "values", "items", "copy"):
+    setattr(NotedEnviron, _name, _whole(dict, _name))
+
+
+@pytest.fixture
+def noted_requests(monkeypatch):
+    """Requests whose query string notes how it is read."""
+    init = WSGIRequest.__init__
+
+    def __init__(self, environ):
+        init(self, NotedEnviron(environ))
+
+    def get(self):
+        if "_noted_get" not in self.__dict__:
+            raw = dict.get(self.environ, "QUERY_STRING", "")
+            self.__dict__["_noted_get"] = NotedQueryDict(
+                raw.encode("latin-1"), encoding=self._encoding
+            )
+        return self.__dict__["_noted_get"]
+
+    def set_get(self, value):
+        self.__dict__["_noted_get"] = value
+
+    def headers(self):
+        # The headers take the environ's HTTP_ and CONTENT_ keys only, never
+        # the query string.
+        if "_noted_headers" not in self.__dict__:
+            self.__dict__["_noted_headers"] = HttpHeaders(
+                dict(self.META.items_unnoted())
+            )
+        return self.__dict__["_noted_headers"]
+
+    monkeypatch.setattr(WSGIRequest, "__init__", __init__)
+    monkeypatch.setattr(WSGIRequest, "GET", property(get, set_get))
+    monkeypatch.setattr(WSGIRequest, "headers", property(headers))
+
+
 @dataclass
 class Walk:
     """The requests of one walk as the viewer, and what they told."""
@@ -463,22 +622,56 @@ class Walk:
     broken: list[str] = field(default_factory=list)
     rendered: set[str] = field(default_factory=set)
     current: str = ""
+    # The current page's plain answer and the keys it read, per htmx.
+    plain: dict[bool, Answer] = field(default_factory=dict)
+    reads: dict[bool, set[str]] = field(default_factory=dict)
+    # Per page, the keys its plain answers read; the requests sent and the
+    # queries answered by the plain answer (their keys unread).
+    read: dict[str, set[str]] = field(default_factory=dict)
+    sent: int = 0
+    unread: int = 0
+
+    def answer(self, path: str, query: dict[str, str], htmx: bool) -> Answer | None:
+        """The answer to GET ``path`` with ``query``: the page's plain answer
+        when the plain request read none of the query's keys (the view then
+        runs as it ran for it), else a request of its own."""
+        if (
+            query
+            and WHOLE not in self.reads[htmx]
+            and not self.reads[htmx] & set(query)
+        ):
+            self.unread += 1
+            return self.plain[htmx]
+        url = f"{path}?{urlencode(query)}" if query else path
+        headers = {"HX-Request": "true"} if htmx else {}
+        self.sent += 1
+        Reads.listening = set() if not query else None
+        try:
+            answer = Answer.of(self.client.get(url, headers=headers))
+        except Exception as exc:  # one broken page must not hide the others
+            self.broken.append(f"{url} (htmx={htmx}): {type(exc).__name__}: {exc}")
+            answer = None
+        finally:
+            noted, Reads.listening = Reads.listening, None
+        if not query:
+            self.reads[htmx] = {WHOLE} if answer is None or noted is None else noted
+            self.read.setdefault(self.current, set()).update(self.reads[htmx])
+            if answer is not None:
+                self.plain[htmx] = answer
+        return answer
 
     def ask(self, path: str, query: dict[str, str], htmx: bool) -> str:
         """GET ``path`` with ``query``; what it said (legends, echoes out),
         every secret in it counted as a leak."""
         url = f"{path}?{urlencode(query)}" if query else path
-        headers = {"HX-Request": "true"} if htmx else {}
-        try:
-            response = self.client.get(url, headers=headers)
-        except Exception as exc:  # one broken page must not hide the others
-            self.broken.append(f"{url} (htmx={htmx}): {type(exc).__name__}: {exc}")
+        answer = self.answer(path, query, htmx)
+        if answer is None:
             return ""
-        if 200 <= response.status_code < 300:
+        if 200 <= answer.status < 300:
             self.rendered.add(self.current)
-        if response.status_code >= 500:
-            self.broken.append(f"{url} (htmx={htmx}): {response.status_code}")
-        text = said(response, tuple(query.values()))
+        if answer.status >= 500:
+            self.broken.append(f"{url} (htmx={htmx}): {answer.status}")
+        text = said(answer, tuple(query.values()))
         if found := secrets_in(text):
             self.leaks.append(f"{url} (htmx={htmx}): {found}")
         return text
@@ -524,7 +717,7 @@ class Walk:
 
 
 @pytest.mark.parametrize("scenario", ["queued", "decided", "served"])
-def test_no_url_tells_a_blind_reviewer_the_verdict(client, scenario):
+def test_no_url_tells_a_blind_reviewer_the_verdict(client, noted_requests, scenario):
     world = build_world(scenario)
     walk = Walk(client)
     unfilled: list[str] = []
@@ -550,3 +743,9 @@ def test_no_url_tells_a_blind_reviewer_the_verdict(client, scenario):
     routes = [pattern.route for pattern in patterns()]
     assert set(EXCLUDED) <= set(routes), set(EXCLUDED) - set(routes)
     assert walked == len(routes) - len(EXCLUDED) > 200
+    # The notes hear what the views read: the pages that filter by verdict,
+    # reason and project read those keys, so their filters were asked for.
+    assert {"verdict", "reason", "project"} <= walk.read["reviews:queue"]
+    assert {"verdict", "reason", "q"} <= walk.read["reviews:search"]
+    assert {"verdict", "project"} <= walk.read["reviews:done"]
+    print(f"{walk.sent} requests; {walk.unread} queries of keys their page never read")
