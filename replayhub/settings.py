@@ -291,10 +291,11 @@ CELERY_TASK_ROUTES = {"replayhub.tasks.run_replay": {"queue": "replay"}}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     # Gives back replays whose worker died (lease expired), sends again queued
-    # replays whose message is gone, and touches the beat's heartbeat.
+    # replays whose message is gone, and touches the beat's heartbeat; every
+    # minute unless REPLAYHUB_REAP_SECONDS says otherwise.
     "reap-expired-leases": {
         "task": "replayhub.tasks.reap_expired_leases",
-        "schedule": 60.0,
+        "schedule": float(env_int("REPLAYHUB_REAP_SECONDS", 60)),
     },
     # Starts each project's night at its window and closes ended ones.
     "nightly-tick": {
