@@ -70,6 +70,7 @@ SUITE = [
     Script("claims.py", ["--rounds", "3"]),
     Script("gateway.py", ["--calls", "400"]),
     Script("tape.py", ["--served", "400"]),
+    Script("agent_tape.py", ["--calls", "20", "--repeat", "3"]),
     Script("transcripts.py", ["--runs", "3"]),
 ]
 

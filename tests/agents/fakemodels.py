@@ -10,7 +10,9 @@ is its turn: the assistant turns already in its history, counted after the
 first message holding ``task_marker`` when one is given (aider puts canned
 example exchanges first), so a retry or a side call never shifts the script. A
 request with no tools is a side call (a title) and gets ``side_text`` when
-``tools_mark_main``. Every request is kept (``requests``).
+``tools_mark_main``. Every request is kept (``requests``). With ``delay``
+(seconds, 0 by default) each answer waits that long before it is sent, as a
+model taking its time.
 
 The answer builders below write ``calc.py`` the way each CLI's own edit tool
 does.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -40,9 +43,10 @@ USAGE = {"input_tokens": 10, "output_tokens": 10}
 class FakeModel:
     """One wire's scripted model; a context manager serving on 127.0.0.1."""
 
-    def __init__(self, wire: str) -> None:
+    def __init__(self, wire: str, *, delay: float = 0.0) -> None:
         assert wire in MODEL_PATHS, wire
         self.wire = wire
+        self.delay = delay
         self.answers: list[dict[str, Any]] = []
         self.task_marker = ""
         self.tools_mark_main = True
@@ -160,6 +164,8 @@ def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                 self._send(404, "application/json", b'{"error": "not here"}')
                 return
             answer = model.answer(body)
+            if model.delay:
+                time.sleep(model.delay)
             if body.get("stream") or path.endswith(":streamGenerateContent"):
                 events = "".join(STREAMS[model.wire](answer)).encode()
                 self._send(200, "text/event-stream", events)

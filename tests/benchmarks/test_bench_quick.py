@@ -39,6 +39,7 @@ QUICK_SECONDS = {
     "claims.py": 7,
     "gateway.py": 1,
     "tape.py": 11,
+    "agent_tape.py": 38,  # measured alone: a real agent's replays
     "transcripts.py": 14,
 }
 DEFAULT_SECONDS = 10
