@@ -172,6 +172,25 @@ def stop_worker(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """On PostgreSQL the test database is made as a copy of a migrated
+    template the server keeps for the current migrations (the benchmarks' own:
+    benchmarks/support.py), so the workers of a run, and the runs after it,
+    migrate once between them rather than once each; migrate then finds
+    nothing to apply."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    from benchmarks.support import admin_connect, migrated_template
+
+    url = database_url()
+    with admin_connect(url) as admin:
+        template = migrated_template(admin, url)
+    connection.settings_dict.setdefault("TEST", {})["TEMPLATE"] = template
+
+
+@pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     """A real worker process consuming the test broker, for the whole session."""
     log = tmp_path_factory.mktemp("worker") / "worker.log"
