@@ -78,6 +78,17 @@ def cli_version(program: str, env: Mapping[str, str]) -> str | None:
     return found.group(0)[:64] if found and child.returncode == 0 else None
 
 
+def login_shell() -> str | None:
+    """The user's login shell from the password database (what an agent
+    that does not read ``$SHELL`` sees), or None."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_shell or None
+    except (ImportError, KeyError, OSError):
+        return None
+
+
 def agent_cli(command: list[str], env: Mapping[str, str]) -> dict[str, str] | None:
     """``{name, version}`` when the command is a known agent CLI (the version
     left out when it cannot be read), else None."""
@@ -102,7 +113,7 @@ def surroundings_of(
         "cwd": _short(str(top)),
         "home": _short(env.get("HOME")),
         "tz": time_zone(env),
-        "shell": _short(env.get("SHELL"), 200),
+        "shell": _short(env.get("SHELL") or login_shell(), 200),
         "lang": _short(env.get("LC_ALL") or env.get("LANG"), 200),
         "agent": agent,
         "anthropic": first_call,

@@ -172,6 +172,23 @@ class Bind:
             )
 
 
+_LOGIN_SHELL = re.compile(r"/[A-Za-z0-9_./+-]{1,200}\Z")
+
+
+def passwd(uid: int, gid: int, home: str, env: Mapping[str, str]) -> str:
+    """The sandbox's /etc/passwd: its user's home is ``$HOME``'s place and its
+    login shell ``$SHELL`` when that is a plain path (agents read one or the
+    other: Codex the passwd entry, Claude Code the variable), else /bin/sh."""
+    shell = env.get("SHELL", "")
+    if not _LOGIN_SHELL.match(shell) or "/.." in shell or ":" in home:
+        shell = "/bin/sh"
+    return (
+        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+        f"sandbox:x:{uid}:{gid}:sandbox:{home}:{shell}\n"
+        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+    )
+
+
 @dataclass(frozen=True)
 class SandboxSpec:
     """What to run. `argv` is executed as-is, never through a shell.

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from replayhub.sandbox.base import HOME, TMP, SandboxSpec, zone_link
+from replayhub.sandbox.base import TMP, SandboxSpec, passwd, zone_link
 from replayhub.sandbox.seccomp import filter_bpf
 
 INNER_UID = 1000
@@ -39,11 +39,6 @@ _HOST_ETC = (
 )
 LOCALTIME = "/etc/localtime"
 _SYNTHETIC_ETC = {
-    "/etc/passwd": (
-        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        f"sandbox:x:{INNER_UID}:{INNER_GID}:sandbox:{HOME}:/bin/sh\n"
-        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-    ),
     "/etc/group": f"root:x:0:\nsandbox:x:{INNER_GID}:\nnogroup:x:65534:\n",
     "/etc/hosts": (
         f"127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost\n"
@@ -147,7 +142,8 @@ def bwrap_args(spec: SandboxSpec, fds: list[int], root: Path | None) -> list[str
         args += ["--setenv", key, value]
     system = root or Path("/")
     args += ["--ro-bind", str(system / "usr"), "/usr", *root_links(system)]
-    for dest, content in _SYNTHETIC_ETC.items():
+    users = {"/etc/passwd": passwd(INNER_UID, INNER_GID, spec.home, spec.full_env())}
+    for dest, content in {**users, **_SYNTHETIC_ETC}.items():
         fd = memfd(dest, content.encode(), fds)
         args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
     zone = zone_link(system, spec.full_env().get("TZ"))

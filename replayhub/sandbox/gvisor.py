@@ -44,11 +44,11 @@ from typing import Any
 
 from replayhub.lib.fstree import chown_tree
 from replayhub.sandbox.base import (
-    HOME,
     TMP,
     SandboxOutcome,
     SandboxSpec,
     SandboxUnavailable,
+    passwd,
     zone_link,
 )
 from replayhub.sandbox.bwrap import LAUNCH_PATH
@@ -62,10 +62,6 @@ CGROUP_MEMORY = Path("/sys/fs/cgroup/memory")
 CGROUP_UNIFIED = Path("/sys/fs/cgroup/cgroup.controllers")
 _ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _ETC = {
-    "passwd": (
-        "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-        f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:{HOME}:/bin/sh\n"
-    ),
     "group": f"root:x:0:\nsandbox:x:{SANDBOX_GID}:\n",
     "hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n",
     "hostname": f"{HOSTNAME}\n",
@@ -291,6 +287,9 @@ class GvisorRunner:
         rootfs = scratch / "rootfs"
         config = self.bundle_config(spec, rootfs, run_id)
         self._skeleton(rootfs, config)
+        users = passwd(SANDBOX_UID, SANDBOX_GID, spec.home, spec.full_env())
+        (rootfs / "etc" / "passwd").write_text(users)
+        (rootfs / "etc" / "passwd").chmod(0o644)
         if zone := self._zone(spec):
             (rootfs / LOCALTIME.lstrip("/")).symlink_to(zone)
         (bundle / "config.json").write_text(json.dumps(config))

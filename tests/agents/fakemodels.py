@@ -20,6 +20,7 @@ does.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -37,6 +38,7 @@ MODEL_PATHS = {
     CHAT: "/v1/chat/completions",
     GEMINI: "/v1beta/models/",
 }
+_MESSAGE_IDS = itertools.count(1)
 USAGE = {"input_tokens": 10, "output_tokens": 10}
 
 
@@ -228,8 +230,10 @@ def gemini(parts: list[dict], model: str) -> dict[str, Any]:
 
 
 def anthropic(content: list[dict], stop: str, model: str) -> dict[str, Any]:
+    # An id of its own each: Claude Code takes two answers with one id for
+    # one message, and asks again.
     return {
-        "id": "msg_fake",
+        "id": f"msg_fake_{next(_MESSAGE_IDS)}",
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -475,3 +479,43 @@ STREAMS = {
     CHAT: chat_stream,
     GEMINI: gemini_stream,
 }
+
+
+# --- a read of the checkout before the write -------------------------------
+# The first answer has the agent show a file through its shell tool, so its
+# next request carries the file's text (a base that changed it asks another
+# thing). Aider has no such tool: its repository map carries the base.
+
+
+def claude_code_reads(path: str, model: str) -> list[dict]:
+    """Its ``Read`` tool (rather than ``Bash``, which first asks a small model
+    whether the command is safe: a side call no script answers)."""
+    read = {
+        "type": "tool_use",
+        "id": "toolu_fake_0",
+        "name": "Read",
+        "input": {"file_path": path},
+    }
+    return [anthropic([read], "tool_use", model)]
+
+
+def codex_reads(path: str, model: str) -> list[dict]:
+    call = {
+        "type": "function_call",
+        "id": "fc_fake_0",
+        "call_id": "call_fake_0",
+        "status": "completed",
+        "name": "exec_command",
+        "arguments": json.dumps({"cmd": f"cat {path}"}),
+    }
+    return [responses([call], model)]
+
+
+def mini_swe_agent_reads(path: str, model: str) -> list[dict]:
+    read = tool_call("bash", {"command": f"cat {path}"})
+    message = {"role": "assistant", "content": "", "tool_calls": [read]}
+    return [chat(message, "tool_calls", model)]
+
+
+def aider_reads(path: str, model: str) -> list[dict]:
+    return []

@@ -25,11 +25,10 @@ import pytest
 from django.core.management import call_command
 
 from replayhub import agents
-from replayhub.demo.pkgindex import PackageIndex, write_index
+from replayhub.demo.pkgindex import PackageIndex
 from replayhub.models import ModelCall, Project, Replay, Run
 from tests.agents import fakemodels
 from tests.conftest import ROOT, wait_for
-from tests.environments.test_pytest_project import DISTRIBUTIONS, installed_wheel
 from tests.gitrepos import Repo, make_repo
 
 KEY_ENV = "REPLAYHUB_TEST_AGENTS_KEY"
@@ -87,30 +86,6 @@ KINDS = {
     fakemodels.CHAT: "openai",
     fakemodels.GEMINI: "gemini",
 }
-
-
-@pytest.fixture(scope="module")
-def fakes():
-    with (
-        fakemodels.FakeModel(fakemodels.ANTHROPIC) as anthropic,
-        fakemodels.FakeModel(fakemodels.RESPONSES) as responses,
-        fakemodels.FakeModel(fakemodels.CHAT) as chat,
-        fakemodels.FakeModel(fakemodels.GEMINI) as gemini,
-    ):
-        yield {
-            fakemodels.ANTHROPIC: anthropic,
-            fakemodels.RESPONSES: responses,
-            fakemodels.CHAT: chat,
-            fakemodels.GEMINI: gemini,
-        }
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pytest-index")
-    write_index(root, dict(installed_wheel(name) for name in DISTRIBUTIONS))
-    with PackageIndex(root) as served:
-        yield served
 
 
 def need_cli(name: str) -> None:

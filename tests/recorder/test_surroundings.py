@@ -63,11 +63,14 @@ def record(world: World, command: list[str], **env: str):
 @pytest.mark.services
 def test_the_record_holds_the_runs_surroundings(world: World, tmp_path: Path):
     cli = claude_cli(tmp_path)
-    recorded = record(world, [str(cli)], TZ="Europe/Paris", LANG="fr_FR.UTF-8")
+    recorded = record(
+        world, [str(cli)], TZ="Europe/Paris", LANG="fr_FR.UTF-8", SHELL="/bin/zsh"
+    )
     assert recorded.returncode == 0, recorded.stderr
 
     found = world.stored(recorded.run_id).record["surroundings"]
     assert found == {
+        "shell": "/bin/zsh",
         "cwd": str(world.checkout.resolve()),
         "home": str(world.home),
         "branch": "main",

@@ -135,6 +135,32 @@ def test_etc_localtime_links_to_the_specs_zone(kind: str, workspace: Path) -> No
     assert outcome.output.splitlines() == ["/usr/share/zoneinfo/Asia/Tokyo", "JST"]
 
 
+@pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
+@pytest.mark.parametrize(
+    ("shell", "login"),
+    [("/bin/bash", "/bin/bash"), (None, "/bin/sh"), ("/bin/sh:x:0", "/bin/sh")],
+)
+def test_the_login_shell_is_the_specs_shell(
+    kind: str, shell: str | None, login: str, workspace: Path
+) -> None:
+    """Codex reads its shell from the password database, Claude Code from
+    ``$SHELL``: a replay that sets one sets both."""
+    runner = BwrapRunner() if kind == "bwrap" else GvisorRunner()
+    try:
+        runner.check()
+    except SandboxUnavailable as error:
+        pytest.skip(str(error))
+    env = {"SHELL": shell} if shell else {}
+    spec = SandboxSpec(
+        argv=("sh", "-c", 'grep "^sandbox:" /etc/passwd'),
+        workspace=workspace,
+        env=env,
+        home="/home/alice",
+    )
+    fields = runner.run(spec).output.strip().split(":")
+    assert fields[5:] == ["/home/alice", login]
+
+
 @pytest.mark.parametrize("tz", ["", "../../etc/shadow", "Nowhere/Atlantis", "/UTC"])
 def test_a_zone_that_is_not_a_zone_file_keeps_the_hosts_localtime(tz: str) -> None:
     assert zone_link(Path("/"), tz) is None
