@@ -29,6 +29,11 @@ def flags(version: str, model: str, caps: Mapping[str, Any]) -> list[str]:
         # The record's model: the default one goes on the wire with beta
         # headers of its own, so a replay asks for what the run asked for.
         words.append(f"--model={model}")
+    turns = caps.get("max_turns")
+    if isinstance(turns, int) and not isinstance(turns, bool) and turns > 0:
+        # The project's cap, told to the agent so it ends its turn there
+        # rather than be refused by the gateway mid-way.
+        words.append(f"--max-turns={turns}")
     return [*words, "--dangerously-skip-permissions", "--output-format", "json"]
 
 

@@ -34,10 +34,16 @@ def _short(value: str | None, limit: int = SURROUNDING_MAX_CHARS) -> str | None:
 
 
 def time_zone(env: Mapping[str, str], etc: Path = Path("/etc")) -> str | None:
-    """``$TZ``, else the zone /etc/timezone names, else the zone the
-    /etc/localtime link points into (``…/zoneinfo/Europe/Paris``)."""
+    """``$TZ``, else the system's zone (:func:`system_zone`)."""
     if env.get("TZ"):
         return _short(env["TZ"], 200)
+    return system_zone(etc)
+
+
+def system_zone(etc: Path = Path("/etc")) -> str | None:
+    """The zone /etc/timezone names, else the one the /etc/localtime link
+    points into (``…/zoneinfo/Europe/Paris``): what an agent that does not
+    read ``$TZ`` (Codex) sees."""
     with contextlib.suppress(OSError, UnicodeDecodeError):
         lines = (etc / "timezone").read_text("utf-8")[:1024].splitlines()
         if lines and lines[0].strip():
@@ -113,6 +119,7 @@ def surroundings_of(
         "cwd": _short(str(top)),
         "home": _short(env.get("HOME")),
         "tz": time_zone(env),
+        "localtime": system_zone(),
         "shell": _short(env.get("SHELL") or login_shell(), 200),
         "lang": _short(env.get("LC_ALL") or env.get("LANG"), 200),
         "agent": agent,

@@ -68,6 +68,9 @@ class Placement:
     home: str = HOME
     branch: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # The zone /etc/localtime names when the original's system zone was
+    # recorded apart from $TZ.
+    zone: str | None = None
     recorded: bool = False
     # The model the original's first Anthropic call asked for.
     anthropic_model: str | None = None
@@ -97,9 +100,10 @@ class Placement:
     def ran_under(self, runner: str) -> None:
         """The runner that ran the agent: Docker keeps the image's own /etc,
         so its /etc/localtime is not the recorded zone (``$TZ`` still is)."""
-        if runner == "docker" and "tz" in self.reproduced:
+        zone = self.reproduced.get("localtime") or self.reproduced.get("tz")
+        if runner == "docker" and zone:
             why = "the Docker runner keeps the image's /etc; $TZ is set"
-            self.differ("/etc/localtime", self.reproduced["tz"], "the image's", why)
+            self.differ("/etc/localtime", zone, "the image's", why)
 
     def asked(self, model: str | None) -> None:
         """The model the replay's first Anthropic call asked for (None: it
@@ -149,6 +153,11 @@ def plan(
         placement.env["TZ"] = placement.reproduced["tz"] = tz
     elif tz is not None:
         placement.differ("TZ", tz, "UTC", "no such time zone here")
+    localtime = recorded.get("localtime")
+    if isinstance(localtime, str) and zone_known(localtime):
+        placement.zone = placement.reproduced["localtime"] = localtime
+    elif localtime is not None:
+        placement.differ("/etc/localtime", localtime, "UTC", "no such time zone here")
     lang = recorded.get("lang")
     if isinstance(lang, str) and LOCALE_SHAPE.match(lang):
         placement.env["LANG"] = placement.reproduced["lang"] = lang

@@ -515,6 +515,7 @@ def run_agent(
             binds=(Bind(io_dir, IO_DIR, writable=True),),
             workspace_at=placement.workspace_at,
             home=placement.home,
+            zone=placement.zone,
         ),
         project=project,
         provider=provider,

@@ -210,6 +210,9 @@ class SandboxSpec:
     network: str = "none"
     workspace_at: str = WORKSPACE
     home: str = HOME
+    # The zone /etc/localtime names when it is not $TZ's (the original's
+    # system zone, which some agents read instead of $TZ).
+    zone: str | None = None
     # Set by the caller to end the run early (the outcome says "stopped").
     stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
@@ -253,6 +256,10 @@ class SandboxSpec:
             for name, place in places.items():
                 if nested(bind.dest, place) or nested(place, bind.dest):
                     raise ValueError(f"bind {bind.dest} overlaps {name} {place}")
+
+    def localtime(self) -> str | None:
+        """The zone /etc/localtime is to name: :attr:`zone`, else ``$TZ``'s."""
+        return self.zone or self.full_env().get("TZ")
 
     def full_env(self) -> dict[str, str]:
         where = {"HOME": self.home, "PWD": self.workspace_at}

@@ -146,7 +146,7 @@ def bwrap_args(spec: SandboxSpec, fds: list[int], root: Path | None) -> list[str
     for dest, content in {**users, **_SYNTHETIC_ETC}.items():
         fd = memfd(dest, content.encode(), fds)
         args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]
-    zone = zone_link(system, spec.full_env().get("TZ"))
+    zone = zone_link(system, spec.localtime())
     for path in host_etc(system):
         if not (zone and path == LOCALTIME):
             args += ["--ro-bind-try", str(system / path.lstrip("/")), path]

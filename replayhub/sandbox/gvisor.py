@@ -249,7 +249,7 @@ class GvisorRunner:
         return config
 
     def _zone(self, spec: SandboxSpec) -> str | None:
-        return zone_link(self.root or Path("/"), spec.full_env().get("TZ"))
+        return zone_link(self.root or Path("/"), spec.localtime())
 
     def _skeleton(self, rootfs: Path, config: dict) -> None:
         """The root's directories: mount points, /etc, the merged-/usr links."""

@@ -187,6 +187,14 @@ def test_claude_code_without_a_recorded_model_asks_for_none():
     assert not any(arg.startswith("--model") for arg in argv)
 
 
+@pytest.mark.parametrize(
+    ("turns", "flag"), [(40, ["--max-turns=40"]), (None, []), (0, []), (True, [])]
+)
+def test_claude_code_is_told_the_projects_turn_cap(turns, flag):
+    argv = agents.PROFILES["claude-code"].argv(model="m", caps={"max_turns": turns})
+    assert [arg for arg in argv if arg.startswith("--max-turns")] == flag
+
+
 def test_codex_gets_the_gateway_as_a_custom_responses_provider(tmp_path):
     seen = run_launcher(tmp_path, agents.PROFILES["codex"], "gpt-5.5", GATEWAY)
     args = seen["args"]

@@ -75,6 +75,8 @@ def test_the_record_holds_the_runs_surroundings(world: World, tmp_path: Path):
         "home": str(world.home),
         "branch": "main",
         "tz": "Europe/Paris",
+        # The machine's own zone, which Codex reads rather than $TZ.
+        **({"localtime": zone} if (zone := surroundings.system_zone()) else {}),
         "lang": "fr_FR.UTF-8",
         "agent": {"name": "claude", "version": "2.1.197"},
         "anthropic": {

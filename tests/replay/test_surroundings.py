@@ -164,6 +164,15 @@ def test_a_malformed_surroundings_value_never_fails_the_plan(recorded):
     assert placement.env == {}
 
 
+def test_the_system_zone_links_etc_localtime_apart_from_tz():
+    placement = surroundings.plan({"tz": "Asia/Tokyo", "localtime": "Europe/Paris"})
+    assert placement.env == {"TZ": "Asia/Tokyo"}
+    assert placement.zone == "Europe/Paris"
+    unknown = surroundings.plan({"localtime": "Nowhere/Atlantis"})
+    assert unknown.zone is None
+    assert unknown.differences[0]["what"] == "/etc/localtime"
+
+
 def test_the_recorded_shell_is_set_when_this_host_has_it():
     placement = surroundings.plan({"shell": "/bin/sh"})
     assert placement.env == {"SHELL": "/bin/sh"}

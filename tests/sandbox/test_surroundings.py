@@ -136,6 +136,29 @@ def test_etc_localtime_links_to_the_specs_zone(kind: str, workspace: Path) -> No
 
 
 @pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
+def test_etc_localtime_links_to_the_specs_zone_apart_from_tz(
+    kind: str, workspace: Path
+) -> None:
+    runner = BwrapRunner() if kind == "bwrap" else GvisorRunner()
+    try:
+        runner.check()
+    except SandboxUnavailable as error:
+        pytest.skip(str(error))
+    probe = 'readlink /etc/localtime; echo "$TZ"'
+    spec = SandboxSpec(
+        argv=("sh", "-c", probe),
+        workspace=workspace,
+        env={"TZ": "Asia/Tokyo"},
+        zone="Europe/Paris",
+    )
+    outcome = runner.run(spec)
+    assert outcome.output.splitlines() == [
+        "/usr/share/zoneinfo/Europe/Paris",
+        "Asia/Tokyo",
+    ]
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
 @pytest.mark.parametrize(
     ("shell", "login"),
     [("/bin/bash", "/bin/bash"), (None, "/bin/sh"), ("/bin/sh:x:0", "/bin/sh")],
