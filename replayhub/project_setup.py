@@ -34,7 +34,7 @@ from replayhub import agents
 from replayhub.agents.profile import WIRE_NAMES, version_problem
 from replayhub.git import mirrors
 from replayhub.git.history import History
-from replayhub.git.scratch import GitError
+from replayhub.git.scratch import GitError, branch_name
 from replayhub.models import Project, Provider
 from replayhub.models.project_settings import SETTING, SETTINGS, Setting, bound_problem
 from replayhub.models.projects import (
@@ -324,6 +324,15 @@ def project_fields(
     }
     found.refuse()
     return fields
+
+
+def default_branch_problem(name: str) -> str:
+    """Why ``name`` can never be a branch ("" when it can, or is empty: the
+    repository's HEAD). Whether the repository has it is the remote's to
+    say, and a branch may come later."""
+    if not name or branch_name(name) is not None:
+        return ""
+    return f"--default-branch: {name[:100]!r} is not a branch name git takes."
 
 
 def _check_name(found: _Collector, slug: str, editing: Project | None) -> None:

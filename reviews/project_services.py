@@ -26,7 +26,13 @@ from replayhub.models import (
     Trigger,
 )
 from replayhub.nights import arithmetic, scheduler, shares, tiers
-from replayhub.project_setup import project_fields, refused, remote_check
+from replayhub.project_setup import (
+    ProjectInvalid,
+    default_branch_problem,
+    project_fields,
+    refused,
+    remote_check,
+)
 from replayhub.replay import tapes
 from replayhub.services import replay_request
 from reviews.models import AuditEvent
@@ -163,6 +169,8 @@ def project_save(*, actor, data: dict, project: Project | None = None) -> Projec
     whether it answers only once every other value has passed.
     """
     default_branch = data.pop("default_branch", "")
+    if problem := default_branch_problem(default_branch):
+        raise ProjectInvalid("--default-branch", problem)
     fields = project_fields(editing=project, **data)
     providers = fields.pop("providers")
     fields["default_branch"] = default_branch

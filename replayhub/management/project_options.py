@@ -19,6 +19,7 @@ from replayhub.models.project_settings import SETTINGS, Setting
 from replayhub.models.projects import rollout_settings_problem
 from replayhub.project_setup import (
     ProjectInvalid,
+    default_branch_problem,
     parse_setting,
     project_fields,
     remote_check,
@@ -434,8 +435,11 @@ def project_values(
             f"--root-image: {root_image!r} is not pinned by digest "
             "(name@sha256:<64 hex digits>).",
         )
+    default_branch = (values["default_branch"] or "").strip()
+    if problem := default_branch_problem(default_branch):
+        raise ProjectInvalid("--default-branch", problem)
     fields.update(
-        default_branch=(values["default_branch"] or "").strip(),
+        default_branch=default_branch,
         allow_test_interference=bool(values["allow_test_interference"]),
         root_image=root_image,
         require_image_match=bool(values["require_image_match"]),

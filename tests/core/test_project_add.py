@@ -65,6 +65,10 @@ def test_shell_metacharacters_stay_plain_arguments(db, repo):
         ({"agent": "   "}, "--agent-command is empty"),
         ({"test": "pytest 'unclosed"}, "cannot split"),
         ({"time_limit": 0}, "--time-limit: at least 1 s"),
+        ({"globs": ["../outside"]}, "leaves the repository"),
+        ({"globs": ["/abs/**"]}, "is absolute: give a path from the repository"),
+        ({"globs": ["src/[unclosed"]}, "'\\[' that is never closed"),
+        ({"extra": ["--default-branch", "bad..branch"]}, "not a branch name"),
     ],
 )
 def test_bad_arguments_are_refused_with_exit_code_2(db, repo, kwargs, message):

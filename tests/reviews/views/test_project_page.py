@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from decimal import Decimal
@@ -194,6 +195,27 @@ def test_an_admin_registers_a_project_in_the_browser_form(client, admin_user, tm
     assert project.egress_agent == ["pypi.org:443"]
     assert project.test_paths  # the default layouts, as project_add stores them
     assert AuditEvent.objects.get(action="project.create").actor == admin_user
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("allowed_paths", "../outside src/**", "leaves the repository"),
+        ("allowed_paths", "/abs/**", "is absolute"),
+        ("test_paths", "src/[unclosed", "is never closed"),
+        ("default_branch", "bad..branch", "is not a branch name git takes"),
+    ],
+)
+def test_the_form_refuses_paths_and_branches_that_can_never_match(
+    client, admin_user, tmp_path, field, value, said
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    sent = form(repo, **{field: value})
+    response = client.post(reverse("reviews:project_create"), sent)
+    assert response.status_code == 400
+    assert said in html.unescape(response.content.decode())
+    assert not Project.objects.filter(slug="cart").exists()
 
 
 def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
