@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import socket
 from datetime import timedelta
+from pathlib import Path
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
@@ -22,6 +24,7 @@ from replayhub.ingest.services import (
     import_job_run,
 )
 from replayhub.models import WorkerCheck
+from replayhub.replay import sweep
 from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
 
 
@@ -33,6 +36,16 @@ def answer_worker_check(check_id: int) -> None:
         worker=socket.gethostname(),
         sandbox=describe_sandbox()[:300],
     )
+
+
+@worker_ready.connect
+def sweep_leftovers(**_: object) -> None:
+    """A worker starting on a host removes what dead workers left there."""
+    try:
+        sweep.sweep(Path(settings.REPLAYHUB_WORK_DIR))
+    except (OperationalError, InterfaceError):
+        # The database is out of reach: the next worker start sweeps.
+        return
 
 
 # The errors a task is retried on: the database or the broker out of reach
