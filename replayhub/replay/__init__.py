@@ -15,7 +15,7 @@ Modules:
   another of its caps, each in one sentence.
 - surroundings: where the agent phase runs, made to look like where the
   original ran (the record's ``surroundings``: the workspace at its working
-  directory, HOME, the branch, TZ, LANG), each value used only when it
+  directory, HOME, the branch, TZ and the system zone, LANG, the shell), each value used only when it
   passes its rule; what could not be made the same goes in the evidence.
 - capture: what the agent left, taken as a tree whatever it left.
 - leftovers: the decisions on what the agent left (file and disk caps,
@@ -26,6 +26,8 @@ Modules:
   processes (docs/performance.md, "Preflight in batches").
 - tapes: the tape a tape replay plays (the record's own, else the latest a
   live replay recorded).
+- sweep: what dead workers left on a host (workspaces of replays no longer
+  running, old build scratch), removed when a worker starts there.
 
 The steps. ``services.replay_execute`` claims the replay first (one
 conditional UPDATE from queued to running, with a lease), a ``LeaseKeeper``
