@@ -33,7 +33,11 @@
     if (!row) return;
     row.classList.add("selected");
     row.setAttribute("aria-selected", "true");
-    row.scrollIntoView({ block: "nearest" });
+    // Up or down only: a table wider than the window must not scroll the
+    // page sideways when a row is chosen.
+    var x = window.scrollX;
+    row.scrollIntoView({ block: "nearest", inline: "nearest" });
+    if (window.scrollX !== x) window.scrollTo(x, window.scrollY);
   }
 
   function move(step) {

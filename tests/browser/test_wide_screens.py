@@ -44,6 +44,29 @@ def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_the_queue_fits_the_screen_and_never_opens_scrolled_sideways(
+    login, reviewer, width
+):
+    for n in range(3):
+        make_replay(
+            verdict="divergent",
+            title=f"Round invoice totals half-even in every currency, take {n}",
+            model="claude-sonnet-4-5-20250929-with-a-long-variant",
+        )
+    page = login(reviewer)
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/")
+    page.locator("#queue-rows tr.row").first.wait_for()
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    overflow = "document.documentElement.scrollWidth - window.innerWidth"
+    assert page.evaluate(overflow) <= 0, width
+    assert page.evaluate("window.scrollX") == 0
+    last = page.locator("table.queue thead th").last.bounding_box()
+    assert last is not None and last["x"] + last["width"] <= width
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_no_table_clips_a_column(login, admin_user, screenshot, width):
     seed_nights()
     replay = make_replay(verdict="divergent")
