@@ -251,9 +251,53 @@
     thread.scrollIntoView({ block: "center" });
   }
 
+  // The keyboard's way to a line: one Tab stop per diff or output (its first
+  // line number, or the last one focused), the arrows move between its lines
+  // of the same side, Enter opens the box there and Shift+Enter extends it.
+  function focusable() {
+    var comments = section();
+    if (!comments || !comments.getAttribute("data-comment-new")) return;
+    var containers = document.querySelectorAll("[data-target][data-path]:not(article)");
+    for (var c = 0; c < containers.length; c++) {
+      var cells = containers[c].querySelectorAll("[data-line]");
+      var current = containers[c].querySelector('[data-line][tabindex="0"]');
+      for (var i = 0; i < cells.length; i++) {
+        var cell = cells[i];
+        cell.setAttribute("tabindex", cell === (current || cells[0]) ? "0" : "-1");
+        cell.setAttribute("role", "button");
+        var side = cell.getAttribute("data-side");
+        cell.setAttribute(
+          "aria-label",
+          "Comment on line " + cell.getAttribute("data-line") + (side ? " (" + side + ")" : "")
+        );
+      }
+    }
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var cell = event.target;
+    if (!cell.matches || !cell.matches("[data-line][role=button]")) return;
+    var container = cell.closest("[data-target]");
+    if (!container) return;
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      pick(cell, event.shiftKey);
+      return;
+    }
+    if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
+    var cells = cellsOf(container, cell.getAttribute("data-side") || "");
+    var next = cells[cells.indexOf(cell) + (event.key === "ArrowDown" ? 1 : -1)];
+    if (!next) return;
+    event.preventDefault();
+    cell.setAttribute("tabindex", "-1");
+    next.setAttribute("tabindex", "0");
+    next.focus();
+  });
+
   function draw() {
     markLines();
     placeThreads();
+    focusable();
   }
 
   document.addEventListener("DOMContentLoaded", function () {

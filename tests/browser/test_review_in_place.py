@@ -126,6 +126,37 @@ def test_a_comment_at_a_line_of_either_side_and_resolved_in_place(
     expect(page.locator("#threads-placed")).to_be_visible()
 
 
+def test_a_line_comment_from_the_keyboard(login, reviewer, sam):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    replayed = page.locator('#changes table[data-target="replay"]')
+    first = replayed.locator("[data-line][tabindex='0']")
+    expect(first).to_have_count(1)
+    # Tab reaches the diffs' line numbers, one stop a diff, not one a line.
+    reached = None
+    for _ in range(150):
+        page.keyboard.press("Tab")
+        reached = page.evaluate(
+            "document.activeElement.closest('[data-target=replay]') "
+            "&& document.activeElement.getAttribute('data-line')"
+        )
+        if reached:
+            break
+    start = first.get_attribute("data-line")
+    assert reached == start
+    page.keyboard.press("ArrowDown")
+    focused = page.evaluate("document.activeElement.getAttribute('data-line')")
+    assert focused == str(int(start) + 1)
+    page.keyboard.press("Enter")
+    box = replayed.locator("tr.comment-row")
+    expect(box.locator(".anchor")).to_contain_text(f"line {focused}")
+    box.locator("textarea").fill("from the keyboard")
+    box.locator("textarea").press("Control+Enter")
+    thread = replayed.locator("tr.thread-row article.thread")
+    expect(thread.locator(".body")).to_have_text("from the keyboard")
+
+
 def test_at_offers_reviewers_and_flags_an_unknown_name(login, reviewer, sam):
     replay = make_replay(verdict="divergent")
     page = login(reviewer)
