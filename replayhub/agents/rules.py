@@ -52,6 +52,13 @@ RULES: dict[str, tuple[Rule, ...]] = {
             r"Wall time: \d+(?:\.\d+)? seconds",
             "Wall time: <n> seconds",
         ),
+        Rule(
+            "Codex: a tool output's Chunk ID",
+            SUB,
+            "input[*].output",
+            r"(?m)^Chunk ID: [0-9a-f]{1,32}$",
+            "Chunk ID: <id>",
+        ),
     ),
     "gemini-cli": (
         Rule(

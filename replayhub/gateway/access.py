@@ -179,14 +179,17 @@ class PhaseNetwork:
         return f"{', '.join(parts)}{against}"
 
     def stop_after_cap(self, stop: threading.Event, grace: float) -> threading.Event:
-        """Sets ``stop`` ``grace`` seconds after a cap first refused a call; the
-        event returned ends the watch."""
+        """Sets ``stop`` ``grace`` seconds after a cap first refused a call, or
+        a tape replay first refused one its tape could not answer; the event
+        returned ends the watch."""
         done = threading.Event()
         gateway = self.gateway
 
         def watch() -> None:
             while not done.wait(0.2):
-                fired_at = gateway.cap_fired_at if gateway else None
+                fired_at = (
+                    (gateway.cap_fired_at or gateway.tape_left_at) if gateway else None
+                )
                 if fired_at is not None and time.monotonic() - fired_at >= grace:
                     stop.set()
                     return

@@ -125,6 +125,8 @@ class ModelGateway:
         # When a cap first refused a call (time.monotonic()), for the phase
         # that stops the agent a grace period later.
         self.cap_fired_at: float | None = None
+        # When a tape replay first refused a call the tape could not answer.
+        self.tape_left_at: float | None = None
         context = None
         if any(urlsplit(u.base_url).scheme == "https" for u in providers):
             context = ssl.create_default_context()
@@ -459,6 +461,9 @@ class _Handler(BaseHTTPRequestHandler):
                     kind, draft.endpoint, request.body, stream=request.stream
                 )
                 if isinstance(played, tape.Divergence):
+                    # No later call can be answered either: the run is ended
+                    # after the grace a cap gets (an SDK would retry for minutes).
+                    gateway.tape_left_at = gateway.tape_left_at or time.monotonic()
                     raise _Refusal(409, f"this is a tape replay: {played.detail}")
                 # A served call spends nothing: only the requests cap counts it.
                 served = played

@@ -15,8 +15,9 @@ Modules:
   another of its caps, each in one sentence.
 - surroundings: where the agent phase runs, made to look like where the
   original ran (the record's ``surroundings``: the workspace at its working
-  directory, HOME, the branch, TZ and the system zone, LANG, the shell), each value used only when it
-  passes its rule; what could not be made the same goes in the evidence.
+  directory, HOME, the branch, TZ and the system zone, LANG, the shell),
+  each value used only when it passes its rule; what could not be made the
+  same goes in the evidence.
 - capture: what the agent left, taken as a tree whatever it left.
 - leftovers: the decisions on what the agent left (file and disk caps,
   unstorable paths, the agents' own files), each ending in a verdict that

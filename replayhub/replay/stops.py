@@ -59,10 +59,13 @@ def stop_if_gateway_ended(
         and divergence is not None
         and (not player.then_live or divergence.why == "fewer")
     ):
+        ended = ""
+        if outcome.limit_fired == "stopped":
+            ended = f"; {who} was ended {project.cap_grace_seconds} s after"
         raise NotRun(
             Reason.TAPE_DIVERGED,
             f"{divergence.detail} (of the {len(player.tape)} calls on the tape; "
-            "the requests' diff is in the evidence)",
+            f"the requests' diff is in the evidence){ended}",
         )
     if network is not None and (failed := provider_failures(network.calls)):
         raise NotRun(
