@@ -35,6 +35,7 @@ from replayhub.agents.profile import WIRE_NAMES, version_problem
 from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError, branch_name
+from replayhub.lib.globs import glob_list_problem
 from replayhub.models import Project, Provider
 from replayhub.models.project_settings import SETTING, SETTINGS, Setting, bound_problem
 from replayhub.models.projects import (
@@ -42,7 +43,6 @@ from replayhub.models.projects import (
     default_setup_inputs,
     default_test_paths,
     egress_list_problem,
-    glob_list_problem,
 )
 
 

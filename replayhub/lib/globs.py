@@ -86,3 +86,30 @@ def _translate_segment(segment: str) -> str:
         else:
             out.append(re.escape(char))
     return "".join(out)
+
+
+def glob_list_problem(value: object) -> str:
+    """Why ``value`` is not a list of valid globs ("" when it is)."""
+    if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
+        return 'Give a list of globs, such as ["src/**", "tests/**"].'
+    for glob in value:
+        if problem := _outside_problem(glob):
+            return f"{glob!r} {problem}"
+        try:
+            compile_glob(glob)
+        except ValueError as error:
+            return f"{glob!r} is not a valid glob: {error}"
+    return ""
+
+
+def _outside_problem(glob: str) -> str:
+    """Why ``glob`` can never name a file of the repository ("" when it can):
+    paths are relative to its top, inside it."""
+    if glob.startswith("/"):
+        return "is absolute: give a path from the repository's top, such as 'src/**'."
+    if ".." in glob.split("/"):
+        return "leaves the repository ('..'): paths stay inside it."
+    for segment in glob.split("/"):
+        if segment.count("[") > segment.count("]"):
+            return "has a '[' that is never closed."
+    return ""
