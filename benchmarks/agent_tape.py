@@ -51,7 +51,7 @@ sys.path[0] = str(ROOT)
 # The agent cache the tests read, before the settings read it.
 os.environ.setdefault("REPLAYHUB_AGENT_CACHE", str(ROOT / "var" / "agents"))
 
-from benchmarks.support import in_scratch_database, record  # noqa: E402
+from benchmarks.support import in_scratch_database, judged, record  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_agent_tape"
 AGENT = "claude-code"
@@ -230,13 +230,7 @@ def measure(args: argparse.Namespace) -> int:
         holds=None,
         note=f"{whole_ratio:.1f}x faster than live",
     )
-    if ok:
-        return 0
-    if not enforce:
-        print("goal missed; not enforced with --quick")
-        return 0
-    print("goal missed")
-    return 1
+    return judged(ok, enforce=enforce)
 
 
 def main() -> int:

@@ -50,7 +50,7 @@ django.setup()
 
 from django.core.management import call_command  # noqa: E402
 
-from benchmarks.support import record  # noqa: E402
+from benchmarks.support import judged, record  # noqa: E402
 from replayhub import services  # noqa: E402
 from replayhub.git import scratch  # noqa: E402
 from replayhub.models import Project, Run  # noqa: E402
@@ -112,17 +112,6 @@ def run_main(measure: Callable[..., int]) -> int:
         )
     finally:
         shutil.rmtree(BENCH_VAR, ignore_errors=True)
-
-
-def judged(ok: bool, *, enforce: bool) -> int:
-    """The exit status for a goal met or missed (only enforced goals fail)."""
-    if ok:
-        return 0
-    if not enforce:
-        print("goal missed; not enforced with --quick")
-        return 0
-    print("goal missed")
-    return 1
 
 
 def timed(fn) -> float:

@@ -114,6 +114,17 @@ def record(
         out.write(json.dumps(row) + "\n")
 
 
+def judged(ok: bool, *, enforce: bool) -> int:
+    """The exit status for a goal met or missed (only enforced goals fail)."""
+    if ok:
+        return 0
+    if not enforce:
+        print("goal missed; not enforced with --quick")
+        return 0
+    print("goal missed")
+    return 1
+
+
 def schema_key() -> str:
     """A digest of what ``migrate`` makes of an empty database: the project's
     migration files (self-contained: their role lists are frozen in them) and

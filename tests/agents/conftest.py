@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from replayhub.demo.pkgindex import PackageIndex, write_index
 from tests.agents import fakemodels
-from tests.environments.test_pytest_project import DISTRIBUTIONS, installed_wheel
+from tests.environments.test_pytest_project import index  # noqa: F401 -- a fixture
 from tests.recorder.conftest import recorder  # noqa: F401 -- a fixture
 
 
@@ -26,11 +25,3 @@ def fakes():
             fakemodels.CHAT: chat,
             fakemodels.GEMINI: gemini,
         }
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pytest-index")
-    write_index(root, dict(installed_wheel(name) for name in DISTRIBUTIONS))
-    with PackageIndex(root) as served:
-        yield served

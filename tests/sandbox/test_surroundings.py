@@ -120,13 +120,19 @@ def test_a_spec_refuses_a_system_place_and_home_inside_the_workspace(
         SandboxSpec(argv=("true",), workspace=workspace, workspace_at="/w", home="/w/h")
 
 
-@pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
-def test_etc_localtime_links_to_the_specs_zone(kind: str, workspace: Path) -> None:
+def checked_runner(kind: str):
+    """The runner of ``kind`` when this host runs it, else a skip."""
     runner = BwrapRunner() if kind == "bwrap" else GvisorRunner()
     try:
         runner.check()
     except SandboxUnavailable as error:
         pytest.skip(str(error))
+    return runner
+
+
+@pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
+def test_etc_localtime_links_to_the_specs_zone(kind: str, workspace: Path) -> None:
+    runner = checked_runner(kind)
     probe = "readlink /etc/localtime; env -u TZ date +%Z"
     spec = SandboxSpec(
         argv=("sh", "-c", probe), workspace=workspace, env={"TZ": "Asia/Tokyo"}
@@ -139,11 +145,7 @@ def test_etc_localtime_links_to_the_specs_zone(kind: str, workspace: Path) -> No
 def test_etc_localtime_links_to_the_specs_zone_apart_from_tz(
     kind: str, workspace: Path
 ) -> None:
-    runner = BwrapRunner() if kind == "bwrap" else GvisorRunner()
-    try:
-        runner.check()
-    except SandboxUnavailable as error:
-        pytest.skip(str(error))
+    runner = checked_runner(kind)
     probe = 'readlink /etc/localtime; echo "$TZ"'
     spec = SandboxSpec(
         argv=("sh", "-c", probe),
@@ -168,11 +170,7 @@ def test_the_login_shell_is_the_specs_shell(
 ) -> None:
     """Codex reads its shell from the password database, Claude Code from
     ``$SHELL``: a replay that sets one sets both."""
-    runner = BwrapRunner() if kind == "bwrap" else GvisorRunner()
-    try:
-        runner.check()
-    except SandboxUnavailable as error:
-        pytest.skip(str(error))
+    runner = checked_runner(kind)
     env = {"SHELL": shell} if shell else {}
     spec = SandboxSpec(
         argv=("sh", "-c", 'grep "^sandbox:" /etc/passwd'),
