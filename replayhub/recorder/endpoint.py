@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
@@ -33,12 +35,18 @@ BODY_DEPTH = 64
 UPSTREAMS = {
     "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
     "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    # Gemini's root, with no version: the client's paths start with theirs.
+    "gemini": ("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
 }
 # The endpoints that spend tokens: each answered call is one turn.
 BILLED = {
     "anthropic": ("/v1/messages",),
     "openai": ("/chat/completions", "/responses", "/completions", "/embeddings"),
 }
+# Gemini names the model and the method in the path.
+GEMINI_BILLED = re.compile(
+    r"/v1[a-z0-9]*/models/[^/:]{1,128}:(?:generateContent|streamGenerateContent)"
+)
 # The openai endpoints whose streams carry usage only when asked for it.
 USAGE_ON_REQUEST = ("/chat/completions", "/completions")
 # RFC 9110 hop-by-hop headers, and what the forwarder sets itself.
@@ -58,7 +66,25 @@ def upstream_url(kind: str, base: str, path: str) -> str:
         path = path[3:]
     elif kind == "anthropic" and base.endswith("/v1") and path.startswith("/v1/"):
         base = base[:-3]
+    elif kind == "gemini":
+        version = path.split("/", 2)[1] if path.count("/") >= 2 else ""
+        if version and base.endswith("/" + version):
+            base = base[: -len(version) - 1]
     return base + path
+
+
+def billed(kind: str, api_path: str) -> bool:
+    if kind == "gemini":
+        return GEMINI_BILLED.fullmatch(api_path) is not None
+    return api_path in BILLED[kind]
+
+
+def query_key(path: str) -> str | None:
+    """The key a Gemini client may put in the query (``?key=``) instead of
+    its header, to be masked as a header's is."""
+    query = urllib.parse.parse_qs(path.partition("?")[2])
+    found = query.get("key")
+    return found[0] if found else None
 
 
 def ask_for_usage(data: dict[str, Any], body: bytes) -> bytes:
@@ -106,9 +132,10 @@ def read_usage(
             source = doc["message"] if isinstance(doc.get("message"), dict) else {}
         elif kind == "openai" and isinstance(doc.get("response"), dict):
             source = doc["response"]
-        if isinstance(source.get("model"), str) and source["model"]:
-            model = source["model"]
-        given = source.get("usage")
+        for name in ("model", "modelVersion"):
+            if isinstance(source.get(name), str) and source[name]:
+                model = source[name]
+        given = source.get("usageMetadata" if kind == "gemini" else "usage")
         if not isinstance(given, dict):
             continue
         if kind == "anthropic" and doc.get("type") == "message_delta":
@@ -123,6 +150,10 @@ def read_usage(
         cache = ("cache_read_input_tokens", "cache_creation_input_tokens")
         read = sum(_count(usage.get(name)) for name in ("input_tokens", *cache))
         wrote = _count(usage.get("output_tokens"))
+    elif kind == "gemini":  # each chunk's counts are the call's so far
+        read = _count(usage.get("promptTokenCount"))
+        output = ("candidatesTokenCount", "thoughtsTokenCount")
+        wrote = sum(_count(usage.get(name)) for name in output)
     else:  # chat completions say prompt/completion, the responses API input/output
         read = _count(usage.get("prompt_tokens", usage.get("input_tokens")))
         wrote = _count(usage.get("completion_tokens", usage.get("output_tokens")))
@@ -190,6 +221,7 @@ class RecordingEndpoint(ThreadingHTTPServer):
         return {
             "ANTHROPIC_BASE_URL": f"{root}/anthropic",
             "OPENAI_BASE_URL": f"{root}/openai/v1",
+            "GOOGLE_GEMINI_BASE_URL": f"{root}/gemini",
         }
 
     def __enter__(self) -> RecordingEndpoint:
@@ -213,7 +245,7 @@ class _Exchange(BaseHTTPRequestHandler):
         kind, _, path = rest.partition("/")
         path = "/" + path
         known = secrets.compare_digest(secret.encode(), endpoint.secret.encode())
-        if kind not in UPSTREAMS or not known:
+        if kind not in endpoint.upstreams or not known:
             self._answer(404, "not a recording endpoint")
             return
         if self.headers.get("Upgrade"):
@@ -238,6 +270,8 @@ class _Exchange(BaseHTTPRequestHandler):
             endpoint.keys.update(
                 credential(k, v) for k, v in given if k.lower() in KEY_HEADERS
             )
+            if kind == "gemini" and (key := query_key(path)):
+                endpoint.keys.add(key)
             messages = kind == "anthropic" and api_path == "/v1/messages"
             if messages and endpoint.first_anthropic is None:
                 endpoint.first_anthropic = first_call(request, taped)
@@ -258,7 +292,7 @@ class _Exchange(BaseHTTPRequestHandler):
                 model = str(request.get("model") or "") or None
             entry.update(status=status, stream=is_stream, response=response)
             entry.update(model=model, usage=usage, truncated=not complete or None)
-            entry["billed"] = api_path in BILLED[kind] and self.command == "POST"
+            entry["billed"] = billed(kind, api_path) and self.command == "POST"
         entry["duration_seconds"] = round(time.monotonic() - started, 3)
         with endpoint.lock:
             endpoint.tape.append({k: v for k, v in entry.items() if v is not None})

@@ -120,7 +120,10 @@ def surroundings_of(
         "home": _short(env.get("HOME")),
         "tz": time_zone(env),
         "localtime": system_zone(),
-        "shell": _short(env.get("SHELL") or login_shell(), 200),
+        # Apart: Claude Code reads $SHELL (and says "unknown" without it),
+        # Codex the password database.
+        "shell": _short(env.get("SHELL"), 200),
+        "login_shell": _short(login_shell(), 200),
         "lang": _short(env.get("LC_ALL") or env.get("LANG"), 200),
         "agent": agent,
         "anthropic": first_call,

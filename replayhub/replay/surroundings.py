@@ -71,6 +71,8 @@ class Placement:
     # The zone /etc/localtime names when the original's system zone was
     # recorded apart from $TZ.
     zone: str | None = None
+    # The password database's shell, when recorded apart from $SHELL.
+    login_shell: str | None = None
     recorded: bool = False
     # The model the original's first Anthropic call asked for.
     anthropic_model: str | None = None
@@ -168,6 +170,11 @@ def plan(
         placement.env["SHELL"] = placement.reproduced["shell"] = shell
     elif shell is not None:
         placement.differ("SHELL", shell, "(unset)", "no such shell here")
+    login = recorded.get("login_shell")
+    if isinstance(login, str) and shell_known(login):
+        placement.login_shell = placement.reproduced["login_shell"] = login
+    elif login is not None:
+        placement.differ("login shell", login, "/bin/sh", "no such shell here")
     _compare_agent(placement, recorded.get("agent"), installed_agent)
     anthropic = recorded.get("anthropic")
     if isinstance(anthropic, dict) and isinstance(anthropic.get("model"), str):

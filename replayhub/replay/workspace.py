@@ -516,6 +516,7 @@ def run_agent(
             workspace_at=placement.workspace_at,
             home=placement.home,
             zone=placement.zone,
+            login_shell=placement.login_shell,
         ),
         project=project,
         provider=provider,

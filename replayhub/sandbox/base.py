@@ -175,11 +175,9 @@ class Bind:
 _LOGIN_SHELL = re.compile(r"/[A-Za-z0-9_./+-]{1,200}\Z")
 
 
-def passwd(uid: int, gid: int, home: str, env: Mapping[str, str]) -> str:
+def passwd(uid: int, gid: int, home: str, shell: str) -> str:
     """The sandbox's /etc/passwd: its user's home is ``$HOME``'s place and its
-    login shell ``$SHELL`` when that is a plain path (agents read one or the
-    other: Codex the passwd entry, Claude Code the variable), else /bin/sh."""
-    shell = env.get("SHELL", "")
+    login shell ``shell`` when that is a plain path, else /bin/sh."""
     if not _LOGIN_SHELL.match(shell) or "/.." in shell or ":" in home:
         shell = "/bin/sh"
     return (
@@ -213,6 +211,9 @@ class SandboxSpec:
     # The zone /etc/localtime names when it is not $TZ's (the original's
     # system zone, which some agents read instead of $TZ).
     zone: str | None = None
+    # The password database's shell when it is not ``$SHELL`` (agents read
+    # one or the other: Codex the passwd entry, Claude Code the variable).
+    login_shell: str | None = None
     # Set by the caller to end the run early (the outcome says "stopped").
     stop: threading.Event | None = field(default=None, compare=False, repr=False)
 
@@ -260,6 +261,11 @@ class SandboxSpec:
     def localtime(self) -> str | None:
         """The zone /etc/localtime is to name: :attr:`zone`, else ``$TZ``'s."""
         return self.zone or self.full_env().get("TZ")
+
+    def shell(self) -> str:
+        """The login shell the sandbox's passwd names: :attr:`login_shell`,
+        else ``$SHELL``'s (checked by :func:`passwd`)."""
+        return self.login_shell or self.full_env().get("SHELL", "")
 
     def full_env(self) -> dict[str, str]:
         where = {"HOME": self.home, "PWD": self.workspace_at}

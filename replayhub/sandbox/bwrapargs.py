@@ -142,7 +142,7 @@ def bwrap_args(spec: SandboxSpec, fds: list[int], root: Path | None) -> list[str
         args += ["--setenv", key, value]
     system = root or Path("/")
     args += ["--ro-bind", str(system / "usr"), "/usr", *root_links(system)]
-    users = {"/etc/passwd": passwd(INNER_UID, INNER_GID, spec.home, spec.full_env())}
+    users = {"/etc/passwd": passwd(INNER_UID, INNER_GID, spec.home, spec.shell())}
     for dest, content in {**users, **_SYNTHETIC_ETC}.items():
         fd = memfd(dest, content.encode(), fds)
         args += ["--perms", "0644", "--ro-bind-data", str(fd), dest]

@@ -287,7 +287,7 @@ class GvisorRunner:
         rootfs = scratch / "rootfs"
         config = self.bundle_config(spec, rootfs, run_id)
         self._skeleton(rootfs, config)
-        users = passwd(SANDBOX_UID, SANDBOX_GID, spec.home, spec.full_env())
+        users = passwd(SANDBOX_UID, SANDBOX_GID, spec.home, spec.shell())
         (rootfs / "etc" / "passwd").write_text(users)
         (rootfs / "etc" / "passwd").chmod(0o644)
         if zone := self._zone(spec):

@@ -75,6 +75,7 @@ def test_claude_code_replays_another_runs_tape_with_no_model_call(
     first = checkout(tmp_path / "dev" / "shop")
     done = run_claude(claude, live, first, tmp_path / "dev" / "home", "Etc/GMT+12")
     assert done.returncode == 0, done.stderr[-2000:]
+    live.close()  # a streamed call is recorded once its stream is through
     recorded, _ = recorder.exchanges()
     calls = upstream.calls
     assert calls >= 1 and len(recorded) == calls

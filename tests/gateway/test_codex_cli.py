@@ -89,6 +89,7 @@ def test_codex_reads_a_served_tape_and_writes_calc_py_with_no_model_call(
     done = run_codex(codex, live, first, tmp_path / "dev" / "home", "Etc/GMT+12")
     assert done.returncode == 0, done.stderr[-2000:]
     assert (first / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    live.close()  # a streamed call is recorded once its stream is through
     recorded, _ = recorder.exchanges()
     assert model.calls == 2 and len(recorded) == 2
 

@@ -96,6 +96,7 @@ def test_a_streamed_answer_is_taped_whole_and_served_from_the_tape(make_gateway,
     live = gateway_to(make_gateway, model, recorder=recorder)
     for body in cli_requests("C"):
         assert post(live, body)[0] == 200
+    live.close()  # a streamed call is recorded once its stream is through
     recorded, _ = recorder.exchanges()
     assert [e.response["candidates"] for e in recorded] == [
         a["candidates"] for a in SCRIPT

@@ -78,6 +78,7 @@ def record_codex_run(make_gateway, model, run: str = "C"):
     live = gateway_to(make_gateway, model, recorder=recorder)
     for body in codex_requests(run):
         assert post(live, body)[0] == 200
+    live.close()  # a streamed call is recorded once its stream is through
     return recorder.exchanges()[0]
 
 
@@ -115,6 +116,7 @@ def test_another_codex_run_replays_from_the_tape_with_no_upstream_call(
     )
 
     answers = [post(played, body) for body in codex_requests("D")]
+    played.close()
 
     assert model.calls == 2  # nothing more reached the model
     assert player.finish() is None and player.served == 2
@@ -184,6 +186,7 @@ def test_the_openai_sdk_reads_a_served_responses_answer(make_gateway, model, str
     list(
         sdk(live).responses.create(model="gpt-5.5", input="write calc.py", stream=True)
     )
+    live.close()
     recorded, _ = recorder.exchanges()
     played = gateway_to(make_gateway, model, player=TapePlayer(recorded))
 

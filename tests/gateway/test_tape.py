@@ -79,15 +79,24 @@ def conversation(kind: str, gateway, *, stream: bool, second: str = "tell me mor
     return heard
 
 
+def recording(kind: str, make_gateway, *, stream: bool):
+    """A live conversation through a recording gateway, closed as a replay
+    closes it before its tape is read: a streamed call is recorded once its
+    stream is through, which may be after the client has read the end."""
+    recorder = TapeRecorder()
+    gateway = make_gateway(recorder=recorder)
+    heard = conversation(kind, gateway, stream=stream)
+    gateway.close()
+    recorded, truncated = recorder.exchanges()
+    return heard, recorded, truncated
+
+
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_live_conversation_replays_from_its_tape_with_no_upstream_call(
     make_gateway, upstream, kind, stream
 ):
-    recorder = TapeRecorder()
-    live = make_gateway(recorder=recorder)
-    heard = conversation(kind, live, stream=stream)
-    recorded, truncated = recorder.exchanges()
+    heard, recorded, truncated = recording(kind, make_gateway, stream=stream)
     assert len(recorded) == 2 and not truncated
     assert upstream.calls == 2
 
@@ -95,6 +104,7 @@ def test_a_live_conversation_replays_from_its_tape_with_no_upstream_call(
     player = TapePlayer(recorded)
     played = make_gateway(recorder=again, player=player, caps=Caps(max_tokens=1))
     replayed = conversation(kind, played, stream=stream)
+    played.close()
 
     assert replayed == heard
     assert upstream.calls == 2  # nothing more reached the provider
@@ -109,9 +119,7 @@ def test_a_live_conversation_replays_from_its_tape_with_no_upstream_call(
 def test_a_streamed_recording_serves_a_plain_request_and_back(
     make_gateway, upstream, kind
 ):
-    recorder = TapeRecorder()
-    heard = conversation(kind, make_gateway(recorder=recorder), stream=True)
-    recorded, _ = recorder.exchanges()
+    heard, recorded, _ = recording(kind, make_gateway, stream=True)
 
     played = make_gateway(player=TapePlayer(recorded))
     assert conversation(kind, played, stream=False) == heard
@@ -139,9 +147,7 @@ def test_a_differing_request_is_refused_and_named(make_gateway, upstream):
 def test_tape_then_live_goes_to_the_model_from_the_first_difference(
     make_gateway, upstream
 ):
-    recorder = TapeRecorder()
-    conversation("openai", make_gateway(recorder=recorder), stream=True)
-    recorded, _ = recorder.exchanges()
+    _, recorded, _ = recording("openai", make_gateway, stream=True)
     player = TapePlayer(recorded, then_live=True)
     again = TapeRecorder()
     played = make_gateway(player=player, recorder=again)

@@ -78,6 +78,8 @@ def test_the_record_holds_the_runs_surroundings(world: World, tmp_path: Path):
         # The machine's own zone, which Codex reads rather than $TZ.
         **({"localtime": zone} if (zone := surroundings.system_zone()) else {}),
         "lang": "fr_FR.UTF-8",
+        # The password database's, which Codex reads rather than $SHELL.
+        **({"login_shell": shell} if (shell := surroundings.login_shell()) else {}),
         "agent": {"name": "claude", "version": "2.1.197"},
         "anthropic": {
             "model": "claude-test[1m]",

@@ -179,6 +179,18 @@ def test_the_recorded_shell_is_set_when_this_host_has_it():
     assert placement.reproduced == {"shell": "/bin/sh"}
 
 
+def test_a_login_shell_recorded_without_shell_leaves_shell_unset():
+    """Claude Code writes "Shell: unknown" when $SHELL is unset: a replay of
+    a run recorded so must not set it from the password database's shell."""
+    placement = surroundings.plan({"login_shell": "/bin/sh"})
+    assert "SHELL" not in placement.env
+    assert placement.login_shell == "/bin/sh"
+    assert placement.reproduced == {"login_shell": "/bin/sh"}
+    lacking = surroundings.plan({"login_shell": "/usr/bin/no-such-shell"})
+    assert lacking.login_shell is None
+    assert lacking.differences[0]["what"] == "login shell"
+
+
 @pytest.mark.parametrize(
     "shell", ["/usr/bin/no-such-shell", "bash", "/bin/../bin/sh", "/bin/sh; rm -rf /"]
 )

@@ -162,24 +162,33 @@ def test_etc_localtime_links_to_the_specs_zone_apart_from_tz(
 
 @pytest.mark.parametrize("kind", ["bwrap", "gvisor"])
 @pytest.mark.parametrize(
-    ("shell", "login"),
-    [("/bin/bash", "/bin/bash"), (None, "/bin/sh"), ("/bin/sh:x:0", "/bin/sh")],
+    ("shell", "recorded", "login"),
+    [
+        ("/bin/bash", None, "/bin/bash"),
+        (None, None, "/bin/sh"),
+        ("/bin/sh:x:0", None, "/bin/sh"),
+        (None, "/bin/bash", "/bin/bash"),
+        ("/bin/sh", "/bin/bash", "/bin/bash"),
+    ],
 )
 def test_the_login_shell_is_the_specs_shell(
-    kind: str, shell: str | None, login: str, workspace: Path
+    kind: str, shell: str | None, recorded: str | None, login: str, workspace: Path
 ) -> None:
     """Codex reads its shell from the password database, Claude Code from
-    ``$SHELL``: a replay that sets one sets both."""
+    ``$SHELL``: the passwd entry names the recorded login shell, else
+    ``$SHELL``'s, and ``$SHELL`` stays as the spec set it (unset included)."""
     runner = checked_runner(kind)
     env = {"SHELL": shell} if shell else {}
     spec = SandboxSpec(
-        argv=("sh", "-c", 'grep "^sandbox:" /etc/passwd'),
+        argv=("sh", "-c", 'grep "^sandbox:" /etc/passwd; echo "${SHELL-unset}"'),
         workspace=workspace,
         env=env,
         home="/home/alice",
+        login_shell=recorded,
     )
-    fields = runner.run(spec).output.strip().split(":")
-    assert fields[5:] == ["/home/alice", login]
+    entry, variable = runner.run(spec).output.strip().splitlines()
+    assert entry.split(":")[5:] == ["/home/alice", login]
+    assert variable == (shell or "unset")
 
 
 @pytest.mark.parametrize("tz", ["", "../../etc/shadow", "Nowhere/Atlantis", "/UTC"])
