@@ -70,6 +70,16 @@ RULES: dict[str, tuple[Rule, ...]] = {
             "Today's date is <date>.",
         ),
         Rule(
+            # Its built-in skills are listed by file: where npm put the CLI on
+            # the developer's machine is not where a replay installs it.
+            "Gemini CLI: where it is installed (…/node_modules/@google/gemini-cli)",
+            SUB,
+            "",
+            r"(?:/[A-Za-z0-9_.@+~-]{1,255}){1,64}/node_modules/@google/gemini-cli"
+            r"(?=/)",
+            "<gemini-cli>",
+        ),
+        Rule(
             "Gemini CLI: tool call ids it made (<tool>_<epoch ms>_<n>)",
             SUB,
             "contents[*].parts[*]",

@@ -519,3 +519,14 @@ def mini_swe_agent_reads(path: str, model: str) -> list[dict]:
 
 def aider_reads(path: str, model: str) -> list[dict]:
     return []
+
+
+def gemini_cli_reads(path: str, model: str) -> list[dict]:
+    read = {
+        "functionCall": {
+            "id": "call_fake_0",
+            "name": "read_file",
+            "args": {"file_path": path},
+        }
+    }
+    return [gemini([read], model)]

@@ -1,7 +1,7 @@
 """Real agent CLIs recorded where they ran and replayed from their own tapes.
 
-For Claude Code, Codex, Aider and mini-swe-agent at their pinned versions: the
-CLI, installed on the host from the agent cache, runs under
+For Claude Code, Codex, Aider, mini-swe-agent and Gemini CLI at their pinned
+versions: the CLI, installed on the host from the agent cache, runs under
 ``replayhub-record`` in a developer's clone (another path, HOME, branch and
 clock than the sandbox's) against a scripted fake model speaking its wire;
 the recorder pushes the run to ReplayHub. A tape replay of that run in the
@@ -46,6 +46,7 @@ UPSTREAM_FLAGS = {
     fakemodels.ANTHROPIC: "--anthropic-upstream",
     fakemodels.RESPONSES: "--openai-upstream",
     fakemodels.CHAT: "--openai-upstream",
+    fakemodels.GEMINI: "--gemini-upstream",
 }
 
 
@@ -90,6 +91,8 @@ def typed_command(name: str, cli: Path, model: str, home: Path) -> list[str]:
         return [str(cli), "-p", PROMPT, *flags[1:]]
     if name == "aider":
         return [str(cli), *flags, "--message", PROMPT]
+    if name == "gemini-cli":
+        return [str(cli), *flags, f"--prompt={PROMPT}"]
     return [str(cli), *flags, f"--task={PROMPT}"]
 
 
@@ -99,7 +102,8 @@ def developer_env(home: Path, token: str, name: str) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "OPENAI_", "GIT_", "REPLAYHUB_"))
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "GIT_"))
+        and not k.startswith("REPLAYHUB_")
         and k != "TZ"
     }
     env.update(
@@ -108,6 +112,7 @@ def developer_env(home: Path, token: str, name: str) -> dict[str, str]:
         GIT_CONFIG_NOSYSTEM="1",
         ANTHROPIC_API_KEY=REAL_KEY,
         OPENAI_API_KEY=REAL_KEY,
+        GEMINI_API_KEY=REAL_KEY,
         REPLAYHUB_TOKEN=token,
         # Claude Code refuses to skip its permission prompts as root elsewhere.
         IS_SANDBOX="1",
@@ -201,7 +206,9 @@ def drifted(run: Run, repo) -> Run:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("name", ["claude-code", "codex", "aider", "mini-swe-agent"])
+@pytest.mark.parametrize(
+    "name", ["claude-code", "codex", "aider", "mini-swe-agent", "gemini-cli"]
+)
 def test_a_recorded_real_agent_replays_from_its_own_tape_until_its_base_changes(
     name, tmp_path, fakes, index, live_server, recorder
 ):

@@ -27,9 +27,18 @@ SEEN = {
 PATH = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
 
 
+# Where the CLI was installed when the requests were captured, and where a
+# replay installs it: run D's requests are given the replay's.
+INSTALLED = "/work/notes/agents-cache/gemini/node_modules/@google/gemini-cli/"
+REPLAY_INSTALL = "/replayhub-env/agent/node_modules/@google/gemini-cli/"
+
+
 def cli_requests(run: str) -> list[bytes]:
     files = sorted((GEMINI / f"cap-{run}").glob("*-POST-*.json"))
-    return [json.dumps(json.loads(f.read_text())["body"]).encode() for f in files]
+    bodies = [json.dumps(json.loads(f.read_text())["body"]) for f in files]
+    if run == "D":
+        bodies = [b.replace(INSTALLED, REPLAY_INSTALL) for b in bodies]
+    return [body.encode() for body in bodies]
 
 
 @pytest.fixture
@@ -117,6 +126,11 @@ def test_a_streamed_answer_is_taped_whole_and_served_from_the_tape(make_gateway,
         assert status == 200 and kind.startswith("text/event-stream")
         assert tape.response_of("gemini", data, streamed=True) == expected
     assert "Gemini CLI: the date sentence (Today's date is …)" in player.applied
+    assert INSTALLED.encode() in cli_requests("C")[0]
+    assert (
+        "Gemini CLI: where it is installed (…/node_modules/@google/gemini-cli)"
+        in player.applied
+    )
 
 
 def test_a_plain_generate_content_call_is_served_as_json(make_gateway, model):
