@@ -52,21 +52,32 @@ def pytest_report_header(config):
 # Seconds spent per tests/ directory (set-up, call and tear-down), summed on
 # the process that reports: the controller when xdist runs the workers.
 _SECONDS: dict[str, float] = {}
+# And per module, of which the slowest are printed.
+_MODULE_SECONDS: dict[str, float] = {}
+SLOWEST_MODULES = 15
 
 
 def pytest_runtest_logreport(report):
-    parts = report.nodeid.split("::", 1)[0].split("/")
+    module = report.nodeid.split("::", 1)[0]
+    parts = module.split("/")
     where = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
     _SECONDS[where] = _SECONDS.get(where, 0.0) + report.duration
+    _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
 
 
 def pytest_terminal_summary(terminalreporter):
     if not _SECONDS:
         return
     total = sum(_SECONDS.values())
+    write = terminalreporter.write_line
     terminalreporter.write_sep("=", f"seconds per directory (all workers: {total:.0f})")
     for where, seconds in sorted(_SECONDS.items(), key=lambda kv: -kv[1]):
-        terminalreporter.write_line(f"{seconds:8.1f}  {seconds / total:6.1%}  {where}")
+        write(f"{seconds:8.1f}  {seconds / total:6.1%}  {where}")
+    if len(_MODULE_SECONDS) > SLOWEST_MODULES:
+        terminalreporter.write_sep("=", f"the {SLOWEST_MODULES} slowest modules")
+        ranked = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])
+        for module, seconds in ranked[:SLOWEST_MODULES]:
+            write(f"{seconds:8.1f}  {seconds / total:6.1%}  {module}")
 
 
 @pytest.fixture

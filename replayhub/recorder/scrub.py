@@ -28,7 +28,11 @@ MASK = "[redacted]"
 MIN_SECRET_CHARS = 8
 # The variables the official SDKs read a key from: their values are masked
 # even when the agent made no call (its argv may still name the key).
-KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+KEY_VARIABLES: tuple[str, ...] = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+)
 KEY_VARIABLES += ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 # The request headers a model API takes a key in; Authorization's value is a
 # scheme and the credential.
