@@ -30,8 +30,8 @@ only). Both floors store blank text as "", as the run table does.
 Preflight is a step of its own with its own benchmark (``preflight.py``).
 
 Goal: at least the floor's records/s (1.0x) at 100,000 lines, and the same
-peak memory at both sizes (within 16 MiB). ``--quick`` (1,000 and 2,000 lines,
-2 runs) judges no goal. With ``REPLAYHUB_BENCH_PROFILE=1`` each import prints
+peak memory at both sizes (within 16 MiB). ``--quick`` (300 and 600 lines,
+one run) judges no goal. With ``REPLAYHUB_BENCH_PROFILE=1`` each import prints
 its cProfile (the importing thread's; a thread or process of its own is not
 in it).
 
@@ -529,8 +529,8 @@ def main() -> int:
         help="name of the scratch database, created and dropped (default: %(default)s)",
     )
     args = parser.parse_args()
-    args.sizes = args.sizes or ([1_000, 2_000] if args.quick else [10_000, 100_000])
-    args.runs = args.runs or (2 if args.quick else 5)
+    args.sizes = args.sizes or ([300, 600] if args.quick else [10_000, 100_000])
+    args.runs = args.runs or (1 if args.quick else 5)
 
     return in_scratch_database(args.database, "benchmarks/ingest.py", lambda: run(args))
 

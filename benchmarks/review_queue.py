@@ -357,8 +357,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, no goal")
     args = parser.parse_args()
     if args.quick:
-        args.replays, args.queued_window = 20_000, 5_000
-        args.iterations, args.paginator_iterations = 20, 3
+        args.replays, args.queued_window = 3_000, 1_000
+        args.iterations, args.paginator_iterations = 10, 2
 
     return in_scratch_database(
         SCRATCH_DB,

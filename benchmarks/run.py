@@ -14,6 +14,7 @@ each benchmark creates and drops its own scratch database there), by default
 
     ./dev bench            # full sizes, sized for 10 minutes on 2 quiet cores
     ./dev bench --quick    # small sizes: checks every script still runs
+    ./dev bench --quick --show-output   # and prints what each script prints
 
 ``--quick`` writes nowhere unless ``--out DIR`` is given (then DIR/results.json
 and DIR/performance.md); its timings are noise and no goal is judged.
@@ -314,6 +315,9 @@ def main() -> int:
     )
     parser.add_argument("--quick", action="store_true", help="small sizes")
     parser.add_argument(
+        "--show-output", action="store_true", help="print what each script prints"
+    )
+    parser.add_argument(
         "--out", type=Path, help="write results.json and performance.md here"
     )
     parser.add_argument(
@@ -366,6 +370,8 @@ def main() -> int:
                 f"{len(outcome['rows'])} figures",
                 flush=True,
             )
+            if args.show_output:
+                print(outcome["output"], end="", flush=True)
             if outcome["failed"]:
                 print(outcome["output"][-2000:] + outcome["errors"], file=sys.stderr)
     finally:

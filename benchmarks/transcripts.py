@@ -205,8 +205,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--database", default=SCRATCH_DB)
     args = parser.parse_args()
-    args.sessions = args.sessions or (300 if args.quick else 10_000)
-    args.runs = args.runs or (2 if args.quick else 3)
+    args.sessions = args.sessions or (100 if args.quick else 10_000)
+    args.runs = args.runs or (1 if args.quick else 3)
     return in_scratch_database(
         args.database, "benchmarks/transcripts.py", lambda: run(args)
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from urllib.parse import urlsplit, urlunsplit
@@ -21,13 +22,13 @@ from tests.conftest import ROOT, database_url
 from tests.isolation import BENCH_REDIS_DATABASES, worker_number
 
 # Seconds each script's quick run took, two groups at a time on 2 cores: from
-# 1 (gateway) to 21 (ingest), so the groups are made even by these, not by
+# 1 (gateway) to 38 (agent_tape), so the groups are made even by these, not by
 # counting scripts. A script not named here counts as DEFAULT_SECONDS.
 QUICK_SECONDS = {
     "preflight.py": 6,
-    "ingest.py": 21,
+    "ingest.py": 8,
     "nightly_admission.py": 7,
-    "review_queue.py": 18,
+    "review_queue.py": 8,
     "trends.py": 6,
     "decision.py": 7,
     "replay_overhead.py": 12,
@@ -40,9 +41,29 @@ QUICK_SECONDS = {
     "gateway.py": 1,
     "tape.py": 11,
     "agent_tape.py": 38,  # measured alone: a real agent's replays
-    "transcripts.py": 14,
+    "transcripts.py": 6,
 }
 DEFAULT_SECONDS = 10
+
+
+def environment_output(out: str) -> None:
+    assert "3 replays with an environment, setup ran 1 time(s)" in out, out
+    ratio = r"^ratio environment/none [0-9.]+x \(goal <= 1\.10x\)"
+    assert re.search(ratio, out, re.MULTILINE), out
+
+
+def rollouts_output(out: str) -> None:
+    ratio = r"^ratio full/index-selected [0-9.]+x CPU time \(goal >= 5\.0x\)"
+    assert re.search(ratio, out, re.MULTILINE), out
+    kept = re.search(r"the reward window keeps ([0-9,]+) \(", out)
+    assert kept and 100 < int(kept[1].replace(",", "")) < 300, out
+    follow = r"^follow pass [0-9.]+ ms CPU time \(goal < 50 ms\)"
+    assert re.search(follow, out, re.MULTILINE), out
+
+
+# What a script prints that says it measured what it says it measured, beyond
+# its rows: the environment built once for three replays, the reward window.
+OUTPUT_CHECKS = {"environment.py": environment_output, "rollouts.py": rollouts_output}
 
 
 def even_groups(suite: list, count: int) -> list[list]:
@@ -94,6 +115,7 @@ def test_the_quick_bench_runs_every_benchmark_and_writes_one_table(
             sys.executable,
             "benchmarks/run.py",
             "--quick",
+            "--show-output",
             "--out",
             str(tmp_path),
             "--only",
@@ -110,6 +132,9 @@ def test_the_quick_bench_runs_every_benchmark_and_writes_one_table(
     report = json.loads((tmp_path / "results.json").read_text())
     assert [s["script"] for s in report["scripts"]] == [s.name for s in suite]
     assert not [s for s in report["scripts"] if s["failed"]]
+    for script in suite:
+        if script.name in OUTPUT_CHECKS:
+            OUTPUT_CHECKS[script.name](done.stdout)
     reported = {row["benchmark"] for row in report["rows"]}
     assert reported == {s.name.removesuffix(".py") for s in suite}
     for row in report["rows"]:
