@@ -1,8 +1,9 @@
 """What a transcript leaves out, found in a real repository: Claude Code's
-base (the branch's last commit before the session) and original (the newest
-commit during the session that mentions Claude), Codex's original (the
-branch's last commit during the session). Every such field is a provenance
-warning and the base is never trusted."""
+base (the branch's last commit before the session) and original (the last
+commit of the one line of work, on any branch, that descends from the base
+and was committed during the session or within 30 minutes of its end),
+Codex's original (found the same way from the base its rollout names). Every
+such field is a provenance warning and the base is never trusted."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_claude_codes_base_is_the_branchs_last_commit_before_the_session(
     assert run.provenance["base"]["trusted"] is False
 
 
-def test_claude_codes_original_is_the_newest_commit_during_it_mentioning_claude(
+def test_claude_codes_original_is_the_last_commit_of_its_line_of_work(
     tmp_path, rounding
 ):
     repo, commits = rounding
@@ -90,13 +91,57 @@ def test_claude_codes_original_is_the_newest_commit_during_it_mentioning_claude(
     claude_import(tmp_path, project)
 
     run = Run.objects.get(external_id=SESSION)
-    # Not the unmarked commit made during the session, not the marked one after.
+    # The two commits made during the session are one line: the last is the
+    # change. The one two hours later is another session's.
     assert run.original_commit == commits["marked"]
     assert run.preflight == Preflight.READY
     warnings = run.provenance["warnings"]
     for name in ("base_sha", "original_commit"):
         assert any(w.startswith(f"{name} was inferred") for w in warnings), name
     assert "original_commit was inferred" in run.provenance["base"]["reason"]
+
+
+def test_a_commit_made_after_the_session_on_a_new_branch_is_the_original(tmp_path):
+    """As people work: the session ran on one branch; its change was read,
+    then committed (with no word of Claude) on a branch of its own."""
+    repo = make_repo(tmp_path, {"cart.py": "def total(lines):\n    return 0\n"})
+    repo.checkout("feature/rounding", create=True)
+    base = dated_commit(repo, {"cart.py": "v1\n"}, "Prepare", "2025-06-01T09:30:00Z")
+    repo.checkout("fix-teens", create=True)
+    mine = dated_commit(
+        repo, {"cart.py": "v2\n"}, "Round the teens", "2025-06-01T10:20:00Z"
+    )
+    repo.checkout("main")
+    project = make_git_project(repo)
+
+    claude_import(tmp_path, project)
+
+    run = Run.objects.get(external_id=SESSION)
+    assert (run.base_sha, run.original_commit) == (base, mine)
+    assert run.record["original_branch"] == "fix-teens"
+    assert run.preflight == Preflight.READY
+    rule = run.record["inferred"]["original_commit"]
+    assert "any branch" in rule and "30 minutes after it" in rule
+
+
+def test_two_lines_of_work_from_the_base_name_no_original_and_say_how(tmp_path):
+    repo = make_repo(tmp_path, {"cart.py": "def total(lines):\n    return 0\n"})
+    repo.checkout("feature/rounding", create=True)
+    dated_commit(repo, {"cart.py": "v1\n"}, "Prepare", "2025-06-01T09:30:00Z")
+    repo.checkout("try-one", create=True)
+    one = dated_commit(repo, {"cart.py": "a\n"}, "One way", "2025-06-01T10:02:00Z")
+    repo.checkout("feature/rounding")
+    repo.checkout("try-two", create=True)
+    two = dated_commit(repo, {"cart.py": "b\n"}, "Another", "2025-06-01T10:03:00Z")
+    repo.checkout("main")
+    project = make_git_project(repo)
+
+    claude_import(tmp_path, project)
+
+    run = Run.objects.get(external_id=SESSION)
+    assert run.original_commit == ""
+    (note,) = [n for n in run.record["import_notes"] if "lines of work" in n]
+    assert one[:12] in note and two[:12] in note and "--original <sha>" in note
 
 
 def test_a_session_on_a_branch_the_repository_lacks_has_no_original(tmp_path):

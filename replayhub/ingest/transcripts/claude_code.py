@@ -36,9 +36,6 @@ from replayhub.ingest.transcripts.shapes import (
 )
 
 FORMAT = "claude-code"
-# Claude Code's own commits say who wrote them ("Co-Authored-By: Claude",
-# "Generated with [Claude Code]").
-MARKERS = ("Claude",)
 # Assistant lines Claude Code makes up itself (an interrupted request).
 SYNTHETIC = "<synthetic>"
 
@@ -145,7 +142,6 @@ def _session(
         branch=branch,
         start=min(times),
         end=max(times),
-        markers=MARKERS,
         find_base=True,
         find_original=True,
     )

@@ -94,34 +94,57 @@ def last_before(git_dir: Path, ref: str, moment: datetime) -> str | None:
     return found or None
 
 
-def marked_since(
-    git_dir: Path,
-    ref: str,
-    *,
-    start: datetime,
-    end: datetime,
-    markers: tuple[str, ...],
-    base: str | None,
-) -> list[str]:
-    """Commits of ``ref`` made between ``start`` and ``end`` (newest first),
-    past ``base``, whose message or author holds one of ``markers`` (all of
-    them when ``markers`` is empty)."""
-    span = [f"--since={_epoch(start)}", f"--until={_epoch(end)}"]
-    tail = ["--end-of-options", ref]
-    if base and _is_sha(base):
-        tail.append(f"^{base}")
-    ordered = _text(git_dir, "rev-list", *span, *tail, check=False).split()
-    if not markers:
-        return ordered
-    # git ANDs --author with --grep: a commit whose message names the marker
-    # but whose author does not would be missed, so each is asked alone.
-    matched: set[str] = set()
-    for field in ("--grep", "--author"):
-        args = ["--fixed-strings", "--regexp-ignore-case"]
-        args += [f"{field}={marker}" for marker in markers]
-        found = _text(git_dir, "rev-list", *span, *args, *tail, check=False)
-        matched.update(found.split())
-    return [sha for sha in ordered if sha in matched]
+def made_after(
+    git_dir: Path, base: str, *, start: datetime, end: datetime
+) -> list[tuple[str, list[str]]]:
+    """The commits of any branch (local or remote-tracking) that descend from
+    ``base`` and were committed between ``start`` and ``end``, newest first,
+    each with its parents."""
+    require_sha(base)
+    listed = _text(
+        git_dir,
+        "rev-list",
+        "--parents",
+        "--ancestry-path",
+        f"--since={_epoch(start)}",
+        f"--until={_epoch(end)}",
+        "--branches",
+        "--remotes",
+        "--end-of-options",
+        f"^{base}",
+        check=False,
+    )
+    found = []
+    for line in listed.splitlines():
+        sha, *parents = line.split()
+        found.append((sha, parents))
+    return found
+
+
+def tips(commits: list[tuple[str, list[str]]]) -> list[str]:
+    """Those of ``commits`` that no other of them has as a parent: one when
+    they are one line of work (a session's commits one after the other)."""
+    parents = {p for _, given in commits for p in given}
+    return [sha for sha, _ in commits if sha not in parents]
+
+
+def branch_holding(git_dir: Path, sha: str) -> str | None:
+    """A branch whose history holds ``sha``: a local one first."""
+    require_sha(sha)
+    refs = _text(
+        git_dir,
+        "for-each-ref",
+        f"--contains={sha}",
+        "--format=%(refname)",
+        "refs/heads",
+        "refs/remotes",
+        check=False,
+    ).split()
+    for prefix in ("refs/heads/", "refs/remotes/"):
+        for ref in refs:
+            if ref.startswith(prefix) and not ref.endswith("/HEAD"):
+                return ref.removeprefix(prefix)
+    return None
 
 
 def full_sha(git_dir: Path, sha: str) -> str | None:
@@ -210,11 +233,12 @@ __all__ = [
     "GitError",
     "PatchRefused",
     "apply_patch",
+    "branch_holding",
     "branch_ref",
     "fill",
     "full_sha",
     "last_before",
-    "marked_since",
+    "made_after",
     "offset_of",
     "parent",
 ]
@@ -241,8 +265,8 @@ def _base_time(draft: RecordDraft, git_dir: Path) -> None:
     )
 
 
-# A commit lands a little after the transcript's last line that asked for it.
-SLACK = timedelta(minutes=2)
+# A person reads the change and commits it after the session's last line.
+AFTER = timedelta(minutes=30)
 
 
 def fill(draft: RecordDraft, git_dir: Path) -> None:
@@ -300,30 +324,49 @@ def fill(draft: RecordDraft, git_dir: Path) -> None:
         else:
             draft.notes.append("no base commit was found for the session")
     if search.find_original and "original_commit" not in record:
-        found: list[str] = []
-        if ref and search.start and search.end:
-            found = marked_since(
-                git_dir,
-                ref,
-                start=search.start,
-                end=search.end + SLACK,
-                markers=search.markers,
-                base=record.get("base_sha"),
-            )
-        if found:
-            what = (
-                f" whose message or author mentions {', '.join(search.markers)}"
-                if search.markers
-                else ""
-            )
-            draft.infer(
-                "original_commit",
-                found[0],
-                f"the last commit of {shown(search.branch)} made during the "
-                f"session{what}",
-            )
-        else:
-            draft.notes.append(
-                "no commit made during the session was found: the run has no "
-                "original commit"
-            )
+        _find_original(draft, git_dir)
+
+
+def _find_original(draft: RecordDraft, git_dir: Path) -> None:
+    """The original: the one line of commits, on any branch, that descends
+    from the base and was committed during the session or within
+    :data:`AFTER` of its end; its last commit. None found, or several lines
+    of work, is a note saying how to name it."""
+    search, record = draft.search, draft.record
+    base = record.get("base_sha")
+    if not (isinstance(base, str) and _is_sha(base) and search.start and search.end):
+        draft.notes.append(
+            "no base commit to look for the original from: name it with "
+            "--original <sha>"
+        )
+        return
+    until = search.end + AFTER
+    window = (
+        f"between {iso(search.start)} and {iso(until)} (the session and "
+        f"{int(AFTER.total_seconds() // 60)} minutes after it)"
+    )
+    commits = made_after(git_dir, base, start=search.start, end=until)
+    ends = tips(commits)
+    if not ends:
+        draft.notes.append(
+            f"no commit descending from the base {base[:12]} was made on any "
+            f"branch {window}: the run has no original commit; name it with "
+            "--original <sha>"
+        )
+        return
+    if len(ends) > 1:
+        shas = ", ".join(sha[:12] for sha in ends[:5])
+        draft.notes.append(
+            f"{len(ends)} lines of work descend from the base {base[:12]} "
+            f"{window}, ending at {shas}: the run has no original commit; name "
+            "the right one with --original <sha>"
+        )
+        return
+    rule = (
+        f"the last commit of the one line of work descending from the base "
+        f"{base[:12]} on any branch {window}"
+    )
+    draft.infer("original_commit", ends[0], rule)
+    branch = branch_holding(git_dir, ends[0])
+    if branch and branch != record.get("original_branch"):
+        draft.infer("original_branch", branch, f"the branch holding {ends[0][:12]}")
