@@ -14,11 +14,19 @@ of which ``token_count`` carries ``info.total_token_usage`` and
 Older files open with the session meta as a bare object (``id``,
 ``timestamp``, ``instructions``, ``git``) followed by bare response items and
 ``{"record_type": "state"}`` lines; those are read too.
+
+Newer CLIs add line types (0.171 writes ``world_state`` and
+``token_usage_record``) and response item types. A line or item of a type not
+read here is kept in the transcript, left out of the tape and counted by type
+(``RecordDraft.unread``, and one import note); it is never a line error. Event
+kinds other than ``token_count`` and ``user_message`` are UI events, known and
+not needed.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -33,6 +41,7 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     json_objects,
     moment,
+    shown,
 )
 
 FORMAT = "codex"
@@ -43,15 +52,36 @@ _CONTEXT_PREFIXES = (
     "<user_instructions>",
     "# AGENTS.md instructions",
 )
-# Response item kinds the model produced (the rest are inputs to it).
+# Response item kinds the model produced.
 _OUTPUTS = {
     "reasoning",
     "function_call",
     "custom_tool_call",
     "local_shell_call",
     "web_search_call",
+    "tool_search_call",
+    "image_generation_call",
+}
+# Response item kinds that are inputs to the model (an assistant message is
+# an output), or history Codex keeps beside them.
+_INPUTS = {
+    "message",
+    "function_call_output",
+    "custom_tool_call_output",
+    "tool_search_output",
+    "agent_message",
+    "additional_tools",
+    "compaction",
+    "compaction_summary",
+    "context_compaction",
+    "ghost_snapshot",
 }
 LINE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+# Distinct unread types named in a note; more are counted under "other".
+_UNREAD_NAMES = 10
+_NAME = re.compile(r"[a-z0-9_.:-]{1,40}")
+# Says "not read" apart from a real line type (no line type has a space).
+_UNREAD = "unread line"
 
 
 def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
@@ -62,6 +92,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
     models: list[tuple[str, str]] = []
     items: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     times = []
+    unread: Counter[str] = Counter()
     for item in json_objects(lines):
         if isinstance(item, LineError):
             yield item
@@ -74,27 +105,74 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
             times.append(t)
         if kind is None:
             yield LineError(number, "not a rollout line (no type and payload)")
-            continue
-        if kind == "session_meta":
-            if meta is None:
-                meta = payload
+        elif kind == _UNREAD:
+            _count_unread(unread, value.get("type"))
+        elif kind == "session_meta":
+            meta = payload if meta is None else meta
         elif kind == "turn_context":
-            model = payload.get("model")
-            if isinstance(model, str) and model:
-                effort = payload.get("effort")
-                models.append((model, effort if isinstance(effort, str) else ""))
+            models.extend(_model(payload))
         elif kind == "response_item":
-            items.append((payload, None))
+            if payload.get("type") in _OUTPUTS | _INPUTS:
+                items.append((payload, None))
+            else:
+                _count_unread(unread, payload.get("type"), "response_item ")
         elif kind == "event_msg" and payload.get("type") == "token_count":
             items.append(({}, payload))
         elif kind == "event_msg" and payload.get("type") == "user_message":
             items.append(({"type": "user_message", **payload}, None))
     if not kept:
         return
-    if meta is None or not isinstance(meta.get("id"), str) or not meta["id"]:
+    if meta is None or not _session_id(meta):
         yield LineError(first, "the rollout has no session_meta line with an id")
         return
-    yield _session(first, meta, models, items, kept, times)
+    parsed = _session(first, meta, models, items, kept, times)
+    if isinstance(parsed, RecordDraft) and unread:
+        parsed.unread = dict(unread)
+        parsed.notes.append(unread_note(unread))
+    yield parsed
+
+
+def unread_note(unread: dict[str, int]) -> str:
+    """The import note for lines of types not read, e.g. ``4 lines of types
+    this version does not read (token_usage_record: 3, world_state: 1)``."""
+    total = sum(unread.values())
+    kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(unread.items()))
+    lines = "line" if total == 1 else "lines"
+    return f"{total} {lines} of types this version does not read ({kinds})"
+
+
+def _count_unread(unread: Counter[str], kind: Any, prefix: str = "") -> None:
+    """Count one line (or item) of type ``kind``, named safely: a file can
+    hold any number of made-up types, so only the first few are named."""
+    name = prefix + (
+        kind if isinstance(kind, str) and _NAME.fullmatch(kind) else shown(kind, 40)
+    )
+    if name not in unread and len(unread) >= _UNREAD_NAMES:
+        name = "other"
+    unread[name] += 1
+
+
+def _session_id(meta: dict[str, Any]) -> str:
+    for key in ("id", "session_id"):
+        if isinstance(value := meta.get(key), str) and value:
+            return value
+    return ""
+
+
+def _model(context: dict[str, Any]) -> list[tuple[str, str]]:
+    """A turn's model and effort: ``effort``, or (0.171) the collaboration
+    mode's ``reasoning_effort``."""
+    model = context.get("model")
+    if not isinstance(model, str) or not model:
+        return []
+    effort = context.get("effort")
+    if effort is None:
+        mode = context.get("collaboration_mode")
+        settings = mode.get("settings") if isinstance(mode, dict) else None
+        effort = (
+            settings.get("reasoning_effort") if isinstance(settings, dict) else None
+        )
+    return [(model, effort if isinstance(effort, str) else "")]
 
 
 def _unwrap(
@@ -110,6 +188,8 @@ def _unwrap(
         return "state", value
     if isinstance(kind, str) and "payload" not in value:
         return "response_item", value
+    if isinstance(kind, str) and kind and kind not in LINE_TYPES:
+        return _UNREAD, value
     return None, value
 
 
@@ -121,7 +201,7 @@ def _session(
     kept: list[dict[str, Any]],
     times: list,
 ) -> Parsed:
-    session = meta["id"]
+    session = _session_id(meta)
     prompt = _prompt(items)
     if not prompt:
         return LineError(
@@ -201,61 +281,66 @@ def _tape(
 ) -> tuple[list[dict[str, Any]], str]:
     """The model calls in the recorder's tape shape (``request.input`` is what
     was added since the call before, ``request_is_delta``), and the last
-    assistant text."""
-    model = models[-1][0] if models else None
-    entries: list[dict[str, Any]] = []
+    assistant text.
+
+    A call is the run of items the model produced; its usage is the first
+    ``token_count`` after them, whatever came between (Codex writes a tool's
+    output before the event that counts the call that asked for it). A
+    later ``token_count`` with no new output repeats the last one.
+    """
+    calls: list[_Call] = []
     inputs: list[dict[str, Any]] = []
-    outputs: list[dict[str, Any]] = []
     output = ""
-
-    def close(usage: dict[str, Any] | None) -> None:
-        nonlocal inputs, outputs
-        if not outputs:
-            return
-        usage = usage or {}
-        entries.append(
-            {
-                "provider_kind": "openai",
-                "method": "POST",
-                "path": "/v1/responses",
-                "request": {"model": model, "input": inputs},
-                "request_is_delta": True,
-                "status": 200,
-                "stream": False,
-                "response": {"object": "response", "model": model, "output": outputs},
-                "model": model,
-                "usage": {
-                    "input_tokens": count(usage.get("input_tokens")),
-                    "output_tokens": count(usage.get("output_tokens")),
-                },
-                "billed": True,
-                "from_transcript": True,
-            }
-        )
-        inputs, outputs = [], []
-
     for item, event in items:
         if event is not None:
             info = event.get("info")
             last = info.get("last_token_usage") if isinstance(info, dict) else None
-            close(last if isinstance(last, dict) else None)
+            if calls and calls[-1].usage is None and isinstance(last, dict):
+                calls[-1].usage = last
             continue
         kind = item.get("type")
         if kind == "user_message":
             continue
-        produced = kind in _OUTPUTS or (
-            kind == "message" and item.get("role") == "assistant"
-        )
-        if produced:
-            outputs.append(item)
+        if kind in _OUTPUTS or (kind == "message" and item.get("role") == "assistant"):
+            if not calls or inputs or calls[-1].usage is not None:
+                calls.append(_Call(inputs))
+                inputs = []
+            calls[-1].outputs.append(item)
             if kind == "message":
-                text = block_text(item.get("content"))
-                output = text or output
+                output = block_text(item.get("content")) or output
         else:
-            close(None)
             inputs.append(item)
-    close(None)
-    return entries, output
+    model = models[-1][0] if models else None
+    return [call.entry(model) for call in calls], output
+
+
+class _Call:
+    """One model call read back from the rollout."""
+
+    def __init__(self, inputs: list[dict[str, Any]]) -> None:
+        self.inputs = inputs
+        self.outputs: list[dict[str, Any]] = []
+        self.usage: dict[str, Any] | None = None
+
+    def entry(self, model: str | None) -> dict[str, Any]:
+        usage = self.usage or {}
+        return {
+            "provider_kind": "openai",
+            "method": "POST",
+            "path": "/v1/responses",
+            "request": {"model": model, "input": self.inputs},
+            "request_is_delta": True,
+            "status": 200,
+            "stream": False,
+            "response": {"object": "response", "model": model, "output": self.outputs},
+            "model": model,
+            "usage": {
+                "input_tokens": count(usage.get("input_tokens")),
+                "output_tokens": count(usage.get("output_tokens")),
+            },
+            "billed": True,
+            "from_transcript": True,
+        }
 
 
 def _surroundings(meta: dict[str, Any], branch: str) -> dict[str, Any]:

@@ -65,6 +65,9 @@ class RecordDraft:
     inferred: dict[str, str] = field(default_factory=dict)
     # What could not be found, said as provenance warnings too.
     notes: list[str] = field(default_factory=list)
+    # Lines (or items) of types the reader does not know, by type: a newer
+    # agent's additions, skipped and counted, never line errors.
+    unread: dict[str, int] = field(default_factory=dict)
 
     def infer(self, name: str, value: Any, how: str) -> None:
         self.record[name] = value
