@@ -86,7 +86,11 @@ def messages_view(messages: object) -> list[dict[str, Any]]:
     for message in normal:
         row: dict[str, Any] = {"role": message.role, **text_view(message.content)}
         row["tool_calls"] = [
-            {"id": c.id, "name": c.name, **text_view(pretty_arguments(c.arguments))}
+            {
+                "id": c.id,
+                "name": c.name,
+                **arguments_view(pretty_arguments(c.arguments)),
+            }
             for c in message.tool_calls
         ]
         if message.role == "tool":
@@ -103,6 +107,26 @@ def text_view(text: str) -> dict[str, Any]:
     if len(first) > SUMMARY_CHARS:
         first = first[: SUMMARY_CHARS - 1] + "…"
     return {"text": text, "long": long, "summary": first, "chars": len(text)}
+
+
+def arguments_view(arguments: str) -> dict[str, Any]:
+    """A tool call's arguments as :func:`text_view`, summed up by their
+    fields (``file_path: calc.py``) rather than by the ``{`` JSON opens with."""
+    view = text_view(arguments)
+    try:
+        value = boundedjson.loads(arguments)
+    except boundedjson.Refused:
+        return view
+    if isinstance(value, dict) and value:
+        parts = []
+        for key, item in value.items():
+            shown = item if isinstance(item, str) else json.dumps(item, default=str)
+            parts.append(f"{key}: {shown.strip().split(chr(10), 1)[0]}")
+        line = ", ".join(parts)
+        if len(line) > SUMMARY_CHARS:
+            line = line[: SUMMARY_CHARS - 1] + "…"
+        view["summary"] = line
+    return view
 
 
 def pretty_arguments(arguments: str) -> str:

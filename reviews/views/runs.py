@@ -36,7 +36,11 @@ from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
 from reviews.project_services import ReplayRefused, replay_from_tape
 from reviews.replay_page import together
-from reviews.replay_page.continuations import messages_view, text_view
+from reviews.replay_page.continuations import (
+    arguments_view,
+    messages_view,
+    text_view,
+)
 from reviews.replay_page.tape_view import turns
 from reviews.views import HtmxHttpRequest
 
@@ -184,7 +188,7 @@ def _turn_view(turn: Turn) -> dict[str, Any]:
                 "name": call.name,
                 "id": call.id,
                 "error": call.error,
-                "input": text_view(call.input),
+                "input": arguments_view(call.input),
                 "result": None if call.result is None else text_view(call.result),
             }
             for call in turn.calls

@@ -86,3 +86,21 @@ def test_no_table_clips_a_column(login, admin_user, screenshot, width):
         screenshot(page, f"w{width}{path.split('?')[0].replace('/', '-')}")
         clipped = page.evaluate(CLIPPED_TABLES)
         assert clipped == [], (path, width, clipped)
+
+
+def test_the_first_tab_skips_the_top_bar_to_the_page(login, reviewer):
+    page = login(reviewer)
+    page.goto("/")
+    skip = page.locator(".skip-link")
+    assert not skip.is_visible() or skip.bounding_box()["y"] < 0
+
+    page.keyboard.press("Tab")
+
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    assert skip.bounding_box()["y"] >= 0  # shown while it has the focus
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.activeElement.id === 'content'")
+    # The next Tab goes on from the page, not from the top bar's first link.
+    page.keyboard.press("Tab")
+    inside = "document.getElementById('content').contains(document.activeElement)"
+    assert page.evaluate(inside)

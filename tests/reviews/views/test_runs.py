@@ -279,6 +279,9 @@ def test_the_run_page_shows_the_transcript_as_a_conversation_all_escaped(
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in section
     assert "&lt;img src=x onerror=&quot;window.__pwned=2&quot;&gt;" in section
     assert "Show all" not in section
+    # A call is summed up by what it was given, not by the "{" of its JSON.
+    summary = '<code>Bash</code> <span class="muted small">command: echo &lt;img'
+    assert summary in section
 
 
 def test_a_long_transcript_is_capped_with_a_link_to_all_of_it(
