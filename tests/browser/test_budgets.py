@@ -3,13 +3,16 @@ and neither the refusal nor the save after it meets a CSP violation."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from replayhub.models import Budget, BudgetShare, Project
 from reviews.models import AuditEvent
 from tests.browser.watch import Watch
-from tests.factories import make_project, make_superuser
+from tests.factories import make_night, make_project, make_superuser
 
 pytestmark = pytest.mark.browser
 
@@ -68,3 +71,32 @@ def test_a_label_in_the_second_card_ticks_the_second_cards_box(login):
     expect(second.locator(".badge.ok")).to_have_text("Saved.")
     alpha, beta = (Project.objects.get(slug=s) for s in ("alpha", "beta"))
     assert beta.agentic_enabled and not alpha.agentic_enabled
+
+
+def test_at_1024_px_the_nights_and_the_form_do_not_overlap_and_inputs_stay_short(
+    login,
+):
+    """A project with a night on record: the nights table and the budget form
+    stack rather than run into each other, and help text sits under its field
+    instead of stretching the input beside it."""
+    shop = make_project("shop")
+    Budget.objects.create(project=shop)
+    make_night(
+        shop,
+        start=timezone.now() - timedelta(days=1),
+        shares={"agentic": {"limit_replays": 9, "used_replays": 4}},
+    )
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto("/budgets/")
+    card = page.locator("#budget-shop")
+
+    table = card.locator("table.night-history").bounding_box()
+    form = card.locator("form").first.bounding_box()
+    assert table and form
+    beside = table["x"] + table["width"] <= form["x"]
+    assert beside or form["y"] >= table["y"] + table["height"], (table, form)
+    heights = card.locator("fieldset input:not([type=checkbox])").evaluate_all(
+        "inputs => inputs.map(i => i.getBoundingClientRect().height)"
+    )
+    assert heights and max(heights) < 48, heights
