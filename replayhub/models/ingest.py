@@ -26,6 +26,7 @@ class ImportFormat(models.TextChoices):
     SWE_AGENT = "swe-agent", "SWE-agent trajectories"
     OPENHANDS = "openhands", "OpenHands trajectories"
     SWEBENCH = "swebench", "SWE-bench predictions"
+    MINI_SWE_AGENT = "mini-swe-agent", "mini-swe-agent trajectories"
 
 
 class ImportJob(models.Model):

@@ -6,12 +6,14 @@ None when nothing matches: the file is reported, not guessed at.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from replayhub.ingest.transcripts import codex
 from replayhub.lib import boundedjson
 
 HEAD_BYTES = 64 * 1024
+_MINI = re.compile(r'"trajectory_format"\s*:\s*"mini-swe-agent')
 
 
 def detect(name: str, head: bytes) -> str | None:
@@ -22,9 +24,9 @@ def detect(name: str, head: bytes) -> str | None:
     if base.endswith(".md") or text.startswith("# aider chat started at"):
         return "aider" if "# aider chat started at" in text else None
     if text.startswith("["):
-        return "openhands" if '"action"' in text or '"observation"' in text else None
+        return _list_kind(text)
     if text.startswith("{") and base.endswith(".json"):
-        return "swe-agent" if '"trajectory"' in text and '"info"' in text else None
+        return _object_kind(base, text)
     first = _first_object(text)
     if first is None:
         return None
@@ -38,6 +40,34 @@ def detect(name: str, head: bytes) -> str | None:
         return "swebench"
     if "external_id" in first and "prompt" in first:
         return "native"
+    return None
+
+
+def _list_kind(text: str) -> str | None:
+    """A JSON list: OpenHands events or SWE-bench predictions, by the key met
+    first (a key, not text inside a string, where its quotes are escaped)."""
+    events = [
+        at for key in ('"action"', '"observation"') if (at := text.find(key)) >= 0
+    ]
+    patch = text.find('"model_patch"')
+    if patch >= 0 and (not events or patch < min(events)):
+        return "swebench"
+    return "openhands" if events else None
+
+
+def _object_kind(base: str, text: str) -> str | None:
+    """A ``.json`` object. mini-swe-agent is asked first, as its trajectory
+    holds an ``info`` too; its ``mini_version`` follows its configuration and
+    its ``trajectory_format`` comes last, so past a long configuration its
+    ``.traj.json`` name is what tells it."""
+    if _MINI.search(text) or '"mini_version"' in text:
+        return "mini-swe-agent"
+    if '"trajectory"' in text and '"info"' in text:
+        return "swe-agent"
+    if base.endswith(".traj.json"):
+        return "mini-swe-agent"
+    if '"model_patch"' in text:
+        return "swebench"
     return None
 
 

@@ -46,21 +46,24 @@ SWE_AGENT = "swe-agent"
 OPENHANDS = "openhands"
 
 
-def _document(lines: Iterable[RecordLine], limit: int) -> tuple[bytes, Any]:
+def read_document(
+    lines: Iterable[RecordLine], limit: int, *, what: str = "the trajectory"
+) -> tuple[bytes, Any]:
+    """A file's lines joined and parsed as one JSON value, never past ``limit``
+    bytes; RecordError (one line, naming ``what``) when it is too large, not
+    UTF-8 or not JSON."""
     parts: list[bytes] = []
     size = 0
     for _, data, _ in lines:
-        if data is None:
-            raise RecordError(f"the trajectory is over the limit of {limit:,} bytes")
-        size += len(data) + 1
+        size += len(data) + 1 if data is not None else limit + 1
         if size > limit:
-            raise RecordError(f"the trajectory is over the limit of {limit:,} bytes")
-        parts.append(data)
+            raise RecordError(f"{what} is over the limit of {limit:,} bytes")
+        parts.append(data or b"")
     raw = b"\n".join(parts)
     try:
         return raw, parse_text(raw.decode("utf-8").removeprefix("\ufeff"))
     except UnicodeDecodeError:
-        raise RecordError("the trajectory is not UTF-8 text") from None
+        raise RecordError(f"{what} is not UTF-8 text") from None
 
 
 def parse_swe_agent(
@@ -72,7 +75,7 @@ def parse_swe_agent(
     file_time: datetime | None = None,
 ) -> Iterator[Parsed]:
     try:
-        _, value = _document(lines, limit)
+        _, value = read_document(lines, limit)
     except RecordError as error:
         yield LineError(1, str(error))
         return
@@ -94,7 +97,7 @@ def parse_swe_agent(
             config = {}
     elif isinstance(value.get("replay_config"), dict):
         config = value["replay_config"]
-    statement = _get(config, "problem_statement")
+    statement = dig(config, "problem_statement")
     statement = statement if isinstance(statement, dict) else {}
     stem = name.rsplit("/", 1)[-1].removesuffix(".traj")
     given = statement.get("id")
@@ -106,7 +109,7 @@ def parse_swe_agent(
     if not prompt:
         yield LineError(1, f"{instance_id}: no problem statement or task message")
         return
-    model = _get(config, "agent", "model", "name")
+    model = dig(config, "agent", "model", "name")
     model = model if isinstance(model, str) else ""
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     usage: dict[str, Any] = {
@@ -126,7 +129,7 @@ def parse_swe_agent(
     }
     if model:
         record["model"] = model
-    base = _get(config, "env", "repo", "base_commit") or instance.get("base_commit")
+    base = dig(config, "env", "repo", "base_commit") or instance.get("base_commit")
     if isinstance(base, str) and base:
         record["base_sha"] = base
     submission = info.get("submission")
@@ -147,7 +150,8 @@ def parse_swe_agent(
     yield draft
 
 
-def _get(value: Any, *path: str) -> Any:
+def dig(value: Any, *path: str) -> Any:
+    """The value at ``path`` through nested objects, or None."""
     for key in path:
         if not isinstance(value, dict):
             return None
@@ -174,7 +178,7 @@ def parse_openhands(
     lines: Iterable[RecordLine], *, name: str = "", limit: int
 ) -> Iterator[Parsed]:
     try:
-        raw, value = _document(lines, limit)
+        raw, value = read_document(lines, limit)
     except RecordError as error:
         yield LineError(1, str(error))
         return

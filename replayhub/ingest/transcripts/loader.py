@@ -30,7 +30,14 @@ from replayhub.ingest.importer import (
     read_chunks,
 )
 from replayhub.ingest.native import RecordLine, split_lines
-from replayhub.ingest.transcripts import aider, claude_code, codex, documents, swebench
+from replayhub.ingest.transcripts import (
+    aider,
+    claude_code,
+    codex,
+    documents,
+    mini_swe_agent,
+    swebench,
+)
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
 from replayhub.ingest.transcripts.repository import PatchRefused, fill
 from replayhub.ingest.transcripts.shapes import LineError, Parsed, RecordDraft
@@ -46,6 +53,7 @@ TRANSCRIPTS = frozenset(
         ImportFormat.SWE_AGENT,
         ImportFormat.OPENHANDS,
         ImportFormat.SWEBENCH,
+        ImportFormat.MINI_SWE_AGENT,
     }
 )
 
@@ -90,7 +98,11 @@ def parse_source(
         return aider.parse(lines, name=name)
     if format == ImportFormat.SWEBENCH:
         return swebench.parse(
-            lines, name=name, instances=instances, file_time=source.modified
+            lines,
+            name=name,
+            instances=instances,
+            file_time=source.modified,
+            limit=limit,
         )
     if format == ImportFormat.SWE_AGENT:
         return documents.parse_swe_agent(
@@ -102,6 +114,14 @@ def parse_source(
         )
     if format == ImportFormat.OPENHANDS:
         return documents.parse_openhands(lines, name=name, limit=limit)
+    if format == ImportFormat.MINI_SWE_AGENT:
+        return mini_swe_agent.parse(
+            lines,
+            name=name,
+            limit=limit,
+            instances=instances,
+            file_time=source.modified,
+        )
     raise ValueError(f"not a transcript format: {format}")
 
 

@@ -1,11 +1,17 @@
 """SWE-bench predictions, with the dataset's instances they answer.
 
-A predictions file is JSONL: ``instance_id``, ``model_name_or_path`` and
-``model_patch`` (the diff the model proposed). The instances file (``--instances``)
-is the dataset as JSONL: ``instance_id``, ``repo``, ``base_commit``,
-``problem_statement``, ``created_at`` and more. A prediction line may carry the
-instance's ``base_commit`` and ``problem_statement`` itself (the upload page and
-the API have no instances file).
+A prediction holds ``instance_id``, ``model_name_or_path`` and
+``model_patch`` (the diff the model proposed). A predictions file is any of
+the three shapes the SWE-bench harness reads: JSONL, one prediction a line; a
+JSON list of predictions; or a JSON object of predictions keyed by instance id
+(mini-swe-agent's ``preds.json``), where a prediction may leave out its
+``instance_id``. A JSON document is read whole, within the record size limit;
+its problems are reported under line 1, each naming its prediction.
+
+The instances file (``--instances``) is the dataset as JSONL: ``instance_id``,
+``repo``, ``base_commit``, ``problem_statement``, ``created_at`` and more. A
+prediction may carry the instance's ``base_commit`` and ``problem_statement``
+itself (the upload page and the API have no instances file).
 
 One run per prediction, identified as ``<model>:<instance id>``. The prompt is
 the problem statement, the base the instance's ``base_commit`` (recorded, so
@@ -17,12 +23,14 @@ inferred.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordLine
+from replayhub.ingest.native import RecordError, RecordLine, parse_line
+from replayhub.ingest.transcripts.documents import read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -35,6 +43,8 @@ from replayhub.ingest.transcripts.shapes import (
 
 FORMAT = "swebench"
 _SHA = re.compile(r"[0-9a-f]{40}")
+# The record size limit's default; the loader passes the configured one.
+DEFAULT_LIMIT = 8 * 1024 * 1024
 INSTANCE_FIELDS = ("repo", "base_commit", "problem_statement", "created_at", "version")
 
 
@@ -64,14 +74,82 @@ def parse(
     name: str = "",
     instances: dict[str, dict[str, Any]] | None = None,
     file_time: datetime | None = None,
+    limit: int = DEFAULT_LIMIT,
 ) -> Iterator[Parsed]:
     instances = instances or {}
-    for item in json_objects(lines):
-        if isinstance(item, LineError):
-            yield item
+    lines = iter(lines)
+    head: list[RecordLine] = []
+    for line in lines:
+        head.append(line)
+        if line.data is None or line.data.strip():
+            break
+    lines = itertools.chain(head, lines)
+    if not (head and _document_start(head[-1].data or b"")):
+        for item in json_objects(lines):
+            if isinstance(item, LineError):
+                yield item
+                continue
+            number, value = item
+            yield _prediction(number, value, instances, file_time)
+        return
+    try:
+        _, document = read_document(lines, limit, what="the predictions file")
+    except RecordError as error:
+        yield LineError(1, str(error))
+        return
+    for value in _listed(document):
+        if isinstance(value, LineError):
+            yield value
+        else:
+            yield _prediction(1, value, instances, file_time)
+
+
+def _document_start(data: bytes) -> bool:
+    """Whether the first line with text opens a JSON document rather than
+    holding a JSONL file's first prediction: a list, an object spread over
+    lines (a lone brace), or an object of predictions by id on one line."""
+    text = data.strip().removeprefix(b"\xef\xbb\xbf")
+    if text.startswith(b"[") or text == b"{":
+        return True
+    try:
+        value = parse_line(text, terminated=True)
+    except RecordError:
+        return False  # a JSONL line that is not JSON: reported as such
+    return isinstance(value, dict) and bool(value) and not _a_prediction(value)
+
+
+def _a_prediction(value: dict[str, Any]) -> bool:
+    return any(k in value for k in ("instance_id", "model_name_or_path", "model_patch"))
+
+
+def _listed(document: Any) -> Iterator[dict[str, Any] | LineError]:
+    """Each prediction of a list or of an object keyed by instance id, as a
+    copy of its own (its id filled in from its key), or why it is not one."""
+    if isinstance(document, dict) and _a_prediction(document):
+        document = [document]
+    if isinstance(document, list):
+        for number, value in enumerate(document, 1):
+            if isinstance(value, dict):
+                yield dict(value)
+            else:
+                yield LineError(1, f"prediction {number}: not a JSON object")
+        return
+    if not isinstance(document, dict):
+        yield LineError(1, "predictions must be a JSON list or object")
+        return
+    for key, value in document.items():
+        if not isinstance(value, dict):
+            yield LineError(1, f"{shown(key)}: a prediction must be a JSON object")
             continue
-        number, value = item
-        yield _prediction(number, value, instances, file_time)
+        named = value.get("instance_id", key)
+        if named != key:
+            yield LineError(
+                1,
+                f"{shown(key)}: the prediction names another instance_id, "
+                f"{shown(named)}",
+            )
+            continue
+        yield {**value, "instance_id": key}
 
 
 def _prediction(

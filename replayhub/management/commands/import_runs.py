@@ -40,13 +40,15 @@ class Command(BaseCommand):
             help="native run records (the default), verifiers rollout records "
             "(Trace.to_record() lines; a sibling index_<env>.jsonl is used), or "
             "an agent's own transcripts: claude-code, codex, aider, swe-agent, "
-            "openhands, swebench; auto judges each file of a directory alone.",
+            "mini-swe-agent, openhands, swebench (JSONL, a JSON list or a JSON "
+            "object by instance id); auto judges each file of a directory alone.",
         )
         parser.add_argument(
             "--instances",
             metavar="FILE",
-            help="With --format swebench (or swe-agent): the SWE-bench dataset "
-            "as JSONL (instance_id, base_commit, problem_statement, ...).",
+            help="With --format swebench (or swe-agent, mini-swe-agent): the "
+            "SWE-bench dataset as JSONL (instance_id, base_commit, "
+            "problem_statement, ...).",
         )
         parser.add_argument(
             "--follow",
