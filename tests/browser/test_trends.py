@@ -103,6 +103,16 @@ def test_a_lead_reads_the_trends_in_chromium_and_sees_what_drove_last_night(
     assert errors == []
     screenshot(page, "trends")
 
+    # At 1024 px the p-chart takes the card's width, its table below it,
+    # rather than shrink beside the table: its axis text stays readable.
+    page.set_viewport_size({"width": 1024, "height": 800})
+    assert page.locator("#c-control").bounding_box()["width"] >= 700
+    heights = page.locator("#c-control text").evaluate_all(
+        "texts => texts.map(t => t.getBoundingClientRect().height)"
+    )
+    assert heights and min(heights) >= 10, heights
+    page.set_viewport_size({"width": 1440, "height": 900})
+
     # Filtering swaps the results in place and keeps the filter in the URL.
     page.select_option("select[name=project]", "billing")
     expect(page.locator(".trends-scope")).to_contain_text("project billing")
