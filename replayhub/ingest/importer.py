@@ -60,6 +60,9 @@ class ImportSummary:
     conflicts_total: int = 0
     invalid_total: int = 0
     preflight: dict[str, int] | None = None
+    # Lines of agents' files of types the reader does not know, by type:
+    # skipped knowingly, never invalid.
+    unread: dict[str, int] = field(default_factory=dict)
     # Not part of the summary object: why preflight left runs pending, and
     # which projects the records went to.
     preflight_errors: list[str] = field(default_factory=list)
@@ -91,6 +94,7 @@ class ImportSummary:
             "conflicts_total": self.conflicts_total,
             "invalid_total": self.invalid_total,
             "preflight": self.preflight,
+            "unread": self.unread,
         }
 
 

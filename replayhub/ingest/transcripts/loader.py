@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -141,6 +142,7 @@ def import_sources(
     repository = _Repository(project)
     limit = settings.REPLAYHUB_MAX_RECORD_BYTES
     numbers = itertools.count(1)
+    unread: Counter[str] = Counter()
 
     def lines() -> Iterator[RecordLine]:
         for source in sources:
@@ -164,6 +166,7 @@ def import_sources(
                 if isinstance(parsed, LineError):
                     problems.append((source.name, parsed.line, parsed.error))
                     continue
+                unread.update(parsed.unread)
                 data = repository.complete(parsed, source.name)
                 if isinstance(data, str):
                     problems.append((source.name, parsed.line, data))
@@ -184,6 +187,7 @@ def import_sources(
                 yield RecordLine(number, data, True)
 
     summary = import_lines(lines=lines(), project=project, progress=progress)
+    summary.unread = dict(unread)
     for entry in [*summary.invalid, *summary.conflicts]:
         entry["file"], entry["line"] = where[entry["line"]]
     for name, line, error in problems:
