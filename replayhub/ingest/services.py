@@ -78,6 +78,7 @@ def runs_import(
     progress: ImportProgress | None = None,
     format: str = ImportFormat.NATIVE,
     name: str = "",
+    original: str = "",
 ) -> ImportSummary:
     """Import native run records, then preflight the pending runs they touched.
 
@@ -122,6 +123,7 @@ def runs_import(
             sources=[loader.Source(name or "upload", source)],
             format=format,
             progress=importing,
+            original=original,
         )
     elif allow_array:
         if project is None:
@@ -226,10 +228,12 @@ def transcripts_import(
     instances: Path | None = None,
     preflight: PreflightMode = PreflightMode.ALL,
     progress: ImportProgress | None = None,
+    original: str = "",
 ) -> ImportSummary:
     """Import transcript files into ``project`` (``format`` a transcript
     format or ``auto``), then preflight its pending runs. ``instances`` is a
-    SWE-bench dataset file (JSONL) the predictions and trajectories refer to."""
+    SWE-bench dataset file (JSONL) the predictions and trajectories refer to;
+    ``original`` the commit that is the one run's original."""
     known: dict[str, dict] | None = None
     problems: list[dict] = []
     if instances is not None:
@@ -249,6 +253,7 @@ def transcripts_import(
         format=format,
         instances=known,
         progress=progress.importing if progress is not None else None,
+        original=original,
     )
     for problem in problems:
         summary.invalid_total += 1

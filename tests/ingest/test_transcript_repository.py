@@ -7,9 +7,12 @@ such field is a provenance warning and the base is never trusted."""
 
 from __future__ import annotations
 
+import json
 import shutil
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from replayhub.ingest.services import transcripts_import
 from replayhub.models import ImportFormat, Preflight, Run
@@ -185,3 +188,46 @@ def test_codexs_original_is_the_branchs_last_commit_during_the_session(tmp_path)
     assert any(
         w.startswith("original_commit was inferred") for w in run.provenance["warnings"]
     )
+
+
+def test_an_original_named_on_import_settles_two_lines_of_work(tmp_path):
+    repo = make_repo(tmp_path, {"cart.py": "def total(lines):\n    return 0\n"})
+    repo.checkout("feature/rounding", create=True)
+    dated_commit(repo, {"cart.py": "v1\n"}, "Prepare", "2025-06-01T09:30:00Z")
+    repo.checkout("try-one", create=True)
+    dated_commit(repo, {"cart.py": "a\n"}, "One way", "2025-06-01T10:02:00Z")
+    repo.checkout("feature/rounding")
+    repo.checkout("try-two", create=True)
+    two = dated_commit(repo, {"cart.py": "b\n"}, "Another", "2025-06-01T10:03:00Z")
+    repo.checkout("main")
+    make_git_project(repo)
+    directory = tmp_path / "sessions"
+    directory.mkdir()
+    shutil.copy(FIXTURES / "claude-code" / f"{SESSION}.jsonl", directory)
+    path = directory / f"{SESSION}.jsonl"
+
+    # A commit that is not in the repository is refused, and nothing imported.
+    out = StringIO()
+    with pytest.raises(SystemExit):
+        call_command(
+            "import_runs", str(path), "--format", "claude-code", "--project",
+            "shop", "--original", "0123456789abcdef", "--json", stdout=out,
+        )  # fmt: skip
+    refused = json.loads(out.getvalue())
+    assert refused["imported"] == 0
+    assert "not a commit of the project repository" in refused["invalid"][0]["error"]
+
+    call_command(
+        "import_runs", str(path), "--format", "claude-code", "--project", "shop",
+        "--original", two[:10], stdout=StringIO(),
+    )  # fmt: skip
+
+    run = Run.objects.get(external_id=SESSION)
+    assert run.original_commit == two
+    assert run.record["inferred"]["original_commit"] == "named on import (--original)"
+    assert run.preflight == Preflight.READY
+
+
+def test_original_is_refused_for_native_records(tmp_path):
+    with pytest.raises(CommandError, match="--original takes an agent's own files"):
+        call_command("import_runs", str(tmp_path / "x.jsonl"), "--original", "abc1234")

@@ -40,12 +40,21 @@ from replayhub.ingest.transcripts import (
     swebench,
 )
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
-from replayhub.ingest.transcripts.repository import PatchRefused, fill
+from replayhub.ingest.transcripts.repository import (
+    PatchRefused,
+    fill,
+    full_sha,
+    parent,
+)
 from replayhub.ingest.transcripts.shapes import LineError, Parsed, RecordDraft
 from replayhub.lib.files import open_regular
 from replayhub.models import ImportFormat, Project
 
 AUTO = "auto"
+ONE_ORIGINAL = (
+    "an original commit was named on import, and it is one run's: this run was "
+    "not imported (import it apart, or without naming the original)"
+)
 TRANSCRIPTS = frozenset(
     {
         ImportFormat.CLAUDE_CODE,
@@ -133,16 +142,20 @@ def import_sources(
     format: str,
     instances: dict[str, dict[str, Any]] | None = None,
     progress: Progress | None = None,
+    original: str = "",
 ) -> ImportSummary:
     """Import transcript files (``format`` one of :data:`TRANSCRIPTS`, or
     ``auto`` to judge each file by its name and first bytes) into
-    ``project``; native record files pass through under ``auto``."""
+    ``project``; native record files pass through under ``auto``.
+    ``original`` names the commit that is the original of the one run the
+    import makes (a run after it is refused: it names one run's original)."""
     where: dict[int, tuple[str, int]] = {}
     problems: list[tuple[str, int, str]] = []
     repository = _Repository(project)
     limit = settings.REPLAYHUB_MAX_RECORD_BYTES
     numbers = itertools.count(1)
     unread: Counter[str] = Counter()
+    made = itertools.count(1)
 
     def lines() -> Iterator[RecordLine]:
         for source in sources:
@@ -167,7 +180,10 @@ def import_sources(
                     problems.append((source.name, parsed.line, parsed.error))
                     continue
                 unread.update(parsed.unread)
-                data = repository.complete(parsed, source.name)
+                if original and next(made) > 1:
+                    problems.append((source.name, parsed.line, ONE_ORIGINAL))
+                    continue
+                data = repository.complete(parsed, source.name, original)
                 if isinstance(data, str):
                     problems.append((source.name, parsed.line, data))
                     continue
@@ -227,9 +243,16 @@ class _Repository:
                 self.problem = f"the project repository could not be read: {error}"
         return self.git_dir
 
-    def complete(self, draft: RecordDraft, name: str) -> bytes | str:
-        """The record as one JSON line, or why it cannot be imported."""
+    def complete(
+        self, draft: RecordDraft, name: str, original: str = ""
+    ) -> bytes | str:
+        """The record as one JSON line, or why it cannot be imported;
+        ``original`` is the commit named on import as the run's original."""
         search = draft.search
+        if original:
+            refused = self._name_original(draft, original)
+            if refused:
+                return refused
         wanted = (
             search.patch is not None
             or search.commits
@@ -247,9 +270,43 @@ class _Repository:
             except GitError as error:
                 draft.notes.append(f"the project repository could not be read: {error}")
         record = draft.record
+        if original and "base_sha" not in record:
+            self._base_from_original(draft)
         record["transcript"]["file"] = os.path.basename(name)
         if draft.inferred:
             record["inferred"] = draft.inferred
         if draft.notes:
             record["import_notes"] = draft.notes
         return orjson.dumps(record)
+
+    def _name_original(self, draft: RecordDraft, original: str) -> str:
+        """Sets the run's original to the commit named on import; why not."""
+        git_dir = self.open()
+        if git_dir is None:
+            return self.problem
+        try:
+            full = full_sha(git_dir, original)
+        except GitError as error:
+            return f"the project repository could not be read: {error}"
+        if full is None:
+            return (
+                f"the original commit {original[:64]!r} named on import is not "
+                "a commit of the project repository"
+            )
+        draft.infer("original_commit", full, "named on import (--original)")
+        # The named commit is the original, whatever the file names or holds.
+        draft.search.find_original = False
+        draft.search.commits = []
+        draft.search.patch = None
+        return ""
+
+    def _base_from_original(self, draft: RecordDraft) -> None:
+        git_dir = self.open()
+        found = parent(git_dir, draft.record["original_commit"]) if git_dir else None
+        if found:
+            draft.infer(
+                "base_sha",
+                found,
+                "the parent of the original commit named on import; no base "
+                "was found from the session",
+            )

@@ -51,6 +51,14 @@ class Command(BaseCommand):
             "problem_statement, ...).",
         )
         parser.add_argument(
+            "--original",
+            metavar="SHA",
+            default="",
+            help="With a transcript format: the commit that is the run's "
+            "original, when it cannot be found from the session (the import "
+            "summary's note says so); the import must make one run.",
+        )
+        parser.add_argument(
             "--follow",
             metavar="DIR_OR_GLOB",
             help="With --format verifiers: keep importing a training run's "
@@ -92,9 +100,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file, project, as_json, no_preflight, preflight_only, **o):
+        transcript = o["format"] in TRANSCRIPTS or o["format"] == AUTO
+        if o["original"] and not transcript:
+            raise CommandError(
+                "--original takes an agent's own files (a transcript format): "
+                "a native record names its own original_commit.",
+                returncode=2,
+            )
         if o["format"] == "verifiers" or o["follow"]:
             return self.rollouts(file, project, as_json, o)
-        if o["format"] in TRANSCRIPTS or o["format"] == AUTO:
+        if transcript:
             return self.transcripts(file, project, as_json, no_preflight, o)
         target = _project(project) if project else None
         if preflight_only and (file or target is None or no_preflight):
@@ -175,6 +190,7 @@ class Command(BaseCommand):
             instances=Path(instances) if instances else None,
             preflight=PreflightMode.SKIP if no_preflight else PreflightMode.ALL,
             progress=status,
+            original=options.get("original") or "",
         )
         for error in summary.preflight_errors:
             self.stderr.write(f"preflight: {error}")
