@@ -71,6 +71,13 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
             400,
             f"format: {format[:40]!r} is not one of {', '.join(ImportFormat.values)}",
         )
+    original = request.GET.get("original", "")
+    if original and format in (ImportFormat.NATIVE, ImportFormat.VERIFIERS):
+        return _error(
+            400, "original: only an agent's own file (a transcript format) takes it"
+        )
+    if len(original) > 64:
+        return _error(400, "original: a commit sha is at most 64 characters")
     limit = settings.REPLAYHUB_API_MAX_BODY_BYTES
     declared = request.META.get("CONTENT_LENGTH", "")
     if not (declared.isascii() and declared.isdigit()):
@@ -92,7 +99,7 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
             body.write(chunk)
         body.seek(0)
         if imports_in_worker(token.project, format):
-            return _import_queued(request, token.project, body, format)
+            return _import_queued(request, token.project, body, format, original)
         summary = runs_import(
             project=token.project,
             source=read_chunks(body),
@@ -102,6 +109,7 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
             # A transcript's file name (a Claude Code session file's names the
             # session it continues).
             name=request.GET.get("name", "")[:255],
+            original=original,
         )
         named = _one_run(token.project, body, format, summary)
     payload = summary.to_dict()
@@ -159,14 +167,18 @@ def _one_run(
 
 
 def _import_queued(
-    request: HttpRequest, project: Project, body: Any, format: str
+    request: HttpRequest, project: Project, body: Any, format: str, original: str
 ) -> JsonResponse:
     """A transcript for a project on a git remote is completed from the
     project's history, which only a worker fetches: the body is kept as an
     import job and the answer says where to follow it."""
     name = request.GET.get("name", "")[:255] or "upload"
     job = import_job_create(
-        project=project, upload=File(body, name=name), actor=request.user, format=format
+        project=project,
+        upload=File(body, name=name),
+        actor=request.user,
+        format=format,
+        original=original,
     )
     url = reverse("api_import_job", args=[project.slug, job.pk])
     return JsonResponse(

@@ -26,7 +26,7 @@ PROGRESS_INTERVAL = 0.5
 
 
 def save_upload(
-    *, upload: File, project: Project, user, format: str = "native"
+    *, upload: File, project: Project, user, format: str = "native", original: str = ""
 ) -> ImportJob:
     """Keep the uploaded file where a worker can read it; a job to import it."""
     folder = Path(settings.VAR_DIR) / "uploads"
@@ -41,6 +41,7 @@ def save_upload(
         project=project,
         filename=(upload.name or "upload.jsonl")[:255],
         format=format,
+        original=original[:64],
         size_bytes=upload.size,
         path=str(path),
         created_by=user if user.is_authenticated else None,

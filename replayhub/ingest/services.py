@@ -171,10 +171,13 @@ def import_job_create(
     upload: File,
     actor,
     format: str = ImportFormat.NATIVE,
+    original: str = "",
 ) -> ImportJob:
     """Keep an upload too large to import in the request; a worker imports it
     once the caller's transaction commits."""
-    job = jobs.save_upload(upload=upload, project=project, user=actor, format=format)
+    job = jobs.save_upload(
+        upload=upload, project=project, user=actor, format=format, original=original
+    )
     enqueue(Task.IMPORT_UPLOAD, job.pk)
     return job
 
@@ -200,6 +203,7 @@ def import_job_run(*, job_id: int) -> None:
                 progress=row,
                 format=job.format,
                 name=job.filename,
+                original=job.original,
             )
     except OSError as error:
         row.fail(f"the uploaded file could not be read ({error.strerror}).")

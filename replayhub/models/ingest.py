@@ -43,6 +43,8 @@ class ImportJob(models.Model):
     format = models.CharField(
         max_length=16, choices=ImportFormat, default=ImportFormat.NATIVE
     )
+    # The commit named as the original of the one run a transcript makes.
+    original = models.CharField(max_length=64, blank=True, default="")
     size_bytes = models.BigIntegerField()
     # The uploaded file under the var directory, removed once imported.
     path = models.CharField(max_length=1024)

@@ -44,7 +44,28 @@ class UploadForm(forms.Form):
         "OpenHands trajectory, SWE-bench predictions carrying their instance's "
         "base_commit and problem_statement).",
     )
+    original = forms.RegexField(
+        label="Original commit",
+        regex=r"\A[0-9a-fA-F]{7,64}\Z",
+        required=False,
+        max_length=64,
+        help_text="Only for an agent's own file, and only when its import said "
+        "the original could not be found: the commit that holds the run's change.",
+        error_messages={"invalid": "Give a commit sha: 7 to 64 hex digits."},
+    )
     file = forms.FileField(label="File", allow_empty_file=True)
+
+    def clean(self):
+        cleaned = super().clean()
+        format = cleaned.get("format") or ImportFormat.NATIVE
+        if cleaned.get("original") and format in (
+            ImportFormat.NATIVE,
+            ImportFormat.VERIFIERS,
+        ):
+            self.add_error(
+                "original", "Only an agent's own file takes an original commit."
+            )
+        return cleaned
 
 
 # Exempt only so the size check can run before the CSRF check reads the body
@@ -82,7 +103,11 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         project, format
     ):
         job = import_job_create(
-            project=project, upload=upload, actor=request.user, format=format
+            project=project,
+            upload=upload,
+            actor=request.user,
+            format=format,
+            original=form.cleaned_data["original"].lower(),
         )
         url = reverse("runs_upload_job", args=[job.pk])
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -95,6 +120,7 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         preflight=PreflightMode.BOUNDED,
         format=format,
         name=upload.name or "",
+        original=form.cleaned_data["original"].lower(),
     )
     # A fresh form: submitting the same file again is harmless (all duplicates).
     return _page(

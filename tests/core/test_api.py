@@ -444,3 +444,35 @@ def test_a_format_the_api_does_not_know_is_400(client, git_project, token):
     )
     assert response.status_code == 400
     assert response.json()["error"].startswith("format: 'cursor' is not one of")
+
+
+def test_an_original_named_in_the_query_is_the_transcript_runs(client, db, tmp_path):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    change = repo.commit({"cart.py": CART + "# rounded\n"}, "Round totals")
+    project = make_git_project(repo)
+    token = token_issue(project=project)[1]
+    [file] = [f for f in transcript_files(repo) if f.format == "claude-code"]
+    url = reverse("api_runs_create", args=["shop"])
+
+    def send(query: str):
+        return client.post(
+            f"{url}?{query}&name={file.name}",
+            data=file.data,
+            content_type="application/octet-stream",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+
+    native = send(f"format=native&original={change}")
+    assert native.status_code == 400
+    assert native.json()["error"].startswith("original: only an agent's own file")
+    missing = send(f"format=claude-code&original={'f' * 40}")
+    assert missing.json()["imported"] == 0
+    assert (
+        "not a commit of the project repository"
+        in (missing.json()["invalid"][0]["error"])
+    )
+
+    taken = send(f"format=claude-code&original={change}")
+
+    assert taken.status_code == 201, taken.json()
+    assert Run.objects.get().original_commit == change

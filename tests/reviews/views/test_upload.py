@@ -337,3 +337,42 @@ def test_each_transcript_format_uploads_as_one_run(
         },
     ).content.decode()
     assert '<th scope="row">Duplicates</th><td>1</td>' in again
+
+
+def test_an_original_named_on_the_form_is_the_runs_original(
+    client, admin_user, tmp_path
+):
+    """A Claude Code session whose branch the repository lacks finds no
+    original; naming the commit on the form gives it one, its parent the base."""
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    change = repo.commit({"cart.py": CART + "# rounded\n"}, "Round totals")
+    make_git_project(repo)
+    [file] = [f for f in transcript_files(repo) if f.format == "claude-code"]
+    client.force_login(admin_user)
+
+    def send(original: str, format: str = "claude-code"):
+        return client.post(
+            reverse(URL),
+            {
+                "project": "shop",
+                "format": format,
+                "original": original,
+                "file": SimpleUploadedFile(file.name, file.data),
+            },
+        )
+
+    refused = send("not-a-sha")
+    assert refused.status_code == 400
+    assert "Give a commit sha: 7 to 64 hex digits." in refused.content.decode()
+    native = send(change, format="native")
+    assert native.status_code == 400
+    assert "Only an agent&#x27;s own file takes an original commit." in (
+        native.content.decode()
+    )
+    assert not Run.objects.exists()
+
+    assert send(change[:12].upper()).status_code == 200
+
+    run = Run.objects.get()
+    assert run.original_commit == change
+    assert run.record["inferred"]["original_commit"] == "named on import (--original)"
