@@ -62,7 +62,7 @@ class ImportSummary:
     preflight: dict[str, int] | None = None
     # Lines of agents' files of types the reader does not know, by type:
     # skipped knowingly, never invalid.
-    unread: dict[str, int] = field(default_factory=dict)
+    unread_types: dict[str, int] = field(default_factory=dict)
     # Not part of the summary object: why preflight left runs pending, and
     # which projects the records went to.
     preflight_errors: list[str] = field(default_factory=list)
@@ -94,7 +94,7 @@ class ImportSummary:
             "conflicts_total": self.conflicts_total,
             "invalid_total": self.invalid_total,
             "preflight": self.preflight,
-            "unread": self.unread,
+            "unread_types": self.unread_types,
         }
 
 

@@ -55,8 +55,8 @@ class UploadForm(forms.Form):
     )
     file = forms.FileField(label="File", allow_empty_file=True)
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict:
+        cleaned = super().clean() or {}
         format = cleaned.get("format") or ImportFormat.NATIVE
         if cleaned.get("original") and format in (
             ImportFormat.NATIVE,

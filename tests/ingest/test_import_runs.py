@@ -28,7 +28,7 @@ SUMMARY_KEYS = {
     "conflicts_total",
     "invalid_total",
     "preflight",
-    "unread",
+    "unread_types",
 }
 
 
@@ -66,7 +66,7 @@ def test_the_example_file_imports_every_run_with_its_fields(git_project):
         "conflicts_total": 0,
         "invalid_total": 0,
         "preflight": None,
-        "unread": {},
+        "unread_types": {},
     }
     run = Run.objects.get(external_id="run-2024-11-03-0001")
     assert run.project == git_project

@@ -114,7 +114,7 @@ def test_every_entry_gives_the_same_summary_and_runs_for_the_same_file(
         "conflicts_total": 1,
         "invalid_total": 1,
         "preflight": {"ready": 1, "unreproducible": 2, "failed": 0, "pending": 0},
-        "unread": {},
+        "unread_types": {},
     }
     assert first["invalid"][0]["error"].startswith("not valid JSON")
     for name in entries:

@@ -203,7 +203,8 @@ def test_the_rollout_imports_on_the_commit_it_ran_on_with_its_note(tmp_path):
 
     assert (summary.imported, summary.invalid, summary.invalid_total) == (1, [], 0)
     # The summary counts them too, apart from the invalid lines.
-    assert summary.to_dict()["unread"] == {"world_state": 1, "token_usage_record": 3}
+    unread = {"world_state": 1, "token_usage_record": 3}
+    assert summary.to_dict()["unread_types"] == unread
     run = Run.objects.get()
     assert (run.external_id, run.model, run.base_sha) == (SESSION, "gpt-5.5", BASE)
     assert run.record["prompt"] == PROMPT

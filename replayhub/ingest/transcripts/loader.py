@@ -203,7 +203,7 @@ def import_sources(
                 yield RecordLine(number, data, True)
 
     summary = import_lines(lines=lines(), project=project, progress=progress)
-    summary.unread = dict(unread)
+    summary.unread_types = dict(unread)
     for entry in [*summary.invalid, *summary.conflicts]:
         entry["file"], entry["line"] = where[entry["line"]]
     for name, line, error in problems:
