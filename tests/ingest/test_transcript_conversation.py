@@ -113,3 +113,23 @@ def test_an_unknown_shape_reads_as_no_conversation():
     assert conversation(None) == []
     assert conversation({"format": "something-else", "lines": []}) == []
     assert conversation({"format": "codex", "lines": "not a list"}) == []
+
+
+def test_a_real_mini_swe_agent_trajectory_reads_as_a_conversation():
+    path = FIXTURES.parent / "agents" / "mini-swe-agent" / "last_mini_run.traj.json"
+    document = json.loads(path.read_text())
+
+    turns = conversation({"format": "mini-swe-agent", "document": document})
+
+    assert [t.role for t in turns] == [
+        "system",
+        "user",
+        "assistant",
+        "assistant",
+        "summary",
+    ]
+    assert turns[1].text.startswith("Please solve this issue: Cart.total()")
+    edit = turns[2].calls[0]
+    assert edit.name == "bash" and "sed -i" in edit.input
+    assert edit.result is not None and '"returncode": 0' in edit.result
+    assert turns[4].text.startswith("diff --git a/cart.py")

@@ -342,6 +342,46 @@ def _swe_agent(transcript: dict[str, Any]) -> list[Turn]:
     return turns
 
 
+# mini-swe-agent -------------------------------------------------------------
+
+
+_MINI_ROLES = {"system": SYSTEM, "user": USER, "assistant": ASSISTANT}
+
+
+def _mini_swe_agent(transcript: dict[str, Any]) -> list[Turn]:
+    """Its ``messages``: chat messages whose tool calls the ``tool`` messages
+    answer by id, and an ``exit`` message holding what it submitted."""
+    document = transcript.get("document")
+    messages = document.get("messages") if isinstance(document, dict) else None
+    turns: list[Turn] = []
+    calls = _Calls()
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue
+        role, text = message.get("role"), block_text(message.get("content"))
+        if role == "tool":
+            turn = calls.answer(message.get("tool_call_id"), text)
+            if turn is not None:
+                turns.append(turn)
+        elif role == "exit":
+            turns.append(Turn(SUMMARY, text, note="what it submitted"))
+        elif role in _MINI_ROLES:
+            turn = Turn(_MINI_ROLES[role], text)
+            given = message.get("tool_calls")
+            for call in given if isinstance(given, list) else []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict):
+                    continue
+                made = Call(
+                    name=str(function.get("name") or "?"),
+                    input=_pretty(function.get("arguments")),
+                    id=str(call.get("id") or ""),
+                )
+                turn.calls.append(calls.add(made))
+            turns.append(turn)
+    return turns
+
+
 # OpenHands ---------------------------------------------------------------
 
 
@@ -417,5 +457,6 @@ _READERS = {
     "aider": _aider,
     "swe-agent": _swe_agent,
     "openhands": _openhands,
+    "mini-swe-agent": _mini_swe_agent,
     "swebench": _swebench,
 }
