@@ -119,8 +119,9 @@ class _Session:
             self.skip(value.get("type") if "type" in value else next(iter(value), ""))
 
     def add(self, message: dict[str, Any]) -> None:
-        if message.get("type") not in MESSAGE_TYPES:
-            self.skip(message.get("type"), "message ")
+        kind = message.get("type")
+        if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
+            self.skip(kind, "message ")
             return
         self.messages[message["id"]] = message
         self.seen[message["id"]] = message
@@ -315,7 +316,7 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
     messages, the model's thoughts, answers and tool calls (each with the
     result the CLI recorded on it), and the CLI's notices."""
     # Imported here: the conversation module registers this reader.
-    from replayhub.ingest.transcripts import conversation as talk
+    from replayhub.ingest.transcripts import conversation
 
     lines = transcript.get("lines")
     session = _replay(lines if isinstance(lines, list) else [])
@@ -328,21 +329,26 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
             for call_id, result in _responses(content):
                 if call_id not in answered:
                     found.append(
-                        talk.Turn(talk.TOOL, result, note=f"result of {call_id}")
+                        conversation.Turn(
+                            conversation.TOOL,
+                            result,
+                            note=f"result of {call_id}" if call_id else "",
+                        )
                     )
             note = "context the CLI added" if text.lstrip().startswith(_CONTEXT) else ""
-            found.append(talk.Turn(talk.USER, text, note=note))
+            found.append(conversation.Turn(conversation.USER, text, note=note))
         elif kind == "gemini":
-            for thought in message.get("thoughts") or []:
+            thoughts = message.get("thoughts")
+            for thought in thoughts if isinstance(thoughts, list) else []:
                 if isinstance(thought, dict):
                     said = [thought.get("subject"), thought.get("description")]
                     words = "\n\n".join(s for s in said if isinstance(s, str) and s)
-                    found.append(talk.Turn(talk.REASONING, words))
-            calls = _calls(message.get("toolCalls"), talk.Call)
+                    found.append(conversation.Turn(conversation.REASONING, words))
+            calls = _calls(message.get("toolCalls"), conversation.Call)
             answered.update(call.id for call in calls if call.result is not None)
-            found.append(talk.Turn(talk.ASSISTANT, text, calls=calls))
+            found.append(conversation.Turn(conversation.ASSISTANT, text, calls=calls))
         else:
-            found.append(talk.Turn(talk.SYSTEM, text, note=kind))
+            found.append(conversation.Turn(conversation.SYSTEM, text, note=kind))
     return [turn for turn in found if turn.text.strip() or turn.calls]
 
 
