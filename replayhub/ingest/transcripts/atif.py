@@ -1,7 +1,7 @@
 """ATIF trajectories: the Agent Trajectory Interchange Format that Harbor
-writes as ``agent/trajectory.json`` for every agent it runs (its own
-Terminus, and Claude Code, Codex, mini-swe-agent, OpenHands… converted), and
-that other harnesses export too.
+writes as ``agent/trajectory.json`` for the agents it runs (its own
+Terminus, and others' files converted, Claude Code's and mini-swe-agent's
+among them), and that other harnesses export too.
 
 One JSON object per trajectory, versions ``ATIF-v1.0`` to ``ATIF-v1.7``:
 ``schema_version``, ``session_id`` (optional since 1.7, where
