@@ -27,6 +27,8 @@ class ImportFormat(models.TextChoices):
     OPENHANDS = "openhands", "OpenHands trajectories"
     SWEBENCH = "swebench", "SWE-bench predictions"
     MINI_SWE_AGENT = "mini-swe-agent", "mini-swe-agent trajectories"
+    GEMINI_CLI = "gemini-cli", "Gemini CLI session files"
+    ATIF = "atif", "ATIF trajectories (Harbor)"
 
 
 class ImportJob(models.Model):

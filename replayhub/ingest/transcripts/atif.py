@@ -36,7 +36,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine
 from replayhub.ingest.transcripts.documents import dig, read_document
@@ -52,9 +52,15 @@ from replayhub.ingest.transcripts.shapes import (
     moment,
     shown,
 )
-
-if TYPE_CHECKING:
-    from replayhub.ingest.transcripts.conversation import Call, Turn
+from replayhub.ingest.transcripts.turns import (
+    ASSISTANT,
+    REASONING,
+    SYSTEM,
+    TOOL,
+    USER,
+    Call,
+    Turn,
+)
 
 FORMAT = "atif"
 # The last minor version whose fields this reader was written against.
@@ -254,15 +260,12 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
     names it (or, in a step of one call, the one result naming none), and
     other results as turns of their own: Terminus answers a step's several
     keystroke calls with one terminal output."""
-    # Imported here: the conversation module registers this reader.
-    from replayhub.ingest.transcripts import conversation
-
     document = transcript.get("document")
     steps = document.get("steps") if isinstance(document, dict) else None
     roles = {
-        "system": conversation.SYSTEM,
-        "user": conversation.USER,
-        "agent": conversation.ASSISTANT,
+        "system": SYSTEM,
+        "user": USER,
+        "agent": ASSISTANT,
     }
     found: list[Turn] = []
     for step in steps if isinstance(steps, list) else []:
@@ -271,9 +274,9 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
         copied = step.get("is_copied_context") is True
         reasoning = step.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning.strip():
-            found.append(conversation.Turn(conversation.REASONING, reasoning))
-        calls = _calls(step.get("tool_calls"), conversation.Call)
-        turn = conversation.Turn(
+            found.append(Turn(REASONING, reasoning))
+        calls = _calls(step.get("tool_calls"), Call)
+        turn = Turn(
             roles[step["source"]],
             _text(step),
             calls=calls,
@@ -298,7 +301,7 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
                 call.result += "\n" + text
             else:
                 note = f"result of {call_id}" if isinstance(call_id, str) else ""
-                found.append(conversation.Turn(conversation.TOOL, text, note=note))
+                found.append(Turn(TOOL, text, note=note))
     return [t for t in found if t.text.strip() or t.calls or t.note]
 
 

@@ -12,44 +12,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from replayhub.ingest.transcripts import atif, gemini_cli
 from replayhub.ingest.transcripts.shapes import block_text
+from replayhub.ingest.transcripts.turns import (
+    ASSISTANT,
+    COMPACTION,
+    REASONING,
+    SUMMARY,
+    SYSTEM,
+    TOOL,
+    USER,
+    Call,
+    Turn,
+)
 from replayhub.lib import boundedjson
-
-USER = "user"
-ASSISTANT = "assistant"
-# A tool result no call in the transcript asked for.
-TOOL = "tool"
-# The model's reasoning, where the transcript kept it readable.
-REASONING = "reasoning"
-# Text the agent's program wrote, not a person or the model (Aider's notes).
-SYSTEM = "system"
-# The context was compacted here; ``text`` is what it was compacted to, if kept.
-COMPACTION = "compaction"
-# A summary of the session or of the conversation so far.
-SUMMARY = "summary"
-
-
-@dataclass
-class Call:
-    """A tool call and the result the transcript holds for it (None: none)."""
-
-    name: str
-    input: str
-    id: str = ""
-    result: str | None = None
-    error: bool = False
-
-
-@dataclass
-class Turn:
-    role: str
-    text: str = ""
-    calls: list[Call] = field(default_factory=list)
-    # A few words about the turn beyond its role ("auto, 150,000 tokens").
-    note: str = ""
 
 
 def conversation(transcript: Any) -> list[Turn]:
@@ -458,5 +436,7 @@ _READERS = {
     "swe-agent": _swe_agent,
     "openhands": _openhands,
     "mini-swe-agent": _mini_swe_agent,
+    "gemini-cli": gemini_cli.turns,
+    "atif": atif.turns,
     "swebench": _swebench,
 }

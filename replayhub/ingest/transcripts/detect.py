@@ -13,6 +13,9 @@ from replayhub.ingest.transcripts import codex
 from replayhub.lib import boundedjson
 
 HEAD_BYTES = 64 * 1024
+# ATIF names its version first, but its files are pretty-printed: the first
+# line is "{" alone, so the head is searched rather than its first line read.
+_ATIF = re.compile(r'"schema_version"\s*:\s*"ATIF-v\d+\.\d+"')
 _MINI = re.compile(r'"trajectory_format"\s*:\s*"mini-swe-agent')
 
 
@@ -23,6 +26,8 @@ def detect(name: str, head: bytes) -> str | None:
         return "swe-agent"
     if base.endswith(".md") or text.startswith("# aider chat started at"):
         return "aider" if "# aider chat started at" in text else None
+    if text.startswith("{") and _ATIF.search(text):
+        return "atif"
     if text.startswith("["):
         return _list_kind(text)
     if text.startswith("{") and base.endswith(".json"):
@@ -34,6 +39,10 @@ def detect(name: str, head: bytes) -> str | None:
         return "codex"
     if "instructions" in first and "id" in first and "timestamp" in first:
         return "codex"
+    # Gemini CLI's first line: the session and the hash of its project root
+    # (Claude Code's lines carry a sessionId too, never a projectHash).
+    if isinstance(first.get("sessionId"), str) and "projectHash" in first:
+        return "gemini-cli"
     if "sessionId" in first or (first.get("type") == "summary" and "leafUuid" in first):
         return "claude-code"
     if "model_patch" in first and "instance_id" in first:

@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from replayhub.ingest.native import RecordLine
 from replayhub.ingest.transcripts.codex import unread_note
@@ -55,9 +55,15 @@ from replayhub.ingest.transcripts.shapes import (
     moment,
     shown,
 )
-
-if TYPE_CHECKING:
-    from replayhub.ingest.transcripts.conversation import Call, Turn
+from replayhub.ingest.transcripts.turns import (
+    ASSISTANT,
+    REASONING,
+    SYSTEM,
+    TOOL,
+    USER,
+    Call,
+    Turn,
+)
 
 FORMAT = "gemini-cli"
 MESSAGE_TYPES = {"user", "gemini", "info", "warning", "error"}
@@ -315,9 +321,6 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
     """The conversation as it stood at the end of the session: the person's
     messages, the model's thoughts, answers and tool calls (each with the
     result the CLI recorded on it), and the CLI's notices."""
-    # Imported here: the conversation module registers this reader.
-    from replayhub.ingest.transcripts import conversation
-
     lines = transcript.get("lines")
     session = _replay(lines if isinstance(lines, list) else [])
     found: list[Turn] = []
@@ -329,26 +332,26 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
             for call_id, result in _responses(content):
                 if call_id not in answered:
                     found.append(
-                        conversation.Turn(
-                            conversation.TOOL,
+                        Turn(
+                            TOOL,
                             result,
                             note=f"result of {call_id}" if call_id else "",
                         )
                     )
             note = "context the CLI added" if text.lstrip().startswith(_CONTEXT) else ""
-            found.append(conversation.Turn(conversation.USER, text, note=note))
+            found.append(Turn(USER, text, note=note))
         elif kind == "gemini":
             thoughts = message.get("thoughts")
             for thought in thoughts if isinstance(thoughts, list) else []:
                 if isinstance(thought, dict):
                     said = [thought.get("subject"), thought.get("description")]
                     words = "\n\n".join(s for s in said if isinstance(s, str) and s)
-                    found.append(conversation.Turn(conversation.REASONING, words))
-            calls = _calls(message.get("toolCalls"), conversation.Call)
+                    found.append(Turn(REASONING, words))
+            calls = _calls(message.get("toolCalls"), Call)
             answered.update(call.id for call in calls if call.result is not None)
-            found.append(conversation.Turn(conversation.ASSISTANT, text, calls=calls))
+            found.append(Turn(ASSISTANT, text, calls=calls))
         else:
-            found.append(conversation.Turn(conversation.SYSTEM, text, note=kind))
+            found.append(Turn(SYSTEM, text, note=kind))
     return [turn for turn in found if turn.text.strip() or turn.calls]
 
 

@@ -33,9 +33,11 @@ from replayhub.ingest.importer import (
 from replayhub.ingest.native import RecordLine, split_lines
 from replayhub.ingest.transcripts import (
     aider,
+    atif,
     claude_code,
     codex,
     documents,
+    gemini_cli,
     mini_swe_agent,
     swebench,
 )
@@ -64,6 +66,8 @@ TRANSCRIPTS = frozenset(
         ImportFormat.OPENHANDS,
         ImportFormat.SWEBENCH,
         ImportFormat.MINI_SWE_AGENT,
+        ImportFormat.GEMINI_CLI,
+        ImportFormat.ATIF,
     }
 )
 
@@ -132,6 +136,10 @@ def parse_source(
             instances=instances,
             file_time=source.modified,
         )
+    if format == ImportFormat.GEMINI_CLI:
+        return gemini_cli.parse(lines, name=name)
+    if format == ImportFormat.ATIF:
+        return atif.parse(lines, name=name, limit=limit)
     raise ValueError(f"not a transcript format: {format}")
 
 
