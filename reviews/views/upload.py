@@ -40,9 +40,9 @@ class UploadForm(forms.Form):
         help_text="verifiers: Trace.to_record() lines; every line is read and "
         "each rollout's seeds derived by the project's rollout settings. The "
         "transcript formats read one agent's own file (a Claude Code session, a "
-        "Codex rollout, an Aider chat history, a SWE-agent, mini-swe-agent or "
-        "OpenHands trajectory, SWE-bench predictions carrying their instance's "
-        "base_commit and problem_statement).",
+        "Codex rollout, an Aider chat history, a Gemini CLI session, a SWE-agent, "
+        "mini-swe-agent, OpenHands or ATIF trajectory, SWE-bench predictions "
+        "carrying their instance's base_commit and problem_statement).",
     )
     original = forms.RegexField(
         label="Original commit",
