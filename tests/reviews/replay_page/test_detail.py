@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
 from django.db import connection
@@ -196,6 +197,11 @@ def test_test_outcomes_show_each_tree_and_its_reruns(as_lead):
     assert "rerun 1" in html
     assert '<span class="outcome o-fail">failed</span>' in html
     assert "1 failed, 3 passed" in html
+    # Each tree is one header over its runs; no row has an empty header.
+    table = html[html.index('<table class="grid compact tests">') :]
+    table = table[: table.index("</table>")]
+    assert '<th scope="rowgroup" rowspan="2">Replay</th>' in table
+    assert not re.search(r"<th[^>]*>\s*</th>", table)
 
 
 def test_the_agent_output_tail_is_shown(as_lead):
