@@ -10,6 +10,7 @@ from pathlib import Path
 
 from django.core.management import call_command
 
+from replayhub.demo import calculator, packaged
 from tests.conftest import ROOT
 
 
@@ -307,3 +308,10 @@ def test_the_recording_section_followed_word_for_word_delivers_a_run(
         ["git", "status", "--porcelain"], cwd=checkout, capture_output=True, text=True
     ).stdout
     assert status.strip() == "M app.py"
+
+
+def test_the_demo_is_described_by_its_real_size():
+    readme = (ROOT / "README.md").read_text()
+    said = re.search(r"\((\d+) runs in two projects", readme)
+    assert said, "the README no longer says how many runs the demo loads"
+    assert int(said[1]) == len(calculator.RUNS) + len(packaged.RUNS)

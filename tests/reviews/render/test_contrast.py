@@ -64,3 +64,21 @@ def test_muted_text_reads_on_every_background_it_sits_on(background):
 def test_the_diffs_line_numbers_read_on_deleted_and_added_lines(line):
     number = rule_value("table.diff td.ln", "color")
     assert contrast(number, rule_value(line, "background")) >= AA
+
+
+EVIDENCE_CHIPS = [
+    ".ev-independently_observed",
+    ".ev-human_attested",
+    ".ev-unavailable",
+]
+
+
+@pytest.mark.parametrize("chip", EVIDENCE_CHIPS)
+def test_every_evidence_chip_reads_on_its_own_background(chip):
+    assert contrast(rule_value(chip, "color"), rule_value(chip, "background")) >= AA
+
+
+def test_an_evidence_chip_is_sized_from_the_root_not_its_small_cell():
+    # .8em of a table header's .85em came to 9.9 px; rem keeps 12.8 px.
+    size = re.search(r"\.ev\s*\{[^}]*font-size:\s*([.\d]+)(rem|em|px)", CSS)
+    assert size and size[2] == "rem" and float(size[1]) >= 0.75
