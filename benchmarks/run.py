@@ -73,6 +73,7 @@ SUITE = [
     Script("tape.py", ["--served", "400"]),
     Script("agent_tape.py", ["--calls", "20", "--repeat", "3"]),
     Script("transcripts.py", ["--runs", "3"]),
+    Script("replicates.py", ["--runs", "10000", "--repeats", "5"]),
 ]
 
 
