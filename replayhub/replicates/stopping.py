@@ -79,7 +79,7 @@ class ReplicatePolicy:
 
     ``margin`` is the indifference zone's half-width; the zone
     ``[p0 - margin, p0 + margin]`` must lie strictly inside (0, 1), so a
-    threshold near 1 needs a narrower margin (0.9 takes at most 0.09...).
+    threshold near 0 or 1 needs a narrower margin (0.9 takes one under 0.1).
     """
 
     threshold: float
