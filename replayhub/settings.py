@@ -515,3 +515,24 @@ REPLAYHUB_TEXT_TIMEOUT_SECONDS = env_int("REPLAYHUB_TEXT_TIMEOUT_SECONDS", 120)
 REPLAYHUB_TEXT_RETRIES = env_int("REPLAYHUB_TEXT_RETRIES", 3)
 REPLAYHUB_TEXT_BACKOFF_MS = env_int("REPLAYHUB_TEXT_BACKOFF_MS", 1000)
 REPLAYHUB_TEXT_MAX_TOKENS = env_int("REPLAYHUB_TEXT_MAX_TOKENS", 4096)
+
+# Attestations
+# The Ed25519 key that signs replays' attestations (docs/attestations.md): the
+# path of its PEM file, or the name of the environment variable holding the
+# PEM. Never the key itself in a setting. With neither, nothing is signed: the
+# replay page offers no attestation and the API answers 404.
+REPLAYHUB_ATTESTATION_KEY_FILE = env_str("REPLAYHUB_ATTESTATION_KEY_FILE", "")
+REPLAYHUB_ATTESTATION_KEY_ENV = env_str("REPLAYHUB_ATTESTATION_KEY_ENV", "")
+if REPLAYHUB_ATTESTATION_KEY_ENV and not re.fullmatch(
+    r"[A-Za-z_][A-Za-z0-9_]*", REPLAYHUB_ATTESTATION_KEY_ENV
+):
+    raise ImproperlyConfigured(
+        "REPLAYHUB_ATTESTATION_KEY_ENV: name the variable that holds the key, "
+        "not the key itself."
+    )
+# The replay page's attestation link shows only when a key is configured.
+_PAGES: dict = TEMPLATES[0]
+_PAGES["OPTIONS"]["context_processors"].append(
+    "replayhub.attest.context_processors.attestations"
+)
+del _PAGES

@@ -8,8 +8,16 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from replayhub import api, health
+from replayhub.attest.views import (
+    ReviewSide,
+    attestation_key,
+    commit_verdict,
+    replay_attestation,
+)
 from replayhub.recorder.views import recorder_download
 from reviews.api import replay_detail, run_detail
+from reviews.replay_page.together import hidden_from
+from reviews.together.past import with_settled
 from reviews.views import upload
 
 admin.site.site_header = "ReplayHub administration"
@@ -21,6 +29,8 @@ def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico whatever the page links: send them to it."""
     return HttpResponseRedirect(static("replayhub/favicon.ico"))
 
+
+REVIEW_SIDE = ReviewSide(hidden_from=hidden_from, with_settled=with_settled)
 
 urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
@@ -46,6 +56,25 @@ urlpatterns = [
         "api/v1/replays/<int:replay_id>",
         replay_detail,
         name="api_replay_detail",
+    ),
+    # Signed attestations and the commit gate (docs/attestations.md); the
+    # review app's part is handed to the domain's views here.
+    path(
+        "api/v1/replays/<int:replay_id>/attestation",
+        replay_attestation,
+        {"side": REVIEW_SIDE},
+        name="api_replay_attestation",
+    ),
+    path(
+        "api/v1/attestation-key.pub",
+        attestation_key,
+        name="api_attestation_key",
+    ),
+    path(
+        "api/v1/commits/<str:sha>/verdict",
+        commit_verdict,
+        {"side": REVIEW_SIDE},
+        name="api_commit_verdict",
     ),
     # The recorder that runs where the agents run (docs/recorder.md).
     path(
