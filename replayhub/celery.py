@@ -37,6 +37,7 @@ class Task(StrEnum):
     FOLLOW_ROLLOUTS = "replayhub.tasks.follow_rollouts"
     FOLLOW_SOURCE = "replayhub.tasks.follow_source"
     DISPATCH_TEXT_NIGHT = "replayhub.tasks.dispatch_text_night"
+    DELIVER = "replayhub.tasks.deliver"
     ROLLUP_NIGHT = "reviews.tasks.rollup_night"
     ROLLUP_SWEEP = "reviews.tasks.rollup_sweep"
 

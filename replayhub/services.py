@@ -25,6 +25,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from replayhub import signals
 from replayhub.celery import REPLAY_QUEUE, Task, enqueue, queue_length
 from replayhub.gateway.playback import TapePlayer
 from replayhub.git.scratch import remove_tree
@@ -426,6 +427,7 @@ def replay_finish(
     log.info(
         "replay %s finished: %s / %s", replay.pk, decision.verdict, decision.reason_code
     )
+    signals.send_after_commit(signals.replay_finished, Replay, replay_id=replay.pk)
     return True
 
 
@@ -512,6 +514,7 @@ def _finish_unstored(
             time_only = dataclasses.replace(actual, tokens=0, cost_usd=Decimal(0))
             scheduler.settle(replay=replay, actual=time_only, now=now)
     log.warning("replay %s finished without its findings: %s", replay.pk, line)
+    signals.send_after_commit(signals.replay_finished, Replay, replay_id=replay.pk)
     return True
 
 

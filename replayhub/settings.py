@@ -8,6 +8,7 @@ switch to PostgreSQL and Redis, the production stack.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 import stat
@@ -536,3 +537,25 @@ _PAGES["OPTIONS"]["context_processors"].append(
     "replayhub.attest.context_processors.attestations"
 )
 del _PAGES
+
+# Outbound deliveries: commit statuses on a project's forge and its webhooks
+# (replayhub.outbound, docs/outbound.md).
+# The address this deployment's pages are reached at (https://replayhub.example),
+# for the links in statuses and webhooks; empty: the messages carry no link.
+REPLAYHUB_BASE_URL = env_str("REPLAYHUB_BASE_URL", "")
+# Private, loopback, link-local and reserved addresses are never posted to
+# (no SSRF into the workers' network) but for these ranges, comma-separated
+# CIDRs the operator allows (a forge on the internal network).
+REPLAYHUB_OUTBOUND_ALLOW_PRIVATE = env_list("REPLAYHUB_OUTBOUND_ALLOW_PRIVATE", [])
+for _cidr in REPLAYHUB_OUTBOUND_ALLOW_PRIVATE:
+    try:
+        ipaddress.ip_network(_cidr, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"REPLAYHUB_OUTBOUND_ALLOW_PRIVATE: {_cidr!r} is not a CIDR."
+        ) from None
+# Seconds to connect and between reads; attempts in all (5xx, 408, 429 and
+# network errors are tried again); the first wait between two, doubling.
+REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS = env_int("REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS", 10)
+REPLAYHUB_OUTBOUND_ATTEMPTS = env_int("REPLAYHUB_OUTBOUND_ATTEMPTS", 6)
+REPLAYHUB_OUTBOUND_BACKOFF_SECONDS = env_int("REPLAYHUB_OUTBOUND_BACKOFF_SECONDS", 2)

@@ -24,6 +24,7 @@ from replayhub.ingest.services import (
     import_job_run,
 )
 from replayhub.models import WorkerCheck
+from replayhub.outbound.services import delivery_send
 from replayhub.replay import sweep
 from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
 
@@ -145,3 +146,12 @@ def dispatch_text_night(night_id: int) -> None:
     for text_replay_id in ids.iterator(chunk_size=2000):
         # A duplicate message is harmless: only a queued row is claimed.
         run_text_replay.delay(text_replay_id)
+
+
+@shared_task(name=Task.DELIVER, bind=True, max_retries=None)
+def deliver(self, delivery_id: int) -> None:
+    """One attempt at a commit status or webhook; the delivery row bounds the
+    attempts and holds the answer."""
+    countdown = delivery_send(delivery_id=delivery_id)
+    if countdown is not None:
+        raise self.retry(countdown=countdown)

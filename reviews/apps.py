@@ -12,10 +12,14 @@ class ReviewsConfig(AppConfig):
 
         from replayhub.models import Project
         from replayhub.signals import night_closed
-        from reviews.trends import rollups
+        from reviews.trends import alarms, rollups
 
         night_closed.connect(
             rollups.on_night_closed, dispatch_uid="reviews.rollup_night"
+        )
+        # After the rollup: the night's point is read from its counts.
+        night_closed.connect(
+            alarms.on_night_closed, dispatch_uid="reviews.trends_signal"
         )
         pre_delete.connect(
             rollups.before_project_deleted,

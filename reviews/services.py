@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from replayhub import signals
 from replayhub.models import BudgetShare, Replay, ReplayStatus, Run, Tier, Trigger
 from replayhub.nights import shares, tiers
 from replayhub.services import replay_request
@@ -280,6 +281,14 @@ def review_decide(
             review=review, opinion=opinion, project_id=locked.project_id
         )
         transaction.on_commit(lambda: rollups.rollup_request(locked.pk))
+        signals.send_after_commit(
+            signals.review_decided,
+            Review,
+            replay_id=locked.pk,
+            review_id=review.pk,
+            decision=decision,
+            verdict=verdict_after,
+        )
     return review
 
 

@@ -28,6 +28,9 @@ of rollouts. A module per group of tables, all reached as
 - ingest: ``ImportJob`` (an upload a worker imports) and ``IngestToken``.
 - rollouts: ``Seed``, ``FollowSource``, ``FollowedFile``.
 - texttier: ``TextReplay`` and ``TextSuite``; see ``replayhub.texttier``.
+- outbound: ``Forge`` (where a project's commits get statuses), ``Webhook``
+  and ``Delivery`` (one message out, unique by its key, and its answer); see
+  ``replayhub.outbound``.
 - project_settings: no table, but the one table of a project's replay
   settings (``SETTINGS``: each ``Project`` field's option, group, label and
   bounds), which the commands, the project form and the budgets page are
@@ -80,6 +83,16 @@ from replayhub.models.nights import (
     RollupRequest,
     RollupTotal,
 )
+from replayhub.models.outbound import (
+    Delivery,
+    DeliveryQuerySet,
+    DeliveryStatus,
+    DeliveryTarget,
+    Forge,
+    ForgeKind,
+    Webhook,
+    WebhookFormat,
+)
 from replayhub.models.projects import (
     MinIsolation,
     Preflight,
@@ -120,9 +133,15 @@ __all__ = [
     "BudgetShare",
     "CachedResult",
     "Comparison",
+    "Delivery",
+    "DeliveryQuerySet",
+    "DeliveryStatus",
+    "DeliveryTarget",
     "EgressAttempt",
     "FollowSource",
     "FollowedFile",
+    "Forge",
+    "ForgeKind",
     "Heartbeat",
     "ImportFormat",
     "ImportJob",
@@ -164,6 +183,8 @@ __all__ = [
     "Tier",
     "TreeKind",
     "Trigger",
+    "Webhook",
+    "WebhookFormat",
     "WorkerCheck",
     "lease_deadline",
 ]

@@ -23,6 +23,7 @@ from django.views.decorators.http import (
 from replayhub import agents, roles
 from replayhub.models import (
     VERDICT_CHOICES,
+    Delivery,
     Preflight,
     Project,
     Provider,
@@ -50,6 +51,8 @@ from reviews.replay_page import together
 START_REPLAY = "replayhub.add_replay"
 ADD_PROJECT = "replayhub.add_project"
 RUNS_PER_PAGE = 50
+# The last commit statuses and webhook deliveries the project page lists.
+DELIVERIES_SHOWN = 20
 NEVER = "never"
 
 
@@ -355,6 +358,11 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     )
     query = request.GET.copy()
     query.pop("page", None)
+    can_edit = request.user.has_perm(roles.MANAGE_PROJECTS)
+    # A status's state tells a verdict: shown to those who configure them.
+    deliveries = (
+        Delivery.objects.recent(project)[:DELIVERIES_SHOWN] if can_edit else []
+    )
     return render(
         request,
         "reviews/project_detail.html",
@@ -367,7 +375,8 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "query": query.urlencode(),
             "filtered": any(v for k, v in request.GET.items() if k != "page"),
             "can_start_replay": request.user.has_perm(START_REPLAY),
-            "can_edit_project": request.user.has_perm(roles.MANAGE_PROJECTS),
+            "can_edit_project": can_edit,
+            "deliveries": deliveries,
         },
     )
 

@@ -1,0 +1,336 @@
+"""Outbound workflows: configuring a forge and webhooks, queueing a delivery
+once, and one attempt to send it.
+
+A delivery is queued by creating its row under its key (``Delivery.key``,
+unique): a second queueing of the same message finds the row and sends
+nothing, whichever worker or receiver asks. ``delivery_send`` is what the
+``deliver`` task runs: it claims the row with a conditional UPDATE, makes one
+attempt, and says whether (and in how long) to try again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from replayhub.celery import Task, enqueue
+from replayhub.git.mirrors import credential_env_problem
+from replayhub.models import (
+    Delivery,
+    DeliveryStatus,
+    DeliveryTarget,
+    Forge,
+    Project,
+    Replay,
+    Webhook,
+    WebhookFormat,
+)
+from replayhub.models.projects import credential_policy
+from replayhub.outbound import events, statuses
+from replayhub.outbound.addresses import AddressRefused, networks, resolve
+from replayhub.outbound.post import Unreachable, post
+
+log = logging.getLogger(__name__)
+
+# The longest wait between two attempts.
+MAX_BACKOFF_SECONDS = 600
+
+
+class OutboundInvalid(Exception):
+    """A forge or webhook setting refused, in one sentence."""
+
+
+class NotSendable(Exception):
+    """A delivery that cannot be sent as configured: not worth a retry."""
+
+
+def allowed_networks():
+    return networks(settings.REPLAYHUB_OUTBOUND_ALLOW_PRIVATE)
+
+
+def url_problem(url: str) -> str:
+    """Why the workers may not post to ``url`` ("" when they may)."""
+    try:
+        resolve(url, allowed_networks())
+    except AddressRefused as exc:
+        return str(exc)
+    return ""
+
+
+def env_problem(name: str, url: str) -> str:
+    """Why ``name`` may not hold a token or key sent with requests to ``url``:
+    the repository credentials' checks and allow-list."""
+    return credential_env_problem(name, url) or credential_policy().problem(name)
+
+
+def forge_set(
+    *, project: Project, kind: str, repo: str, token_env: str, api_url: str = ""
+) -> Forge:
+    """Name the project's forge; raises OutboundInvalid."""
+    if kind not in statuses.DEFAULT_API:
+        raise OutboundInvalid(f"--forge: one of {', '.join(statuses.DEFAULT_API)}.")
+    api_url = (api_url or statuses.DEFAULT_API[kind]).rstrip("/")
+    for problem in (
+        statuses.repo_problem(kind, repo),
+        env_problem(token_env, api_url),
+        url_problem(api_url),
+    ):
+        if problem:
+            raise OutboundInvalid(problem)
+    forge, _ = Forge.objects.update_or_create(
+        project=project,
+        defaults={
+            "kind": kind,
+            "api_url": api_url,
+            "repo": repo,
+            "token_env": token_env,
+        },
+    )
+    return forge
+
+
+def webhook_add(
+    *,
+    project: Project,
+    url: str,
+    events_wanted: list[str],
+    format: str = WebhookFormat.CLOUDEVENTS,
+    secret_env: str = "",
+) -> Webhook:
+    """Add a webhook; raises OutboundInvalid. A CloudEvents webhook must be
+    signed; a Slack one may not be (Slack's URL is its own secret)."""
+    if format not in WebhookFormat.values:
+        raise OutboundInvalid(f"--format: one of {', '.join(WebhookFormat.values)}.")
+    if problem := events.events_problem(events_wanted):
+        raise OutboundInvalid(f"--events: {problem}")
+    if format == WebhookFormat.CLOUDEVENTS and not secret_env:
+        raise OutboundInvalid("--secret-env: a CloudEvents webhook is signed.")
+    if secret_env and (problem := env_problem(secret_env, url)):
+        raise OutboundInvalid(problem)
+    if problem := url_problem(url):
+        raise OutboundInvalid(problem)
+    return Webhook.objects.create(
+        project=project,
+        url=url,
+        events=list(dict.fromkeys(events_wanted)),
+        format=format,
+        secret_env=secret_env,
+    )
+
+
+def where(url: str) -> str:
+    """A URL shown without its path: a Slack URL's path is its secret."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}/…"
+
+
+# --- queueing ------------------------------------------------------------------
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
+
+
+def _queue(**fields) -> Delivery | None:
+    """Create the delivery and send it to a worker after commit; None when
+    its key was queued before (the message goes out once)."""
+    try:
+        with transaction.atomic():
+            delivery = Delivery.objects.create(**fields)
+    except IntegrityError:
+        return None
+    enqueue(Task.DELIVER, delivery.pk)
+    return delivery
+
+
+def page_url(name: str, *args: object) -> str:
+    """The absolute URL of a page, or "" when REPLAYHUB_BASE_URL is not set."""
+    base = settings.REPLAYHUB_BASE_URL.rstrip("/")
+    return f"{base}{reverse(name, args=args)}" if base else ""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A reviewer's decision, as a status says it."""
+
+    review_id: int
+    decision: str
+    verdict: str
+
+
+def status_queue(*, replay_id: int, settled: Settled | None = None) -> None:
+    """Queue the commit status of a finished replay (or of a decision on it)
+    on its project's forge; nothing without a forge or an original commit."""
+    replay = (
+        Replay.objects.select_related("project__forge", "run")
+        .filter(pk=replay_id)
+        .first()
+    )
+    if replay is None or not replay.verdict:
+        return
+    forge = getattr(replay.project, "forge", None)
+    sha = replay.run.original_commit
+    if forge is None or not sha:
+        return
+    verdict = settled.verdict if settled else replay.verdict
+    state = statuses.state_for(forge.kind, verdict)
+    source = f"review:{settled.review_id}" if settled else f"replay:{replay.pk}"
+    body = statuses.status_body(
+        forge.kind,
+        state=state,
+        context=f"replayhub/{replay.project.slug}",
+        description=statuses.description(
+            verdict,
+            replay.reason_code,
+            decision=settled.decision if settled else "",
+            before=replay.verdict,
+        ),
+        target_url=page_url("reviews:replay_detail", replay.pk),
+    )
+    _queue(
+        project=replay.project,
+        target=DeliveryTarget.FORGE,
+        event="commit.status",
+        key=_key("forge", forge.kind, forge.api_url, forge.repo, sha, state, source),
+        commit=sha,
+        summary=f"{sha[:12]} {state} (replay {replay.pk})",
+        body=body,
+    )
+
+
+def event_queue(
+    *, project: Project, event: str, ident: str, data: dict, text: str
+) -> int:
+    """Queue ``event`` to each of the project's webhooks that takes it, once
+    per (webhook, event, ``ident``); how many were queued."""
+    queued = 0
+    now = timezone.now()
+    for hook in Webhook.objects.filter(project=project).order_by("id"):
+        if event not in hook.events:
+            continue
+        key = _key("webhook", hook.pk, event, ident)
+        if hook.format == WebhookFormat.SLACK:
+            body = events.slack(text)
+        else:
+            body = events.cloudevent(
+                event=event,
+                id=key,
+                source=page_url("reviews:project_detail", project.slug)
+                or f"/replayhub/projects/{project.slug}",
+                time=now.isoformat(),
+                data=data,
+                subject=ident,
+            )
+        queued += bool(
+            _queue(
+                project=project,
+                target=DeliveryTarget.WEBHOOK,
+                webhook=hook,
+                event=event,
+                key=key,
+                summary=f"{event} {ident}"[:200],
+                body=body,
+            )
+        )
+    return queued
+
+
+# --- sending ---------------------------------------------------------------------
+
+
+def delivery_send(*, delivery_id: int, now: datetime | None = None) -> float | None:
+    """One attempt at a delivery; the seconds to wait before the next one, or
+    None when it is settled (delivered, failed for good) or another worker
+    holds it. 5xx, 408, 429 and network errors are tried again with a
+    doubling wait, up to REPLAYHUB_OUTBOUND_ATTEMPTS attempts in all."""
+    now = now or timezone.now()
+    timeout = settings.REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS
+    held = now + timedelta(seconds=4 * timeout + 30)
+    if not Delivery.objects.claim(delivery_id, now=now, until=held):
+        return None
+    delivery = Delivery.objects.select_related("project", "webhook").get(pk=delivery_id)
+    try:
+        url, body, headers = _request(delivery)
+        address = resolve(url, allowed_networks())
+        answer = post(url, body, headers, address=address, timeout=timeout)
+    except (NotSendable, AddressRefused) as exc:
+        return _settle(delivery, DeliveryStatus.FAILED, None, str(exc))
+    except Unreachable as exc:
+        return _settle(delivery, DeliveryStatus.PENDING, None, str(exc))
+    if answer.delivered:
+        status = DeliveryStatus.DELIVERED
+    elif answer.transient:
+        status = DeliveryStatus.PENDING
+    else:
+        status = DeliveryStatus.FAILED
+    return _settle(delivery, status, answer.status, answer.first_line)
+
+
+def _settle(
+    delivery: Delivery, status: str, http_status: int | None, answer: str
+) -> float | None:
+    again = status == DeliveryStatus.PENDING
+    if again and delivery.attempts >= settings.REPLAYHUB_OUTBOUND_ATTEMPTS:
+        status, again = DeliveryStatus.FAILED, False
+        answer = f"{answer} (gave up after {delivery.attempts} attempts)"
+    Delivery.objects.settle(
+        delivery.pk, status=status, http_status=http_status, answer=answer
+    )
+    log.info(
+        "delivery %s (%s) attempt %s: %s %s",
+        delivery.pk,
+        delivery.summary,
+        delivery.attempts,
+        http_status or "-",
+        status,
+    )
+    if not again:
+        return None
+    wait = settings.REPLAYHUB_OUTBOUND_BACKOFF_SECONDS * 2 ** (delivery.attempts - 1)
+    return float(min(wait, MAX_BACKOFF_SECONDS))
+
+
+def _secret(name: str, url: str) -> str:
+    """The value of the variable ``name`` on this worker, checked against the
+    allow-list again (it may have changed since the setting was saved)."""
+    if problem := env_problem(name, url):
+        raise NotSendable(problem)
+    value = os.environ.get(name, "")
+    if not value:
+        raise NotSendable(f"{name} is not set on this worker.")
+    return value
+
+
+def _request(delivery: Delivery) -> tuple[str, bytes, dict[str, str]]:
+    """The URL, body and headers of a delivery, its token or signature added."""
+    body = json.dumps(delivery.body, separators=(",", ":")).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "ReplayHub",
+    }
+    if delivery.target == DeliveryTarget.FORGE:
+        forge = Forge.objects.filter(project_id=delivery.project_id).first()
+        if forge is None:
+            raise NotSendable("the project names no forge now.")
+        url = statuses.status_url(
+            forge.kind, forge.api_url, forge.repo, delivery.commit
+        )
+        headers.update(statuses.auth_headers(forge.kind, _secret(forge.token_env, url)))
+        return url, body, headers
+    hook = delivery.webhook
+    assert hook is not None
+    if hook.format == WebhookFormat.CLOUDEVENTS:
+        headers["Content-Type"] = "application/cloudevents+json"
+    if hook.secret_env:
+        key = _secret(hook.secret_env, hook.url).encode()
+        headers[events.SIGNATURE_HEADER] = events.signature(key, body)
+    return hook.url, body, headers
