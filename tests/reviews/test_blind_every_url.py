@@ -240,6 +240,8 @@ def _ids(replay: Replay) -> dict[str, object]:
         "check_id": WorkerCheck.objects.create().pk,
         "job_id": job.pk,
         "kind": "dod",
+        # The commit gate's: the original commit of the blind replay's run.
+        "sha": replay.run.original_commit,
         "index": 0,
         # The admin's patterns (the reviewer is no staff: each answers with
         # the admin's login page, asked for all the same).
