@@ -140,6 +140,7 @@ def kwargs_for(name: str, arguments: tuple[str, ...], seeded: dict) -> dict:
         "text_replay_id": seeded["text_replay"].pk,
         "suite_id": seeded["suite"].pk,
         "review_id": 0,
+        "sha": replay.run.original_commit,
         "app_label": "replayhub",
         # POST-only: a GET answers 405, with the header.
         "comment_id": 1,
