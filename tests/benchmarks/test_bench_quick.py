@@ -42,6 +42,7 @@ QUICK_SECONDS = {
     "tape.py": 11,
     "agent_tape.py": 38,  # measured alone: a real agent's replays
     "transcripts.py": 6,
+    "replicates.py": 1,
 }
 DEFAULT_SECONDS = 10
 
