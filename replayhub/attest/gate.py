@@ -159,7 +159,7 @@ def answer_json(answer: Answer, links: dict[str, Any]) -> dict[str, Any]:
         if shown and answer.decision == "overturn"
         else None,
         "settled_verdict": answer.settled,
-        "gate": run_gate(answer.settled),
+        "run_gate": run_gate(answer.settled),
         "blind": answer.hidden,
         **links,
     }

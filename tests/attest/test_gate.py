@@ -84,7 +84,7 @@ def test_the_latest_finished_replay_speaks_for_its_run(client, reviewer):
     client.force_login(reviewer)
     [run] = ask(client, REPRODUCED).json()["runs"]
     assert run["replay"] == latest.pk
-    assert run["gate"] == "reproduced"
+    assert run["run_gate"] == "reproduced"
 
 
 def test_a_run_not_yet_replayed_is_unknown(client, reviewer):
