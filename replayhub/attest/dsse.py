@@ -118,7 +118,7 @@ def verify(data: bytes, public_key: Ed25519PublicKey) -> dict[str, Any]:
     over it checks; EnvelopeError (one line) for anything else.
 
     A signature whose ``keyid`` names another key is not tried; one without a
-    ``keyid`` is (DSSE makes the field optional).
+    ``keyid``, or with an empty one, is (DSSE makes the field optional).
     """
     try:
         envelope = boundedjson.loads(
@@ -138,7 +138,8 @@ def verify(data: bytes, public_key: Ed25519PublicKey) -> dict[str, Any]:
     wanted = key_id(public_key)
     message = pae(PAYLOAD_TYPE, payload)
     for entry in signatures[:16]:
-        if not isinstance(entry, dict) or entry.get("keyid", wanted) != wanted:
+        # An empty or absent keyid names no key: the signature is tried.
+        if not isinstance(entry, dict) or (entry.get("keyid") or wanted) != wanted:
             continue
         try:
             public_key.verify(_base64(entry.get("sig"), "signature"), message)

@@ -78,12 +78,12 @@ def runs_of_commit(sha: str, *, project: Project | None) -> list[Run]:
     runs = Run.objects.select_related("project").filter(original_commit__startswith=sha)
     if project is not None:
         runs = runs.filter(project=project)
-    found = list(runs.order_by("-imported_at", "-id")[:MAX_RUNS])
-    if len({run.original_commit for run in found}) > 1:
+    commits = runs.order_by().values_list("original_commit", flat=True).distinct()
+    if len(commits[:2]) > 1:
         raise Ambiguous(
             f"the prefix {sha} names more than one commit: send more of its digits"
         )
-    return found
+    return list(runs.order_by("-imported_at", "-id")[:MAX_RUNS])
 
 
 def latest_replays(

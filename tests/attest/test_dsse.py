@@ -131,3 +131,9 @@ def test_a_malformed_envelope_is_one_line_of_error(signing_key, data, says):
     with pytest.raises(dsse.EnvelopeError, match=says) as caught:
         dsse.verify(data, signing_key.public_key())
     assert "\n" not in str(caught.value)
+
+
+def test_a_signature_with_an_empty_keyid_is_tried(signing_key):
+    envelope = signing.replay_envelope(make_replay(), signing_key)
+    envelope["signatures"][0]["keyid"] = ""
+    assert dsse.verify(canonical(envelope), signing_key.public_key())
