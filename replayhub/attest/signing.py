@@ -14,6 +14,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from replayhub.attest import dsse, statement
+from replayhub.environments.images import image_digest
 from replayhub.models import Comparison, Replay, ReplayStatus, Tape, TestOutcome
 
 _OUTCOME_FIELDS = (
@@ -57,6 +58,8 @@ def stored_replay(replay: Replay) -> statement.StoredReplay:
         .values("exchanges", "truncated", "digests")
         .first()
     )
+    provenance = _mapping(replay.provenance)
+    image = provenance.get("image")
     tests = list(
         TestOutcome.objects.filter(replay=replay)
         .order_by("tree", "attempt")
@@ -84,8 +87,9 @@ def stored_replay(replay: Replay) -> statement.StoredReplay:
         original_commit=replay.run.original_commit,
         record_sha256=replay.run.record_sha256,
         evidence=_mapping(replay.evidence),
-        provenance=_mapping(replay.provenance),
+        provenance=provenance,
         usage=_mapping(replay.usage),
+        image_digest=image_digest(image if isinstance(image, str) else None),
         tests=tests,
         comparison=comparison,
         tape=tape,

@@ -40,9 +40,10 @@ class StoredReplay:
     ``replay`` holds its columns (id, run, project, external_id, attempt,
     tier, trigger, verdict, reason_code, reason, finished_at as ISO text,
     tokens, sandbox_seconds); ``evidence``, ``provenance`` and ``usage`` are
-    its JSON columns as stored; ``tests`` its test outcomes' columns;
-    ``comparison`` the comparison's columns, if there is one; ``tape`` the
-    tape's counts and exchange digests, if one was kept.
+    its JSON columns as stored; ``image_digest`` the ``sha256:`` digest the
+    provenance's image is pinned to ("" for a floating tag); ``tests`` its
+    test outcomes' columns; ``comparison`` the comparison's columns, if there
+    is one; ``tape`` the tape's counts and exchange digests, if one was kept.
     """
 
     replay: Mapping[str, Any]
@@ -51,6 +52,7 @@ class StoredReplay:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, Any] = field(default_factory=dict)
     usage: Mapping[str, Any] = field(default_factory=dict)
+    image_digest: str = ""
     tests: Sequence[Mapping[str, Any]] = ()
     comparison: Mapping[str, Any] | None = None
     tape: Mapping[str, Any] | None = None
@@ -132,7 +134,7 @@ def predicate(stored: StoredReplay, *, version: str) -> dict[str, Any]:
             "isolation": _text(agent.get("isolation")),
             "limit_backend": _text(agent.get("limit_backend")),
             "image": _text(provenance.get("image")),
-            "image_digest": image_digest(_text(provenance.get("image"))),
+            "image_digest": stored.image_digest or None,
             "image_pinned": _bool(provenance.get("image_pinned")),
             "config_sha256": _text(provenance.get("sandbox_config_sha256")),
         },
@@ -149,12 +151,6 @@ def predicate(stored: StoredReplay, *, version: str) -> dict[str, Any]:
         "usage": _usage(stored.usage, replay),
         "replayhub": {"version": version},
     }
-
-
-def image_digest(image: str | None) -> str | None:
-    """The ``sha256:<hex>`` an image reference is pinned to, or None."""
-    match = re.search(r"@(sha256:[0-9a-f]{64})", image or "")
-    return match.group(1) if match else None
 
 
 def tape_digest(digests: Sequence[Any]) -> str:

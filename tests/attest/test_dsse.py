@@ -63,6 +63,7 @@ def test_the_subjects_are_the_runs_commit_and_the_stored_replay_tree(signing_key
     assert predicate["base"]["source"] == "recorded"
     assert predicate["tests"][0]["tree"] == "original"
     assert predicate["comparison"]["replay_tree"] == "f" * 40
+    assert predicate["sandbox"]["image_digest"] == "sha256:" + "b" * 64
 
 
 def test_the_key_id_is_the_sha256_of_the_raw_public_key(signing_key):

@@ -61,6 +61,7 @@ def stored(**changes) -> StoredReplay:
             "sandbox_config_sha256": "d" * 64,
         },
         "usage": {"input_tokens": 1000, "output_tokens": 200, "cost_usd": 0.42},
+        "image_digest": "sha256:" + "b" * 64,
         "tests": [{"tree": "original", "attempt": 1, "ran": True, "passed": True}],
         "comparison": {
             "identical": False,
@@ -124,7 +125,7 @@ def test_money_is_left_out_of_the_usage():
 
 
 def test_a_floating_image_has_no_digest():
-    floating = stored(provenance={"image": "python:3.12"})
+    floating = stored(provenance={"image": "python:3.12"}, image_digest="")
     sandbox = statement(floating, version="1")["predicate"]["sandbox"]
     assert sandbox["image"] == "python:3.12"
     assert sandbox["image_digest"] is None
