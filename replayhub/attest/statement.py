@@ -136,7 +136,10 @@ def predicate(stored: StoredReplay, *, version: str) -> dict[str, Any]:
             "image": _text(provenance.get("image")),
             "image_digest": stored.image_digest or None,
             "image_pinned": _bool(provenance.get("image_pinned")),
-            "config_sha256": _text(provenance.get("sandbox_config_sha256")),
+            # The sandbox config the run recorded, and the project's the replay
+            # ran under: they differ when the config drifted.
+            "recorded_config_sha256": _text(provenance.get("sandbox_config_sha256")),
+            "project_config_sha256": _text(provenance.get("project_config_sha256")),
         },
         "environment": {
             "key": _text(environment.get("key")),
