@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.contrib.auth.decorators import login_not_required
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -137,7 +138,7 @@ def attestation_key(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _key():
+def _key() -> Ed25519PrivateKey | JsonResponse:
     """The signing key, or the one-line error a caller answers with."""
     try:
         key = keys.signing_key()
