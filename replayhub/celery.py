@@ -38,6 +38,7 @@ class Task(StrEnum):
     FOLLOW_SOURCE = "replayhub.tasks.follow_source"
     DISPATCH_TEXT_NIGHT = "replayhub.tasks.dispatch_text_night"
     DELIVER = "replayhub.tasks.deliver"
+    DELIVER_SWEEP = "replayhub.tasks.deliver_sweep"
     ROLLUP_NIGHT = "reviews.tasks.rollup_night"
     ROLLUP_SWEEP = "reviews.tasks.rollup_sweep"
 

@@ -559,3 +559,8 @@ for _cidr in REPLAYHUB_OUTBOUND_ALLOW_PRIVATE:
 REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS = env_int("REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS", 10)
 REPLAYHUB_OUTBOUND_ATTEMPTS = env_int("REPLAYHUB_OUTBOUND_ATTEMPTS", 6)
 REPLAYHUB_OUTBOUND_BACKOFF_SECONDS = env_int("REPLAYHUB_OUTBOUND_BACKOFF_SECONDS", 2)
+# Sends again the deliveries whose message was lost or whose worker died.
+CELERY_BEAT_SCHEDULE["deliver-sweep"] = {
+    "task": "replayhub.tasks.deliver_sweep",
+    "schedule": 300.0,
+}

@@ -24,8 +24,9 @@ replay_finished = Signal()
 
 # A reviewer's decision on a finished replay was committed; sent with
 # ``replay_id``, ``review_id``, ``decision`` and ``verdict`` (the verdict the
-# decision leaves standing, "" for a rerun). Sent by the people's side, whose
-# decisions the domain does not import.
+# decision leaves standing, "" for a rerun); ``decision`` is "undo" when the
+# review was taken back, ``verdict`` then the one standing again. Sent by the
+# people's side, whose decisions the domain does not import.
 review_decided = Signal()
 
 

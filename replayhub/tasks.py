@@ -24,7 +24,7 @@ from replayhub.ingest.services import (
     import_job_run,
 )
 from replayhub.models import WorkerCheck
-from replayhub.outbound.services import delivery_send
+from replayhub.outbound.services import delivery_send, delivery_sweep
 from replayhub.replay import sweep
 from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
 
@@ -155,3 +155,8 @@ def deliver(self, delivery_id: int) -> None:
     countdown = delivery_send(delivery_id=delivery_id)
     if countdown is not None:
         raise self.retry(countdown=countdown)
+
+
+@shared_task(name=Task.DELIVER_SWEEP)
+def deliver_sweep() -> None:
+    delivery_sweep()

@@ -439,7 +439,30 @@ def review_undo(*, review: Review, reviewer, now: datetime | None = None) -> Rev
             },
         )
         transaction.on_commit(lambda: rollups.rollup_request(locked.pk))
+        signals.send_after_commit(
+            signals.review_decided,
+            Review,
+            replay_id=locked.pk,
+            review_id=latest.pk,
+            decision="undo",
+            verdict=_standing_verdict(locked.pk),
+        )
     return latest
+
+
+def _standing_verdict(replay_id: int) -> str:
+    """The verdict standing on a replay: its latest standing decision's, or
+    the machine's."""
+    review = (
+        Review.objects.standing()
+        .filter(replay_id=replay_id)
+        .exclude(decision=Review.Decision.RERUN)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if review is not None:
+        return review.verdict_after
+    return Replay.objects.values_list("verdict", flat=True).get(pk=replay_id)
 
 
 CENT = Decimal("0.01")

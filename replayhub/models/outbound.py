@@ -99,16 +99,30 @@ class DeliveryQuerySet(models.QuerySet["Delivery"]):
         )
 
     def settle(
-        self, pk: int, *, status: str, http_status: int | None, answer: str
+        self,
+        pk: int,
+        *,
+        status: str,
+        http_status: int | None,
+        answer: str,
+        hold_until: datetime | None = None,
     ) -> int:
-        """End a claimed attempt: ``pending`` again (to be retried), or for good."""
+        """End a claimed attempt: for good, or ``pending`` again to be retried,
+        held from the sweep until ``hold_until``."""
         done = status != DeliveryStatus.PENDING
         return self.filter(pk=pk, status=DeliveryStatus.PENDING).update(
             status=status,
             http_status=http_status,
             answer=answer[:300],
-            claimed_until=None,
+            claimed_until=None if done else hold_until,
             finished_at=timezone.now() if done else None,
+        )
+
+    def lost(self, *, before: datetime) -> DeliveryQuerySet:
+        """Pending deliveries no worker has held since ``before``: their
+        message was lost, or their worker died mid-attempt."""
+        return self.filter(status=DeliveryStatus.PENDING, created_at__lt=before).filter(
+            Q(claimed_until__isnull=True) | Q(claimed_until__lt=before)
         )
 
 

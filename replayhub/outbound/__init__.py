@@ -21,7 +21,10 @@ Rules:
   worker sends. A forge answering 5xx, 408 or 429, or not answering, is
   tried again with a doubling wait (``REPLAYHUB_OUTBOUND_BACKOFF_SECONDS``,
   up to ``REPLAYHUB_OUTBOUND_ATTEMPTS`` attempts); another 4xx, a refused
-  address or a missing token ends the delivery ``failed`` at once.
+  address or a missing token ends the delivery ``failed`` at once. What no
+  worker has held for ``services.SWEEP_AFTER`` is sent again by the beat
+  (``delivery_sweep``). A host that does not resolve may be named in a
+  setting; each request checks its address again.
 - **No SSRF.** A webhook's URL and a forge's API URL must resolve to public
   addresses, when saved and again when sent; the socket connects to the
   address checked, so no second lookup can answer otherwise. The operator

@@ -24,6 +24,11 @@ class AddressRefused(Exception):
     """The URL is malformed, does not resolve, or reaches a private address."""
 
 
+class Unresolved(AddressRefused):
+    """The host does not resolve (now): a setting may name it all the same,
+    since every request checks its address again."""
+
+
 def networks(cidrs: Sequence[str]) -> tuple[Network, ...]:
     """The allowed private ranges; raises ValueError on a malformed one."""
     return tuple(ipaddress.ip_network(cidr.strip(), strict=False) for cidr in cidrs)
@@ -64,12 +69,12 @@ def resolve(url: str, allowed: Sequence[Network]) -> IPAddress:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError) as exc:
-        raise AddressRefused(f"{host} does not resolve ({exc})") from None
+        raise Unresolved(f"{host} does not resolve ({exc})") from None
     addresses = [
         ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos
     ]
     if not addresses:
-        raise AddressRefused(f"{host} does not resolve")
+        raise Unresolved(f"{host} does not resolve")
     for address in addresses:
         if problem := address_problem(address, allowed):
             # Any private answer refuses the host: a name that resolves to a

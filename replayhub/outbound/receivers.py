@@ -64,7 +64,7 @@ def on_review_decided(
     event_queue(
         project=found.project,
         event="review.decided",
-        ident=f"review-{review_id}",
+        ident=f"{decision}-{review_id}",
         data={
             "project": found.project.slug,
             "replay": found.pk,

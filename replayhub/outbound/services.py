@@ -36,13 +36,21 @@ from replayhub.models import (
 )
 from replayhub.models.projects import credential_policy
 from replayhub.outbound import events, statuses
-from replayhub.outbound.addresses import AddressRefused, networks, resolve
+from replayhub.outbound.addresses import (
+    AddressRefused,
+    Unresolved,
+    networks,
+    resolve,
+)
 from replayhub.outbound.post import Unreachable, post
 
 log = logging.getLogger(__name__)
 
 # The longest wait between two attempts.
 MAX_BACKOFF_SECONDS = 600
+# A pending delivery held by nothing for this long is sent again by the sweep:
+# longer than the longest wait and an attempt's claim.
+SWEEP_AFTER = timedelta(minutes=15)
 
 
 class OutboundInvalid(Exception):
@@ -58,9 +66,12 @@ def allowed_networks():
 
 
 def url_problem(url: str) -> str:
-    """Why the workers may not post to ``url`` ("" when they may)."""
+    """Why the workers may not post to ``url`` ("" when they may). A host that
+    does not resolve from here may be named: each delivery checks again."""
     try:
         resolve(url, allowed_networks())
+    except Unresolved:
+        return ""
     except AddressRefused as exc:
         return str(exc)
     return ""
@@ -160,7 +171,8 @@ def page_url(name: str, *args: object) -> str:
 
 @dataclass(frozen=True)
 class Settled:
-    """A reviewer's decision, as a status says it."""
+    """A reviewer's decision, as a status says it; ``undo`` for a decision
+    taken back (``verdict`` is then the one standing again)."""
 
     review_id: int
     decision: str
@@ -183,7 +195,10 @@ def status_queue(*, replay_id: int, settled: Settled | None = None) -> None:
         return
     verdict = settled.verdict if settled else replay.verdict
     state = statuses.state_for(forge.kind, verdict)
-    source = f"review:{settled.review_id}" if settled else f"replay:{replay.pk}"
+    # A decision, and its undoing, each say their state once.
+    source = (
+        f"{settled.decision}:{settled.review_id}" if settled else f"replay:{replay.pk}"
+    )
     body = statuses.status_body(
         forge.kind,
         state=state,
@@ -282,8 +297,17 @@ def _settle(
     if again and delivery.attempts >= settings.REPLAYHUB_OUTBOUND_ATTEMPTS:
         status, again = DeliveryStatus.FAILED, False
         answer = f"{answer} (gave up after {delivery.attempts} attempts)"
+    base = settings.REPLAYHUB_OUTBOUND_BACKOFF_SECONDS
+    wait = min(base * 2 ** (delivery.attempts - 1), MAX_BACKOFF_SECONDS)
     Delivery.objects.settle(
-        delivery.pk, status=status, http_status=http_status, answer=answer
+        delivery.pk,
+        status=status,
+        http_status=http_status,
+        answer=answer,
+        # The retry's message is due in ``wait``: the sweep leaves the row
+        # alone until it is well past. Half the wait, so that the retry,
+        # however early its timer fires, finds the row free to claim.
+        hold_until=timezone.now() + timedelta(seconds=wait / 2),
     )
     log.info(
         "delivery %s (%s) attempt %s: %s %s",
@@ -293,10 +317,17 @@ def _settle(
         http_status or "-",
         status,
     )
-    if not again:
-        return None
-    wait = settings.REPLAYHUB_OUTBOUND_BACKOFF_SECONDS * 2 ** (delivery.attempts - 1)
-    return float(min(wait, MAX_BACKOFF_SECONDS))
+    return float(wait) if again else None
+
+
+def delivery_sweep(*, now: datetime | None = None) -> list[int]:
+    """Send again the pending deliveries nothing has held for SWEEP_AFTER (a
+    lost message, a worker lost mid-attempt); their ids. Run by the beat."""
+    before = (now or timezone.now()) - SWEEP_AFTER
+    ids = list(Delivery.objects.lost(before=before).values_list("pk", flat=True))
+    for delivery_id in ids:
+        enqueue(Task.DELIVER, delivery_id)
+    return ids
 
 
 def _secret(name: str, url: str) -> str:

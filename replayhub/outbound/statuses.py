@@ -50,6 +50,8 @@ def description(
         text = f"{verdict} (a reviewer overturned {before})"
     elif decision == "confirm":
         text = f"{verdict}: {reason_code}, confirmed by a reviewer"
+    elif decision == "undo":
+        text = f"{verdict}: {reason_code} (a reviewer's decision taken back)"
     else:
         text = f"{verdict}: {reason_code}"
     return f"ReplayHub: {text}"[:DESCRIPTION_CHARS]

@@ -4,13 +4,16 @@ moments, and never sent twice."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from replayhub import services, signals
 from replayhub.models import Delivery, Replay, ReplayStatus, Run
-from replayhub.outbound.services import delivery_send, forge_set
+from replayhub.outbound.services import delivery_send, delivery_sweep, forge_set
 from replayhub.verdicts import Facts, Reason, decide
-from reviews.services import review_decide
+from reviews.services import review_decide, review_undo
 from tests.factories import make_project, make_replay, make_user
 from tests.outbound.conftest import BASE_URL, TOKEN, TOKEN_ENV
 
@@ -40,6 +43,11 @@ def replayed(project, verdict, sha):
 
 def finished(replay):
     signals.replay_finished.send(Replay, replay_id=replay.pk)
+
+
+def later(seconds: float):
+    """The time a retry's message is due, ``seconds`` from now."""
+    return timezone.now() + timedelta(seconds=seconds)
 
 
 def send_all():
@@ -153,8 +161,8 @@ def test_the_forge_answering_502_twice_is_tried_again_until_it_takes_it(db, stan
 
     # The task retries after the wait each attempt returns, doubling.
     assert delivery_send(delivery_id=delivery.pk) == 1.0
-    assert delivery_send(delivery_id=delivery.pk) == 2.0
-    assert delivery_send(delivery_id=delivery.pk) is None
+    assert delivery_send(delivery_id=delivery.pk, now=later(1)) == 2.0
+    assert delivery_send(delivery_id=delivery.pk, now=later(3)) is None
 
     delivery.refresh_from_db()
     assert (delivery.status, delivery.http_status, delivery.attempts) == (
@@ -174,7 +182,7 @@ def test_attempts_are_bounded_and_a_4xx_is_not_retried(db, stand, settings):
     first, second = Delivery.objects.order_by("id")
 
     assert delivery_send(delivery_id=first.pk) == 1.0
-    assert delivery_send(delivery_id=first.pk) is None
+    assert delivery_send(delivery_id=first.pk, now=later(1)) is None
     first.refresh_from_db()
     assert (first.status, first.attempts) == ("failed", 2)
     assert "gave up after 2 attempts" in first.answer
@@ -226,3 +234,40 @@ def test_a_missing_token_fails_the_delivery_without_sending(db, stand, monkeypat
     assert delivery.answer == f"{TOKEN_ENV} is not set on this worker."
     assert stand.received == []
     assert TOKEN not in str(Delivery.objects.values().get())
+
+
+def test_a_decision_taken_back_sets_the_status_back(
+    db, stand, django_capture_on_commit_callbacks
+):
+    project = with_forge(stand)
+    replay = replayed(project, "identical", "1" * 40)
+    rita = make_user("rita", "reviewer")
+    with django_capture_on_commit_callbacks(execute=True):
+        review = review_decide(
+            replay=replay,
+            reviewer=rita,
+            decision="overturn",
+            verdict_after="divergent",
+        )
+    with django_capture_on_commit_callbacks(execute=True):
+        review_undo(review=review, reviewer=rita)
+    send_all()
+    overturned, undone = (r.json for r in stand.received)
+    assert overturned["state"] == "failure"
+    assert undone["state"] == "success"
+    assert "taken back" in undone["description"]
+
+
+def test_the_sweep_sends_again_what_no_worker_holds(db, stand):
+    project = with_forge(stand)
+    finished(replayed(project, "identical", "2" * 40))
+    finished(replayed(project, "divergent", "3" * 40))
+    lost, retrying = Delivery.objects.order_by("id")
+    stand.script = [503]
+    assert delivery_send(delivery_id=retrying.pk) == 1.0
+
+    assert delivery_sweep() == []  # both are young
+    soon = later(16 * 60)
+    assert delivery_sweep(now=soon) == [lost.pk, retrying.pk]
+    Delivery.objects.filter(pk=lost.pk).update(status="delivered")
+    assert delivery_sweep(now=soon) == [retrying.pk]
