@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_ready
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -24,7 +25,12 @@ from replayhub.ingest.services import (
     import_job_run,
 )
 from replayhub.models import WorkerCheck
-from replayhub.outbound.services import delivery_send, delivery_sweep
+from replayhub.outbound.services import (
+    ATTEMPT_SECONDS,
+    delivery_cut,
+    delivery_send,
+    delivery_sweep,
+)
 from replayhub.replay import sweep
 from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
 
@@ -148,11 +154,22 @@ def dispatch_text_night(night_id: int) -> None:
         run_text_replay.delay(text_replay_id)
 
 
-@shared_task(name=Task.DELIVER, bind=True, max_retries=None)
+@shared_task(
+    name=Task.DELIVER,
+    bind=True,
+    max_retries=None,
+    # A server that drips its answer a byte at a time, each within the socket's
+    # timeout, is cut off here: the attempt ends and is tried again.
+    soft_time_limit=ATTEMPT_SECONDS,
+    time_limit=ATTEMPT_SECONDS + 15,
+)
 def deliver(self, delivery_id: int) -> None:
     """One attempt at a commit status or webhook; the delivery row bounds the
     attempts and holds the answer."""
-    countdown = delivery_send(delivery_id=delivery_id)
+    try:
+        countdown = delivery_send(delivery_id=delivery_id)
+    except SoftTimeLimitExceeded:
+        countdown = delivery_cut(delivery_id=delivery_id, seconds=ATTEMPT_SECONDS)
     if countdown is not None:
         raise self.retry(countdown=countdown)
 

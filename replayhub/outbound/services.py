@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 
 # The longest wait between two attempts.
 MAX_BACKOFF_SECONDS = 600
+# The longest an attempt may take, answer read (the task's soft time limit);
+# its claim outlives it.
+ATTEMPT_SECONDS = 3 * settings.REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS
 # A pending delivery held by nothing for this long is sent again by the sweep:
 # longer than the longest wait and an attempt's claim.
 SWEEP_AFTER = timedelta(minutes=15)
@@ -269,7 +272,7 @@ def delivery_send(*, delivery_id: int, now: datetime | None = None) -> float | N
     doubling wait, up to REPLAYHUB_OUTBOUND_ATTEMPTS attempts in all."""
     now = now or timezone.now()
     timeout = settings.REPLAYHUB_OUTBOUND_TIMEOUT_SECONDS
-    held = now + timedelta(seconds=4 * timeout + 30)
+    held = now + timedelta(seconds=ATTEMPT_SECONDS + 60)
     if not Delivery.objects.claim(delivery_id, now=now, until=held):
         return None
     delivery = Delivery.objects.select_related("project", "webhook").get(pk=delivery_id)
@@ -288,6 +291,14 @@ def delivery_send(*, delivery_id: int, now: datetime | None = None) -> float | N
     else:
         status = DeliveryStatus.FAILED
     return _settle(delivery, status, answer.status, answer.first_line)
+
+
+def delivery_cut(*, delivery_id: int, seconds: float) -> float | None:
+    """End an attempt the time limit cut short, like a network error."""
+    delivery = Delivery.objects.get(pk=delivery_id)
+    return _settle(
+        delivery, DeliveryStatus.PENDING, None, f"no whole answer within {seconds} s"
+    )
 
 
 def _settle(

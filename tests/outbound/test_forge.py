@@ -11,7 +11,12 @@ from django.utils import timezone
 
 from replayhub import services, signals
 from replayhub.models import Delivery, Replay, ReplayStatus, Run
-from replayhub.outbound.services import delivery_send, delivery_sweep, forge_set
+from replayhub.outbound.services import (
+    delivery_cut,
+    delivery_send,
+    delivery_sweep,
+    forge_set,
+)
 from replayhub.verdicts import Facts, Reason, decide
 from reviews.services import review_decide, review_undo
 from tests.factories import make_project, make_replay, make_user
@@ -271,3 +276,16 @@ def test_the_sweep_sends_again_what_no_worker_holds(db, stand):
     assert delivery_sweep(now=soon) == [lost.pk, retrying.pk]
     Delivery.objects.filter(pk=lost.pk).update(status="delivered")
     assert delivery_sweep(now=soon) == [retrying.pk]
+
+
+def test_an_attempt_cut_by_the_time_limit_is_tried_again(db, stand):
+    project = with_forge(stand)
+    finished(replayed(project, "identical", "4" * 40))
+    (delivery,) = Delivery.objects.all()
+    assert Delivery.objects.claim(delivery.pk, now=later(0), until=later(90))
+    assert delivery_cut(delivery_id=delivery.pk, seconds=30) == 1.0
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.answer) == (
+        "pending",
+        "no whole answer within 30 s",
+    )
