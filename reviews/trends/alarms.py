@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replayhub.models import Night
+from replayhub.models import Night, Webhook
 from replayhub.outbound.services import event_queue, page_url
 from reviews.trends.forms import TrendFilters
 from reviews.trends.queries import nightly_sums
@@ -35,6 +35,11 @@ def night_point(night: Night) -> ChartPoint | None:
 
 def on_night_closed(sender: Any, *, night: Night, **kwargs: Any) -> None:
     """Receiver of ``replayhub.signals.night_closed``: queue the signal."""
+    hooks = Webhook.objects.filter(project_id=night.project_id)
+    if not any(
+        "trends.signal" in events for events in hooks.values_list("events", flat=True)
+    ):
+        return  # nobody listens: the chart is not read
     point = night_point(night)
     if point is None or not point.out_of_control or point.rate is None:
         return

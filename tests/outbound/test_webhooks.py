@@ -203,3 +203,12 @@ def test_a_webhook_is_refused_in_one_sentence(db, stand, fields, refusal):
     }
     with pytest.raises(OutboundInvalid, match=refusal):
         webhook_add(**values)
+
+
+def test_a_bad_night_signals_only_to_the_webhooks_that_take_the_signal(db, stand):
+    hook(stand, ["night.closed"])
+    project = make_project("shop")
+    close_a_bad_night(project, (timezone.now() - timedelta(hours=9)).date())
+    scheduler.night_close_ended(now=timezone.now())
+    send_all()
+    assert [r.json["type"] for r in stand.received] == ["dev.replayhub.night.closed"]
