@@ -48,6 +48,7 @@ from replayhub.models import (
 )
 from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.replicate_tier import night_admit_replicates
 from replayhub.nights.tape_tier import night_admit_tape, without_taped
 from replayhub.replay import tapes
 from replayhub.replay.execute import execute
@@ -291,10 +292,11 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
         if not Replay.objects.cancel(replay.pk, owner=owner):
             return
         scheduler.settle(replay=replay, actual=Amounts(), now=now)
-        if replay.tier == Tier.TAPE:
-            # The run stays the tape tier's: its next night plays it first.
+        if replay.replicate or replay.tier == Tier.TAPE:
+            # The run stays the tape (or replicate) tier's: its next night
+            # plays it first.
             if replay.night_id is not None:
-                shares.defer_one(replay.night_id, tiers.TAPE)
+                shares.defer_one(replay.night_id, scheduler.share_tier(replay))
             log.info("tape replay %s not started: its night has ended", replay.pk)
             return
         Run.objects.filter(pk=replay.run_id, deferred_at__isnull=True).update(
@@ -415,6 +417,7 @@ def replay_finish(
                 tape.replay = replay
                 tape.save()
             scheduler.settle(replay=replay, actual=actual, now=timezone.now())
+            Replay.objects.band_sometimes_divergent(replay.run_id)
     except Exception as error:
         log.exception("replay %s: its findings could not be stored", replay.pk)
         return _finish_unstored(
@@ -645,9 +648,11 @@ def night_run(
         )
     else:
         report = shares.NightReport(tiers.AGENTIC, night=text.night or tape.night)
-    report.others = {tiers.TAPE: tape, tiers.TEXT: text}
-    night = report.night or tape.night
-    if (report.admitted or tape.admitted) and night is not None:
+    # Replicates last: only runs with nothing in flight, after their first replays.
+    more = night_admit_replicates(project=project, now=now, immediate=immediate)
+    report.others = {tiers.TAPE: tape, tiers.TEXT: text, tiers.REPLICATE: more}
+    night = report.night or tape.night or more.night
+    if (report.admitted or tape.admitted or more.admitted) and night is not None:
         enqueue(Task.DISPATCH_NIGHT, night.pk)
     return report
 
@@ -665,13 +670,16 @@ def nights_tick(*, now: datetime | None = None) -> list[shares.NightReport]:
         Q(agentic_enabled=True)
         | Q(budget__text_enabled=True)
         | Q(budget__tape_enabled=True)
+        | Q(budget__replicate_threshold__isnull=False)
     )
     for project in projects:
         if scheduler.night_claim(project=project, now=now):
             reports.append(night_run(project=project, now=now))
             continue
         budget = scheduler.budget_of(project)
-        if budget.text_enabled and in_window(project, now):
+        # Every tick admits the replicates the verdicts since call for.
+        replicating = budget.replicate_threshold is not None
+        if (budget.text_enabled or replicating) and in_window(project, now):
             # Tiered: every tick admits the text replays the budget now has
             # room for and, when the text tier gates the agentic tier, the
             # agentic replays of runs it has passed on since. Without the
@@ -680,7 +688,7 @@ def nights_tick(*, now: datetime | None = None) -> list[shares.NightReport]:
                 night_run(
                     project=project,
                     now=now,
-                    agentic=gates_agentic(budget),
+                    agentic=budget.text_enabled and gates_agentic(budget),
                 )
             )
     scheduler.night_close_ended(now=now)

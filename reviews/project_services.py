@@ -34,6 +34,7 @@ from replayhub.project_setup import (
     remote_check,
 )
 from replayhub.replay import tapes
+from replayhub.replicates.stopping import ReplicatePolicy
 from replayhub.services import replay_request
 from reviews.models import AuditEvent
 
@@ -251,3 +252,43 @@ def _clean(project: Project) -> None:
 def _plain(value: Any) -> Any:
     """A value as an audit event's JSON keeps it (an amount as its text)."""
     return str(value) if isinstance(value, Decimal) else value
+
+
+# A budget's replicate policy, field by field (``Budget.replicate_policy``).
+REPLICATE_FIELDS = (
+    "replicate_threshold",
+    "replicate_confidence",
+    "replicate_most",
+    "replicate_margin",
+)
+
+
+def replicates_update(
+    *, actor, project: Project, policy: ReplicatePolicy | None
+) -> dict[str, tuple[Any, Any]]:
+    """Set the project's replicate policy (None: replicates off, the rest of
+    the policy kept for when they are on again): ``project_edit
+    --replicates`` and the budgets page. Audited as a budget edit, each field
+    before and after; returns the changes (none: no event)."""
+    with transaction.atomic():
+        scheduler.budget_of(project)
+        budget = Budget.objects.select_for_update().get(project=project)
+        before = {name: getattr(budget, name) for name in REPLICATE_FIELDS}
+        budget.replicate_threshold = policy.threshold if policy else None
+        if policy is not None:
+            budget.replicate_confidence = policy.confidence
+            budget.replicate_most = policy.most
+            budget.replicate_margin = policy.margin
+        after = {name: getattr(budget, name) for name in REPLICATE_FIELDS}
+        changes = {n: (before[n], after[n]) for n in after if before[n] != after[n]}
+        if changes:
+            budget.save(update_fields=list(changes))
+            AuditEvent.objects.create(
+                actor=actor,
+                action="budget.update",
+                object_type="project",
+                object_id=str(project.pk),
+                before={"budget": {n: old for n, (old, _) in changes.items()}},
+                after={"budget": {n: new for n, (_, new) in changes.items()}},
+            )
+    return changes

@@ -388,7 +388,7 @@ def make_night(
         window_start=start,
         window_end=start + timedelta(hours=hours),
     )
-    for tier in ("tape", "text", "agentic"):
+    for tier in ("tape", "text", "agentic", "replicate"):
         NightShare.objects.create(
             night=night, tier=tier, **(shares or {}).get(tier, {})
         )

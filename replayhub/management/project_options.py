@@ -24,6 +24,7 @@ from replayhub.project_setup import (
     project_fields,
     remote_check,
 )
+from replayhub.replicates.stopping import ReplicatePolicy
 
 # Commands given as "" are stored empty (no setup phase, no separate verifier);
 # the others must not be empty.
@@ -66,6 +67,15 @@ def add_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
                 "For verifiers rollout records: how seeds are derived and judged.",
             )
         )
+    )
+    # The budget's, not the project's: given apart (``replicate_policy``).
+    _adder(parser)(
+        "--replicates",
+        metavar="P0,CONFIDENCE,K[,MARGIN]",
+        help="Replay undecided runs again until each is decided to reproduce "
+        "at least P0 of the time or not, at CONFIDENCE, with at most K samples "
+        "(e.g. 0.8,0.9,10; MARGIN, half the indifference zone, 0.15 unless "
+        "given); off: no replicates (the default). See docs/replicates.md.",
     )
 
 
@@ -510,3 +520,27 @@ def _rollout_settings(values: dict[str, Any]) -> dict[str, Any]:
         "max_seed_tokens": values["max_seed_tokens"],
         "verification_turn": values["verification_turn"],
     }
+
+
+def replicate_policy(text: str) -> ReplicatePolicy | None:
+    """``--replicates``: ``P0,CONFIDENCE,K[,MARGIN]`` as a policy, ``off`` as
+    None; ProjectInvalid in one line for anything else."""
+    if text.strip().lower() in ("off", "none", ""):
+        return None
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) not in (3, 4):
+        raise ProjectInvalid(
+            "--replicates",
+            f"--replicates {text!r}: give P0,CONFIDENCE,K[,MARGIN] (e.g. "
+            "0.8,0.9,10) or off.",
+        )
+    try:
+        margin = float(parts[3]) if len(parts) == 4 else ReplicatePolicy.margin
+        return ReplicatePolicy(
+            threshold=float(parts[0]),
+            confidence=float(parts[1]),
+            most=int(parts[2]),
+            margin=margin,
+        )
+    except ValueError as exc:
+        raise ProjectInvalid("--replicates", f"--replicates {text!r}: {exc}") from None

@@ -44,8 +44,9 @@ reserves more than its limits, in any tier; a rollup's attempts equal its
 four verdict counts; a run's external id is unique in its project. Each
 index names, in a comment, the query it serves.
 
-``Replay.review_band`` (1 equivalent, 2 divergent, 3 inconclusive with its
-retries exhausted, 4 needs a second review; empty when not queued) is
+``Replay.review_band`` (0 divergent where the run's other replays
+reproduced it, 1 equivalent, 2 divergent, 3 inconclusive with its retries
+exhausted, 4 needs a second review; empty when not queued) is
 written when the verdict is reached (``ReviewBand.for_verdict``) and cleared
 by a decision. It is stored rather than computed so that the queue is one
 scan of a partial index (``replay_review_queue``).

@@ -14,9 +14,10 @@ from replayhub.models.projects import Project, RunSource, choices_check
 from replayhub.models.replays import Tier
 from replayhub.nights import tiers
 from replayhub.nights.arithmetic import Amounts
+from replayhub.replicates.stopping import MOST_REPLICATES, ReplicatePolicy
 
-# The tiers with a share of a night, in admission order; each is a Tier.
-SHARE_TIER_CHOICES = [(t, Tier(t).label) for t in tiers.SHARE_TIERS]
+# The tiers with a share of a night, in admission order.
+SHARE_TIER_CHOICES = [(t, tiers.LABELS[t]) for t in tiers.SHARE_TIERS]
 
 # As the text tier reads it: a provider name, a colon, a model name.
 _TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}:\S.{0,199}")
@@ -72,6 +73,26 @@ class Budget(models.Model):
         help_text="Record categories that go on to the agentic tier whatever the "
         'text tier found, e.g. ["security"].',
     )
+    # The replicate policy (``replicates.stopping.ReplicatePolicy``): more
+    # replays of a run, each one sample, until its reproducibility is decided
+    # or it has ``replicate_most``. Off while the threshold is empty.
+    replicate_threshold = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Replicates decide whether a run reproduces at least this "
+        "often (p0, e.g. 0.8). Empty: no replicates.",
+    )
+    replicate_confidence = models.FloatField(
+        default=0.9,
+        help_text="The chance of deciding rightly at the zone's edges (e.g. 0.9).",
+    )
+    replicate_most = models.PositiveSmallIntegerField(
+        default=10, help_text="The most samples a run gets (k, at most 50)."
+    )
+    replicate_margin = models.FloatField(
+        default=0.15,
+        help_text="Half the indifference zone around the threshold.",
+    )
 
     class Meta:
         constraints = [
@@ -83,6 +104,18 @@ class Budget(models.Model):
                 condition=Q(text_similarity_below__gte=0)
                 & Q(text_similarity_below__lte=1),
                 name="budget_text_threshold_valid",
+            ),
+            # The policy's own checks (ReplicatePolicy) are the form's; this
+            # keeps a row any command could write from being nonsense.
+            models.CheckConstraint(
+                condition=(
+                    Q(replicate_threshold__isnull=True)
+                    | Q(replicate_threshold__gt=0, replicate_threshold__lt=1)
+                )
+                & Q(replicate_confidence__gt=0, replicate_confidence__lt=1)
+                & Q(replicate_most__gte=1, replicate_most__lte=MOST_REPLICATES)
+                & Q(replicate_margin__gt=0, replicate_margin__lt=0.5),
+                name="budget_replicate_policy_valid",
             ),
         ]
 
@@ -102,8 +135,25 @@ class Budget(models.Model):
             isinstance(c, str) for c in categories
         ):
             errors["escalate_categories"] = 'Give a list of names, e.g. ["security"].'
+        if self.replicate_threshold is not None:
+            try:
+                self.replicate_policy()
+            except ValueError as exc:
+                errors["replicate_threshold"] = str(exc)
         if errors:
             raise ValidationError(errors)
+
+    def replicate_policy(self) -> ReplicatePolicy | None:
+        """The project's replicate policy; None when replicates are off.
+        ValueError for a policy ``ReplicatePolicy`` refuses."""
+        if self.replicate_threshold is None:
+            return None
+        return ReplicatePolicy(
+            threshold=self.replicate_threshold,
+            confidence=self.replicate_confidence,
+            most=self.replicate_most,
+            margin=self.replicate_margin,
+        )
 
 
 class BudgetShare(models.Model):

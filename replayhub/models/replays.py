@@ -49,6 +49,9 @@ VERDICT_CHOICES = [(verdict.value, verdict.label) for verdict in Verdict]
 class ReviewBand(models.IntegerChoices):
     """Queue priority, lower first: where a human learns the most."""
 
+    # A divergent replay of a run whose replays also reproduced it: an agent
+    # right only some of the time teaches a reviewer most (docs/replicates.md).
+    SOMETIMES_DIVERGES = 0, "Sometimes diverges"
     VERIFIER_PASSED_DIFF_DIVERGED = 1, "Verifier passed, diff diverged"
     DIVERGENT = 2, "Divergent"
     INCONCLUSIVE_EXHAUSTED = 3, "Inconclusive, retries exhausted"
@@ -274,6 +277,24 @@ class ReplayQuerySet(models.QuerySet):
             self.filter(pk=pk, review_band__isnull=False).update(review_band=None)
         )
 
+    def band_sometimes_divergent(self, run_id: int) -> int:
+        """Move the run's divergent replays waiting in the divergent band to
+        the band of runs that sometimes diverge, when the run has replicates
+        and one of its live replays reproduced it; how many moved."""
+        live = self.filter(
+            run_id=run_id, status=ReplayStatus.FINISHED, tier=Tier.AGENTIC
+        )
+        if not (
+            self.filter(run_id=run_id, replicate=True).exists()
+            and live.filter(
+                verdict__in=[Verdict.IDENTICAL, Verdict.EQUIVALENT]
+            ).exists()
+        ):
+            return 0
+        return live.filter(
+            verdict=Verdict.DIVERGENT, review_band=ReviewBand.DIVERGENT
+        ).update(review_band=ReviewBand.SOMETIMES_DIVERGES)
+
     def return_to_review_queue(self, pk: int, *, band: int) -> bool:
         """Put a finished replay back in the review queue (a decision taken back)."""
         return bool(
@@ -298,6 +319,9 @@ class Replay(models.Model):
     phase = models.CharField(max_length=16, choices=Phase, default=Phase.QUEUED)
     attempt = models.PositiveSmallIntegerField(default=1)
     trigger = models.CharField(max_length=16, choices=Trigger, default=Trigger.COMMAND)
+    # One more sample of the run's reproducibility, admitted on the night's
+    # replicate share (``nights.replicate_tier``); its tier says how it ran.
+    replicate = models.BooleanField(default=False)
     # The seed a rollout replay starts from; null for a code run's replay.
     seed = models.ForeignKey(
         "Seed",

@@ -24,6 +24,10 @@ Modules:
   default share, the admission order, where a replay's spend is charged;
   which runs the text tier passes on, the most a text replay can spend, the
   tape tier's estimate).
+- replicate_tier: the replicate tier: more replays of runs whose
+  reproducibility is undecided under the project's replicate policy, on a
+  share of their own, tape replicates first, then live ones ranked by
+  ``replicates.next_sample_value``; never a decided run.
 - tape_tier: the tape tier in the night. The text tier's part is
   ``texttier.night``; the workflows that run a night tier by tier are
   ``services.night_run`` and ``services.nights_tick``.

@@ -143,14 +143,21 @@ def settle(*, replay: Replay, actual: Amounts, now: datetime) -> None:
     )
     if night_id is None or not Replay.objects.settle(replay.pk, night_id=night_id):
         return
-    # A replay is the tape tier's or, whatever else it is, the agentic tier's.
-    tier = tiers.TAPE if replay.tier == Tier.TAPE else tiers.AGENTIC
+    tier = share_tier(replay)
     shares.settle(
         night_id,
         tier,
         release=Amounts.from_dict(replay.reservation or {}),
         actual=actual,
     )
+
+
+def share_tier(replay: Replay) -> str:
+    """The share a replay spends: a replicate's, else the tape tier's or,
+    whatever else it is, the agentic tier's."""
+    if replay.replicate:
+        return tiers.REPLICATE
+    return tiers.TAPE if replay.tier == Tier.TAPE else tiers.AGENTIC
 
 
 def candidates(project: Project, now: datetime):

@@ -27,16 +27,25 @@ from replayhub.nights.arithmetic import DIMENSIONS, Amounts, estimate
 MILLION = Decimal(1_000_000)
 
 AGENTIC, TEXT, TAPE = "agentic", "text", "tape"
+# More replays of runs already replayed, each one more sample of whether the
+# run reproduces (``replayhub.replicates``): live or from a tape, spent from a
+# share of their own so that they never eat into the first replays'.
+REPLICATE = "replicate"
 # Every tier with a share of the night, in the order the night admits them:
 # the free and cheap tiers first, so the agentic tier is left what they could
-# not answer.
-SHARE_TIERS = (TAPE, TEXT, AGENTIC)
+# not answer; replicates last, after every run's first replays.
+SHARE_TIERS = (TAPE, TEXT, AGENTIC, REPLICATE)
+# How a tier is named on the pages (the first three are also ``Tier`` labels).
+LABELS = {TAPE: "Tape", TEXT: "Text", AGENTIC: "Agentic", REPLICATE: "Replicate"}
 # The dimensions each tier budgets. A text replay runs no sandbox; a tape
 # replay's model answers come from its tape.
 BUDGETED: dict[str, tuple[str, ...]] = {
     AGENTIC: DIMENSIONS,
     TEXT: ("replays", "tokens", "cost_usd"),
     TAPE: ("replays", "sandbox_seconds"),
+    # A live replicate spends what an agentic replay does; a tape one, only
+    # the first two.
+    REPLICATE: DIMENSIONS,
 }
 
 
@@ -56,6 +65,8 @@ DEFAULT_SHARES: dict[str, Share] = {
     AGENTIC: Share(20, 240, 2_000_000, Decimal(20)),
     TEXT: Share(100, 0, 1_000_000, Decimal(5)),
     TAPE: Share(50, 120, 0, Decimal(0)),
+    # Spent only for projects with a replicate policy (off by default).
+    REPLICATE: Share(20, 240, 2_000_000, Decimal(20)),
 }
 
 

@@ -6,7 +6,8 @@ probability that a replay under the same conditions reaches identical or
 equivalent. Divergent replicates are failures; inconclusive ones are not
 samples and are counted apart (coverage), never dropped. This package is the
 pure statistics over those counts: no Django, no database, no I/O; the
-models, the night's scheduling and the pages call it.
+models, the night's scheduling and the pages call it — all but ``standing``,
+the one module that reads a run's replays (below).
 
 Modules:
 
@@ -21,6 +22,10 @@ Modules:
 - intervals: Wilson's and Clopper-Pearson's binomial intervals.
 - passk: the unbiased estimator of pass^k, ``C(c, k) / C(n, k)``.
 - rates: the rate, its interval and the inconclusive count as one line.
+- standing: a run's samples read from its replays (live ones for the
+  model, tape ones for the environment) and its standing under the
+  project's policy, computed on read, never stored; whether its tape replays
+  name an environment problem.
 - simulation: runs of known rate, simulated; the rules the test was chosen
   over (a fixed k, an interval after every look, with and without a
   Bonferroni correction), measured in the same runs by the test suite and

@@ -18,14 +18,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from replayhub import roles
-from replayhub.models import Budget, BudgetShare, Night, NightShare, Project, Run, Tier
+from replayhub.models import Budget, BudgetShare, Night, NightShare, Project, Run
 from replayhub.models.project_settings import SETTING, bound_problem
 from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
+from replayhub.nights.replicate_tier import replicate_candidates
 from replayhub.nights.tape_tier import tape_candidates
+from replayhub.replicates.stopping import ReplicatePolicy
 from replayhub.texttier.night import text_candidates
 from reviews import services
 from reviews.models import AuditEvent
+from reviews.project_services import REPLICATE_FIELDS, replicates_update
 from reviews.views import HtmxHttpRequest
 
 HISTORY_NIGHTS = 14
@@ -68,6 +71,7 @@ TIER_TITLES = {
     tiers.TAPE: "Tape tier, before the others",
     tiers.TEXT: "Text tier, before the agentic tier",
     tiers.AGENTIC: "Agentic tier",
+    tiers.REPLICATE: "Replicates, after the first replays",
 }
 # The replay's caps keep the bounds of the one table of replay settings.
 CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
@@ -164,6 +168,40 @@ class ShareForm(BoundedForm):
         return data
 
 
+class ReplicateForm(forms.ModelForm):
+    """The replicate policy (``Budget.replicate_policy``): the model checks
+    it whole. An empty threshold turns replicates off."""
+
+    class Meta:
+        model = Budget
+        fields = REPLICATE_FIELDS
+        labels = {
+            "replicate_threshold": "Reproduces at least (p0, 0-1)",
+            "replicate_confidence": "Confidence (0-1)",
+            "replicate_most": "Most samples a run (k)",
+            "replicate_margin": "Margin around p0",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+    def clean(self):
+        data = super().clean()
+        assert data is not None
+        for name in self.fields:
+            # Left out of an older client's post, or blank (the threshold
+            # aside, whose blank is "off"): the saved value stays.
+            missing = self.add_prefix(name) not in self.data
+            if missing or (data.get(name) is None and name != "replicate_threshold"):
+                data[name] = getattr(self.instance, name)
+        return data
+
+    def policy(self) -> ReplicatePolicy | None:
+        return self.instance.replicate_policy()
+
+
 class CapsForm(BoundedForm):
     bounds = CAP_BOUNDS
 
@@ -223,7 +261,7 @@ def bars(share: NightShare, *, show_money: bool) -> list[Bar]:
     for dimension in _dimensions(share.tier, show_money=show_money):
         name, unit, figure = DIMENSION_BARS[dimension]
         if share.tier != tiers.AGENTIC:
-            name = f"{Tier(share.tier).label} {name}"
+            name = f"{tiers.LABELS[share.tier]} {name}"
         out.append(
             Bar(
                 name[0].upper() + name[1:],
@@ -258,7 +296,13 @@ def deferred_runs(
         return [DeferredRun(run, run.deferred_at) for run in runs]
     if tonight is None or not count:
         return []
-    if tier == tiers.TAPE:
+    if tier == tiers.REPLICATE:
+        policy = budget.replicate_policy()
+        ids = (
+            [c.run_id for c in replicate_candidates(project, policy)] if policy else []
+        )
+        waiting = Run.objects.filter(pk__in=ids[:DEFERRED_SHOWN])
+    elif tier == tiers.TAPE:
         waiting = tape_candidates(project)
     else:
         waiting = text_candidates(project, tonight, budget)
@@ -273,6 +317,7 @@ def _shown(budget: Budget, nights: list[Night]) -> list[str]:
         tiers.AGENTIC: True,
         tiers.TEXT: budget.text_enabled,
         tiers.TAPE: budget.tape_enabled,
+        tiers.REPLICATE: budget.replicate_threshold is not None,
     }
     spent = {
         share.tier
@@ -296,7 +341,7 @@ def history(nights: list[Night], shown: list[str], *, show_money: bool) -> dict:
     dimension's used/limit, then the deferred count) and a row per night."""
     groups = [
         {
-            "title": f"{Tier(tier).label} tier",
+            "title": f"{tiers.LABELS[tier]} tier",
             "labels": [
                 DIMENSION_BARS[d][0].capitalize()
                 for d in _dimensions(tier, show_money=show_money)
@@ -338,7 +383,9 @@ def _section(
     }
 
 
-def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
+def project_card(
+    project: Project, request: HttpRequest, forms_=None, replicate_form=None
+) -> dict:
     """Everything one project's card shows."""
     show_money = request.user.has_perm(roles.VIEW_MONEY)
     # Read only: a page view never creates the row (an unsaved one shows the
@@ -372,6 +419,9 @@ def project_card(project: Project, request: HttpRequest, forms_=None) -> dict:
         "budget_form": budget_form,
         "caps_form": caps_form,
         "share_forms": share_forms,
+        "replicate_form": replicate_form
+        or ReplicateForm(instance=budget, prefix=f"replicates-{project.slug}"),
+        "policy": budget.replicate_policy(),
         "changes": changes(project, show_money=show_money),
     }
     tonight_shares = {s.tier: s for s in tonight.shares.all()} if tonight else {}
@@ -498,8 +548,16 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     show_money = request.user.has_perm(roles.VIEW_MONEY)
     forms_ = card_forms(project, budget, show_money=show_money, data=request.POST)
     budget_form, caps_form, share_forms = forms_
+    replicate_form = ReplicateForm(
+        request.POST,
+        instance=Budget.objects.get(pk=budget.pk),
+        prefix=f"replicates-{project.slug}",
+    )
     status = 200
-    if all(form.is_valid() for form in (budget_form, caps_form, *share_forms)):
+    if all(
+        form.is_valid()
+        for form in (budget_form, caps_form, *share_forms, replicate_form)
+    ):
         changed = services.budget_update(
             project=Project.objects.get(pk=project.pk),
             budget=Budget.objects.get(pk=budget.pk),
@@ -508,6 +566,11 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             cap_data=caps_form.cleaned_data,
             share_data={form.tier: form.cleaned_data for form in share_forms},
         )
+        changed |= bool(
+            replicates_update(
+                actor=request.user, project=project, policy=replicate_form.policy()
+            )
+        )
         if not request.htmx:
             return redirect("reviews:budgets")
         project.refresh_from_db()
@@ -515,7 +578,7 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         card["saved"] = "Saved." if changed else "Nothing changed."
     else:
         status = 400
-        card = project_card(project, request, forms_=forms_)
+        card = project_card(project, request, forms_, replicate_form)
         if not request.htmx:
             cards = [
                 card if p.pk == project.pk else project_card(p, request)

@@ -217,3 +217,41 @@ def test_both_commands_take_the_same_options():
     add, edit_ = options(project_add), options(project_edit)
     assert add == edit_
     assert {s.option for s in SETTINGS} <= add
+
+
+def test_replicates_are_set_and_turned_off_from_the_command_line(shop):
+    out = StringIO()
+    call_command("project_edit", "shop", "--replicates", "0.7,0.95,12", stdout=out)
+
+    budget = Project.objects.get(slug="shop").budget
+    policy = budget.replicate_policy()
+    assert policy is not None
+    assert (policy.threshold, policy.confidence, policy.most, policy.margin) == (
+        0.7,
+        0.95,
+        12,
+        0.15,
+    )
+    assert "replicate_threshold: none -> 0.7" in out.getvalue()
+    event = AuditEvent.objects.get(action="budget.update")
+    assert event.after["budget"]["replicate_most"] == 12
+
+    call_command("project_edit", "shop", "--replicates", "off", stdout=StringIO())
+    budget.refresh_from_db()
+    assert budget.replicate_policy() is None
+    assert budget.replicate_most == 12  # kept for when they are on again
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("0.8,0.9", "give P0,CONFIDENCE,K"),
+        ("0.95,0.9,10", "the zone must lie strictly between 0 and 1"),
+        ("0.8,0.9,80", "most replicates 80: 1 to 50"),
+        ("0.8,high,10", "could not convert"),
+    ],
+)
+def test_a_bad_replicate_policy_is_refused_in_one_line(shop, given, said):
+    with pytest.raises(CommandError, match=said):
+        call_command("project_edit", "shop", "--replicates", given, stdout=StringIO())
+    assert not AuditEvent.objects.filter(action="budget.update").exists()

@@ -60,6 +60,7 @@ def test_a_budget_without_shares_gives_every_tier_its_default(project):
         "agentic": Amounts(20, 240 * 60, 2_000_000, 20),
         "text": Amounts(100, 0, 1_000_000, 5),
         "tape": Amounts(50, 120 * 60),
+        "replicate": Amounts(20, 240 * 60, 2_000_000, 20),
     }
 
 
@@ -188,7 +189,7 @@ def test_deferrals_are_counted_per_share(project):
     deferred = dict(
         NightShare.objects.filter(night=night).values_list("tier", "deferred")
     )
-    assert deferred == {"text": 4, "tape": 2, "agentic": 0}
+    assert deferred == {"text": 4, "tape": 2, "agentic": 0, "replicate": 0}
 
 
 def test_a_night_without_a_share_has_nothing_to_admit(project):

@@ -18,7 +18,7 @@ SPENT = Amounts(1, 95, 4_000, Decimal("0.75"))
 
 
 def test_the_night_admits_the_free_and_cheap_tiers_first():
-    assert tiers.SHARE_TIERS == ("tape", "text", "agentic")
+    assert tiers.SHARE_TIERS == ("tape", "text", "agentic", "replicate")
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,8 @@ def test_the_night_admits_the_free_and_cheap_tiers_first():
         ("agentic", {"replays", "sandbox_seconds", "tokens", "cost_usd"}),
         ("text", {"replays", "tokens", "cost_usd"}),  # no sandbox
         ("tape", {"replays", "sandbox_seconds"}),  # no model spend
+        # A live replicate spends what an agentic replay does.
+        ("replicate", {"replays", "sandbox_seconds", "tokens", "cost_usd"}),
     ],
 )
 def test_what_each_tier_budgets(tier, dimensions):
@@ -46,6 +48,7 @@ def test_the_default_shares_are_the_budgets_defaults():
         "agentic": tiers.Share(20, 240, 2_000_000, Decimal(20)),
         "text": tiers.Share(100, 0, 1_000_000, Decimal(5)),
         "tape": tiers.Share(50, 120, 0, Decimal(0)),
+        "replicate": tiers.Share(20, 240, 2_000_000, Decimal(20)),
     } == tiers.DEFAULT_SHARES
 
 

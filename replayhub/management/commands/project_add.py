@@ -8,6 +8,7 @@ from replayhub.management import project_options
 from replayhub.models import Project
 from replayhub.project_setup import ProjectInvalid, refused
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
+from reviews.project_services import replicates_update
 
 
 class Command(BaseCommand):
@@ -21,8 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         project_options.add_options(parser, editing=False)
 
-    def handle(self, *args, slug, **options):
+    def handle(self, *args, slug, replicates: str | None = None, **options):
         try:
+            policy = project_options.replicate_policy(replicates or "off")
             fields, providers = project_options.project_values(
                 slug=slug, options=options
             )
@@ -35,6 +37,8 @@ class Command(BaseCommand):
         with transaction.atomic():
             project.save()
             project.providers.set(providers)
+            if policy is not None:
+                replicates_update(actor=None, project=project, policy=policy)
         self.stdout.write(f"registered project {project.slug} ({project.repo_path})")
         if rewards_unverified(project):
             self.stderr.write(

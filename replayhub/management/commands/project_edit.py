@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from replayhub.management import project_options
 from replayhub.models import Project
 from replayhub.project_setup import ProjectInvalid
-from reviews.project_services import project_update
+from reviews.project_services import project_update, replicates_update
 
 
 class Command(BaseCommand):
@@ -23,10 +23,19 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         project_options.add_options(parser, editing=True)
 
-    def handle(self, *args, slug, **options):
+    def handle(self, *args, slug, replicates: str | None = None, **options):
         project = Project.objects.filter(slug=slug).first()
         if project is None:
             raise CommandError(f"there is no project {slug!r}.", returncode=2)
+        if replicates is not None:
+            try:
+                policy = project_options.replicate_policy(replicates)
+            except ProjectInvalid as exc:
+                raise CommandError(exc.message, returncode=2) from None
+            changes = replicates_update(actor=None, project=project, policy=policy)
+            self._print(slug, changes)
+            if not project_options.given(options):
+                return
         if not project_options.given(options):
             raise CommandError(
                 "give at least one option to change (see --help).", returncode=2
@@ -40,9 +49,12 @@ class Command(BaseCommand):
             )
         except ProjectInvalid as exc:
             raise CommandError(exc.message, returncode=2) from None
-        if not updated.changes:
+        self._print(slug, updated.changes)
+
+    def _print(self, slug: str, changes: dict[str, tuple[Any, Any]]) -> None:
+        if not changes:
             self.stdout.write(f"{slug}: nothing changed")
-        for name, (before, after) in updated.changes.items():
+        for name, (before, after) in changes.items():
             self.stdout.write(f"{name}: {_shown(before)} -> {_shown(after)}")
 
 

@@ -460,3 +460,43 @@ def test_changes_recorded_before_shares_were_rows_still_show(
     assert "Replays per night</code> 20 → 25" in page
     assert "Tape replays per night</code> 50 → 40" in page
     assert "max_tokens</code> 1000 → 2000" in page
+
+
+def test_an_admin_sets_a_replicate_policy_and_the_card_shows_its_share(
+    client, admin_user, budgeted_project
+):
+    client.force_login(admin_user)
+    data = form_data(
+        **{
+            "replicates-shop-replicate_threshold": "0.8",
+            "replicates-shop-replicate_confidence": "0.9",
+            "replicates-shop-replicate_most": "10",
+        }
+    )
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        data,
+        headers={"HX-Request": "true"},
+    )
+
+    assert response.status_code == 200
+    budget = Budget.objects.get(project=budgeted_project)
+    assert budget.replicate_policy() is not None
+    assert budget.replicate_most == 10
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    assert "replicates p0 0.8 at 0.9, k 10" in page
+    assert "Replicates, after the first replays" in page
+    assert "Replicate replays" in page  # tonight's bar of the replicate share
+
+
+def test_a_replicate_policy_the_statistics_refuse_is_not_saved(
+    client, admin_user, budgeted_project
+):
+    client.force_login(admin_user)
+    data = form_data(**{"replicates-shop-replicate_threshold": "0.95"})
+
+    response = client.post(reverse("reviews:budget_edit", args=["shop"]), data)
+
+    assert response.status_code == 400
+    assert "the zone must lie strictly between 0 and 1" in response.content.decode()
+    assert Budget.objects.get(project=budgeted_project).replicate_policy() is None
