@@ -24,8 +24,9 @@ os.environ.setdefault(TOKEN_ENV, TOKEN)
 os.environ.setdefault(SECRET_ENV, SECRET)
 os.environ.setdefault("REPLAYHUB_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1/32")
 os.environ.setdefault("REPLAYHUB_OUTBOUND_BACKOFF_SECONDS", "1")
-
+# The worker links each status to its replay page under this address.
 BASE_URL = "https://replayhub.example"
+os.environ.setdefault("REPLAYHUB_BASE_URL", BASE_URL)
 
 
 @dataclass

@@ -119,3 +119,25 @@ def test_a_webhook_on_a_private_address_is_refused_by_the_command(db, settings):
             "slack",
         )
     assert not Webhook.objects.exists()
+
+
+def test_a_forge_without_the_base_url_is_taken_with_a_warning(db, stand, settings):
+    make_project("shop")
+    settings.REPLAYHUB_BASE_URL = ""
+    out, err = StringIO(), StringIO()
+    call_command(
+        "project_forge",
+        "shop",
+        "--forge",
+        "github",
+        "--forge-repo",
+        "acme/shop",
+        "--forge-token-env",
+        TOKEN_ENV,
+        "--forge-url",
+        stand.url,
+        stdout=out,
+        stderr=err,
+    )
+    assert Forge.objects.filter(project__slug="shop").exists()
+    assert "REPLAYHUB_BASE_URL is not set" in err.getvalue()

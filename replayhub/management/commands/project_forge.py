@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from replayhub.models import Forge, ForgeKind, Project
@@ -64,6 +65,11 @@ class Command(BaseCommand):
         except OutboundInvalid as exc:
             raise CommandError(str(exc), returncode=2) from None
         self.stdout.write(_shown(forge))
+        if not settings.REPLAYHUB_BASE_URL:
+            self.stderr.write(
+                "warning: REPLAYHUB_BASE_URL is not set, so the statuses link to "
+                "no replay page; set it to the address people open ReplayHub at."
+            )
 
 
 def _shown(forge: Forge) -> str:
