@@ -31,6 +31,7 @@ from replayhub.ingest.services import (
 from replayhub.ingest.tokens import Denied, token_authenticate
 from replayhub.lib import boundedjson
 from replayhub.models import (
+    Budget,
     Comparison,
     ImportFormat,
     ImportJob,
@@ -39,6 +40,7 @@ from replayhub.models import (
     Run,
     TestOutcome,
 )
+from replayhub.replicates import standing
 
 # Bodies up to this size stay in memory while they are checked; larger ones are
 # spooled to a temporary file.
@@ -314,7 +316,15 @@ def _run_json(run: Run) -> dict[str, Any]:
             }
             for replay in run.replays.order_by("created_at", "pk")
         ],
+        "replicates": _replicates_json(run),
     }
+
+
+def _replicates_json(run: Run) -> dict[str, Any]:
+    """The run's samples and standing (``replicates.standing``)."""
+    budget = Budget.objects.filter(project_id=run.project_id).first()
+    policy = budget.replicate_policy() if budget else None
+    return standing.as_json(standing.run_replicates(run, policy), policy)
 
 
 def _replay_json(replay: Replay, *, full: bool, with_money: bool) -> dict[str, Any]:

@@ -80,4 +80,11 @@ def run_detail(request: HttpRequest, run_id: int):
     project_id = Run.objects.filter(pk=run_id).values_list("project_id")[0][0]
     hidden = hidden_from(request.user, [(r["id"], project_id) for r in data["replays"]])
     data["replays"] = [_blinded(r) if r["id"] in hidden else r for r in data["replays"]]
+    replicates = data["replicates"]
+    if hidden & {r["id"] for r in replicates["replays"]}:
+        # The rate and the decision are made of the hidden verdicts.
+        data["replicates"] = {
+            "replays": [_blinded(r) for r in replicates["replays"]],
+            "blind": True,
+        }
     return JsonResponse(data)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from replayhub.models import Replay, ReplayStatus, Run, Tier
+from replayhub.replicates.intervals import wilson
+from replayhub.replicates.rates import rate_text
 from replayhub.replicates.stopping import ReplicatePolicy, Standing, decide
 from replayhub.verdicts import Verdict
 
@@ -112,3 +114,51 @@ def run_replicates(run: Run, policy: ReplicatePolicy | None) -> RunReplicates:
         standing=standing_of(policy, live) if policy else None,
         replays=replays,
     )
+
+
+# The confidence of the interval shown for a run of a project without a
+# policy (its replicates were made under one since turned off).
+SHOWN_CONFIDENCE = 0.9
+
+
+def as_json(found: RunReplicates, policy: ReplicatePolicy | None) -> dict:
+    """The API's ``replicates`` of a run: the decision (null without a
+    policy), the live samples and their interval (null before any), the
+    rate as a sentence, the tape samples and whether they name an
+    environment problem, and the sampled replays, oldest first."""
+    live = found.live
+    confidence = policy.confidence if policy else SHOWN_CONFIDENCE
+    interval = None
+    if live.samples:
+        low, high = wilson(live.successes, live.samples, confidence)
+        interval = [round(low, 4), round(high, 4)]
+    return {
+        "decision": found.standing.decision.value if found.standing else None,
+        "successes": live.successes,
+        "failures": live.failures,
+        "inconclusive": live.inconclusive,
+        "interval": interval,
+        "confidence": confidence,
+        "rate": rate_text(
+            successes=live.successes,
+            failures=live.failures,
+            inconclusive=live.inconclusive,
+            confidence=confidence,
+        ),
+        "tape": {
+            "identical": found.tape.identical,
+            "samples": found.tape.samples,
+            "inconclusive": found.tape.inconclusive,
+        },
+        "environment_problem": found.environment_problem,
+        "replays": [
+            {
+                "id": replay.pk,
+                "tier": replay.tier,
+                "status": replay.status,
+                "verdict": replay.verdict or None,
+                "replicate": replay.replicate,
+            }
+            for replay in found.replays
+        ],
+    }

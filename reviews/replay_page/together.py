@@ -148,7 +148,9 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         "blind": blind,
         "gold_serving": serving,
         "shown_band": (
-            ReviewBand(replay.review_band).label if replay.review_band else ""
+            ReviewBand(replay.review_band).label
+            if replay.review_band is not None
+            else ""
         ),
         "verdict_choices": VERDICT_CHOICES,
         "can_comment": user.has_perm(roles.COMMENT),

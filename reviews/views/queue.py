@@ -63,7 +63,7 @@ def _queue_row(
         "verdict_label": Verdict(row["verdict"]).label,
         "reason": REASON_TEXT.get(row["reason_code"], row["reason_code"]),
         "band": band,
-        "band_label": ReviewBand(band).label if band else "",
+        "band_label": ReviewBand(band).label if band is not None else "",
         "project": project_slugs.get(row["project_id"], ""),
         "title": Truncator(row["run__title"] or row["run__external_id"]).chars(90),
         "model": row["run__model"],

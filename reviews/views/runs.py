@@ -22,6 +22,7 @@ from replayhub import roles
 from replayhub.gateway import tape
 from replayhub.ingest.transcripts.conversation import Turn, conversation
 from replayhub.models import (
+    Budget,
     Preflight,
     Provider,
     Replay,
@@ -32,6 +33,7 @@ from replayhub.models import (
     TextSuite,
 )
 from replayhub.replay import tapes
+from replayhub.replicates import standing
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
 from reviews.project_services import ReplayRefused, replay_from_tape
@@ -128,10 +130,32 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
             else []
         ),
         "tape_origin": "as recorded",
+        "replicates": _replicates(request, run),
         # Only the whole page shows the transcript (not htmx's partials).
         "transcript": (
             None if getattr(request, "htmx", False) else _transcript(request, run)
         ),
+    }
+
+
+def _replicates(request: HttpRequest, run: Run) -> dict[str, Any] | None:
+    """The run's samples as the page shows them (``replicates.standing``):
+    None for a run of a project without a replicate policy and with no
+    replicate. Under blind review, a reviewer who has not judged one of them
+    sees the strip without verdicts, and neither rate nor decision."""
+    budget = Budget.objects.filter(project_id=run.project_id).first()
+    policy = budget.replicate_policy() if budget else None
+    found = standing.run_replicates(run, policy)
+    if policy is None and not any(r.replicate for r in found.replays):
+        return None
+    hidden = together.hidden_from(
+        request.user, [(r.pk, run.project_id) for r in found.replays]
+    )
+    return {
+        "found": found,
+        "policy": policy,
+        "hidden": hidden,
+        "json": None if hidden else standing.as_json(found, policy),
     }
 
 

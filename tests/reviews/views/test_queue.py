@@ -210,8 +210,9 @@ def test_band_counts_follow_the_filters(as_reviewer):
     everything = as_reviewer.get(QUEUE).context["bands"]
     filtered = as_reviewer.get(QUEUE, {"project": "billing"}).context["bands"]
 
-    assert [n for _band, _label, n in everything] == [2, 1, 0, 0]
-    assert [n for _band, _label, n in filtered] == [1, 1, 0, 0]
+    # The first band, runs that sometimes diverge, has none here.
+    assert [n for _band, _label, n in everything] == [0, 2, 1, 0, 0]
+    assert [n for _band, _label, n in filtered] == [0, 1, 1, 0, 0]
 
 
 def test_a_row_shows_what_a_reviewer_triages_by(as_reviewer, lead):
