@@ -403,7 +403,7 @@ def test_every_tiers_deferred_runs_are_listed_the_same_way(
     page = client.get(reverse("reviews:budgets")).content.decode()
 
     def listed(title: str) -> str:
-        section = page[page.index(f'aria-label="{title}"') :]
+        section = page[page.index(f'aria-label="{title} of ') :]
         section = section[: section.index("</section>")]
         return section[section.index("Deferred runs") :]
 
