@@ -21,6 +21,7 @@ from reviews.trends.views import (
     trends_export_csv,
     trends_export_json,
     trends_labels,
+    trends_reproducibility,
 )
 from reviews.views import budgets, projects, queue, runs, status
 
@@ -68,6 +69,7 @@ text_urls = [
 trends_urls = [
     path("", trends, name="trends"),
     path("labels/", trends_labels, name="trends_labels"),
+    path("reproducibility/", trends_reproducibility, name="trends_reproducibility"),
     path("export.csv", trends_export_csv, name="trends_export_csv"),
     path("export.json", trends_export_json, name="trends_export_json"),
 ]

@@ -16,6 +16,7 @@ from reviews.together.past import Period
 from reviews.together.quality import decided
 from reviews.trends.forms import TrendFilters
 from reviews.trends.queries import rollups
+from reviews.trends.reproducibility import reproducibility
 from reviews.trends.series import VERDICTS
 
 EXPORT_COUNTS = [
@@ -82,9 +83,16 @@ def export_payload(filters: TrendFilters) -> dict[str, Any]:
             'on an "agentic" row',
             "labels": "label values given with decisions made in the window "
             "(decisions taken back and gold checks excluded), per project",
+            "reproducibility": "runs with a replicate, by project, agent, model "
+            "and tier: samples pooled (identical and equivalent succeed, "
+            "divergent fails, inconclusive apart), Wilson's 90 % interval, and "
+            "pass^k for k = 1..5, the mean over runs with at least k samples of "
+            "C(c, k) / C(n, k); null where no run has k",
         },
         "rollups": export_rows(filters),
         "labels": labels_given(filters),
+        # Read from the replays: docs/replicates.md, reviews.trends.reproducibility.
+        "reproducibility": [g.as_json() for g in reproducibility(filters)],
     }
 
 

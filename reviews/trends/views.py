@@ -16,11 +16,13 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from replayhub import roles
+from replayhub.replicates.passk import TRIES
 from reviews.render.drawing import draw_table
 from reviews.replay_page.together import blind_projects
 from reviews.trends.dashboard import dashboard_context
 from reviews.trends.exports import export_csv, export_payload, export_rows, labels_given
 from reviews.trends.forms import TrendFilters, TrendsFilterForm
+from reviews.trends.reproducibility import reproducibility
 from reviews.trends.text_similarity import similarity_by_night, similarity_table
 from reviews.views import HtmxHttpRequest, partial
 
@@ -74,6 +76,21 @@ def trends_labels(request: HttpRequest) -> HttpResponse:
         request,
         "reviews/_label_counts.html",
         {"labels": labels_given(filters), "note": note + "."},
+    )
+
+
+@require_GET
+@permission_required(roles.VIEW_TRENDS, raise_exception=True)
+def trends_reproducibility(request: HttpRequest) -> HttpResponse:
+    """Reproducibility of the replicated runs, loaded after the page: it is
+    read from the replays, which the page itself never reads."""
+    form = TrendsFilterForm(request.GET)
+    form.is_valid()
+    filters = _seen_by(request, form.filters())
+    return render(
+        request,
+        "reviews/_reproducibility.html",
+        {"groups": reproducibility(filters), "pass_tries": list(TRIES)},
     )
 
 
