@@ -3,11 +3,14 @@ CLI installed into the environment (``replayhub.agents.install`` says how)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from django.conf import settings
 
 from replayhub.agents import install
+from replayhub.agents.profile import INSTALL_DIR
+from replayhub.environments import agent_installs, images
 from replayhub.gateway import access
 from replayhub.gateway.egress import ConnectAttempt
 from replayhub.models import Project
@@ -38,6 +41,15 @@ def run_install(
     assert profile is not None
     root = settings.REPLAYHUB_AGENT_CACHE
     plan = install.plan(profile, project.agent_version, Path(root) if root else None)
+    spec = profile.spec(project.agent_version)
+    key = agent_installs.install_key(
+        spec=spec, argv=plan.argv, cache=plan.cache, root=images.root_label(project)
+    )
+    installed = env_bind.source / Path(INSTALL_DIR).relative_to(env_bind.dest)
+    started = time.monotonic()
+    if agent_installs.take(key, installed):
+        said = f"{spec} copied from this host's earlier install of it ({key[:12]})\n"
+        return _copied(said, time.monotonic() - started, runner), []
     binds = [env_bind]
     if plan.cache is not None:
         binds.append(Bind(plan.cache, install.CACHE_PATH))
@@ -57,4 +69,20 @@ def run_install(
         phase="setup",
         loopback_direct=False,
     )
+    if outcome.exit_code == 0 and not (outcome.timed_out or outcome.limit_fired):
+        agent_installs.keep(key, installed)
     return outcome, network.attempts if network is not None else []
+
+
+def _copied(output: str, seconds: float, runner: Runner) -> SandboxOutcome:
+    """What the setup phase reports for an install copied, not run."""
+    return SandboxOutcome(
+        exit_code=0,
+        output=output,
+        output_truncated=False,
+        timed_out=False,
+        limit_fired="",
+        duration_s=seconds,
+        runner=runner.name,
+        isolation=runner.isolation,
+    )

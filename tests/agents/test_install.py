@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from replayhub import agents
 from replayhub.environments import build
+from replayhub.gateway import access
 from replayhub.git.scratch import Scratch
 from replayhub.lib.fstree import remove_tree
 from replayhub.models import Project
 from replayhub.sandbox import get_runner
+from tests.agents.test_live_replays import AGENT_CACHE, need_cli
 from tests.factories import make_calc_project
 from tests.scripted import make_project_repo
 
@@ -84,3 +87,34 @@ def test_a_profile_alone_gets_an_environment_and_a_failed_install_says_why(
 def test_without_a_profile_or_a_setup_command_there_is_no_environment(tmp_path, work):
     repo = make_project_repo(tmp_path)
     assert prepare(make_calc_project(repo), repo, work) is None
+
+
+def test_a_second_project_with_the_same_agent_gets_a_copy_of_the_install(
+    tmp_path, work, settings, monkeypatch
+):
+    need_cli("claude-code")
+    settings.REPLAYHUB_AGENT_CACHE = AGENT_CACHE
+    phases = []
+    run_phase = access.run_phase
+    monkeypatch.setattr(
+        access, "run_phase", lambda *a, **k: phases.append(1) or run_phase(*a, **k)
+    )
+    repo = make_project_repo(tmp_path)
+    first = make_calc_project(
+        repo, slug="one", agent="claude-code", agent_command=[], setup_command=[]
+    )
+    second = make_calc_project(
+        repo, slug="two", agent="claude-code", agent_command=[], setup_command=[]
+    )
+
+    made = prepare(first, repo, work)
+    assert made is not None and phases == [1]
+    copied = prepare(second, repo, work)
+
+    # No second install ran: the first one's tree was copied, and the CLI is
+    # there, in an environment of its own.
+    assert copied is not None and phases == [1]
+    assert copied.path != made.path
+    cli = copied.path / "agent" / agents.PROFILES["claude-code"].executable
+    assert cli.exists()
+    assert len(list((work / "envs" / "agent-installs").iterdir())) == 1

@@ -28,6 +28,7 @@ from replayhub import agents
 from replayhub.demo.pkgindex import PackageIndex
 from replayhub.models import ModelCall, Project, Replay, Run
 from tests.agents import fakemodels
+from tests.agents.groups import by_agent
 from tests.conftest import ROOT, wait_for
 from tests.gitrepos import Repo, make_repo
 
@@ -223,7 +224,9 @@ def three_replays(name, tmp_path, fakes, index) -> list[Replay]:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("name", ["claude-code", "codex", "aider", "mini-swe-agent"])
+@pytest.mark.parametrize(
+    "name", by_agent("claude-code", "codex", "aider", "mini-swe-agent")
+)
 def test_a_real_agent_replays_identical_equivalent_and_divergent(
     name, celery_worker, tmp_path, fakes, index
 ):
@@ -236,7 +239,7 @@ def test_a_real_agent_replays_identical_equivalent_and_divergent(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("name", ["gemini-cli", "opencode"])
+@pytest.mark.parametrize("name", by_agent("gemini-cli", "opencode"))
 def test_gemini_cli_and_opencode_replay_live_to_a_verdict(
     name, celery_worker, tmp_path, fakes, index
 ):

@@ -25,6 +25,7 @@ from replayhub.agents.profile import HOME_FILES, NPM
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ModelCall, Replay, Run
 from tests.agents import fakemodels
+from tests.agents.groups import by_agent
 from tests.agents.test_live_replays import (
     AGENT_CACHE,
     AGENTS,
@@ -207,7 +208,7 @@ def drifted(run: Run, repo) -> Run:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    "name", ["claude-code", "codex", "aider", "mini-swe-agent", "gemini-cli"]
+    "name", by_agent("claude-code", "codex", "aider", "mini-swe-agent", "gemini-cli")
 )
 def test_a_recorded_real_agent_replays_from_its_own_tape_until_its_base_changes(
     name, tmp_path, fakes, index, live_server, recorder

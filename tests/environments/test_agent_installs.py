@@ -1,0 +1,82 @@
+"""A host's kept agent installs: keyed by what an install depends on and
+never by the project, copied without what a package should not leave (a FIFO,
+a setuid bit), and bounded in number."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from replayhub.environments import agent_installs
+
+ARGV = ("sh", "-c", "script", "replayhub-install", "pkg==1.0", "pkg")
+
+
+@pytest.fixture
+def kept_under(settings, tmp_path):
+    settings.REPLAYHUB_ENV_CACHE_DIR = tmp_path / "envs"
+    return tmp_path / "envs" / "agent-installs"
+
+
+def key(**changed) -> str:
+    fields = {"spec": "pkg==1.0", "argv": ARGV, "cache": None, "root": "host"}
+    return agent_installs.install_key(**{**fields, **changed})
+
+
+def test_the_key_changes_with_the_release_the_source_the_script_and_the_root(
+    tmp_path,
+):
+    cache = tmp_path / "pkg-1.0"
+    cache.mkdir()
+    (cache / ".fetched").write_text("pkg==1.0 3.11\n")
+    keys = {
+        key(),
+        key(spec="pkg==1.1"),
+        key(cache=cache),
+        key(argv=(*ARGV[:2], "another script", *ARGV[3:])),
+        key(root="image:sha256:" + "a" * 64),
+    }
+    assert len(keys) == 5
+    assert key() == key()  # nothing of the project in it
+
+
+def test_an_install_is_kept_and_copied_without_fifos_or_setuid_bits(
+    kept_under, tmp_path
+):
+    made = tmp_path / "env" / "agent"
+    (made / "bin").mkdir(parents=True)
+    (made / "bin" / "pkg").write_text("#!/bin/sh\n")
+    (made / "bin" / "pkg").chmod(0o4755)
+    (made / "bin" / "python").symlink_to("/usr/bin/python3")
+    os.mkfifo(made / "pipe")
+
+    agent_installs.keep("k" * 64, made)
+    copied = tmp_path / "other-env" / "agent"
+    assert agent_installs.take("k" * 64, copied)
+
+    assert (copied / "bin" / "pkg").read_text() == "#!/bin/sh\n"
+    assert stat.S_IMODE((copied / "bin" / "pkg").stat().st_mode) == 0o755
+    assert os.readlink(copied / "bin" / "python") == "/usr/bin/python3"
+    assert not (copied / "pipe").exists()
+
+
+def test_nothing_is_taken_from_an_install_left_half_kept(kept_under, tmp_path):
+    (kept_under / ("h" * 64) / "tree").mkdir(parents=True)  # no marker
+    destination = tmp_path / "env" / "agent"
+    assert not agent_installs.take("h" * 64, destination)
+    assert not destination.exists()
+
+
+def test_the_least_recently_used_beyond_the_limit_are_removed(kept_under, tmp_path):
+    made = tmp_path / "made"
+    made.mkdir()
+    (made / "cli").write_text("x")
+    for n in range(agent_installs.KEEP + 2):
+        agent_installs.keep(f"{n:064d}", made)
+        os.utime(kept_under / f"{n:064d}", (n, n))
+    left = sorted(p.name for p in Path(kept_under).iterdir())
+    assert len(left) == agent_installs.KEEP
+    assert f"{0:064d}" not in left and f"{1:064d}" not in left
