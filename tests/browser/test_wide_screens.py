@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.test_trends import seed_nights
-from tests.factories import make_replay
+from tests.factories import make_replay, make_superuser
 
 pytestmark = pytest.mark.browser
 
@@ -104,3 +104,16 @@ def test_the_first_tab_skips_the_top_bar_to_the_page(login, reviewer):
     page.keyboard.press("Tab")
     inside = "document.getElementById('content').contains(document.activeElement)"
     assert page.evaluate(inside)
+
+
+def test_the_admins_top_bar_keeps_to_one_line_at_1024_px(login):
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/admin/")
+    name = page.locator("#site-name").bounding_box()
+    tools = page.locator("#user-tools").bounding_box()
+    assert name and tools
+    # Side by side, the links right of the name, not stacked under it.
+    assert tools["y"] < name["y"] + name["height"] <= tools["y"] + tools["height"] + 8
+    assert tools["x"] > name["x"] + name["width"]
+    assert page.locator("#header").bounding_box()["height"] < 60
