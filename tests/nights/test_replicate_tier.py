@@ -198,3 +198,20 @@ def room_for(shop: Project, *, replays: int) -> None:
     NightShare.objects.filter(night=night, tier=tiers.REPLICATE).update(
         limit_replays=replays
     )
+
+
+def test_a_replicate_the_night_ended_before_gives_its_share_back(shop, runs):
+    report = night_admit_replicates(project=shop, now=NOW)
+    replicate = Replay.objects.get(pk=report.admitted[0])
+    Replay.objects.filter(pk=replicate.pk).update(
+        status="running", lease_owner="w1", lease_expires_at=NOW + timedelta(hours=9)
+    )
+    replicate.refresh_from_db()
+
+    services.replay_cancel_after_window(replay=replicate, owner="w1")
+
+    share = share_of(report.night, tiers.REPLICATE)
+    assert share.amounts("reserved") == Amounts()
+    assert share.deferred == 2  # the one the share could not take, and this one
+    # A replicate's run is not the agentic tier's deferral.
+    assert Run.objects.get(pk=replicate.run_id).deferred_at is None
