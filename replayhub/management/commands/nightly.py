@@ -9,8 +9,10 @@ from replayhub.models import NightShare, Project
 from replayhub.nights import tiers
 from replayhub.nights.shares import NightReport
 
-# The tiers a night admits before the agentic one, in that order.
-BEFORE_AGENTIC = tuple(t for t in tiers.SHARE_TIERS if t != tiers.AGENTIC)
+# The tiers a night admits before the agentic one and after it, in order.
+_AT = tiers.SHARE_TIERS.index(tiers.AGENTIC)
+BEFORE_AGENTIC = tiers.SHARE_TIERS[:_AT]
+AFTER_AGENTIC = tiers.SHARE_TIERS[_AT + 1 :]
 
 
 class Command(BaseCommand):
@@ -40,12 +42,7 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(results, sort_keys=True))
             return
         for r in results:
-            for tier in BEFORE_AGENTIC:
-                if f"{tier}_admitted" in r:
-                    self.stdout.write(
-                        f"{r['project']} {tier} tier: admitted "
-                        f"{r[f'{tier}_admitted']}, deferred {r[f'{tier}_deferred']}"
-                    )
+            self._tiers(r, BEFORE_AGENTIC)
             if r["skipped"]:
                 self.stdout.write(f"{r['project']}: skipped ({r['skipped']})")
             else:
@@ -59,6 +56,15 @@ class Command(BaseCommand):
                         f"{r['project']}: already admitted tonight: "
                         f"{r['already_admitted']}"
                     )
+            self._tiers(r, AFTER_AGENTIC)
+
+    def _tiers(self, r: dict, shown: tuple[str, ...]) -> None:
+        for tier in shown:
+            if f"{tier}_admitted" in r:
+                self.stdout.write(
+                    f"{r['project']} {tier} tier: admitted "
+                    f"{r[f'{tier}_admitted']}, deferred {r[f'{tier}_deferred']}"
+                )
 
     def _result(self, slug: str, report: NightReport) -> dict:
         """The agentic tier's figures unprefixed, each other tier's that ran
@@ -79,7 +85,7 @@ class Command(BaseCommand):
                 reserved_replays=share.reserved_replays if share else 0,
                 limit_replays=share.limit_replays if share else 0,
             )
-        for tier in BEFORE_AGENTIC:
+        for tier in BEFORE_AGENTIC + AFTER_AGENTIC:
             other = report.of(tier)
             if other is not None and not other.skipped_reason:
                 result[f"{tier}_admitted"] = len(other.admitted)
