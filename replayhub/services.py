@@ -52,6 +52,7 @@ from replayhub.nights.replicate_tier import night_admit_replicates
 from replayhub.nights.tape_tier import night_admit_tape, without_taped
 from replayhub.replay import tapes
 from replayhub.replay.execute import execute
+from replayhub.replay.services import replay_retry_later
 from replayhub.replay.storable import storable
 from replayhub.replay.workspace import Report, Unforeseen, check_dict
 from replayhub.rollouts.replay import execute_rollout, task_for
@@ -265,6 +266,8 @@ def _replay_execute(*, replay_id: int, owner: str | None):
             report.decision = _harness_error(
                 f"the execution failed ({one_line(cause)})"
             )
+    if replay_retry_later(replay=replay, report=report, owner=owner):
+        return None
     if not replay_finish(replay=replay, outcome=report, owner=owner):
         log.warning("replay %s lost its lease; its result is discarded", replay_id)
         return None

@@ -415,6 +415,18 @@ REPLAYHUB_ORPHAN_AFTER_SECONDS = env_int("REPLAYHUB_ORPHAN_AFTER_SECONDS", 90)
 # run for this long.
 REPLAYHUB_BEAT_STALE_SECONDS = env_int("REPLAYHUB_BEAT_STALE_SECONDS", 180)
 REPLAYHUB_LEASE_SECONDS = env_int("REPLAYHUB_LEASE_SECONDS", 120)
+# A night's replay that met a remote out of reach, or a host that could not
+# provision it, goes back to the queue: first this many seconds later, then
+# twice as long each time up to the cap, while its night's window is open
+# (replay/retries.py). A host failure is tried on at most HOST_TRIES hosts.
+REPLAYHUB_RETRY_FIRST_SECONDS = env_int("REPLAYHUB_RETRY_FIRST_SECONDS", 15)
+REPLAYHUB_RETRY_MAX_SECONDS = env_int("REPLAYHUB_RETRY_MAX_SECONDS", 300)
+REPLAYHUB_HOST_TRIES = env_int("REPLAYHUB_HOST_TRIES", 3)
+# A worker claims no replay while its work folder has less free space than
+# this, and stops claiming at all after this many host failures in a row
+# (until it is restarted); the status page names the hosts that stopped.
+REPLAYHUB_MIN_FREE_DISK_MB = env_int("REPLAYHUB_MIN_FREE_DISK_MB", 512)
+REPLAYHUB_HOST_FAILURES_TO_STOP = env_int("REPLAYHUB_HOST_FAILURES_TO_STOP", 3)
 # A static relay built ahead (the production image builds it in a stage of its
 # own, so the worker needs no compiler); empty: built on first use under
 # VAR_DIR (sandbox/relaybin.py).

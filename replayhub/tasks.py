@@ -32,6 +32,7 @@ from replayhub.outbound.services import (
     delivery_sweep,
 )
 from replayhub.replay import sweep
+from replayhub.replay.services import host_declines, host_restarted
 from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
 
 
@@ -47,8 +48,10 @@ def answer_worker_check(check_id: int) -> None:
 
 @worker_ready.connect
 def sweep_leftovers(**_: object) -> None:
-    """A worker starting on a host removes what dead workers left there."""
+    """A worker starting on a host removes what dead workers left there, and
+    claims replays again if its host had stopped."""
     try:
+        host_restarted()
         sweep.sweep(Path(settings.REPLAYHUB_WORK_DIR))
     except (OperationalError, InterfaceError):
         # The database is out of reach: the next worker start sweeps.
@@ -70,8 +73,11 @@ RETRIED = {
 }
 
 
-@shared_task(name=Task.RUN_REPLAY, **RETRIED)
-def run_replay(replay_id: int) -> None:
+@shared_task(name=Task.RUN_REPLAY, bind=True, **RETRIED)
+def run_replay(self, replay_id: int) -> None:
+    # A host short of disk, or stopped, sends the replay back for another.
+    if host_declines(replay_id=replay_id, worker=self.request.hostname or ""):
+        return
     # Safe to deliver twice: only a queued replay can be claimed.
     services.replay_execute(replay_id=replay_id)
 

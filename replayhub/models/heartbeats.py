@@ -1,4 +1,5 @@
-"""Heartbeats: the last time a periodic job ran, read by ``/healthz``."""
+"""Heartbeats: the last time a periodic job ran, read by ``/healthz``; and
+the worker hosts that stopped claiming replays, read by the status page."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ class Heartbeat(models.Model):
     """
 
     BEAT = "beat"
+    # A worker's host that stopped claiming replays after host failures in a
+    # row, ``stopped:<host name>``, at the time it stopped; removed when a
+    # worker starts there again (``replay.services``).
+    STOPPED = "stopped:"
 
     name = models.CharField(max_length=40, unique=True)
     beat_at = models.DateTimeField()

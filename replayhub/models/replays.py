@@ -191,6 +191,23 @@ class ReplayQuerySet(models.QuerySet):
             ).update(enqueued_at=now)
         )
 
+    def release(self, pk: int, *, owner: str, due_at, evidence: dict) -> bool:
+        """Running and leased to ``owner`` → queued again, with no verdict,
+        its night and reservation kept, to be claimed once its message falls
+        due at ``due_at`` (``enqueued_at``: the orphan sweep counts from
+        then). ``evidence`` holds what its earlier tries left."""
+        return bool(
+            self._leased(pk, owner).update(
+                status=ReplayStatus.QUEUED,
+                phase=Phase.QUEUED,
+                lease_owner="",
+                lease_expires_at=None,
+                started_at=None,
+                enqueued_at=due_at,
+                evidence=evidence,
+            )
+        )
+
     def claim(self, pk: int, *, owner: str, now=None) -> bool:
         """Queued → running, leased to ``owner``.
 

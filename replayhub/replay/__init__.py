@@ -29,6 +29,11 @@ Modules:
   live replay recorded).
 - sweep: what dead workers left on a host (workspaces of replays no longer
   running, old build scratch), removed when a worker starts there.
+- retries: when a night's replay goes back to the queue instead of being
+  ruled (a remote out of reach, a host that could not provision it: the
+  host's own errors told from the run's), with back-off inside the night's
+  window; services: the replay sent back, and a worker's host that declines
+  replays when short of disk and stops claiming after host failures in a row.
 
 The steps. ``services.replay_execute`` claims the replay first (one
 conditional UPDATE from queued to running, with a lease), a ``LeaseKeeper``
@@ -41,7 +46,8 @@ thread renews the lease while it runs, and each phase is written to
    first-parent (never trusted). A run with no original commit, or whose
    original is missing from the repository, ends ``inconclusive /
    fixture_failed`` with that reason; a remote that cannot be read,
-   ``repo_unreachable`` in git's own words.
+   ``repo_unreachable`` in git's own words (a night's replay is tried again
+   while its window is open, ``retries``).
 2. Workspace (``git.scratch.Scratch``) under ``REPLAYHUB_WORK_DIR/replay-<id>/``,
    removed after every outcome (the lease reaper removes what a dead worker
    left). A ReplayHub-owned bare git dir borrows the project's objects

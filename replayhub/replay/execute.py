@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+import socket
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from replayhub.git import agentfiles
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
 from replayhub.models import Phase, Project, Run
-from replayhub.replay import leftovers, surroundings
+from replayhub.replay import leftovers, retries, surroundings
 from replayhub.replay.capture import Captured
 from replayhub.replay.provenance import (
     Provenance,
@@ -169,7 +170,9 @@ def execute(
         # A mirrored repository is fetched first when it lacks a commit the
         # record names.
         repo = project.repository(commits=[c for c in named if valid_record_sha(c)])
-    except RepoUnreachable as exc:
+    except (RepoUnreachable, OSError) as exc:
+        if not isinstance(exc, RepoUnreachable) and not retries.host_fault(exc):
+            raise
         return Report(decision=repo_unreachable(exc, run=run, project=project))
     prov = resolve_provenance(
         repo_path=repo,
@@ -230,12 +233,19 @@ def execute(
     return report
 
 
-def repo_unreachable(exc: RepoUnreachable, *, run: Run, project: Project) -> Ruling:
+def repo_unreachable(
+    exc: RepoUnreachable | OSError, *, run: Run, project: Project
+) -> Ruling:
     """The replay ends before its provenance: the remote could not be read,
-    in git's own words."""
+    in git's own words; or this host could not keep the project's mirror (a
+    full disk), which is the host's failure, not the remote's."""
+    line = exc.line if isinstance(exc, RepoUnreachable) else str(exc)
+    host = retries.host_fault(exc)
     return _inconclusive(
-        Reason.REPO_UNREACHABLE,
-        exc.line,
+        Reason.HOST_FAILED if host else Reason.REPO_UNREACHABLE,
+        f"{socket.gethostname()} could not update the project's mirror: {line}"
+        if host
+        else line,
         base_source="none",
         base_confirmed=False,
         original_recorded_passed=run.original_tests_passed,

@@ -11,6 +11,7 @@ result is judged, not in these steps.
 from __future__ import annotations
 
 import math
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,7 @@ from replayhub.git.scratch import GitError, Scratch, TreeComparison
 from replayhub.lib import boundedjson
 from replayhub.models import Phase, Project
 from replayhub.nights.arithmetic import Amounts
-from replayhub.replay import leftovers
+from replayhub.replay import leftovers, retries
 from replayhub.replay.stops import (
     NotRun,
     stop_if_gateway_ended,
@@ -553,6 +554,14 @@ def _provision(
     try:
         workspace = scratch.provision(commit, branch=placement.branch)
     except (GitError, OSError) as exc:
+        if retries.host_fault(exc):
+            # A full disk is the host's, never the run's: the replay goes to
+            # another host (``replay.retries``), and this one stops in time.
+            raise NotRun(
+                Reason.HOST_FAILED,
+                f"{socket.gethostname()} could not provision the workspace at "
+                f"{commit[:12]}: {exc}",
+            ) from exc
         raise NotRun(
             Reason.FIXTURE_FAILED,
             f"the workspace could not be provisioned at {commit[:12]}: {exc}",

@@ -38,6 +38,9 @@ class Reason(StrEnum):
     SETUP_FAILED = "setup_failed"
     IMAGE_MISMATCH = "image_mismatch"
     REPO_UNREACHABLE = "repo_unreachable"
+    # The worker's host, not the run, could not provision the replay (its disk
+    # full, its mirror unreadable); the reason names the host.
+    HOST_FAILED = "host_failed"
     # Rows 2-8: refusals.
     BASE_UNTRUSTED = "base_untrusted"
     SAME_TREE = "same_tree"
@@ -108,6 +111,7 @@ HARNESS_REASONS: frozenset[Reason] = frozenset(
         Reason.SETUP_FAILED,
         Reason.IMAGE_MISMATCH,
         Reason.REPO_UNREACHABLE,
+        Reason.HOST_FAILED,
     }
 )
 
@@ -188,6 +192,7 @@ REASON_TEXT: Mapping[str, str] = MappingProxyType(
         Reason.SETUP_FAILED: "Project setup failed",
         Reason.IMAGE_MISMATCH: "Recorded image differs from the root",
         Reason.REPO_UNREACHABLE: "Project repository unreachable",
+        Reason.HOST_FAILED: "Worker host failed",
         Reason.BASE_UNTRUSTED: "Base commit not trusted",
         Reason.SAME_TREE: "Identical trees",
         Reason.NO_TEST_COMMAND: "No test command",

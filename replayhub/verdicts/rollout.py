@@ -57,6 +57,7 @@ ROLLOUT_FAILURES: frozenset[Reason] = frozenset(
         Reason.HARNESS_ERROR,
         Reason.PROVIDER_ERROR,
         Reason.REPO_UNREACHABLE,
+        Reason.HOST_FAILED,
         Reason.HARNESS_FAILED,
         Reason.RESULT_MISSING,
         Reason.RESULT_MALFORMED,
@@ -85,6 +86,8 @@ _FAILURE_SENTENCE = {
     "the provider",
     Reason.REPO_UNREACHABLE: "The project's repository could not be fetched "
     "from its remote, so the rollout harness had no commit to run from",
+    Reason.HOST_FAILED: "The worker's host could not provision the rollout "
+    "harness, so the rollout was not replayed there",
     Reason.HARNESS_FAILED: "The project's rollout harness failed",
     Reason.RESULT_MISSING: "The rollout harness wrote no result, so the verifier's "
     "reward is unknown",

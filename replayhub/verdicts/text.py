@@ -38,6 +38,8 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
         "root image, and the project requires the match",
         Reason.REPO_UNREACHABLE: "The project's repository could not be fetched "
         "from its remote, so the replay had no commits to start from",
+        Reason.HOST_FAILED: "The worker's host could not provision the replay, "
+        "so the run was not replayed there",
     }
 )
 

@@ -44,7 +44,7 @@ TEST_SETTINGS = ((True, False), (False, False), (True, True))
 @functools.cache
 def sweep() -> tuple[tuple[Facts, Ruling], ...]:
     grid = itertools.product(
-        (None, Reason.TIMEOUT),
+        (None, Reason.TIMEOUT, Reason.HOST_FAILED),
         BASES,
         (False, True),
         TEST_SETTINGS,
@@ -126,7 +126,7 @@ def test_the_sweep_reaches_every_reason_code():
     reached = {decision.reason_code for _, decision in sweep() + judging_sweep()}
     # Rollout reasons come from their own rule (test_rollout.py).
     assert reached >= set(Reason) - ROLLOUT_REASONS - (
-        HARNESS_REASONS - {Reason.TIMEOUT}
+        HARNESS_REASONS - {Reason.TIMEOUT, Reason.HOST_FAILED}
     )
 
 

@@ -1,0 +1,216 @@
+"""A replay sent back to the queue, and a worker's host that stops itself.
+
+``replay_retry_later`` puts a night's replay that met a remote out of reach
+or a sick host back in the queue under the rules of ``replay.retries``,
+keeping its night and its reservation (nothing was spent: the agent never
+ran). Its earlier tries are kept in its ``evidence`` while it waits
+(``TRIES``), so the ruling that stands at last can say how often and over
+how long it was tried.
+
+A worker's host counts its host failures in a row (``host_failed``, or a
+work folder short of space when a replay is offered); after
+``REPLAYHUB_HOST_FAILURES_TO_STOP`` it stops claiming replays until the
+worker is restarted: a ``Heartbeat`` row ``stopped:<host>`` says so on the
+status page, every replay offered to it is sent back to the queue for
+another host, and its worker is asked to stop consuming the replay queue
+(where the broker carries control messages: Redis; the row holds on any).
+The count is each worker process's own, so a host with several processes
+stops when one of them has seen that many failures in a row.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from replayhub.celery import REPLAY_QUEUE, Task, app, enqueue
+from replayhub.models import Heartbeat, Replay, Trigger
+from replayhub.replay import retries
+from replayhub.replay.workspace import Report
+from replayhub.verdicts import Reason
+
+log = logging.getLogger(__name__)
+
+# The key of a waiting replay's ``evidence`` that holds its earlier tries.
+TRIES = "tries"
+
+
+def replay_retry_later(
+    *, replay: Replay, report: Report, owner: str, now: datetime | None = None
+) -> bool:
+    """Queue ``replay`` again when its ruling is one to try again later; True
+    when it went back (its message is sent after the back-off).
+
+    Otherwise the ruling on ``report`` stands, its reason saying how often and
+    over how long the replay was tried when it was tried more than once.
+    Either way this host's failures in a row are counted.
+    """
+    now = now or timezone.now()
+    decision = report.decision
+    host_count(failed=decision.reason_code == Reason.HOST_FAILED)
+    earlier = replay.evidence.get(TRIES) if isinstance(replay.evidence, dict) else None
+    earlier = earlier if isinstance(earlier, dict) else {}
+    tries = int(earlier.get("count", 0)) + 1
+    since = _when(earlier.get("since")) or replay.started_at or now
+    spent = report.agent.duration_s > 0 or bool(report.model_calls)
+    delay = None
+    if not spent:
+        delay = retries.next_try(
+            reason=decision.reason_code,
+            tries=tries,
+            now=now,
+            window_end=night_window_end(replay),
+            first=settings.REPLAYHUB_RETRY_FIRST_SECONDS,
+            cap=settings.REPLAYHUB_RETRY_MAX_SECONDS,
+            host_tries=settings.REPLAYHUB_HOST_TRIES,
+        )
+    if delay is None:
+        if decision.reason_code in retries.RETRIED:
+            hosts_used = (
+                decision.reason_code == Reason.HOST_FAILED
+                and tries >= settings.REPLAYHUB_HOST_TRIES
+            )
+            reason = retries.tried_reason(
+                decision.reason,
+                tries=tries,
+                seconds=(now - since).total_seconds(),
+                window_closed=not hosts_used,
+            )
+            report.decision = replace(decision, reason=reason)
+        return False
+    tried = {"count": tries, "since": since.isoformat(), "last": decision.reason}
+    with transaction.atomic():
+        due = now + timedelta(seconds=delay)
+        if not Replay.objects.release(
+            replay.pk, owner=owner, due_at=due, evidence={TRIES: tried}
+        ):
+            return False
+        enqueue(Task.RUN_REPLAY, replay.pk, countdown=delay)
+    log.warning(
+        "replay %s: %s after try %d; tried again in %g s",
+        replay.pk,
+        decision.reason_code,
+        tries,
+        delay,
+    )
+    return True
+
+
+def night_window_end(replay: Replay) -> datetime | None:
+    """When the night that admitted ``replay`` closes; None when no night did
+    (an explicit reproduce, a reviewer's rerun, a retry of a lost worker)."""
+    if replay.trigger != Trigger.SCHEDULER or replay.night is None:
+        return None
+    return replay.night.window_end
+
+
+def _when(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+@dataclass
+class HostHealth:
+    """This worker process's host failures in a row."""
+
+    in_a_row: int = 0
+
+
+THIS_PROCESS = HostHealth()
+
+
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def stopped_row_name(host: str) -> str:
+    return (Heartbeat.STOPPED + host)[: Heartbeat._meta.get_field("name").max_length]
+
+
+def host_count(*, failed: bool) -> None:
+    """One more host failure in a row for this process, or the row broken
+    (anything else: the host provisioned, or the fault was not its own);
+    the host stops at ``REPLAYHUB_HOST_FAILURES_TO_STOP``."""
+    THIS_PROCESS.in_a_row = THIS_PROCESS.in_a_row + 1 if failed else 0
+    if THIS_PROCESS.in_a_row >= settings.REPLAYHUB_HOST_FAILURES_TO_STOP:
+        host = host_name()
+        Heartbeat.objects.update_or_create(
+            name=stopped_row_name(host), defaults={"beat_at": timezone.now()}
+        )
+        log.error(
+            "%s stops claiming replays after %d host failures in a row",
+            host,
+            THIS_PROCESS.in_a_row,
+        )
+
+
+def short_of_disk(free_bytes: int, *, minimum_mb: int) -> str:
+    """Why a work folder with ``free_bytes`` free takes no replay ("" when
+    it has room): less than ``minimum_mb`` MiB free."""
+    if free_bytes >= minimum_mb * 1024 * 1024:
+        return ""
+    return (
+        f"only {free_bytes // (1024 * 1024)} MiB free in the work folder "
+        f"(REPLAYHUB_MIN_FREE_DISK_MB is {minimum_mb})"
+    )
+
+
+def host_declines(*, replay_id: int, worker: str = "") -> str:
+    """Why this host takes no replay now ("" when it takes one): it stopped
+    after host failures in a row, or its work folder is short of space.
+
+    A declined replay is not claimed: its message is sent again, after the
+    first back-off, for another worker to take. ``worker`` is the Celery
+    worker's node name; a stopped host's worker is asked to stop consuming
+    the replay queue.
+    """
+    host = host_name()
+    stopped = Heartbeat.objects.filter(name=stopped_row_name(host)).exists()
+    why = "stopped after host failures in a row" if stopped else ""
+    if not why:
+        try:
+            free = shutil.disk_usage(Path(settings.REPLAYHUB_WORK_DIR)).free
+        except OSError as error:
+            why = f"the work folder cannot be read: {error}"
+        else:
+            why = short_of_disk(free, minimum_mb=settings.REPLAYHUB_MIN_FREE_DISK_MB)
+        if not why:
+            return ""
+        host_count(failed=True)
+        stopped = THIS_PROCESS.in_a_row >= settings.REPLAYHUB_HOST_FAILURES_TO_STOP
+    enqueue(
+        Task.RUN_REPLAY,
+        replay_id,
+        on_commit=False,
+        countdown=settings.REPLAYHUB_RETRY_FIRST_SECONDS,
+    )
+    log.warning("%s declined replay %s: %s", host, replay_id, why)
+    if stopped and worker:
+        _stop_consuming(worker)
+    return why
+
+
+def _stop_consuming(worker: str) -> None:
+    try:
+        app.control.cancel_consumer(REPLAY_QUEUE, destination=[worker])
+    except Exception as error:  # a transport without control messages
+        log.warning("%s could not stop consuming: %s", worker, error)
+
+
+def host_restarted() -> None:
+    """A worker starting on this host starts its count again: whoever
+    restarted it has seen to the host."""
+    THIS_PROCESS.in_a_row = 0
+    Heartbeat.objects.filter(name=stopped_row_name(host_name())).delete()
