@@ -170,7 +170,6 @@ def night_admit_replicates(
             batch = [c.run_id for c in wanted if c.tape is tape]
             if not batch:
                 continue
-            left = shares.remaining(night, tiers.REPLICATE)
             count = shares.admit(
                 night=night,
                 tier=tiers.REPLICATE,
@@ -179,6 +178,9 @@ def night_admit_replicates(
                 now=now,
             )
             report.deferred += len(batch) - count
+            # Each replicate may spend its own estimate and what no other
+            # has reserved, never the others' reservations.
+            left = shares.remaining(night, tiers.REPLICATE) + estimates[tape]
             report.admitted += _queue(
                 project,
                 night,
@@ -209,8 +211,7 @@ def _queue(
     tape: bool,
     left: Amounts,
 ) -> list[int]:
-    """One replicate per run, with one set of caps from what the share had
-    ``left`` before this batch."""
+    """One replicate per run, with one set of caps from what is ``left``."""
     if not run_ids:
         return []
     caps = arithmetic.caps_for_replay(

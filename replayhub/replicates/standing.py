@@ -30,6 +30,9 @@ from replayhub.verdicts import Verdict
 SUCCESSES = (Verdict.IDENTICAL, Verdict.EQUIVALENT)
 # The tiers whose replays are samples of a run: live, and from a tape.
 SAMPLED = (Tier.AGENTIC, Tier.TAPE)
+# The most replays a run's strip lists: a run replayed every night for months
+# keeps a page of its latest; the counts are always of them all.
+LISTED = 60
 
 
 @dataclass(frozen=True)
@@ -98,16 +101,18 @@ class RunReplicates:
 
 
 def run_replicates(run: Run, policy: ReplicatePolicy | None) -> RunReplicates:
-    """The run's sampled replays (finished or in flight, oldest first), their
-    counts per tier and, under ``policy``, the run's standing."""
+    """The run's latest ``LISTED`` sampled replays (finished or in flight,
+    oldest first), its counts per tier (all its replays) and, under
+    ``policy``, its standing."""
     counts = counts_by_run([run.pk])
     live = counts.get((run.pk, Tier.AGENTIC), Counts())
-    replays = list(
+    latest = (
         Replay.objects.filter(run=run, tier__in=SAMPLED)
         .exclude(status=ReplayStatus.CANCELLED)
         .only("id", "tier", "status", "verdict", "replicate", "created_at")
-        .order_by("created_at", "id")
+        .order_by("-created_at", "-id")[:LISTED]
     )
+    replays = list(reversed(latest))
     return RunReplicates(
         live=live,
         tape=counts.get((run.pk, Tier.TAPE), Counts()),
