@@ -82,8 +82,11 @@ The rules:
 The tier policy (``tiers``; the budget holds its switches and thresholds):
 
 - Order: preflight (free), tape (no model spend, runs with a tape only),
-  text (one completion), agentic (sandboxed, expensive). A night admits the
-  tape tier first, then the text tier, then the agentic tier; with the text
+  text (one completion), agentic (sandboxed, expensive), then replicates
+  (more samples of the runs already replayed whose standing is undecided,
+  for projects with a replicate policy; every tick in the window admits
+  them again). A night admits the tape tier first, then the text tier, then
+  the agentic tier; with the text
   tier on, every tick in the window admits again, so runs the text tier
   passed on during the night reach the agentic tier the same night.
 - Tape tier (off by default): its candidates are the ready runs with nothing

@@ -4,8 +4,9 @@ which runs the text tier sends on to the agentic tier, the most a text replay
 can spend (what the night reserves), and the tape tier's estimate.
 
 Tiers run in order — preflight (free) → tape (no model spend, runs with a
-tape only) → text (cheap) → agentic (expensive). Each of the last three has a
-share of the night: one row per tier, the same four dimensions on every row,
+tape only) → text (cheap) → agentic (expensive) → replicates (more samples of
+runs already replayed, ``replicate_tier``). Each but preflight has a share of
+the night: one row per tier, the same four dimensions on every row,
 of which a tier budgets only its own (``BUDGETED``); a later kind of spending
 is one more tier here, not more columns.
 With the text tier on and ``agentic_after_text`` set, a run is admitted to the
