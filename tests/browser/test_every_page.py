@@ -1,0 +1,241 @@
+"""Every page of the app, as a reviewer, a lead and an admin, in a real Chromium:
+axe-core finds no critical, serious or moderate violation on any of them, and
+none scrolls sideways or clips a table's column at 1024, 1280, 1440 or 1920 px.
+
+The pages are opened with real content (a replay of each verdict, a running
+one, runs, nights, a text suite, an upload…) built by ``seed_pages``, which
+names every page a person opens; ``test_the_sweep_opens_every_page`` fails
+when the URLconf grows a page it does not name. Django's admin is not the
+app's own pages and is left out.
+
+axe-core comes from npm, fetched once by ``./dev test`` into ``var/axe/``
+(REPLAYHUB_AXE_JS may name another ``axe.min.js``); the tests reach no
+registry. It is evaluated through the DevTools protocol, which the page's
+Content-Security-Policy does not govern, so the pages are checked under their
+real policy.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.urls import resolve
+from django.utils import timezone
+
+from replayhub.models import ImportJob, TextReplay, TextStatus, TextSuite, WorkerCheck
+from reviews.models import Label
+from reviews.services import review_decide
+from reviews.together.comments import comment_add
+from tests.browser.test_csp import rich_replay, running_replay, tonight_with_usage
+from tests.browser.test_trends import seed_nights
+from tests.browser.test_wide_screens import CLIPPED_TABLES
+from tests.conftest import REQUIRE_SERVICES, ROOT
+from tests.factories import make_project, make_replay, make_text_run, make_user
+from tests.reviews.blindwalk import patterns
+
+pytestmark = pytest.mark.browser
+
+# Where ./dev test fetches it; REPLAYHUB_AXE_JS names another.
+AXE_JS = ROOT / "var/axe/node_modules/axe-core/axe.min.js"
+ROLES = ["reviewer", "lead", "admin_user"]
+WIDTHS = [1024, 1280, 1440, 1920]
+GATED = ["critical", "serious", "moderate"]
+
+# URL names that are no page a person opens: forms' POST targets, fragments
+# htmx swaps into a page, exports, redirects and the JSON API.
+NOT_PAGES = {
+    "favicon": "a redirect to the icon",
+    "logout": "POST only",
+    "healthz": "JSON for the load balancer",
+    "reviews:next": "a redirect to the next replay",
+    "reviews:replay_claim": "POST only",
+    "reviews:replay_progress": "a fragment the replay page polls",
+    "reviews:replay_release": "POST only",
+    "reviews:replay_decide": "POST, or a redirect to the replay's page",
+    "reviews:replay_tape": "POST only",
+    "reviews:replay_rollout_record": "a download",
+    "reviews:replay_diff_file": "a fragment the replay page loads",
+    "reviews:review_undo": "POST only",
+    "reviews:run_text_replay": "POST only",
+    "reviews:run_tape_replay": "POST only",
+    "reviews:trends_labels": "a fragment the trends page loads",
+    "reviews:trends_reproducibility": "a fragment the trends page loads",
+    "reviews:trends_export_csv": "a download",
+    "reviews:trends_export_json": "a download",
+    "reviews:api_trends": "JSON",
+    "reviews:budget_edit": "POST only",
+    "reviews:run_replay_now": "a confirmation fragment and its POST",
+    "reviews:worker_check_create": "POST only",
+    "reviews:worker_check_detail": "a fragment the status page polls",
+    "reviews:comment_create": "POST only",
+    "reviews:comment_new": "a fragment: the box under a diff's line",
+    "reviews:comment_people": "a fragment: the @mention suggestions",
+    "reviews:second_opinion": "POST only",
+    "reviews:gold_toggle": "POST only",
+    "reviews:claim_assign": "POST only",
+    "reviews:comment_reply": "POST only",
+    "reviews:comment_resolve": "POST only",
+    "reviews:inbox_read": "POST only",
+    "recorder_download": "a download",
+}
+
+AXE_RUN = """async (gated) => {
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  return result.violations
+    .filter(v => gated.includes(v.impact))
+    .map(v => ({
+      id: v.id,
+      impact: v.impact,
+      targets: v.nodes.slice(0, 3).map(n => n.target.join(" ")),
+    }));
+}"""
+SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
+
+
+def seed_pages(viewer) -> list[str]:
+    """A world with something on every page, and the address of each page."""
+    seed_nights()  # twelve weeks of shop, billing and search
+    shop = make_project("shop")
+    tonight_with_usage(shop)
+    Label.objects.create(project=shop, name="would merge", kind="yes_no")
+    colleague = make_user("cole", "reviewer")
+    divergent = rich_replay()
+    comment_add(
+        replay=divergent,
+        author=colleague,
+        data={
+            "target": "dod",
+            "path": "src/app.py",
+            "side": "new",
+            "line_start": 2,
+            "body": f"@{viewer.username} is y = 3 meant?",
+        },
+    )
+    replays = [
+        divergent,
+        make_replay(verdict="identical", project=shop, title="Same tree"),
+        make_replay(verdict="equivalent", project=shop, title="Both pass"),
+        make_replay(verdict="inconclusive", project=shop, title="Flaky"),
+        running_replay(),
+    ]
+    decided = make_replay(verdict="equivalent", title="Decided", queued=True)
+    review_decide(replay=decided, reviewer=colleague, decision="confirm")
+    text_run = make_text_run(shop, external_id="text-1", title="Retry webhooks")
+    suite = TextSuite.objects.create(
+        project=shop, target="gpt:gpt-test", total=1, replayed=1
+    )
+    text_replay = TextReplay.objects.create(
+        run=text_run,
+        project=shop,
+        suite=suite,
+        target_provider="gpt",
+        target_model="gpt-test",
+        status=TextStatus.FINISHED,
+        finished_at=timezone.now(),
+        output="add a retry to the sender",
+        similarity=0.8,
+    )
+    job = ImportJob.objects.create(
+        project=shop,
+        filename="runs.jsonl",
+        size_bytes=4096,
+        path="/nonexistent",
+        status="done",
+        lines_read=10,
+        imported=8,
+    )
+    WorkerCheck.objects.create(
+        requested_at=timezone.now() - timedelta(minutes=1), answered_at=timezone.now()
+    )
+    return [
+        "/",
+        "/running/",
+        *(f"/replays/{replay.pk}/" for replay in [*replays, decided]),
+        f"/runs/{divergent.run_id}/",
+        f"/runs/{text_run.pk}/",
+        f"/text-replays/{text_replay.pk}/",
+        "/text-suites/",
+        f"/text-suites/{suite.pk}/",
+        "/trends/?since=2025-12-27&until=2026-02-20",
+        "/budgets/",
+        "/projects/",
+        "/projects/new/",
+        "/projects/shop/",
+        "/projects/shop/edit/",
+        "/status/",
+        "/done/",
+        "/search/?q=Round",
+        "/bulk-confirm/?verdict=identical",
+        "/agreement/",
+        "/inbox/",
+        "/runs/upload/",
+        f"/runs/upload/{job.pk}/",
+        "/accounts/login/",
+        "/no/such/page/",
+    ]
+
+
+def test_the_sweep_opens_every_page(reviewer):
+    opened = {
+        resolve(path.split("?")[0]).view_name
+        for path in seed_pages(reviewer)
+        if path != "/no/such/page/"
+    }
+    named = {
+        p.name
+        for p in patterns()
+        if p.name and not p.name.startswith("admin:") and "api_" not in p.name
+    }
+    assert named - opened - NOT_PAGES.keys() == set(), "open it in seed_pages"
+    assert opened & NOT_PAGES.keys() == set()
+
+
+@pytest.fixture(scope="session")
+def axe_js() -> str | None:
+    path = Path(os.environ.get("REPLAYHUB_AXE_JS") or AXE_JS)
+    if not path.is_file():
+        if REQUIRE_SERVICES:
+            pytest.fail(
+                f"axe-core is required (REPLAYHUB_REQUIRE_SERVICES=1): no {path}"
+                " (./dev test fetches it into var/axe/)"
+            )
+        return None
+    return path.read_text()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_page_passes_axe_and_fits_every_width(request, login, axe_js, role):
+    user = request.getfixturevalue(role)
+    if role == "admin_user":
+        # Staff too: the longest top bar there is, with the link to the admin.
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    paths = seed_pages(user)
+    page = login(user)
+    violations, layout, refused = [], [], 0
+    for path in paths:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        answer = page.goto(path)
+        assert answer is not None
+        # The pages a role may not open all answer with the same 403 page.
+        refused += answer.status == 403
+        if answer.status == 403 and refused > 1:
+            continue
+        # What the page loads after itself (the trends' labels) is the page too.
+        page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
+        if axe_js:
+            page.evaluate(axe_js)
+            for v in page.evaluate(AXE_RUN, GATED):
+                violations.append(f"{path}: {v['id']} ({v['impact']}) {v['targets']}")
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 800})
+            sideways, clipped = page.evaluate(f"[{SIDEWAYS}, ({CLIPPED_TABLES})()]")
+            if sideways > 0 or clipped:
+                layout.append(f"{path} at {width} px: {sideways} px sideways {clipped}")
+    assert violations == [], f"axe as {role}:\n" + "\n".join(violations)
+    assert layout == [], f"layout as {role}:\n" + "\n".join(layout)
+    if not axe_js:
+        pytest.skip("layout checked; no axe-core (./dev test fetches it)")
