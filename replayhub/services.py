@@ -296,8 +296,7 @@ def replay_cancel_after_window(*, replay: Replay, owner: str) -> None:
             return
         scheduler.settle(replay=replay, actual=Amounts(), now=now)
         if replay.replicate or replay.tier == Tier.TAPE:
-            # The run stays the tape (or replicate) tier's: its next night
-            # plays it first.
+            # The run stays its tier's (tape, replicate): next night plays it.
             if replay.night_id is not None:
                 shares.defer_one(replay.night_id, scheduler.share_tier(replay))
             log.info("tape replay %s not started: its night has ended", replay.pk)
@@ -631,7 +630,8 @@ def night_run(
     tier's first (runs with a tape, no model spend), then the text tier's,
     then (``agentic``) the agentic tier's — never a run the tape tier is to
     replay, and only runs the text tier passed on when the project's policy
-    says so. A worker sends them to their queues once the admission commits."""
+    says so — and last the replicates of runs with nothing in flight. A worker
+    sends them to their queues once the admission commits."""
     budget = scheduler.budget_of(project)
     tape = night_admit_tape(project=project, now=now, immediate=immediate)
     text = night_admit_text(project=project, now=now, immediate=immediate)
@@ -651,7 +651,6 @@ def night_run(
         )
     else:
         report = shares.NightReport(tiers.AGENTIC, night=text.night or tape.night)
-    # Replicates last: only runs with nothing in flight, after their first replays.
     more = night_admit_replicates(project=project, now=now, immediate=immediate)
     report.others = {tiers.TAPE: tape, tiers.TEXT: text, tiers.REPLICATE: more}
     night = report.night or tape.night or more.night
@@ -680,19 +679,20 @@ def nights_tick(*, now: datetime | None = None) -> list[shares.NightReport]:
             reports.append(night_run(project=project, now=now))
             continue
         budget = scheduler.budget_of(project)
-        # Every tick admits the replicates the verdicts since call for.
-        replicating = budget.replicate_threshold is not None
-        if (budget.text_enabled or replicating) and in_window(project, now):
+        if budget.text_enabled and in_window(project, now):
             # Tiered: every tick admits the text replays the budget now has
             # room for and, when the text tier gates the agentic tier, the
             # agentic replays of runs it has passed on since. Without the
             # gate the agentic tier keeps its one selection per night.
             reports.append(
-                night_run(
-                    project=project,
-                    now=now,
-                    agentic=budget.text_enabled and gates_agentic(budget),
-                )
+                night_run(project=project, now=now, agentic=gates_agentic(budget))
             )
+        elif budget.replicate_threshold is not None and in_window(project, now):
+            # The replicates the verdicts since call for; the other tiers
+            # keep their one selection per night.
+            more = night_admit_replicates(project=project, now=now)
+            if more.admitted and more.night is not None:
+                enqueue(Task.DISPATCH_NIGHT, more.night.pk)
+            reports.append(more)
     scheduler.night_close_ended(now=now)
     return reports
