@@ -297,7 +297,7 @@ def test_the_budgets_page_shows_the_spend_of_each_tier(
     assert "<strong>2 deferred</strong> by the text share" in page
     assert "<td>3/3</td>" in page
     # The two runs the text share left over are listed, linked to their page.
-    text = page[page.index('aria-label="Text tier, before the agentic tier"') :]
+    text = page[page.index('aria-label="Text tier, before the agentic tier of shop"') :]
     deferred = text[text.index("Deferred runs") :]
     listed = deferred[: deferred.index("</details>")]
     assert "run-3" in listed and "run-4" in listed and "run-0" not in listed
