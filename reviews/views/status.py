@@ -1,5 +1,6 @@
 """The status page: an admin asks a worker to answer through the broker and
-watches for the answer."""
+watches for the answer, and sees the worker hosts that stopped claiming
+replays after host failures in a row."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from replayhub import roles, services
 from replayhub.models import (
+    Heartbeat,
     WorkerCheck,
 )
 from reviews.views import HtmxHttpRequest
@@ -23,7 +25,15 @@ from reviews.views import HtmxHttpRequest
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
 def status(request: HttpRequest) -> HttpResponse:
     checks = WorkerCheck.objects.select_related("requested_by")[:10]
-    return render(request, "reviews/status.html", {"page": "status", "checks": checks})
+    stopped = [
+        {"host": row.name.removeprefix(Heartbeat.STOPPED), "at": row.beat_at}
+        for row in Heartbeat.objects.filter(name__startswith=Heartbeat.STOPPED)
+    ]
+    return render(
+        request,
+        "reviews/status.html",
+        {"page": "status", "checks": checks, "stopped": stopped},
+    )
 
 
 @require_POST
