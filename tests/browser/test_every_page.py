@@ -25,7 +25,14 @@ import pytest
 from django.urls import resolve
 from django.utils import timezone
 
-from replayhub.models import ImportJob, TextReplay, TextStatus, TextSuite, WorkerCheck
+from replayhub.models import (
+    Delivery,
+    ImportJob,
+    TextReplay,
+    TextStatus,
+    TextSuite,
+    WorkerCheck,
+)
 from reviews.models import Label
 from reviews.services import review_decide
 from reviews.together.comments import comment_add
@@ -147,6 +154,18 @@ def seed_pages(viewer) -> list[str]:
         lines_read=10,
         imported=8,
     )
+    Delivery.objects.create(
+        project=shop,
+        target="forge",
+        event="commit.status",
+        key="k1",
+        commit="a" * 40,
+        summary=f"{'a' * 12} failure (replay {divergent.pk})",
+        status="failed",
+        attempts=2,
+        http_status=422,
+        answer="Validation Failed",
+    )
     WorkerCheck.objects.create(
         requested_at=timezone.now() - timedelta(minutes=1), answered_at=timezone.now()
     )
@@ -206,6 +225,23 @@ def axe_js() -> str | None:
     return path.read_text()
 
 
+def _press_help(page) -> None:
+    page.keyboard.press("?")
+
+
+def _click_a_line(page) -> None:
+    page.locator(LINE).first.click()
+
+
+LINE = '[data-side="new"][data-line]'
+# What a person opens on a page, checked open too, once: (on the first page
+# that has it, what opens it, what shows it open).
+OPENED = [
+    ("#keys-help", _press_help, "#keys-help[open]"),
+    (LINE, _click_a_line, ".comment-row textarea"),
+]
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_every_page_passes_axe_and_fits_every_width(request, login, axe_js, role):
     user = request.getfixturevalue(role)
@@ -215,7 +251,15 @@ def test_every_page_passes_axe_and_fits_every_width(request, login, axe_js, role
         user.save(update_fields=["is_staff"])
     paths = seed_pages(user)
     page = login(user)
-    violations, layout, refused = [], [], 0
+    if axe_js:
+        page.context.add_init_script(axe_js)
+    violations, layout, refused, opened = [], [], 0, set()
+
+    def check(where: str) -> None:
+        if axe_js:
+            for v in page.evaluate(AXE_RUN, GATED):
+                violations.append(f"{where}: {v['id']} ({v['impact']}) {v['targets']}")
+
     for path in paths:
         page.set_viewport_size({"width": 1280, "height": 800})
         answer = page.goto(path)
@@ -226,15 +270,19 @@ def test_every_page_passes_axe_and_fits_every_width(request, login, axe_js, role
             continue
         # What the page loads after itself (the trends' labels) is the page too.
         page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
-        if axe_js:
-            page.evaluate(axe_js)
-            for v in page.evaluate(AXE_RUN, GATED):
-                violations.append(f"{path}: {v['id']} ({v['impact']}) {v['targets']}")
+        check(path)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 800})
             sideways, clipped = page.evaluate(f"[{SIDEWAYS}, ({CLIPPED_TABLES})()]")
             if sideways > 0 or clipped:
                 layout.append(f"{path} at {width} px: {sideways} px sideways {clipped}")
+        for present, action, shown in OPENED:
+            if present not in opened and page.locator(present).count():
+                opened.add(present)
+                action(page)
+                page.locator(shown).wait_for()
+                check(f"{path} with {shown} open")
+    assert opened == {present for present, _, _ in OPENED}
     assert violations == [], f"axe as {role}:\n" + "\n".join(violations)
     assert layout == [], f"layout as {role}:\n" + "\n".join(layout)
     if not axe_js:
