@@ -42,6 +42,7 @@ from tests.browser.test_wide_screens import CLIPPED_TABLES
 from tests.conftest import REQUIRE_SERVICES, ROOT
 from tests.factories import make_project, make_replay, make_text_run, make_user
 from tests.reviews.blindwalk import patterns
+from tests.reviews.views.test_runs import imported_session
 
 pytestmark = pytest.mark.browser
 
@@ -102,7 +103,7 @@ AXE_RUN = """async (gated) => {
 SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
 
 
-def seed_pages(viewer) -> list[str]:
+def seed_pages(viewer, tmp_path: Path) -> list[str]:
     """A world with something on every page, and the address of each page."""
     seed_nights()  # twelve weeks of shop, billing and search
     shop = make_project("shop")
@@ -130,6 +131,7 @@ def seed_pages(viewer) -> list[str]:
     ]
     decided = make_replay(verdict="equivalent", title="Decided", queued=True)
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
+    transcript = imported_session(tmp_path, shop, 3)
     text_run = make_text_run(shop, external_id="text-1", title="Retry webhooks")
     suite = TextSuite.objects.create(
         project=shop, target="gpt:gpt-test", total=1, replayed=1
@@ -175,6 +177,7 @@ def seed_pages(viewer) -> list[str]:
         *(f"/replays/{replay.pk}/" for replay in [*replays, decided]),
         f"/runs/{divergent.run_id}/",
         f"/runs/{text_run.pk}/",
+        f"/runs/{transcript.pk}/",
         f"/text-replays/{text_replay.pk}/",
         "/text-suites/",
         f"/text-suites/{suite.pk}/",
@@ -197,10 +200,10 @@ def seed_pages(viewer) -> list[str]:
     ]
 
 
-def test_the_sweep_opens_every_page(reviewer):
+def test_the_sweep_opens_every_page(reviewer, tmp_path):
     opened = {
         resolve(path.split("?")[0]).view_name
-        for path in seed_pages(reviewer)
+        for path in seed_pages(reviewer, tmp_path)
         if path != "/no/such/page/"
     }
     named = {
@@ -243,13 +246,15 @@ OPENED = [
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_every_page_passes_axe_and_fits_every_width(request, login, axe_js, role):
+def test_every_page_passes_axe_and_fits_every_width(
+    request, login, axe_js, tmp_path, role
+):
     user = request.getfixturevalue(role)
     if role == "admin_user":
         # Staff too: the longest top bar there is, with the link to the admin.
         user.is_staff = True
         user.save(update_fields=["is_staff"])
-    paths = seed_pages(user)
+    paths = seed_pages(user, tmp_path)
     page = login(user)
     if axe_js:
         page.context.add_init_script(axe_js)
