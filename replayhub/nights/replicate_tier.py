@@ -124,13 +124,13 @@ def replicate_candidates(
         standing = standing_of(policy, samples)
         if standing.decision is not ReplicateDecision.UNDECIDED:
             continue
-        if samples.replays >= policy.most + project.max_attempts:
-            continue
         value = next_sample_value(policy, samples.successes, samples.failures)
+        if value == 0 or samples.replays >= policy.most + project.max_attempts:
+            continue  # k samples in, or too many replays that concluded nothing
         tapes = counts.get((run_id, Tier.TAPE), Counts())
         if taped and tapes.replays < ENVIRONMENT_SAMPLES:
             tape.append(Replicand(run_id, True, value))
-        elif live and value > 0:
+        elif live:
             rest.append(Replicand(run_id, False, value))
     rest.sort(key=lambda c: -c.value)  # stable: older runs first on a tie
     return tape + rest

@@ -33,6 +33,8 @@ SAMPLED = (Tier.AGENTIC, Tier.TAPE)
 # The most replays a run's strip lists: a run replayed every night for months
 # keeps a page of its latest; the counts are always of them all.
 LISTED = 60
+# Runs counted per query: the parameters stay under every backend's limit.
+CHUNK = 2000
 
 
 @dataclass(frozen=True)
@@ -64,16 +66,22 @@ COUNTED = {
 
 def counts_by_run(run_ids: Iterable[int]) -> dict[tuple[int, str], Counts]:
     """(run, tier) -> its finished replays' counts, for the sampled tiers;
-    one query. A pair with no finished replay is absent."""
-    rows = (
-        Replay.objects.filter(
-            run_id__in=list(run_ids), status=ReplayStatus.FINISHED, tier__in=SAMPLED
+    one query per ``CHUNK`` runs. A pair with no finished replay is absent."""
+    ids = list(run_ids)
+    found: dict[tuple[int, str], Counts] = {}
+    for start in range(0, len(ids), CHUNK):
+        rows = (
+            Replay.objects.filter(
+                run_id__in=ids[start : start + CHUNK],
+                status=ReplayStatus.FINISHED,
+                tier__in=SAMPLED,
+            )
+            .order_by()
+            .values("run_id", "tier")
+            .annotate(**COUNTED)
         )
-        .order_by()
-        .values("run_id", "tier")
-        .annotate(**COUNTED)
-    )
-    return {(row.pop("run_id"), row.pop("tier")): Counts(**row) for row in rows}
+        found |= {(row.pop("run_id"), row.pop("tier")): Counts(**row) for row in rows}
+    return found
 
 
 def standing_of(policy: ReplicatePolicy, counts: Counts) -> Standing:
