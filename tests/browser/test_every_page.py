@@ -28,6 +28,7 @@ from django.utils import timezone
 from replayhub.models import (
     Delivery,
     ImportJob,
+    Replay,
     TextReplay,
     TextStatus,
     TextSuite,
@@ -40,7 +41,14 @@ from tests.browser.test_csp import rich_replay, running_replay, tonight_with_usa
 from tests.browser.test_trends import seed_nights
 from tests.browser.test_wide_screens import CLIPPED_TABLES
 from tests.conftest import REQUIRE_SERVICES, ROOT
-from tests.factories import make_project, make_replay, make_text_run, make_user
+from tests.factories import (
+    make_project,
+    make_replay,
+    make_rollout,
+    make_text_run,
+    make_user,
+)
+from tests.harness import hostile_seed
 from tests.reviews.blindwalk import patterns
 from tests.reviews.views.test_runs import imported_session
 
@@ -103,6 +111,27 @@ AXE_RUN = """async (gated) => {
 SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
 
 
+def rollout_replay(project) -> Replay:
+    """A rollout's replay: its seed's messages and both continuations."""
+    answer = [{"role": "assistant", "content": "Used ROUND_HALF_UP"}]
+    run = make_rollout(
+        project,
+        external_id="5c1f0e9a",
+        reward=1.0,
+        seeds=[(hostile_seed(answer="ok", reward=1.0), answer, "")],
+    )
+    replay = make_replay(verdict="equivalent", project=project, run=run)
+    replay.seed = run.seeds.get()
+    replay.evidence["rollout"] = {
+        "original_reward": 1.0,
+        "replay_reward": 1.0,
+        "similarity": 0.9,
+        "completion": answer,
+    }
+    replay.save(update_fields=["seed", "evidence"])
+    return replay
+
+
 def seed_pages(viewer, tmp_path: Path) -> list[str]:
     """A world with something on every page, and the address of each page."""
     seed_nights()  # twelve weeks of shop, billing and search
@@ -129,6 +158,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         make_replay(verdict="inconclusive", project=shop, title="Flaky"),
         running_replay(),
     ]
+    replays.append(rollout_replay(shop))
     decided = make_replay(verdict="equivalent", title="Decided", queued=True)
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
     transcript = imported_session(tmp_path, shop, 3)
