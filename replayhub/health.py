@@ -113,7 +113,9 @@ def queued_without_messages(*, now) -> int | None:
 def check_queue(*, now=None) -> dict[str, object]:
     """Whether the replays can move: queued replays whose message is gone,
     and how long ago the beat's periodic job last ran. ``stalled`` names
-    what is stuck, empty when nothing is."""
+    what is stuck, empty when nothing is. ``stopped_hosts`` names the worker
+    hosts that stopped claiming after host failures in a row: the others
+    carry the replays, so they alone stall nothing."""
     from replayhub.models import Heartbeat, Replay, ReplayStatus
 
     now = now or timezone.now()
@@ -134,10 +136,15 @@ def check_queue(*, now=None) -> dict[str, object]:
             stalled.append("beat stale")
     elif beat_age > settings.REPLAYHUB_BEAT_STALE_SECONDS:
         stalled.append("beat stale")
+    stopped = Heartbeat.objects.filter(name__startswith=Heartbeat.STOPPED)
     return {
         "queued_without_messages": orphans,
         "beat_seconds_ago": beat_age,
         "stalled": stalled,
+        "stopped_hosts": [
+            name.removeprefix(Heartbeat.STOPPED)
+            for name in stopped.values_list("name", flat=True)
+        ],
     }
 
 

@@ -2,7 +2,8 @@
 
 Two failures say nothing of the run and may be gone in a minute: a remote out
 of reach (``repo_unreachable``) and a host that could not provision the
-workspace (``host_failed``: its disk full, its mirror unreadable). A replay a
+workspace (``host_failed``: its disk full, its mirror unreadable; or
+``sandbox_unavailable``: its sandbox would not start). A replay a
 night admitted that ends in one of them is queued again, keeping its night
 and its reservation, after a back-off that doubles from the first delay up to
 a cap, as long as the next try falls inside the night's window; a host
@@ -23,7 +24,12 @@ from datetime import datetime, timedelta
 
 from replayhub.verdicts import Reason
 
-RETRIED: frozenset[str] = frozenset({Reason.REPO_UNREACHABLE, Reason.HOST_FAILED})
+# A host's failures, tried on another host a few times: ``host_failed`` and a
+# sandbox this host cannot start (another host's may start).
+ON_ANOTHER_HOST: frozenset[str] = frozenset(
+    {Reason.HOST_FAILED, Reason.SANDBOX_UNAVAILABLE}
+)
+RETRIED: frozenset[str] = ON_ANOTHER_HOST | {Reason.REPO_UNREACHABLE}
 
 # The errors a host's own state raises, whatever the run: a full disk or quota,
 # a folder of its own it may not read (a mirror, the work folder), a file
@@ -85,13 +91,13 @@ def next_try(
     ended with ``reason`` at ``now``; None when this ruling stands.
 
     ``window_end`` is the end of the night that admitted the replay, None for
-    a replay no night admitted (ruled at once). A host failure is tried
-    ``host_tries`` times at most; a remote out of reach until the window
-    closes.
+    a replay no night admitted (ruled at once). A host's failure (its own, or
+    a sandbox it cannot start) is tried ``host_tries`` times at most; a
+    remote out of reach until the window closes.
     """
     if window_end is None or reason not in RETRIED:
         return None
-    if reason == Reason.HOST_FAILED and tries >= host_tries:
+    if reason in ON_ANOTHER_HOST and tries >= host_tries:
         return None
     delay = backoff(tries, first=first, cap=cap)
     if now + timedelta(seconds=delay) >= window_end:

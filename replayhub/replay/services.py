@@ -55,7 +55,12 @@ def replay_retry_later(
     """
     now = now or timezone.now()
     decision = report.decision
-    host_count(failed=decision.reason_code == Reason.HOST_FAILED)
+    if decision.reason_code == Reason.HOST_FAILED:
+        host_count(failed=True)
+    elif decision.reason_code not in retries.RETRIED:
+        # The host provisioned the replay. A remote out of reach, or a
+        # sandbox one project asks for, says nothing of the host's health.
+        host_count(failed=False)
     earlier = replay.evidence.get(TRIES) if isinstance(replay.evidence, dict) else None
     earlier = earlier if isinstance(earlier, dict) else {}
     tries = int(earlier.get("count", 0)) + 1
@@ -75,7 +80,7 @@ def replay_retry_later(
     if delay is None:
         if decision.reason_code in retries.RETRIED:
             hosts_used = (
-                decision.reason_code == Reason.HOST_FAILED
+                decision.reason_code in retries.ON_ANOTHER_HOST
                 and tries >= settings.REPLAYHUB_HOST_TRIES
             )
             reason = retries.tried_reason(

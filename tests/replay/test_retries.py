@@ -66,18 +66,20 @@ def test_a_replay_no_night_admitted_is_ruled_at_once():
     assert delay(Reason.HOST_FAILED, window_end=None) is None
 
 
-def test_a_host_failure_is_tried_on_a_few_hosts_then_stands():
-    assert delay(Reason.HOST_FAILED, tries=1) == 15
-    assert delay(Reason.HOST_FAILED, tries=2) == 30
-    assert delay(Reason.HOST_FAILED, tries=3) is None
-    assert delay(Reason.HOST_FAILED, tries=1, host_tries=1) is None
+@pytest.mark.parametrize("reason", [Reason.HOST_FAILED, Reason.SANDBOX_UNAVAILABLE])
+def test_a_host_failure_is_tried_on_a_few_hosts_then_stands(reason):
+    assert delay(reason, tries=1) == 15
+    assert delay(reason, tries=2) == 30
+    assert delay(reason, tries=3) is None
+    assert delay(reason, tries=1, host_tries=1) is None
+    assert delay(reason, tries=1, window_end=NOW + timedelta(seconds=10)) is None
 
 
 @pytest.mark.parametrize(
     "reason",
     [
         Reason.FIXTURE_FAILED,
-        Reason.SANDBOX_UNAVAILABLE,
+        Reason.SETUP_FAILED,
         Reason.WORKER_LOST,
         Reason.TIMEOUT,
         Reason.SAME_TREE,

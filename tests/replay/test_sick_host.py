@@ -167,7 +167,28 @@ def test_a_host_failure_goes_back_to_the_queue_keeping_its_night_until_hosts_run
 
 
 @pytest.mark.django_db
-def test_the_status_page_names_a_stopped_host(client, admin_user):
+def test_only_the_hosts_own_failures_make_or_break_its_row(calc):
+    _, run = calc
+
+    def ruled(reason):
+        replay = services.replay_create(run=run, trigger="command")
+        assert Replay.objects.claim(replay.pk, owner="w")
+        claimed = Replay.objects.get(pk=replay.pk)
+        report = Report(decision=decide(Facts(harness_failure=reason)))
+        assert not replay_retry_later(replay=claimed, report=report, owner="w")
+        return THIS_PROCESS.in_a_row
+
+    assert ruled(Reason.HOST_FAILED) == 1
+    # A remote out of reach, or a sandbox one project asks for, leaves it.
+    assert ruled(Reason.REPO_UNREACHABLE) == 1
+    assert ruled(Reason.SANDBOX_UNAVAILABLE) == 1
+    assert ruled(Reason.HOST_FAILED) == 2
+    # Anything else: the host provisioned the replay.
+    assert ruled(Reason.TIMEOUT) == 0
+
+
+@pytest.mark.django_db
+def test_the_status_page_and_healthz_name_a_stopped_host(client, admin_user):
     client.force_login(admin_user)
     assert b"Every worker host claims replays." in client.get("/status/").content
     Heartbeat.objects.create(name=stopped_row_name("worker-2"), beat_at=timezone.now())
@@ -176,6 +197,8 @@ def test_the_status_page_names_a_stopped_host(client, admin_user):
 
     assert "<code>worker-2</code>" in page
     assert "stopped claiming replays after host failures in a row" in page
+    health = client.get("/healthz").json()
+    assert health["stopped_hosts"] == ["worker-2"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -183,23 +206,24 @@ def test_a_worker_short_of_disk_claims_nothing_and_stops_then_a_sound_one_replay
     calc, tmp_path
 ):
     _, run = calc
+    log = tmp_path / "sick.log"
     sick = spawn_worker(
-        tmp_path / "sick.log",
+        log,
         REPLAYHUB_MIN_FREE_DISK_MB=str(10**9),
         REPLAYHUB_RETRY_FIRST_SECONDS="1",
         REPLAYHUB_HOST_FAILURES_TO_STOP="2",
     )
     try:
         replay = services.replay_request(run=run, trigger="command")
-        wait_for(stopped_hosts, timeout=30)
+        # Its worker stops consuming the replay queue.
+        wait_for(lambda: "Canceling queue replay" in log.read_text(), timeout=30)
+        assert stopped_hosts()
         assert Replay.objects.get(pk=replay.pk).status == "queued"
     finally:
         stop_worker(sick)
-    log = (tmp_path / "sick.log").read_text()
-    assert f"declined replay {replay.pk}: only " in log
-    assert "stops claiming replays after 2 host failures in a row" in log
-    # Its worker stopped consuming the replay queue.
-    assert "Canceling queue replay" in log
+    said = log.read_text()
+    assert f"declined replay {replay.pk}: only " in said
+    assert "stops claiming replays after 2 host failures in a row" in said
 
     # A sound worker on the host (restarted: its disk seen to) replays it.
     sound = spawn_worker(tmp_path / "sound.log")
