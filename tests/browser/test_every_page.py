@@ -111,6 +111,21 @@ AXE_RUN = """async (gated) => {
 SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
 
 
+def every_evidence_class(replay: Replay) -> Replay:
+    """``replay`` with a check of each class of evidence, each its own chip."""
+    for name, kind in [
+        ("egress_observed", "independently_observed"),
+        ("agent_exit", "executor_supplied"),
+        ("judge", "agentically_inferred"),
+        ("reference_tests", "unavailable"),
+    ]:
+        replay.evidence["checks"].append(
+            {"name": name, "outcome": "skip", "evidence_class": kind, "detail": ""}
+        )
+    replay.save(update_fields=["evidence"])
+    return replay
+
+
 def rollout_replay(project) -> Replay:
     """A rollout's replay: its seed's messages and both continuations."""
     answer = [{"role": "assistant", "content": "Used ROUND_HALF_UP"}]
@@ -155,7 +170,9 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         divergent,
         make_replay(verdict="identical", project=shop, title="Same tree"),
         make_replay(verdict="equivalent", project=shop, title="Both pass"),
-        make_replay(verdict="inconclusive", project=shop, title="Flaky"),
+        every_evidence_class(
+            make_replay(verdict="inconclusive", project=shop, title="Flaky")
+        ),
         running_replay(),
     ]
     replays.append(rollout_replay(shop))
