@@ -48,6 +48,7 @@ REASON_COLORS = {
     "setup_failed": "#862e9c",
     "image_mismatch": "#5c940d",
     "repo_unreachable": "#d9480f",
+    "host_failed": "#9c36b5",
     "base_untrusted": "#1098ad",
     "no_test_command": "#0b7285",
     "tests_skipped": "#20c997",
