@@ -48,9 +48,14 @@ HOST_ERRNOS = frozenset(
 )
 # The same failures in a git command's own words (git reports them on stderr
 # and exits 128, like a bad commit; only the words tell them apart). Not
-# "permission denied": over SSH that is the remote refusing a key.
+# "permission denied": over SSH that is the remote refusing a key. On a full
+# disk git often names only the file it could not write ("couldn't write
+# '…/replay-base.lock'"): nothing the run holds makes a host folder unwritable
+# before the agent has run.
 HOST_WORDS = (
     "no space left on device",
+    "couldn't write",
+    "unable to write",
     "disk quota exceeded",
     "read-only file system",
     "input/output error",
@@ -61,11 +66,17 @@ HOST_WORDS = (
 )
 
 
-def host_fault(error: BaseException) -> bool:
+def host_fault(
+    error: BaseException, *, free_bytes: int | None = None, minimum_bytes: int = 0
+) -> bool:
     """Whether ``error``, met while provisioning a workspace, is the host's
-    (so the run is not to blame): an ``OSError`` with a host errno, or a git
-    failure whose message or stderr names one. A commit that does not
-    resolve, a tree git refuses to check out, a timeout are the run's."""
+    (so the run is not to blame): an ``OSError`` with a host errno, a git
+    failure whose message or stderr names one, or any failure while the
+    work folder has less than ``minimum_bytes`` free (``free_bytes``, when
+    it could be read). A commit that does not resolve, a tree git refuses to
+    check out, a timeout are the run's."""
+    if free_bytes is not None and free_bytes < minimum_bytes:
+        return True
     if isinstance(error, OSError):
         return error.errno in HOST_ERRNOS
     text = f"{error} {getattr(error, 'stderr', '')}".lower()

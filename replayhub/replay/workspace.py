@@ -11,6 +11,7 @@ result is judged, not in these steps.
 from __future__ import annotations
 
 import math
+import shutil
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -554,7 +555,11 @@ def _provision(
     try:
         workspace = scratch.provision(commit, branch=placement.branch)
     except (GitError, OSError) as exc:
-        if retries.host_fault(exc):
+        if retries.host_fault(
+            exc,
+            free_bytes=_free_bytes(scratch.root),
+            minimum_bytes=settings.REPLAYHUB_MIN_FREE_DISK_MB * 1024 * 1024,
+        ):
             # A full disk is the host's, never the run's: the replay goes to
             # another host (``replay.retries``), and this one stops in time.
             raise NotRun(
@@ -575,6 +580,13 @@ def _provision(
         (io_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (io_dir / name).write_text(text)
     return workspace, io_dir
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
 
 
 def _run_phase(

@@ -106,6 +106,13 @@ def test_every_other_ruling_stands_at_once(reason):
             stderr="fatal: write error: No space left on device\n",
         ),
         GitError("cannot start git: [Errno 12] Cannot allocate memory"),
+        # What git says when a full disk stops it writing a lock file.
+        GitError(
+            "git update-ref failed with exit code 128: fatal: update_ref failed "
+            "for ref 'refs/heads/replay-base': cannot update ref "
+            "'refs/heads/replay-base': couldn't write '/w/replay-1/scratch.git/"
+            "refs/heads/replay-base.lock'"
+        ),
         # A fetch into this host's mirror that failed for its disk: the
         # remote answered.
         RepoUnreachable("fatal: write error: No space left on device", url="git://h/p"),
@@ -137,6 +144,15 @@ def test_a_host_that_cannot_write_or_read_its_own_folders_is_the_hosts_fault(err
 )
 def test_a_bad_commit_or_a_remote_that_refuses_is_not_the_hosts_fault(error):
     assert not host_fault(error)
+    assert not host_fault(error, free_bytes=600, minimum_bytes=512)
+
+
+def test_any_failure_on_a_work_folder_short_of_space_is_the_hosts_fault():
+    error = GitError("git checkout failed with exit code 128")
+
+    assert host_fault(error, free_bytes=100, minimum_bytes=512)
+    assert not host_fault(error, free_bytes=512, minimum_bytes=512)
+    assert not host_fault(error, free_bytes=None, minimum_bytes=512)
 
 
 def test_a_final_ruling_says_how_often_and_over_how_long_it_was_tried():

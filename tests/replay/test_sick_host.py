@@ -5,6 +5,9 @@ the status page."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -27,7 +30,7 @@ from replayhub.replay.services import (
 )
 from replayhub.replay.workspace import Report
 from replayhub.verdicts import Facts, Reason, decide
-from tests.conftest import spawn_worker, stop_worker, wait_for
+from tests.conftest import ROOT, child_env, spawn_worker, stop_worker, wait_for
 from tests.factories import make_calc_project, make_calc_run, make_night
 from tests.scripted import make_project_repo, original_commit
 
@@ -236,3 +239,70 @@ def test_a_worker_short_of_disk_claims_nothing_and_stops_then_a_sound_one_replay
         stop_worker(sound)
     assert (done.verdict, done.reason_code) == ("identical", "same_tree")
     assert stopped_hosts() == []
+
+
+# Provisions a workspace in a work folder whose disk is then filled; prints
+# the reason and detail it stopped with.
+FILL_AND_PROVISION = """
+import sys
+from pathlib import Path
+
+import django
+
+django.setup()
+from replayhub.git.scratch import Scratch
+from replayhub.replay.stops import NotRun
+from replayhub.replay.surroundings import Placement
+from replayhub.replay.workspace import Report, _provision
+
+work, repo, base = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+scratch = Scratch(work / "replay-1", repo)
+scratch.create()
+try:
+    with open(work / "filler", "wb", buffering=0) as filler:
+        while True:
+            filler.write(bytes(4096))
+except OSError:
+    pass
+try:
+    _provision(scratch, base, Placement(), {}, Report(decision=None))
+except NotRun as stop:
+    print(stop.reason, stop.detail, sep=" | ")
+"""
+
+
+def test_a_full_disk_while_provisioning_is_the_hosts_failure_not_the_runs(tmp_path):
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare")
+    repo = make_project_repo(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    script = tmp_path / "provision.py"
+    script.write_text(FILL_AND_PROVISION)
+    # A 1 MiB disk of its own for the work folder, in a mount namespace.
+    mount = f"mount -t tmpfs -o size=1m tmpfs {work}"
+    run = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            f'{mount} && exec "$0" "$@"',
+            sys.executable,
+            str(script),
+            str(work),
+            str(repo.path),
+            repo.rev("main"),
+        ],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "mount" in run.stderr and run.returncode != 0:
+        pytest.skip(f"cannot mount a small disk here: {run.stderr.strip()}")
+
+    reason, _, detail = run.stdout.strip().partition(" | ")
+    assert reason == "host_failed", run.stdout + run.stderr
+    assert detail.startswith(f"{host_name()} could not provision the workspace at ")
