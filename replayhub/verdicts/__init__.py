@@ -41,16 +41,20 @@ The table as revised for evidence the replay does not control:
   ``tests_not_run``, the reason naming what the sandbox lacks. A replay tree
   failing for a missing module while the original passes is still the
   replay's failure: the original showed the environment has what it needs.
-- Agent-caused trouble is never a harness fault: ``harness_error`` and
-  ``worker_lost`` mean ReplayHub's own failure, the leads' harness signal.
+- Agent-caused trouble is never a harness fault: ``harness_error``,
+  ``worker_lost`` and ``host_failed`` mean ReplayHub's own failure, the
+  leads' harness signal; and a host's failure is never the run's (a full
+  disk while provisioning is ``host_failed``, naming the host, not
+  ``fixture_failed``).
 
 Reason codes the design's table does not list, all inconclusive. In row 1,
 where the replay could not run as asked: ``provider_error`` (the model calls
 went up and none was answered), ``tape_diverged`` (the agent left its tape),
 ``setup_failed`` (the project's environment could not be built),
 ``image_mismatch`` (the record's image is not the project's root image, when
-the project requires the match) and ``repo_unreachable`` (a remote that
-could not be read). After the disallowed paths: ``unstorable_paths`` (paths
+the project requires the match), ``repo_unreachable`` (a remote that
+could not be read) and ``host_failed`` (the worker's host could not
+provision the replay). After the disallowed paths: ``unstorable_paths`` (paths
 git cannot store, inside the allowed globs). The rollout rows add their own;
 see ``rollout``.
 
