@@ -266,10 +266,11 @@
         cell.setAttribute("tabindex", cell === (current || cells[0]) ? "0" : "-1");
         cell.setAttribute("role", "button");
         var side = cell.getAttribute("data-side");
-        cell.setAttribute(
-          "aria-label",
-          "Comment on line " + cell.getAttribute("data-line") + (side ? " (" + side + ")" : "")
-        );
+        var label = "Comment on line " + cell.getAttribute("data-line") + (side ? " (" + side + ")" : "");
+        // A log's line is its own text (the style sheet draws its number):
+        // the name keeps that text, which the button's role would hide.
+        if (cell.classList.contains("ol")) label += ": " + cell.textContent;
+        cell.setAttribute("aria-label", label);
       }
     }
   }

@@ -322,6 +322,8 @@ def test_every_page_passes_axe_and_fits_every_width(
             continue
         # What the page loads after itself (the trends' labels) is the page too.
         page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
+        # Folded parts (a long tool result, deferred runs) checked open.
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = 1)")
         check(path)
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 800})
