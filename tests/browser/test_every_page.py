@@ -229,6 +229,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         "/text-suites/",
         f"/text-suites/{suite.pk}/",
         "/trends/?since=2025-12-27&until=2026-02-20",
+        "/trends/",  # the last weeks: no nights yet
         "/budgets/",
         "/projects/",
         "/projects/new/",
@@ -237,6 +238,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         "/status/",
         "/done/",
         "/search/?q=Round",
+        "/search/?q=nothing-is-called-this",
         "/bulk-confirm/?verdict=identical",
         "/agreement/",
         "/inbox/",
@@ -313,7 +315,8 @@ def test_every_page_passes_axe_and_fits_every_width(
                 violations.append(f"{where}: {v['id']} ({v['impact']}) {v['targets']}")
 
     for path in paths:
-        page.set_viewport_size({"width": 1280, "height": 800})
+        # Loaded at the narrowest, where parts crowd each other most.
+        page.set_viewport_size({"width": WIDTHS[0], "height": 800})
         answer = page.goto(path)
         assert answer is not None
         # The pages a role may not open all answer with the same 403 page.
@@ -326,7 +329,8 @@ def test_every_page_passes_axe_and_fits_every_width(
         page.evaluate("document.querySelectorAll('details').forEach(d => d.open = 1)")
         check(path)
         for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": 800})
+            if width != WIDTHS[0]:
+                page.set_viewport_size({"width": width, "height": 800})
             sideways, clipped = page.evaluate(f"[{SIDEWAYS}, ({CLIPPED_TABLES})()]")
             if sideways > 0 or clipped:
                 layout.append(f"{path} at {width} px: {sideways} px sideways {clipped}")
