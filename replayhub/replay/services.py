@@ -186,7 +186,10 @@ def host_declines(*, replay_id: int, worker: str = "") -> str:
     why = "stopped after host failures in a row" if stopped else ""
     if not why:
         try:
-            free = shutil.disk_usage(Path(settings.REPLAYHUB_WORK_DIR)).free
+            # A new host's work folder is made by its first replay.
+            work = Path(settings.REPLAYHUB_WORK_DIR)
+            work.mkdir(parents=True, exist_ok=True)
+            free = shutil.disk_usage(work).free
         except OSError as error:
             why = f"the work folder cannot be read: {error}"
         else:
