@@ -89,11 +89,16 @@ def lease_deadline(now=None):
 
 _CLAIM_STATEMENTS: dict[str, tuple[str, list[models.Field]]] = {}
 
+# How far ahead of the claiming host's clock a replay's ``enqueued_at`` may be
+# and the replay still be claimed (see ``ReplayQuerySet.claim``).
+CLAIM_SLACK = timedelta(seconds=5)
+
 
 def _claim_statement(db: BaseDatabaseWrapper) -> tuple[str, list[models.Field]]:
-    """``UPDATE … SET <claim fields> WHERE id = %s AND status = %s`` for a
-    backend, and the fields its SET parameters belong to, in order. Names come
-    from the model; every value is a parameter."""
+    """``UPDATE … SET <claim fields> WHERE id = %s AND status = %s AND
+    (enqueued_at IS NULL OR enqueued_at <= %s)`` for a backend, and the fields
+    its SET parameters belong to, in order. Names come from the model; every
+    value is a parameter."""
     if db.vendor in _CLAIM_STATEMENTS:
         return _CLAIM_STATEMENTS[db.vendor]
     meta = Replay._meta
@@ -104,10 +109,12 @@ def _claim_statement(db: BaseDatabaseWrapper) -> tuple[str, list[models.Field]]:
         for name in ("status", "phase", "lease_owner", "lease_expires_at", "started_at")
     ]
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sent = quote(by_name["enqueued_at"].column)
     statement = (
         f"UPDATE {quote(meta.db_table)} SET {assignments} "  # noqa: S608
         f"WHERE {quote(by_name['id'].column)} = %s "
-        f"AND {quote(by_name['status'].column)} = %s"
+        f"AND {quote(by_name['status'].column)} = %s "
+        f"AND ({sent} IS NULL OR {sent} <= %s)"
     )
     _CLAIM_STATEMENTS[db.vendor] = (statement, fields)
     return statement, fields
@@ -218,6 +225,13 @@ class ReplayQuerySet(models.QuerySet):
         times the Python time of executing it, and with many workers on few
         cores that is what bounded the claims per second
         (``benchmarks/claims.py``).
+
+        A replay sent back to wait (``release``) is claimed only once it is
+        due: a duplicate message that comes earlier (a night's dispatch sent
+        again, the sweep) claims nothing, and the message sent with the
+        back-off's countdown is still on its way. ``CLAIM_SLACK`` allows for
+        clocks a little apart between the host that sent and the one that
+        claims.
         """
         now = now or timezone.now()
         db = connections[self.db]
@@ -230,10 +244,12 @@ class ReplayQuerySet(models.QuerySet):
             "started_at": now,
         }
         params = [f.get_db_prep_save(values[f.name], db) for f in fields]
+        enqueued = self.model._meta.get_field("enqueued_at")
         # As QuerySet.update: an error here leaves the caller's transaction
         # marked for rollback.
         with transaction.mark_for_rollback_on_error(self.db), db.cursor() as cursor:
-            cursor.execute(statement, [*params, pk, ReplayStatus.QUEUED.value])
+            due = enqueued.get_db_prep_save(now + CLAIM_SLACK, db)
+            cursor.execute(statement, [*params, pk, ReplayStatus.QUEUED.value, due])
             return cursor.rowcount == 1
 
     def heartbeat(self, pk: int, *, owner: str, phase: str | None = None) -> bool:

@@ -141,7 +141,7 @@ def test_a_host_failure_goes_back_to_the_queue_keeping_its_night_until_hosts_run
     )
 
     def try_once(at):
-        assert Replay.objects.claim(replay.pk, owner="w")
+        assert Replay.objects.claim(replay.pk, owner="w", now=at)
         claimed = Replay.objects.select_related("night").get(pk=replay.pk)
         report = host_failed(replay.pk)
         went_back = replay_retry_later(replay=claimed, report=report, owner="w", now=at)
@@ -155,6 +155,9 @@ def test_a_host_failure_goes_back_to_the_queue_keeping_its_night_until_hosts_run
     assert waiting.reservation == reservation
     assert waiting.enqueued_at == now + timedelta(seconds=15)
     assert waiting.evidence[TRIES]["count"] == 1
+    # A duplicate message before it is due (a night's dispatch sent again)
+    # claims nothing: the one sent with the countdown is on its way.
+    assert not Replay.objects.claim(replay.pk, owner="w", now=now)
 
     went_back, report = try_once(now + timedelta(seconds=20))
 
