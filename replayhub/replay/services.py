@@ -32,7 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from replayhub.celery import REPLAY_QUEUE, Task, app, enqueue
-from replayhub.models import Heartbeat, Replay, Trigger
+from replayhub.models import Heartbeat, Replay, ReplayStatus, Trigger
 from replayhub.replay import retries
 from replayhub.replay.workspace import Report
 from replayhub.verdicts import Reason
@@ -198,12 +198,14 @@ def host_declines(*, replay_id: int, worker: str = "") -> str:
             return ""
         host_count(failed=True)
         stopped = THIS_PROCESS.in_a_row >= settings.REPLAYHUB_HOST_FAILURES_TO_STOP
-    enqueue(
-        Task.RUN_REPLAY,
-        replay_id,
-        on_commit=False,
-        countdown=settings.REPLAYHUB_RETRY_FIRST_SECONDS,
-    )
+    # A message for a replay no longer waiting (done, or taken) goes no further.
+    if Replay.objects.filter(pk=replay_id, status=ReplayStatus.QUEUED).exists():
+        enqueue(
+            Task.RUN_REPLAY,
+            replay_id,
+            on_commit=False,
+            countdown=settings.REPLAYHUB_RETRY_FIRST_SECONDS,
+        )
     log.warning("%s declined replay %s: %s", host, replay_id, why)
     if stopped and worker:
         _stop_consuming(worker)
