@@ -360,9 +360,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     query.pop("page", None)
     can_edit = request.user.has_perm(roles.MANAGE_PROJECTS)
     # A status's state tells a verdict: shown to those who configure them.
-    deliveries = (
-        Delivery.objects.recent(project)[:DELIVERIES_SHOWN] if can_edit else []
-    )
+    deliveries = Delivery.objects.recent(project)[:DELIVERIES_SHOWN] if can_edit else []
     return render(
         request,
         "reviews/project_detail.html",
