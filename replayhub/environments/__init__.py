@@ -62,7 +62,10 @@ The rules:
   phase's limits, and the key names the profile and version. The largest
   pinned install, Codex's 424 MB (plus its 165 MB npm cache, copied in and
   removed), fits the default 4,096 MB disk cap; mini-swe-agent's 31,000
-  files fit the 200,000-file cap.
+  files fit the 200,000-file cap. A host keeps each finished install
+  (``agent_installs``, keyed by release, source, script and root, never the
+  project) and copies it into the next environment that needs it: a Python
+  agent's minute of installing becomes a second or two of copying.
 - The setup phase has limits of its own, sized for a dependency install
   (``setup_time_limit_seconds`` 1,800, ``setup_memory_mb`` 4,096,
   ``setup_max_disk_mb`` 4,096 over its checkout and the environment,
