@@ -23,7 +23,7 @@ from reviews.trends.views import (
     trends_labels,
     trends_reproducibility,
 )
-from reviews.views import budgets, projects, queue, runs, status
+from reviews.views import budgets, projects, provider_pages, queue, runs, status
 
 app_name = "reviews"
 
@@ -93,6 +93,11 @@ project_urls = [
     path("<path:slug>/", projects.project_detail, name="project_detail"),
 ]
 
+provider_urls = [
+    path("", provider_pages.providers, name="providers"),
+    path("<slug:name>/edit/", provider_pages.provider_edit, name="provider_edit"),
+]
+
 status_urls = [
     path("", status.status, name="status"),
     path("worker-checks/", status.worker_check_create, name="worker_check_create"),
@@ -117,6 +122,7 @@ urlpatterns = [
     path("api/v1/trends", api_trends, name="api_trends"),
     path("budgets/", include(budget_urls)),
     path("projects/", include(project_urls)),
+    path("providers/", include(provider_urls)),
     path("status/", include(status_urls)),
     path("", include("reviews.together.urls")),
 ]

@@ -28,6 +28,7 @@ from django.utils import timezone
 from replayhub.models import (
     Delivery,
     ImportJob,
+    Provider,
     Replay,
     TextReplay,
     TextStatus,
@@ -179,6 +180,15 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
     transcript = imported_session(tmp_path, shop, 3)
     text_run = make_text_run(shop, external_id="text-1", title="Retry webhooks")
+    shop.providers.add(
+        Provider.objects.create(
+            name="acme",
+            kind="anthropic",
+            base_url="https://models.example",
+            key_env="ACME_API_KEY",
+            prices={"claude-x": {"input": "3", "output": "15"}},
+        )
+    )
     suite = TextSuite.objects.create(
         project=shop, target="gpt:gpt-test", total=1, replayed=1
     )
@@ -234,6 +244,8 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         "/projects/new/",
         "/projects/shop/",
         "/projects/shop/edit/",
+        "/providers/",
+        "/providers/acme/edit/",
         "/status/",
         "/done/",
         "/search/?q=Round",

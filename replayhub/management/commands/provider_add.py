@@ -1,37 +1,16 @@
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
-from urllib.parse import urlsplit
-
 from django.core.management.base import BaseCommand, CommandError
 
+from replayhub.gateway.registry import ProviderInvalid, provider_fields
 from replayhub.models import Provider, ProviderKind
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The option each field comes from, named before its problem.
+FLAGS = {"base_url": "--base-url ", "key_env": "--key-env ", "prices": "--price "}
 
 
 def _refuse(message: str) -> CommandError:
     return CommandError(message, returncode=2)
-
-
-def parse_price(entry: str) -> tuple[str, dict[str, str]]:
-    """``MODEL=IN,OUT[,CACHED]`` in USD per million tokens."""
-    model, sep, numbers = entry.rpartition("=")
-    parts = numbers.split(",")
-    if not sep or not model or len(parts) not in (2, 3):
-        raise _refuse(f"--price {entry!r}: write MODEL=IN,OUT or MODEL=IN,OUT,CACHED.")
-    try:
-        amounts = [Decimal(part.strip()) for part in parts]
-    except InvalidOperation:
-        raise _refuse(f"--price {entry!r}: the prices must be numbers.") from None
-    if any(not a.is_finite() or a < 0 for a in amounts):
-        raise _refuse(f"--price {entry!r}: prices must be zero or more.")
-    price = {"input": str(amounts[0]), "output": str(amounts[1])}
-    if len(amounts) == 3:
-        price["cached"] = str(amounts[2])
-    return model, price
 
 
 class Command(BaseCommand):
@@ -60,25 +39,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, name, kind, base_url, key_env, price, **options):
-        if not _NAME.fullmatch(name):
-            raise _refuse(f"{name!r} is not a provider name (letters, digits, - _).")
-        if Provider.objects.filter(name=name).exists():
-            raise _refuse(f"a provider named {name!r} already exists.")
-        url = urlsplit(base_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise _refuse(f"--base-url {base_url!r} is not an http(s) URL.")
-        if url.username or url.password:
-            raise _refuse("--base-url must not carry credentials; use --key-env.")
-        if not _VARIABLE.fullmatch(key_env):
-            raise _refuse(f"--key-env {key_env!r} is not an environment variable name.")
-        prices = dict(parse_price(entry) for entry in price)
-        provider = Provider.objects.create(
-            name=name,
-            kind=kind,
-            base_url=base_url.rstrip("/"),
-            key_env=key_env,
-            prices=prices,
-        )
+        try:
+            fields = provider_fields(
+                name=name, kind=kind, base_url=base_url, key_env=key_env, prices=price
+            )
+        except ProviderInvalid as exc:
+            raise _refuse(FLAGS.get(exc.field, "") + str(exc)) from None
+        provider = Provider.objects.create(**fields)
         self.stdout.write(
             f"registered provider {provider.name} ({provider.kind}, "
             f"{provider.base_url}); the workers read its key from ${key_env}"

@@ -1,0 +1,105 @@
+"""Registering a model provider: the rules ``provider_add`` and the
+providers page share. A provider is a name, a wire (its kind), a base URL
+without credentials and the *name* of the workers' variable holding its key;
+each problem is one sentence naming the field."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from urllib.parse import urlsplit
+
+from replayhub.models import Provider, ProviderKind
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The most price lines one provider takes.
+MAX_PRICES = 200
+
+
+class ProviderInvalid(ValueError):
+    """One sentence: what is wrong and with which field."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def parse_price(entry: str) -> tuple[str, dict[str, str]]:
+    """``MODEL=IN,OUT[,CACHED]`` in USD per million tokens."""
+    model, sep, numbers = entry.rpartition("=")
+    parts = numbers.split(",")
+    shown = entry[:80]
+    if not sep or not model.strip() or len(parts) not in (2, 3):
+        raise ProviderInvalid(
+            "prices", f"{shown!r}: write MODEL=IN,OUT or MODEL=IN,OUT,CACHED."
+        )
+    try:
+        amounts = [Decimal(part.strip()) for part in parts]
+    except InvalidOperation:
+        raise ProviderInvalid(
+            "prices", f"{shown!r}: the prices must be numbers."
+        ) from None
+    if any(not a.is_finite() or a < 0 for a in amounts):
+        raise ProviderInvalid("prices", f"{shown!r}: prices must be zero or more.")
+    price = {"input": str(amounts[0]), "output": str(amounts[1])}
+    if len(amounts) == 3:
+        price["cached"] = str(amounts[2])
+    return model.strip(), price
+
+
+def provider_fields(
+    *,
+    name: str,
+    kind: str,
+    base_url: str,
+    key_env: str,
+    prices: list[str],
+    existing: Provider | None = None,
+) -> dict:
+    """The provider's fields, checked; raises ProviderInvalid. ``existing``
+    is the provider being edited (its name is kept)."""
+    if existing is None:
+        if not NAME.fullmatch(name):
+            raise ProviderInvalid(
+                "name", f"{name[:80]!r} is not a provider name (letters, digits, - _)."
+            )
+        if Provider.objects.filter(name=name).exists():
+            raise ProviderInvalid("name", f"a provider named {name!r} already exists.")
+    if kind not in ProviderKind.values:
+        raise ProviderInvalid(
+            "kind", f"the kind is one of {', '.join(ProviderKind.values)}."
+        )
+    url = urlsplit(base_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ProviderInvalid("base_url", f"{base_url[:200]!r} is not an http(s) URL.")
+    if url.username or url.password:
+        raise ProviderInvalid(
+            "base_url", "must not carry credentials; name the variable holding the key."
+        )
+    if not VARIABLE.fullmatch(key_env):
+        raise ProviderInvalid(
+            "key_env", f"{key_env[:80]!r} is not an environment variable name."
+        )
+    if len(prices) > MAX_PRICES:
+        raise ProviderInvalid("prices", f"at most {MAX_PRICES} prices.")
+    return {
+        "name": existing.name if existing else name,
+        "kind": kind,
+        "base_url": base_url.rstrip("/"),
+        "key_env": key_env,
+        "prices": dict(parse_price(entry) for entry in prices),
+    }
+
+
+def price_lines(provider: Provider) -> str:
+    """The provider's prices as the form writes them, one a line."""
+    lines = []
+    for model, price in sorted((provider.prices or {}).items()):
+        if not isinstance(price, dict):
+            continue
+        numbers = [str(price.get("input", "")), str(price.get("output", ""))]
+        if "cached" in price:
+            numbers.append(str(price["cached"]))
+        lines.append(f"{model}={','.join(numbers)}")
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""The model providers, managed from the app: the list, a provider added or
+edited with the same rules as ``manage.py provider_add``
+(``gateway.registry``). The key itself is never asked for: only the name of
+the workers' variable that holds it."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from replayhub.gateway.registry import ProviderInvalid, price_lines, provider_fields
+from replayhub.models import Provider, ProviderKind
+from reviews.models import AuditEvent
+
+VIEW_PROVIDERS = "replayhub.view_provider"
+MANAGE_PROVIDERS = "replayhub.change_provider"
+# A price list's size on the form, in characters.
+MAX_PRICES_CHARS = 20_000
+
+
+class ProviderForm(forms.Form):
+    name = forms.CharField(
+        max_length=64, help_text="Letters, digits, - and _; projects name it."
+    )
+    kind = forms.ChoiceField(label="Wire", choices=ProviderKind.choices)
+    base_url = forms.CharField(
+        label="Base URL",
+        max_length=512,
+        help_text="The upstream API's base URL, e.g. https://api.anthropic.com",
+    )
+    key_env = forms.CharField(
+        label="Key variable",
+        max_length=128,
+        help_text="The name of the environment variable on the workers that "
+        "holds the key. The key itself is never stored.",
+    )
+    prices = forms.CharField(
+        label="Prices",
+        required=False,
+        max_length=MAX_PRICES_CHARS,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="One a line: MODEL=IN,OUT or MODEL=IN,OUT,CACHED, in USD per "
+        "million tokens.",
+    )
+
+    def __init__(self, *args, existing: Provider | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.existing = existing
+        if existing is not None:
+            self.fields["name"].disabled = True
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        lines = [line.strip() for line in data["prices"].splitlines()]
+        try:
+            self.provider = provider_fields(
+                name=data["name"] if self.existing is None else self.existing.name,
+                kind=data["kind"],
+                base_url=data["base_url"].strip(),
+                key_env=data["key_env"].strip(),
+                prices=[line for line in lines if line],
+                existing=self.existing,
+            )
+        except ProviderInvalid as exc:
+            self.add_error(exc.field, str(exc))
+        return data
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(VIEW_PROVIDERS, raise_exception=True)
+def providers(request: HttpRequest) -> HttpResponse:
+    """Every provider, and the form that adds one (for those who may)."""
+    may_manage = request.user.has_perm(MANAGE_PROVIDERS)
+    form = ProviderForm(request.POST or None) if may_manage else None
+    if request.method == "POST":
+        if form is None:
+            return HttpResponse("You may not add providers.", status=403)
+        if form.is_valid():
+            provider = Provider.objects.create(**form.provider)
+            _audit(request, provider, "added")
+            messages.success(request, f"Provider {provider.name} added.")
+            return redirect("reviews:providers")
+    listed = Provider.objects.annotate(used_by=Count("projects")).order_by("name")
+    return render(
+        request,
+        "reviews/providers.html",
+        {
+            "page": "projects",
+            "providers": listed,
+            "form": form,
+        },
+        status=400 if form is not None and form.errors else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(MANAGE_PROVIDERS, raise_exception=True)
+def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
+    provider = get_object_or_404(Provider, name=name)
+    initial = {
+        "name": provider.name,
+        "kind": provider.kind,
+        "base_url": provider.base_url,
+        "key_env": provider.key_env,
+        "prices": price_lines(provider),
+    }
+    form = ProviderForm(request.POST or None, initial=initial, existing=provider)
+    if request.method == "POST" and form.is_valid():
+        before = _shown(provider)
+        for field, value in form.provider.items():
+            setattr(provider, field, value)
+        provider.save()
+        _audit(request, provider, "edited", before)
+        messages.success(request, f"Provider {provider.name} saved.")
+        return redirect("reviews:providers")
+    return render(
+        request,
+        "reviews/provider_form.html",
+        {"page": "projects", "provider": provider, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+def _audit(
+    request: HttpRequest, provider: Provider, done: str, before: dict | None = None
+) -> None:
+    AuditEvent.objects.create(
+        actor=request.user if request.user.is_authenticated else None,
+        action=f"provider.{done}",
+        object_type="provider",
+        object_id=str(provider.pk),
+        before=before or {},
+        after=_shown(provider),
+    )
+
+
+def _shown(provider: Provider) -> dict:
+    """What the audit keeps of a provider: never a key (it has none)."""
+    return {
+        "name": provider.name,
+        "kind": provider.kind,
+        "base_url": provider.base_url,
+        "key_env": provider.key_env,
+        "models_priced": sorted(provider.prices),
+    }

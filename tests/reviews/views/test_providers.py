@@ -1,0 +1,138 @@
+"""The model providers page: an admin lists, adds and edits providers with
+provider_add's own checks (audited, the key never asked for), a refused form
+keeps what was typed beside its one-line reason, and other roles are kept out."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from replayhub.models import Project, Provider
+from reviews.models import AuditEvent
+
+URL = "/providers/"
+
+
+def add(client, **changed):
+    data = {
+        "name": "acme",
+        "kind": "anthropic",
+        "base_url": "https://models.example/v1/",
+        "key_env": "ACME_API_KEY",
+        "prices": "claude-x=3,15\n\nclaude-y=0.8,4,0.08\n",
+        **changed,
+    }
+    return client.post(URL, data)
+
+
+def test_an_admin_adds_a_provider_and_it_is_listed_and_audited(client, admin_user):
+    client.force_login(admin_user)
+
+    response = add(client)
+
+    assert response.status_code == 302 and response["Location"] == URL
+    provider = Provider.objects.get()
+    assert (provider.kind, provider.base_url, provider.key_env) == (
+        "anthropic",
+        "https://models.example/v1",
+        "ACME_API_KEY",
+    )
+    assert provider.prices == {
+        "claude-x": {"input": "3", "output": "15"},
+        "claude-y": {"input": "0.8", "output": "4", "cached": "0.08"},
+    }
+    event = AuditEvent.objects.get(action="provider.added")
+    assert event.actor == admin_user and event.after["key_env"] == "ACME_API_KEY"
+    page = client.get(URL).content.decode()
+    assert "$ACME_API_KEY" in page and "https://models.example/v1" in page
+    assert "Provider acme added." in page
+
+
+@pytest.mark.parametrize(
+    ("changed", "field", "reason"),
+    [
+        ({"base_url": "ftp://x"}, "base_url", "is not an http(s) URL"),
+        ({"base_url": "https://u:pw@x"}, "base_url", "must not carry credentials"),
+        ({"key_env": "sk-live-123"}, "key_env", "not an environment variable name"),
+        ({"prices": "m=1"}, "prices", "write MODEL=IN,OUT"),
+        ({"name": "no spaces"}, "name", "is not a provider name"),
+    ],
+)
+def test_a_bad_provider_is_refused_beside_its_field_and_nothing_saved(
+    client, admin_user, changed, field, reason
+):
+    client.force_login(admin_user)
+
+    response = add(client, **changed)
+
+    assert response.status_code == 400
+    assert reason in " ".join(response.context["form"].errors[field])
+    assert not Provider.objects.exists()
+    # What was typed is still there to correct.
+    value = next(iter(changed.values()))
+    assert response.context["form"]["name"].value() == changed.get("name", "acme")
+    assert value in response.content.decode()
+
+
+def test_a_second_provider_of_the_same_name_is_refused(client, admin_user):
+    client.force_login(admin_user)
+    add(client)
+    response = add(client, base_url="https://other.example")
+    assert response.status_code == 400
+    assert "already exists" in " ".join(response.context["form"].errors["name"])
+    assert Provider.objects.get().base_url == "https://models.example/v1"
+
+
+def test_an_admin_edits_a_provider_but_not_its_name(client, admin_user):
+    client.force_login(admin_user)
+    add(client)
+    edit = reverse("reviews:provider_edit", args=["acme"])
+    form = client.get(edit).context["form"]
+    assert form["prices"].value() == "claude-x=3,15\nclaude-y=0.8,4,0.08"
+
+    response = client.post(
+        edit,
+        {
+            "name": "renamed",
+            "kind": "openai",
+            "base_url": "https://gateway.example",
+            "key_env": "OTHER_KEY",
+            "prices": "",
+        },
+    )
+
+    assert response.status_code == 302
+    provider = Provider.objects.get()
+    assert (provider.name, provider.kind, provider.base_url, provider.key_env) == (
+        "acme",
+        "openai",
+        "https://gateway.example",
+        "OTHER_KEY",
+    )
+    assert provider.prices == {}
+    event = AuditEvent.objects.get(action="provider.edited")
+    assert event.before["base_url"] == "https://models.example/v1"
+    assert event.after["base_url"] == "https://gateway.example"
+
+
+def test_the_page_counts_the_projects_that_name_a_provider(client, admin_user):
+    client.force_login(admin_user)
+    add(client)
+    project = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
+    project.providers.add(Provider.objects.get())
+    (row,) = client.get(URL).context["providers"]
+    assert row.used_by == 1
+
+
+@pytest.mark.parametrize("role", ["reviewer", "lead"])
+def test_reviewers_and_leads_neither_see_nor_add_providers(client, request, role):
+    client.force_login(request.getfixturevalue(role))
+    assert client.get(URL).status_code == 403
+    assert add(client).status_code == 403
+    assert not Provider.objects.exists()
+    assert "Model providers" not in client.get("/projects/").content.decode()
+
+
+def test_the_projects_page_leads_an_admin_to_the_providers(client, admin_user):
+    client.force_login(admin_user)
+    assert f'href="{URL}"' in client.get("/projects/").content.decode()
