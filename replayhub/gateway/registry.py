@@ -9,6 +9,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 from replayhub.models import Provider, ProviderKind
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -48,6 +50,12 @@ def parse_price(entry: str) -> tuple[str, dict[str, str]]:
     return model.strip(), price
 
 
+def deployment_secrets() -> set[str]:
+    """The variables a provider's key may never be read from: the
+    deployment's own secrets (the demo's stand-in model key is a model key)."""
+    return set(settings.REPLAYHUB_SECRET_ENVS) - {"REPLAYHUB_DEMO_MODEL_KEY"}
+
+
 def provider_fields(
     *,
     name: str,
@@ -80,6 +88,12 @@ def provider_fields(
     if not VARIABLE.fullmatch(key_env):
         raise ProviderInvalid(
             "key_env", f"{key_env[:80]!r} is not an environment variable name."
+        )
+    if key_env in deployment_secrets():
+        raise ProviderInvalid(
+            "key_env",
+            f"{key_env} is this deployment's own secret: it is never sent to a "
+            "model API.",
         )
     if len(prices) > MAX_PRICES:
         raise ProviderInvalid("prices", f"at most {MAX_PRICES} prices.")

@@ -56,6 +56,8 @@ def test_an_admin_adds_a_provider_and_it_is_listed_and_audited(client, admin_use
         ({"key_env": "sk-live-123"}, "key_env", "not an environment variable name"),
         ({"prices": "m=1"}, "prices", "write MODEL=IN,OUT"),
         ({"name": "no spaces"}, "name", "is not a provider name"),
+        ({"key_env": "SECRET_KEY"}, "key_env", "deployment's own secret"),
+        ({"key_env": "DATABASE_URL"}, "key_env", "deployment's own secret"),
     ],
 )
 def test_a_bad_provider_is_refused_beside_its_field_and_nothing_saved(
