@@ -190,10 +190,14 @@ def test_a_call_is_admitted_only_if_its_worst_case_fits_the_tokens_cap(
 def test_calls_at_the_same_time_never_spend_past_the_tokens_cap(make_gateway, upstream):
     worst = reserved(messages_body("hello there world"), 100)
     gateway = make_gateway(Caps(max_tokens=5 * worst))
-    upstream.first_byte_delay = 0.1
+    # Slow enough that no call is through (which would give back the part of
+    # its worst case it did not spend) before all thirty have been asked.
+    upstream.first_byte_delay = 1.5
     statuses: list[int] = []
+    together = threading.Barrier(30)
 
     def one() -> None:
+        together.wait()
         statuses.append(ask_claude(gateway)[0])
 
     threads = [threading.Thread(target=one) for _ in range(30)]
