@@ -141,6 +141,8 @@ def kwargs_for(name: str, arguments: tuple[str, ...], seeded: dict) -> dict:
         "suite_id": seeded["suite"].pk,
         "review_id": 0,
         "sha": replay.run.original_commit,
+        # A provider no one registered: the 404 page carries the header too.
+        "name": "acme",
         "app_label": "replayhub",
         # POST-only: a GET answers 405, with the header.
         "comment_id": 1,

@@ -242,6 +242,8 @@ def _ids(replay: Replay) -> dict[str, object]:
         "kind": "dod",
         # The commit gate's: the original commit of the blind replay's run.
         "sha": replay.run.original_commit,
+        # A provider's page: no verdict on it, and no reviewer may open it.
+        "name": "acme",
         "index": 0,
         # The admin's patterns (the reviewer is no staff: each answers with
         # the admin's login page, asked for all the same).
