@@ -97,6 +97,15 @@ class SumTests(unittest.TestCase):
         self.assertEqual(add(0, 7), 7)
 EOF
           ;;
+  sometimes) # Right with the probability the prompt names, drawn afresh for
+             # each replay from its task and sample number: repeatable.
+             p=$(head -n 1 "$REPLAYHUB_PROMPT_FILE" | cut -d' ' -f2)
+             if python3 -c "import os, random, sys
+seed = os.environ['REPLAYHUB_TASK_ID'] + ':' + os.environ['REPLAYHUB_SAMPLE']
+sys.exit(random.Random(seed).random() >= float(sys.argv[1]))" "$p"
+             then printf '%s\n' "$good" > calc.py
+             else printf '%s\n' "$bad" > calc.py
+             fi ;;
   exitearly) cat > calc.py <<'EOF'
 import os
 import sys

@@ -55,11 +55,13 @@ thread renews the lease while it runs, and each phase is written to
    environment is built or reused here (``replayhub.environments``).
 3. Agent (``workspace.run_agent``, in ``replayhub.sandbox``): the project's
    agent argv in a fresh sandbox with ``REPLAYHUB_PROMPT_FILE``,
-   ``REPLAYHUB_USAGE_FILE`` and ``REPLAYHUB_TASK_ID``. The prompt and usage
-   files live in a second writable bind (``/replayhub``), so they never
-   appear in the change; the usage file is read without following links,
-   without blocking, and only if small. The model gateway and the egress
-   proxy are its only way out (``replayhub.gateway``).
+   ``REPLAYHUB_USAGE_FILE``, ``REPLAYHUB_TASK_ID`` and ``REPLAYHUB_SAMPLE``
+   (the replay's number among its run's replays, a seed for replicates).
+   The prompt and usage files live in a second writable bind
+   (``/replayhub``), so they never appear in the change; the usage file is
+   read without following links, without blocking, and only if small. The
+   model gateway and the egress proxy are its only way out
+   (``replayhub.gateway``).
 4. Capture (``capture``; the decisions in ``leftovers``): see the departures
    below and ``capture``'s docstring. The agents' own files
    (``git.agentfiles``, ``Project.ignored_paths``) are not the change.

@@ -24,7 +24,7 @@ from replayhub.gateway.playback import TapePlayer
 from replayhub.git import agentfiles
 from replayhub.git.mirrors import RepoUnreachable
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
-from replayhub.models import Phase, Project, Run
+from replayhub.models import Phase, Project, Replay, Run
 from replayhub.replay import leftovers, retries, surroundings
 from replayhub.replay.capture import Captured
 from replayhub.replay.provenance import (
@@ -133,6 +133,10 @@ class Context:
     caps: dict = field(default_factory=dict)
     on_phase: Callable[[str], object] = lambda phase: None
     player: TapePlayer | None = None
+    # The replay's number among its run's replays (1 for the first): an
+    # agent that takes a seed may use it, so each replicate is another,
+    # repeatable sample.
+    sample: int = 1
 
     @property
     def base(self) -> str:
@@ -222,6 +226,7 @@ def execute(
                 caps=caps or {},
                 on_phase=on_phase,
                 player=player,
+                sample=Replay.objects.filter(run=run, pk__lt=replay_id).count() + 1,
             )
             report.decision = _execute_in(context, report)
     except NotRun as exc:
@@ -306,6 +311,7 @@ def _run_agent(ctx: Context, report: Report) -> tuple[Path, Path, SandboxOutcome
             "REPLAYHUB_PROMPT_FILE": f"{IO_DIR}/prompt.txt",
             "REPLAYHUB_USAGE_FILE": f"{IO_DIR}/usage.json",
             "REPLAYHUB_TASK_ID": run.external_id,
+            "REPLAYHUB_SAMPLE": str(ctx.sample),
             "REPLAYHUB_MODEL": run.model,
         },
         files={"prompt.txt": run.prompt, **home_files(project, run.model)},

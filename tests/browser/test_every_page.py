@@ -1,6 +1,7 @@
 """Every page of the app, as a reviewer, a lead and an admin, in a real Chromium:
-axe-core finds no critical, serious or moderate violation on any of them, and
-none scrolls sideways or clips a table's column at 1024, 1280, 1440 or 1920 px.
+axe-core finds no critical, serious or moderate violation on any of them, none
+logs a console error, and none scrolls sideways or clips a table's column at
+1024, 1280, 1440 or 1920 px.
 
 The pages are opened with real content (a replay of each verdict, a running
 one, runs, nights, a text suite, an upload…) built by ``seed_pages``, which
@@ -26,6 +27,7 @@ from django.urls import resolve
 from django.utils import timezone
 
 from replayhub.models import (
+    Budget,
     Delivery,
     ImportJob,
     Provider,
@@ -41,6 +43,7 @@ from reviews.together.comments import comment_add
 from tests.browser.test_csp import rich_replay, running_replay, tonight_with_usage
 from tests.browser.test_trends import seed_nights
 from tests.browser.test_wide_screens import CLIPPED_TABLES
+from tests.browser.watch import Watch
 from tests.conftest import REQUIRE_SERVICES, ROOT
 from tests.factories import (
     make_project,
@@ -147,6 +150,29 @@ def rollout_replay(project) -> Replay:
     return replay
 
 
+def sometimes_right(project) -> Replay:
+    """A run sampled under a replicate policy that sometimes diverges: its
+    strip and rate on its page, the queue's band, the trends' rates."""
+    Budget.objects.update_or_create(
+        project=project,
+        defaults={
+            "replicate_threshold": 0.8,
+            "replicate_confidence": 0.9,
+            "replicate_most": 10,
+        },
+    )
+    first = make_replay(verdict="identical", project=project, title="Sometimes right")
+    made = [
+        make_replay(verdict=verdict, project=project, run=first.run)
+        for verdict in ["divergent", "identical", "equivalent", "inconclusive"]
+    ]
+    tape = make_replay(verdict="divergent", project=project, run=first.run)
+    Replay.objects.filter(pk__in=[r.pk for r in made]).update(replicate=True)
+    Replay.objects.filter(pk=tape.pk).update(replicate=True, tier="tape")
+    Replay.objects.band_sometimes_divergent(first.run_id)
+    return first
+
+
 def seed_pages(viewer, tmp_path: Path) -> list[str]:
     """A world with something on every page, and the address of each page."""
     seed_nights()  # twelve weeks of shop, billing and search
@@ -176,6 +202,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         running_replay(),
     ]
     replays.append(rollout_replay(shop))
+    sampled = sometimes_right(shop)
     decided = make_replay(verdict="equivalent", title="Decided", queued=True)
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
     transcript = imported_session(tmp_path, shop, 3)
@@ -232,6 +259,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         "/running/",
         *(f"/replays/{replay.pk}/" for replay in [*replays, decided]),
         f"/runs/{divergent.run_id}/",
+        f"/runs/{sampled.run_id}/",
         f"/runs/{text_run.pk}/",
         f"/runs/{transcript.pk}/",
         f"/text-replays/{text_replay.pk}/",
@@ -331,12 +359,20 @@ def test_every_page_passes_axe_and_fits_every_width(
     page = login(user)
     if axe_js:
         page.context.add_init_script(axe_js)
-    violations, layout, refused, opened = [], [], 0, set()
+    watch = Watch(page, console_errors=True)
+    violations, layout, logged, refused, opened = [], [], [], 0, set()
 
     def check(where: str) -> None:
         if axe_js:
             for v in page.evaluate(AXE_RUN, GATED):
                 violations.append(f"{where}: {v['id']} ({v['impact']}) {v['targets']}")
+        # The page's own 403 or 404, which Chromium logs, is the answer asked for.
+        own = f"status of {answer.status} " if answer.status >= 400 else "\0"
+        logged.extend(
+            f"{where}: {line}" for line in watch.found() if own not in line
+        )
+        watch.console.clear()
+        watch.errors.clear()
 
     for path in paths:
         # Loaded at the narrowest, where parts crowd each other most.
@@ -346,6 +382,7 @@ def test_every_page_passes_axe_and_fits_every_width(
         # The pages a role may not open all answer with the same 403 page.
         refused += answer.status == 403
         if answer.status == 403 and refused > 1:
+            watch.console.clear()  # the 403 Chromium logs, seen on the first
             continue
         # What the page loads after itself (the trends' labels) is the page too.
         page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
@@ -367,6 +404,32 @@ def test_every_page_passes_axe_and_fits_every_width(
     everything = {present for present, _, _ in OPENED}
     assert opened == everything if role == "admin_user" else opened >= {LINE}
     assert violations == [], f"axe as {role}:\n" + "\n".join(violations)
+    assert logged == [], f"console as {role}:\n" + "\n".join(logged)
     assert layout == [], f"layout as {role}:\n" + "\n".join(layout)
     if not axe_js:
         pytest.skip("layout checked; no axe-core (./dev test fetches it)")
+
+
+@pytest.mark.parametrize("width", WIDTHS[:3])
+def test_the_sometimes_band_and_the_rates_show_at_each_width(
+    login, lead, tmp_path, width
+):
+    sampled = sometimes_right(make_project("shop"))
+    page = login(lead)
+    page.set_viewport_size({"width": width, "height": 800})
+    watch = Watch(page, console_errors=True)
+
+    watch.goto("/")
+    band = page.locator(".bands .band-0")
+    assert band.is_visible() and "Sometimes diverges" in band.inner_text()
+    watch.goto("/trends/")
+    rates = page.locator("#reproducibility table")
+    rates.wait_for()
+    live = rates.locator("tbody tr", has_text="Live")
+    # Three of four samples (the first replay's too), the inconclusive apart.
+    assert "3/4 (75.0%)" in live.inner_text(), live.inner_text()
+    watch.goto(f"/runs/{sampled.run_id}/")
+    assert page.locator(".replicate-strip li").count() == 6
+    assert page.locator(".replicate-rate").is_visible()
+    watch.check(f"at {width} px")
+    assert page.evaluate(SIDEWAYS) <= 0

@@ -88,7 +88,7 @@ def test_the_sections_variables_are_the_ones_the_sandbox_sets():
     )
     rows = re.findall(r"^\| (`[A-Z_]+`[^|]*)\|", section, re.MULTILINE)
     named = [name for row in rows for name in re.findall(r"`([A-Z_]+)`", row)]
-    assert len(named) == 16
+    assert len(named) == 17
     for name in named:
         assert f'"{name}"' in sources, name
     assert f"`{workspace.IO_DIR}/prompt.txt`" in section
