@@ -368,9 +368,7 @@ def test_every_page_passes_axe_and_fits_every_width(
                 violations.append(f"{where}: {v['id']} ({v['impact']}) {v['targets']}")
         # The page's own 403 or 404, which Chromium logs, is the answer asked for.
         own = f"status of {answer.status} " if answer.status >= 400 else "\0"
-        logged.extend(
-            f"{where}: {line}" for line in watch.found() if own not in line
-        )
+        logged.extend(f"{where}: {line}" for line in watch.found() if own not in line)
         watch.console.clear()
         watch.errors.clear()
 
@@ -433,3 +431,52 @@ def test_the_sometimes_band_and_the_rates_show_at_each_width(
     assert page.locator(".replicate-rate").is_visible()
     watch.check(f"at {width} px")
     assert page.evaluate(SIDEWAYS) <= 0
+
+
+# The focused element, when a sticky or fixed element it is not part of
+# covers any of it (WCAG 2.2's focus-not-obscured, at its stricter reading).
+OBSCURED = """() => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  const box = el.getBoundingClientRect();
+  if (!box.width || !box.height) return null;
+  for (const cover of document.querySelectorAll("body *")) {
+    const position = getComputedStyle(cover).position;
+    if (position !== "sticky" && position !== "fixed") continue;
+    if (cover.contains(el) || el.contains(cover)) continue;
+    const r = cover.getBoundingClientRect();
+    const x = Math.min(box.right, r.right) - Math.max(box.left, r.left);
+    const y = Math.min(box.bottom, r.bottom) - Math.max(box.top, r.top);
+    if (x > 1 && y > 1) {
+      const name = (e) => e.id ? "#" + e.id : e.tagName.toLowerCase() +
+        (e.className ? "." + String(e.className).split(" ")[0] : "");
+      return name(el) + " " + (el.textContent || "").trim().slice(0, 30) +
+        " under " + name(cover);
+    }
+  }
+  return null;
+}"""
+# Tab stops walked on each page, down from its top and up from its foot.
+TAB_STOPS = 25
+
+
+def test_no_page_hides_the_focused_element_under_a_sticky_one(
+    login, admin_user, tmp_path
+):
+    paths = seed_pages(admin_user, tmp_path)
+    page = login(admin_user)
+    page.set_viewport_size({"width": WIDTHS[0], "height": 600})
+    hidden = []
+    for path in paths:
+        page.goto(path)
+        page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
+        walks = [("Tab", "body"), ("Shift+Tab", "main a[href], main button")]
+        for key, start in walks:
+            # Down from the first element, or up from the page's last one.
+            page.evaluate(f"[...document.querySelectorAll('{start}')].pop().focus()")
+            for _ in range(TAB_STOPS):
+                page.keyboard.press(key)
+                found = page.evaluate(OBSCURED)
+                if found:
+                    hidden.append(f"{path}: {found}")
+    assert hidden == [], "\n".join(hidden)
