@@ -11,12 +11,13 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from replayhub.replicates.passk import TRIES
 from reviews.together.labels import label_counts
 from reviews.together.past import Period
 from reviews.together.quality import decided
 from reviews.trends.forms import TrendFilters
 from reviews.trends.queries import rollups
-from reviews.trends.reproducibility import reproducibility
+from reviews.trends.reproducibility import Group, reproducibility
 from reviews.trends.series import VERDICTS
 
 EXPORT_COUNTS = [
@@ -153,4 +154,33 @@ def export_csv(rows: Sequence[dict[str, Any]]) -> str:
                 ]
             ]
         )
+    return out.getvalue()
+
+
+def reproducibility_csv(groups: Sequence[Group]) -> str:
+    """One line per group of replicated runs, as the trends page's table."""
+    header = [
+        "project",
+        "agent",
+        "model",
+        "tier",
+        "runs",
+        "successes",
+        "failures",
+        "inconclusive",
+        "rate",
+        "interval_low",
+        "interval_high",
+        *(f"pass^{k}" for k in TRIES),
+    ]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(header)
+    for group in groups:
+        row = group.as_json()
+        low, high = row["interval"] or ("", "")
+        cells = [row[name] for name in header[:8]]
+        rate = "" if row["rate"] is None else round(row["rate"], 4)
+        passes = ["" if v is None else v for v in row["pass_k"].values()]
+        writer.writerow([_cell(v) for v in [*cells, rate, low, high, *passes]])
     return out.getvalue()

@@ -20,7 +20,13 @@ from replayhub.replicates.passk import TRIES
 from reviews.render.drawing import draw_table
 from reviews.replay_page.together import blind_projects
 from reviews.trends.dashboard import dashboard_context
-from reviews.trends.exports import export_csv, export_payload, export_rows, labels_given
+from reviews.trends.exports import (
+    export_csv,
+    export_payload,
+    export_rows,
+    labels_given,
+    reproducibility_csv,
+)
 from reviews.trends.forms import TrendFilters, TrendsFilterForm
 from reviews.trends.reproducibility import reproducibility
 from reviews.trends.text_similarity import similarity_by_night, similarity_table
@@ -90,7 +96,11 @@ def trends_reproducibility(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "reviews/_reproducibility.html",
-        {"groups": reproducibility(filters), "pass_tries": list(TRIES)},
+        {
+            "groups": reproducibility(filters),
+            "pass_tries": list(TRIES),
+            "query": request.GET.urlencode(),
+        },
     )
 
 
@@ -104,9 +114,12 @@ def _export_filters(request: HttpRequest) -> TrendFilters | HttpResponse:
     return _seen_by(request, form.filters())
 
 
-def _export_name(filters: TrendFilters, extension: str) -> str:
+def _export_name(filters: TrendFilters, extension: str, table: str = "") -> str:
     scope = filters.project or "all-projects"
-    return f"replayhub-trends-{scope}-{filters.since}-{filters.until}.{extension}"
+    table = f"-{table}" if table else ""
+    return (
+        f"replayhub-trends{table}-{scope}-{filters.since}-{filters.until}.{extension}"
+    )
 
 
 @require_GET
@@ -115,10 +128,14 @@ def trends_export_csv(request: HttpRequest) -> HttpResponse:
     filters = _export_filters(request)
     if isinstance(filters, HttpResponse):
         return filters
-    response = HttpResponse(
-        export_csv(export_rows(filters)), content_type="text/csv; charset=utf-8"
-    )
-    name = _export_name(filters, "csv")
+    # ?table=reproducibility: the replicated runs' table instead of the rollups.
+    table = "reproducibility" if request.GET.get("table") == "reproducibility" else ""
+    if table:
+        content = reproducibility_csv(reproducibility(filters))
+    else:
+        content = export_csv(export_rows(filters))
+    response = HttpResponse(content, content_type="text/csv; charset=utf-8")
+    name = _export_name(filters, "csv", table)
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 

@@ -3,6 +3,10 @@ by project, agent, model and tier, their interval and pass^k."""
 
 from __future__ import annotations
 
+import csv
+import io
+import re
+
 import pytest
 from django.urls import reverse
 from django.utils import timezone
@@ -74,3 +78,28 @@ def test_the_page_and_the_export_carry_it(client, lead, runs):
     assert live["pass_k"]["1"] == pytest.approx(5 / 6, abs=1e-4)
     assert live["pass_k"]["4"] is None
     assert live["confidence"] == 0.9
+
+
+def test_the_table_downloads_as_csv_from_its_own_link(client, lead, runs):
+    client.force_login(lead)
+    today = timezone.localdate()
+    query = {"since": today.replace(day=1).isoformat(), "until": today.isoformat()}
+    html = client.get(PARTIAL, query).content.decode()
+    link = re.search(r'href="([^"]*table=reproducibility)"', html)
+    assert link, html
+
+    response = client.get(link[1].replace("&amp;", "&"))
+
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert "trends-reproducibility-all-projects" in response["Content-Disposition"]
+    live, tape = csv.DictReader(io.StringIO(response.content.decode()))
+    assert (live["model"], live["tier"], live["runs"]) == ("m-<1>", "agentic", "2")
+    assert (live["successes"], live["failures"], live["inconclusive"]) == (
+        "4",
+        "1",
+        "1",
+    )
+    assert float(live["interval_low"]) < 0.8 < float(live["interval_high"])
+    assert float(live["pass^1"]) == pytest.approx(5 / 6, abs=1e-4)
+    assert live["pass^4"] == ""
+    assert (tape["tier"], tape["successes"], tape["failures"]) == ("tape", "1", "1")
