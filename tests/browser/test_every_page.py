@@ -26,12 +26,14 @@ import pytest
 from django.urls import resolve
 from django.utils import timezone
 
+from replayhub.gateway import tape
 from replayhub.models import (
     Budget,
     Delivery,
     ImportJob,
     Provider,
     Replay,
+    Tape,
     TextReplay,
     TextStatus,
     TextSuite,
@@ -54,6 +56,7 @@ from tests.factories import (
 )
 from tests.harness import hostile_seed
 from tests.reviews.blindwalk import patterns
+from tests.reviews.replay_page.test_tape import RECORDED
 from tests.reviews.views.test_runs import imported_session
 
 pytestmark = pytest.mark.browser
@@ -173,6 +176,32 @@ def sometimes_right(project) -> Replay:
     return first
 
 
+def tape_replay(project) -> Replay:
+    """A tape replay that left its tape at call 2 and went on live: its
+    conversation, the divergence's diff and the live notice."""
+    replay = make_replay(
+        verdict="inconclusive", project=project, reason_code="tape_diverged"
+    )
+    replay.run.raw = {"tape": RECORDED}
+    replay.run.save(update_fields=["raw"])
+    row = Tape.of(tape.from_record_tape(RECORDED), truncated=False)
+    row.replay = replay
+    row.save()
+    replay.tier = "tape"
+    replay.evidence["tape"] = {
+        "source": "the run's record",
+        "live_from": 2,
+        "divergence": {
+            "call": 2,
+            "why": "differs",
+            "detail": "call 2's request differs from the tape's",
+            "diff": "--- recorded call 2\n+++ replay call 2\n-ls\n+ls -la\n",
+        },
+    }
+    replay.save(update_fields=["tier", "evidence"])
+    return replay
+
+
 def seed_pages(viewer, tmp_path: Path) -> list[str]:
     """A world with something on every page, and the address of each page."""
     seed_nights()  # twelve weeks of shop, billing and search
@@ -202,6 +231,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         running_replay(),
     ]
     replays.append(rollout_replay(shop))
+    replays.append(tape_replay(shop))
     sampled = sometimes_right(shop)
     decided = make_replay(verdict="equivalent", title="Decided", queued=True)
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
