@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,40 @@ def test_an_install_is_kept_and_copied_without_fifos_or_setuid_bits(
     assert stat.S_IMODE((copied / "bin" / "pkg").stat().st_mode) == 0o755
     assert os.readlink(copied / "bin" / "python") == "/usr/bin/python3"
     assert not (copied / "pipe").exists()
+
+
+def test_a_copied_install_keeps_its_bytecode_valid(kept_under, tmp_path):
+    """The copy keeps each file's mtime, which a ``.pyc`` names: Python in the
+    read-only environment loads the compiled module instead of compiling
+    its source again on every start."""
+    made = tmp_path / "env" / "agent"
+    made.mkdir(parents=True)
+    module = made / "mod.py"
+    module.write_text("VALUE = 1\n")
+    os.utime(module, (1_600_000_000, 1_600_000_000))  # installed long ago
+    subprocess.run(
+        [sys.executable, "-c", "import py_compile; py_compile.compile('mod.py')"],
+        cwd=made,
+        check=True,
+    )
+    # The source changed but kept its size and mtime: only a compile of the
+    # source would see the 2, so a 1 proves the cache was used.
+    times = module.stat()
+    module.write_text("VALUE = 2\n")
+    os.utime(module, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+    agent_installs.keep("p" * 64, made)
+    copied = tmp_path / "other-env" / "agent"
+    assert agent_installs.take("p" * 64, copied)
+
+    value = subprocess.run(
+        [sys.executable, "-B", "-c", "import mod; print(mod.VALUE)"],
+        cwd=copied,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert value.stdout == "1\n"
 
 
 def test_nothing_is_taken_from_an_install_left_half_kept(kept_under, tmp_path):
