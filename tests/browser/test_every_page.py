@@ -128,6 +128,17 @@ def every_evidence_class(replay: Replay) -> Replay:
         replay.evidence["checks"].append(
             {"name": name, "outcome": "skip", "evidence_class": kind, "detail": ""}
         )
+    # A test id is one long word: the table must wrap it, not run off its card.
+    replay.evidence["checks"].append(
+        {
+            "name": "test ids",
+            "outcome": "fail",
+            "evidence_class": "independently_executed",
+            "detail": "Passed on the original, failed on the judging run: "
+            "tests/integration/test_refunds.py::TestRefundFlow::"
+            "test_a_partial_refund_of_a_multi_currency_order_rounds_half_even.",
+        }
+    )
     replay.save(update_fields=["evidence"])
     return replay
 

@@ -12,12 +12,15 @@ pytestmark = pytest.mark.browser
 
 WIDTHS = [1024, 1280, 1440]
 
-# Tables whose box (or the box that scrolls them) is narrower than the table:
-# a column a reader cannot see without scrolling sideways.
+# Tables a reader cannot see whole: wider than a box that scrolls them (a
+# column behind a scroll bar), or running out of a box around them (under the
+# next card, or off its edge).
 CLIPPED_TABLES = """() => [...document.querySelectorAll("main table")].filter(t => {
+  const right = t.getBoundingClientRect().right;
   for (let box = t; box && box !== document.body; box = box.parentElement) {
     if (box.scrollWidth > box.clientWidth + 1
         && getComputedStyle(box).overflowX !== "visible") return true;
+    if (box !== t && right > box.getBoundingClientRect().right + 1) return true;
   }
   return false;
 }).map(t => t.id || t.className || t.outerHTML.slice(0, 60))"""
