@@ -355,6 +355,10 @@ REPLAYHUB_ENV_CACHE_DIR = Path(
 )
 REPLAYHUB_ENV_CACHE_MAX_BYTES = env_int("REPLAYHUB_ENV_CACHE_MAX_BYTES", 20 * 1024**3)
 REPLAYHUB_ENV_FAILURE_SECONDS = env_int("REPLAYHUB_ENV_FAILURE_SECONDS", 3600)
+# A directory every worker host mounts (NFS or the like): an environment built
+# on one host is published there and fetched by the others instead of running
+# setup again (environments/store.py). Empty: none, each host builds its own.
+REPLAYHUB_ENV_STORE_DIR = env_str("REPLAYHUB_ENV_STORE_DIR", "")
 # Agent CLIs fetched ahead, one folder per profile and version
 # (``<profile>-<version>/npm`` an npm cache, ``/wheels`` a wheel folder), bound
 # read-only into the setup phase that installs one; a release not there comes

@@ -13,6 +13,7 @@ Modules:
   profile (``replayhub.agents``): its CLI installed into the environment,
   from the worker's agent cache or its registry, in a sandbox of its own.
 - cache: the environments one worker host keeps (layout, locks, eviction).
+- store: the store the worker hosts share, publishing and fetching archives.
 - images: root images imported on each worker and used as the sandbox root.
 
 The rules:
@@ -49,6 +50,16 @@ The rules:
   sandbox. Eviction is least-recently-used down to
   ``REPLAYHUB_ENV_CACHE_MAX_BYTES`` (20 GiB) after every build and on
   ``manage.py env_prune``.
+- The shared store (``REPLAYHUB_ENV_STORE_DIR``, a directory every worker
+  host mounts; unset: none): after a build the worker publishes
+  ``<key>.tar.gz`` and then its manifest (sha256, size), each renamed into
+  place; a host whose cache lacks a key checks the archive against its
+  manifest and extracts it under the key's exclusive lock, setup not run.
+  Extraction refuses what could reach outside the entry or onto the host
+  (absolute names, ``..``, devices, FIFOs, setuid bits, foreign hard links,
+  anything below a symlink), within the cache's cap. Any trouble either way
+  is one log line: the replay builds, or keeps its local build. Workers
+  never evict the store.
 - A setup that fails (a non-zero exit, a cap) is remembered with its output
   tail for ``REPLAYHUB_ENV_FAILURE_SECONDS`` (an hour): the replay ends
   ``inconclusive / setup_failed`` (a row-1 reason, with the last output
@@ -56,7 +67,8 @@ The rules:
   again. ``manage.py env_build SLUG [--base SHA]`` runs it again on purpose
   or builds ahead of the night; ``env_list`` shows the cache.
 - The replay's evidence carries ``environment``: its key, whether it was
-  cached, the build's seconds, and on failure the output tail.
+  cached, the build's seconds, on failure the output tail, and for one
+  fetched from the store ``source: store`` and its ``fetch_seconds``.
 - A project with an agent profile gets an environment even with no setup
   command: its CLI is installed first (``agent_setup``), under the setup
   phase's limits, and the key names the profile and version. The largest

@@ -43,6 +43,7 @@ from replayhub.environments.cache import (
     EnvCache,
     LockTimeout,
 )
+from replayhub.environments.store import fetch_into_cache, share_from_cache, store_dir
 from replayhub.gateway import access
 from replayhub.gateway.egress import ConnectAttempt
 from replayhub.git.history import History
@@ -334,15 +335,20 @@ class Environment:
     seconds: float = 0.0
     # What the key was made of (``Key.describe``).
     made_of: dict = field(default_factory=dict)
+    # Seconds taken to fetch it from the shared store; None when not fetched.
+    fetch_seconds: float | None = None
     _fd: int | None = None
 
     def summary(self) -> dict:
-        return {
+        found = {
             "key": self.key,
             "cached": self.cached,
             "setup_seconds": round(self.setup_seconds, 3),
             **self.made_of,
         }
+        if self.fetch_seconds is not None:
+            found.update(source="store", fetch_seconds=round(self.fetch_seconds, 3))
+        return found
 
     def account(self, report: Any) -> None:
         """The environment in a replay's report: evidence, egress, sandbox time."""
@@ -423,13 +429,13 @@ def prepare(
         if fd is not None:
             entry = store.get(key)
             assert entry is not None
-            return Environment(
-                key=key,
-                path=store.env_dir(key),
-                cached=built is None,
+            if built is None:
+                built = Environment(key, store.env_dir(key), True, 0.0)
+            elif not built.cached and (root := store_dir()) is not None:
+                share_from_cache(root, store, key)  # under the shared hold
+            return replace(
+                built,
                 setup_seconds=entry.setup_seconds,
-                attempts=built.attempts if built else [],
-                seconds=built.seconds if built else 0.0,
                 made_of=made.describe(),
                 _fd=fd,
             )
@@ -453,9 +459,11 @@ def prepare(
                     )
                 entry = None
             if entry is None:
-                on_setup()
                 builds += 1
-                built = _build(project, store, made, scratch, base, runner)
+                built = _fetch(project, store, made, runner)
+                if built is None:
+                    on_setup()
+                    built = _build(project, store, made, scratch, base, runner)
     raise LockTimeout(f"the environment {key[:12]} was evicted as soon as it was built")
 
 
@@ -540,6 +548,21 @@ def _build(
         seconds=outcome.duration_s,
         made_of=made.describe(),
     )
+
+
+def _fetch(
+    project: Project, store: EnvCache, made: Key, runner: Runner
+) -> Environment | None:
+    """The environment from the shared store, extracted into this host's cache
+    without running setup (lock held); None when the store has none to give."""
+    root, started = store_dir(), time.monotonic()
+    if root is None or not fetch_into_cache(
+        store, root, made.digest, project.slug, project.setup_max_files, runner.owner()
+    ):
+        return None
+    seconds = time.monotonic() - started
+    path = store.env_dir(made.digest)
+    return Environment(made.digest, path, True, 0.0, fetch_seconds=seconds)
 
 
 def run_setup(
