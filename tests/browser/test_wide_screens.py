@@ -44,6 +44,24 @@ def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
         # would reach it, and the click times out.
         link.click(timeout=3000)
         page.wait_for_url(f"**{href}")
+    # Two rows at most: the brand, search and user, then the links; the
+    # search box shows its whole hint.
+    page.goto("/")
+    rows = page.evaluate(
+        """() => [...document.querySelectorAll('.topbar > *, .topbar nav a')]
+          .filter(e => e.tagName !== 'NAV')
+          .map(e => e.getBoundingClientRect().top).sort((a, b) => a - b)
+          .filter((top, i, tops) => i === 0 || top - tops[i - 1] > 12).length"""
+    )
+    assert rows <= 2, rows
+    link_rows = page.locator(".topbar nav a").evaluate_all(
+        "as => new Set(as.map(a => Math.round(a.getBoundingClientRect().top))).size"
+    )
+    assert link_rows == 1, "the links in one row"
+    search = page.locator(".top-search input")
+    assert search.evaluate(
+        "i => { i.value = i.placeholder; return i.scrollWidth <= i.clientWidth + 1 }"
+    )
 
 
 @pytest.mark.parametrize("width", WIDTHS)
