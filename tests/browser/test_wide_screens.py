@@ -138,3 +138,22 @@ def test_the_admins_top_bar_keeps_to_one_line_at_1024_px(login):
     assert tools["y"] < name["y"] + name["height"] <= tools["y"] + tools["height"] + 8
     assert tools["x"] > name["x"] + name["width"]
     assert page.locator("#header").bounding_box()["height"] < 60
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, 1920])
+def test_no_trends_chart_is_drawn_smaller_than_its_own_size(login, lead, width):
+    """A chart squeezed beside its table shrinks its 11 px axis text with it
+    (9.7 px at 1280): each is drawn at least at its viewBox's width."""
+    seed_nights()
+    page = login(lead)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/trends/?since=2025-12-27&until=2026-02-20")
+    page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
+    shrunk = page.locator("svg.chart").evaluate_all(
+        """charts => charts
+          .map(c => [c.closest('[id]')?.id, c.getBoundingClientRect().width,
+                     c.viewBox.baseVal.width])
+          .filter(([, drawn, own]) => own && drawn < own - 1)"""
+    )
+    assert page.locator("svg.chart").count() >= 5
+    assert shrunk == [], shrunk
