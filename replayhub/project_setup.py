@@ -531,6 +531,7 @@ def remote_check(
         raise refused(error) from None
     repo, credential_env = fields["repo_path"], fields["repo_credential_env"]
     if not mirrors.is_remote(repo):
+        _local_branch_check(repo, fields.get("default_branch", ""))
         return
     root = Path(settings.REPLAYHUB_MIRROR_DIR)
     root.mkdir(parents=True, exist_ok=True)
@@ -541,6 +542,22 @@ def remote_check(
         raise ProjectInvalid(
             "--repo", f"--repo: {repo} did not answer as a git repository: {exc.line}"
         ) from None
+
+
+def _local_branch_check(repo: str, branch: str) -> None:
+    """A default branch named for a repository on this host is one it has:
+    its runs' bases are found on it, so one it lacks finds none."""
+    if not branch:
+        return
+    with History(repo) as history:
+        if history.branch_tip(branch) is not None:
+            return
+        some = history.branches()
+    have = f"its branches: {', '.join(some)}" if some else "it has no branch"
+    raise ProjectInvalid(
+        "--default-branch",
+        f"--default-branch: {repo} has no branch {branch[:100]!r} ({have}).",
+    )
 
 
 def _command(option: str, value: str | None) -> list[str]:

@@ -87,6 +87,10 @@ class History:
             # TypeError: HEAD is detached; the others: HEAD cannot be read.
             return None
 
+    def branches(self, most: int = 10) -> list[str]:
+        """The repository's branch names, sorted, at most ``most``."""
+        return sorted(head.name for head in self._repo.heads)[:most]
+
     def branch_tip(self, name: str) -> str | None:
         """The commit a branch (``main``) or other ref (``origin/main``) points at."""
         return self.resolve(f"refs/heads/{name}") or self.resolve(name)

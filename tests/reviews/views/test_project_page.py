@@ -204,6 +204,8 @@ def test_an_admin_registers_a_project_in_the_browser_form(client, admin_user, tm
         ("allowed_paths", "/abs/**", "is absolute"),
         ("test_paths", "src/[unclosed", "is never closed"),
         ("default_branch", "bad..branch", "is not a branch name git takes"),
+        # A repository on this host says which branches it has.
+        ("default_branch", "no-such-branch", "has no branch 'no-such-branch'"),
     ],
 )
 def test_the_form_refuses_paths_and_branches_that_can_never_match(
