@@ -105,10 +105,10 @@ class SearchForm(forms.Form):
         required=False,
         label="Settled verdict",
     )
-    # The codes, not their sentences: a reason's sentence is what blind
-    # review hides, and a list of every sentence would read like a verdict.
+    # The reasons' names, as the queue's filter lists them: the list is every
+    # reason there is, and says nothing of any one replay.
     reason = forms.ChoiceField(
-        choices=[("", "Any reason"), *((str(k), str(k)) for k in REASON_TEXT)],
+        choices=[("", "Any reason"), *((str(k), v) for k, v in REASON_TEXT.items())],
         required=False,
     )
     tier = forms.ChoiceField(choices=[("", "Any tier"), *Tier.choices], required=False)

@@ -99,6 +99,8 @@ def test_the_search_page_filters_from_its_get_form(client, lead):
     assert f"#{sonnet.pk}<" in html
     assert f"#{other.pk}<" not in html
     assert 'name="tier"' in html and 'name="reason"' in html
+    # The reasons by name, as the queue's filter shows them.
+    assert '<option value="sandbox_unavailable">Sandbox unavailable</option>' in html
 
 
 def test_blind_review_hides_the_outcome_and_filters_leak_nothing(client, reviewer):
