@@ -77,9 +77,10 @@ def test_at_1024_px_the_nights_and_the_form_do_not_overlap_and_inputs_stay_short
     login,
 ):
     """A project with a night on record: the nights table and the budget form
-    stack rather than run into each other (the table under everything, as
-    wide as the card, since each tier adds five columns), and help text sits
-    under its field instead of stretching the input beside it."""
+    stack rather than run into each other (the table first, as wide as the
+    card, since each tier adds five columns; the long form after it), and
+    help text sits under its field instead of stretching the input beside
+    it."""
     shop = make_project("shop")
     Budget.objects.create(project=shop)
     make_night(
@@ -95,8 +96,8 @@ def test_at_1024_px_the_nights_and_the_form_do_not_overlap_and_inputs_stay_short
     table = card.locator("table.night-history").bounding_box()
     form = card.locator("form").first.bounding_box()
     assert table and form
-    # The nights' table runs the card's whole width, under the form.
-    assert table["y"] >= form["y"] + form["height"], (table, form)
+    # Stacked: the nights' table, as wide as the card, then the long form.
+    assert form["y"] >= table["y"] + table["height"], (table, form)
     assert table["width"] >= card.bounding_box()["width"] * 0.9
     heights = card.locator("fieldset input:not([type=checkbox])").evaluate_all(
         "inputs => inputs.map(i => i.getBoundingClientRect().height)"
