@@ -201,6 +201,8 @@ def test_the_form_at_the_foot_stays_and_the_server_refuses_an_unknown_name(
     page.evaluate(
         "document.getElementById('comment-body').removeAttribute('data-mentions')"
     )
+    # A line number's box is sized for a number (it was 220 px wide).
+    assert page.locator("#comment-start").bounding_box()["width"] < 120
     page.locator("#comment-path").fill("src/app.py")
     page.locator("#comment-start").fill("2")
     page.locator("#comment-body").fill("Hello @ghost")
