@@ -25,7 +25,7 @@ Figures:
   environment from the cache, agent, capture, compare, persist), the same
   way; for information.
 
-``--quick`` (3 calls, one tape replay) judges no goal. A full run without
+``--quick`` (3 calls, no warm-up, one tape replay) judges no goal. A full run without
 the agent in the cache exits 1; ``--quick`` says so and exits 0. PostgreSQL:
 a scratch database on the server of ``DATABASE_URL``.
 
@@ -162,14 +162,16 @@ def measure(args: argparse.Namespace) -> int:
         repo, base, original = calc_repo(work, index)
         project = register(AGENT, repo, fake, index)
 
-        # The environment (pytest, the CLI) is built here, outside the figures.
-        fake.script(writes)
-        warm, warm_s, _ = replay(a_run(project, "warm-up", base, original))
-        environment = warm.evidence.get("environment", {})
-        print(
-            f"warm-up replay {warm_s:.1f} s "
-            f"(environment built: {not environment.get('cached', True)})"
-        )
+        # The environment (pytest, the CLI) is built here, outside the figures;
+        # --quick judges none, and builds it in its live replay instead.
+        if not args.quick:
+            fake.script(writes)
+            warm, warm_s, _ = replay(a_run(project, "warm-up", base, original))
+            environment = warm.evidence.get("environment", {})
+            print(
+                f"warm-up replay {warm_s:.1f} s "
+                f"(environment built: {not environment.get('cached', True)})"
+            )
 
         run = a_run(project, "measured", base, original)
         fake.script(script)
