@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import itertools
 
+import pytest
+
 from replayhub.verdicts import (
     HARNESS_REASONS,
     INCONCLUSIVE_REASONS,
@@ -19,6 +21,10 @@ from replayhub.verdicts import (
     decide,
 )
 from tests.verdicts.test_verdicts import NOT_RUN, check, facts, failing, passing
+
+# One worker computes the sweeps (some 160,000 decisions) once for every test
+# here; spread over workers, each computed them again.
+pytestmark = pytest.mark.xdist_group("verdict-sweep")
 
 SUITE_SHAPES = (
     None,
