@@ -36,7 +36,7 @@ from replayhub.project_setup import (
 from replayhub.replay import tapes
 from replayhub.replicates.stopping import ReplicatePolicy
 from replayhub.services import replay_request
-from reviews.models import AuditEvent
+from reviews.models import AuditEvent, Label, ReviewLabel, ReviewPolicy
 
 
 class ReplayRefused(Exception):
@@ -292,3 +292,124 @@ def replicates_update(
                 after={"budget": {n: new for n, (_, new) in changes.items()}},
             )
     return changes
+
+
+# --- A project's review policy and labels (the project's Review page) -----------
+
+POLICY_FIELDS = (
+    "blind",
+    "second_on_overturn",
+    "second_on_verdicts",
+    "gold_rate_percent",
+)
+LABEL_FIELDS = ("name", "kind", "categories", "required", "position")
+
+
+class LabelInUse(Exception):
+    """The label carries decisions' values; the message says so, in one line."""
+
+
+def policy_of(project: Project) -> ReviewPolicy:
+    """The project's review policy; its defaults (unsaved) when it has none."""
+    return ReviewPolicy.objects.filter(project=project).first() or ReviewPolicy(
+        project=project
+    )
+
+
+def policy_save(
+    *, actor, project: Project, values: dict[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """Give ``project``'s review policy the checked ``values`` (the policy
+    form's): created with them when the project has none. One
+    ``policy.update`` audit event names the fields that changed, before and
+    after; returns the changes (none: no event, nothing written)."""
+    with transaction.atomic():
+        policy = ReviewPolicy.objects.select_for_update().filter(
+            project=project
+        ).first() or ReviewPolicy(project=project)
+        before = {name: getattr(policy, name) for name in POLICY_FIELDS}
+        changes = {
+            name: (before[name], values[name])
+            for name in POLICY_FIELDS
+            if name in values and before[name] != values[name]
+        }
+        if changes:
+            for name, (_, new) in changes.items():
+                setattr(policy, name, new)
+            policy.full_clean(exclude=["project"])
+            policy.save()
+            AuditEvent.objects.create(
+                actor=actor,
+                action="policy.update",
+                object_type="project",
+                object_id=str(project.pk),
+                before={name: old for name, (old, _) in changes.items()},
+                after={name: new for name, (_, new) in changes.items()},
+            )
+    return changes
+
+
+def _label_shown(label: Label) -> dict[str, Any]:
+    return {name: getattr(label, name) for name in LABEL_FIELDS}
+
+
+def label_save(
+    *, actor, project: Project, values: dict[str, Any], label: Label | None = None
+) -> Label:
+    """Add a label to ``project`` (``label`` None) or change one, with the
+    checked ``values`` (the label form's); audited as ``label.create`` or
+    ``label.update`` with the fields that changed. Raises ValidationError
+    (beside its field) when the model refuses them."""
+    with transaction.atomic():
+        if label is None:
+            label = Label(project=project)
+            before: dict[str, Any] = {}
+        else:
+            label = Label.objects.select_for_update().get(pk=label.pk, project=project)
+            before = _label_shown(label)
+        for name in LABEL_FIELDS:
+            setattr(label, name, values[name])
+        label.full_clean()
+        after = _label_shown(label)
+        changed = [name for name in LABEL_FIELDS if before.get(name) != after[name]]
+        if not changed:
+            return label
+        label.save()
+        AuditEvent.objects.create(
+            actor=actor,
+            action="label.update" if before else "label.create",
+            object_type="project",
+            object_id=str(project.pk),
+            before={"label": label.pk, **{n: before[n] for n in changed if before}},
+            after={"label": label.pk, **{n: after[n] for n in changed}},
+        )
+    return label
+
+
+def label_uses(label: Label) -> int:
+    """How many decisions recorded a value of ``label``."""
+    return ReviewLabel.objects.filter(label=label).count()
+
+
+def label_remove(*, actor, label: Label) -> None:
+    """Remove a label no decision used, audited as ``label.delete``. A label
+    with recorded values is kept (removing it would delete them): raises
+    LabelInUse."""
+    with transaction.atomic():
+        label = Label.objects.select_for_update().get(pk=label.pk)
+        if uses := label_uses(label):
+            raise LabelInUse(
+                f"“{label.name}” is kept: {uses} decision{'s' if uses != 1 else ''} "
+                "recorded a value for it, which removing it would delete; make it "
+                "optional instead."
+            )
+        before = {"label": label.pk, **_label_shown(label)}
+        project_id = label.project_id
+        label.delete()
+        AuditEvent.objects.create(
+            actor=actor,
+            action="label.delete",
+            object_type="project",
+            object_id=str(project_id),
+            before=before,
+        )

@@ -23,7 +23,15 @@ from reviews.trends.views import (
     trends_labels,
     trends_reproducibility,
 )
-from reviews.views import budgets, projects, provider_pages, queue, runs, status
+from reviews.views import (
+    budgets,
+    projects,
+    provider_pages,
+    queue,
+    review_settings,
+    runs,
+    status,
+)
 
 app_name = "reviews"
 
@@ -85,6 +93,17 @@ project_urls = [
     path("", projects.project_list, name="projects"),
     path("new/", projects.project_create, name="project_create"),
     path("<path:slug>/edit/", projects.project_edit, name="project_edit"),
+    path("<path:slug>/review/", review_settings.project_review, name="project_review"),
+    path(
+        "<path:slug>/review/labels/<int:label_id>/",
+        review_settings.project_label_edit,
+        name="project_label_edit",
+    ),
+    path(
+        "<path:slug>/review/labels/<int:label_id>/remove/",
+        review_settings.project_label_remove,
+        name="project_label_remove",
+    ),
     path(
         "<path:slug>/runs/<int:run_id>/replay/",
         projects.run_replay_now,

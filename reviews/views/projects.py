@@ -44,8 +44,13 @@ from replayhub.models.project_settings import (
 from replayhub.project_setup import ProjectInvalid, project_fields
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm
-from reviews.models import Review
-from reviews.project_services import ReplayRefused, project_save, replay_now
+from reviews.models import Label, Review
+from reviews.project_services import (
+    ReplayRefused,
+    policy_of,
+    project_save,
+    replay_now,
+)
 from reviews.replay_page import together
 
 START_REPLAY = "replayhub.add_replay"
@@ -375,6 +380,11 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "can_start_replay": request.user.has_perm(START_REPLAY),
             "can_edit_project": can_edit,
             "deliveries": deliveries,
+            "policy": policy_of(project),
+            # The whole policy: its second-opinion rules and gold rate would
+            # tell a reviewer what blind review and gold items hide.
+            "whole_policy": can_edit or request.user.has_perm(roles.VIEW_AGREEMENT),
+            "labels": Label.objects.filter(project=project),
         },
     )
 

@@ -218,7 +218,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
     seed_nights()  # twelve weeks of shop, billing and search
     shop = make_project("shop")
     tonight_with_usage(shop)
-    Label.objects.create(project=shop, name="would merge", kind="yes_no")
+    label = Label.objects.create(project=shop, name="would merge", kind="yes_no")
     colleague = make_user("cole", "reviewer")
     divergent = rich_replay()
     comment_add(
@@ -313,6 +313,9 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         "/projects/new/",
         "/projects/shop/",
         "/projects/shop/edit/",
+        "/projects/shop/review/",
+        f"/projects/shop/review/labels/{label.pk}/",
+        f"/projects/shop/review/labels/{label.pk}/remove/",
         "/providers/",
         "/providers/acme/edit/",
         "/status/",

@@ -56,7 +56,7 @@ from replayhub.models import (
     TextSuite,
     WorkerCheck,
 )
-from reviews.models import Comment, GoldServing, Review, ReviewPolicy
+from reviews.models import Comment, GoldServing, Label, Review, ReviewPolicy
 from reviews.services import review_decide
 from reviews.together import gold, handoff
 from reviews.trends.rollups import rollup_range
@@ -245,6 +245,10 @@ def _ids(replay: Replay) -> dict[str, object]:
         # A provider's page: no verdict on it, and no reviewer may open it.
         "name": "acme",
         "index": 0,
+        # A label's pages: its settings, which no reviewer may open.
+        "label_id": Label.objects.create(
+            project=project, name="would merge", kind="yes_no"
+        ).pk,
         # The admin's patterns (the reviewer is no staff: each answers with
         # the admin's login page, asked for all the same).
         "app_label": "replayhub",

@@ -1,0 +1,269 @@
+"""A project's review settings, managed from the app: its review policy (blind
+review, second opinions, the gold rate) and the labels its decisions carry,
+added, edited and removed. The writes are ``project_services``' (audited);
+those who may edit the project may change them, everyone else gets a 403."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
+from django.db.models import Count, Max
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from replayhub import roles
+from replayhub.models import VERDICT_CHOICES, Project
+from reviews.models import Label, LabelKind, ReviewPolicy
+from reviews.project_services import (
+    LabelInUse,
+    label_remove,
+    label_save,
+    label_uses,
+    policy_of,
+    policy_save,
+)
+
+POLICY_FORM = "policy"
+LABEL_FORM = "label"
+# A label's values are one a line or separated by commas.
+CATEGORY_SEPARATORS = str.maketrans({",": "\n", "\r": "\n"})
+
+
+class PolicyForm(forms.ModelForm):
+    """Every field of the policy an admin sets, with the model's checks."""
+
+    second_on_verdicts = forms.MultipleChoiceField(
+        label="Second reviewer on these verdicts",
+        choices=VERDICT_CHOICES,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        # The model's words, less its example (the value as JSON).
+        help_text=ReviewPolicy._meta.get_field("second_on_verdicts")
+        .help_text.split(", e.g.")[0]
+        .rstrip(".")
+        + ".",
+    )
+
+    class Meta:
+        model = ReviewPolicy
+        fields = [
+            "blind",
+            "second_on_overturn",
+            "second_on_verdicts",
+            "gold_rate_percent",
+        ]
+        labels = {
+            "blind": "Blind review",
+            "second_on_overturn": "Second reviewer on every overturn",
+            "gold_rate_percent": "Gold rate (%)",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The model's own bound (a check constraint), said beside the field.
+        rate = self.fields["gold_rate_percent"]
+        rate.validators.append(
+            MaxValueValidator(100, "At most 100: a rate out of every 100 items.")
+        )
+        rate.widget.attrs["max"] = 100
+
+
+class LabelForm(forms.Form):
+    """A label: its values are typed as a list, checked by the model."""
+
+    name = forms.CharField(max_length=Label._meta.get_field("name").max_length)
+    kind = forms.ChoiceField(choices=LabelKind.choices)
+    categories = forms.CharField(
+        label="Categories",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="For a category list: its values, one a line or separated by commas.",
+    )
+    required = forms.BooleanField(
+        required=False, help_text="Needed before a confirm or an overturn."
+    )
+    position = forms.IntegerField(
+        min_value=0,
+        max_value=32767,
+        initial=0,
+        help_text="Labels are listed by position, then name.",
+    )
+
+    def __init__(self, *args, project: Project, label: Label | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.label = label
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        others = Label.objects.filter(project=self.project, name=name)
+        if self.label is not None:
+            others = others.exclude(pk=self.label.pk)
+        if others.exists():
+            raise ValidationError(f"{self.project.slug} already has a label “{name}”.")
+        return name
+
+    def clean_categories(self) -> list[str]:
+        typed = self.cleaned_data["categories"].translate(CATEGORY_SEPARATORS)
+        values = [value.strip() for value in typed.split("\n")]
+        return list(dict.fromkeys(value for value in values if value))
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        if "categories" not in data or "kind" not in data:
+            return data
+        if data["kind"] != LabelKind.CATEGORY:
+            data["categories"] = []
+        elif not data["categories"]:
+            self.add_error("categories", "A category list names its values.")
+            return data
+        elif too_long := [c for c in data["categories"] if len(c) > 80]:
+            self.add_error(
+                "categories", f"“{too_long[0][:20]}…” is over 80 characters."
+            )
+        return data
+
+    @classmethod
+    def initial_for(cls, label: Label) -> dict:
+        return {
+            "name": label.name,
+            "kind": label.kind,
+            "categories": "\n".join(label.categories or []),
+            "required": label.required,
+            "position": label.position,
+        }
+
+
+def _next_position(project: Project) -> int:
+    last = Label.objects.filter(project=project).aggregate(last=Max("position"))
+    return 0 if last["last"] is None else last["last"] + 1
+
+
+def _label_form(project: Project, data=None) -> LabelForm:
+    return LabelForm(
+        data,
+        project=project,
+        prefix=LABEL_FORM,
+        initial={"kind": LabelKind.YES_NO, "position": _next_position(project)},
+    )
+
+
+def _saved(form: forms.BaseForm, save) -> bool:
+    """Run ``save``; a refusal of the model's goes beside its field."""
+    try:
+        save()
+    except ValidationError as error:
+        form.add_error(None, error)
+        return False
+    return True
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
+def project_review(request: HttpRequest, slug: str) -> HttpResponse:
+    """The policy's form, the labels, and the form that adds one."""
+    project = get_object_or_404(Project, slug=slug)
+    policy = policy_of(project)
+    data = request.POST if request.method == "POST" else None
+    which = data.get("form") if data is not None else None
+    # The form works on a copy: the page shows the policy as saved.
+    policy_form = PolicyForm(
+        data if which == POLICY_FORM else None,
+        instance=policy_of(project),
+        prefix=POLICY_FORM,
+    )
+    label_form = _label_form(project, data if which == LABEL_FORM else None)
+    if which == POLICY_FORM and policy_form.is_valid():
+        values = policy_form.cleaned_data
+        if _saved(
+            policy_form,
+            lambda: policy_save(actor=request.user, project=project, values=values),
+        ):
+            messages.success(request, f"Review policy of {project.slug} saved.")
+            return redirect("reviews:project_review", slug=project.slug)
+    if which == LABEL_FORM and label_form.is_valid():
+        values = label_form.cleaned_data
+        if _saved(
+            label_form,
+            lambda: label_save(actor=request.user, project=project, values=values),
+        ):
+            messages.success(request, f"Label “{values['name']}” added.")
+            return redirect("reviews:project_review", slug=project.slug)
+    refused = data is not None
+    labels = Label.objects.filter(project=project).annotate(uses=Count("values"))
+    return render(
+        request,
+        "reviews/project_review.html",
+        {
+            "page": "projects",
+            "project": project,
+            "policy": policy,
+            "labels": labels,
+            "policy_form": policy_form,
+            "label_form": label_form,
+        },
+        status=400 if refused else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
+def project_label_edit(request: HttpRequest, slug: str, label_id: int) -> HttpResponse:
+    label = get_object_or_404(Label, pk=label_id, project__slug=slug)
+    project = label.project
+    form = LabelForm(
+        request.POST or None,
+        project=project,
+        label=label,
+        initial=LabelForm.initial_for(label),
+    )
+    if request.method == "POST" and form.is_valid():
+        values = form.cleaned_data
+        if _saved(
+            form,
+            lambda: label_save(
+                actor=request.user, project=project, values=values, label=label
+            ),
+        ):
+            messages.success(request, f"Label “{values['name']}” saved.")
+            return redirect("reviews:project_review", slug=project.slug)
+    return render(
+        request,
+        "reviews/label_form.html",
+        {"page": "projects", "project": project, "label": label, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
+def project_label_remove(
+    request: HttpRequest, slug: str, label_id: int
+) -> HttpResponse:
+    """Asks first (GET), removes on POST; a label decisions used is kept."""
+    label = get_object_or_404(Label, pk=label_id, project__slug=slug)
+    problem = ""
+    if request.method == "POST":
+        try:
+            label_remove(actor=request.user, label=label)
+        except LabelInUse as exc:
+            problem = str(exc)
+        else:
+            messages.success(request, f"Label “{label.name}” removed.")
+            return redirect("reviews:project_review", slug=label.project.slug)
+    return render(
+        request,
+        "reviews/label_remove.html",
+        {
+            "page": "projects",
+            "project": label.project,
+            "label": label,
+            "uses": label_uses(label),
+            "problem": problem,
+        },
+        status=400 if problem else 200,
+    )
