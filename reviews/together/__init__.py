@@ -24,12 +24,12 @@ The rules:
   ``@name`` notifies that user. Comments are audit events and part of the
   replay's JSON (``reviews.api``: comments, open threads, reviews with their
   labels).
-- A project's ``ReviewPolicy`` (Django admin) sets blind review, whether
-  overturns and decisions ending on chosen verdicts need a second reviewer,
-  and the gold rate. Labels are defined per project; the decision form grows
-  a field per label, and a required one blocks a confirm or an overturn (not
-  a rerun). Bulk confirm skips the replays of projects with required
-  labels.
+- A project's ``ReviewPolicy`` (its Review settings page) sets blind
+  review, whether overturns and decisions ending on chosen verdicts need a
+  second reviewer, and the gold rate. Labels are defined per project; the
+  decision form grows a field per label, and a required one blocks a confirm
+  or an overturn (not a rerun). Bulk confirm skips the replays of projects
+  with required labels.
 - Second opinions: the replay leaves the queue on the first decision and
   comes back in band 4; ``claim_next`` never hands it to the excluded
   reviewer (the first reviewer, or whoever asked before any decision), and

@@ -1,8 +1,8 @@
 """Labels: the structured part of a decision (yes/no, 1-5, a category).
 
-A project's admin defines them (Django admin); the decision form grows one
-field per label, and a required label blocks a confirm or an overturn until
-it is set.
+A project's admin defines them (its Review settings page); the decision
+form grows one field per label, and a required label blocks a confirm or an
+overturn until it is set.
 """
 
 from __future__ import annotations
