@@ -9,13 +9,14 @@ login page.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.files import File
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -29,6 +30,7 @@ from replayhub.ingest.services import (
     runs_import,
 )
 from replayhub.ingest.tokens import Denied, token_authenticate
+from replayhub.ingest.transcripts import atif_export
 from replayhub.lib import boundedjson
 from replayhub.models import (
     Budget,
@@ -38,6 +40,7 @@ from replayhub.models import (
     Project,
     Replay,
     Run,
+    Tape,
     TestOutcome,
 )
 from replayhub.replicates import standing
@@ -412,3 +415,94 @@ def _outcome_json(outcome: TestOutcome, *, full: bool) -> dict[str, Any]:
         data["output_tail"] = outcome.output_tail
         data["cases"] = outcome.cases
     return data
+
+
+# -- ATIF exports ------------------------------------------------------------
+# A run's conversation or a replay's own tape as an ATIF trajectory, a
+# download. It holds no verdict, reason or review: what blind review keeps
+# from a reviewer is never in it (the page shows the same tape to them).
+
+
+@login_not_required
+@require_GET
+def run_atif(request: HttpRequest, run_id: int) -> HttpResponse:
+    if denied := _session_denied(request, "replayhub.view_run"):
+        return denied
+    run = Run.objects.select_related("project").filter(pk=run_id).first()
+    if run is None:
+        return _error(404, f"there is no run {run_id}")
+    record = run.record
+    steps, source = atif_export.run_steps(record)
+    if not steps:
+        return _error(404, f"run {run_id} has no conversation or tape to export")
+    name, version = atif_export.agent_of(record)
+    origin = atif_export.Origin(
+        run_id=run.pk,
+        project=run.project.slug,
+        external_id=run.external_id,
+        source=source,
+        agent_name=name,
+        agent_version=version,
+        model=run.model,
+    )
+    totals = atif_export.run_totals(
+        run.usage, with_money=request.user.has_perm(roles.VIEW_MONEY)
+    )
+    return _atif_download(
+        atif_export.document(
+            steps, origin, totals, limit=settings.REPLAYHUB_TAPE_BYTES
+        ),
+        f"{run.project.slug}-run-{run.pk}.atif.json",
+    )
+
+
+@login_not_required
+@require_GET
+def replay_atif(request: HttpRequest, replay_id: int) -> HttpResponse:
+    if denied := _session_denied(request, roles.VIEW_REPLAYS):
+        return denied
+    replay = (
+        Replay.objects.select_related("run", "project").filter(pk=replay_id).first()
+    )
+    if replay is None:
+        return _error(404, f"there is no replay {replay_id}")
+    try:
+        exchanges = replay.tape.read()
+    except (Tape.DoesNotExist, ValueError):
+        exchanges = []
+    if not exchanges:
+        return _error(404, f"replay {replay_id} has no tape to export")
+    run = replay.run
+    name, version = atif_export.agent_of(run.record)
+    origin = atif_export.Origin(
+        run_id=run.pk,
+        project=replay.project.slug,
+        external_id=run.external_id,
+        source=f"its own tape (a {replay.tier} replay)",
+        replay_id=replay.pk,
+        agent_name=name,
+        agent_version=version,
+    )
+    with_money = request.user.has_perm(roles.VIEW_MONEY)
+    totals = atif_export.tape_totals(
+        exchanges, float(replay.cost_usd) if with_money else None
+    )
+    return _atif_download(
+        atif_export.document(
+            atif_export.steps_from_exchanges(exchanges),
+            origin,
+            totals,
+            limit=settings.REPLAYHUB_TAPE_BYTES,
+        ),
+        f"{replay.project.slug}-replay-{replay.pk}.atif.json",
+    )
+
+
+def _atif_download(document: dict[str, Any], filename: str) -> HttpResponse:
+    response = HttpResponse(
+        atif_export.encode(document), content_type="application/json"
+    )
+    # A slug and an id; anything else a slug might hold is not written.
+    safe = re.sub(r"[^A-Za-z0-9._-]", "-", filename)
+    response["Content-Disposition"] = f'attachment; filename="{safe}"'
+    return response

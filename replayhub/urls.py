@@ -52,10 +52,16 @@ urlpatterns = [
         name="api_import_job",
     ),
     path("api/v1/runs/<int:run_id>", run_detail, name="api_run_detail"),
+    path("api/v1/runs/<int:run_id>/atif", api.run_atif, name="api_run_atif"),
     path(
         "api/v1/replays/<int:replay_id>",
         replay_detail,
         name="api_replay_detail",
+    ),
+    path(
+        "api/v1/replays/<int:replay_id>/atif",
+        api.replay_atif,
+        name="api_replay_atif",
     ),
     # Signed attestations and the commit gate (docs/attestations.md); the
     # review app's part is handed to the domain's views here.
