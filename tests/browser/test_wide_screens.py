@@ -58,6 +58,12 @@ def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
         "as => new Set(as.map(a => Math.round(a.getBoundingClientRect().top))).size"
     )
     assert link_rows == 1, "the links in one row"
+    # Read in the order a Tab takes them: no part of the bar drawn above one
+    # that comes before it.
+    tops = page.locator(".topbar > *").evaluate_all(
+        "parts => parts.map(p => Math.round(p.getBoundingClientRect().top))"
+    )
+    assert all(b >= a - 12 for a, b in zip(tops, tops[1:], strict=False)), tops
     search = page.locator(".top-search input")
     assert search.evaluate(
         "i => { i.value = i.placeholder; return i.scrollWidth <= i.clientWidth + 1 }"
