@@ -3,6 +3,8 @@ table on any page hides a column behind a scroll bar."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from tests.browser.test_trends import seed_nights
@@ -63,7 +65,7 @@ def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
     tops = page.locator(".topbar > *").evaluate_all(
         "parts => parts.map(p => Math.round(p.getBoundingClientRect().top))"
     )
-    assert all(b >= a - 12 for a, b in zip(tops, tops[1:], strict=False)), tops
+    assert all(b >= a - 12 for a, b in pairwise(tops)), tops
     search = page.locator(".top-search input")
     assert search.evaluate(
         "i => { i.value = i.placeholder; return i.scrollWidth <= i.clientWidth + 1 }"
@@ -163,3 +165,19 @@ def test_no_trends_chart_is_drawn_smaller_than_its_own_size(login, lead, width):
     )
     assert page.locator("svg.chart").count() >= 5
     assert shrunk == [], shrunk
+
+
+def test_the_checks_take_the_pages_width_at_1024_px(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto(f"/replays/{replay.pk}/")
+    checks = page.locator("#checks").bounding_box()
+    main = page.locator("main").bounding_box()
+    assert checks and main
+    assert checks["width"] >= main["width"] * 0.85, (checks, main)
+    # A check's sentence on a line or two, not a word or two a line.
+    heights = page.locator("#checks td.detail").evaluate_all(
+        "cells => cells.map(c => c.getBoundingClientRect().height)"
+    )
+    assert heights and max(heights) <= 60, heights
