@@ -7,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from replayhub.models import Replay, Tier
+from replayhub.verdicts import REASON_TEXT
 from reviews.models import ReviewPolicy
 from reviews.services import review_decide
 from reviews.together import past
@@ -98,6 +99,9 @@ def test_the_search_page_filters_from_its_get_form(client, lead):
 
     assert f"#{sonnet.pk}<" in html
     assert f"#{other.pk}<" not in html
+    # A result's reason by its name, as the filter lists it, and its code.
+    name = REASON_TEXT[sonnet.reason_code]
+    assert f'<span class="reason-name">{name}</span>' in html
     assert 'name="tier"' in html and 'name="reason"' in html
     # The reasons by name, as the queue's filter shows them.
     assert '<option value="sandbox_unavailable">Sandbox unavailable</option>' in html
