@@ -544,20 +544,27 @@ def remote_check(
         ) from None
 
 
-def _local_branch_check(repo: str, branch: str) -> None:
-    """A default branch named for a repository on this host is one it has:
-    its runs' bases are found on it, so one it lacks finds none."""
-    if not branch:
-        return
-    with History(repo) as history:
-        if history.branch_tip(branch) is not None:
-            return
-        some = history.branches()
+def local_branch_problem(repo: str, branch: str) -> str:
+    """Why a repository on this host can never give ``branch`` as its default
+    ("" when it can, when the branch is empty, or when ``repo`` is no
+    repository here): its runs' bases are found on the default branch, so
+    one it lacks finds none."""
+    if not branch or mirrors.is_remote(repo):
+        return ""
+    try:
+        with History(Path(repo).expanduser()) as history:
+            if history.branch_tip(branch) is not None:
+                return ""
+            some = history.branches()
+    except (GitError, OSError):
+        return ""  # the repository's own problem is said beside its field
     have = f"its branches: {', '.join(some)}" if some else "it has no branch"
-    raise ProjectInvalid(
-        "--default-branch",
-        f"--default-branch: {repo} has no branch {branch[:100]!r} ({have}).",
-    )
+    return f"--default-branch: {repo} has no branch {branch[:100]!r} ({have})."
+
+
+def _local_branch_check(repo: str, branch: str) -> None:
+    if problem := local_branch_problem(repo, branch):
+        raise ProjectInvalid("--default-branch", problem)
 
 
 def _command(option: str, value: str | None) -> list[str]:

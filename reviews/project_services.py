@@ -28,7 +28,9 @@ from replayhub.models import (
 from replayhub.nights import arithmetic, scheduler, shares, tiers
 from replayhub.project_setup import (
     ProjectInvalid,
+    ProjectProblems,
     default_branch_problem,
+    local_branch_problem,
     project_fields,
     refused,
     remote_check,
@@ -170,9 +172,19 @@ def project_save(*, actor, data: dict, project: Project | None = None) -> Projec
     whether it answers only once every other value has passed.
     """
     default_branch = data.pop("default_branch", "")
-    if problem := default_branch_problem(default_branch):
-        raise ProjectInvalid("--default-branch", problem)
-    fields = project_fields(editing=project, **data)
+    # The branch's problem is said with every other field's, not after them.
+    branch = default_branch_problem(default_branch) or local_branch_problem(
+        str(data.get("repo", "")), default_branch
+    )
+    try:
+        fields = project_fields(editing=project, **data)
+    except ProjectInvalid as refused:
+        found = [refused]
+        if branch:
+            found.append(ProjectInvalid("--default-branch", branch))
+        raise ProjectProblems(found) from None
+    if branch:
+        raise ProjectInvalid("--default-branch", branch)
     providers = fields.pop("providers")
     fields["default_branch"] = default_branch
     remote_check(fields, slug=data["slug"], editing=project)

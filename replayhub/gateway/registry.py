@@ -56,6 +56,56 @@ def deployment_secrets() -> set[str]:
     return set(settings.REPLAYHUB_SECRET_ENVS) - {"REPLAYHUB_DEMO_MODEL_KEY"}
 
 
+class ProviderProblems(ProviderInvalid):
+    """Every field's problem at once; it stands for the first, so a command
+    that reports one line reports that one, and a form puts each beside its
+    field (``problems``: field, sentence)."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        super().__init__(*problems[0])
+        self.problems = problems
+
+
+def _name_problem(name: str, existing: Provider | None) -> str:
+    if existing is not None:
+        return ""
+    if not NAME.fullmatch(name):
+        return f"{name[:80]!r} is not a provider name (letters, digits, - _)."
+    if Provider.objects.filter(name=name).exists():
+        return f"a provider named {name!r} already exists."
+    return ""
+
+
+def _url_problem(base_url: str) -> str:
+    url = urlsplit(base_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"{base_url[:200]!r} is not an http(s) URL."
+    if url.username or url.password:
+        return "must not carry credentials; name the variable holding the key."
+    return ""
+
+
+def _key_problem(key_env: str) -> str:
+    if not VARIABLE.fullmatch(key_env):
+        return f"{key_env[:80]!r} is not an environment variable name."
+    if key_env in deployment_secrets():
+        return (
+            f"{key_env} is this deployment's own secret: it is never sent to a "
+            "model API."
+        )
+    return ""
+
+
+def _prices(prices: list[str]) -> tuple[dict, str]:
+    """The prices by model, or the first entry's problem."""
+    if len(prices) > MAX_PRICES:
+        return {}, f"at most {MAX_PRICES} prices."
+    try:
+        return dict(parse_price(entry) for entry in prices), ""
+    except ProviderInvalid as exc:
+        return {}, str(exc)
+
+
 def provider_fields(
     *,
     name: str,
@@ -65,44 +115,34 @@ def provider_fields(
     prices: list[str],
     existing: Provider | None = None,
 ) -> dict:
-    """The provider's fields, checked; raises ProviderInvalid. ``existing``
-    is the provider being edited (its name is kept)."""
-    if existing is None:
-        if not NAME.fullmatch(name):
-            raise ProviderInvalid(
-                "name", f"{name[:80]!r} is not a provider name (letters, digits, - _)."
-            )
-        if Provider.objects.filter(name=name).exists():
-            raise ProviderInvalid("name", f"a provider named {name!r} already exists.")
-    if kind not in ProviderKind.values:
-        raise ProviderInvalid(
-            "kind", f"the kind is one of {', '.join(ProviderKind.values)}."
-        )
-    url = urlsplit(base_url)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise ProviderInvalid("base_url", f"{base_url[:200]!r} is not an http(s) URL.")
-    if url.username or url.password:
-        raise ProviderInvalid(
-            "base_url", "must not carry credentials; name the variable holding the key."
-        )
-    if not VARIABLE.fullmatch(key_env):
-        raise ProviderInvalid(
-            "key_env", f"{key_env[:80]!r} is not an environment variable name."
-        )
-    if key_env in deployment_secrets():
-        raise ProviderInvalid(
-            "key_env",
-            f"{key_env} is this deployment's own secret: it is never sent to a "
-            "model API.",
-        )
-    if len(prices) > MAX_PRICES:
-        raise ProviderInvalid("prices", f"at most {MAX_PRICES} prices.")
+    """The provider's fields, checked; raises ProviderProblems naming each
+    field's problem. ``existing`` is the provider being edited (its name is
+    kept)."""
+    kind_problem = (
+        ""
+        if kind in ProviderKind.values
+        else f"the kind is one of {', '.join(ProviderKind.values)}."
+    )
+    by_model, prices_problem = _prices(prices)
+    problems = [
+        (field, problem)
+        for field, problem in [
+            ("name", _name_problem(name, existing)),
+            ("kind", kind_problem),
+            ("base_url", _url_problem(base_url)),
+            ("key_env", _key_problem(key_env)),
+            ("prices", prices_problem),
+        ]
+        if problem
+    ]
+    if problems:
+        raise ProviderProblems(problems)
     return {
         "name": existing.name if existing else name,
         "kind": kind,
         "base_url": base_url.rstrip("/"),
         "key_env": key_env,
-        "prices": dict(parse_price(entry) for entry in prices),
+        "prices": by_model,
     }
 
 

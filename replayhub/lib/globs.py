@@ -88,18 +88,29 @@ def _translate_segment(segment: str) -> str:
     return "".join(out)
 
 
+# The globs of one list whose problems one refusal names.
+MOST_SHOWN = 5
+
+
 def glob_list_problem(value: object) -> str:
-    """Why ``value`` is not a list of valid globs ("" when it is)."""
+    """Why ``value`` is not a list of valid globs ("" when it is): each bad
+    glob's problem, the first ``MOST_SHOWN`` of them."""
     if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
         return 'Give a list of globs, such as ["src/**", "tests/**"].'
+    problems = []
     for glob in value:
         if problem := _outside_problem(glob):
-            return f"{glob!r} {problem}"
+            problems.append(f"{glob!r} {problem}")
+            continue
         try:
             compile_glob(glob)
         except ValueError as error:
-            return f"{glob!r} is not a valid glob: {error}"
-    return ""
+            problems.append(f"{glob!r} is not a valid glob: {error}")
+    # Every glob's problem at once (the first few), not one per attempt.
+    shown = problems[:MOST_SHOWN]
+    if len(problems) > MOST_SHOWN:
+        shown.append(f"and {len(problems) - MOST_SHOWN} more.")
+    return " ".join(shown)
 
 
 def _outside_problem(glob: str) -> str:

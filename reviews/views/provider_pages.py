@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from replayhub.gateway.registry import ProviderInvalid, price_lines, provider_fields
+from replayhub.gateway.registry import ProviderProblems, price_lines, provider_fields
 from replayhub.models import Provider, ProviderKind
 from reviews.models import AuditEvent
 
@@ -68,8 +68,9 @@ class ProviderForm(forms.Form):
                 prices=[line for line in lines if line],
                 existing=self.existing,
             )
-        except ProviderInvalid as exc:
-            self.add_error(exc.field, str(exc))
+        except ProviderProblems as exc:
+            for field, problem in exc.problems:
+                self.add_error(field, problem)
         return data
 
 

@@ -92,6 +92,14 @@ def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
         errors.filter(has=page.locator("input[name=allowed_paths]"))
     ).to_contain_text("is not a valid")
     assert "--" not in " ".join(errors.all_inner_texts())
+    # Told at once: the problems listed at the top, focused, each a link to
+    # its field; the first of them takes the reader there.
+    summary = page.locator("#form-problems")
+    expect(summary).to_be_focused()
+    expect(summary).to_be_in_viewport()
+    expect(summary.locator("li")).to_have_count(3)
+    summary.get_by_role("link", name="Agent time limit (s)").click()
+    expect(page.get_by_label("Agent time limit (s)")).to_be_in_viewport()
     expect(page.get_by_label("Test command")).to_have_value("python -m pytest -q")
     watch.check("project form refused")
     screenshot(page, "project-form-error")
@@ -101,7 +109,8 @@ def test_an_admin_registers_a_project_and_a_mistake_is_shown_beside_its_field(
     page.get_by_label("Agent time limit (s)").fill("900")
     page.get_by_label("Allowed paths").fill("src/**")
     page.get_by_role("button", name="Register").click()
-    page.wait_for_url("**/projects/cart/")
+    # (The browser keeps the field's #fragment through the redirect.)
+    page.wait_for_url(re.compile(r"/projects/cart/(#.*)?$"))
     watch.check("project registered")
     expect(page.locator(".messages")).to_contain_text("Registered project cart.")
     assert Project.objects.get(slug="cart").test_command == [

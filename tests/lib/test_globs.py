@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replayhub.lib.globs import compile_glob, glob_match
+from replayhub.lib.globs import compile_glob, glob_list_problem, glob_match
 
 GLOB_TABLE = [
     # pattern, path, matches
@@ -74,3 +74,15 @@ def test_glob_match_follows_the_allowed_paths_table(pattern, path, expected):
 def test_malformed_globs_are_rejected(pattern):
     with pytest.raises(ValueError):
         compile_glob(pattern)
+
+
+def test_a_list_names_every_bad_glob_at_once():
+    said = glob_list_problem(["src/**", "../x", "/abs/**", "src/[unclosed"])
+
+    assert "'../x' leaves the repository" in said
+    assert "'/abs/**' is absolute" in said
+    assert "'src/[unclosed' has a '[' that is never closed" in said
+    assert not said.startswith("'src/**'")  # the good one is not named
+    many = glob_list_problem([f"/p{n}" for n in range(8)])
+    assert many.count("is absolute") == 5 and many.endswith("and 3 more.")
+    assert glob_list_problem(["src/**", "tests/*.py"]) == ""

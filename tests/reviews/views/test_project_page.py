@@ -220,6 +220,31 @@ def test_the_form_refuses_paths_and_branches_that_can_never_match(
     assert not Project.objects.filter(slug="cart").exists()
 
 
+def test_one_submit_says_every_fields_problem_at_once(client, admin_user, tmp_path):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    sent = form(
+        repo,
+        allowed_paths="../x /abs/** src/[unclosed",
+        test_paths="../tests/**",
+        default_branch="no-such-branch",
+    )
+
+    response = client.post(reverse("reviews:project_create"), sent)
+
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 400
+    for said in [
+        "'../x' leaves the repository",
+        "'/abs/**' is absolute",
+        "'src/[unclosed' has a '[' that is never closed",
+        "'../tests/**' leaves the repository",
+        "has no branch 'no-such-branch'",
+    ]:
+        assert said in page, said
+    assert not Project.objects.filter(slug="cart").exists()
+
+
 def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
     client, admin_user, tmp_path, mirror_dir, monkeypatch
 ):
@@ -279,8 +304,10 @@ def test_the_form_refuses_what_project_add_refuses_beside_the_field(
     assert response.status_code == 400
     html = response.content.decode()
     at = html.index(f'name="{field}"')
-    error = html.index(message)
-    assert error > at and html.rfind('class="field', 0, error) < at
+    # Beside its field, and listed at the top with a link to it.
+    error = html.index(message, at)
+    assert html.rfind('class="field', 0, error) < at
+    assert html.index(message) < html.index('id="project-form"')
     assert not Project.objects.filter(slug="cart").exists()
 
 

@@ -76,6 +76,29 @@ def test_a_bad_provider_is_refused_beside_its_field_and_nothing_saved(
     assert value in response.content.decode()
 
 
+def test_one_submit_says_every_fields_problem_at_the_top_and_beside_it(
+    client, admin_user
+):
+    client.force_login(admin_user)
+
+    response = add(
+        client,
+        name="bad name!",
+        base_url="ftp://x",
+        key_env="SECRET_KEY",
+        prices="model=abc",
+    )
+
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert sorted(errors) == ["base_url", "key_env", "name", "prices"]
+    page = response.content.decode()
+    summary = page[page.index('id="form-problems"') : page.index("</ul>")]
+    assert "Not saved: fix these 4 first." in summary
+    for field in ["name", "base_url", "key_env", "prices"]:
+        assert f'href="#id_{field}"' in summary
+
+
 def test_a_second_provider_of_the_same_name_is_refused(client, admin_user):
     client.force_login(admin_user)
     add(client)
