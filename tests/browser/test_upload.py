@@ -53,6 +53,9 @@ def test_an_upload_shows_its_progress_then_the_summary_in_place(
     summary = page.locator("#summary")
     expect(summary).to_contain_text("runs.jsonl into shop")
     expect(summary.locator("tr", has_text="Imported")).to_contain_text("5")
+    # The reader is taken to what happened, not left on the form above it.
+    expect(summary).to_be_focused()
+    expect(summary).to_be_in_viewport()
     states = page.evaluate("window.__states")
     assert any(state.startswith("Importing") for state in states), states
     # Swapped in place: the page was not reloaded, so the recorder is still there.
