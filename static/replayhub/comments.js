@@ -85,6 +85,33 @@
     box.scrollIntoView({ block: "nearest" });
   });
 
+  // A comment sent from its box: the focus goes back to the line it is on,
+  // so the next Tab goes on from there, not from the top of the page.
+  document.addEventListener("htmx:load", function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (!elt || !elt.matches) return;
+    var thread = elt.matches("article.thread") ? elt : elt.querySelector("article.thread");
+    if (!thread) return;
+    var focused = document.activeElement;
+    if (!thread.isConnected || (focused && focused !== document.body)) return;
+    var container = document.querySelector(
+      '[data-target="' + CSS.escape(thread.getAttribute("data-target") || "") +
+      '"][data-path="' + CSS.escape(thread.getAttribute("data-path") || "") +
+      '"]:not(article)'
+    );
+    if (!container) return;
+    var side = thread.getAttribute("data-side") || "";
+    var line = container.querySelector(
+      '[data-line="' + CSS.escape(thread.getAttribute("data-start") || "") + '"]' +
+      (side ? '[data-side="' + CSS.escape(side) + '"]' : "")
+    );
+    if (!line) return;
+    var current = container.querySelector('[data-line][tabindex="0"]');
+    if (current) current.setAttribute("tabindex", "-1");
+    line.setAttribute("tabindex", "0");
+    line.focus({ preventScroll: true });
+  });
+
   function pick(cell, extend) {
     var container = cell.closest("[data-target]");
     var comments = section();

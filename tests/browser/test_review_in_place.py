@@ -186,6 +186,8 @@ def test_at_offers_reviewers_and_flags_an_unknown_name(login, reviewer, sam):
     expect(warning).to_be_hidden()
     page.keyboard.press("Control+Enter")
     expect(page.locator("#dod article.thread")).to_have_count(1)
+    # Sent: the focus is back on the line, not lost to the top of the page.
+    expect(page.locator('#dod [data-side="new"][data-line="2"]')).to_be_focused()
     assert Notice.objects.get().user == sam
     watch.check("after mentioning")
 
