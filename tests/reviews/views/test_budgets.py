@@ -14,7 +14,7 @@ from replayhub.models import Budget, BudgetShare, NightShare, Project, Run
 from replayhub.nights import shares
 from reviews.models import AuditEvent
 from reviews.views.budgets import bound_problem
-from tests.factories import make_budget, make_night
+from tests.factories import make_budget, make_night, make_project
 
 # Each card's forms are prefixed with its project's slug, a tier's share with
 # the tier too: two cards never share a field name or id.
@@ -500,3 +500,18 @@ def test_a_replicate_policy_the_statistics_refuse_is_not_saved(
     assert response.status_code == 400
     assert "the zone must lie strictly between 0 and 1" in response.content.decode()
     assert Budget.objects.get(project=budgeted_project).replicate_policy() is None
+
+
+def test_a_page_of_cards_opens_with_a_way_to_each_and_says_when_nothing_ran(
+    client, admin_user
+):
+    for slug in ("shop", "billing"):
+        Budget.objects.create(project=make_project(slug))
+    client.force_login(admin_user)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    jump = page[page.index('aria-label="Projects on this page"') :]
+    assert '<a href="#budget-billing">' in jump and '<a href="#budget-shop">' in jump
+    assert "Last 0 nights" not in page and "Past nights" in page
+    assert "Nothing spent: no night yet." in page
