@@ -56,7 +56,8 @@ def reason_table(nights: Sequence[NightTotals], reasons: Sequence[str]) -> Table
         Head("Attempted"),
         Head("Inconcl.", title="Inconclusive"),
         Head("Rate"),
-        *(Head(r, title=reason_label(r), color=reason_color(r)) for r in reasons),
+        # By name, as the legend above names them; the code on hover.
+        *(Head(reason_label(r), title=r, color=reason_color(r)) for r in reasons),
     ]
     rows = [
         (

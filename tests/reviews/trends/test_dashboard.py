@@ -136,6 +136,12 @@ def test_every_chart_is_an_inline_svg_with_its_numbers_in_a_table(as_lead, bad_n
 
     reasons = table(html, "table-reasons")
     assert reasons[0][:4] == ["2026-02-20", "100", "35", "35.0%"]
+    # Its reason columns by name, as the legend names them; the code on hover.
+    head = html[html.index('id="table-reasons"') :]
+    head = head[: head.index("</thead>")]
+    columns = re.findall(r'title="([a-z_]+)"><svg.*?</svg> ([^<]+)</th>', head)
+    assert len(columns) >= 2
+    assert all(name == reason_label(code) != code for code, name in columns), columns
     coverage = table(html, "table-coverage")
     assert coverage[0] == ["2026-02-20", "100", "65", "65.0%", "7"]
     mix = table(html, "table-mix")

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from replayhub.models import Replay, Run, Tier
 from reviews.models import AuditEvent
-from tests.factories import make_project
+from tests.factories import make_project, make_replay
 
 TAPE = [{"provider_kind": "openai", "path": "/v1/models"}]
 
@@ -145,3 +145,18 @@ def test_a_refused_replay_now_comes_back_to_the_run_page_saying_why(
         response.content.decode()
     )
     assert not Replay.objects.exists()
+
+
+def test_the_replays_table_names_each_reason_with_its_code(client, lead, recorded):
+    make_replay(
+        verdict="inconclusive",
+        reason_code="base_untrusted",
+        project=recorded.project,
+        run=recorded,
+    )
+    client.force_login(lead)
+
+    html = run_page(client, recorded)
+
+    assert '<span class="reason-name">Base commit not trusted</span>' in html
+    assert '<code class="code-tag">base_untrusted</code>' in html
