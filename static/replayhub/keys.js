@@ -314,6 +314,17 @@
   });
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSettle", init);
+  // A refused decision: the focus goes to what needs fixing (a label left
+  // unset, else the refusal above the bar), not to the top of the page.
+  document.addEventListener("DOMContentLoaded", function () {
+    var form = document.getElementById("decision");
+    if (!form) return;
+    var field = form.querySelector("label.invalid select, label.invalid input");
+    var said = document.getElementById("decision-errors");
+    if (field) field.focus();
+    else if (said) said.focus();
+  });
+
   // The browser's back button can restore a page whose form was submitted.
   window.addEventListener("pageshow", function () {
     submitting = false;

@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Replay
-from reviews.models import AuditEvent, Claim, Review
+from reviews.models import AuditEvent, Claim, Label, Review
 from tests.browser.watch import Watch
 from tests.factories import make_replay
 
@@ -112,12 +112,33 @@ def test_a_failed_decision_keeps_the_page_address_and_shows_the_error(login, rev
     expect(page.locator("#decision .error")).to_contain_text(
         "Choose the corrected verdict."
     )
+    # The focus is at the refusal, in the bar, not at the top of the page.
+    expect(page.locator("#decision-errors")).to_be_focused()
     watch.check("decision refused")
     assert page.url.endswith(f"/replays/{replay.pk}/")
     # The old form address leads back to the page rather than a blank 405.
     response = page.goto(f"/replays/{replay.pk}/decide/")
     assert response.status == 200
     assert page.url.endswith(f"/replays/{replay.pk}/")
+
+
+def test_a_label_left_unset_takes_the_focus_when_the_decision_is_refused(
+    login, reviewer
+):
+    replay = make_replay(verdict="divergent")
+    Label.objects.create(
+        project=replay.project,
+        name="area",
+        kind="category",
+        categories=["harness", "agent"],
+        required=True,
+    )
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    page.get_by_role("button", name="Confirm").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#decision label.invalid")).to_contain_text("area")
+    expect(page.locator("#decision label.invalid select")).to_be_focused()
 
 
 def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
