@@ -22,6 +22,7 @@ from replayhub.models import (
     TextSuite,
     WorkerCheck,
 )
+from reviews.models import Label
 from tests.factories import make_replay, make_superuser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,6 +117,9 @@ def seeded(db):
             target_model="m",
         ),
         "suite": TextSuite.objects.create(project=replay.project, target="p:m"),
+        "label": Label.objects.create(
+            project=replay.project, name="would merge", kind="yes_no"
+        ),
         "check": WorkerCheck.objects.create(),
         "job": ImportJob.objects.create(
             project=replay.project,
@@ -139,6 +143,7 @@ def kwargs_for(name: str, arguments: tuple[str, ...], seeded: dict) -> dict:
         "run_id": replay.run_id,
         "text_replay_id": seeded["text_replay"].pk,
         "suite_id": seeded["suite"].pk,
+        "label_id": seeded["label"].pk,
         "review_id": 0,
         "sha": replay.run.original_commit,
         # A provider no one registered: the 404 page carries the header too.
