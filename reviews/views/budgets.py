@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -101,6 +101,13 @@ class BudgetForm(BoundedForm):
     ``ShareForm``."""
 
     bounds = BUDGET_BOUNDS
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # An hour the browser itself refuses, before a round trip.
+        for name in ("window_start_hour", "window_end_hour"):
+            least, most, _ = self.bounds[name]
+            self.fields[name].widget.attrs.update(min=least, max=most)
 
     class Meta:
         model = Budget
@@ -535,6 +542,23 @@ def budgets_page(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/budgets.html", {"page": "budgets", "cards": cards})
 
 
+def problems_of(forms_: Sequence[forms.BaseForm]) -> list[tuple[str, str, str]]:
+    """Each refused field of a card's forms: (label, id, its errors), for the
+    list said beside the Save button."""
+    found = [
+        ("", "", " ".join(str(error) for error in form.non_field_errors()))
+        for form in forms_
+        if form.non_field_errors()
+    ]
+    for form in forms_:
+        found += [
+            (str(field.label), field.id_for_label, " ".join(map(str, field.errors)))
+            for field in form
+            if field.errors
+        ]
+    return found
+
+
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.VIEW_BUDGETS, raise_exception=True)
 def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
@@ -579,6 +603,9 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     else:
         status = 400
         card = project_card(project, request, forms_, replicate_form)
+        card["problems"] = problems_of(
+            (budget_form, caps_form, *share_forms, replicate_form)
+        )
         if not request.htmx:
             cards = [
                 card if p.pk == project.pk else project_card(p, request)

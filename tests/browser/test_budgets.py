@@ -33,9 +33,16 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     card.locator("input[name=budget-shop-window_end_hour]").fill("5")
     card.get_by_role("button", name="Save shop").click()
 
-    expect(card.get_by_text("Cannot be negative.")).to_be_visible()
-    expect(card.get_by_text("The window must last at least one hour")).to_be_visible()
+    expect(card.get_by_text("Cannot be negative.").first).to_be_visible()
+    expect(
+        card.get_by_text("The window must last at least one hour").first
+    ).to_be_visible()
     expect(card.locator(".badge.ok")).to_have_count(0)
+    # Said beside the Save button, where the eye is, and focused there.
+    said = card.locator(".form-problems")
+    expect(said).to_be_focused()
+    expect(said).to_be_in_viewport()
+    expect(said.locator("li")).to_have_count(2)
     watch.check("budget refused")
     screenshot(page, "budget-errors")
     budget = Budget.objects.get(project=shop)
@@ -47,6 +54,8 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     card.locator("input[name=budget-shop-window_end_hour]").fill("7")
     card.get_by_role("button", name="Save shop").click()
     expect(card.locator(".badge.ok")).to_have_text("Saved.")
+    expect(card.locator(".saved-here")).to_be_focused()
+    expect(card.locator(".saved-here")).to_be_in_viewport()
     budget.refresh_from_db()
     assert (budget.window_start_hour, budget.window_end_hour) == (5, 7)
     watch.check("budget saved after a refusal")

@@ -515,3 +515,14 @@ def test_a_page_of_cards_opens_with_a_way_to_each_and_says_when_nothing_ran(
     assert '<a href="#budget-billing">' in jump and '<a href="#budget-shop">' in jump
     assert "Last 0 nights" not in page and "Past nights" in page
     assert "Nothing spent: no night yet." in page
+
+
+def test_the_window_hours_are_bounded_in_the_browser_too(client, admin_user):
+    Budget.objects.create(project=make_project("shop"))
+    client.force_login(admin_user)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    for name in ("window_start_hour", "window_end_hour"):
+        field = re.search(rf'<input[^>]*name="budget-shop-{name}"[^>]*>', page)
+        assert field and 'min="0"' in field[0] and 'max="23"' in field[0], field
