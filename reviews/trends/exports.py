@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replayhub.replicates.passk import TRIES
@@ -133,27 +134,32 @@ def export_csv(rows: Sequence[dict[str, Any]]) -> str:
         *(f"confirmed:{verdict}" for verdict in VERDICTS),
         *(f"overturned:{verdict}" for verdict in VERDICTS),
     ]
+    return _csv(
+        header,
+        (
+            [
+                row["date"],
+                row["project"],
+                row["model"],
+                row["source"],
+                row["tier"],
+                *(row[name] for name in EXPORT_COUNTS),
+                row["reached"],
+                *(row["by_reason"].get(reason, 0) for reason in reasons),
+                *(row["confirmed"].get(v, 0) for v in VERDICTS),
+                *(row["overturned"].get(v, 0) for v in VERDICTS),
+            ]
+            for row in rows
+        ),
+    )
+
+
+def _csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """``header`` and ``rows`` as CSV, each cell quoted as ``_cell`` says."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow([_cell(name) for name in header])
-    for row in rows:
-        writer.writerow(
-            [
-                _cell(value)
-                for value in [
-                    row["date"],
-                    row["project"],
-                    row["model"],
-                    row["source"],
-                    row["tier"],
-                    *(row[name] for name in EXPORT_COUNTS),
-                    row["reached"],
-                    *(row["by_reason"].get(reason, 0) for reason in reasons),
-                    *(row["confirmed"].get(v, 0) for v in VERDICTS),
-                    *(row["overturned"].get(v, 0) for v in VERDICTS),
-                ]
-            ]
-        )
+    for row in itertools.chain([header], rows):
+        writer.writerow([_cell(value) for value in row])
     return out.getvalue()
 
 
@@ -173,14 +179,12 @@ def reproducibility_csv(groups: Sequence[Group]) -> str:
         "interval_high",
         *(f"pass^{k}" for k in TRIES),
     ]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(header)
-    for group in groups:
-        row = group.as_json()
-        low, high = row["interval"] or ("", "")
-        cells = [row[name] for name in header[:8]]
-        rate = "" if row["rate"] is None else round(row["rate"], 4)
-        passes = ["" if v is None else v for v in row["pass_k"].values()]
-        writer.writerow([_cell(v) for v in [*cells, rate, low, high, *passes]])
-    return out.getvalue()
+    return _csv(header, (_group_cells(group, header[:8]) for group in groups))
+
+
+def _group_cells(group: Group, names: Sequence[str]) -> list[Any]:
+    row = group.as_json()
+    low, high = row["interval"] or ("", "")
+    rate = "" if row["rate"] is None else round(row["rate"], 4)
+    passes = ["" if v is None else v for v in row["pass_k"].values()]
+    return [*(row[name] for name in names), rate, low, high, *passes]
