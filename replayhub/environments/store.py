@@ -54,6 +54,7 @@ from typing import IO, Any
 from django.conf import settings
 
 from replayhub.environments.cache import READY, CacheEntry, EnvCache, check_key
+from replayhub.lib import boundedjson
 from replayhub.lib.fstree import chown_tree
 
 log = logging.getLogger(__name__)
@@ -220,7 +221,7 @@ def read_manifest(root: Path, key: str) -> Manifest | None:
     with os.fdopen(fd, "rb") as handle:
         raw = handle.read(MAX_MANIFEST_BYTES + 1)
     try:
-        manifest = Manifest(**json.loads(raw))
+        manifest = Manifest(**boundedjson.loads(raw, max_bytes=MAX_MANIFEST_BYTES))
     except (ValueError, TypeError) as error:
         raise ArchiveRefused("its manifest is not a manifest") from error
     if (

@@ -464,3 +464,13 @@ def test_a_key_the_store_lacks_is_no_warning(tmp_path, caplog):
 
     assert store.fetch(tmp_path, KEY, dest, max_bytes=10**6, max_entries=10) is None
     assert warnings_from_store(caplog) == []
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 30_000 + "]" * 30_000, '{"key": 1e999999}', "not json", "[]"]
+)
+def test_a_manifest_that_is_no_manifest_is_refused_not_a_crash(tmp_path, text):
+    store.manifest_path(tmp_path, KEY).write_text(text)
+
+    with pytest.raises(store.ArchiveRefused, match="not a manifest"):
+        store.read_manifest(tmp_path, KEY)
