@@ -3,6 +3,8 @@ projects, repositories and stand-ins the tests of several packages use."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -55,6 +57,9 @@ _SECONDS: dict[str, float] = {}
 # And per module, of which the slowest are printed.
 _MODULE_SECONDS: dict[str, float] = {}
 SLOWEST_MODULES = 15
+# And per test, written whole to the var dir (durations.json) for whoever
+# looks for the next minute to save.
+_TEST_SECONDS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
@@ -63,6 +68,8 @@ def pytest_runtest_logreport(report):
     where = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
     _SECONDS[where] = _SECONDS.get(where, 0.0) + report.duration
     _MODULE_SECONDS[module] = _MODULE_SECONDS.get(module, 0.0) + report.duration
+    test = report.nodeid
+    _TEST_SECONDS[test] = _TEST_SECONDS.get(test, 0.0) + report.duration
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -78,6 +85,11 @@ def pytest_terminal_summary(terminalreporter):
         ranked = sorted(_MODULE_SECONDS.items(), key=lambda kv: -kv[1])
         for module, seconds in ranked[:SLOWEST_MODULES]:
             write(f"{seconds:8.1f}  {seconds / total:6.1%}  {module}")
+    with contextlib.suppress(OSError):
+        durations = Path(settings.VAR_DIR) / "durations.json"
+        ranked = dict(sorted(_TEST_SECONDS.items(), key=lambda kv: -kv[1]))
+        durations.write_text(json.dumps(ranked, indent=0))
+        write(f"every test's seconds: {durations}")
 
 
 @pytest.fixture
