@@ -25,6 +25,7 @@ from reviews.trends.views import (
 )
 from reviews.views import (
     budgets,
+    connections,
     projects,
     provider_pages,
     queue,
@@ -94,6 +95,11 @@ project_urls = [
     path("new/", projects.project_create, name="project_create"),
     path("<path:slug>/edit/", projects.project_edit, name="project_edit"),
     path("<path:slug>/review/", review_settings.project_review, name="project_review"),
+    path(
+        "<path:slug>/connections/",
+        connections.project_connections,
+        name="project_connections",
+    ),
     path(
         "<path:slug>/review/labels/<int:label_id>/",
         review_settings.project_label_edit,

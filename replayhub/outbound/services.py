@@ -16,6 +16,7 @@ import logging
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -142,9 +143,10 @@ def webhook_add(
 
 
 def where(url: str) -> str:
-    """A URL shown without its path: a Slack URL's path is its secret."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}/…"
+    """A URL shown without its path, query or credentials: a Slack URL's path
+    is its secret, and a query or a user part may hold one."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/…"
 
 
 # --- queueing ------------------------------------------------------------------

@@ -27,9 +27,11 @@ from django.urls import resolve
 from django.utils import timezone
 
 from replayhub.gateway import tape
+from replayhub.ingest.tokens import token_issue
 from replayhub.models import (
     Budget,
     Delivery,
+    Forge,
     ImportJob,
     Provider,
     Replay,
@@ -37,6 +39,7 @@ from replayhub.models import (
     TextReplay,
     TextStatus,
     TextSuite,
+    Webhook,
     WorkerCheck,
 )
 from reviews.models import Label
@@ -295,6 +298,22 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
     WorkerCheck.objects.create(
         requested_at=timezone.now() - timedelta(minutes=1), answered_at=timezone.now()
     )
+    # The connections page's tables: a revoked token and a working one.
+    token_issue(project=shop)[0].revoke()
+    token_issue(project=shop)
+    Forge.objects.create(
+        project=shop,
+        kind="github",
+        api_url="https://api.github.com",
+        repo="acme/shop",
+        token_env="REPLAYHUB_REPO_TOKEN_SHOP",
+    )
+    Webhook.objects.create(
+        project=shop,
+        url="https://hooks.example/services/T0/B0/x",
+        events=["replay.finished", "review.decided", "night.closed"],
+        secret_env="REPLAYHUB_REPO_TOKEN_HOOK",
+    )
     return [
         "/",
         "/running/",
@@ -314,6 +333,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         "/projects/shop/",
         "/projects/shop/edit/",
         "/projects/shop/review/",
+        "/projects/shop/connections/",
         f"/projects/shop/review/labels/{label.pk}/",
         f"/projects/shop/review/labels/{label.pk}/remove/",
         "/providers/",

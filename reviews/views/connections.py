@@ -1,0 +1,295 @@
+"""A project's connections, managed from the app: the ingest tokens producers
+push runs with, the forge its commit statuses go to, and its webhooks. The
+same workflows, and checks, as ``manage.py ingest_token``, ``project_forge``
+and ``project_webhook``; those who may edit the project may use it, everyone
+else gets a 403.
+
+A token issued here is shown once, in the answer to the POST that issued it
+(never stored, never in a redirect, a message or a URL, and not cached); every
+other POST redirects back to the page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_http_methods
+
+from replayhub import roles
+from replayhub.ingest.tokens import token_issue
+from replayhub.models import (
+    Forge,
+    ForgeKind,
+    IngestToken,
+    Project,
+    Webhook,
+    WebhookFormat,
+)
+from replayhub.outbound import statuses
+from replayhub.outbound.events import EVENTS
+from replayhub.outbound.services import (
+    OutboundInvalid,
+    env_problem,
+    forge_set,
+    webhook_add,
+    where,
+)
+
+# The tokens the page lists, newest first.
+TOKENS_SHOWN = 100
+VARIABLE_HELP = (
+    "The name of the variable holding it on the workers, from "
+    "REPLAYHUB_REPO_CREDENTIAL_ENVS. Only the name is stored."
+)
+
+
+def flagged(message: str, fields: dict[str, str]) -> tuple[str | None, str]:
+    """The field a refusal worded for the command line names (``--events:
+    …``), and the refusal without the option; None when it names none."""
+    option, sep, rest = message.partition(": ")
+    if sep and option in fields:
+        return fields[option], rest[:1].upper() + rest[1:]
+    return None, message
+
+
+class IssueForm(forms.Form):
+    rotate = forms.BooleanField(
+        label="Revoke the project's other tokens", required=False
+    )
+
+
+class RowForm(forms.Form):
+    """The row a Revoke or Remove button names."""
+
+    id = forms.IntegerField(min_value=1)
+
+
+class ForgeForm(forms.Form):
+    kind = forms.ChoiceField(label="Forge", choices=ForgeKind.choices)
+    repo = forms.CharField(
+        label="Repository",
+        max_length=Forge._meta.get_field("repo").max_length,
+        help_text="owner/repo on GitHub; the project's path or id on GitLab.",
+    )
+    token_env = forms.CharField(
+        label="Token variable",
+        max_length=Forge._meta.get_field("token_env").max_length,
+        help_text=f"The forge's token. {VARIABLE_HELP}",
+    )
+    api_url = forms.URLField(
+        label="API URL",
+        required=False,
+        assume_scheme="https",
+        max_length=Forge._meta.get_field("api_url").max_length,
+        help_text="A self-hosted forge's API. Empty: "
+        + " or ".join(statuses.DEFAULT_API.values())
+        + ".",
+    )
+
+    def place(self, refusal: OutboundInvalid) -> None:
+        """``forge_set``'s refusal beside the field it is about (its checks
+        run in this order: the repository, the variable, the API's address)."""
+        field, message = flagged(str(refusal), {"--forge": "kind"})
+        if field is None:
+            data = self.cleaned_data
+            api_url = data["api_url"] or statuses.DEFAULT_API[data["kind"]]
+            if message == statuses.repo_problem(data["kind"], data["repo"]):
+                field = "repo"
+            elif message == env_problem(data["token_env"], api_url.rstrip("/")):
+                field = "token_env"
+            else:
+                field = "api_url"
+        self.add_error(field, message)
+
+
+class WebhookForm(forms.Form):
+    url = forms.URLField(
+        label="URL",
+        assume_scheme="https",
+        max_length=Webhook._meta.get_field("url").max_length,
+        help_text="http:// or https://; a private address is refused.",
+    )
+    events = forms.MultipleChoiceField(
+        label="Events",
+        choices=[(event, event) for event in EVENTS],
+        widget=forms.CheckboxSelectMultiple,
+    )
+    format = forms.ChoiceField(
+        label="Format", choices=WebhookFormat.choices, initial=WebhookFormat.CLOUDEVENTS
+    )
+    secret_env = forms.CharField(
+        label="Signing key variable",
+        required=False,
+        max_length=Webhook._meta.get_field("secret_env").max_length,
+        help_text="Signs each body (X-ReplayHub-Signature-256); needed for "
+        f"CloudEvents, not for Slack. {VARIABLE_HELP}",
+    )
+
+    def place(self, refusal: OutboundInvalid) -> None:
+        """``webhook_add``'s refusal beside the field it is about (the last
+        of its checks is the URL's address)."""
+        field, message = flagged(
+            str(refusal),
+            {"--format": "format", "--events": "events", "--secret-env": "secret_env"},
+        )
+        if field is None:
+            data = self.cleaned_data
+            secret = data["secret_env"]
+            same = secret and message == env_problem(secret, data["url"])
+            field = "secret_env" if same else "url"
+        self.add_error(field, message)
+
+
+def _page(
+    request: HttpRequest,
+    project: Project,
+    *,
+    forge_form: ForgeForm | None = None,
+    webhook_form: WebhookForm | None = None,
+    issued: tuple[IngestToken, str] | None = None,
+) -> HttpResponse:
+    forge = Forge.objects.filter(project=project).first()
+    if forge_form is None:
+        initial = (
+            {
+                "kind": forge.kind,
+                "repo": forge.repo,
+                "token_env": forge.token_env,
+                "api_url": forge.api_url,
+            }
+            if forge
+            else {}
+        )
+        forge_form = ForgeForm(initial=initial, prefix="forge")
+    webhooks = [
+        (hook, where(hook.url)) for hook in Webhook.objects.filter(project=project)
+    ]
+    refused = forge_form.errors or (webhook_form is not None and webhook_form.errors)
+    return render(
+        request,
+        "reviews/project_connections.html",
+        {
+            "page": "projects",
+            "project": project,
+            "tokens": IngestToken.objects.filter(project=project)[:TOKENS_SHOWN],
+            "issue_form": IssueForm(),
+            "issued": issued,
+            "forge": forge,
+            "forge_form": forge_form,
+            "webhooks": webhooks,
+            "webhook_form": webhook_form or WebhookForm(prefix="webhook"),
+        },
+        status=400 if refused else 200,
+    )
+
+
+def _back(project: Project) -> HttpResponse:
+    return redirect("reviews:project_connections", slug=project.slug)
+
+
+def _row(request: HttpRequest, model: type[IngestToken] | type[Webhook], project):
+    form = RowForm(request.POST)
+    if not form.is_valid():
+        raise Http404("No such row.")
+    return get_object_or_404(model, pk=form.cleaned_data["id"], project=project)
+
+
+def _issue(request: HttpRequest, project: Project) -> HttpResponse:
+    form = IssueForm(request.POST)
+    rotate = form.is_valid() and form.cleaned_data["rotate"]
+    issued = token_issue(project=project, rotate=rotate)
+    if rotate:
+        messages.info(request, f"The other tokens of {project.slug} are revoked.")
+    response = _page(request, project, issued=issued)
+    # The one place the token is: this answer, kept by no cache.
+    add_never_cache_headers(response)
+    return response
+
+
+def _revoke(request: HttpRequest, project: Project) -> HttpResponse:
+    token = _row(request, IngestToken, project)
+    token.revoke()
+    messages.success(request, f"Token {token.prefix} revoked: the API refuses it.")
+    return _back(project)
+
+
+def _forge(request: HttpRequest, project: Project) -> HttpResponse:
+    form = ForgeForm(request.POST, prefix="forge")
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            forge_set(
+                project=project,
+                kind=data["kind"],
+                repo=data["repo"],
+                token_env=data["token_env"],
+                api_url=data["api_url"],
+            )
+        except OutboundInvalid as refusal:
+            form.place(refusal)
+        else:
+            messages.success(request, f"Forge of {project.slug} saved.")
+            return _back(project)
+    return _page(request, project, forge_form=form)
+
+
+def _forget(request: HttpRequest, project: Project) -> HttpResponse:
+    deleted, _ = Forge.objects.filter(project=project).delete()
+    if deleted:
+        messages.success(request, f"{project.slug} sets no commit status now.")
+    return _back(project)
+
+
+def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
+    form = WebhookForm(request.POST, prefix="webhook")
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            hook = webhook_add(
+                project=project,
+                url=data["url"],
+                events_wanted=data["events"],
+                format=data["format"],
+                secret_env=data["secret_env"],
+            )
+        except OutboundInvalid as refusal:
+            form.place(refusal)
+        else:
+            messages.success(request, f"Webhook to {where(hook.url)} added.")
+            return _back(project)
+    return _page(request, project, webhook_form=form)
+
+
+def _remove(request: HttpRequest, project: Project) -> HttpResponse:
+    hook = _row(request, Webhook, project)
+    hook.delete()
+    messages.success(request, f"Webhook to {where(hook.url)} removed.")
+    return _back(project)
+
+
+ACTIONS: dict[str, Callable[[HttpRequest, Project], HttpResponse]] = {
+    "issue": _issue,
+    "revoke": _revoke,
+    "forge": _forge,
+    "forget": _forget,
+    "webhook": _webhook,
+    "remove": _remove,
+}
+
+
+@require_http_methods(["GET", "POST"])
+@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
+def project_connections(request: HttpRequest, slug: str) -> HttpResponse:
+    """The page; a POST names what it does in ``form``."""
+    project = get_object_or_404(Project, slug=slug)
+    if request.method == "GET":
+        return _page(request, project)
+    action = ACTIONS.get(request.POST.get("form", ""))
+    if action is None:
+        return _back(project)
+    return action(request, project)

@@ -1,0 +1,251 @@
+"""A project's connections page: an admin issues an ingest token the API takes
+(shown once, stored as a hash only) and revokes it; sets and forgets the forge;
+adds and removes webhooks, a refused one beside its one-line reason; no
+secret's value ever reaches the page; reviewers are kept out of it all."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from replayhub.models import Forge, IngestToken, Webhook
+from tests.factories import make_project
+from tests.records import jsonl, record
+
+URL = "/projects/shop/connections/"
+TOKEN = re.compile(r"rhi_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
+VARIABLE = "REPLAYHUB_REPO_TOKEN_CONNECTIONS"
+SECRET = "the-value-only-workers-read"
+FORGE = {
+    "form": "forge",
+    "forge-kind": "github",
+    "forge-repo": "acme/shop",
+    "forge-token_env": VARIABLE,
+    "forge-api_url": "",
+}
+# A public address, written as one: nothing is resolved.
+HOOK_URL = "https://93.184.215.14/services/T000/the-path-is-the-secret?key=k"
+WEBHOOK = {
+    "form": "webhook",
+    "webhook-url": HOOK_URL,
+    "webhook-events": ["replay.finished", "review.decided"],
+    "webhook-format": "cloudevents",
+    "webhook-secret_env": VARIABLE,
+}
+
+
+def as_user(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def push(token: str):
+    return Client().post(
+        reverse("api_runs_create", args=["shop"]),
+        data=jsonl(record()),
+        content_type="application/x-ndjson",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+def issue(client, **extra) -> tuple[str, object]:
+    answer = client.post(URL, {"form": "issue", **extra})
+    assert answer.status_code == 200
+    found = TOKEN.findall(answer.content.decode())
+    assert len(found) == 1, "the token, once"
+    return found[0], answer
+
+
+@pytest.fixture
+def shop(db):
+    return make_project("shop")
+
+
+def test_a_token_issued_on_the_page_is_shown_once_and_the_api_takes_it(
+    git_project, admin_user, caplog
+):
+    client = as_user(admin_user)
+    detail = client.get("/projects/shop/").content.decode()
+    assert f'href="{URL}"' in detail
+
+    with caplog.at_level(logging.DEBUG):
+        token, answer = issue(client)
+
+    page = answer.content.decode()
+    assert "it cannot be shown again" in page
+    assert "no-store" in answer["Cache-Control"]
+    assert push(token).status_code == 201
+    row = IngestToken.objects.get()
+    assert row.last_used_at is not None
+    # Only its hash is kept: not in the database, a cookie, the session or a log.
+    assert token not in repr(list(IngestToken.objects.values()))
+    assert token not in str(client.cookies)
+    assert token not in repr(dict(client.session))
+    assert token not in caplog.text
+    again = client.get(URL).content.decode()
+    assert TOKEN.search(again) is None
+    assert f"rhi_{row.prefix}_…" in again
+    assert "Active" in again
+
+
+def test_a_revoked_token_is_refused_by_the_api(git_project, admin_user):
+    client = as_user(admin_user)
+    token, _ = issue(client)
+    row = IngestToken.objects.get()
+
+    revoked = client.post(URL, {"form": "revoke", "id": row.pk}, follow=True)
+
+    assert revoked.redirect_chain == [(URL, 302)]
+    assert f"Token {row.prefix} revoked" in revoked.content.decode()
+    assert push(token).status_code == 403
+
+
+def test_issuing_with_revoke_the_others_leaves_one_working_token(
+    git_project, admin_user
+):
+    client = as_user(admin_user)
+    old, _ = issue(client)
+    new, answer = issue(client, rotate="on")
+
+    assert "other tokens of shop are revoked" in answer.content.decode()
+    assert push(old).status_code == 403
+    assert push(new).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"form": "issue"},
+        {"form": "revoke", "id": "1"},
+        FORGE,
+        {"form": "forget"},
+        WEBHOOK,
+        {"form": "remove", "id": "1"},
+    ],
+    ids=lambda data: data["form"],
+)
+def test_a_reviewer_is_refused_the_page_and_every_post(shop, reviewer, lead, data):
+    Forge.objects.create(
+        project=shop, kind="github", api_url="https://api.github.com", repo="a/b"
+    )
+    for user in (reviewer, lead):
+        client = as_user(user)
+        assert client.get(URL).status_code == 403
+        assert client.get("/projects/shop/edit/").status_code == 403
+        assert client.post(URL, data).status_code == 403
+        assert URL not in client.get("/projects/shop/").content.decode()
+    assert IngestToken.objects.count() == 0
+    assert Webhook.objects.count() == 0
+    assert Forge.objects.get().repo == "a/b"
+
+
+def test_a_forge_with_a_bad_repo_is_refused_beside_it_and_nothing_is_saved(
+    shop, admin_user
+):
+    client = as_user(admin_user)
+
+    refused = client.post(URL, {**FORGE, "forge-repo": "shop-without-owner"})
+
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert 'id="form-problems"' in page
+    assert 'href="#id_forge-repo">Repository</a>: ' in page
+    assert "&#x27;shop-without-owner&#x27; is not owner/repo." in page
+    assert Forge.objects.count() == 0
+
+
+def test_an_admin_sets_the_forge_and_forgets_it(shop, admin_user):
+    client = as_user(admin_user)
+
+    saved = client.post(URL, FORGE, follow=True)
+
+    assert saved.redirect_chain == [(URL, 302)]
+    shown = saved.content.decode()
+    assert "acme/shop" in shown and VARIABLE in shown
+    assert "https://api.github.com" in shown
+    assert Forge.objects.get().repo == "acme/shop"
+    client.post(URL, {"form": "forget"})
+    assert Forge.objects.count() == 0
+
+
+def test_a_token_variable_outside_the_allow_list_is_refused_beside_it(shop, admin_user):
+    answer = as_user(admin_user).post(URL, {**FORGE, "forge-token_env": "HOME"})
+
+    assert answer.status_code == 400
+    assert 'href="#id_forge-token_env">Token variable</a>: ' in answer.content.decode()
+    assert Forge.objects.count() == 0
+
+
+def test_a_webhook_to_a_private_address_is_refused_with_its_reason(shop, admin_user):
+    client = as_user(admin_user)
+
+    refused = client.post(URL, {**WEBHOOK, "webhook-url": "http://10.0.0.5/hook"})
+
+    assert refused.status_code == 400
+    problems = re.search(
+        r'<div class="notice bad form-problems".*?</div>',
+        refused.content.decode(),
+        re.S,
+    )
+    assert problems is not None
+    assert 'href="#id_webhook-url">URL</a>: 10.0.0.5 resolves to' in problems[0]
+    assert Webhook.objects.count() == 0
+
+
+def test_a_cloudevents_webhook_without_a_key_is_refused_beside_the_key(
+    shop, admin_user
+):
+    answer = as_user(admin_user).post(URL, {**WEBHOOK, "webhook-secret_env": ""})
+
+    assert answer.status_code == 400
+    assert (
+        'href="#id_webhook-secret_env">Signing key variable</a>: '
+        "A CloudEvents webhook is signed."
+    ) in answer.content.decode()
+
+
+def test_a_webhook_is_added_shown_without_its_secret_path_and_removed(shop, admin_user):
+    client = as_user(admin_user)
+
+    added = client.post(URL, WEBHOOK, follow=True)
+
+    assert added.redirect_chain == [(URL, 302)]
+    page = added.content.decode()
+    assert "https://93.184.215.14/…" in page
+    assert "the-path-is-the-secret" not in page and "key=k" not in page
+    assert "replay.finished, review.decided" in page
+    hook = Webhook.objects.get()
+    assert hook.url == HOOK_URL
+    assert 'href="/projects/shop/#deliveries"' in page
+
+    client.post(URL, {"form": "remove", "id": hook.pk})
+    assert Webhook.objects.count() == 0
+
+
+def test_a_variables_value_never_reaches_the_page(shop, admin_user, monkeypatch):
+    monkeypatch.setenv(VARIABLE, SECRET)
+    client = as_user(admin_user)
+    client.post(URL, FORGE)
+    client.post(URL, WEBHOOK)
+
+    page = client.get(URL).content.decode()
+
+    assert page.count(VARIABLE) >= 2
+    assert SECRET not in page
+
+
+def test_another_projects_token_is_not_revoked_from_this_page(shop, admin_user):
+    other = IngestToken.objects.create(
+        project=make_project("billing"), prefix="0" * 12, token_sha256="0" * 64
+    )
+
+    answer = as_user(admin_user).post(URL, {"form": "revoke", "id": other.pk})
+
+    assert answer.status_code == 404
+    other.refresh_from_db()
+    assert other.revoked_at is None
