@@ -1,0 +1,63 @@
+"""A project's connections page in Chromium, with the keyboard only: an admin
+goes from the project page to it, issues an ingest token and sees it once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from replayhub.models import IngestToken
+from tests.browser.watch import Watch
+from tests.factories import make_project
+
+pytestmark = pytest.mark.browser
+
+TOKEN = re.compile(r"rhi_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
+
+
+def tab_to(page, name: str, presses: int = 80) -> None:
+    """Press Tab until the focused link or button is called ``name``."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            "document.activeElement && document.activeElement.textContent.trim()"
+        )
+        if focused == name:
+            return
+    raise AssertionError(f"{name!r} is not reached with Tab")
+
+
+def test_an_admin_issues_a_token_with_the_keyboard_and_sees_it_once(
+    login, admin_user, screenshot
+):
+    make_project("shop")
+    page = login(admin_user)
+    page.set_viewport_size({"width": 1024, "height": 800})
+    watch = Watch(page, console_errors=True)
+    watch.goto("/projects/shop/")
+
+    tab_to(page, "Connections")
+    with page.expect_navigation(url=re.compile(r".*/projects/shop/connections/$")):
+        page.keyboard.press("Enter")
+    expect(page.locator("#tokens")).to_have_count(0)
+    tab_to(page, "Issue a token")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    shown = page.locator("#issued-token")
+    expect(shown).to_have_text(TOKEN)
+    token = shown.text_content()
+    # Focus moves to the token, so a keyboard or screen reader user is there.
+    expect(page.locator("#issued")).to_be_focused()
+    expect(page.locator("#issued")).to_contain_text("it cannot be shown again")
+    row = IngestToken.objects.get()
+    expect(page.locator("#tokens")).to_contain_text(f"rhi_{row.prefix}_…")
+    screenshot(page, "connections-token-issued")
+
+    watch.goto("/projects/shop/connections/")
+    expect(page.locator("#tokens")).to_contain_text("Active")
+    assert token not in page.content()
+    assert TOKEN.search(page.content()) is None
+    watch.check("after issuing a token")
