@@ -11,6 +11,7 @@ import hashlib
 import ipaddress
 import os
 import re
+import socket
 import stat
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -355,6 +356,10 @@ REPLAYHUB_ENV_CACHE_DIR = Path(
 )
 REPLAYHUB_ENV_CACHE_MAX_BYTES = env_int("REPLAYHUB_ENV_CACHE_MAX_BYTES", 20 * 1024**3)
 REPLAYHUB_ENV_FAILURE_SECONDS = env_int("REPLAYHUB_ENV_FAILURE_SECONDS", 3600)
+# Finished agent installs, kept to be copied into later environments: beside
+# the environments unless named (workers on one host that keep separate
+# environment caches may share this one).
+REPLAYHUB_AGENT_INSTALLS_DIR = env_str("REPLAYHUB_AGENT_INSTALLS_DIR", "")
 # A directory every worker host mounts (NFS or the like): an environment built
 # on one host is published there and fetched by the others instead of running
 # setup again (environments/store.py). Empty: none, each host builds its own.
@@ -431,6 +436,9 @@ REPLAYHUB_HOST_TRIES = env_int("REPLAYHUB_HOST_TRIES", 3)
 # (until it is restarted); the status page names the hosts that stopped.
 REPLAYHUB_MIN_FREE_DISK_MB = env_int("REPLAYHUB_MIN_FREE_DISK_MB", 512)
 REPLAYHUB_HOST_FAILURES_TO_STOP = env_int("REPLAYHUB_HOST_FAILURES_TO_STOP", 3)
+# The host a worker stops as: the machine's name, unless several workers on
+# one machine have work folders of their own (one full disk stops its own).
+REPLAYHUB_HOST_NAME = env_str("REPLAYHUB_HOST_NAME", "") or socket.gethostname()
 # A static relay built ahead (the production image builds it in a stage of its
 # own, so the worker needs no compiler); empty: built on first use under
 # VAR_DIR (sandbox/relaybin.py).

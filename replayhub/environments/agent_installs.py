@@ -6,8 +6,9 @@ mini-swe-agent); copying the tree it left takes a second or two. An install
 depends only on the release, where it came from (the agent cache's folder
 for that release, or the registry), the install script and the sandbox's
 root — never on the project — so it is kept per host under the environment
-cache, keyed by those, and copied (never linked: a project's setup command
-may write into its own environment) before the project's setup command runs.
+cache (or ``REPLAYHUB_AGENT_INSTALLS_DIR``), keyed by those, and copied
+(never linked: a project's setup command may write into its own environment)
+before the project's setup command runs.
 A kept install is taken only when complete (its marker written last); the
 oldest beyond :data:`KEEP` are removed. Any trouble reading one means the
 install simply runs again.
@@ -16,6 +17,7 @@ install simply runs again.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -24,6 +26,7 @@ import shutil
 import stat
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
@@ -40,7 +43,30 @@ HOST_PROGRAMS = ("/usr/bin/python3", "/usr/bin/node")
 
 
 def folder() -> Path:
+    if named := settings.REPLAYHUB_AGENT_INSTALLS_DIR:
+        return Path(named)
     return Path(settings.REPLAYHUB_ENV_CACHE_DIR) / "agent-installs"
+
+
+@contextlib.contextmanager
+def one_at_a_time(key: str) -> Iterator[None]:
+    """Held while ``key`` is taken or installed: a second worker on the host
+    that needs the same install waits for the first and copies what it kept,
+    instead of installing it again beside it. The holder's install is bounded
+    by its sandbox's limits, so the wait is too. Without a lock file (a
+    read-only folder), no waiting."""
+    root = folder()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / f".{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def host_programs() -> list[str]:

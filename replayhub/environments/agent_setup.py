@@ -47,30 +47,31 @@ def run_install(
     )
     installed = env_bind.source / Path(INSTALL_DIR).relative_to(env_bind.dest)
     started = time.monotonic()
-    if agent_installs.take(key, installed):
-        said = f"{spec} copied from this host's earlier install of it ({key[:12]})\n"
-        return _copied(said, time.monotonic() - started, runner), []
-    binds = [env_bind]
-    if plan.cache is not None:
-        binds.append(Bind(plan.cache, install.CACHE_PATH))
-    empty = work / "agent-install"
-    empty.mkdir(parents=True)
-    outcome, network = access.run_phase(
-        runner,
-        SandboxSpec(
-            argv=plan.argv,
-            workspace=empty,
-            env=env,
-            limits=limits,
-            binds=tuple(binds),
-        ),
-        needs=access.Needs(egress=plan.egress, proxy=True),
-        directory=work / "net-install",
-        phase="setup",
-        loopback_direct=False,
-    )
-    if outcome.exit_code == 0 and not (outcome.timed_out or outcome.limit_fired):
-        agent_installs.keep(key, installed)
+    with agent_installs.one_at_a_time(key):
+        if agent_installs.take(key, installed):
+            said = f"{spec} copied from this host's earlier install ({key[:12]})\n"
+            return _copied(said, time.monotonic() - started, runner), []
+        binds = [env_bind]
+        if plan.cache is not None:
+            binds.append(Bind(plan.cache, install.CACHE_PATH))
+        empty = work / "agent-install"
+        empty.mkdir(parents=True)
+        outcome, network = access.run_phase(
+            runner,
+            SandboxSpec(
+                argv=plan.argv,
+                workspace=empty,
+                env=env,
+                limits=limits,
+                binds=tuple(binds),
+            ),
+            needs=access.Needs(egress=plan.egress, proxy=True),
+            directory=work / "net-install",
+            phase="setup",
+            loopback_direct=False,
+        )
+        if outcome.exit_code == 0 and not (outcome.timed_out or outcome.limit_fired):
+            agent_installs.keep(key, installed)
     return outcome, network.attempts if network is not None else []
 
 

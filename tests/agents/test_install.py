@@ -44,6 +44,7 @@ def test_the_key_names_the_profile_and_version_and_custom_keys_are_unchanged():
 def work(settings):
     root = Path(settings.REPLAYHUB_WORK_DIR) / f"install-{uuid.uuid4().hex[:8]}"
     settings.REPLAYHUB_ENV_CACHE_DIR = root / "envs"
+    settings.REPLAYHUB_AGENT_INSTALLS_DIR = ""
     yield root
     remove_tree(root)
 

@@ -8,6 +8,8 @@ import os
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ ARGV = ("sh", "-c", "script", "replayhub-install", "pkg==1.0", "pkg")
 @pytest.fixture
 def kept_under(settings, tmp_path):
     settings.REPLAYHUB_ENV_CACHE_DIR = tmp_path / "envs"
+    settings.REPLAYHUB_AGENT_INSTALLS_DIR = ""
     return tmp_path / "envs" / "agent-installs"
 
 
@@ -116,3 +119,45 @@ def test_the_least_recently_used_beyond_the_limit_are_removed(kept_under, tmp_pa
     left = sorted(p.name for p in Path(kept_under).iterdir())
     assert len(left) == agent_installs.KEEP
     assert f"{0:064d}" not in left and f"{1:064d}" not in left
+
+
+def test_a_named_folder_is_shared_by_workers_whose_environments_are_apart(
+    settings, tmp_path
+):
+    settings.REPLAYHUB_AGENT_INSTALLS_DIR = str(tmp_path / "shared")
+    made = tmp_path / "made"
+    (made / "bin").mkdir(parents=True)
+    (made / "bin" / "agent").write_text("#!/bin/sh\n")
+    agent_installs.keep("s" * 64, made)
+
+    settings.REPLAYHUB_ENV_CACHE_DIR = tmp_path / "another-workers-envs"
+    copied = tmp_path / "copied"
+    assert agent_installs.take("s" * 64, copied)
+    assert (copied / "bin" / "agent").read_text() == "#!/bin/sh\n"
+    assert not (tmp_path / "another-workers-envs").exists()
+
+
+def test_a_second_worker_needing_the_same_install_waits_for_the_first(kept_under):
+    order = []
+    first_in = threading.Event()
+
+    def first():
+        with agent_installs.one_at_a_time("w" * 64):
+            first_in.set()
+            time.sleep(0.3)
+            order.append("first done")
+
+    def second():
+        first_in.wait()
+        with agent_installs.one_at_a_time("w" * 64):
+            order.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    assert order == ["first done", "second in"]
+    with agent_installs.one_at_a_time("x" * 64):  # another key never waits
+        pass
