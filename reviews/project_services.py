@@ -1,6 +1,7 @@
 """An admin's project workflows: register or edit a project (in the browser,
-and ``manage.py project_edit``), and start a replay of one run now. Each leaves
-an audit event behind."""
+and ``manage.py project_edit``), start a replay of one run now, and manage its
+connections (ingest tokens, forge, webhooks). Each leaves an audit event
+behind."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from replayhub.ingest.tokens import token_issue
 from replayhub.models import (
     Budget,
+    Forge,
+    IngestToken,
     Night,
     NightStatus,
     Preflight,
@@ -24,8 +28,10 @@ from replayhub.models import (
     Run,
     Tier,
     Trigger,
+    Webhook,
 )
 from replayhub.nights import arithmetic, scheduler, shares, tiers
+from replayhub.outbound.services import forge_set, webhook_add, where
 from replayhub.project_setup import (
     ProjectInvalid,
     ProjectProblems,
@@ -425,3 +431,114 @@ def label_remove(*, actor, label: Label) -> None:
             object_id=str(project_id),
             before=before,
         )
+
+
+# --- connections: ingest tokens, the forge, webhooks ----------------------------
+# The domain's workflows, each with its audit event. No event holds a secret: a
+# token is named by its public prefix, a webhook by its address without path or
+# query (``where``), a variable by its name.
+
+FORGE_FIELDS = ("kind", "api_url", "repo", "token_env")
+
+
+def _audit(actor, action: str, project: Project, before=None, after=None) -> None:
+    AuditEvent.objects.create(
+        actor=actor,
+        action=action,
+        object_type="project",
+        object_id=str(project.pk),
+        before=before or {},
+        after=after or {},
+    )
+
+
+def connection_token_issue(
+    *, actor, project: Project, rotate: bool = False
+) -> tuple[IngestToken, str]:
+    """``token_issue``, audited as ``ingest_token.issue`` with the prefixes
+    ``rotate`` revoked. The token text is returned, never recorded."""
+    with transaction.atomic():
+        revoked = (
+            list(
+                IngestToken.objects.active()
+                .filter(project=project)
+                .values_list("prefix", flat=True)
+            )
+            if rotate
+            else []
+        )
+        row, token = token_issue(project=project, rotate=rotate)
+        _audit(
+            actor,
+            "ingest_token.issue",
+            project,
+            after={"prefix": row.prefix, "revoked": revoked},
+        )
+    return row, token
+
+
+def connection_token_revoke(*, actor, token: IngestToken) -> None:
+    """Revoke ``token`` (audited as ``ingest_token.revoke``); a revoked one
+    stays as it is."""
+    with transaction.atomic():
+        if token.revoked_at is not None:
+            return
+        token.revoke()
+        _audit(actor, "ingest_token.revoke", token.project, {"prefix": token.prefix})
+
+
+def _forge_shown(forge: Forge | None) -> dict[str, Any]:
+    return {name: getattr(forge, name) for name in FORGE_FIELDS} if forge else {}
+
+
+def connection_forge_set(*, actor, project: Project, **values: str) -> Forge:
+    """``forge_set`` with ``values``, audited as ``forge.update`` (before and
+    after); raises OutboundInvalid and then saves nothing."""
+    with transaction.atomic():
+        before = _forge_shown(Forge.objects.filter(project=project).first())
+        forge = forge_set(project=project, **values)
+        after = _forge_shown(forge)
+        if before != after:
+            _audit(actor, "forge.update", project, before, after)
+    return forge
+
+
+def connection_forge_forget(*, actor, project: Project) -> bool:
+    """Forget the project's forge (audited as ``forge.delete``); False when
+    it named none."""
+    with transaction.atomic():
+        forge = Forge.objects.filter(project=project).first()
+        if forge is None:
+            return False
+        forge.delete()
+        _audit(actor, "forge.delete", project, before=_forge_shown(forge))
+    return True
+
+
+def _hook_shown(hook: Webhook) -> dict[str, Any]:
+    return {
+        "webhook": hook.pk,
+        "to": where(hook.url),
+        "events": hook.events,
+        "format": hook.format,
+        "secret_env": hook.secret_env,
+    }
+
+
+def connection_webhook_add(*, actor, project: Project, **values: Any) -> Webhook:
+    """``webhook_add`` with ``values``, audited as ``webhook.create``;
+    raises OutboundInvalid and then saves nothing."""
+    with transaction.atomic():
+        hook = webhook_add(project=project, **values)
+        _audit(actor, "webhook.create", project, after=_hook_shown(hook))
+    return hook
+
+
+def connection_webhook_remove(*, actor, hook: Webhook) -> None:
+    """Remove ``hook`` (audited as ``webhook.delete``); its deliveries go
+    with it."""
+    with transaction.atomic():
+        shown = _hook_shown(hook)
+        project = hook.project
+        hook.delete()
+        _audit(actor, "webhook.delete", project, before=shown)

@@ -1,8 +1,8 @@
 """A project's connections, managed from the app: the ingest tokens producers
 push runs with, the forge its commit statuses go to, and its webhooks. The
 same workflows, and checks, as ``manage.py ingest_token``, ``project_forge``
-and ``project_webhook``; those who may edit the project may use it, everyone
-else gets a 403.
+and ``project_webhook``, audited (``project_services``); those who may edit
+the project may use it, everyone else gets a 403.
 
 A token issued here is shown once, in the answer to the POST that issued it
 (never stored, never in a redirect, a message or a URL, and not cached); every
@@ -21,7 +21,6 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods
 
 from replayhub import roles
-from replayhub.ingest.tokens import token_issue
 from replayhub.models import (
     Forge,
     ForgeKind,
@@ -32,12 +31,14 @@ from replayhub.models import (
 )
 from replayhub.outbound import statuses
 from replayhub.outbound.events import EVENTS
-from replayhub.outbound.services import (
-    OutboundInvalid,
-    env_problem,
-    forge_set,
-    webhook_add,
-    where,
+from replayhub.outbound.services import OutboundInvalid, env_problem, where
+from reviews.project_services import (
+    connection_forge_forget,
+    connection_forge_set,
+    connection_token_issue,
+    connection_token_revoke,
+    connection_webhook_add,
+    connection_webhook_remove,
 )
 
 # The tokens the page lists, newest first.
@@ -202,7 +203,7 @@ def _row(request: HttpRequest, model: type[IngestToken] | type[Webhook], project
 def _issue(request: HttpRequest, project: Project) -> HttpResponse:
     form = IssueForm(request.POST)
     rotate = form.is_valid() and form.cleaned_data["rotate"]
-    issued = token_issue(project=project, rotate=rotate)
+    issued = connection_token_issue(actor=request.user, project=project, rotate=rotate)
     if rotate:
         messages.info(request, f"The other tokens of {project.slug} are revoked.")
     response = _page(request, project, issued=issued)
@@ -213,7 +214,7 @@ def _issue(request: HttpRequest, project: Project) -> HttpResponse:
 
 def _revoke(request: HttpRequest, project: Project) -> HttpResponse:
     token = _row(request, IngestToken, project)
-    token.revoke()
+    connection_token_revoke(actor=request.user, token=token)
     messages.success(request, f"Token {token.prefix} revoked: the API refuses it.")
     return _back(project)
 
@@ -223,7 +224,8 @@ def _forge(request: HttpRequest, project: Project) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            forge_set(
+            connection_forge_set(
+                actor=request.user,
                 project=project,
                 kind=data["kind"],
                 repo=data["repo"],
@@ -239,8 +241,7 @@ def _forge(request: HttpRequest, project: Project) -> HttpResponse:
 
 
 def _forget(request: HttpRequest, project: Project) -> HttpResponse:
-    deleted, _ = Forge.objects.filter(project=project).delete()
-    if deleted:
+    if connection_forge_forget(actor=request.user, project=project):
         messages.success(request, f"{project.slug} sets no commit status now.")
     return _back(project)
 
@@ -250,7 +251,8 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
     if form.is_valid():
         data = form.cleaned_data
         try:
-            hook = webhook_add(
+            hook = connection_webhook_add(
+                actor=request.user,
                 project=project,
                 url=data["url"],
                 events_wanted=data["events"],
@@ -267,7 +269,7 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
 
 def _remove(request: HttpRequest, project: Project) -> HttpResponse:
     hook = _row(request, Webhook, project)
-    hook.delete()
+    connection_webhook_remove(actor=request.user, hook=hook)
     messages.success(request, f"Webhook to {where(hook.url)} removed.")
     return _back(project)
 

@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from replayhub.models import Forge, IngestToken, Webhook
+from reviews.models import AuditEvent
 from tests.factories import make_project
 from tests.records import jsonl, record
 
@@ -249,3 +250,33 @@ def test_another_projects_token_is_not_revoked_from_this_page(shop, admin_user):
     assert answer.status_code == 404
     other.refresh_from_db()
     assert other.revoked_at is None
+
+
+def test_every_change_is_audited_with_no_secret_in_it(git_project, admin_user):
+    client = as_user(admin_user)
+    old, _ = issue(client)
+    token, _ = issue(client, rotate="on")
+    row = IngestToken.objects.active().get()
+    client.post(URL, {"form": "revoke", "id": row.pk})
+    client.post(URL, FORGE)
+    client.post(URL, {"form": "forget"})
+    client.post(URL, WEBHOOK)
+    client.post(URL, {"form": "remove", "id": Webhook.objects.get().pk})
+
+    events = AuditEvent.objects.filter(object_id=str(git_project.pk)).order_by("pk")
+    assert [(e.actor, e.action) for e in events] == [
+        (admin_user, "ingest_token.issue"),
+        (admin_user, "ingest_token.issue"),
+        (admin_user, "ingest_token.revoke"),
+        (admin_user, "forge.update"),
+        (admin_user, "forge.delete"),
+        (admin_user, "webhook.create"),
+        (admin_user, "webhook.delete"),
+    ]
+    first = IngestToken.objects.exclude(pk=row.pk).get()
+    assert events[1].after == {"prefix": row.prefix, "revoked": [first.prefix]}
+    assert events[3].after["token_env"] == VARIABLE
+    assert events[5].after["to"] == "https://93.184.215.14/…"
+    recorded = repr(list(events.values("before", "after")))
+    assert old not in recorded and token not in recorded
+    assert "the-path-is-the-secret" not in recorded
