@@ -2,13 +2,11 @@ from __future__ import annotations
 
 import json
 
-from django import forms
 from django.contrib import admin, messages
 from django.db import models
 from django.utils import timezone
 from django.utils.html import format_html
 
-from replayhub.ingest.tokens import token_issue
 from replayhub.models import (
     Budget,
     BudgetShare,
@@ -318,51 +316,27 @@ class WorkerCheckAdmin(admin.ModelAdmin):
     list_display = ["id", "requested_by", "requested_at", "answered_at", "worker"]
 
 
-class IngestTokenForm(forms.ModelForm):
-    rotate = forms.BooleanField(
-        required=False, help_text="Revoke the project's other tokens at the same time."
-    )
-
-    class Meta:
-        model = IngestToken
-        fields = ["project"]
-
-
 @admin.register(IngestToken)
 class IngestTokenAdmin(admin.ModelAdmin):
-    """Tokens are issued here (the secret is shown once, as a message) and revoked."""
+    """Tokens are listed and revoked here. They are issued on a project's
+    connections page, which shows the secret once, in its own answer: a
+    message here would travel to the browser in a cookie."""
 
-    form = IngestTokenForm
     list_display = ["prefix", "project", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["project", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["project"]
     search_fields = ["prefix", "project__slug"]
     actions = ["revoke"]
+    fields = readonly_fields = [
+        "project",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
 
-    def get_fields(self, request, obj=None):
-        if obj is None:
-            return ["project", "rotate"]
-        return ["project", "prefix", "created_at", "last_used_at", "revoked_at"]
-
-    def get_readonly_fields(self, request, obj=None):
-        if obj is None:
-            return []
-        return ["project", "prefix", "created_at", "last_used_at", "revoked_at"]
-
-    def save_model(self, request, obj, form, change):
-        if change:
-            return
-        _, token = token_issue(
-            project=form.cleaned_data["project"],
-            rotate=form.cleaned_data["rotate"],
-            row=obj,
-        )
-        # Shown once: only the token's hash is stored.
-        messages.warning(
-            request,
-            f"Ingest token for {obj.project.slug}: {token} — copy it now, it "
-            "cannot be shown again.",
-        )
+    def has_add_permission(self, request):
+        return False
 
     @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request, queryset):

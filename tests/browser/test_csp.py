@@ -325,7 +325,7 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
         # A budget's and a night's shares, one inline row per tier.
         f"/admin/replayhub/budget/{shop.budget.pk}/change/",
         f"/admin/replayhub/night/{shop.nights.get().pk}/change/",
-        "/admin/replayhub/ingesttoken/add/",
+        "/admin/replayhub/ingesttoken/",
         "/admin/auth/user/",
         "/admin/auth/user/add/",
         f"/admin/auth/user/{root.pk}/change/",
