@@ -164,6 +164,10 @@ def register(name: str, repo: Repo, fake: fakemodels.FakeModel, index) -> Projec
         f"127.0.0.1:{index.port}",
         "--time-limit",
         "240",
+        # An agent that retries a call its tape refuses is ended this soon
+        # after (the default, 10 s, is for a model that may come back).
+        "--cap-grace",
+        "3",
         stdout=out,
     )
     project = Project.objects.get(slug="calc")
