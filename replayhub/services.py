@@ -12,16 +12,16 @@ import dataclasses
 import logging
 import os
 import socket
-import threading
 import uuid
 from dataclasses import asdict
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -52,7 +52,14 @@ from replayhub.nights.replicate_tier import night_admit_replicates
 from replayhub.nights.tape_tier import night_admit_tape, without_taped
 from replayhub.replay import tapes
 from replayhub.replay.execute import execute
-from replayhub.replay.services import replay_retry_later
+from replayhub.replay.services import (
+    DATABASE_AWAY,
+    LeaseKeeper,
+    lease_beat,
+    once_the_database_answers,
+    replay_again,
+    replay_retry_later,
+)
 from replayhub.replay.storable import storable
 from replayhub.replay.workspace import Report, Unforeseen, check_dict
 from replayhub.rollouts.replay import execute_rollout, task_for
@@ -162,46 +169,18 @@ def beat_heartbeat(*, now=None) -> None:
 
 
 def replay_claim(*, replay_id: int, owner: str) -> bool:
-    """Take a queued replay for this worker. A conditional UPDATE, so only one wins."""
-    return Replay.objects.claim(replay_id, owner=owner)
+    """Take a queued replay for this worker. A conditional UPDATE, so only one
+    wins. True too when it runs leased to ``owner`` already: a claim whose
+    reply a database restart lost, made again by the task's retry."""
+    if Replay.objects.claim(replay_id, owner=owner):
+        return True
+    running = Replay.objects.filter(pk=replay_id, status=ReplayStatus.RUNNING)
+    return running.filter(lease_owner=owner).exists()
 
 
 def replay_heartbeat(*, replay_id: int, owner: str, phase: str | None = None) -> bool:
     """Extend the lease (and record the phase); False when the lease was lost."""
-    return Replay.objects.heartbeat(replay_id, owner=owner, phase=phase)
-
-
-class LeaseKeeper:
-    """Extends a replay's lease from a background thread while the work runs.
-
-    If the worker dies, the heartbeats stop and the reaper takes the replay back
-    once the lease expires.
-    """
-
-    def __init__(self, *, replay_id: int, owner: str):
-        self.replay_id = replay_id
-        self.owner = owner
-        self.lost = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        interval = max(settings.REPLAYHUB_LEASE_SECONDS / 3, 0.5)
-        try:
-            while not self._stop.wait(interval):
-                if not replay_heartbeat(replay_id=self.replay_id, owner=self.owner):
-                    self.lost = True
-                    return
-        finally:
-            connection.close()
+    return lease_beat(replay_id=replay_id, owner=owner, phase=phase)
 
 
 def replay_execute(*, replay_id: int, owner: str | None = None):
@@ -231,6 +210,7 @@ def _replay_execute(*, replay_id: int, owner: str | None):
             return replay_heartbeat(replay_id=replay_id, owner=owner, phase=phase)
 
         report: Report
+        database_lost = False
         try:
             rollout = task_for(replay)
             if rollout is not None:
@@ -266,9 +246,15 @@ def _replay_execute(*, replay_id: int, owner: str | None):
             report.decision = _harness_error(
                 f"the execution failed ({one_line(cause)})"
             )
-    if replay_retry_later(replay=replay, report=report, owner=owner):
+            # Not the run's fault: with nothing paid for yet, it runs again.
+            database_lost = isinstance(cause, DATABASE_AWAY) and not report.model_calls
+    ended = partial(replay_retry_later, replay=replay, report=report, owner=owner)
+    if database_lost:
+        ended = partial(replay_again, replay=replay, owner=owner)
+    if once_the_database_answers(ended, replay_id=replay_id):
         return None
-    if not replay_finish(replay=replay, outcome=report, owner=owner):
+    ended = partial(replay_finish, replay=replay, outcome=report, owner=owner)
+    if not once_the_database_answers(ended, replay_id=replay_id):
         log.warning("replay %s lost its lease; its result is discarded", replay_id)
         return None
     return report
@@ -420,6 +406,8 @@ def replay_finish(
                 tape.save()
             scheduler.settle(replay=replay, actual=actual, now=timezone.now())
             Replay.objects.band_sometimes_divergent(replay.run_id)
+    except DATABASE_AWAY:
+        raise  # not the findings' fault: stored again once the database answers
     except Exception as error:
         log.exception("replay %s: its findings could not be stored", replay.pk)
         return _finish_unstored(

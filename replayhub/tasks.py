@@ -78,8 +78,11 @@ def run_replay(self, replay_id: int) -> None:
     # A host short of disk, or stopped, sends the replay back for another.
     if host_declines(replay_id=replay_id, worker=self.request.hostname or ""):
         return
-    # Safe to deliver twice: only a queued replay can be claimed.
-    services.replay_execute(replay_id=replay_id)
+    # Safe to deliver twice: only a queued replay can be claimed. The lease is
+    # named for the message, so that its retries (the database away) know
+    # the replay their first try claimed.
+    owner = f"{socket.gethostname()}:{self.request.id}" if self.request.id else None
+    services.replay_execute(replay_id=replay_id, owner=owner)
 
 
 @shared_task(name=Task.REAP_EXPIRED_LEASES)

@@ -16,19 +16,28 @@ another host, and its worker is asked to stop consuming the replay queue
 (where the broker carries control messages: Redis; the row holds on any).
 The count is each worker process's own, so a host with several processes
 stops when one of them has seen that many failures in a row.
+
+A database out of reach for a moment (a restart, a failover) costs a replay
+running on a worker neither its lease nor its result: a missed heartbeat is
+tried again (``lease_beat``), its result is stored once the database answers
+(``once_the_database_answers``), and one whose execution met the outage
+before anything was paid for runs again (``replay_again``).
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-import socket
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from replayhub.celery import REPLAY_QUEUE, Task, app, enqueue
@@ -41,6 +50,79 @@ log = logging.getLogger(__name__)
 
 # The key of a waiting replay's ``evidence`` that holds its earlier tries.
 TRIES = "tries"
+# The database out of reach for a moment: a restart, a failover.
+DATABASE_AWAY = (OperationalError, InterfaceError)
+T = TypeVar("T")
+
+
+def lease_beat(*, replay_id: int, owner: str, phase: str | None = None) -> bool:
+    """Extend ``replay_id``'s lease (and record the phase); False when the
+    lease was lost. True when the database is out of reach for a moment: the
+    lease holds until it expires, and the next beat tries again on a new
+    connection."""
+    try:
+        return Replay.objects.heartbeat(replay_id, owner=owner, phase=phase)
+    except DATABASE_AWAY as error:
+        log.warning("replay %s: a heartbeat missed the database: %s", replay_id, error)
+        connection.close()
+        return True
+
+
+class LeaseKeeper:
+    """Extends a replay's lease from a background thread while the work runs.
+
+    If the worker dies, the heartbeats stop and the reaper takes the replay back
+    once the lease expires.
+    """
+
+    def __init__(self, *, replay_id: int, owner: str):
+        self.replay_id = replay_id
+        self.owner = owner
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        interval = max(settings.REPLAYHUB_LEASE_SECONDS / 3, 0.5)
+        try:
+            while not self._stop.wait(interval):
+                if not lease_beat(replay_id=self.replay_id, owner=self.owner):
+                    self.lost = True
+                    return
+        finally:
+            connection.close()
+
+
+def once_the_database_answers(step: Callable[[], T], *, replay_id: int) -> T:
+    """``step()`` (storing a replay's result), tried again while the database
+    is out of reach, for as long as a lease lasts: a database restart does
+    not cost a replay its result, nor the night a second attempt. Past that,
+    the error stands and the reaper rules on the replay."""
+    wait = 1.0
+    deadline = time.monotonic() + settings.REPLAYHUB_LEASE_SECONDS
+    while True:
+        try:
+            return step()
+        except DATABASE_AWAY as error:
+            if time.monotonic() + wait > deadline:
+                raise
+            log.warning(
+                "replay %s: its result waits for the database (%s); again in %g s",
+                replay_id,
+                error,
+                wait,
+            )
+            connection.close()
+            time.sleep(wait)
+            wait = min(wait * 2, 8.0)
 
 
 def replay_retry_later(
@@ -109,6 +191,21 @@ def replay_retry_later(
     return True
 
 
+def replay_again(*, replay: Replay, owner: str) -> bool:
+    """Queue ``replay`` again at once, keeping its night and reservation: its
+    execution met the database out of reach, which says nothing of the run
+    (the caller sends back only a replay with no model call paid for). False
+    when it is no longer ``owner``'s."""
+    with transaction.atomic():
+        if not Replay.objects.release(
+            replay.pk, owner=owner, due_at=timezone.now(), evidence=replay.evidence
+        ):
+            return False
+        enqueue(Task.RUN_REPLAY, replay.pk)
+    log.warning("replay %s: queued again, the database went away mid-replay", replay.pk)
+    return True
+
+
 def night_window_end(replay: Replay) -> datetime | None:
     """When the night that admitted ``replay`` closes; None when no night did
     (an explicit reproduce, a reviewer's rerun, a retry of a lost worker)."""
@@ -137,7 +234,7 @@ THIS_PROCESS = HostHealth()
 
 
 def host_name() -> str:
-    return socket.gethostname()
+    return settings.REPLAYHUB_HOST_NAME
 
 
 def stopped_row_name(host: str) -> str:
