@@ -279,12 +279,15 @@ def night_admit(
         .exclude(status=ReplayStatus.CANCELLED)
         .values("run_id")
     )
-    report.already = tonight.distinct().count()
-    runs = candidates(project, now).exclude(pk__in=tonight)
-    if gate is not None:
-        runs = gate(runs)
-    wanted = list(runs.values_list("pk", flat=True))
     with transaction.atomic():
+        # Two admissions of one night at once (`nightly --now` run twice) take
+        # turns on its row: the second sees what the first admitted.
+        Night.objects.select_for_update().get(pk=night.pk)
+        report.already = tonight.distinct().count()
+        runs = candidates(project, now).exclude(pk__in=tonight)
+        if gate is not None:
+            runs = gate(runs)
+        wanted = list(runs.values_list("pk", flat=True))
         # Every candidate shares one estimate, so the night admits the first k
         # at once: one conditional UPDATE reserves k estimates, or nothing.
         count = shares.admit(
