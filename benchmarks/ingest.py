@@ -52,6 +52,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -409,8 +410,15 @@ def row(name: str, s: dict) -> str:
 
 
 def run(args) -> int:
-    project_id = str(setup_database())
     work = Path(tempfile.mkdtemp(prefix="replayhub-bench-ingest-"))
+    try:
+        return measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args, work: Path) -> int:
+    project_id = str(setup_database())
     largest, smallest = max(args.sizes), min(args.sizes)
     results = {}
     server: list[dict] = []

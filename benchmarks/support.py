@@ -236,7 +236,7 @@ def in_scratch_database(
     admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
     template = migrated_template(admin, url)
     os.environ["DATABASE_URL"] = scratch_url(url, name)
-    os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
+    var = os.environ["REPLAYHUB_VAR_DIR"] = tempfile.mkdtemp(prefix="replayhub-bench-")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "replayhub.settings")
     try:
         if seed is None:
@@ -252,6 +252,7 @@ def in_scratch_database(
         if not keep:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+        shutil.rmtree(var, ignore_errors=True)
 
 
 SEEDED_PREFIX = "replayhub_bench_seeded_"
