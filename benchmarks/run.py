@@ -53,6 +53,8 @@ class Script:
     quick: list[str] = field(default_factory=lambda: ["--quick"])
     # Scripts that seed their own SQLite database never see DATABASE_URL.
     sqlite: bool = False
+    # Scripts too slow for --quick's "does it still run" (over ~40 s).
+    full_only: bool = False
 
 
 SUITE = [
@@ -68,6 +70,7 @@ SUITE = [
     Script("environment.py", ["--runs", "3"], sqlite=True),
     Script("rollouts.py", ["--runs", "3"], sqlite=True),
     Script("throughput.py", ["--replays", "2", "--rounds", "2"]),
+    Script("workers.py", ["--replays", "8", "--rounds", "2"], full_only=True),
     Script("claims.py", ["--rounds", "3"]),
     Script("gateway.py", ["--calls", "400"]),
     Script("tape.py", ["--served", "400"]),
@@ -357,6 +360,7 @@ def main() -> int:
         os.environ.setdefault(PREFIX_ENV, "replayhub_benchq_")
 
     suite = [s for s in SUITE if not args.only or s.name in args.only]
+    suite = [s for s in suite if not (args.quick and s.full_only and not args.only)]
     results = Path(tempfile.mkstemp(prefix="replayhub-bench-", suffix=".jsonl")[1])
     began = time.perf_counter()
     scripts = []
