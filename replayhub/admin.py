@@ -327,13 +327,8 @@ class IngestTokenAdmin(admin.ModelAdmin):
     list_select_related = ["project"]
     search_fields = ["prefix", "project__slug"]
     actions = ["revoke"]
-    fields = readonly_fields = [
-        "project",
-        "prefix",
-        "created_at",
-        "last_used_at",
-        "revoked_at",
-    ]
+    readonly_fields = ["project", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = list(readonly_fields)
 
     def has_add_permission(self, request):
         return False
