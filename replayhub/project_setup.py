@@ -157,7 +157,10 @@ class ProjectInvalid(ValueError):
         if self.said:
             return self.said
         text = self.message.removeprefix(f"{self.option}: ")
-        return text[:1].upper() + text[1:]
+        # A sentence starts with a capital; a URL or a path is left as given.
+        if text.split(" ", 1)[0].isalpha():
+            return text[:1].upper() + text[1:]
+        return text
 
 
 class ProjectProblems(ProjectInvalid):
@@ -536,12 +539,17 @@ def remote_check(
     root = Path(settings.REPLAYHUB_MIRROR_DIR)
     root.mkdir(parents=True, exist_ok=True)
     policy = credential_policy()
+    branch = fields.get("default_branch", "")
     try:
-        mirrors.Remote(repo, credential_env, policy).check(cwd=root)
+        heads = mirrors.Remote(repo, credential_env, policy).check(
+            cwd=root, branch=branch
+        )
     except mirrors.RepoUnreachable as exc:
         raise ProjectInvalid(
             "--repo", f"--repo: {repo} did not answer as a git repository: {exc.line}"
         ) from None
+    if heads is not None:
+        raise ProjectInvalid("--default-branch", branch_problem(repo, branch, heads))
 
 
 def local_branch_problem(repo: str, branch: str) -> str:
@@ -558,7 +566,11 @@ def local_branch_problem(repo: str, branch: str) -> str:
             some = history.branches()
     except (GitError, OSError):
         return ""  # the repository's own problem is said beside its field
-    have = f"its branches: {', '.join(some)}" if some else "it has no branch"
+    return branch_problem(repo, branch, some)
+
+
+def branch_problem(repo: str, branch: str, branches: list[str]) -> str:
+    have = f"its branches: {', '.join(branches)}" if branches else "it has no branch"
     return f"--default-branch: {repo} has no branch {branch[:100]!r} ({have})."
 
 

@@ -88,8 +88,8 @@ _SSH_COMMAND = "ssh -o BatchMode=yes -o ConnectTimeout=30"
 class RepoUnreachable(GitError):
     """The remote could not be read: unreachable, refused, or not a repository.
 
-    ``line`` is git's own last line of error output (or, when git said
-    nothing, what stopped it); it never holds a credential.
+    ``line`` is git's own reason (its first ``fatal:`` line, or its last; when
+    git said nothing, what stopped it); it never holds a credential.
     """
 
     def __init__(self, line: str, *, url: str = "") -> None:
@@ -257,12 +257,13 @@ class Remote:
         timeout: float,
         watch: Callable[[], str] | None = None,
         **kwargs,
-    ) -> None:
+    ) -> bytes:
         """Run a git command that talks to this remote, tethered to this
-        process; RepoUnreachable if it fails, with git's last line, or
-        FetchTooLarge with the answer of the ``watch`` that stopped it."""
+        process, for its output; RepoUnreachable if it fails, with git's
+        reason, or FetchTooLarge with the answer of the ``watch`` that
+        stopped it."""
         try:
-            git(
+            return git(
                 *args,
                 cwd=cwd,
                 timeout=timeout,
@@ -270,25 +271,51 @@ class Remote:
                 tethered=True,
                 watch=watch,
                 **kwargs,
-            )
+            ).stdout
         except RepoUnreachable:
             raise
         except GitStopped as error:
             raise FetchTooLarge(str(error), url=self.url) from None
         except GitError as error:
-            raise RepoUnreachable(last_line(error), url=self.url) from None
+            raise RepoUnreachable(reason_line(error), url=self.url) from None
 
-    def check(self, *, cwd: Path, timeout: float = LS_REMOTE_TIMEOUT) -> None:
-        """Raise RepoUnreachable unless the remote answers as a git repository."""
-        self.git(
-            "ls-remote", "--quiet", "--", self.url, "HEAD", cwd=cwd, timeout=timeout
+    def check(
+        self, *, cwd: Path, branch: str = "", timeout: float = LS_REMOTE_TIMEOUT
+    ) -> list[str] | None:
+        """Raise RepoUnreachable unless the remote answers as a git repository.
+        With a ``branch``: None when the remote has it, else the branches it
+        has (at most 20 named)."""
+        if not branch:
+            self.git(
+                "ls-remote", "--quiet", "--", self.url, "HEAD", cwd=cwd, timeout=timeout
+            )
+            return None
+        heads = self.git(
+            "ls-remote", "--heads", "--quiet", "--", self.url, cwd=cwd, timeout=timeout
         )
+        names = [
+            line.split(b"\t", 1)[1]
+            .decode("utf-8", "replace")
+            .removeprefix("refs/heads/")
+            for line in heads.splitlines()
+            if b"\t" in line
+        ]
+        return None if branch in names else names[:20]
 
 
-def last_line(error: GitError) -> str:
-    """git's own last line of error output, or the error when it said nothing."""
+def reason_line(error: GitError) -> str:
+    """git's own reason: its first ``fatal:`` line (what follows is advice,
+    such as "Please make sure you have the correct access rights / and the
+    repository exists."), else its last line, else the error itself."""
     lines = [line.strip() for line in error.stderr.splitlines() if line.strip()]
-    return lines[-1] if lines else str(error)
+    fatal = [n for n, line in enumerate(lines) if line.startswith("fatal: ")]
+    if not fatal:
+        return lines[-1] if lines else str(error)
+    first = fatal[0]
+    # "fatal: unable to connect to host:" goes on with its reason below.
+    if lines[first].endswith(":") and first + 1 < len(lines):
+        return f"{lines[first]} {lines[first + 1]}"
+    return lines[first]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from replayhub.models import Project
+from replayhub.project_setup import ProjectInvalid
 from tests.factories import make_superuser
 from tests.gitrepos import make_repo
 from tests.gitservers import GitDaemon, HttpGitServer, free_port
@@ -554,3 +555,47 @@ def test_the_agents_files_are_ignored_by_default_and_a_bad_glob_is_refused(db, r
     with pytest.raises(ValidationError) as refused:
         project.full_clean()
     assert "ignored_paths" in refused.value.message_dict
+
+
+def test_a_remotes_default_branch_must_be_one_of_its_branches(db, served, mirror_dir):
+    daemon, _ = served
+
+    with pytest.raises(CommandError) as missing:
+        add("app", daemon.url("app"), extra=["--default-branch", "nope"])
+    add("app", daemon.url("app"), extra=["--default-branch", "main"])
+
+    assert str(missing.value) == (
+        f"--default-branch: {daemon.url('app')} has no branch 'nope' "
+        "(its branches: main)."
+    )
+    assert Project.objects.get(slug="app").default_branch == "main"
+
+
+def test_a_remote_that_is_no_repository_is_refused_with_gits_reason(
+    db, tmp_path, mirror_dir
+):
+    nowhere = f"file://{tmp_path}/nowhere"
+
+    with pytest.raises(CommandError) as refused:
+        add("app", nowhere)
+
+    assert str(refused.value) == (
+        f"--repo: {nowhere} did not answer as a git repository: fatal: "
+        f"'{tmp_path}/nowhere' does not appear to be a git repository"
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "beside_its_field"),
+    [
+        ("--repo: file:///x did not answer", "file:///x did not answer"),
+        ("--repo: https://h/x did not answer", "https://h/x did not answer"),
+        ("--time-limit: must be at least 1", "Must be at least 1"),
+    ],
+)
+def test_a_problem_beside_its_field_starts_a_sentence_but_keeps_a_url(
+    message, beside_its_field
+):
+    option = message.split(":", 1)[0]
+
+    assert ProjectInvalid(option, message).detail == beside_its_field
