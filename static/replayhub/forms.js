@@ -52,3 +52,30 @@
     report("The server could not be reached; check the connection and try again.");
   });
 })();
+
+// A filter form asks only for filters not already shown: a select applies as
+// it changes, so Filter or Show pressed after it would fetch the same results
+// again and push a second, identical history entry (Back would need two).
+(function () {
+  "use strict";
+
+  function normalized(params) {
+    var kept = [];
+    params.forEach(function (value, key) {
+      if (value !== "") kept.push(key + "=" + value);
+    });
+    return kept.sort().join("&");
+  }
+
+  document.addEventListener("htmx:confirm", function (event) {
+    var form = event.detail.elt;
+    if (!form || form.tagName !== "FORM" || event.detail.verb !== "get") return;
+    if (form.getAttribute("hx-push-url") !== "true") return;
+    var url = new URL(event.detail.path, location.href);
+    if (url.pathname !== location.pathname) return;
+    var asked = normalized(new URLSearchParams(new FormData(form)));
+    if (asked === normalized(new URLSearchParams(location.search))) {
+      event.preventDefault();
+    }
+  });
+})();

@@ -71,3 +71,20 @@ def test_enter_in_model_asks_once_and_back_restores_the_filter_boxes(
     page.go_back()
     expect(rows(page)).to_have_count(2)
     expect(model_box(page)).to_have_value("")
+
+
+def test_a_select_then_filter_pushes_one_history_entry(login, reviewer, queued):
+    page = login(reviewer)
+    page.goto("/")
+    expect(rows(page)).to_have_count(2)
+    start = page.evaluate("history.length")
+
+    page.locator("form.filters select[name=verdict]").select_option("divergent")
+    expect(rows(page)).to_have_count(1)
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_timeout(500)
+    assert page.evaluate("history.length") == start + 1
+
+    # One Back is enough to leave the filter.
+    page.go_back()
+    expect(rows(page)).to_have_count(2)
