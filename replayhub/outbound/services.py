@@ -129,9 +129,10 @@ def webhook_add(
         raise OutboundInvalid(f"--events: {problem}")
     if format == WebhookFormat.CLOUDEVENTS and not secret_env:
         raise OutboundInvalid("--secret-env: a CloudEvents webhook is signed.")
-    if secret_env and (problem := env_problem(secret_env, url)):
-        raise OutboundInvalid(problem)
+    # The address first: a key's rules depend on the URL's scheme.
     if problem := url_problem(url):
+        raise OutboundInvalid(problem)
+    if secret_env and (problem := env_problem(secret_env, url)):
         raise OutboundInvalid(problem)
     return Webhook.objects.create(
         project=project,

@@ -198,6 +198,20 @@ def test_a_webhook_to_a_private_address_is_refused_with_its_reason(shop, admin_u
     assert Webhook.objects.count() == 0
 
 
+def test_an_address_no_webhook_can_have_is_refused_beside_the_address(
+    shop, admin_user
+):
+    answer = as_user(admin_user).post(
+        URL, {**WEBHOOK, "webhook-url": "ftp://hooks.example.com/rh"}
+    )
+
+    page = answer.content.decode()
+    assert answer.status_code == 400
+    assert 'href="#id_webhook-url">URL</a>: ' in page
+    assert 'href="#id_webhook-secret_env">' not in page
+    assert Webhook.objects.count() == 0
+
+
 def test_a_cloudevents_webhook_without_a_key_is_refused_beside_the_key(
     shop, admin_user
 ):
