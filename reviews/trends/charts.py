@@ -193,6 +193,12 @@ def count_scale(peak: int) -> int:
         magnitude *= 10
 
 
+def count_ticks(top: int) -> int:
+    """Steps of a count axis topping at ``top`` (a ``count_scale``), each a
+    whole number: 0 to 1 and 0 to 5 in one step, 0 to 2 and 0 to 10 in two."""
+    return 2 if top % 2 == 0 else 1
+
+
 def x_step(nights: int, most: int = 9) -> int:
     """Nights between two date labels on the x axis."""
     for step in (1, 2, 7, 14, 28, 56, 91, 182, 364):
@@ -327,7 +333,7 @@ def deferred_chart(nights: Sequence[NightTotals], frame: Frame) -> Chart:
     """Runs deferred by the budget per night, as bars with their counts."""
     peak = max((n.deferred for n in nights), default=0)
     top = count_scale(peak)
-    chart = _time_axes(frame, top, lambda v: f"{v:g}", ticks=2)
+    chart = _time_axes(frame, top, lambda v: f"{v:g}", count_ticks(top))
     deferred = [n for n in nights if n.deferred]
     label_all = len(deferred) <= 14
     marked = _value_nights({n.night: n.deferred for n in deferred})

@@ -15,6 +15,7 @@ from reviews.trends.charts import (
     Frame,
     control_chart,
     coverage_chart,
+    deferred_chart,
     mix_chart,
     rate_scale,
     reason_chart,
@@ -348,6 +349,17 @@ def test_geometry_keeps_every_bar_inside_the_plot():
 )
 def test_the_rate_axis_tops_out_at_a_tidy_value_above_the_peak(peak, top):
     assert rate_scale(peak) == top
+
+
+@pytest.mark.parametrize(
+    ("peak", "ticks"),
+    [(1, ["0", "1"]), (2, ["0", "1", "2"]), (4, ["0", "5"]), (9, ["0", "5", "10"])],
+)
+def test_the_deferred_runs_axis_counts_in_whole_runs(peak, ticks):
+    nights = [NightTotals(night=date(2026, 1, 1), attempted=5, deferred=peak)]
+    frame = Frame(date(2026, 1, 1), date(2026, 1, 28))
+    chart = deferred_chart(nights, frame)
+    assert [t.text for t in chart.texts if t.anchor == "end"] == ticks
 
 
 def test_reasons_past_the_top_six_are_stacked_together_as_other():
