@@ -123,16 +123,26 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
     if summary.invalid_total:
         payload["error"] = (
             f"{summary.invalid_total} of the records are invalid and were not "
-            "imported; the valid ones were imported"
+            f"imported; {_the_others(summary)}"
         )
         return JsonResponse(payload, status=400)
     if summary.conflicts_total:
         payload["error"] = (
             f"{summary.conflicts_total} of the records conflict with stored runs "
-            "of the same external id and were not imported; the others were"
+            f"of the same external id and were not imported; {_the_others(summary)}"
         )
         return JsonResponse(payload, status=409)
     return JsonResponse(payload, status=201 if summary.imported else 200)
+
+
+def _the_others(summary: ImportSummary) -> str:
+    """What became of the records that were not refused, as the upload page
+    says it."""
+    if summary.imported:
+        return f"the other {summary.imported} were imported"
+    if summary.duplicates:
+        return "the others were stored already"
+    return "nothing was imported"
 
 
 def _one_run(

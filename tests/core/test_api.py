@@ -175,8 +175,23 @@ def test_invalid_lines_give_400_with_their_errors_and_the_valid_lines_are_import
     assert data["imported"] == 2
     assert [entry["line"] for entry in data["invalid"]] == [2, 3]
     assert data["invalid"][1]["error"].startswith("started_at: ")
-    assert "the valid ones were imported" in data["error"]
+    assert data["error"] == (
+        "2 of the records are invalid and were not imported; the other 2 were imported"
+    )
     assert Run.objects.count() == 2
+
+
+def test_a_file_with_no_valid_line_says_nothing_was_imported(
+    client, git_project, token
+):
+    response = push(client, b"not json\n" + line(record(3, started_at="noon")), token)
+
+    assert response.status_code == 400
+    assert response.json()["imported"] == 0
+    assert response.json()["error"] == (
+        "2 of the records are invalid and were not imported; nothing was imported"
+    )
+    assert not Run.objects.exists()
 
 
 def test_a_conflict_is_409_and_the_stored_run_is_kept(client, git_project, token):
