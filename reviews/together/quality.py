@@ -50,10 +50,14 @@ def report(period: Period) -> dict:
     # Between reviewers, every judgement counts, gold checks included: gold
     # items are what most reviewers share.
     pairs = agreement.pairwise(_first_judgements(rows))
+    judged = Q(decision__in=[Review.Decision.CONFIRM, Review.Decision.OVERTURN])
     per_reviewer = (
         rows.values("reviewer__username")
         .annotate(
-            decisions=Count("id", filter=~Q(purpose=Purpose.GOLD)),
+            # A judgement confirms or overturns; a rerun asks for another
+            # replay and is counted apart.
+            decisions=Count("id", filter=judged & ~Q(purpose=Purpose.GOLD)),
+            reruns=Count("id", filter=Q(decision=Review.Decision.RERUN)),
             overturns=Count(
                 "id",
                 filter=Q(decision=Review.Decision.OVERTURN) & ~Q(purpose=Purpose.GOLD),

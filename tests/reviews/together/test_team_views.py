@@ -286,8 +286,20 @@ def test_the_agreement_page_shows_kappa_and_gold_agreement_of_a_known_set(
         serving = GoldServing.objects.create(gold=item, reviewer=reviewer)
         gold.gold_judge(serving=serving, decision="confirm", verdict_after=said)
 
+    # A rerun rita asks for is no judgement: counted apart.
+    Review.objects.create(
+        replay=make_replay(verdict="divergent"),
+        reviewer=reviewer,
+        decision="rerun",
+        verdict_before="divergent",
+    )
+
     page = as_user(lead).get(reverse("reviews:agreement"))
 
+    rita = next(
+        r for r in page.context["per_reviewer"] if r["reviewer__username"] == "rita"
+    )
+    assert (rita["decisions"], rita["overturns"], rita["reruns"]) == (4, 1, 1)
     gold_scores = page.context["gold_scores"]
     assert [(s.reviewer, s.judged, s.agreed) for s in gold_scores] == [("rita", 2, 1)]
     pair = next(
