@@ -32,6 +32,7 @@ from reviews.trends.queries import (
     dashboard_sums,
     latest_rollup,
     model_choices,
+    narrowed_out,
     rollups_version,
 )
 from reviews.trends.series import (
@@ -231,6 +232,7 @@ def dashboard_context(filters: TrendFilters) -> dict[str, Any]:
         "sources": RunSource.choices,
         "tiers": TIER_CHOICES,
         "latest_rollup": None if built["has_data"] else latest_rollup(filters),
+        "narrowed_out": not built["has_data"] and narrowed_out(filters),
         # When the newest of the figures shown was computed: a decision
         # recomputes its night's rollup at once, a night's close the rest.
         "computed_at": parse_datetime(version[2]) if version[2] else None,

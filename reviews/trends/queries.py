@@ -65,6 +65,15 @@ def rollups(
     return rows
 
 
+def narrowed_out(filters: TrendFilters) -> bool:
+    """Whether these nights have rollups that only the model, source or tier
+    filter leaves out (so the nights are rolled up, the filter is the cause)."""
+    if not filters.narrowed:
+        return False
+    wide = replace(filters, model="", source="", tier="")
+    return rollups(wide, cls=counted(wide)).exists()
+
+
 def history_start(filters: TrendFilters) -> date:
     """The first night fetched: the p-chart's trailing window before ``since``."""
     return filters.since - timedelta(days=TRAILING_NIGHTS)

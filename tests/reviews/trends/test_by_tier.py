@@ -118,3 +118,27 @@ def test_the_export_names_the_tier_of_each_row(as_lead, tiered_night):
     assert [(r["tier"], r["attempted"], r["divergent"]) for r in rows] == [
         ("tape", "2", "1")
     ]
+
+
+def test_a_tier_filter_that_leaves_out_every_rollup_says_so(as_lead, db):
+    """Nights rolled up with agentic replays only: asked for tape, the page
+    names the filter, not a missing rollup."""
+    at = datetime(2026, 2, 20, 23, tzinfo=UTC)
+    shop = make_project("shop")
+    data.replay(
+        shop, finished_at=at, verdict="identical", night=data.night(shop, NIGHT)
+    )
+    rollup_range(since=NIGHT, until=NIGHT)
+
+    for query in ({"tier": "tape"}, {"tier": "tape", "project": "shop"}):
+        html = as_lead.get(TRENDS, {**RANGE, **query}).content.decode()
+        assert "No tape-tier replays in these nights" in html
+        assert "match the tier filter" in html
+        assert "No rollups for these nights yet" not in html
+        assert "manage.py rollup" not in html
+
+    # Nights not rolled up at all still say how to roll them up.
+    html = as_lead.get(
+        TRENDS, {"since": "2026-01-01", "until": "2026-01-10", "tier": "tape"}
+    ).content.decode()
+    assert "No rollups for these nights yet" in html
