@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from replayhub import roles
 from replayhub.models import Replay
-from reviews.models import Comment, Notice
+from reviews.models import Comment, Label, Notice
 from reviews.replay_page.together import blind_projects, hidden_from
 from reviews.together import (
     comments,
@@ -337,10 +337,14 @@ def _bulk_set(form: BulkForm):
     # Never a replay under blind review: listed by its verdict, it would tell
     # the verdict to a reviewer who has not judged it (every listed replay is
     # undecided), and it is never confirmed in bulk anyway.
+    # Nor one whose project asks for labels: a bulk confirm gives none, so it
+    # would be counted here and skipped at the confirm.
+    labelled = Label.objects.filter(required=True).values("project_id")
     rows = (
         Replay.objects.finished()
         .filter(verdict=data["verdict"])
         .exclude(project_id__in=blind_projects())
+        .exclude(project_id__in=labelled)
     )
     if data.get("project"):
         rows = rows.filter(project=data["project"])

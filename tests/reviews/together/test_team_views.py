@@ -19,7 +19,7 @@ from reviews.models import (
 )
 from reviews.services import claim_take, review_decide
 from reviews.together import comments
-from tests.factories import make_replay, make_user
+from tests.factories import make_project, make_replay, make_user
 
 COMMENT = {
     "target": "dod",
@@ -207,6 +207,28 @@ def test_bulk_confirm_needs_the_count_the_reviewer_saw(reviewer):
     done = client.post(url, {"verdict": "identical", "expected": "3"})
     assert Review.objects.filter(decision="confirm").count() == 3
     assert done.url == f"{url}?verdict=identical"
+
+
+def test_bulk_confirm_offers_no_replay_its_project_would_have_labelled(reviewer):
+    plain = make_replay(verdict="identical", queued=False, reason_code="same_tree")
+    asks = make_replay(
+        verdict="identical", queued=False, project=make_project(slug="billing")
+    )
+    Label.objects.create(
+        project=asks.project, name="would merge", kind="yes_no", required=True
+    )
+    client = as_user(reviewer)
+    url = reverse("reviews:bulk")
+
+    preview = client.get(url, {"verdict": "identical"})
+    done = client.post(url, {"verdict": "identical", "expected": "1"}, follow=True)
+
+    assert [r.pk for r in preview.context["sample"]] == [plain.pk]
+    listed = preview.content.decode().split('id="bulk-set"', 1)[1]
+    assert "Identical trees" in listed and "same_tree" not in listed
+    assert "Confirmed 1 replays." in done.content.decode()
+    assert "Skipped" not in done.content.decode()
+    assert Review.objects.get().replay_id == plain.pk
 
 
 def test_the_queue_filters_on_a_label_given_earlier(reviewer):
