@@ -47,7 +47,11 @@ _HARNESS_SENTENCE: Mapping[Reason, str] = MappingProxyType(
 def harness_reason(facts: Facts) -> str:
     assert facts.harness_failure is not None
     sentence = _HARNESS_SENTENCE[facts.harness_failure]
-    cap = clean(facts.cap_detail)
+    # The cap in words ("max_files" is "max files"); the time limit's own
+    # name would only repeat the sentence.
+    cap = clean(facts.cap_detail).replace("_", " ")
+    if cap == "wall time" and facts.harness_failure == Reason.TIMEOUT:
+        cap = ""
     if cap and facts.harness_failure in {Reason.TIMEOUT, Reason.CAP_FIRED}:
         sentence += f" ({cap})"
     # The sentence supplies its own full stop.

@@ -44,7 +44,7 @@ def test_a_timeout_names_the_host_the_agent_kept_trying(
 
     assert replay.reason_code == "timeout"
     assert replay.reason == (
-        "The replay hit its time limit before producing a change (wall_time): "
+        "The replay hit its time limit before producing a change: "
         "the agent timed out after 4 s; it tried to reach api.openai.com:443 "
         "3 times (not allowed)."
     )

@@ -83,6 +83,16 @@ def test_a_fired_cap_names_which_cap():
     assert "(turn cap of 40 turns)" in decision.reason
 
 
+def test_a_caps_name_reads_as_words_and_a_timeout_does_not_repeat_itself():
+    files = decide(facts(harness_failure=Reason.CAP_FIRED, cap_detail="max_files"))
+    late = decide(facts(harness_failure=Reason.TIMEOUT, cap_detail="wall_time"))
+
+    assert files.reason.startswith(
+        "A per-replay cap fired before the replay produced a change (max files)"
+    )
+    assert late.reason == "The replay hit its time limit before producing a change."
+
+
 def test_harness_detail_is_folded_into_one_line():
     decision = decide(
         facts(
