@@ -551,12 +551,26 @@ def problems_of(forms_: Sequence[forms.BaseForm]) -> list[tuple[str, str, str]]:
         if form.non_field_errors()
     ]
     for form in forms_:
+        # Each tier's share has the same labels: the tier names the field.
+        tier = form.tier if isinstance(form, ShareForm) else None
         found += [
-            (str(field.label), field.id_for_label, " ".join(map(str, field.errors)))
+            (
+                _with_tier(tier, str(field.label)),
+                field.id_for_label,
+                " ".join(map(str, field.errors)),
+            )
             for field in form
             if field.errors
         ]
     return found
+
+
+def _with_tier(tier: str | None, label: str) -> str:
+    """``Money per night (USD)`` of the text tier: ``Text tier — money per
+    night (USD)``."""
+    if tier is None:
+        return label
+    return f"{tiers.LABELS[tier]} tier — {label[:1].lower()}{label[1:]}"
 
 
 @require_http_methods(["GET", "POST"])

@@ -349,6 +349,25 @@ def test_saving_one_card_changes_only_its_project(client, admin_user, budgeted_p
     assert other.agentic_enabled and not budgeted_project.agentic_enabled
 
 
+def test_the_problems_above_the_form_name_the_tier_of_a_share_field(
+    client, admin_user, budgeted_project
+):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**{"share-shop-text-max_cost_usd": "-1"}),
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 400
+    problems = re.search(
+        r'class="notice bad form-problems".*?</ul>', response.content.decode(), re.S
+    ).group(0)
+    assert (
+        '<a href="#id_share-shop-text-max_cost_usd">'
+        "Text tier — money per night (USD)</a>: Cannot be negative." in problems
+    )
+
+
 def test_the_text_share_is_edited_on_its_own_form(client, admin_user, budgeted_project):
     client.force_login(admin_user)
     client.post(
