@@ -275,7 +275,8 @@
     }
     var own = thread.querySelector("details");
     if (own) own.open = true;
-    thread.scrollIntoView({ block: "center" });
+    // Its top, below the sticky decision bar (the page's scroll-padding).
+    thread.scrollIntoView({ block: "start" });
   }
 
   // The keyboard's way to a line: one Tab stop per diff or output (its first

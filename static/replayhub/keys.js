@@ -325,6 +325,26 @@
     else if (said) said.focus();
   });
 
+  // The sticky decision bar keeps to a sixth of the screen's height: past it
+  // (a warning shown, a small window) it stays in the page instead. What is
+  // scrolled to (a Tab, a link to a thread) stops below the bar's foot.
+  function fitBar() {
+    var bar = document.getElementById("decision");
+    if (!bar) return;
+    bar.classList.remove("unstuck");
+    var height = bar.getBoundingClientRect().height;
+    var tall = height > window.innerHeight / 6;
+    bar.classList.toggle("unstuck", tall);
+    document.documentElement.style.setProperty("--decision-bar", (tall ? 0 : height) + "px");
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var bar = document.getElementById("decision");
+    if (!bar) return;
+    fitBar();
+    window.addEventListener("resize", fitBar);
+    if (window.ResizeObserver) new ResizeObserver(fitBar).observe(bar);
+  });
+
   // The browser's back button can restore a page whose form was submitted.
   window.addEventListener("pageshow", function () {
     submitting = false;

@@ -5,8 +5,11 @@ never left hidden under it."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from reviews.models import Label
+from reviews.services import review_decide
+from reviews.together import comments
 from tests.factories import make_replay
 
 pytestmark = pytest.mark.browser
@@ -57,3 +60,92 @@ def test_the_decision_bar_stays_thin_and_hides_no_focused_element(
         if found:
             hidden.append(found)
     assert not hidden, hidden
+
+
+# The bar's height, or None once it no longer stays at the top of the screen.
+BAR_HEIGHT = """() => {
+  const bar = document.getElementById('decision');
+  if (getComputedStyle(bar).position !== 'sticky') return null;
+  return bar.getBoundingClientRect().height;
+}"""
+
+
+def _labelled_replay():
+    replay = make_replay(verdict="divergent")
+    cause = Label.objects.create(
+        project=replay.project,
+        name="root cause",
+        kind="category",
+        categories=["harness", "agent", "task"],
+        required=True,
+    )
+    Label.objects.create(project=replay.project, name="would merge", kind="yes_no")
+    return replay, cause
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_the_bar_keeps_to_a_sixth_of_the_screen_in_every_state(login, reviewer, width):
+    replay, cause = _labelled_replay()
+    page = login(reviewer)
+    page.set_viewport_size({"width": width, "height": 768})
+    bound = 768 / 6
+    heights = {}
+    page.goto(f"/replays/{replay.pk}/")
+    heights["undecided"] = page.evaluate(BAR_HEIGHT)
+    page.locator("#id_note").focus()
+    heights["note focused"] = page.evaluate(BAR_HEIGHT)
+    page.locator("#id_note").fill("a first line\nand a second")
+    heights["note written"] = page.evaluate(BAR_HEIGHT)
+    page.keyboard.press("Escape")
+
+    # Confirm without the required label: refused, the reason in the bar.
+    page.locator("#id_note").fill("")
+    page.locator("body").click(position={"x": 5, "y": 700})
+    with page.expect_navigation():
+        page.keyboard.press("c")
+    expect(page.locator("#decision .error").first).to_be_visible()
+    heights["refused"] = page.evaluate(BAR_HEIGHT)
+    page.locator("#id_note").focus()
+    heights["refused, note focused"] = page.evaluate(BAR_HEIGHT)
+
+    review_decide(
+        replay=replay, reviewer=reviewer, decision="confirm", labels={cause.pk: "agent"}
+    )
+    page.goto(f"/replays/{replay.pk}/")
+    expect(page.locator("#decision")).to_contain_text("Already decided")
+    heights["decided"] = page.evaluate(BAR_HEIGHT)
+    page.locator("#id_note").focus()
+    heights["decided, note focused"] = page.evaluate(BAR_HEIGHT)
+
+    # At 1024 px it was 139 px once decided, 174 with the note focused too.
+    tall = {state: h for state, h in heights.items() if h is None or h > bound}
+    assert not tall, heights
+
+
+def test_a_link_to_a_thread_lands_below_the_bar(login, reviewer):
+    # Decided already: the bar was at its tallest there, 139 px.
+    replay, cause = _labelled_replay()
+    review_decide(
+        replay=replay, reviewer=reviewer, decision="confirm", labels={cause.pk: "agent"}
+    )
+    thread = comments.comment_add(
+        replay=replay,
+        author=reviewer,
+        data={
+            "target": "dod",
+            "path": "src/app.py",
+            "side": "new",
+            "line_start": 2,
+            "line_end": 3,
+            # A long thread: centred on the screen, its top was under the bar.
+            "body": "Is y right here? " * 150,
+        },
+    )
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/#thread-{thread.pk}")
+    target = page.locator(f"#thread-{thread.pk}")
+    expect(target).to_be_in_viewport()
+    top = target.bounding_box()["y"]
+    bar = page.locator("#decision").bounding_box()
+    assert top >= bar["y"] + bar["height"], (top, bar)
