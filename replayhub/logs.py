@@ -52,14 +52,16 @@ class JsonFormatter(logging.Formatter):
 
 
 class ClientErrorFilter(logging.Filter):
-    """A 4xx answer is the client's mistake, not the server's: log it at INFO,
-    one line, without the traceback Django attaches (a 404 is not an error)."""
+    """A 4xx answer is the client's mistake, not the server's (a form refused,
+    a page one's role may not open): log it at DEBUG, one line, without the
+    traceback Django attaches. Every answer is in the web server's access log;
+    at the default level only 5xx reach the server's log, as errors."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         status = getattr(record, "status_code", None)
         if status is None or status >= 500:
             return True
-        record.levelno, record.levelname = logging.INFO, "INFO"
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         record.exc_info, record.exc_text, record.stack_info = None, None, None
         # The level was checked before this filter ran, at WARNING.
-        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)

@@ -492,7 +492,7 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # 400, 403, 404, 405: INFO without a traceback; 5xx stay errors.
+    # 400, 403, 404, 405: DEBUG without a traceback; 5xx stay errors.
     "loggers": {
         "django.request": {"filters": ["client_errors"]},
     },

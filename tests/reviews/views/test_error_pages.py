@@ -79,14 +79,18 @@ def test_a_server_error_is_styled_and_keeps_the_navigation(
     ("path", "status"),
     [("/replays/999999/", 404), ("/trends/", 403), ("/replays/1/claim/", 405)],
 )
-def test_client_errors_are_logged_at_info_without_a_traceback(
+def test_client_errors_are_logged_at_debug_without_a_traceback(
     client, reviewer, caplog, path, status
 ):
     client.force_login(reviewer)
     with caplog.at_level(logging.INFO, logger="django.request"):
         assert client.get(path).status_code == status
+    # At the default level, nothing: a refused page is no server trouble.
+    assert [r for r in caplog.records if r.name == "django.request"] == []
+    with caplog.at_level(logging.DEBUG, logger="django.request"):
+        assert client.get(path).status_code == status
     [record] = [r for r in caplog.records if r.name == "django.request"]
-    assert record.levelno == logging.INFO
+    assert record.levelno == logging.DEBUG
     assert record.exc_info is None
 
 
