@@ -138,3 +138,33 @@ def test_the_empty_dashboard_tells_a_newcomer_what_to_run(login, lead, screensho
     assert empty.is_visible()
     assert "manage.py rollup --since" in empty.inner_text()
     screenshot(page, "trends-empty")
+
+
+WORDS_SPLIT = """table => [...table.querySelectorAll("thead th")].flatMap(th => {
+  const split = [];
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+      if (lines.size > 1) split.push(match[0]);
+    }
+  }
+  return split;
+})"""
+
+
+def test_at_1024_the_reasons_table_breaks_its_headings_between_words(login, lead):
+    # That module imports this one's seed_nights.
+    from tests.browser.test_wide_screens import CLIPPED_TABLES
+
+    seed_nights()
+    page = login(lead)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/trends/?since=2025-12-27&until=2026-02-20")
+    table = page.locator("#table-reasons")
+    assert table.locator("thead th").count() >= 10
+    assert table.evaluate(WORDS_SPLIT) == []
+    assert page.evaluate(f"({CLIPPED_TABLES})()") == []
