@@ -37,20 +37,22 @@ class UploadForm(forms.Form):
         choices=ImportFormat.choices,
         initial=ImportFormat.NATIVE,
         required=False,
-        help_text="verifiers: Trace.to_record() lines; every line is read and "
-        "each rollout's seeds derived by the project's rollout settings. The "
-        "transcript formats read one agent's own file (a Claude Code session, a "
-        "Codex rollout, an Aider chat history, a Gemini CLI session, a SWE-agent, "
-        "mini-swe-agent, OpenHands or ATIF trajectory, SWE-bench predictions "
-        "carrying their instance's base_commit and problem_statement).",
+        help_text="Run records: ReplayHub's own JSON lines (docs/formats.md). "
+        "verifiers: Trace.to_record() lines, each rollout's seeds derived by the "
+        "project's rollout settings. Every other format reads one agent's own "
+        "file (a Claude Code session, a Codex rollout, an Aider chat history, a "
+        "Gemini CLI session, a SWE-agent, mini-swe-agent, OpenHands or ATIF "
+        "trajectory, SWE-bench predictions carrying their instance's base_commit "
+        "and problem_statement).",
     )
     original = forms.RegexField(
         label="Original commit",
         regex=r"\A[0-9a-fA-F]{7,64}\Z",
         required=False,
         max_length=64,
-        help_text="Only for an agent's own file, and only when its import said "
-        "the original could not be found: the commit that holds the run's change.",
+        help_text="Only for an agent's own file whose run imported unreproducible "
+        "because no commit of the session was found (its run page says why): "
+        "the commit that holds the run's change.",
         error_messages={"invalid": "Give a commit sha: 7 to 64 hex digits."},
     )
     file = forms.FileField(label="File", allow_empty_file=True)

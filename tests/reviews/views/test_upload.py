@@ -376,3 +376,22 @@ def test_an_original_named_on_the_form_is_the_runs_original(
     run = Run.objects.get()
     assert run.original_commit == change
     assert run.record["inferred"]["original_commit"] == "named on import (--original)"
+
+
+def test_unreproducible_runs_are_one_link_away_from_why(
+    client, admin_user, git_project
+):
+    client.force_login(admin_user)
+    upload(client, jsonl(record(1)))
+
+    response = upload(client, line(record(2)))
+
+    page = response.content.decode()
+    link = re.search(
+        r'<a id="unreproducible-runs" href="([^"]+)">1 unreproducible', page
+    )
+    assert link, page
+    listed = client.get(html.unescape(link.group(1)))
+    [run] = listed.context["runs"]
+    assert (run.external_id, run.preflight) == ("run-0002", "unreproducible")
+    assert run.preflight_reason[:40] in listed.content.decode()
