@@ -121,6 +121,7 @@ project_urls = [
 provider_urls = [
     path("", provider_pages.providers, name="providers"),
     path("<slug:name>/edit/", provider_pages.provider_edit, name="provider_edit"),
+    path("<slug:name>/remove/", provider_pages.provider_remove, name="provider_remove"),
 ]
 
 status_urls = [

@@ -11,10 +11,10 @@ from django.contrib.auth.decorators import permission_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from replayhub.gateway.registry import ProviderProblems, price_lines, provider_fields
-from replayhub.models import Provider, ProviderKind
+from replayhub.models import Budget, Provider, ProviderKind
 from reviews.models import AuditEvent
 
 VIEW_PROVIDERS = "replayhub.view_provider"
@@ -124,21 +124,64 @@ def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
     return render(
         request,
         "reviews/provider_form.html",
-        {"page": "projects", "provider": provider, "form": form},
+        {
+            "page": "projects",
+            "provider": provider,
+            "form": form,
+            "used_by": users_of(provider),
+        },
         status=400 if form.errors else 200,
     )
+
+
+def users_of(provider: Provider) -> list[str]:
+    """What still names ``provider``: projects (their agents call it) and
+    budgets (their text tier's target or judge)."""
+    named = [
+        f"project {slug}" for slug in provider.projects.values_list("slug", flat=True)
+    ]
+    prefix = f"{provider.name}:"
+    budgets = Budget.objects.filter(
+        text_target__startswith=prefix
+    ) | Budget.objects.filter(text_judge__startswith=prefix)
+    named += [
+        f"the text tier of {slug}"
+        for slug in budgets.values_list("project__slug", flat=True).distinct()
+    ]
+    return sorted(named)
+
+
+@require_POST
+@permission_required(MANAGE_PROVIDERS, raise_exception=True)
+def provider_remove(request: HttpRequest, name: str) -> HttpResponse:
+    """Remove a provider nothing names any more; one in use stays, saying
+    what uses it."""
+    provider = get_object_or_404(Provider, name=name)
+    if users := users_of(provider):
+        messages.error(
+            request,
+            f"Provider {provider.name} is kept: {', '.join(users[:10])} "
+            f"{'names' if len(users) == 1 else 'name'} it. Change "
+            f"{'that' if len(users) == 1 else 'those'} first.",
+        )
+        return redirect("reviews:provider_edit", name=provider.name)
+    _audit(request, provider, "removed")
+    provider.delete()
+    messages.success(request, f"Provider {name} removed.")
+    return redirect("reviews:providers")
 
 
 def _audit(
     request: HttpRequest, provider: Provider, done: str, before: dict | None = None
 ) -> None:
+    shown = _shown(provider)
     AuditEvent.objects.create(
         actor=request.user if request.user.is_authenticated else None,
         action=f"provider.{done}",
         object_type="provider",
         object_id=str(provider.pk),
-        before=before or {},
-        after=_shown(provider),
+        before=shown if done == "removed" else before or {},
+        after={} if done == "removed" else shown,
     )
 
 

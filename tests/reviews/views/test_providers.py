@@ -161,3 +161,41 @@ def test_reviewers_and_leads_neither_see_nor_add_providers(client, request, role
 def test_the_projects_page_leads_an_admin_to_the_providers(client, admin_user):
     client.force_login(admin_user)
     assert f'href="{URL}"' in client.get("/projects/").content.decode()
+
+
+def test_a_provider_nothing_names_is_removed_and_one_in_use_is_kept_saying_why(
+    client, admin_user
+):
+    from replayhub.models import Budget
+
+    client.force_login(admin_user)
+    add(client)
+    add(client, name="spare", key_env="SPARE_KEY")
+    shop = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
+    shop.providers.add(Provider.objects.get(name="acme"))
+    billing = Project.objects.create(slug="billing", repo_path="/srv/billing.git")
+    Budget.objects.create(project=billing, text_target="acme:claude-x")
+
+    kept = client.post("/providers/acme/remove/", follow=True)
+    page = client.get("/providers/spare/edit/").content.decode()
+    removed = client.post("/providers/spare/remove/", follow=True)
+
+    assert Provider.objects.filter(name="acme").exists()
+    assert (
+        "Provider acme is kept: project shop, the text tier of billing name it."
+        in kept.content.decode()
+    )
+    assert 'action="/providers/spare/remove/"' in page
+    assert not Provider.objects.filter(name="spare").exists()
+    assert "Provider spare removed." in removed.content.decode()
+    event = AuditEvent.objects.get(action="provider.removed")
+    assert event.before["name"] == "spare" and event.after == {}
+
+
+def test_only_an_admin_removes_a_provider_and_only_by_post(client, lead, admin_user):
+    client.force_login(admin_user)
+    add(client)
+    assert client.get("/providers/acme/remove/").status_code == 405
+    client.force_login(lead)
+    assert client.post("/providers/acme/remove/").status_code == 403
+    assert Provider.objects.filter(name="acme").exists()
