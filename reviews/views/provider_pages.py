@@ -8,13 +8,13 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from replayhub.gateway.registry import ProviderProblems, price_lines, provider_fields
-from replayhub.models import Budget, Provider, ProviderKind
+from replayhub.models import Budget, Project, Provider, ProviderKind
 from reviews.models import AuditEvent
 
 VIEW_PROVIDERS = "replayhub.view_provider"
@@ -137,13 +137,12 @@ def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
 def users_of(provider: Provider) -> list[str]:
     """What still names ``provider``: projects (their agents call it) and
     budgets (their text tier's target or judge)."""
-    named = [
-        f"project {slug}" for slug in provider.projects.values_list("slug", flat=True)
-    ]
+    projects = Project.objects.filter(providers=provider)
+    named = [f"project {slug}" for slug in projects.values_list("slug", flat=True)]
     prefix = f"{provider.name}:"
     budgets = Budget.objects.filter(
-        text_target__startswith=prefix
-    ) | Budget.objects.filter(text_judge__startswith=prefix)
+        Q(text_target__startswith=prefix) | Q(text_judge__startswith=prefix)
+    )
     named += [
         f"the text tier of {slug}"
         for slug in budgets.values_list("project__slug", flat=True).distinct()
