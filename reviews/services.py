@@ -473,6 +473,14 @@ BUDGET_FIELDS = [
     "window_end_hour",
     "timezone",
     "tape_enabled",
+    # The text tier's nightly settings.
+    "text_enabled",
+    "text_target",
+    "text_judge",
+    "agentic_after_text",
+    "text_similarity_below",
+    "text_score_at_most",
+    "escalate_categories",
 ]
 CAP_FIELDS = [
     "agentic_enabled",
@@ -497,7 +505,9 @@ def _snapshot(obj, names: list[str]) -> dict:
 def _plain(value):
     # JSON-friendly: money as a string, never a float.
     return (
-        str(value) if value is not None and not isinstance(value, bool | int) else value
+        str(value)
+        if value is not None and not isinstance(value, bool | int | list)
+        else value
     )
 
 

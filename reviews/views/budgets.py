@@ -96,11 +96,36 @@ class BoundedForm(forms.ModelForm):
         return data
 
 
+class CategoriesField(forms.CharField):
+    """Record categories as one line, names apart by commas: a list saved."""
+
+    def prepare_value(self, value):
+        return ", ".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        return [name.strip() for name in text.split(",") if name.strip()]
+
+
+# The text tier's settings (the model checks them, as the admin does).
+TEXT_FIELDS = [name for name in services.BUDGET_FIELDS if name.startswith("text_")] + [
+    "agentic_after_text",
+    "escalate_categories",
+]
+
+
 class BudgetForm(BoundedForm):
-    """The night's window and which tiers run; each tier's limits are its
-    ``ShareForm``."""
+    """The night's window, which tiers run and the text tier's settings;
+    each tier's limits are its ``ShareForm``."""
 
     bounds = BUDGET_BOUNDS
+    escalate_categories = CategoriesField(
+        required=False,
+        max_length=2000,
+        label="Text tier: categories always escalated",
+        help_text="Record categories that go on to the agentic tier whatever "
+        "the text tier found, apart by commas, e.g. security, payments.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -108,6 +133,10 @@ class BudgetForm(BoundedForm):
         for name in ("window_start_hour", "window_end_hour"):
             least, most, _ = self.bounds[name]
             self.fields[name].widget.attrs.update(min=least, max=most)
+        for name in ("text_target", "text_judge", "escalate_categories"):
+            self.fields[name].widget.attrs.update(size=22)
+        similarity = self.fields["text_similarity_below"].widget
+        similarity.attrs.update(min=0, max=1, step=0.05)
 
     class Meta:
         model = Budget
@@ -116,7 +145,20 @@ class BudgetForm(BoundedForm):
             "window_start_hour": "Window starts (hour)",
             "window_end_hour": "Window ends (hour)",
             "tape_enabled": "Tape tier first (runs with a tape)",
+            "text_enabled": "Text tier first (runs with prompts)",
+            "text_target": "Text tier: model asked",
+            "text_judge": "Text tier: judge (optional)",
+            "agentic_after_text": "Agentic replay only after the text tier",
+            "text_similarity_below": "Text tier: escalate below similarity (0-1)",
+            "text_score_at_most": "Text tier: escalate at judge score at most",
+            "escalate_categories": "Text tier: categories always escalated",
         }
+
+    def clean_text_similarity_below(self):
+        value = self.cleaned_data.get("text_similarity_below")
+        if value is not None and not 0 <= value <= 1:
+            raise forms.ValidationError("Give a similarity from 0 to 1.")
+        return value
 
     def clean_timezone(self) -> str:
         name = self.cleaned_data["timezone"]
@@ -126,6 +168,11 @@ class BudgetForm(BoundedForm):
 
     def clean(self):
         data = super().clean()
+        if self.add_prefix("text_target") not in self.data:
+            # A post without the text tier's fields (an older page) keeps them.
+            for name in TEXT_FIELDS:
+                data[name] = getattr(self.instance, name)
+                self.errors.pop(name, None)
         start, end = data.get("window_start_hour"), data.get("window_end_hour")
         if (
             start is not None

@@ -112,3 +112,43 @@ def test_at_1024_px_the_nights_and_the_form_do_not_overlap_and_inputs_stay_short
         "inputs => inputs.map(i => i.getBoundingClientRect().height)"
     )
     assert heights and max(heights) < 48, heights
+
+
+def test_an_admin_turns_the_text_tier_on_for_the_second_project_only(login):
+    """The text tier's nightly settings are on each card, each with a label
+    and its help, checked as the model checks them, audited, and the card
+    still fits 1024 px."""
+    for slug in ("alpha", "beta"):
+        Budget.objects.create(project=make_project(slug))
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/budgets/")
+    second = page.locator("#budget-beta")
+
+    second.get_by_label("Text tier first (runs with prompts)").check()
+    second.get_by_role("button", name="Save beta").click()
+    # On, with nothing to ask: refused, said beside the field.
+    expect(second.get_by_text("The text tier needs a PROVIDER:MODEL")).to_have_count(2)
+    target = second.get_by_label("Text tier: model asked")
+    target.fill("anthropic:claude-sonnet-4-5")
+    second.get_by_label("Text tier: categories always escalated").fill(
+        "security, payments"
+    )
+    second.get_by_role("button", name="Save beta").click()
+    expect(second.locator(".badge.ok")).to_have_text("Saved.")
+    expect(second.get_by_label("Text tier: model asked")).to_have_value(
+        "anthropic:claude-sonnet-4-5"
+    )
+    expect(second.get_by_text("PROVIDER:MODEL the text tier asks.")).to_be_visible()
+    assert page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+
+    alpha, beta = (Budget.objects.get(project__slug=s) for s in ("alpha", "beta"))
+    assert beta.text_enabled and beta.text_target == "anthropic:claude-sonnet-4-5"
+    assert beta.escalate_categories == ["security", "payments"]
+    assert not alpha.text_enabled and alpha.text_target == ""
+    assert alpha.escalate_categories == []
+    event = AuditEvent.objects.get(action="budget.update")
+    assert event.after["budget"]["text_enabled"] is True
+    assert event.before["budget"]["text_target"] == ""

@@ -545,3 +545,32 @@ def test_the_window_hours_are_bounded_in_the_browser_too(client, admin_user):
     for name in ("window_start_hour", "window_end_hour"):
         field = re.search(rf'<input[^>]*name="budget-shop-{name}"[^>]*>', page)
         assert field and 'min="0"' in field[0] and 'max="23"' in field[0], field
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("text_target", "claude", "Write PROVIDER:MODEL"),
+        ("text_judge", "no model", "Write PROVIDER:MODEL"),
+        ("text_similarity_below", "1.5", "Give a similarity from 0 to 1."),
+        ("text_score_at_most", "-1", "greater than or equal to 0"),
+    ],
+)
+def test_the_text_tier_settings_are_checked_as_the_model_checks_them(
+    client, admin_user, budgeted_project, field, value, message
+):
+    client.force_login(admin_user)
+    text = {
+        "budget-shop-text_target": "anthropic:claude-sonnet-4-5",
+        "budget-shop-text_similarity_below": "0.5",
+        "budget-shop-agentic_after_text": "on",
+    }
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**{**text, f"budget-shop-{field}": value}),
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert Budget.objects.get(project=budgeted_project).text_target == ""
+    assert not AuditEvent.objects.exists()
