@@ -7,6 +7,7 @@
   "use strict";
 
   var anchor = null; // {target, path, side, line, container}
+  var opener = null; // the line number the open box was opened from
 
   function section() {
     return document.getElementById("comments");
@@ -116,6 +117,7 @@
     var container = cell.closest("[data-target]");
     var comments = section();
     if (!container || !comments || !comments.getAttribute("data-comment-new")) return;
+    opener = cell;
     var here = {
       target: container.getAttribute("data-target"),
       path: container.getAttribute("data-path"),
@@ -164,6 +166,7 @@
     if (target.closest && target.closest("[data-cancel-comment]")) {
       closeBox();
       anchor = null;
+      if (opener && opener.isConnected) moveTo(opener);
       return;
     }
     if (target.closest && target.closest(".comment-row, .thread-row")) return;
@@ -187,8 +190,12 @@
         else owner.submit();
       }
     } else if (event.key === "Escape" && target.closest(".comment-row")) {
+      // Back to the line number the box came from: left on the page's body,
+      // the next letter typed would be a page key (n for next, r for rerun).
+      event.preventDefault();
       closeBox();
       anchor = null;
+      if (opener && opener.isConnected) moveTo(opener);
     } else if (event.key === "Escape" && target.id === "comment-body") {
       clearPicked();
       anchor = null;
@@ -280,8 +287,9 @@
   }
 
   // The keyboard's way to a line: one Tab stop per diff or output (its first
-  // line number, or the last one focused), the arrows move between its lines
-  // of the same side, Enter opens the box there and Shift+Enter extends it.
+  // line number, or the last one focused), up and down move between its lines
+  // of the same side, left and right to the other side's nearest line, Enter
+  // opens the box there and Shift+Enter extends it.
   function focusable() {
     var comments = section();
     if (!comments || !comments.getAttribute("data-comment-new")) return;
@@ -313,17 +321,51 @@
       pick(cell, event.shiftKey);
       return;
     }
-    if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
-    var cells = cellsOf(container, cell.getAttribute("data-side") || "");
-    var next = cells[cells.indexOf(cell) + (event.key === "ArrowDown" ? 1 : -1)];
+    var next = null;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      var cells = cellsOf(container, cell.getAttribute("data-side") || "");
+      next = cells[cells.indexOf(cell) + (event.key === "ArrowDown" ? 1 : -1)];
+    } else if (event.key === "ArrowLeft" || event.key === "ArrowRight") {
+      next = across(container, cell, event.key === "ArrowLeft" ? "old" : "new");
+    }
     if (!next) return;
     event.preventDefault();
-    cell.setAttribute("tabindex", "-1");
-    next.setAttribute("tabindex", "0");
-    next.focus();
+    moveTo(next);
   });
 
+  // The roving Tab stop of a diff or output moves to ``cell``, and the focus.
+  function moveTo(cell) {
+    var container = cell.closest("[data-target]");
+    var current = container && container.querySelector('[data-line][tabindex="0"]');
+    if (current && current !== cell) current.setAttribute("tabindex", "-1");
+    cell.setAttribute("tabindex", "0");
+    cell.focus();
+  }
+
+  // The line number of the other side nearest ``cell``: its own row's when
+  // the row has one, else the closest row's above or below. A side with no
+  // line at all (a new file's old side) has none.
+  function across(container, cell, side) {
+    if ((cell.getAttribute("data-side") || "") === side) return null;
+    var all = Array.prototype.slice.call(container.querySelectorAll("[data-line]"));
+    var here = all.indexOf(cell);
+    var best = null;
+    var distance = Infinity;
+    for (var i = 0; i < all.length; i++) {
+      if (all[i].getAttribute("data-side") !== side) continue;
+      var away = lineOf(all[i]) === lineOf(cell) ? 0 : Math.abs(i - here);
+      if (away < distance) {
+        best = all[i];
+        distance = away;
+      }
+    }
+    return best;
+  }
+
   function draw() {
+    // The first comment written at its line: "no comments yet" is no more.
+    var none = document.getElementById("comments-none");
+    if (none) none.hidden = !!document.querySelector("article.thread");
     markLines();
     placeThreads();
     focusable();

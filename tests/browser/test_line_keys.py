@@ -1,0 +1,125 @@
+"""Line comments from the keyboard alone, in a real Chromium: every line
+number of a diff is reached with the arrows, Esc in a box gives the focus back
+to its line, and the first comment written there clears "No comments yet"."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.factories import make_replay
+
+pytestmark = pytest.mark.browser
+
+NEW_FILE = """\
+diff --git a/src/new.py b/src/new.py
+new file mode 100644
+index 0000000..3333333
+--- /dev/null
++++ b/src/new.py
+@@ -0,0 +1,2 @@
++a = 1
++b = 2
+"""
+
+FOCUSED = """() => {
+  const el = document.activeElement;
+  return el === document.body ? 'body' : el.getAttribute('aria-label');
+}"""
+
+
+def tab_to_the_line_numbers(page, table: str) -> None:
+    """Tab from the top of the page to the first line number of ``table``."""
+    for _ in range(150):
+        page.keyboard.press("Tab")
+        if page.evaluate(
+            f"!!document.activeElement.closest('[data-target={table}]')"
+            " && document.activeElement.hasAttribute('data-line')"
+        ):
+            return
+    raise AssertionError(f"Tab never reached the line numbers of {table}")
+
+
+def test_a_new_line_beside_old_ones_is_reached_and_commented(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    tab_to_the_line_numbers(page, "replay")
+    assert page.evaluate(FOCUSED) == "Comment on line 1 (old)"
+
+    # Right goes across to the new side, down along it, left back across
+    # to the nearest old line; up and down never left the old side before.
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(FOCUSED) == "Comment on line 1 (new)"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(FOCUSED) == "Comment on line 3 (new)"
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(FOCUSED) == "Comment on line 3 (old)"
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(FOCUSED) == "Comment on line 4 (new)"
+
+    page.keyboard.press("Enter")
+    box = page.locator('#changes table[data-target="replay"] tr.comment-row')
+    expect(box.locator(".anchor")).to_have_text("src/app.py (new), line 4")
+    expect(box.locator("textarea")).to_be_focused()
+    page.keyboard.type("print stays")
+    page.keyboard.press("Control+Enter")
+    thread = page.locator('#changes table[data-target="replay"] article.thread')
+    expect(thread.locator(".body")).to_have_text("print stays")
+
+
+def test_a_new_file_has_only_new_lines_and_each_is_reached(login, reviewer):
+    replay = make_replay(verdict="divergent", replay_patch=NEW_FILE)
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    tab_to_the_line_numbers(page, "replay")
+    assert page.evaluate(FOCUSED) == "Comment on line 1 (new)"
+    page.keyboard.press("ArrowLeft")  # no old side: the focus stays
+    assert page.evaluate(FOCUSED) == "Comment on line 1 (new)"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(FOCUSED) == "Comment on line 2 (new)"
+    page.keyboard.press("Enter")
+    box = page.locator('#changes table[data-target="replay"] tr.comment-row')
+    expect(box.locator(".anchor")).to_have_text("src/new.py (new), line 2")
+
+
+def test_esc_in_a_box_gives_the_focus_back_to_its_line(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    tab_to_the_line_numbers(page, "replay")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    box = page.locator("tr.comment-row textarea")
+    expect(box).to_be_focused()
+    page.keyboard.type("not now")
+    page.keyboard.press("Escape")
+
+    expect(page.locator("tr.comment-row")).to_have_count(0)
+    # On the line number, not the page's body, where the next letter typed
+    # was a page key: n went to the next replay, r asked for a rerun.
+    assert page.evaluate(FOCUSED) == "Comment on line 2 (old)"
+    page.keyboard.press("Enter")
+    expect(box).to_be_focused()
+
+
+def test_the_first_comment_clears_no_comments_yet(login, reviewer):
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    section = page.locator("#comments")
+    expect(section).to_contain_text("No comments yet", use_inner_text=True)
+
+    tab_to_the_line_numbers(page, "replay")
+    page.keyboard.press("Enter")
+    expect(page.locator("tr.comment-row textarea")).to_be_focused()
+    page.keyboard.type("the first")
+    page.keyboard.press("Control+Enter")
+
+    expect(page.locator("#comments-open")).to_have_text("1 unresolved")
+    expect(section).not_to_contain_text("No comments yet", use_inner_text=True)
