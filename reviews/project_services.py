@@ -433,6 +433,34 @@ def label_remove(*, actor, label: Label) -> None:
         )
 
 
+class ProjectInUse(Exception):
+    """A project with runs is kept: removing it would delete them."""
+
+
+def project_remove(*, actor, project: Project) -> None:
+    """Remove a project no run was imported into (one registered by mistake),
+    with what hangs from it alone (its budget, labels, tokens, webhooks),
+    audited as ``project.delete``. One with runs is kept: raises
+    ProjectInUse."""
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        if runs := project.runs.count():
+            raise ProjectInUse(
+                f"{project.slug} is kept: it holds {runs} run"
+                f"{'s' if runs != 1 else ''}, which removing it would delete."
+            )
+        before = {"slug": project.slug, "repo": project.repo_path}
+        pk = project.pk
+        project.delete()
+        AuditEvent.objects.create(
+            actor=actor,
+            action="project.delete",
+            object_type="project",
+            object_id=str(pk),
+            before=before,
+        )
+
+
 # --- connections: ingest tokens, the forge, webhooks ----------------------------
 # The domain's workflows, each with its audit event. No event holds a secret: a
 # token is named by its public prefix, a webhook by its address without path or

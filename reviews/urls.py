@@ -110,6 +110,7 @@ project_urls = [
         review_settings.project_label_remove,
         name="project_label_remove",
     ),
+    path("<path:slug>/remove/", projects.project_delete, name="project_remove"),
     path(
         "<path:slug>/runs/<int:run_id>/replay/",
         projects.run_replay_now,

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import (
     require_GET,
     require_http_methods,
+    require_POST,
 )
 
 from replayhub import agents, roles
@@ -46,8 +47,10 @@ from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm
 from reviews.models import Label, Review
 from reviews.project_services import (
+    ProjectInUse,
     ReplayRefused,
     policy_of,
+    project_remove,
     project_save,
     replay_now,
 )
@@ -468,6 +471,20 @@ def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
         return _save(request, project)
     form = ProjectForm(initial=ProjectForm.initial_for(project))
     return _project_form_page(request, form, project)
+
+
+@require_POST
+@permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
+def project_delete(request: HttpRequest, slug: str) -> HttpResponse:
+    """Remove a project that holds no run; one that does stays, saying so."""
+    project = get_object_or_404(Project, slug=slug)
+    try:
+        project_remove(actor=request.user, project=project)
+    except ProjectInUse as exc:
+        messages.error(request, str(exc))
+        return redirect("reviews:project_edit", slug=project.slug)
+    messages.success(request, f"Removed project {slug}.")
+    return redirect("reviews:projects")
 
 
 @require_GET

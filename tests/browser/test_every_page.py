@@ -93,6 +93,7 @@ NOT_PAGES = {
     "reviews:trends_export_json": "a download",
     "reviews:budget_edit": "POST only",
     "reviews:provider_remove": "POST only",
+    "reviews:project_remove": "POST only",
     "reviews:run_replay_now": "a confirmation fragment and its POST",
     "reviews:worker_check_create": "POST only",
     "reviews:worker_check_detail": "a fragment the status page polls",

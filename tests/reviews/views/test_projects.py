@@ -89,3 +89,33 @@ def test_flaky_tests_are_listed_with_their_flip_rate(client, reviewer):
     assert "t::&lt;i&gt;rare&lt;/i&gt;" in flaky and "10%" in flaky
     assert flaky.index("t::coin") < flaky.index("rare")
     assert "steady" not in flaky
+
+
+def test_a_project_without_runs_is_removed_and_one_with_runs_is_kept(
+    client, admin_user, reviewer
+):
+    from replayhub.models import Project
+    from reviews.models import AuditEvent
+
+    shop, mistake = make_project("shop"), make_project("mistake")
+    add_runs(shop, Preflight.READY, 1)
+    client.force_login(admin_user)
+
+    form = client.get(reverse("reviews:project_edit", args=["mistake"]))
+    kept = client.post(reverse("reviews:project_remove", args=["shop"]), follow=True)
+    removed = client.post(
+        reverse("reviews:project_remove", args=["mistake"]), follow=True
+    )
+
+    assert 'action="/projects/mistake/remove/"' in form.content.decode()
+    assert "shop is kept: it holds 1 run, which removing it would delete." in (
+        kept.content.decode()
+    )
+    assert "Removed project mistake." in removed.content.decode()
+    assert list(Project.objects.values_list("slug", flat=True)) == ["shop"]
+    event = AuditEvent.objects.get(action="project.delete")
+    assert event.before == {"slug": "mistake", "repo": mistake.repo_path}
+    client.force_login(reviewer)
+    assert (
+        client.post(reverse("reviews:project_remove", args=["shop"])).status_code == 403
+    )
