@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from typing import cast
 
 from django import forms
@@ -72,6 +73,7 @@ def _queue_row(
         "tier": "" if row.get("tier") in (None, "agentic") else row["tier"],
         "age": age(row["finished_at"], now),
         "finished": row["finished_at"].isoformat(timespec="seconds"),
+        "finished_text": _when(row["finished_at"]),
         "files": files,
         "insertions": row["comparison__insertions"],
         "deletions": row["comparison__deletions"],
@@ -79,7 +81,13 @@ def _queue_row(
         "holder": holder,
         "mine": bool(viewer) and holder == viewer,
         "holder_left": holder and until(row["claim__expires_at"], now),
+        "holder_until": holder and _when(row["claim__expires_at"]),
     }
+
+
+def _when(moment: datetime) -> str:
+    """An exact time as the row says it where a tooltip once held it alone."""
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def queue_context(

@@ -1,0 +1,65 @@
+"""The queue without a mouse: what only a tooltip told (the exact time a
+replay finished, what "substantive" means, when a claim lapses) is read out
+on every row and shown on the row the keyboard has chosen."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from replayhub.models import Comparison
+from reviews.services import claim_take
+from tests.factories import make_replay
+
+pytestmark = pytest.mark.browser
+
+
+def shown(row) -> int:
+    """How many of the row's details take room on the screen."""
+    return row.evaluate(
+        "r => [...r.querySelectorAll('.row-detail')]"
+        ".filter(d => d.getBoundingClientRect().width > 20).length"
+    )
+
+
+def choose(page, row) -> None:
+    """Move the queue's choice to ``row`` with j and k alone."""
+    for key in ("j", "k"):
+        for _ in range(5):
+            if "selected" in (row.get_attribute("class") or "").split():
+                return
+            page.keyboard.press(key)
+    raise AssertionError("j and k never chose the row")
+
+
+def test_the_chosen_rows_details_show_without_hovering(login, reviewer):
+    make_replay(verdict="divergent", title="Round totals")
+    second = make_replay(verdict="divergent", title="Parse dates")
+    Comparison.objects.filter(replay=second).update(substantive_files=2)
+    claim = claim_take(replay=second, reviewer=reviewer)
+    finished = timezone.localtime(second.finished_at).strftime("%Y-%m-%d %H:%M")
+    lapses = timezone.localtime(claim.expires_at).strftime("%Y-%m-%d %H:%M")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/")
+    row = page.locator("#queue-rows tr.row", has_text="Parse dates")
+    other = page.locator("#queue-rows tr.row", has_text="Round totals")
+    details = row.locator(".row-detail")
+    expect(details).to_have_count(3)
+    expect(row.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-"))
+    # Read out on every row (in the page's text), shown on the chosen one.
+    expect(details.nth(0)).to_have_text(f"finished {finished} UTC")
+    expect(details.nth(1)).to_contain_text("not only in whitespace")
+    expect(details.nth(2)).to_have_text(f"the claim lapses at {lapses} UTC")
+
+    choose(page, other)
+    assert not shown(row), "details shown on a row not chosen"
+    choose(page, row)
+    assert shown(row) == 3
+    assert not shown(other)
+    # The table still fits the window.
+    width = page.evaluate("document.querySelector('table.queue').scrollWidth")
+    assert width <= 1024 - 2 * 16, width
