@@ -198,9 +198,7 @@ def test_a_webhook_to_a_private_address_is_refused_with_its_reason(shop, admin_u
     assert Webhook.objects.count() == 0
 
 
-def test_an_address_no_webhook_can_have_is_refused_beside_the_address(
-    shop, admin_user
-):
+def test_an_address_no_webhook_can_have_is_refused_beside_the_address(shop, admin_user):
     answer = as_user(admin_user).post(
         URL, {**WEBHOOK, "webhook-url": "ftp://hooks.example.com/rh"}
     )
