@@ -87,10 +87,15 @@ def sync_groups(apps, schema_editor=None) -> None:
 
     # Permissions are normally created after all migrations ran; they must
     # exist now so the groups can reference them on a fresh database.
+    # A migration's historical apps have no models module; the registry's own
+    # apps keep theirs (without one, migrate --run-syncdb skips the app).
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
-        create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
+        kept = app_config.models_module
+        app_config.models_module = kept or True
+        try:
+            create_permissions(app_config, apps=apps, verbosity=0)
+        finally:
+            app_config.models_module = kept
 
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")

@@ -36,3 +36,15 @@ def test_reviewers_decide_and_leads_read_trends_and_money(reviewer, lead):
     assert not reviewer.has_perm(roles.VIEW_MONEY)
     assert lead.has_perm(roles.VIEW_TRENDS) and lead.has_perm(roles.VIEW_MONEY)
     assert not lead.has_perm(roles.DECIDE)
+
+
+def test_syncing_the_groups_leaves_every_apps_models_module_as_it_was(db):
+    from django.apps import apps
+
+    before = {config.label: config.models_module for config in apps.get_app_configs()}
+
+    roles.sync_groups(apps)
+
+    after = {config.label: config.models_module for config in apps.get_app_configs()}
+    # Without its models module, migrate --run-syncdb makes no table for an app.
+    assert after == before and after["contenttypes"] is not None
