@@ -330,7 +330,7 @@ def test_a_checkout_of_the_replay_tree_that_times_out_fires_the_file_cap(
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
-    assert "max_files" in result.reason and "200,000" in result.reason
+    assert "(max files)" in result.reason and "200,000" in result.reason
     # The original's run before it is kept.
     assert [o.tree for o in result.test_outcomes.all()] == ["original"]
 
