@@ -63,3 +63,25 @@ def test_the_chosen_rows_details_show_without_hovering(login, reviewer):
     # The table still fits the window.
     width = page.evaluate("document.querySelector('table.queue').scrollWidth")
     assert width <= 1024 - 2 * 16, width
+
+
+def test_what_substantive_means_is_written_above_the_table(login, reviewer):
+    replay = make_replay(verdict="divergent", title="Parse dates")
+    Comparison.objects.filter(replay=replay).update(substantive_files=2)
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/")
+    expect(page.locator("#queue-rows tr.row")).to_contain_text("2 substantive")
+    # In the page's text, on the screen with no row chosen and no hovering.
+    legend = page.locator("#diff-legend")
+    expect(legend).to_be_visible()
+    expect(legend).to_contain_text(
+        "substantive counts the files that differ in substance, not only in "
+        "whitespace, order or comments"
+    )
+    assert legend.get_attribute("title") is None
+    box = legend.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 1024
+    # A filter redraws the table, the legend with it.
+    page.get_by_label("Verdict").select_option("divergent")
+    expect(page.locator("#diff-legend")).to_contain_text("substantive counts")
