@@ -6,6 +6,7 @@ each problem is one sentence naming the field."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from urllib.parse import urlsplit
 
@@ -157,3 +158,14 @@ def price_lines(provider: Provider) -> str:
             numbers.append(str(price["cached"]))
         lines.append(f"{model}={','.join(numbers)}")
     return "\n".join(lines)
+
+
+def keys_unset(
+    providers: Iterable[tuple[str, str]], environ: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """The ``(provider, key variable)`` pairs whose variable ``environ`` does
+    not set, or sets empty (a call would go out with no key), sorted by
+    provider. Only names are returned: a value never leaves ``environ``."""
+    return sorted(
+        (name, key_env) for name, key_env in providers if not environ.get(key_env)
+    )

@@ -5,6 +5,8 @@ the workers' variable that holds it."""
 
 from __future__ import annotations
 
+import os
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
@@ -13,7 +15,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from replayhub.gateway.registry import ProviderProblems, price_lines, provider_fields
+from replayhub.gateway.registry import (
+    ProviderProblems,
+    keys_unset,
+    price_lines,
+    provider_fields,
+)
 from replayhub.models import Budget, Project, Provider, ProviderKind
 from reviews.models import AuditEvent
 
@@ -96,6 +103,7 @@ def providers(request: HttpRequest) -> HttpResponse:
             "page": "projects",
             "providers": listed,
             "form": form,
+            "keys_unset": keys_unset(((p.name, p.key_env) for p in listed), os.environ),
         },
         status=400 if form is not None and form.errors else 200,
     )
@@ -129,6 +137,7 @@ def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
             "provider": provider,
             "form": form,
             "used_by": users_of(provider),
+            "keys_unset": keys_unset([(provider.name, provider.key_env)], os.environ),
         },
         status=400 if form.errors else 200,
     )

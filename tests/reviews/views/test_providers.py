@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from replayhub.gateway.registry import keys_unset
 from replayhub.models import Project, Provider
 from reviews.models import AuditEvent
 
@@ -199,3 +200,41 @@ def test_only_an_admin_removes_a_provider_and_only_by_post(client, lead, admin_u
     client.force_login(lead)
     assert client.post("/providers/acme/remove/").status_code == 403
     assert Provider.objects.filter(name="acme").exists()
+
+
+def test_keys_unset_names_the_variables_missing_or_empty_and_no_value():
+    environ = {"SET_KEY": "sk-live-secret", "EMPTY_KEY": ""}
+    assert keys_unset(
+        [("b", "SET_KEY"), ("c", "EMPTY_KEY"), ("a", "MISSING_KEY")], environ
+    ) == [("a", "MISSING_KEY"), ("c", "EMPTY_KEY")]
+    assert keys_unset([], environ) == []
+
+
+def test_the_pages_warn_of_a_key_variable_this_server_does_not_set(
+    client, admin_user, monkeypatch
+):
+    monkeypatch.setenv("ACME_SET_KEY", "sk-live-do-not-show")
+    monkeypatch.delenv("ACME_UNSET_KEY", raising=False)
+    for name, key_env in [("acme", "ACME_SET_KEY"), ("zeta", "ACME_UNSET_KEY")]:
+        Provider.objects.create(
+            name=name, kind="anthropic", base_url="https://x.example", key_env=key_env
+        )
+    client.force_login(admin_user)
+
+    page = client.get(URL).content.decode()
+
+    assert "1 key variable not set on this server." in page
+    assert (
+        "Provider zeta: <code>$ACME_UNSET_KEY</code> is not set in this server's "
+        "environment."
+    ) in page.replace("&#x27;", "'")
+    assert "Provider acme:" not in page
+    assert "sk-live-do-not-show" not in page
+    edit = client.get("/providers/zeta/edit/").content.decode()
+    assert "<code>$ACME_UNSET_KEY</code> is not set" in edit
+    edit = client.get("/providers/acme/edit/").content.decode()
+    assert 'id="keys-unset"' not in edit and "sk-live-do-not-show" not in edit
+
+    monkeypatch.setenv("ACME_UNSET_KEY", "sk-now-set")
+    page = client.get(URL).content.decode()
+    assert 'id="keys-unset"' not in page and "sk-now-set" not in page
