@@ -1,7 +1,7 @@
 """An admin's project workflows: register or edit a project (in the browser,
-and ``manage.py project_edit``), start a replay of one run now, and manage its
-connections (ingest tokens, forge, webhooks). Each leaves an audit event
-behind."""
+and ``manage.py project_edit``), start a replay of one run now or tonight's
+night now, and manage its connections (ingest tokens, forge, webhooks). Each
+leaves an audit event behind."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from replayhub.models import (
     Webhook,
 )
 from replayhub.nights import arithmetic, scheduler, shares, tiers
+from replayhub.nights.admitted import night_figures
 from replayhub.outbound.services import forge_set, webhook_add, where
 from replayhub.project_setup import (
     ProjectInvalid,
@@ -43,7 +44,7 @@ from replayhub.project_setup import (
 )
 from replayhub.replay import tapes
 from replayhub.replicates.stopping import ReplicatePolicy
-from replayhub.services import replay_request
+from replayhub.services import night_run, replay_request
 from reviews.models import AuditEvent, Label, ReviewLabel, ReviewPolicy
 
 
@@ -570,3 +571,13 @@ def connection_webhook_remove(*, actor, hook: Webhook) -> None:
         project = hook.project
         hook.delete()
         _audit(actor, "webhook.delete", project, before=shown)
+
+
+def night_start(*, actor, project: Project) -> dict[str, Any]:
+    """Open tonight's window for ``project`` now and admit its replays, as
+    ``manage.py nightly --project SLUG --now`` does (and as idempotent: a
+    second start admits only what the first left, saying how many were
+    admitted already); audited as ``night.start`` with the figures."""
+    figures = night_figures(project.slug, night_run(project=project, immediate=True))
+    _audit(actor, "night.start", project, after=figures)
+    return figures

@@ -26,6 +26,7 @@ from reviews.trends.views import (
 from reviews.views import (
     budgets,
     connections,
+    night_start,
     projects,
     provider_pages,
     queue,
@@ -86,6 +87,11 @@ trends_urls = [
 budget_urls = [
     path("", budgets.budgets_page, name="budgets"),
     path("<slug:slug>/", budgets.budget_edit, name="budget_edit"),
+    path(
+        "<slug:slug>/night/",
+        night_start.budget_night_start,
+        name="budget_night_start",
+    ),
 ]
 
 # A project's slug may hold any character (``path``); the longer routes come

@@ -28,6 +28,8 @@ Modules:
   reproducibility is undecided under the project's replicate policy, on a
   share of their own, tape replicates first, then live ones ranked by
   ``replicates.next_sample_value``; never a decided run.
+- admitted: what one run of a night admitted, as figures and as the lines
+  ``manage.py nightly`` and the budgets page's "Start tonight now" say.
 - tape_tier: the tape tier in the night. The text tier's part is
   ``texttier.night``; the workflows that run a night tier by tier are
   ``services.night_run`` and ``services.nights_tick``.

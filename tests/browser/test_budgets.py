@@ -9,10 +9,16 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from replayhub.models import Budget, BudgetShare, Project
+from replayhub.models import Budget, BudgetShare, Project, Replay
 from reviews.models import AuditEvent
 from tests.browser.watch import Watch
-from tests.factories import make_night, make_project, make_superuser
+from tests.factories import (
+    make_budget,
+    make_night,
+    make_project,
+    make_runs,
+    make_superuser,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -103,7 +109,7 @@ def test_at_1024_px_the_nights_and_the_form_do_not_overlap_and_inputs_stay_short
     card = page.locator("#budget-shop")
 
     table = card.locator("table.night-history").bounding_box()
-    form = card.locator("form").first.bounding_box()
+    form = card.locator(".budget-edit form").bounding_box()
     assert table and form
     # Stacked: the nights' table, as wide as the card, then the long form.
     assert form["y"] >= table["y"] + table["height"], (table, form)
@@ -152,3 +158,36 @@ def test_an_admin_turns_the_text_tier_on_for_the_second_project_only(login):
     event = AuditEvent.objects.get(action="budget.update")
     assert event.after["budget"]["text_enabled"] is True
     assert event.before["budget"]["text_target"] == ""
+
+
+def test_an_admin_starts_tonight_from_the_card_and_again_admits_nothing(
+    login, admin_user
+):
+    shop = Project.objects.create(
+        slug="shop", repo_path="/srv/shop.git", agentic_enabled=True
+    )
+    make_budget(
+        shop,
+        window_start_hour=22,
+        window_end_hour=6,
+        timezone="UTC",
+        shares={"agentic": {"max_replays": 2}},
+    )
+    make_runs(shop, 3, now=timezone.now())
+    page = login(admin_user)
+    watch = Watch(page, console_errors=True)
+    watch.goto("/budgets/")
+    card = page.locator("#budget-shop")
+    expect(card.get_by_role("heading", name="No night yet")).to_be_visible()
+
+    card.get_by_role("button", name="Start tonight now for shop").click()
+
+    messages = page.locator("ul.messages")
+    expect(messages).to_contain_text("admitted 2, deferred 1 (replays reserved 2/2)")
+    expect(card.get_by_role("heading", name="Night of")).to_be_visible()
+    expect(card).to_contain_text("1 deferred")
+    card.get_by_role("button", name="Start tonight now for shop").click()
+    expect(messages).to_contain_text("shop: already admitted tonight: 2")
+    expect(messages).to_contain_text("admitted 0, deferred 1")
+    assert Replay.objects.filter(project=shop).count() == 2
+    watch.check("night started")

@@ -92,6 +92,7 @@ NOT_PAGES = {
     "reviews:trends_export_csv": "a download",
     "reviews:trends_export_json": "a download",
     "reviews:budget_edit": "POST only",
+    "reviews:budget_night_start": "POST only",
     "reviews:provider_remove": "POST only",
     "reviews:project_remove": "POST only",
     "reviews:run_replay_now": "a confirmation fragment and its POST",
