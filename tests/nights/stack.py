@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -201,7 +202,11 @@ class Stack:
 
         app = getattr(self, "_celery", None)
         if app is None:
-            app = Celery("battery", broker=self.redis.url, set_as_current=False)
+            app = Celery("battery", set_as_current=False)
+            # Celery takes CELERY_BROKER_URL from the environment before an
+            # app's own broker: the suite's Redis, not the stack's. The read
+            # and write URLs it takes as set.
+            app.conf.broker_read_url = app.conf.broker_write_url = self.redis.url
             app.conf.broker_connection_retry_on_startup = True
             self._celery = app
         return app
@@ -227,16 +232,29 @@ class Stack:
             else:
                 self.control("cancel_consumer", host)
 
-    def control(self, command: str, host: Host) -> None:
+    def control(self, command: str, host: Host, *, timeout: float = 60) -> None:
+        """``command`` for the replay queue, sent until ``host`` answers it.
+
+        A worker on a busy machine may answer after the broadcast's wait: the
+        command is sent again (adding or cancelling a consumer twice does no
+        harm) until its answer arrives, so that what follows runs on the
+        hosts it means to."""
         import redis
 
-        try:
+        deadline = time.monotonic() + timeout
+        while True:
             send = getattr(self.celery.control, command)
-            send("replay", destination=[host.node], reply=True)
-        except redis.ConnectionError:
-            # kombu's first broadcast after Redis restarted finds the old
-            # connection closed; a second one makes a new one.
-            send("replay", destination=[host.node], reply=True)
+            try:
+                replies = send("replay", destination=[host.node], reply=True, timeout=5)
+            except redis.ConnectionError:
+                # kombu's first broadcast after Redis restarted finds the old
+                # connection closed; the next one makes a new one.
+                replies = []
+            if any(host.node in reply for reply in replies or []):
+                return
+            if time.monotonic() > deadline:
+                said = f"{host.name} did not answer {command} in {timeout:.0f} s"
+                raise AssertionError(said)
 
     def everyone(self) -> None:
         """The regular hosts, and they alone, consume the replay queue."""
