@@ -348,6 +348,9 @@ def default_work_dir() -> Path:
 
 
 REPLAYHUB_WORK_DIR = Path(env_str("REPLAYHUB_WORK_DIR", str(default_work_dir())))
+# Each worker removes what dead workers left under its work folder at start,
+# then this often (seconds).
+REPLAYHUB_SWEEP_SECONDS = env_int("REPLAYHUB_SWEEP_SECONDS", 900)
 # Environments built by projects' setup phases, kept per worker host: at most
 # this many bytes (least recently used evicted first); a failed setup is not
 # run again for the same key for this long.

@@ -48,13 +48,16 @@ def answer_worker_check(check_id: int) -> None:
 
 @worker_ready.connect
 def sweep_leftovers(**_: object) -> None:
-    """A worker starting on a host removes what dead workers left there, and
-    claims replays again if its host had stopped."""
+    """A worker starting on a host removes what dead workers left there (and
+    keeps doing so while it runs), and claims replays again if its host had
+    stopped."""
+    work_dir = Path(settings.REPLAYHUB_WORK_DIR)
+    sweep.sweep_every(work_dir, settings.REPLAYHUB_SWEEP_SECONDS)
     try:
         host_restarted()
-        sweep.sweep(Path(settings.REPLAYHUB_WORK_DIR))
+        sweep.sweep(work_dir)
     except (OperationalError, InterfaceError):
-        # The database is out of reach: the next worker start sweeps.
+        # The database is out of reach: the periodic sweep comes later.
         return
 
 

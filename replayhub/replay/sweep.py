@@ -1,20 +1,26 @@
-"""What a dead worker left on its host, removed when a worker starts there.
+"""What a dead worker left on its host, removed when a worker starts there
+and every ``REPLAYHUB_SWEEP_SECONDS`` while it runs.
 
 A replay's workspace (``REPLAYHUB_WORK_DIR/replay-<id>``) is removed by the
 worker that ran it, or by the reaper on the host that reaps it; a worker that
 died on another host leaves its workspaces behind (a real one can be GiBs).
-At start, each worker removes the workspaces of replays that are no longer
-running (another worker process on this host may be running its own, so a
-running replay's folder stays), and environment builds' scratch folders older
-than :data:`BUILD_SCRATCH_SECONDS`.
+Each worker removes the workspaces of replays that are finished (or no longer
+exist), and environment builds' scratch folders older than
+:data:`BUILD_SCRATCH_SECONDS`. A running replay's folder is another live
+worker's on this host; a queued one's may be taken again at any moment (a
+replay sent back to wait keeps its id), and its next claim clears it: both
+stay.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from pathlib import Path
+
+from django.db import InterfaceError, OperationalError, connections
 
 from replayhub.git.scratch import remove_tree
 from replayhub.models import Replay, ReplayStatus
@@ -39,12 +45,12 @@ def leftovers(work_dir: Path, *, now: float | None = None) -> list[Path]:
         for entry in entries
         if (found := WORKSPACE.match(entry.name))
     }
-    running = set(
-        Replay.objects.filter(pk__in=ids, status=ReplayStatus.RUNNING).values_list(
-            "pk", flat=True
-        )
+    live = set(
+        Replay.objects.filter(pk__in=ids)
+        .exclude(status=ReplayStatus.FINISHED)
+        .values_list("pk", flat=True)
     )
-    stale = [entry for pk, entry in ids.items() if pk not in running]
+    stale = [entry for pk, entry in ids.items() if pk not in live]
     for entry in entries:
         if BUILD_SCRATCH.match(entry.name):
             try:
@@ -70,3 +76,22 @@ def sweep(work_dir: Path) -> int:
     if removed:
         log.info("removed %d workspace(s) left under %s", removed, work_dir)
     return removed
+
+
+def sweep_every(work_dir: Path, seconds: float) -> threading.Thread:
+    """A daemon thread that sweeps ``work_dir`` every ``seconds`` for as long
+    as the worker process lives; a database out of reach skips a turn."""
+
+    def loop() -> None:
+        while True:
+            time.sleep(seconds)
+            try:
+                sweep(work_dir)
+            except (OperationalError, InterfaceError) as error:
+                log.warning("workspace sweep skipped: %s", error)
+            finally:
+                connections.close_all()
+
+    thread = threading.Thread(target=loop, name="workspace-sweep", daemon=True)
+    thread.start()
+    return thread
