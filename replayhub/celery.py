@@ -34,6 +34,7 @@ class Task(StrEnum):
     DISPATCH_NIGHT = "replayhub.tasks.dispatch_night"
     IMPORT_UPLOAD = "replayhub.tasks.import_upload"
     RUN_TEXT_REPLAY = "replayhub.tasks.run_text_replay"
+    RUN_TEXT_SUITE = "replayhub.tasks.run_text_suite"
     FOLLOW_ROLLOUTS = "replayhub.tasks.follow_rollouts"
     FOLLOW_SOURCE = "replayhub.tasks.follow_source"
     DISPATCH_TEXT_NIGHT = "replayhub.tasks.dispatch_text_night"

@@ -33,7 +33,11 @@ from replayhub.outbound.services import (
 )
 from replayhub.replay import sweep
 from replayhub.replay.services import host_declines, host_restarted
-from replayhub.texttier.services import text_replay_execute, text_replay_reap_stale
+from replayhub.texttier.services import (
+    suite_dispatch,
+    text_replay_execute,
+    text_replay_reap_stale,
+)
 
 
 @shared_task(name=Task.ANSWER_WORKER_CHECK)
@@ -139,6 +143,13 @@ def import_upload(job_id: int) -> None:
 def run_text_replay(text_replay_id: int) -> None:
     # Safe to deliver twice: only a queued text replay can be claimed.
     text_replay_execute(text_replay_id=text_replay_id)
+
+
+@shared_task(name=Task.RUN_TEXT_SUITE)
+def run_text_suite(suite_id: int) -> None:
+    # Safe to deliver twice: the suite's runs are selected once, and only a
+    # queued text replay is claimed.
+    suite_dispatch(suite_id=suite_id)
 
 
 @shared_task(name=Task.FOLLOW_ROLLOUTS)

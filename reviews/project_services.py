@@ -26,6 +26,7 @@ from replayhub.models import (
     Provider,
     Replay,
     Run,
+    TextSuite,
     Tier,
     Trigger,
     Webhook,
@@ -45,6 +46,7 @@ from replayhub.project_setup import (
 from replayhub.replay import tapes
 from replayhub.replicates.stopping import ReplicatePolicy
 from replayhub.services import night_run, replay_request
+from replayhub.texttier.services import suite_again
 from reviews.models import AuditEvent, Label, ReviewLabel, ReviewPolicy
 
 
@@ -581,3 +583,24 @@ def night_start(*, actor, project: Project) -> dict[str, Any]:
     figures = night_figures(project.slug, night_run(project=project, immediate=True))
     _audit(actor, "night.start", project, after=figures)
     return figures
+
+
+def text_suite_again(*, actor, suite: TextSuite) -> TextSuite:
+    """Run ``suite`` again now on a worker, as a new suite of the same
+    project, models and filters; audited as ``text_suite.request``. Raises
+    ``BadTarget`` when a provider it names is gone."""
+    with transaction.atomic():
+        again = suite_again(suite=suite, user=actor)
+        _audit(
+            actor,
+            "text_suite.request",
+            suite.project,
+            after={
+                "suite": again.pk,
+                "again_of": suite.pk,
+                "target": again.target,
+                "judge": again.judge or None,
+                "filters": again.filters,
+            },
+        )
+    return again

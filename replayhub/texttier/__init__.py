@@ -42,7 +42,10 @@ The rules:
   no prompt or no output are skipped; a failed call is counted and the
   suite goes on. Progress is one line rewritten in place on a terminal (one
   line per run otherwise, control characters replaced), then the summary,
-  stored on the suite (``/text-suites/``).
+  stored on the suite (``/text-suites/``). There, Run now makes a new suite
+  of the same project, models and filters for a worker: its start
+  (``suite_dispatch``) selects the runs once, under the suite's row lock, and
+  queues a text replay of each; the last one to end writes the summary.
 - Trends: ``?tier=text`` adds mean similarity per night per target model,
   read from the text replays themselves (``reviews.trends``).
 - Pages: a run's page lists its text replays (newest first, without outputs

@@ -111,6 +111,8 @@ def text_replay_execute(*, text_replay_id: int) -> TextReplay | None:
         TextReplay.objects.finish(row.pk, **fields)
         row.refresh_from_db()
         text_replay_settle(row=row, now=timezone.now())
+    if row.suite_id:
+        suite_finish_if_done(suite_id=row.suite_id)
     return row
 
 
@@ -136,6 +138,9 @@ def text_replay_reap_stale(*, now: datetime | None = None) -> list[int]:
                 pk, error="the worker was lost before the answer was stored"
             ):
                 text_replay_settle(row=TextReplay.objects.get(pk=pk), now=now)
+        suite_id = TextReplay.objects.filter(pk=pk).values_list("suite_id", flat=True)
+        if found := suite_id.first():
+            suite_finish_if_done(suite_id=found)
     if lost:
         log.warning("ended %d text replays whose worker was lost", len(lost))
     return lost
@@ -178,6 +183,18 @@ class SuiteFilters:
             "max": self.max,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SuiteFilters:
+        """The filters a suite stored (``as_json``), to run it again."""
+        since = data.get("since")
+        most = data.get("max")
+        return cls(
+            model=str(data.get("model") or ""),
+            since=date.fromisoformat(since) if isinstance(since, str) else None,
+            include_failed=bool(data.get("include_failed")),
+            max=most if isinstance(most, int) and most > 0 else None,
+        )
+
 
 def suite_runs(*, project: Project, filters: SuiteFilters):
     """The runs a suite replays, newest first."""
@@ -206,6 +223,97 @@ def _skip_reason(run: Run) -> str:
     return ""
 
 
+def suite_create(
+    *,
+    project: Project,
+    target: Target,
+    judge: Target | None = None,
+    filters: SuiteFilters = SuiteFilters(),
+    user=None,
+) -> TextSuite:
+    """A suite not yet started: its runs are selected when it starts
+    (``suite_select``). ``BadTarget`` for an unknown provider."""
+    check_registered(target, judge)
+    return TextSuite.objects.create(
+        project=project,
+        target=str(target),
+        judge=str(judge) if judge else "",
+        filters=filters.as_json(),
+        requested_by=user,
+    )
+
+
+Planned = tuple[Run, str, TextReplay | None]
+
+
+def suite_select(*, suite_id: int) -> list[Planned] | None:
+    """Select the suite's runs and queue a text replay of each one with
+    something to compare, once: ``(run, skipped_because, row)`` in the order
+    they run, or None when the suite was selected before.
+
+    The suite's row is locked while its runs are selected, so a redelivered
+    start selects nothing twice; a suite with nothing to replay is finished
+    at once.
+    """
+    with transaction.atomic():
+        suite = (
+            TextSuite.objects.select_for_update()
+            .select_related("project")
+            .get(pk=suite_id)
+        )
+        if suite.finished_at or suite.total or suite.text_replays.exists():
+            return None
+        target = Target.parse(suite.target)
+        judge = Target.parse(suite.judge) if suite.judge else None
+        filters = SuiteFilters.from_json(suite.filters or {})
+        runs = list(suite_runs(project=suite.project, filters=filters))
+        plan: list[Planned] = []
+        for run in runs:
+            skipped = _skip_reason(run)
+            row = None
+            if not skipped:
+                row = text_replay_create(
+                    run=run,
+                    target=target,
+                    judge=judge,
+                    trigger=TextTrigger.SUITE,
+                    user=suite.requested_by,
+                    suite=suite,
+                )
+            plan.append((run, skipped, row))
+        TextSuite.objects.filter(pk=suite.pk).update(
+            total=len(runs), skipped=sum(bool(skipped) for _, skipped, _ in plan)
+        )
+    suite_finish_if_done(suite_id=suite_id)
+    return plan
+
+
+def suite_finish_if_done(*, suite_id: int) -> bool:
+    """Write the suite's summary once none of its text replays is queued or
+    running; True for the caller that wrote it."""
+    rows = TextReplay.objects.filter(suite_id=suite_id)
+    if rows.exclude(status=TextStatus.FINISHED).exists():
+        return False
+    suite = TextSuite.objects.filter(pk=suite_id, finished_at=None).first()
+    if suite is None:
+        return False
+    results = [suites.Result(skipped=True)] * suite.skipped + [
+        suites.Result(
+            failed=bool(error), similarity=similarity, score=equivalence_score
+        )
+        for error, similarity, equivalence_score in rows.values_list(
+            "error", "similarity", "equivalence_score"
+        )
+    ]
+    summary = suites.summarize(results)
+    # Two last rows ending at once may both get here: one writes.
+    return bool(
+        TextSuite.objects.filter(pk=suite_id, finished_at=None).update(
+            finished_at=timezone.now(), **summary.as_dict()
+        )
+    )
+
+
 def suite_run(
     *,
     project: Project,
@@ -215,51 +323,48 @@ def suite_run(
     user=None,
     progress: Callable[[int, int, Run, str, TextReplay | None], None] | None = None,
 ) -> TextSuite:
-    """Replay every matching run as text, one after another, past failures.
+    """Replay every matching run as text, one after another in this process,
+    past failures (``manage.py replay_suite``).
 
     ``progress(done, total, run, skipped_because, row)`` is called after each
     run. The suite's summary is stored when the last run is done.
     """
-    check_registered(target, judge)
-    runs = list(suite_runs(project=project, filters=filters))
-    suite = TextSuite.objects.create(
-        project=project,
-        target=str(target),
-        judge=str(judge) if judge else "",
-        filters=filters.as_json(),
-        requested_by=user,
-        total=len(runs),
+    suite = suite_create(
+        project=project, target=target, judge=judge, filters=filters, user=user
     )
-    results: list[suites.Result] = []
-    for done, run in enumerate(runs, start=1):
+    plan = suite_select(suite_id=suite.pk) or []
+    for done, (run, skipped, queued) in enumerate(plan, start=1):
         row = None
-        if skipped := _skip_reason(run):
-            results.append(suites.Result(skipped=True))
-        else:
-            created = text_replay_create(
-                run=run,
-                target=target,
-                judge=judge,
-                trigger=TextTrigger.SUITE,
-                user=user,
-                suite=suite,
-            )
-            row = text_replay_execute(text_replay_id=created.pk)
-            if row is None:  # claimed elsewhere: counted as failed here
-                results.append(suites.Result(failed=True))
-            else:
-                results.append(
-                    suites.Result(
-                        failed=bool(row.error),
-                        similarity=row.similarity,
-                        score=row.equivalence_score,
-                    )
-                )
+        if queued is not None:
+            # None when another process claimed it first: said as failed.
+            row = text_replay_execute(text_replay_id=queued.pk)
         if progress:
-            progress(done, len(runs), run, skipped, row)
-    summary = suites.summarize(results)
-    TextSuite.objects.filter(pk=suite.pk).update(
-        finished_at=timezone.now(), **summary.as_dict()
-    )
+            progress(done, len(plan), run, skipped, row)
     suite.refresh_from_db()
     return suite
+
+
+def suite_again(*, suite: TextSuite, user=None) -> TextSuite:
+    """A new suite of ``suite``'s project, models and filters, started by a
+    worker (``suite_dispatch``) once this transaction commits. ``BadTarget``
+    when a provider it names is gone."""
+    again = suite_create(
+        project=suite.project,
+        target=Target.parse(suite.target),
+        judge=Target.parse(suite.judge) if suite.judge else None,
+        filters=SuiteFilters.from_json(suite.filters or {}),
+        user=user,
+    )
+    enqueue(Task.RUN_TEXT_SUITE, again.pk)
+    return again
+
+
+def suite_dispatch(*, suite_id: int) -> None:
+    """A worker's start of a suite: select its runs (once) and send each
+    queued text replay of it to the workers. Safe to deliver twice: a
+    duplicate message for a row is harmless, as only a queued row is
+    claimed, and a start lost after selecting sends them again."""
+    suite_select(suite_id=suite_id)
+    queued = TextReplay.objects.filter(suite_id=suite_id, status=TextStatus.QUEUED)
+    for text_replay_id in queued.values_list("pk", flat=True):
+        enqueue(Task.RUN_TEXT_REPLAY, text_replay_id)

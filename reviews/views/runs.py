@@ -11,7 +11,7 @@ from typing import Any, cast
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.db.models import F
+from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -36,7 +36,7 @@ from replayhub.replay import tapes
 from replayhub.replicates import standing
 from replayhub.texttier.replay import BadTarget, Target
 from replayhub.texttier.services import text_replay_request
-from reviews.project_services import ReplayRefused, replay_from_tape
+from reviews.project_services import ReplayRefused, replay_from_tape, text_suite_again
 from reviews.replay_page import together
 from reviews.replay_page.continuations import (
     arguments_view,
@@ -48,6 +48,7 @@ from reviews.views import HtmxHttpRequest
 
 VIEW_RUNS = "replayhub.view_run"
 ADD_TEXT_REPLAY = "replayhub.add_textreplay"
+RUN_SUITES = "replayhub.add_textsuite"
 # Replay now's permission, as on the project's run list.
 START_REPLAY = "replayhub.add_replay"
 # A tape replay's, as the replay page's "Replay from tape" button.
@@ -301,13 +302,41 @@ def text_replay_detail(request: HtmxHttpRequest, text_replay_id: int) -> HttpRes
 @require_GET
 @permission_required(VIEW_RUNS, raise_exception=True)
 def text_suites(request: HttpRequest) -> HttpResponse:
-    """Every text-tier suite with its summary, newest first."""
-    suites = TextSuite.objects.select_related("project", "requested_by")[:200]
+    """Every text-tier suite with its summary (how far an unfinished one
+    got), newest first."""
+    suites = TextSuite.objects.select_related("project", "requested_by").annotate(
+        done=Count("text_replays", filter=Q(text_replays__status=TextStatus.FINISHED))
+    )[:200]
     return render(
         request,
         "reviews/text_suites.html",
-        {"page": "projects", "suites": suites, "now": timezone.now()},
+        {
+            "page": "projects",
+            "suites": suites,
+            "now": timezone.now(),
+            "can_run_suites": request.user.has_perm(RUN_SUITES),
+        },
     )
+
+
+@require_POST
+@permission_required(RUN_SUITES, raise_exception=True)
+def text_suite_run(request: HttpRequest, suite_id: int) -> HttpResponse:
+    """Run a suite again now, on a worker: a new suite of the same project,
+    models and filters."""
+    suite = get_object_or_404(TextSuite.objects.select_related("project"), pk=suite_id)
+    try:
+        again = text_suite_again(actor=request.user, suite=suite)
+    except BadTarget as error:
+        messages.error(request, f"Suite #{suite.pk} not started: {error}")
+    else:
+        messages.success(
+            request,
+            f"Suite #{again.pk} queued: {suite.project.slug}'s runs on "
+            f"{again.target} again, as suite #{suite.pk} chose them. A worker "
+            "starts it; this page shows how far it got.",
+        )
+    return redirect("reviews:text_suites")
 
 
 @require_GET

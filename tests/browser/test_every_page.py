@@ -87,6 +87,7 @@ NOT_PAGES = {
     "reviews:review_undo": "POST only",
     "reviews:run_text_replay": "POST only",
     "reviews:run_tape_replay": "POST only",
+    "reviews:text_suite_run": "POST only",
     "reviews:trends_labels": "a fragment the trends page loads",
     "reviews:trends_reproducibility": "a fragment the trends page loads",
     "reviews:trends_export_csv": "a download",

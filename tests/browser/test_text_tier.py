@@ -9,7 +9,8 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.demo.model_api import StandInProvider
-from replayhub.models import Provider, TextReplay
+from replayhub.models import Provider, TextReplay, TextSuite
+from tests.browser.watch import Watch
 from tests.conftest import DEMO_KEY_ENV, TEXT_PRICES
 from tests.factories import make_text_run
 
@@ -82,3 +83,46 @@ def test_an_admin_replays_a_run_as_text_and_reads_it_side_by_side(
     screenshot(page, "text-tier-side-by-side")
     assert errors == []
     assert TextReplay.objects.get().requested_by == admin_user
+
+
+def test_an_admin_runs_a_suite_again_and_a_worker_finishes_it(
+    login, admin_user, celery_worker, standin
+):
+    Provider.objects.create(
+        name="gpt",
+        kind="openai",
+        base_url=standin.base_url + "/v1",
+        key_env=DEMO_KEY_ENV,
+        prices=TEXT_PRICES,
+    )
+    run = make_text_run(title="Retry webhooks")
+    make_text_run(external_id="no-output", output="")
+    first = TextSuite.objects.create(
+        project=run.project,
+        target="gpt:gpt-test",
+        total=1,
+        replayed=1,
+        mean_similarity=0.25,
+        finished_at=run.imported_at,
+    )
+    standin.replies = ["add a retry to the sender"]
+    page = login(admin_user)
+    watch = Watch(page, console_errors=True)
+    watch.goto("/text-suites/")
+
+    page.get_by_role("button", name=f"Run now (suite #{first.pk} again)").click()
+
+    again = TextSuite.objects.exclude(pk=first.pk).get()
+    expect(page.locator("ul.messages")).to_contain_text(f"Suite #{again.pk} queued")
+    # The worker selects the suite's runs, answers the one with output and
+    # writes the summary; the page says how it ended.
+    row = page.locator("#suites tbody tr", has_text=f"#{again.pk}")
+    for _ in range(60):
+        page.reload()
+        if "running" not in row.inner_text() and "queued" not in row.inner_text():
+            break
+        page.wait_for_timeout(500)
+    cells = row.locator("td").all_inner_texts()
+    assert cells[4:9] == ["2", "1", "1", "0", "0.857"], cells
+    assert TextReplay.objects.get(suite=again).run == run
+    watch.check("suite run again")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 from django.core.management import call_command
@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from replayhub.models import TextReplay, TextSuite
+from replayhub.texttier import services
 from replayhub.texttier.suites import Result, summarize
 from tests.factories import make_text_run
 
@@ -186,3 +187,61 @@ def test_the_suite_page_lists_suites_with_their_summaries(
     ).content.decode()
     assert "1 run: 1 replayed, 0 skipped, 0 failed" in detail
     assert f'href="/runs/{runs["b"].pk}/"' in detail
+
+
+def test_the_filters_a_suite_stored_read_back_as_they_were():
+    filters = services.SuiteFilters(
+        model="m", since=date(2026, 11, 21), include_failed=True, max=2
+    )
+    assert services.SuiteFilters.from_json(filters.as_json()) == filters
+    assert services.SuiteFilters.from_json({}) == services.SuiteFilters()
+    # A stored value of the wrong shape is no filter, not a crash.
+    assert services.SuiteFilters.from_json({"max": "9", "since": 3}) == (
+        services.SuiteFilters()
+    )
+
+
+def test_a_suite_run_again_selects_its_runs_once_and_its_last_row_finishes_it(
+    runs, providers, standin, text_settings
+):
+    suite("--project", "shop", "--target", "gpt:gpt-test", "--include-failed")
+    first = TextSuite.objects.get()
+
+    again = services.suite_again(suite=first)
+
+    assert (again.total, again.finished_at) == (0, None)
+    assert (again.target, again.filters) == (first.target, first.filters)
+    # What a worker does, delivered twice: the runs are selected once.
+    services.suite_dispatch(suite_id=again.pk)
+    services.suite_dispatch(suite_id=again.pk)
+    rows = TextReplay.objects.filter(suite=again).order_by("pk")
+    assert rows.count() == first.replayed + first.failed == 4
+    again.refresh_from_db()
+    assert (again.total, again.skipped, again.finished_at) == (5, 1, None)
+    for row in rows:
+        assert again.finished_at is None
+        services.text_replay_execute(text_replay_id=row.pk)
+        again.refresh_from_db()
+    assert again.finished_at is not None
+    assert (again.total, again.replayed, again.skipped, again.failed) == (
+        first.total,
+        first.replayed,
+        first.skipped,
+        first.failed,
+    )
+    assert again.mean_similarity == pytest.approx(first.mean_similarity)
+
+
+def test_a_suite_with_nothing_to_replay_finishes_when_it_starts(
+    runs, providers, text_settings
+):
+    empty = services.suite_create(
+        project=runs["a"].project,
+        target=services.Target.parse("gpt:gpt-test"),
+        filters=services.SuiteFilters(model="no-such-model"),
+    )
+
+    services.suite_dispatch(suite_id=empty.pk)
+
+    empty.refresh_from_db()
+    assert empty.finished_at is not None and empty.total == 0

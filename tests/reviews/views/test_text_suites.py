@@ -1,0 +1,99 @@
+"""Run now on the text suites page: a suite run again as a new one, queued
+for a worker, said on the page, audited; for those who may, by POST only."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from replayhub.models import Provider, TextSuite
+from reviews.models import AuditEvent
+
+URL = "/text-suites/"
+
+
+@pytest.fixture
+def finished(providers, text_run) -> TextSuite:
+    return TextSuite.objects.create(
+        project=text_run.project,
+        target="gpt:gpt-test",
+        judge="claude:claude-test",
+        filters={"model": None, "since": None, "include_failed": False, "max": 1},
+        total=1,
+        replayed=1,
+        mean_similarity=0.5,
+        finished_at=text_run.imported_at,
+    )
+
+
+def run_now(client, suite: TextSuite):
+    return client.post(f"{URL}{suite.pk}/run/", follow=True)
+
+
+def test_an_admin_runs_a_suite_again_and_sees_it_queued(client, admin_user, finished):
+    client.force_login(admin_user)
+    page = client.get(URL).content.decode()
+    assert "Run now" in page and f'action="{URL}{finished.pk}/run/"' in page
+
+    response = run_now(client, finished)
+
+    again = TextSuite.objects.exclude(pk=finished.pk).get()
+    assert response.redirect_chain == [(URL, 302)]
+    assert [str(m) for m in response.context["messages"]] == [
+        f"Suite #{again.pk} queued: {finished.project.slug}'s runs on gpt:gpt-test "
+        f"again, as suite #{finished.pk} chose them. A worker starts it; this "
+        "page shows how far it got."
+    ]
+    assert "waiting for a worker" in response.content.decode()
+    assert (again.target, again.judge, again.filters) == (
+        finished.target,
+        finished.judge,
+        finished.filters,
+    )
+    assert again.requested_by == admin_user and again.finished_at is None
+    event = AuditEvent.objects.get(action="text_suite.request")
+    assert event.actor == admin_user
+    assert (event.after["suite"], event.after["again_of"]) == (again.pk, finished.pk)
+
+
+def test_a_suite_whose_provider_is_gone_is_not_started_and_says_why(
+    client, admin_user, finished
+):
+    Provider.objects.filter(name="claude").delete()
+    client.force_login(admin_user)
+
+    response = run_now(client, finished)
+
+    assert f"Suite #{finished.pk} not started: no provider named 'claude'" in (
+        response.content.decode().replace("&#x27;", "'")
+    )
+    assert TextSuite.objects.count() == 1
+    assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.parametrize("role", ["reviewer", "lead"])
+def test_only_those_who_may_run_suites_see_or_use_run_now(
+    client, request, role, finished
+):
+    client.force_login(request.getfixturevalue(role))
+    assert "Run now" not in client.get(URL).content.decode()
+    assert client.post(f"{URL}{finished.pk}/run/").status_code == 403
+    assert TextSuite.objects.count() == 1
+
+
+def test_run_now_is_post_only_and_needs_the_csrf_token(admin_user, finished):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    assert client.get(f"{URL}{finished.pk}/run/").status_code == 405
+    assert client.post(f"{URL}{finished.pk}/run/").status_code == 403
+    assert client.post(f"{URL}999999/run/").status_code in (403, 404)
+    assert TextSuite.objects.count() == 1
+
+
+def test_an_unfinished_suite_shows_how_far_it_got(client, reviewer, finished):
+    TextSuite.objects.filter(pk=finished.pk).update(finished_at=None, skipped=1)
+    client.force_login(reviewer)
+
+    page = client.get(URL).content.decode()
+
+    assert "1 of 1 runs done" in page
