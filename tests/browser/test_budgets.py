@@ -171,9 +171,9 @@ def test_an_admin_starts_tonight_from_the_card_and_again_admits_nothing(
         window_start_hour=22,
         window_end_hour=6,
         timezone="UTC",
-        shares={"agentic": {"max_replays": 2}},
+        shares={"agentic": {"max_replays": 3}},
     )
-    make_runs(shop, 3, now=timezone.now())
+    make_runs(shop, 2, now=timezone.now())
     page = login(admin_user)
     watch = Watch(page, console_errors=True)
     watch.goto("/budgets/")
@@ -183,11 +183,11 @@ def test_an_admin_starts_tonight_from_the_card_and_again_admits_nothing(
     card.get_by_role("button", name="Start tonight now for shop").click()
 
     messages = page.locator("ul.messages")
-    expect(messages).to_contain_text("admitted 2, deferred 1 (replays reserved 2/2)")
+    expect(messages).to_contain_text("admitted 2, deferred 0 (replays reserved 2/3)")
     expect(card.get_by_role("heading", name="Night of")).to_be_visible()
-    expect(card).to_contain_text("1 deferred")
     card.get_by_role("button", name="Start tonight now for shop").click()
     expect(messages).to_contain_text("shop: already admitted tonight: 2")
-    expect(messages).to_contain_text("admitted 0, deferred 1")
+    # A worker may have run the first two by now: either way, none again.
+    expect(messages).to_contain_text("admitted 0, deferred 0")
     assert Replay.objects.filter(project=shop).count() == 2
     watch.check("night started")
