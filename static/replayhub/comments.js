@@ -86,13 +86,24 @@
     box.scrollIntoView({ block: "nearest" });
   });
 
+  // Whether the request under way was sent from a comment box or a thread
+  // (a comment, a reply, a resolve): only its answer may move the focus.
+  var sentFromThread = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    sentFromThread = !!(elt && elt.closest && elt.closest(".comment-row, article.thread"));
+  });
+
   // A comment sent from its box: the focus goes back to the line it is on,
-  // so the next Tab goes on from there, not from the top of the page.
+  // so the next Tab goes on from there, not from the top of the page. Never
+  // at the page's own load (htmx's first htmx:load is the whole body): the
+  // first Tab there is the skip link's.
   document.addEventListener("htmx:load", function (event) {
     var elt = event.detail && event.detail.elt;
-    if (!elt || !elt.matches) return;
+    if (!sentFromThread || !elt || !elt.matches) return;
     var thread = elt.matches("article.thread") ? elt : elt.querySelector("article.thread");
     if (!thread) return;
+    sentFromThread = false;
     var focused = document.activeElement;
     if (!thread.isConnected || (focused && focused !== document.body)) return;
     var container = document.querySelector(

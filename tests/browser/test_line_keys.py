@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from reviews.together.comments import comment_add
 from tests.factories import make_replay
 
 pytestmark = pytest.mark.browser
@@ -123,3 +124,41 @@ def test_the_first_comment_clears_no_comments_yet(login, reviewer):
 
     expect(page.locator("#comments-open")).to_have_text("1 unresolved")
     expect(section).not_to_contain_text("No comments yet", use_inner_text=True)
+
+
+def test_a_page_with_a_thread_starts_at_the_top_and_a_sent_comment_keeps_its_line(
+    login, reviewer
+):
+    replay = make_replay(verdict="divergent")
+    comment_add(
+        replay=replay,
+        author=reviewer,
+        data={
+            "target": "replay",
+            "path": "src/app.py",
+            "side": "new",
+            "line_start": 2,
+            "body": "is this meant?",
+        },
+    )
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    thread = page.locator('#changes table[data-target="replay"] article.thread')
+    expect(thread).to_be_visible()
+
+    # Nothing was done yet: the first Tab is the page's first stop.
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to content")
+    expect(skip).to_be_focused()
+    assert page.evaluate("window.scrollY") == 0
+
+    # A comment sent from its box gives the focus back to its line.
+    table = page.locator('#changes table[data-target="replay"]')
+    table.locator('[data-side="new"][data-line="3"]').click()
+    box = table.locator("tr.comment-row textarea")
+    expect(box).to_be_focused()
+    page.keyboard.type("and this one?")
+    page.keyboard.press("Control+Enter")
+    expect(thread).to_have_count(2)
+    expect(table.get_by_label("Comment on line 3 (new)")).to_be_focused()
