@@ -1,12 +1,14 @@
-"""Phones and tablets: nothing falls off the top bar, and the queue and the
-replay page fit their width (wide tables scroll inside their own box)."""
+"""Phones, tablets and small laptops: nothing falls off the top bar, and the
+queue, the replay page and the projects page fit their width (long values
+wrap; wide tables scroll inside their own box)."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.factories import make_replay
+from replayhub.models import Project
+from tests.factories import make_project, make_replay
 
 pytestmark = pytest.mark.browser
 
@@ -47,3 +49,44 @@ def test_the_top_bar_and_the_pages_fit_the_screen(login, reviewer, screenshot, w
     inside(page, row.locator("td.title a"), width)
     # The queue's table scrolls inside its box; the page itself does not.
     assert page.evaluate(OVERFLOW) <= 0
+
+
+def realistic_project() -> Project:
+    """A project as teams register them: long globs and a long test command."""
+    project = make_project("payments")
+    project.repo_path = "/srv/git/payments-reconciliation-service.git"
+    project.test_command = [
+        "python",
+        "-m",
+        "pytest",
+        "-q",
+        "tests/payments/reconciliation/test_ledger_reconciliation_rounding.py",
+    ]
+    project.agent_command = [
+        "sh",
+        "-c",
+        "exec ./agent.sh --task-file /work/task.json --max-steps 40",
+    ]
+    project.allowed_paths = [
+        "src/payments/reconciliation/**/*.py",
+        "tests/payments/**/*.py",
+        "docs/payments/**",
+    ]
+    project.save()
+    return project
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_the_projects_page_fits_with_long_commands_and_paths(
+    login, lead, screenshot, width
+):
+    realistic_project()
+    page = login(lead)
+    page.set_viewport_size({"width": width, "height": 768})
+    page.goto("/projects/")
+    assert page.evaluate(OVERFLOW) <= 0, width
+    # What does not fit scrolls inside its own box, which the keyboard reaches.
+    table = page.get_by_role("region", name="Projects")
+    expect(table).to_have_attribute("tabindex", "0")
+    expect(table.locator("code", has_text="docs/payments/**")).to_be_visible()
+    screenshot(page, f"w{width}-projects")
