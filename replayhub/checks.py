@@ -89,3 +89,25 @@ def rollout_rewards_have_a_separate_verifier(app_configs, **kwargs):
         for project in projects
         if rewards_unverified(project)
     ]
+
+
+@register()
+def environment_store_url_is_a_bucket(app_configs, **kwargs):
+    """A store URL that names no bucket would leave every host building its
+    own without a word: said at start instead."""
+    from replayhub.environments.locations import parse_url
+
+    url = settings.REPLAYHUB_ENV_STORE_URL
+    if not url:
+        return []
+    try:
+        parse_url(url)
+    except ValueError as error:
+        return [
+            Error(
+                f"REPLAYHUB_ENV_STORE_URL: {error}",
+                hint="Set it to s3://bucket/prefix, or leave it empty.",
+                id="replayhub.E002",
+            )
+        ]
+    return []

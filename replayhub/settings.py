@@ -367,6 +367,12 @@ REPLAYHUB_AGENT_INSTALLS_DIR = env_str("REPLAYHUB_AGENT_INSTALLS_DIR", "")
 # on one host is published there and fetched by the others instead of running
 # setup again (environments/store.py). Empty: none, each host builds its own.
 REPLAYHUB_ENV_STORE_DIR = env_str("REPLAYHUB_ENV_STORE_DIR", "")
+# Or a bucket of an S3-compatible object store, ``s3://bucket/prefix`` (taken
+# before the directory), at its endpoint (empty: AWS's); the credentials come
+# from boto3's own chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a
+# profile, an instance role), never from here.
+REPLAYHUB_ENV_STORE_URL = env_str("REPLAYHUB_ENV_STORE_URL", "")
+REPLAYHUB_ENV_STORE_ENDPOINT = env_str("REPLAYHUB_ENV_STORE_ENDPOINT", "")
 # Agent CLIs fetched ahead, one folder per profile and version
 # (``<profile>-<version>/npm`` an npm cache, ``/wheels`` a wheel folder), bound
 # read-only into the setup phase that installs one; a release not there comes

@@ -1,19 +1,20 @@
 """The shared environment store: an environment built on one worker host,
 fetched by the others instead of running the setup phase again.
 
-Layout under ``REPLAYHUB_ENV_STORE_DIR`` (a directory every worker host
-mounts, NFS or the like)::
+Layout in the store (a directory every worker host mounts, NFS or the like,
+or a bucket of an S3-compatible object store: :mod:`.locations`)::
 
     <key>.tar.gz     the environment's tree
     <key>.json       its manifest: sha256 and size of the archive, the setup's
                      seconds; written last
-    .<key>.*.part    a publication in progress
+    .<key>.*.part    a publication in progress (a directory's)
 
-Each file is written under a temporary name, synced and renamed into place,
-so a reader sees a whole file or none, and a manifest only once its archive is
-there. Two hosts publishing one key at once may leave one's manifest beside
-the other's archive: the digest then differs, the next host to miss it builds
-and publishes again, which repairs it. Workers never evict the store.
+Each file is written under a temporary name, synced and renamed into place
+(or sent in one PUT), so a reader sees a whole file or none, and a manifest
+only once its archive is there. Two hosts publishing one key at once may
+leave one's manifest beside the other's archive: the digest then differs, the
+next host to miss it builds and publishes again, which repairs it. Workers
+never evict the store.
 
 Compression: gzip at level 1. On a 500 MB virtualenv (28,659 files) the plain
 tar was 495 MB and the gzip 157 MB, written in about the same time (11-15 s
@@ -51,9 +52,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from django.conf import settings
-
 from replayhub.environments.cache import READY, CacheEntry, EnvCache, check_key
+from replayhub.environments.locations import (
+    Location,
+    TooLarge,
+    configured,
+    location_of,
+)
 from replayhub.lib import boundedjson
 from replayhub.lib.fstree import chown_tree
 
@@ -95,67 +100,89 @@ class Manifest:
     format: int = FORMAT
 
 
-def store_dir() -> Path | None:
-    """The store's directory (``REPLAYHUB_ENV_STORE_DIR``); None when unset."""
-    configured = str(getattr(settings, "REPLAYHUB_ENV_STORE_DIR", "") or "")
-    return Path(configured) if configured else None
+def store_location() -> Location | None:
+    """The store the settings name (:func:`.locations.configured`)."""
+    return configured()
+
+
+def archive_name(key: str) -> str:
+    return f"{check_key(key)}{SUFFIX}"
+
+
+def manifest_name(key: str) -> str:
+    return f"{check_key(key)}.json"
 
 
 def archive_path(root: Path, key: str) -> Path:
-    return Path(root) / f"{check_key(key)}{SUFFIX}"
+    """Where a directory store keeps ``key``'s archive."""
+    return Path(root) / archive_name(key)
 
 
 def manifest_path(root: Path, key: str) -> Path:
-    return Path(root) / f"{check_key(key)}.json"
+    return Path(root) / manifest_name(key)
 
 
 # -- publishing ----------------------------------------------------------------
 
 
 def publish(
-    root: Path, key: str, env_dir: Path, *, setup_seconds: float, label: str
+    root: Path | Location,
+    key: str,
+    env_dir: Path,
+    *,
+    setup_seconds: float,
+    label: str,
 ) -> Manifest:
     """Archive ``env_dir`` as ``key``'s environment in the store, replacing
     what was there; raises on any trouble (nothing is left half written)."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    archive = archive_path(root, key)
-    part = root / f".{key}.{uuid.uuid4().hex[:8]}.part"
-    try:
-        with open(part, "xb") as raw:
-            writer = _Hashing(raw)
-            with (
-                gzip.GzipFile(
-                    fileobj=writer, mode="wb", compresslevel=GZIP_LEVEL, mtime=0
-                ) as packed,
-                tarfile.open(
-                    fileobj=packed, mode="w|", format=tarfile.PAX_FORMAT
-                ) as tar,
-            ):
-                for name in sorted(os.listdir(env_dir)):
-                    tar.add(Path(env_dir) / name, arcname=name, filter=_publishable)
-            os.fchmod(raw.fileno(), 0o644)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(part, archive)
-        manifest = Manifest(
-            key=key,
-            sha256=writer.digest.hexdigest(),
-            size=writer.size,
-            setup_seconds=round(setup_seconds, 3),
-            label=label,
-            published_at=time.time(),
-        )
-        _write_atomically(
-            manifest_path(root, key), json.dumps(asdict(manifest)).encode(), part
-        )
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            part.unlink()
+    where = location_of(root)
+    with where.scratch() as scratch:
+        part = scratch / f".{check_key(key)}.{uuid.uuid4().hex[:8]}.part"
+        try:
+            return _publish(where, part, key, env_dir, setup_seconds, label)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                part.unlink()
+
+
+def _publish(
+    where: Location,
+    part: Path,
+    key: str,
+    env_dir: Path,
+    setup_seconds: float,
+    label: str,
+) -> Manifest:
+    with open(part, "xb") as raw:
+        writer = _Hashing(raw)
+        with (
+            gzip.GzipFile(
+                fileobj=writer, mode="wb", compresslevel=GZIP_LEVEL, mtime=0
+            ) as packed,
+            tarfile.open(fileobj=packed, mode="w|", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            for name in sorted(os.listdir(env_dir)):
+                tar.add(Path(env_dir) / name, arcname=name, filter=_publishable)
+        os.fchmod(raw.fileno(), 0o644)
+        raw.flush()
+        os.fsync(raw.fileno())
+    where.place(part, archive_name(key))
+    manifest = Manifest(
+        key=key,
+        sha256=writer.digest.hexdigest(),
+        size=writer.size,
+        setup_seconds=round(setup_seconds, 3),
+        label=label,
+        published_at=time.time(),
+    )
+    _write_synced(part, json.dumps(asdict(manifest)).encode())
+    where.place(part, manifest_name(key))
     return manifest
 
 
-def share_from_cache(root: Path, cache: EnvCache, key: str) -> Manifest | None:
+def share_from_cache(
+    root: Path | Location, cache: EnvCache, key: str
+) -> Manifest | None:
     """:func:`publish` ``key``'s entry of ``cache``, any trouble one log line:
     never raises (a replay goes on with its local environment)."""
     started = time.monotonic()
@@ -197,29 +224,26 @@ def _publishable(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
-def _write_atomically(path: Path, data: bytes, part: Path) -> None:
+def _write_synced(part: Path, data: bytes) -> None:
     with open(part, "xb") as handle:
         handle.write(data)
         os.fchmod(handle.fileno(), 0o644)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(part, path)
 
 
 # -- fetching ------------------------------------------------------------------
 
 
-def read_manifest(root: Path, key: str) -> Manifest | None:
+def read_manifest(root: Path | Location, key: str) -> Manifest | None:
     """``key``'s manifest; None when the store has none, :class:`ArchiveRefused`
     when it is unreadable or describes something else."""
     try:
-        fd = os.open(manifest_path(root, key), os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
+        raw = location_of(root).read(manifest_name(key), MAX_MANIFEST_BYTES)
+    except (OSError, TooLarge) as error:
         raise ArchiveRefused(f"its manifest could not be read: {error}") from error
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read(MAX_MANIFEST_BYTES + 1)
+    if raw is None:
+        return None
     try:
         manifest = Manifest(**boundedjson.loads(raw, max_bytes=MAX_MANIFEST_BYTES))
     except (ValueError, TypeError) as error:
@@ -238,26 +262,32 @@ def read_manifest(root: Path, key: str) -> Manifest | None:
 
 
 def unpack(
-    archive: Path, dest: Path, manifest: Manifest, *, max_bytes: int, max_entries: int
+    where: Location,
+    key: str,
+    dest: Path,
+    manifest: Manifest,
+    *,
+    max_bytes: int,
+    max_entries: int,
 ) -> int:
-    """Check ``archive`` against ``manifest`` (size, then sha256), then
+    """Check ``key``'s archive against ``manifest`` (size, then sha256), then
     :func:`extract` it into the empty directory ``dest``; the bytes taken."""
-    try:
-        fd = os.open(archive, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise ArchiveRefused("its manifest is there but not its archive") from None
-    with os.fdopen(fd, "rb") as raw:
-        info = os.fstat(raw.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size != manifest.size:
-            raise ArchiveRefused(
-                f"the archive has {info.st_size} bytes, its manifest says "
-                f"{manifest.size}"
-            )
-        if manifest.size > max_bytes:
-            raise ArchiveRefused(f"the archive is over the cap ({max_bytes} bytes)")
-        digest = hashlib.sha256()
+    if manifest.size > max_bytes:
+        raise ArchiveRefused(f"the archive is over the cap ({max_bytes} bytes)")
+    with (
+        where.scratch() as scratch,
+        where.fetched(archive_name(key), scratch, max_bytes) as raw,
+    ):
+        if raw is None:
+            raise ArchiveRefused("its manifest is there but not its archive")
+        digest, size = hashlib.sha256(), 0
         while chunk := raw.read(_CHUNK):
             digest.update(chunk)
+            size += len(chunk)
+        if size != manifest.size:
+            raise ArchiveRefused(
+                f"the archive has {size} bytes, its manifest says {manifest.size}"
+            )
         if digest.hexdigest() != manifest.sha256:
             raise ArchiveRefused("the archive's sha256 differs from its manifest's")
         raw.seek(0)
@@ -266,7 +296,7 @@ def unpack(
 
 
 def fetch(
-    root: Path,
+    root: Path | Location,
     key: str,
     dest: Path,
     *,
@@ -278,13 +308,15 @@ def fetch(
     ``dest`` (then owned by ``owner`` when given); None, with one log line,
     when the store has none or it was refused (``dest`` is then the caller's
     to discard). Never raises."""
+    where = location_of(root)
     try:
-        manifest = read_manifest(root, key)
+        manifest = read_manifest(where, key)
         if manifest is None:
-            log.info("environment %s is not in the store %s", key[:12], root)
+            log.info("environment %s is not in the store %s", key[:12], where)
             return None
         unpack(
-            archive_path(root, key),
+            where,
+            key,
             dest,
             manifest,
             max_bytes=max_bytes,
@@ -305,7 +337,7 @@ def fetch(
 
 def fetch_into_cache(
     cache: EnvCache,
-    root: Path,
+    root: Path | Location,
     key: str,
     label: str,
     files: int,
