@@ -94,13 +94,11 @@ def forge_set(
     if kind not in statuses.DEFAULT_API:
         raise OutboundInvalid(f"--forge: one of {', '.join(statuses.DEFAULT_API)}.")
     api_url = (api_url or statuses.DEFAULT_API[kind]).rstrip("/")
-    for problem in (
-        statuses.repo_problem(kind, repo),
-        env_problem(token_env, api_url),
-        url_problem(api_url),
-    ):
-        if problem:
-            raise OutboundInvalid(problem)
+    if problem := statuses.repo_problem(kind, repo):
+        raise OutboundInvalid(problem)
+    # The address before the token: a token's rules depend on the URL's scheme.
+    if problem := url_problem(api_url) or env_problem(token_env, api_url):
+        raise OutboundInvalid(problem)
     forge, _ = Forge.objects.update_or_create(
         project=project,
         defaults={

@@ -94,7 +94,7 @@ class ForgeForm(forms.Form):
 
     def place(self, refusal: OutboundInvalid) -> None:
         """``forge_set``'s refusal beside the field it is about (its checks
-        run in this order: the repository, the variable, the API's address)."""
+        run in this order: the repository, the API's address, the variable)."""
         field, message = flagged(str(refusal), {"--forge": "kind"})
         if field is None:
             data = self.cleaned_data
@@ -105,7 +105,7 @@ class ForgeForm(forms.Form):
                 field = "token_env"
             else:
                 field = "api_url"
-        self.add_error(field, message)
+        self.add_error(field, message[:1].upper() + message[1:])
 
 
 class WebhookForm(forms.Form):

@@ -182,6 +182,23 @@ def test_a_token_variable_outside_the_allow_list_is_refused_beside_it(shop, admi
     assert Forge.objects.count() == 0
 
 
+def test_an_api_url_that_is_not_http_is_refused_beside_it_not_beside_the_token(
+    shop, admin_user
+):
+    answer = as_user(admin_user).post(
+        URL, {**FORGE, "forge-api_url": "ftp://example.com"}
+    )
+
+    page = answer.content.decode()
+    assert answer.status_code == 400
+    assert (
+        'href="#id_forge-api_url">API URL</a>: '
+        "The URL must be http:// or https:// with a host"
+    ) in page
+    assert 'href="#id_forge-token_env">' not in page
+    assert Forge.objects.count() == 0
+
+
 def test_a_webhook_to_a_private_address_is_refused_with_its_reason(shop, admin_user):
     client = as_user(admin_user)
 
