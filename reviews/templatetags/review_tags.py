@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Iterable
 from datetime import datetime
 
 from django import template
@@ -51,6 +53,16 @@ def seconds(value: float | None) -> str:
 @register.filter
 def short_sha(value: str | None) -> str:
     return (value or "")[:12]
+
+
+@register.filter
+def shell(value: Iterable[object] | str | None) -> str:
+    """A command's words as a shell would take them back, quotes and all, as
+    the project form shows them: ``["sh", "-c", "exec ./a.sh"]`` → ``sh -c
+    'exec ./a.sh'``. A string is already a command line."""
+    if isinstance(value, str):
+        return value
+    return shlex.join(str(word) for word in value or ())
 
 
 @register.filter

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import unescape
 
 from django.urls import reverse
 from django.utils import timezone
 
 from replayhub.models import Preflight, Run
+from reviews.views.projects import ProjectForm
 from tests.factories import make_project
 
 
@@ -47,6 +49,25 @@ def test_each_project_shows_its_runs_by_preflight_state_and_its_last_import(
     assert "1 ready</div>" in rows["billing"] and "2d ago" in rows["billing"]
     assert "never" in rows["&lt;b&gt;empty&lt;/b&gt;"]
     assert "<b>empty</b>" not in html
+
+
+def test_commands_are_shown_with_their_quotes_as_the_edit_form_has_them(
+    client, reviewer
+):
+    shop = make_project("shop")
+    shop.test_command = ["pytest", "-k", "not slow", "tests/it's.py"]
+    shop.agent_command = ["sh", "-c", "exec ./agent.sh --task-file task.json"]
+    shop.save()
+    client.force_login(reviewer)
+
+    html = unescape(client.get(reverse("reviews:projects")).content.decode())
+
+    # Word for word the line the edit form holds, quotes and all.
+    edit = ProjectForm.initial_for(shop)
+    assert edit["agent_command"] == "sh -c 'exec ./agent.sh --task-file task.json'"
+    assert edit["test_command"] == """pytest -k 'not slow' 'tests/it'"'"'s.py'"""
+    for command in (edit["test_command"], edit["agent_command"]):
+        assert f'<code class="wrap">{command}</code>' in html
 
 
 def test_flaky_tests_are_listed_with_their_flip_rate(client, reviewer):
