@@ -117,6 +117,14 @@ class LabelForm(forms.Form):
         if "categories" not in data or "kind" not in data:
             return data
         if data["kind"] != LabelKind.CATEGORY:
+            # Saved without them, they would be dropped without a word.
+            if data["categories"]:
+                kind = LabelKind(data["kind"]).label
+                self.add_error(
+                    "categories",
+                    f"A {str(kind).lower()} label has no categories; choose "
+                    f"“{LabelKind.CATEGORY.label}” to use them, or leave them empty.",
+                )
             data["categories"] = []
         elif not data["categories"]:
             self.add_error("categories", "A category list names its values.")

@@ -174,7 +174,16 @@ def test_a_bad_policy_is_refused_beside_its_field_and_nothing_saved(
     ("changed", "reason"),
     [
         ({"kind": "category", "categories": " , \n"}, "A category list names"),
-        ({"name": "cause", "categories": "kept"}, "already has a label"),
+        (
+            {"name": "cause", "kind": "category", "categories": "kept"},
+            "already has a label",
+        ),
+        (
+            {"categories": "a, b"},
+            "A yes / no label has no categories; choose “Category list” to use "
+            "them, or leave them empty.",
+        ),
+        ({"kind": "scale", "categories": "a"}, "A scale 1-5 label has no categories"),
         ({"kind": "category", "categories": "x" * 81}, "over 80 characters"),
     ],
 )
