@@ -384,6 +384,15 @@ def _shown(budget: Budget, nights: list[Night]) -> list[str]:
     return [t for t in tiers.SHARE_TIERS if on.get(t) or t in spent]
 
 
+# The history table's columns: every dimension some shown tier budgets.
+HISTORY_LABELS = {
+    "replays": "Replays",
+    "sandbox_seconds": "Sandbox min",
+    "tokens": "Tokens",
+    "cost_usd": "Money (USD)",
+}
+
+
 def _figure(bar: Bar) -> str:
     if bar.unit == "USD":
         return f"{bar.used:.2f}/{bar.limit:.2f}"
@@ -391,18 +400,14 @@ def _figure(bar: Bar) -> str:
 
 
 def history(nights: list[Night], shown: list[str], *, show_money: bool) -> dict:
-    """The card's table of past nights: a column group per shown tier (each
-    dimension's used/limit, then the deferred count) and a row per night."""
-    groups = [
-        {
-            "title": f"{tiers.LABELS[tier]} tier",
-            "labels": [
-                DIMENSION_BARS[d][0].capitalize()
-                for d in _dimensions(tier, show_money=show_money)
-            ]
-            + ["Deferred"],
-        }
-        for tier in shown
+    """The card's table of past nights: a row per shown tier of each night,
+    a column per dimension any of them budgets (used/limit; None where the
+    tier budgets no such thing), then its deferred count. Rows rather than a
+    column group per tier keep the table within a 1024 px screen."""
+    dimensions = [
+        d
+        for d in HISTORY_LABELS
+        if any(d in _dimensions(tier, show_money=show_money) for tier in shown)
     ]
     rows = []
     for night in nights:
@@ -410,14 +415,24 @@ def history(nights: list[Night], shown: list[str], *, show_money: bool) -> dict:
         cells = []
         for tier in shown:
             share = by_tier.get(tier) or NightShare(night=night, tier=tier)
-            figures = [_figure(bar) for bar in bars(share, show_money=show_money)]
-            cells.append({"figures": figures, "deferred": share.deferred})
+            mine = _dimensions(tier, show_money=show_money)
+            figures = iter(bars(share, show_money=show_money))
+            cells.append(
+                {
+                    "label": tiers.LABELS[tier],
+                    "figures": [
+                        _figure(next(figures)) if d in mine else None
+                        for d in dimensions
+                    ],
+                    "deferred": share.deferred,
+                }
+            )
         rows.append({"night": night, "tiers": cells})
     return {
-        "groups": groups,
+        "labels": [HISTORY_LABELS[d] for d in dimensions],
         "rows": rows,
-        # The night and its status, then every group's columns.
-        "span": 2 + sum(len(g["labels"]) for g in groups),
+        # The night, its status and the tier, the figures, the deferred.
+        "span": 4 + len(dimensions),
     }
 
 

@@ -3,7 +3,9 @@ and neither the refusal nor the save after it meets a CSP violation."""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -191,3 +193,53 @@ def test_an_admin_starts_tonight_from_the_card_and_again_admits_nothing(
     expect(messages).to_contain_text("admitted 0, deferred 0")
     assert Replay.objects.filter(project=shop).count() == 2
     watch.check("night started")
+
+
+def test_at_1024_px_past_nights_fit_with_every_tier_and_the_box_is_reachable(
+    login,
+):
+    """Text tier and replicates on: every tier of a past night, money and
+    deferred included, is in view at 1024 px without scrolling sideways, and
+    the box the table sits in is a named stop for the keyboard."""
+    shop = make_project("shop")
+    make_budget(
+        shop,
+        text_enabled=True,
+        text_target="anthropic:claude-sonnet-4-5",
+        replicate_threshold=0.8,
+    )
+    make_night(
+        shop,
+        start=timezone.now() - timedelta(days=1),
+        shares={
+            "replicate": {"limit_cost_usd": 2_000_000, "deferred": 7},
+            "agentic": {"limit_tokens": 2_000_000, "used_tokens": 1_234_567},
+        },
+    )
+    page = login(make_superuser())
+    axe = Path(os.environ.get("REPLAYHUB_AXE_JS") or AXE_JS)
+    if axe.is_file():
+        page.context.add_init_script(axe.read_text())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/budgets/")
+    box = page.locator("#budget-shop .budget-history .table-wrap")
+
+    expect(box).to_have_attribute("tabindex", "0")
+    expect(box).to_have_attribute("role", "region")
+    expect(box).to_have_accessible_name("Past nights of shop")
+    fits = box.evaluate("b => [b.querySelector('table').scrollWidth, b.clientWidth]")
+    assert fits[0] <= fits[1], fits
+    assert page.evaluate(SIDEWAYS) <= 0
+    replicate = box.locator("tr", has=page.get_by_role("rowheader", name="Replicate"))
+    expect(replicate.locator("td").last).to_have_text("7")
+    expect(replicate.locator("td").nth(-2)).to_have_text("0.00/2000000.00")
+    if axe.is_file():
+        found = page.evaluate(AXE_SCROLLABLE)
+        assert found == [], found
+
+
+AXE_JS = Path(__file__).parents[2] / "var/axe/node_modules/axe-core/axe.min.js"
+SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
+AXE_SCROLLABLE = """async () => (await axe.run(document, {
+  runOnly: ["scrollable-region-focusable"], resultTypes: ["violations"]}))
+  .violations.map(v => v.nodes.map(n => n.target.join(" ")))"""

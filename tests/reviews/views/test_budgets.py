@@ -434,9 +434,7 @@ def test_every_tiers_deferred_runs_are_listed_the_same_way(
     assert "<strong>4 deferred</strong> by the agentic share" in page
 
 
-def test_the_history_has_a_column_group_per_tier_and_an_empty_row_spans_them(
-    client, lead, db
-):
+def test_the_history_has_a_row_per_tier_and_a_column_per_dimension(client, lead, db):
     project = Project.objects.create(slug="fresh", repo_path="/srv/fresh.git")
     make_budget(project, tape_enabled=True, text_enabled=True, text_target="gpt:x")
     client.force_login(lead)
@@ -445,14 +443,35 @@ def test_the_history_has_a_column_group_per_tier_and_an_empty_row_spans_them(
 
     table = page[page.index('<table class="grid compact night-history">') :]
     table = table[: table.index("</table>")]
-    groups = re.findall(r'<th colspan="(\d+)" scope="colgroup">([^<]+)</th>', table)
-    # Tape: replays, sandbox minutes, deferred; text: replays, tokens, money,
-    # deferred (leads see money); agentic: the four and deferred.
-    assert groups == [("3", "Tape tier"), ("4", "Text tier"), ("5", "Agentic tier")]
-    assert '<td colspan="14" class="muted">No nights yet.</td>' in table
-    # The night and its status head both rows; each dimension its column.
-    assert len(re.findall(r'<th rowspan="2" scope="col">', table)) == 2
-    assert len(re.findall(r'<th scope="col">', table)) == 3 + 4 + 5
+    heads = re.findall(r'<th scope="col"(?: class="num")?>([^<]+)</th>', table)
+    # Leads see money; every dimension a shown tier budgets is one column.
+    assert heads == [
+        "Night",
+        "Status",
+        "Tier",
+        "Replays",
+        "Sandbox min",
+        "Tokens",
+        "Money (USD)",
+        "Deferred",
+    ]
+    assert '<td colspan="8" class="muted">No nights yet.</td>' in table
+
+    make_night(project, start=timezone.now() - timedelta(days=1))
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    table = page[page.index('<table class="grid compact night-history">') :]
+    table = table[: table.index("</table>")]
+    assert re.findall(r'<th scope="row">(\w+)</th>', table) == [
+        "Tape",
+        "Text",
+        "Agentic",
+    ]
+    # The night and its status head its three rows; a dimension a tier does
+    # not budget is a dash (the tape tier's tokens and money).
+    assert len(re.findall(r'rowspan="3"', table)) == 2
+    tape = table[table.index('<th scope="row">Tape</th>') :]
+    tape = tape[: tape.index("</tr>")]
+    assert tape.count("not budgeted by this tier") == 2
 
 
 def test_changes_recorded_before_shares_were_rows_still_show(
