@@ -5,4 +5,6 @@ markup. Whatever they return is text, escaped by the template like any value.
   durations, short shas, percents, kappa).
 - trend_tags: formatting for the trends page (percents, a reason's name and
   colour).
+- budget_tags: the budgets page's figures (counts, minutes, money), one
+  format each for its bars and its table.
 """

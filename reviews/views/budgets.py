@@ -29,6 +29,7 @@ from replayhub.texttier.night import text_candidates
 from reviews import services
 from reviews.models import AuditEvent
 from reviews.project_services import REPLICATE_FIELDS, replicates_update
+from reviews.templatetags.budget_tags import count, figure, money
 from reviews.views import HtmxHttpRequest
 
 HISTORY_NIGHTS = 14
@@ -297,7 +298,7 @@ class Bar:
 # night's (sandbox time in minutes, money as a plain number).
 DIMENSION_BARS: dict[str, tuple[str, str, Callable[[Any], float]]] = {
     "replays": ("replays", "", int),
-    "sandbox_seconds": ("sandbox minutes", "min", lambda s: round(s / 60, 1)),
+    "sandbox_seconds": ("sandbox minutes", "min", lambda s: s / 60),
     "tokens": ("tokens", "", int),
     "cost_usd": ("money", "USD", float),
 }
@@ -394,9 +395,7 @@ HISTORY_LABELS = {
 
 
 def _figure(bar: Bar) -> str:
-    if bar.unit == "USD":
-        return f"{bar.used:.2f}/{bar.limit:.2f}"
-    return f"{round(bar.used)}/{round(bar.limit)}"
+    return f"{figure(bar.used, bar.unit)}/{figure(bar.limit, bar.unit)}"
 
 
 def history(nights: list[Night], shown: list[str], *, show_money: bool) -> dict:
@@ -509,7 +508,7 @@ def _limit_facts(tier: str, share: tiers.Share, *, show_money: bool) -> str:
             continue
         value = getattr(share, name)
         unit = SHARE_BOUNDS[name][2]
-        parts.append(f"{value:.2f}{unit}" if name in MONEY else f"{value}{unit}")
+        parts.append(f"{money(value) if name in MONEY else count(value)}{unit}")
     return ", ".join(parts) + " per night"
 
 

@@ -232,7 +232,7 @@ def test_at_1024_px_past_nights_fit_with_every_tier_and_the_box_is_reachable(
     assert page.evaluate(SIDEWAYS) <= 0
     replicate = box.locator("tr", has=page.get_by_role("rowheader", name="Replicate"))
     expect(replicate.locator("td").last).to_have_text("7")
-    expect(replicate.locator("td").nth(-2)).to_have_text("0.00/2000000.00")
+    expect(replicate.locator("td").nth(-2)).to_have_text("0.00/2,000,000.00")
     if axe.is_file():
         found = page.evaluate(AXE_SCROLLABLE)
         assert found == [], found

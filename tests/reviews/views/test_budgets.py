@@ -151,7 +151,7 @@ def test_a_lead_reads_the_page_but_cannot_edit(client, lead, budgeted_project):
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "Night of" in page and "12.50" in page
     assert f'name="{AGENTIC}max_replays"' not in page
-    assert "20 replays, 240 minutes, 2000000 tokens, 12.50 USD per night" in page
+    assert "20 replays, 240 minutes, 2,000,000 tokens, 12.50 USD per night" in page
     response = client.post(reverse("reviews:budget_edit", args=["shop"]), form_data())
     assert response.status_code == 403
     assert agentic_share(budgeted_project).max_replays == 20
@@ -593,3 +593,50 @@ def test_the_text_tier_settings_are_checked_as_the_model_checks_them(
     assert message in response.content.decode()
     assert Budget.objects.get(project=budgeted_project).text_target == ""
     assert not AuditEvent.objects.exists()
+
+
+def test_tonight_and_its_row_in_past_nights_say_the_same_figures(client, lead, db):
+    """One night, as its bars and its table row show it: minutes and money
+    rounded alike, large counts with separators, the night's date as the
+    trends page writes it."""
+    project = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
+    make_budget(project)
+    night = make_night(
+        project,
+        start=timezone.now() - timedelta(hours=1),
+        shares={
+            "agentic": {
+                "limit_replays": 20,
+                "used_replays": 1,
+                "limit_sandbox_seconds": 240 * 60,
+                "used_sandbox_seconds": 12,
+                "limit_cost_usd": Decimal("20"),
+                "used_cost_usd": Decimal("0.0007"),
+                "limit_tokens": 2_000_000,
+                "used_tokens": 1_500,
+            }
+        },
+    )
+    client.force_login(lead)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    said = night.date.strftime("%a %-d %b %Y")
+    assert f"Night of {said}</h3>" in page
+    assert f'<th scope="rowgroup" rowspan="1">{said}</th>' in page
+    values = re.findall(r'<span class="bar-value">([^<]+)</span>', page)
+    assert values == [
+        "1 used · 0 reserved / 20",
+        "0.2 used · 0 reserved / 240 min",
+        "1,500 used · 0 reserved / 2,000,000",
+        "&lt;0.01 used · 0.00 reserved / 20.00 USD",
+    ]
+    row = page[page.index('<th scope="row">Agentic</th>') :]
+    row = row[: row.index("</tr>")]
+    assert re.findall(r'<td class="num">([^<]+)</td>', row) == [
+        "1/20",
+        "0.2/240",
+        "1,500/2,000,000",
+        "&lt;0.01/20.00",
+        "0",
+    ]
