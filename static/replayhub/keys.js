@@ -106,8 +106,17 @@
     var option = select.querySelector('option[data-key="' + key + '"]');
     select.focus();
     if (!option) {
+      // Every verdict has a key; the one with no option is the replay's own.
+      // Said where the choice is said, and nothing stays chosen.
       var preview = document.getElementById("overturn-preview");
-      if (preview) preview.textContent = "That is the verdict already; choose another.";
+      var keys = select.querySelectorAll("option[data-key]").length + 1;
+      select.value = "";
+      armed = false;
+      if (!preview) return true;
+      preview.classList.remove("bad");
+      preview.textContent = parseInt(key, 10) <= keys
+        ? "Already " + preview.getAttribute("data-from") + ": choose another verdict."
+        : "Press 1–" + keys + " to choose the corrected verdict.";
       return true;
     }
     select.value = option.value;

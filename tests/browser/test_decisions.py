@@ -55,6 +55,41 @@ def test_each_corrected_verdict_has_its_own_key_and_is_shown_before_recording(
     watch.check("the flow's end")
 
 
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 800)])
+def test_the_current_verdicts_own_key_says_it_is_the_verdict_already(
+    login, reviewer, screenshot, size
+):
+    replay = make_replay(verdict="equivalent", title="Both pass")
+    page = login(reviewer)
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    watch = Watch(page, console_errors=True)
+    page.goto(f"/replays/{replay.pk}/")
+
+    page.keyboard.press("o")
+    select = page.locator("select[name=verdict_after]")
+    expect(select).to_be_focused()
+    page.keyboard.press("2")  # equivalent: what the replay is already
+    preview = page.locator("#overturn-preview")
+    expect(preview).to_be_visible()
+    expect(preview).to_have_text("Already equivalent: choose another verdict.")
+    expect(select).to_have_value("")
+    screenshot(page, f"already-{size[0]}")
+    # The same from the page, without o first.
+    page.keyboard.press("Escape")
+    page.keyboard.press("2")
+    expect(preview).to_have_text("Already equivalent: choose another verdict.")
+    page.keyboard.press("3")
+    expect(preview).to_contain_text("Overturn equivalent → divergent")
+    # Pressed after a choice, it leaves nothing chosen for Enter to record.
+    page.keyboard.press("2")
+    expect(preview).to_have_text("Already equivalent: choose another verdict.")
+    expect(select).to_have_value("")
+    page.keyboard.press("Enter")
+    expect(preview).to_contain_text("to choose the corrected verdict")
+    assert not Review.objects.exists()
+    watch.check("the flow's end")
+
+
 def test_an_overturn_against_a_verified_tree_check_needs_a_second_enter(
     login, reviewer
 ):
