@@ -7,6 +7,7 @@ from django import template
 
 register = template.Library()
 
+
 @register.filter
 def count(value: float | None) -> str:
     """Replays or tokens: whole, with thousands separators (2,000,000)."""

@@ -16,7 +16,7 @@ inside), and the template name an htmx request is answered with
   place. The audit event keeps only the changed fields, nested under their
   owner (the budget and the caps both have a ``max_tokens``); older, flat
   events still read. A page view never writes (a project without a budget
-  row shows an unsaved one).
+  row shows an unsaved one). Its forms are budget_forms.
 - upload: an admin imports a file of native or verifiers records. It is
   CSRF-exempt only so that its size check refuses a big upload before the
   CSRF check reads the body, and it checks CSRF itself afterwards; a file

@@ -13,7 +13,7 @@ from django.utils import timezone
 from replayhub.models import Budget, BudgetShare, NightShare, Project, Run
 from replayhub.nights import shares
 from reviews.models import AuditEvent
-from reviews.views.budgets import bound_problem
+from reviews.views.budget_forms import bound_problem
 from tests.factories import make_budget, make_night, make_project
 
 # Each card's forms are prefixed with its project's slug, a tier's share with
@@ -155,6 +155,37 @@ def test_a_lead_reads_the_page_but_cannot_edit(client, lead, budgeted_project):
     response = client.post(reverse("reviews:budget_edit", args=["shop"]), form_data())
     assert response.status_code == 403
     assert agentic_share(budgeted_project).max_replays == 20
+
+
+def test_a_lead_sees_a_tier_that_is_off_as_off_without_its_numbers(
+    client, lead, budgeted_project
+):
+    """Tape, text and replicates off, agentic off for the scheduler: the
+    card lists no share a night would never use; the agentic one is said to
+    pay only for Replay now."""
+    client.force_login(lead)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    facts = page[page.index('<dl class="facts">') :]
+    facts = dict(re.findall(r"<dt>([^<]+)</dt><dd>([^<]+)</dd>", facts))
+    assert facts["Tape tier, before the others"] == "off"
+    assert facts["Text tier, before the agentic tier"] == "off"
+    assert facts["Replicates, after the first replays"] == "off"
+    assert facts["Agentic tier"] == (
+        "off at night; Replay now spends from 20 replays, 240 minutes, "
+        "2,000,000 tokens, 12.50 USD per night"
+    )
+
+    Budget.objects.filter(project=budgeted_project).update(tape_enabled=True)
+    Project.objects.filter(pk=budgeted_project.pk).update(agentic_enabled=True)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    facts = page[page.index('<dl class="facts">') :]
+    facts = dict(re.findall(r"<dt>([^<]+)</dt><dd>([^<]+)</dd>", facts))
+    assert facts["Tape tier, before the others"].endswith(" per night")
+    assert facts["Agentic tier"] == (
+        "20 replays, 240 minutes, 2,000,000 tokens, 12.50 USD per night"
+    )
 
 
 def test_a_reviewer_never_sees_money(client, reviewer, budgeted_project):

@@ -1,0 +1,253 @@
+"""The budgets page's forms: the night's budget, each tier's share, the
+replicate policy and the replay's caps, each number checked against its bounds."""
+
+from __future__ import annotations
+
+from zoneinfo import available_timezones
+
+from django import forms
+
+from replayhub.models import Budget, BudgetShare, Project
+from replayhub.models.project_settings import SETTING, bound_problem
+from replayhub.nights import shares, tiers
+from replayhub.replicates.stopping import ReplicatePolicy
+from reviews import services
+from reviews.project_services import REPLICATE_FIELDS
+
+# Every number an admin types has a floor and a sane ceiling, with its unit
+# for the message: (least, most, unit). A ceiling catches a slipped digit
+# before it reaches the scheduler.
+BUDGET_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "window_start_hour": (0, 23, ""),
+    "window_end_hour": (0, 23, ""),
+}
+SHARE_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "max_replays": (0, 100_000, " replays"),
+    "max_sandbox_minutes": (0, 10_000_000, " minutes"),
+    "max_tokens": (0, 100_000_000_000, " tokens"),
+    "max_cost_usd": (0, 1_000_000, " USD"),
+}
+SHARE_LABELS = {
+    "max_replays": "Replays per night",
+    "max_sandbox_minutes": "Sandbox minutes per night",
+    "max_tokens": "Tokens per night",
+    "max_cost_usd": "Money per night (USD)",
+}
+# The names of budget fields in audit events recorded before the tiers' shares
+# were rows; their events still show.
+LEGACY_LABELS = {
+    **SHARE_LABELS,
+    "tape_max_replays": "Tape replays per night",
+    "tape_max_sandbox_minutes": "Tape sandbox minutes per night",
+    "text_max_replays": "Text replays per night",
+    "text_max_tokens": "Text tokens per night",
+    "text_max_cost_usd": "Text money per night (USD)",
+}
+MONEY = {"max_cost_usd", "text_max_cost_usd"}
+# How each tier is named on the card, in admission order.
+TIER_TITLES = {
+    tiers.TAPE: "Tape tier, before the others",
+    tiers.TEXT: "Text tier, before the agentic tier",
+    tiers.AGENTIC: "Agentic tier",
+    tiers.REPLICATE: "Replicates, after the first replays",
+}
+# The replay's caps keep the bounds of the one table of replay settings.
+CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
+    name: SETTING[name].bounds for name in services.CAP_FIELDS if name in SETTING
+}
+
+
+class BoundedForm(forms.ModelForm):
+    """A model form whose numbers are checked against ``bounds``, field by field."""
+
+    bounds: dict[str, tuple[int, int, str]] = {}
+
+    def clean(self):
+        data = super().clean()
+        # BaseForm.clean returns cleaned_data; None is only an override's choice.
+        assert data is not None
+        for name, (least, most, unit) in self.bounds.items():
+            if name not in self.fields or name in self.errors:
+                continue
+            if problem := bound_problem(data.get(name), least, most, unit):
+                self.add_error(name, problem)
+        return data
+
+
+class CategoriesField(forms.CharField):
+    """Record categories as one line, names apart by commas: a list saved."""
+
+    def prepare_value(self, value):
+        return ", ".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        return [name.strip() for name in text.split(",") if name.strip()]
+
+
+# The text tier's settings (the model checks them, as the admin does).
+TEXT_FIELDS = [name for name in services.BUDGET_FIELDS if name.startswith("text_")] + [
+    "agentic_after_text",
+    "escalate_categories",
+]
+
+
+class BudgetForm(BoundedForm):
+    """The night's window, which tiers run and the text tier's settings;
+    each tier's limits are its ``ShareForm``."""
+
+    bounds = BUDGET_BOUNDS
+    escalate_categories = CategoriesField(
+        required=False,
+        max_length=2000,
+        label="Text tier: categories always escalated",
+        help_text="Record categories that go on to the agentic tier whatever "
+        "the text tier found, apart by commas, e.g. security, payments.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # An hour the browser itself refuses, before a round trip.
+        for name in ("window_start_hour", "window_end_hour"):
+            least, most, _ = self.bounds[name]
+            self.fields[name].widget.attrs.update(min=least, max=most)
+        for name in ("text_target", "text_judge", "escalate_categories"):
+            self.fields[name].widget.attrs.update(size=22)
+        similarity = self.fields["text_similarity_below"].widget
+        similarity.attrs.update(min=0, max=1, step=0.05)
+
+    class Meta:
+        model = Budget
+        fields = services.BUDGET_FIELDS
+        labels = {
+            "window_start_hour": "Window starts (hour)",
+            "window_end_hour": "Window ends (hour)",
+            "tape_enabled": "Tape tier first (runs with a tape)",
+            "text_enabled": "Text tier first (runs with prompts)",
+            "text_target": "Text tier: model asked",
+            "text_judge": "Text tier: judge (optional)",
+            "agentic_after_text": "Agentic replay only after the text tier",
+            "text_similarity_below": "Text tier: escalate below similarity (0-1)",
+            "text_score_at_most": "Text tier: escalate at judge score at most",
+            "escalate_categories": "Text tier: categories always escalated",
+        }
+
+    def clean_text_similarity_below(self):
+        value = self.cleaned_data.get("text_similarity_below")
+        if value is not None and not 0 <= value <= 1:
+            raise forms.ValidationError("Give a similarity from 0 to 1.")
+        return value
+
+    def clean_timezone(self) -> str:
+        name = self.cleaned_data["timezone"]
+        if name not in available_timezones():
+            raise forms.ValidationError(f"{name!r} is not a known time zone.")
+        return name
+
+    def clean(self):
+        data = super().clean()
+        if self.add_prefix("text_target") not in self.data:
+            # A post without the text tier's fields (an older page) keeps them.
+            for name in TEXT_FIELDS:
+                data[name] = getattr(self.instance, name)
+                self.errors.pop(name, None)
+        start, end = data.get("window_start_hour"), data.get("window_end_hour")
+        if (
+            start is not None
+            and start == end
+            and "window_end_hour" not in self.errors
+            and "window_start_hour" not in self.errors
+        ):
+            self.add_error(
+                "window_end_hour",
+                "The window must last at least one hour: it starts and ends at "
+                f"{start}:00.",
+            )
+        return data
+
+
+class ShareForm(BoundedForm):
+    """One tier's share of the night: only the dimensions the tier budgets,
+    money only for those who may see it. A field left blank (or out of an
+    older client's post) keeps the saved value."""
+
+    bounds = SHARE_BOUNDS
+
+    class Meta:
+        model = BudgetShare
+        fields = list(shares.SHARE_FIELD.values())
+        labels = SHARE_LABELS
+
+    def __init__(self, *args, tier: str, show_money: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tier = tier
+        mine = set(shares.share_fields(tier))
+        for name in list(self.fields):
+            if name not in mine or (name == "max_cost_usd" and not show_money):
+                del self.fields[name]
+            else:
+                self.fields[name].required = False
+
+    @property
+    def title(self) -> str:
+        return TIER_TITLES[self.tier]
+
+    def clean(self):
+        data = super().clean()
+        for name in self.fields:
+            if data.get(name) is None and name not in self.errors:
+                data[name] = getattr(self.instance, name)
+        return data
+
+
+class ReplicateForm(forms.ModelForm):
+    """The replicate policy (``Budget.replicate_policy``): the model checks
+    it whole. An empty threshold turns replicates off."""
+
+    class Meta:
+        model = Budget
+        fields = REPLICATE_FIELDS
+        labels = {
+            "replicate_threshold": "Reproduces at least (p0, 0-1)",
+            "replicate_confidence": "Confidence (0-1)",
+            "replicate_most": "Most samples a run (k)",
+            "replicate_margin": "Margin around p0",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+
+    def clean(self):
+        data = super().clean()
+        assert data is not None
+        for name in self.fields:
+            # Left out of an older client's post, or blank (the threshold
+            # aside, whose blank is "off"): the saved value stays.
+            missing = self.add_prefix(name) not in self.data
+            if missing or (data.get(name) is None and name != "replicate_threshold"):
+                data[name] = getattr(self.instance, name)
+        return data
+
+    def policy(self) -> ReplicatePolicy | None:
+        return self.instance.replicate_policy()
+
+
+class CapsForm(BoundedForm):
+    bounds = CAP_BOUNDS
+
+    class Meta:
+        model = Project
+        fields = services.CAP_FIELDS
+        labels = {
+            "agentic_enabled": "Agentic replays by the scheduler",
+            "time_limit_seconds": "Agent time limit (s)",
+            "test_time_limit_seconds": "Test run time limit (s)",
+            "memory_limit_mb": "Memory (MiB)",
+            "max_processes": "Processes",
+            "max_disk_mb": "Disk (MiB)",
+            "max_files": "Files",
+            "max_tokens": "Tokens per replay",
+            "max_turns": "Turns per replay",
+        }
