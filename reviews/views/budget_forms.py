@@ -11,6 +11,7 @@ from replayhub.models import Budget, BudgetShare, Project
 from replayhub.models.project_settings import SETTING, bound_problem
 from replayhub.nights import shares, tiers
 from replayhub.replicates.stopping import ReplicatePolicy
+from replayhub.texttier.replay import BadTarget, Target, check_registered
 from reviews import services
 from reviews.project_services import REPLICATE_FIELDS
 
@@ -132,6 +133,17 @@ class BudgetForm(BoundedForm):
             "escalate_categories": "Text tier: categories always escalated",
         }
 
+    def _check_providers(self, data: dict) -> None:
+        """The text tier on: the models it asks name registered providers
+        (a call to any other could never be sent)."""
+        for name in ("text_target", "text_judge"):
+            if not data.get(name) or name in self.errors:
+                continue
+            try:
+                check_registered(Target.parse(data[name]))
+            except BadTarget as exc:
+                self.add_error(name, f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
+
     def clean_text_similarity_below(self):
         value = self.cleaned_data.get("text_similarity_below")
         if value is not None and not 0 <= value <= 1:
@@ -151,6 +163,8 @@ class BudgetForm(BoundedForm):
             for name in TEXT_FIELDS:
                 data[name] = getattr(self.instance, name)
                 self.errors.pop(name, None)
+        if data.get("text_enabled"):
+            self._check_providers(data)
         start, end = data.get("window_start_hour"), data.get("window_end_hour")
         if (
             start is not None
@@ -228,10 +242,40 @@ class ReplicateForm(forms.ModelForm):
             missing = self.add_prefix(name) not in self.data
             if missing or (data.get(name) is None and name != "replicate_threshold"):
                 data[name] = getattr(self.instance, name)
+        most = data.get("replicate_most")
+        # The first replay is the first sample: at most one leaves no
+        # replicate that could ever run.
+        if (
+            data.get("replicate_threshold") is not None
+            and most is not None
+            and most < 2
+            and "replicate_most" not in self.errors
+        ):
+            self.add_error(
+                "replicate_most",
+                f"Give at least 2 samples: with {most}, a run's first "
+                "replay is all it gets and no replicate ever runs.",
+            )
         return data
 
     def policy(self) -> ReplicatePolicy | None:
         return self.instance.replicate_policy()
+
+
+def refuse_idle_agentic(caps_form: CapsForm, share_forms: list[ShareForm]) -> None:
+    """The agentic tier on with no replay a night: every replay it admits,
+    and every Replay now, would be refused as over budget."""
+    agentic = next(f for f in share_forms if f.tier == tiers.AGENTIC)
+    if not (caps_form.is_valid() and agentic.is_valid()):
+        return
+    if caps_form.cleaned_data.get("agentic_enabled") and (
+        agentic.cleaned_data.get("max_replays") == 0
+    ):
+        agentic.add_error(
+            "max_replays",
+            "The agentic tier is on: give it at least 1 replay a night "
+            "(with 0, every replay, Replay now too, is over budget).",
+        )
 
 
 class CapsForm(BoundedForm):

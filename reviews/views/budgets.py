@@ -39,6 +39,7 @@ from reviews.views.budget_forms import (
     CapsForm,
     ReplicateForm,
     ShareForm,
+    refuse_idle_agentic,
 )
 
 HISTORY_NIGHTS = 14
@@ -441,6 +442,7 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         prefix=f"replicates-{project.slug}",
     )
     status = 200
+    refuse_idle_agentic(caps_form, share_forms)
     if all(
         form.is_valid()
         for form in (budget_form, caps_form, *share_forms, replicate_form)

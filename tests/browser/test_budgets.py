@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from replayhub.models import Budget, BudgetShare, Project, Replay
+from replayhub.models import Budget, BudgetShare, Project, Provider, Replay
 from reviews.models import AuditEvent
 from tests.browser.watch import Watch
 from tests.factories import (
@@ -128,6 +128,9 @@ def test_an_admin_turns_the_text_tier_on_for_the_second_project_only(login):
     still fits 1024 px."""
     for slug in ("alpha", "beta"):
         Budget.objects.create(project=make_project(slug))
+    Provider.objects.create(
+        name="anthropic", kind="anthropic", base_url="https://a.test", key_env="K"
+    )
     page = login(make_superuser())
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto("/budgets/")
