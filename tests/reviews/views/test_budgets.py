@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from replayhub.models import Budget, BudgetShare, NightShare, Project, Provider, Run
+from replayhub.models import Budget, BudgetShare, NightShare, Project, Run
 from replayhub.nights import shares
 from reviews.models import AuditEvent
 from reviews.views.budget_forms import bound_problem
@@ -671,84 +671,3 @@ def test_tonight_and_its_row_in_past_nights_say_the_same_figures(client, lead, d
         "&lt;0.01/20.00",
         "0",
     ]
-
-
-@pytest.mark.parametrize(
-    ("overrides", "field_id", "message"),
-    [
-        (
-            {
-                "budget-shop-text_enabled": "on",
-                "budget-shop-text_target": "nosuch:model",
-                "budget-shop-text_similarity_below": "0.5",
-            },
-            "id_budget-shop-text_target",
-            "No provider named &#x27;nosuch&#x27;",
-        ),
-        (
-            {f"{AGENTIC}max_replays": "0"},
-            f"id_{AGENTIC}max_replays",
-            "The agentic tier is on: give it at least 1 replay a night",
-        ),
-        (
-            {
-                "replicates-shop-replicate_threshold": "0.8",
-                "replicates-shop-replicate_confidence": "0.9",
-                "replicates-shop-replicate_most": "1",
-            },
-            "id_replicates-shop-replicate_most",
-            "Give at least 2 samples: with 1, a run&#x27;s first replay",
-        ),
-    ],
-    ids=["unknown-provider", "agentic-with-no-replays", "one-sample"],
-)
-def test_settings_that_could_never_work_are_refused_on_their_field(
-    client, admin_user, budgeted_project, overrides, field_id, message
-):
-    """Each is said once, beside the field that causes it, and nothing of
-    the post is saved."""
-    Provider.objects.create(
-        name="anthropic", kind="anthropic", base_url="https://a.test", key_env="K"
-    )
-    client.force_login(admin_user)
-
-    response = client.post(
-        reverse("reviews:budget_edit", args=["shop"]),
-        form_data(**overrides),
-        headers={"HX-Request": "true"},
-    )
-
-    assert response.status_code == 400
-    page = response.content.decode()
-    problems = page[page.index('class="notice bad form-problems"') :]
-    problems = problems[: problems.index("</ul>")]
-    assert problems.count("<li>") == 1
-    assert f'<a href="#{field_id}">' in problems and message in problems
-    budget = Budget.objects.get(project=budgeted_project)
-    assert not budget.text_enabled and budget.replicate_threshold is None
-    assert agentic_share(budgeted_project).max_replays == 20
-    assert not AuditEvent.objects.exists()
-
-
-def test_the_text_tier_asking_a_registered_provider_is_saved(
-    client, admin_user, budgeted_project
-):
-    Provider.objects.create(
-        name="anthropic", kind="anthropic", base_url="https://a.test", key_env="K"
-    )
-    client.force_login(admin_user)
-
-    response = client.post(
-        reverse("reviews:budget_edit", args=["shop"]),
-        form_data(
-            **{
-                "budget-shop-text_enabled": "on",
-                "budget-shop-text_target": "anthropic:claude-sonnet-4-5",
-                "budget-shop-text_judge": "anthropic:claude-haiku-4-5",
-                "budget-shop-text_similarity_below": "0.5",
-            }
-        ),
-    )
-
-    assert response.status_code == 302
-    assert Budget.objects.get(project=budgeted_project).text_enabled

@@ -1,0 +1,98 @@
+"""The budgets page's checks of settings that could never work: each
+refused on its own field, nothing of the post saved."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from replayhub.models import Budget, Project, Provider
+from reviews.models import AuditEvent
+from tests.reviews.views.test_budgets import (
+    AGENTIC,
+    agentic_share,
+    budgeted_project,  # noqa: F401 (a fixture)
+    form_data,
+)
+
+# The shop project of test_budgets, its budget's agentic share at 20 replays.
+pytestmark = pytest.mark.usefixtures("budgeted_project")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field_id", "message"),
+    [
+        (
+            {
+                "budget-shop-text_enabled": "on",
+                "budget-shop-text_target": "nosuch:model",
+                "budget-shop-text_similarity_below": "0.5",
+            },
+            "id_budget-shop-text_target",
+            "No provider named &#x27;nosuch&#x27;",
+        ),
+        (
+            {f"{AGENTIC}max_replays": "0"},
+            f"id_{AGENTIC}max_replays",
+            "The agentic tier is on: give it at least 1 replay a night",
+        ),
+        (
+            {
+                "replicates-shop-replicate_threshold": "0.8",
+                "replicates-shop-replicate_confidence": "0.9",
+                "replicates-shop-replicate_most": "1",
+            },
+            "id_replicates-shop-replicate_most",
+            "Give at least 2 samples: with 1, a run&#x27;s first replay",
+        ),
+    ],
+    ids=["unknown-provider", "agentic-with-no-replays", "one-sample"],
+)
+def test_settings_that_could_never_work_are_refused_on_their_field(
+    client, admin_user, overrides, field_id, message
+):
+    """Each is said once, beside the field that causes it, and nothing of
+    the post is saved."""
+    Provider.objects.create(
+        name="anthropic", kind="anthropic", base_url="https://a.test", key_env="K"
+    )
+    client.force_login(admin_user)
+
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**overrides),
+        headers={"HX-Request": "true"},
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    problems = page[page.index('class="notice bad form-problems"') :]
+    problems = problems[: problems.index("</ul>")]
+    assert problems.count("<li>") == 1
+    assert f'<a href="#{field_id}">' in problems and message in problems
+    budget = Budget.objects.get(project__slug="shop")
+    assert not budget.text_enabled and budget.replicate_threshold is None
+    assert agentic_share(Project.objects.get(slug="shop")).max_replays == 20
+    assert not AuditEvent.objects.exists()
+
+
+def test_the_text_tier_asking_a_registered_provider_is_saved(client, admin_user):
+    Provider.objects.create(
+        name="anthropic", kind="anthropic", base_url="https://a.test", key_env="K"
+    )
+    client.force_login(admin_user)
+
+    response = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(
+            **{
+                "budget-shop-text_enabled": "on",
+                "budget-shop-text_target": "anthropic:claude-sonnet-4-5",
+                "budget-shop-text_judge": "anthropic:claude-haiku-4-5",
+                "budget-shop-text_similarity_below": "0.5",
+            }
+        ),
+    )
+
+    assert response.status_code == 302
+    assert Budget.objects.get(project__slug="shop").text_enabled
