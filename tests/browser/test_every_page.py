@@ -242,7 +242,13 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
     replays = [
         divergent,
         make_replay(verdict="identical", project=shop, title="Same tree"),
-        make_replay(verdict="equivalent", project=shop, title="Both pass"),
+        # An agent whose log lines are wider than their box.
+        make_replay(
+            verdict="equivalent",
+            project=shop,
+            title="Both pass",
+            agent_output="ran: " + " ".join(f"--flag-{n}=value" for n in range(60)),
+        ),
         every_evidence_class(
             make_replay(verdict="inconclusive", project=shop, title="Flaky")
         ),

@@ -90,3 +90,24 @@ def test_the_projects_page_fits_with_long_commands_and_paths(
     expect(table).to_have_attribute("tabindex", "0")
     expect(table.locator("code", has_text="docs/payments/**")).to_be_visible()
     screenshot(page, f"w{width}-projects")
+
+
+def test_agent_output_wider_than_its_box_scrolls_from_the_keyboard(login, reviewer):
+    replay = make_replay(
+        verdict="equivalent",
+        agent_output="ran: " + " ".join(f"--flag-{n}=value" for n in range(60)),
+    )
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    log = page.get_by_role("region", name="Agent output")
+    assert log.evaluate("el => el.scrollWidth > el.clientWidth")
+    assert page.evaluate(OVERFLOW) <= 0
+
+    log.focus()  # a Tab stop of its own
+    expect(log).to_have_attribute("tabindex", "0")
+    page.keyboard.press("End")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.querySelector('#agent-output pre').scrollLeft > 0"
+    )
