@@ -61,3 +61,29 @@ def test_an_admin_issues_a_token_with_the_keyboard_and_sees_it_once(
     assert token not in page.content()
     assert TOKEN.search(page.content()) is None
     watch.check("after issuing a token")
+
+
+def test_an_issued_token_is_copied_with_its_button_and_stays_selectable(
+    login, admin_user
+):
+    make_project("shop")
+    page = login(admin_user)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    watch = Watch(page, console_errors=True)
+    watch.goto("/projects/shop/connections/")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Issue a token").click()
+    shown = page.locator("#issued-token")
+    expect(shown).to_have_text(TOKEN)
+
+    copy = page.get_by_role("button", name="Copy", exact=True)
+    copy.click()
+    expect(page.locator("#issued").get_by_role("button", name="Copied")).to_be_visible()
+    expect(page.locator("#issued-copied")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == shown.text_content()
+    # The token can still be selected by hand, as before.
+    assert shown.evaluate("el => getComputedStyle(el).userSelect") != "none"
+    shown.dblclick()
+    selected = page.evaluate("String(getSelection())").strip()
+    assert selected and selected in shown.text_content()
+    watch.check("after copying the token")
