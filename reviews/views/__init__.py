@@ -1,7 +1,7 @@
 """The pages, one module each; what every view shares is here: the one fetch
 of a replay for a request (``replay_for``: the permission check and the 404
-inside), and the template name an htmx request is answered with
-(``partial``).
+inside), the template name an htmx request is answered with (``partial``),
+and a removal's confirmation (``confirmed``).
 
 - queue: the review queue (its keyset pages of rows, the bands' counts,
   what is running, the next item to review).
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
@@ -73,6 +74,16 @@ def replay_for(
     if defer:
         replays = replays.defer(*defer)
     return get_object_or_404(replays, pk=replay_id)
+
+
+def confirmed(request: HttpRequest, what: str) -> bool:
+    """Whether a removal's POST carries its ticked "Yes, <what>" box
+    (``sure``, as a bulk confirm's): the browser asks for the tick first, and
+    a post without it removes nothing and says so."""
+    if request.POST.get("sure") == "yes":
+        return True
+    messages.error(request, f"Nothing removed: tick “Yes, {what}” first.")
+    return False
 
 
 def partial(request: HtmxHttpRequest, template: str, name: str) -> str:

@@ -55,6 +55,7 @@ from reviews.project_services import (
     replay_now,
 )
 from reviews.replay_page import together
+from reviews.views import confirmed
 
 START_REPLAY = "replayhub.add_replay"
 ADD_PROJECT = "replayhub.add_project"
@@ -478,6 +479,8 @@ def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
 def project_delete(request: HttpRequest, slug: str) -> HttpResponse:
     """Remove a project that holds no run; one that does stays, saying so."""
     project = get_object_or_404(Project, slug=slug)
+    if not confirmed(request, f"remove project {project.slug}"):
+        return redirect("reviews:project_edit", slug=project.slug)
     try:
         project_remove(actor=request.user, project=project)
     except ProjectInUse as exc:

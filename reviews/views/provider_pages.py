@@ -23,6 +23,7 @@ from replayhub.gateway.registry import (
 )
 from replayhub.models import Budget, Project, Provider, ProviderKind
 from reviews.models import AuditEvent
+from reviews.views import confirmed
 
 VIEW_PROVIDERS = "replayhub.view_provider"
 MANAGE_PROVIDERS = "replayhub.change_provider"
@@ -165,6 +166,8 @@ def provider_remove(request: HttpRequest, name: str) -> HttpResponse:
     """Remove a provider nothing names any more; one in use stays, saying
     what uses it."""
     provider = get_object_or_404(Provider, name=name)
+    if not confirmed(request, f"remove provider {provider.name}"):
+        return redirect("reviews:provider_edit", name=provider.name)
     if users := users_of(provider):
         messages.error(
             request,

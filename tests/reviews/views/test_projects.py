@@ -123,9 +123,11 @@ def test_a_project_without_runs_is_removed_and_one_with_runs_is_kept(
     client.force_login(admin_user)
 
     form = client.get(reverse("reviews:project_edit", args=["mistake"]))
-    kept = client.post(reverse("reviews:project_remove", args=["shop"]), follow=True)
+    kept = client.post(
+        reverse("reviews:project_remove", args=["shop"]), SURE, follow=True
+    )
     removed = client.post(
-        reverse("reviews:project_remove", args=["mistake"]), follow=True
+        reverse("reviews:project_remove", args=["mistake"]), SURE, follow=True
     )
 
     assert 'action="/projects/mistake/remove/"' in form.content.decode()
@@ -137,6 +139,32 @@ def test_a_project_without_runs_is_removed_and_one_with_runs_is_kept(
     event = AuditEvent.objects.get(action="project.delete")
     assert event.before == {"slug": "mistake", "repo": mistake.repo_path}
     client.force_login(reviewer)
-    assert (
-        client.post(reverse("reviews:project_remove", args=["shop"])).status_code == 403
+    response = client.post(reverse("reviews:project_remove", args=["shop"]), SURE)
+    assert response.status_code == 403
+
+
+# A removal's ticked "Yes, remove …" box.
+SURE = {"sure": "yes"}
+
+
+def test_a_project_is_removed_only_once_its_yes_box_is_ticked(client, admin_user):
+    from replayhub.models import Project
+
+    make_project("mistake")
+    client.force_login(admin_user)
+
+    form = client.get(reverse("reviews:project_edit", args=["mistake"]))
+    refused = client.post(
+        reverse("reviews:project_remove", args=["mistake"]), follow=True
     )
+
+    box = re.search(
+        r'<label class="confirm-check">(.*?)</label>', form.content.decode()
+    )
+    assert box and 'name="sure" value="yes" required' in box[1]
+    assert "Yes, remove project mistake (" in box[1]
+    assert refused.redirect_chain[-1][0] == "/projects/mistake/edit/"
+    assert "Nothing removed: tick “Yes, remove project mistake” first." in (
+        refused.content.decode()
+    )
+    assert Project.objects.filter(slug="mistake").exists()

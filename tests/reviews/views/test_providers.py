@@ -12,6 +12,8 @@ from replayhub.models import Project, Provider
 from reviews.models import AuditEvent
 
 URL = "/providers/"
+# A removal's ticked "Yes, remove …" box.
+SURE = {"sure": "yes"}
 
 
 def add(client, **changed):
@@ -177,9 +179,14 @@ def test_a_provider_nothing_names_is_removed_and_one_in_use_is_kept_saying_why(
     billing = Project.objects.create(slug="billing", repo_path="/srv/billing.git")
     Budget.objects.create(project=billing, text_target="acme:claude-x")
 
-    kept = client.post("/providers/acme/remove/", follow=True)
+    kept = client.post("/providers/acme/remove/", SURE, follow=True)
     page = client.get("/providers/spare/edit/").content.decode()
-    removed = client.post("/providers/spare/remove/", follow=True)
+    unticked = client.post("/providers/spare/remove/", follow=True)
+    assert Provider.objects.filter(name="spare").exists()
+    assert "Nothing removed: tick “Yes, remove provider spare” first." in (
+        unticked.content.decode()
+    )
+    removed = client.post("/providers/spare/remove/", SURE, follow=True)
 
     assert Provider.objects.filter(name="acme").exists()
     assert (
@@ -198,7 +205,7 @@ def test_only_an_admin_removes_a_provider_and_only_by_post(client, lead, admin_u
     add(client)
     assert client.get("/providers/acme/remove/").status_code == 405
     client.force_login(lead)
-    assert client.post("/providers/acme/remove/").status_code == 403
+    assert client.post("/providers/acme/remove/", SURE).status_code == 403
     assert Provider.objects.filter(name="acme").exists()
 
 
