@@ -1,5 +1,6 @@
-"""A project's connections page in Chromium, with the keyboard only: an admin
-goes from the project page to it, issues an ingest token and sees it once."""
+"""A project's connections page in Chromium: an admin goes from the project
+page to it with the keyboard only, issues an ingest token and sees it once;
+the token's Copy button puts it on the clipboard."""
 
 from __future__ import annotations
 
