@@ -207,7 +207,10 @@ def test_test_outcomes_show_each_tree_and_its_reruns(as_lead):
 def test_the_agent_output_tail_is_shown(as_lead):
     replay = make_replay(agent_output="x" * 10 + "THE END")
     html = detail(as_lead, replay).content.decode()
-    assert '<pre class="log">xxxxxxxxxxTHE END</pre>' in html
+    assert (
+        '<pre class="log" tabindex="0" role="region" aria-label="Agent output">'
+        "xxxxxxxxxxTHE END</pre>"
+    ) in html
 
 
 def test_other_replays_of_the_run_are_linked(as_lead):
