@@ -124,6 +124,9 @@ def test_killing_a_worker_mid_replay_leaves_nothing_running(tmp_path, calc, sett
     run = make_calc_run(project, prompt="sleep", original=good, base=base)
     replay = services.replay_create(run=run, trigger="command")
 
+    # Any other "sleep 60" on the machine (another test's, a shell's) is not
+    # this replay's agent.
+    before = set(_processes_with("sleep 60"))
     # A private worker with a short lease, running the replay directly.
     env = child_env(REPLAYHUB_LEASE_SECONDS="3")
     code = (
@@ -139,7 +142,9 @@ def test_killing_a_worker_mid_replay_leaves_nothing_running(tmp_path, calc, sett
             lambda: Replay.objects.filter(pk=replay.pk, phase="agent").exists(),
             timeout=60,
         )
-        wait_for(lambda: _processes_with("sleep 60") or None, timeout=30)
+        agent = wait_for(
+            lambda: set(_processes_with("sleep 60")) - before or None, timeout=30
+        )
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
     finally:
@@ -147,7 +152,7 @@ def test_killing_a_worker_mid_replay_leaves_nothing_running(tmp_path, calc, sett
             os.killpg(worker.pid, signal.SIGKILL)
 
     # The sandbox dies with its parent: no agent process is left.
-    wait_for(lambda: not _processes_with("sleep 60"), timeout=15)
+    wait_for(lambda: not agent & set(_processes_with("sleep 60")), timeout=15)
     # Once the lease expires, the reaper ends the replay.
     time.sleep(3.5)
     assert services.replay_reap_expired() == [replay.pk]
