@@ -1,4 +1,5 @@
-"""The provider pages in Chromium."""
+"""The provider pages in Chromium at a 1024 px screen: the add and edit forms
+show a whole key variable name and base URL, each help text under its input."""
 
 from __future__ import annotations
 
@@ -12,6 +13,32 @@ from tests.browser.watch import Watch
 from tests.factories import make_superuser
 
 pytestmark = pytest.mark.browser
+
+# The README's own example of a provider's key variable.
+KEY_ENV = "ANTHROPIC_KEY_FOR_REPLAYS"
+BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+
+@pytest.mark.parametrize("path", ["/providers/", "/providers/acme/edit/"])
+def test_at_1024_px_the_key_variable_and_base_url_show_whole(login, path):
+    Provider.objects.create(
+        name="acme", kind="anthropic", base_url="https://a.test", key_env="K"
+    )
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(path)
+    form = page.locator("#provider-form")
+
+    for label, value in (("Key variable", KEY_ENV), ("Base URL", BASE_URL)):
+        field = form.get_by_label(label)
+        field.fill(value)
+        sizes = field.evaluate("i => [i.scrollWidth, i.clientWidth]")
+        assert sizes[0] <= sizes[1], (label, sizes)
+        # The help text under the input, as on the project form.
+        help_text = field.locator("xpath=following-sibling::*[1]")
+        expect(help_text).to_have_class("muted small")
+        below, box = help_text.bounding_box(), field.bounding_box()
+        assert below and box and below["y"] >= box["y"] + box["height"], label
 
 
 def test_remove_provider_asks_first_and_removes_nothing_until_ticked(login):
