@@ -202,6 +202,14 @@ def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
     assert undo.actor == reviewer
     expect(page.locator("#audit-trail")).to_contain_text("rita took back their confirm")
     expect(page.locator("#undo")).to_have_count(0)
+    # In the history, struck through and muted, never faded below a readable
+    # contrast (opacity made it 4.2:1).
+    taken_back = page.locator("#history .review.undone")
+    expect(taken_back).to_contain_text("taken back")
+    expect(taken_back).to_have_css("opacity", "1")
+    expect(taken_back.locator(".decided")).to_have_css(
+        "text-decoration-line", "line-through"
+    )
     # Taken back, the replay is undecided again, and its page says so.
     expect(page.locator(".decision")).not_to_contain_text("Already decided")
     # The decision can be made again.

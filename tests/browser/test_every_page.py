@@ -43,7 +43,7 @@ from replayhub.models import (
     WorkerCheck,
 )
 from reviews.models import Label
-from reviews.services import review_decide
+from reviews.services import review_decide, review_undo
 from reviews.together.comments import comment_add
 from tests.browser.test_csp import rich_replay, running_replay, tonight_with_usage
 from tests.browser.test_trends import seed_nights
@@ -258,6 +258,17 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
     replays.append(tape_replay(shop))
     sampled = sometimes_right(shop)
     decided = make_replay(verdict="equivalent", title="Decided", queued=True)
+    # A decision taken back, still in the history, before the one that stands.
+    review_undo(
+        review=review_decide(
+            replay=decided,
+            reviewer=colleague,
+            decision="overturn",
+            verdict_after="divergent",
+            note="the totals differ",
+        ),
+        reviewer=colleague,
+    )
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
     transcript = imported_session(tmp_path, shop, 3)
     text_run = make_text_run(shop, external_id="text-1", title="Retry webhooks")
