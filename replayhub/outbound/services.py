@@ -336,7 +336,10 @@ def delivery_sweep(*, now: datetime | None = None) -> list[int]:
     """Send again the pending deliveries nothing has held for SWEEP_AFTER (a
     lost message, a worker lost mid-attempt); their ids. Run by the beat."""
     before = (now or timezone.now()) - SWEEP_AFTER
-    ids = list(Delivery.objects.lost(before=before).values_list("pk", flat=True))
+    # Oldest first: the order they were meant to go in.
+    ids = list(
+        Delivery.objects.lost(before=before).order_by("pk").values_list("pk", flat=True)
+    )
     for delivery_id in ids:
         enqueue(Task.DELIVER, delivery_id)
     return ids

@@ -40,6 +40,7 @@ from reviews.project_services import (
     connection_webhook_add,
     connection_webhook_remove,
 )
+from reviews.views import confirmed
 
 # The tokens the page lists, newest first.
 TOKENS_SHOWN = 100
@@ -214,6 +215,8 @@ def _issue(request: HttpRequest, project: Project) -> HttpResponse:
 
 def _revoke(request: HttpRequest, project: Project) -> HttpResponse:
     token = _row(request, IngestToken, project)
+    if not confirmed(request, f"revoke rhi_{token.prefix}_…"):
+        return _back(project)
     connection_token_revoke(actor=request.user, token=token)
     messages.success(request, f"Token {token.prefix} revoked: the API refuses it.")
     return _back(project)
@@ -269,6 +272,8 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
 
 def _remove(request: HttpRequest, project: Project) -> HttpResponse:
     hook = _row(request, Webhook, project)
+    if not confirmed(request, f"remove the webhook to {where(hook.url)}"):
+        return _back(project)
     connection_webhook_remove(actor=request.user, hook=hook)
     messages.success(request, f"Webhook to {where(hook.url)} removed.")
     return _back(project)

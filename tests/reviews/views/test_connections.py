@@ -99,7 +99,16 @@ def test_a_revoked_token_is_refused_by_the_api(git_project, admin_user):
     token, _ = issue(client)
     row = IngestToken.objects.get()
 
-    revoked = client.post(URL, {"form": "revoke", "id": row.pk}, follow=True)
+    # Not until its box is ticked: nothing is revoked, and the page says so.
+    kept = client.post(URL, {"form": "revoke", "id": row.pk}, follow=True)
+    assert f"Nothing removed: tick “Yes, revoke rhi_{row.prefix}_…” first." in (
+        kept.content.decode()
+    )
+    assert push(token).status_code == 201
+
+    revoked = client.post(
+        URL, {"form": "revoke", "id": row.pk, "sure": "yes"}, follow=True
+    )
 
     assert revoked.redirect_chain == [(URL, 302)]
     assert f"Token {row.prefix} revoked" in revoked.content.decode()
@@ -254,6 +263,8 @@ def test_a_webhook_is_added_shown_without_its_secret_path_and_removed(shop, admi
     assert 'href="/projects/shop/#deliveries"' in page
 
     client.post(URL, {"form": "remove", "id": hook.pk})
+    assert Webhook.objects.count() == 1  # not without its ticked box
+    client.post(URL, {"form": "remove", "id": hook.pk, "sure": "yes"})
     assert Webhook.objects.count() == 0
 
 
@@ -274,7 +285,9 @@ def test_another_projects_token_is_not_revoked_from_this_page(shop, admin_user):
         project=make_project("billing"), prefix="0" * 12, token_sha256="0" * 64
     )
 
-    answer = as_user(admin_user).post(URL, {"form": "revoke", "id": other.pk})
+    answer = as_user(admin_user).post(
+        URL, {"form": "revoke", "id": other.pk, "sure": "yes"}
+    )
 
     assert answer.status_code == 404
     other.refresh_from_db()
@@ -286,11 +299,11 @@ def test_every_change_is_audited_with_no_secret_in_it(git_project, admin_user):
     old, _ = issue(client)
     token, _ = issue(client, rotate="on")
     row = IngestToken.objects.active().get()
-    client.post(URL, {"form": "revoke", "id": row.pk})
+    client.post(URL, {"form": "revoke", "id": row.pk, "sure": "yes"})
     client.post(URL, FORGE)
     client.post(URL, {"form": "forget"})
     client.post(URL, WEBHOOK)
-    client.post(URL, {"form": "remove", "id": Webhook.objects.get().pk})
+    client.post(URL, {"form": "remove", "id": Webhook.objects.get().pk, "sure": "yes"})
 
     events = AuditEvent.objects.filter(object_id=str(git_project.pk)).order_by("pk")
     assert [(e.actor, e.action) for e in events] == [
