@@ -248,6 +248,10 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
             project=shop,
             title="Both pass",
             agent_output="ran: " + " ".join(f"--flag-{n}=value" for n in range(60)),
+            # A prompt taller than its box: the box scrolls, from the keyboard too.
+            prompt="\n".join(
+                f"Step {n}: keep the checkout test green." for n in range(80)
+            ),
         ),
         every_evidence_class(
             make_replay(verdict="inconclusive", project=shop, title="Flaky")
