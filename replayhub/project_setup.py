@@ -32,6 +32,7 @@ from django.core.exceptions import ValidationError
 
 from replayhub import agents
 from replayhub.agents.profile import WIRE_NAMES, version_problem
+from replayhub.environments.images import image_digest
 from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError, branch_name
@@ -125,6 +126,8 @@ FIELDS = {
     "--egress-setup": "egress_setup",
     "--harness-command": "harness_command",
     "--verifier-command": "verifier_command",
+    "--root-image": "root_image",
+    "--env-share-group": "env_share_group",
     **{setting.option: setting.field for setting in SETTINGS},
 }
 
@@ -327,6 +330,50 @@ def project_fields(
     }
     found.refuse()
     return fields
+
+
+_SHARE_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def sandbox_fields(
+    *,
+    root_image: str,
+    require_image_match: bool,
+    allow_test_interference: bool,
+    env_share_group: str,
+) -> dict[str, Any]:
+    """The sandbox's settings a command and the form take beside
+    ``project_fields``', checked: raises ProjectProblems naming each bad one."""
+    problems = []
+    root_image, group = root_image.strip(), env_share_group.strip()
+    if (root_image or require_image_match) and not image_digest(root_image):
+        problems.append(
+            ProjectInvalid(
+                "--root-image",
+                f"--root-image: {root_image!r} is not pinned by digest "
+                "(name@sha256:<64 hex digits>).",
+                "Give an image pinned by digest: name@sha256:<64 hex digits>"
+                + ("" if root_image else ", or do not require a match")
+                + ".",
+            )
+        )
+    if group and not _SHARE_GROUP.match(group):
+        problems.append(
+            ProjectInvalid(
+                "--env-share-group",
+                f"--env-share-group: {group!r} is not a group name.",
+                "A group's name is letters, digits, dots, dashes and "
+                "underscores, at most 64.",
+            )
+        )
+    if problems:
+        raise ProjectProblems(problems)
+    return {
+        "root_image": root_image,
+        "require_image_match": require_image_match,
+        "allow_test_interference": allow_test_interference,
+        "env_share_group": group,
+    }
 
 
 def default_branch_problem(name: str) -> str:

@@ -42,6 +42,7 @@ from replayhub.project_setup import (
     project_fields,
     refused,
     remote_check,
+    sandbox_fields,
 )
 from replayhub.replay import tapes
 from replayhub.replicates.stopping import ReplicatePolicy
@@ -172,30 +173,43 @@ def _names(dimensions: list[str]) -> str:
     return ", ".join(d.replace("_usd", "").replace("_", " ") for d in dimensions)
 
 
-def project_save(*, actor, data: dict, project: Project | None = None) -> Project:
+def project_save(
+    *,
+    actor,
+    data: dict,
+    project: Project | None = None,
+    sandbox: dict | None = None,
+) -> Project:
     """Register a project (``project`` None) or change one; audited field by field.
 
     ``data`` holds the form's values as ``project_fields`` takes them, plus
-    ``default_branch``; raises ProjectInvalid on the same problems
+    ``default_branch``; ``sandbox`` those ``sandbox_fields`` takes (left as
+    they are when None); raises ProjectInvalid on the same problems
     ``manage.py project_add`` refuses. A repository on a remote is asked
     whether it answers only once every other value has passed.
     """
     default_branch = data.pop("default_branch", "")
-    # The branch's problem is said with every other field's, not after them.
+    # Every field's problem is said at once, not one after another.
+    found: list[ProjectInvalid] = []
     branch = default_branch_problem(default_branch) or local_branch_problem(
         str(data.get("repo", "")), default_branch
     )
+    fields: dict[str, Any] = {}
+    more: dict[str, Any] = {}
     try:
         fields = project_fields(editing=project, **data)
-    except ProjectInvalid as refused:
-        found = [refused]
-        if branch:
-            found.append(ProjectInvalid("--default-branch", branch))
-        raise ProjectProblems(found) from None
+    except ProjectInvalid as problem:
+        found.append(problem)
+    try:
+        more = sandbox_fields(**sandbox) if sandbox is not None else {}
+    except ProjectInvalid as problem:
+        found.append(problem)
     if branch:
-        raise ProjectInvalid("--default-branch", branch)
+        found.append(ProjectInvalid("--default-branch", branch))
+    if found:
+        raise ProjectProblems(found)
     providers = fields.pop("providers")
-    fields["default_branch"] = default_branch
+    fields.update(more, default_branch=default_branch)
     remote_check(fields, slug=data["slug"], editing=project)
     if project is not None:
         fields["slug"] = data["slug"]

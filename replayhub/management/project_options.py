@@ -13,7 +13,6 @@ import shlex
 from typing import Any
 
 from replayhub import agents
-from replayhub.environments.images import image_digest
 from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
 from replayhub.models.project_settings import SETTINGS, Setting
 from replayhub.models.projects import rollout_settings_problem
@@ -23,6 +22,7 @@ from replayhub.project_setup import (
     parse_setting,
     project_fields,
     remote_check,
+    sandbox_fields,
 )
 from replayhub.replicates.stopping import ReplicatePolicy
 
@@ -438,23 +438,16 @@ def project_values(
         editing=project,
     )
     providers = fields.pop("providers")
-    root_image = values["root_image"] or ""
-    if (root_image or values["require_image_match"]) and not image_digest(root_image):
-        raise ProjectInvalid(
-            "--root-image",
-            f"--root-image: {root_image!r} is not pinned by digest "
-            "(name@sha256:<64 hex digits>).",
-        )
+    sandbox = sandbox_fields(
+        root_image=values["root_image"] or "",
+        require_image_match=bool(values["require_image_match"]),
+        allow_test_interference=bool(values["allow_test_interference"]),
+        env_share_group=project.env_share_group if project else "",
+    )
     default_branch = (values["default_branch"] or "").strip()
     if problem := default_branch_problem(default_branch):
         raise ProjectInvalid("--default-branch", problem)
-    fields.update(
-        default_branch=default_branch,
-        allow_test_interference=bool(values["allow_test_interference"]),
-        root_image=root_image,
-        require_image_match=bool(values["require_image_match"]),
-        **_rollout_settings(values),
-    )
+    fields.update(default_branch=default_branch, **sandbox, **_rollout_settings(values))
     if problem := ignored_by_mode(values, chosen):
         raise ProjectInvalid(problem.split(":", 1)[0], problem)
     remote_check(fields, slug=slug, editing=project)

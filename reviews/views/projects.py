@@ -10,6 +10,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
+from django.db import models
 from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Least
 from django.http import HttpRequest, HttpResponse
@@ -42,7 +43,7 @@ from replayhub.models.project_settings import (
     TESTS,
     Setting,
 )
-from replayhub.project_setup import ProjectInvalid, project_fields
+from replayhub.project_setup import ProjectInvalid, project_fields, sandbox_fields
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm
 from reviews.models import Label, Review
@@ -137,7 +138,19 @@ GROUP_OF = {
     "egress_setup": SETUP,
     "harness_command": ROLLOUTS,
     "verifier_command": ROLLOUTS,
+    "env_share_group": SETUP,
+    "allow_test_interference": TESTS,
+    "root_image": SANDBOX,
+    "require_image_match": SANDBOX,
     **{setting.field: setting.group for setting in SETTINGS},
+}
+# The sandbox's settings checked apart from ``project_fields``' (by
+# ``sandbox_fields``), with their labels; their help is the model's.
+SANDBOX_FIELDS = {
+    "env_share_group": "Environment share group",
+    "allow_test_interference": "Allow test interference",
+    "root_image": "Root image",
+    "require_image_match": "Require the record's image",
 }
 
 
@@ -261,6 +274,12 @@ class ProjectForm(forms.Form):
         super().__init__(*args, **kwargs)
         for setting in SETTINGS:
             self.fields[setting.field] = _setting_field(setting)
+        for name, label in SANDBOX_FIELDS.items():
+            model_field = Project._meta.get_field(name)
+            assert isinstance(model_field, models.Field)
+            field = model_field.formfield(label=label)
+            assert field is not None
+            self.fields[name] = field
 
     def groups(self) -> list[tuple[str, list]]:
         """The fields to show under each group's legend, in order."""
@@ -296,7 +315,19 @@ class ProjectForm(forms.Form):
             initial[setting.field] = (
                 " ".join(value) if setting.kind == "globs" else value
             )
+        for name in SANDBOX_FIELDS:
+            initial[name] = getattr(project, name)
         return initial
+
+    def sandbox_values(self) -> dict:
+        """The sandbox's settings as ``sandbox_fields`` takes them."""
+        data = getattr(self, "cleaned_data", {})
+        return {
+            "root_image": data.get("root_image") or "",
+            "require_image_match": bool(data.get("require_image_match")),
+            "allow_test_interference": bool(data.get("allow_test_interference")),
+            "env_share_group": data.get("env_share_group") or "",
+        }
 
     def values(self) -> dict:
         """The cleaned values as ``project_fields`` takes them. On a form with
@@ -432,14 +463,21 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
         # Check the rest too: every problem is shown at once, not one a submit.
         values = form.values()
         values.pop("default_branch")
-        try:
-            project_fields(editing=project, **values)
-        except ProjectInvalid as exc:
-            form.add_problems(exc)
+        for check in (
+            lambda: project_fields(editing=project, **values),
+            lambda: sandbox_fields(**form.sandbox_values()),
+        ):
+            try:
+                check()
+            except ProjectInvalid as exc:
+                form.add_problems(exc)
     else:
         try:
             saved = project_save(
-                actor=request.user, data=form.values(), project=project
+                actor=request.user,
+                data=form.values(),
+                sandbox=form.sandbox_values(),
+                project=project,
             )
         except ProjectInvalid as exc:
             form.add_problems(exc)

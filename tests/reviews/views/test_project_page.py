@@ -505,3 +505,73 @@ def test_the_form_groups_caps_setup_limits_and_paths_and_saves_them(
             "ignored_paths": list(DEFAULT_IGNORED_PATHS),
         },
     )
+
+
+IMAGE = "registry.example/base@sha256:" + "ab" * 32
+
+
+def test_the_form_sets_the_sandbox_settings_project_add_takes_and_the_share_group(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    chosen = {
+        "root_image": IMAGE,
+        "require_image_match": "on",
+        "allow_test_interference": "on",
+        "env_share_group": "python-3.11",
+    }
+
+    assert (
+        client.post(reverse("reviews:project_create"), form(repo, **chosen)).status_code
+        == 302
+    )
+
+    project = Project.objects.get(slug="cart")
+    assert (project.root_image, project.require_image_match) == (IMAGE, True)
+    assert project.allow_test_interference is True
+    assert project.env_share_group == "python-3.11"
+    # Shown again on the edit page, and an edit that unticks one keeps the rest.
+    edit = reverse("reviews:project_edit", args=["cart"])
+    shown = client.get(edit).content.decode()
+    assert f'value="{IMAGE}"' in shown and 'value="python-3.11"' in shown
+    unticked = {**chosen}
+    del unticked["allow_test_interference"]
+    assert client.post(edit, form(repo, **unticked)).status_code == 302
+    project.refresh_from_db()
+    assert project.allow_test_interference is False
+    assert project.root_image == IMAGE
+
+
+def test_a_root_image_or_share_group_that_can_never_work_is_refused_beside_it(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+
+    answer = client.post(
+        reverse("reviews:project_create"),
+        form(
+            repo,
+            root_image="registry.example/base:latest",
+            env_share_group="../shared",
+            allowed_paths="../outside",
+        ),
+    )
+
+    assert answer.status_code == 400
+    said = errors_beside(answer.content.decode())
+    assert said["root_image"] == [
+        "Give an image pinned by digest: name@sha256:&lt;64 hex digits&gt;."
+    ]
+    assert "letters, digits, dots" in said["env_share_group"][0]
+    assert "leaves the repository" in said["allowed_paths"][0]  # all at once
+    # A match required of no image is refused too.
+    answer = client.post(
+        reverse("reviews:project_create"), form(repo, require_image_match="on")
+    )
+    assert errors_beside(answer.content.decode())["root_image"] == [
+        "Give an image pinned by digest: name@sha256:&lt;64 hex digits&gt;, "
+        "or do not require a match."
+    ]
+    assert not Project.objects.filter(slug="cart").exists()
