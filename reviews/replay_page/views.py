@@ -192,6 +192,7 @@ def _detail_context(
         "prompt_sha256": hashlib.sha256(replay.run.prompt.encode()).hexdigest(),
         **_diff_context(request, replay),
         "outcomes": outcomes,
+        "outcomes_cached": any(o.cached for _, runs in outcomes for o in runs),
         "cases": _case_table(outcomes),
         "model_calls": replay.model_calls.all(),
         "egress": Paginator(replay.egress_attempts.all(), EGRESS_PAGE).get_page(

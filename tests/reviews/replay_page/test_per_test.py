@@ -67,6 +67,11 @@ def test_failures_on_the_judging_run_come_first_with_their_excerpt(as_reviewer):
     assert "AssertionError: 1 != 5" in table
     assert "Reference" in table and "Replay's own tests" in table
     assert "from cache" in html
+    # What "from cache" means is written on the page, not only in a tooltip.
+    assert (
+        '<p class="muted small" id="from-cache-note">From cache: the same tree '
+        "under the same test command"
+    ) in html
 
 
 def test_a_test_missing_from_the_judging_run_says_so():
