@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -295,7 +296,11 @@ def test_the_budgets_page_shows_the_spend_of_each_tier(
     assert 'aria-label="Text replays: 3 used, 0 reserved of 3"' in page
     assert "Text money" in page  # leads see money
     assert "<strong>2 deferred</strong> by the text share" in page
-    assert "<td>3/3</td>" in page
+    # The night's text row: 3 of 3 replays (its first figure), 2 deferred.
+    text_row = re.search(r'<th scope="row">Text</th>(.*?)</tr>', page, re.S)
+    assert text_row is not None
+    figures = re.findall(r'<td class="num">(.*?)</td>', text_row.group(1), re.S)
+    assert figures[0] == "3/3" and "<strong>2</strong>" in figures[-1]
     # The two runs the text share left over are listed, linked to their page.
     text = page[page.index('aria-label="Text tier, before the agentic tier of shop"') :]
     deferred = text[text.index("Deferred runs") :]
