@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from replayhub import roles
+from replayhub.lib.pasted import looks_like_key
 from replayhub.models import VERDICT_CHOICES, Project
 from replayhub.verdicts import REASON_TEXT, Verdict
 from reviews.models import Review
@@ -21,6 +22,28 @@ def choices_of(field: forms.Field) -> Iterable[tuple[Any, Any]]:
     # Django normalises choices when they are set: a list of pairs, or an iterator
     # of them for a callable. The stubs' getter type still admits every input form.
     return cast("Iterable[tuple[Any, Any]]", cast(forms.ChoiceField, field).choices)
+
+
+class ForgetsPastedKeys(forms.Form):
+    """A form whose ``variable_fields`` ask for a variable's name: one that
+    holds what looks like a key is shown again empty, never with the key (the
+    check that refuses it says so in words)."""
+
+    variable_fields: tuple[str, ...] = ()
+
+    def full_clean(self) -> None:
+        super().full_clean()
+        pasted = [
+            self.add_prefix(name)
+            for name in self.variable_fields
+            if looks_like_key(str(self.data.get(self.add_prefix(name), "")))
+        ]
+        if pasted:
+            # A QueryDict (copied: the request's is immutable) or a plain dict.
+            data = self.data.copy()  # type: ignore[attr-defined]
+            for name in pasted:
+                data[name] = ""
+            self.data = data
 
 
 class ScopeFilterForm(forms.Form):

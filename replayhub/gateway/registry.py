@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from replayhub.lib.pasted import PASTED, looks_like_key
 from replayhub.models import Provider, ProviderKind
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -87,8 +88,11 @@ def _url_problem(base_url: str) -> str:
 
 
 def _key_problem(key_env: str) -> str:
+    if looks_like_key(key_env):
+        return PASTED
     if not VARIABLE.fullmatch(key_env):
-        return f"{key_env[:80]!r} is not an environment variable name."
+        # Not repeated: what was typed may be a secret of a shape not known.
+        return "That is not an environment variable name."
     if key_env in deployment_secrets():
         return (
             f"{key_env} is this deployment's own secret: it is never sent to a "

@@ -49,6 +49,7 @@ from urllib.parse import urlsplit
 
 from replayhub.git.scratch import GitError, GitStopped, git, require_sha
 from replayhub.lib.fstree import remove_tree
+from replayhub.lib.pasted import PASTED, looks_like_key
 
 SCHEMES = ("https", "http", "ssh", "git", "file")
 # user@host:path, git's scp-like syntax for ssh. The host must start with a
@@ -174,10 +175,13 @@ class CredentialPolicy:
 def credential_env_problem(name: str, url: str) -> str:
     """Why ``name`` cannot name the credential's variable for ``url`` ("" when
     it can)."""
+    if looks_like_key(name):
+        return PASTED
     if not _ENV_NAME.match(name) or len(name) > 128:
+        # Not repeated: what was typed may be a secret of a shape not known.
         return (
-            f"{name!r} is not an environment variable name (letters, digits "
-            "and underscores, not starting with a digit)."
+            "That is not an environment variable name (letters, digits and "
+            "underscores, not starting with a digit)."
         )
     if name.startswith(("GIT_", "REPLAYHUB_GIT_")):
         return f"{name} is one of git's own variables; choose another name."

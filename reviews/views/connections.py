@@ -32,6 +32,7 @@ from replayhub.models import (
 from replayhub.outbound import statuses
 from replayhub.outbound.events import EVENTS
 from replayhub.outbound.services import OutboundInvalid, env_problem, where
+from reviews.forms import ForgetsPastedKeys
 from reviews.project_services import (
     connection_forge_forget,
     connection_forge_set,
@@ -71,7 +72,8 @@ class RowForm(forms.Form):
     id = forms.IntegerField(min_value=1)
 
 
-class ForgeForm(forms.Form):
+class ForgeForm(ForgetsPastedKeys):
+    variable_fields = ("token_env",)
     kind = forms.ChoiceField(label="Forge", choices=ForgeKind.choices)
     repo = forms.CharField(
         label="Repository",
@@ -109,7 +111,8 @@ class ForgeForm(forms.Form):
         self.add_error(field, message[:1].upper() + message[1:])
 
 
-class WebhookForm(forms.Form):
+class WebhookForm(ForgetsPastedKeys):
+    variable_fields = ("secret_env",)
     url = forms.URLField(
         label="URL",
         assume_scheme="https",

@@ -45,7 +45,7 @@ from replayhub.models.project_settings import (
 )
 from replayhub.project_setup import ProjectInvalid, project_fields, sandbox_fields
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
-from reviews.forms import BackForm
+from reviews.forms import BackForm, ForgetsPastedKeys
 from reviews.models import Label, Review
 from reviews.project_services import (
     ProjectInUse,
@@ -169,8 +169,10 @@ def _setting_field(setting: Setting) -> forms.Field:
     return field
 
 
-class ProjectForm(forms.Form):
+class ProjectForm(ForgetsPastedKeys):
     """The settings ``manage.py project_add`` takes; checked by the same code."""
+
+    variable_fields = ("repo_credential_env",)
 
     slug = forms.SlugField(max_length=100)
     repo = forms.CharField(

@@ -22,6 +22,7 @@ from replayhub.gateway.registry import (
     provider_fields,
 )
 from replayhub.models import Budget, Project, Provider, ProviderKind
+from reviews.forms import ForgetsPastedKeys
 from reviews.models import AuditEvent
 from reviews.views import confirmed
 
@@ -31,7 +32,8 @@ MANAGE_PROVIDERS = "replayhub.change_provider"
 MAX_PRICES_CHARS = 20_000
 
 
-class ProviderForm(forms.Form):
+class ProviderForm(ForgetsPastedKeys):
+    variable_fields = ("key_env",)
     name = forms.CharField(
         max_length=64, help_text="Letters, digits, - and _; projects name it."
     )

@@ -49,7 +49,8 @@ def test_a_provider_is_registered_with_its_prices_and_no_key(db, capsys):
     [
         (["--base-url", "ftp://x"], "is not an http"),
         (["--base-url", "https://u:secret@x"], "must not carry credentials"),
-        (["--key-env", "sk-live-123"], "is not an environment variable name"),
+        (["--key-env", "sk-live-123"], "looks like a key itself"),
+        (["--key-env", "live key 123"], "is not an environment variable name"),
         (["--price", "m=1"], "write MODEL=IN,OUT"),
         (["--price", "m=a,b"], "must be numbers"),
         (["--price", "m=-1,2"], "zero or more"),

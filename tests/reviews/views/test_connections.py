@@ -322,3 +322,17 @@ def test_every_change_is_audited_with_no_secret_in_it(git_project, admin_user):
     recorded = repr(list(events.values("before", "after")))
     assert old not in recorded and token not in recorded
     assert "the-path-is-the-secret" not in recorded
+
+
+def test_a_token_pasted_for_the_forges_variable_is_refused_and_never_shown(
+    shop, admin_user
+):
+    pasted = "ghp_" + "A1b2" * 10
+
+    answer = as_user(admin_user).post(URL, {**FORGE, "forge-token_env": pasted})
+
+    page = answer.content.decode()
+    assert answer.status_code == 400
+    assert "That looks like a key itself" in page
+    assert pasted[:12] not in page and pasted[:12].capitalize() not in page
+    assert not Forge.objects.exists()

@@ -56,7 +56,7 @@ def test_an_admin_adds_a_provider_and_it_is_listed_and_audited(client, admin_use
     [
         ({"base_url": "ftp://x"}, "base_url", "is not an http(s) URL"),
         ({"base_url": "https://u:pw@x"}, "base_url", "must not carry credentials"),
-        ({"key_env": "sk-live-123"}, "key_env", "not an environment variable name"),
+        ({"key_env": "live key 123"}, "key_env", "not an environment variable name"),
         ({"prices": "m=1"}, "prices", "write MODEL=IN,OUT"),
         ({"name": "no spaces"}, "name", "is not a provider name"),
         ({"key_env": "SECRET_KEY"}, "key_env", "deployment's own secret"),
@@ -245,3 +245,25 @@ def test_the_pages_warn_of_a_key_variable_this_server_does_not_set(
     monkeypatch.setenv("ACME_UNSET_KEY", "sk-now-set")
     page = client.get(URL).content.decode()
     assert 'id="keys-unset"' not in page and "sk-now-set" not in page
+
+
+PASTED_KEY = "sk-ant-api03-" + "Zq7" * 30
+
+
+def test_a_key_pasted_for_its_variable_is_refused_and_never_shown_again(
+    client, admin_user
+):
+    client.force_login(admin_user)
+
+    response = add(client, key_env=PASTED_KEY)
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "looks like a key itself" in " ".join(
+        response.context["form"].errors["key_env"]
+    )
+    # Not in a message, not in the field shown again; the rest stays to correct.
+    assert PASTED_KEY[:20] not in page
+    assert response.context["form"]["key_env"].value() == ""
+    assert response.context["form"]["name"].value() == "acme"
+    assert not Provider.objects.exists()
