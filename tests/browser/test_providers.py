@@ -65,3 +65,23 @@ def test_remove_provider_asks_first_and_removes_nothing_until_ticked(login):
     expect(page).to_have_url(re.compile(r"/providers/$"))
     assert not Provider.objects.exists()
     watch.check("provider removed after its confirmation")
+
+
+def test_the_providers_list_fits_1024_px_with_long_addresses_and_names(login):
+    Provider.objects.create(
+        name="acme",
+        kind="openai",
+        base_url="https://llm-gateway.internal.example.com/v1/openai-compatible"
+        "/deployments/prod-eu-west-1",
+        key_env="REPLAYHUB_ACME_OPENAI_COMPAT_PROD_EU_WEST_KEY",
+    )
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    watch = Watch(page, console_errors=True)
+
+    watch.goto("/providers/")
+
+    assert (
+        page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    )
+    expect(page.locator("#providers")).to_contain_text("PROD_EU_WEST_KEY")
