@@ -57,8 +57,8 @@ def check_registered(*targets: Target | None) -> None:
     for target in targets:
         if target and not Provider.objects.filter(name=target.provider).exists():
             raise BadTarget(
-                f"no provider named {target.provider!r} (register it with "
-                "manage.py provider_add)"
+                f"no provider named {target.provider!r} (register it on the "
+                "Providers page, or with manage.py provider_add)"
             )
 
 

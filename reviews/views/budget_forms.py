@@ -10,7 +10,7 @@ from django import forms
 from replayhub.models import Budget, BudgetShare, Project
 from replayhub.models.project_settings import SETTING, bound_problem
 from replayhub.nights import shares, tiers
-from replayhub.replicates.stopping import ReplicatePolicy
+from replayhub.replicates.stopping import MOST_REPLICATES, ReplicatePolicy
 from replayhub.texttier.replay import BadTarget, Target, check_registered
 from reviews import services
 from reviews.project_services import REPLICATE_FIELDS
@@ -142,6 +142,9 @@ class BudgetForm(BoundedForm):
             try:
                 check_registered(Target.parse(data[name]))
             except BadTarget as exc:
+                # The model's own check then reads what was typed, not the
+                # saved value (which would have it ask for a target at all).
+                setattr(self.instance, name, data[name])
                 self.add_error(name, f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
 
     def clean_text_similarity_below(self):
@@ -228,14 +231,30 @@ class ReplicateForm(forms.ModelForm):
             "replicate_margin": "Margin around p0",
         }
 
+    # Each number's open interval, as the policy (and the table's
+    # constraint) takes it: said beside the field, and the browser's bounds.
+    BOUNDS = {
+        "replicate_threshold": (0, 1),
+        "replicate_confidence": (0, 1),
+        "replicate_margin": (0, 0.5),
+    }
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for field in self.fields.values():
+        for name, field in self.fields.items():
             field.required = False
+            if name in self.BOUNDS:
+                low, high = self.BOUNDS[name]
+                field.widget.attrs.update(min=low, max=high, step="any")
+        self.fields["replicate_most"].widget.attrs.update(min=1, max=MOST_REPLICATES)
 
     def clean(self):
         data = super().clean()
         assert data is not None
+        for name, (low, high) in self.BOUNDS.items():
+            value = data.get(name)
+            if value is not None and not low < value < high:
+                self.add_error(name, f"Give a number between {low} and {high}.")
         for name in self.fields:
             # Left out of an older client's post, or blank (the threshold
             # aside, whose blank is "off"): the saved value stays.

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("budgeted_project")
                 "budget-shop-text_similarity_below": "0.5",
             },
             "id_budget-shop-text_target",
-            "No provider named &#x27;nosuch&#x27;",
+            "No provider named &#x27;nosuch&#x27; (register it on the Providers page",
         ),
         (
             {f"{AGENTIC}max_replays": "0"},
@@ -45,8 +45,16 @@ pytestmark = pytest.mark.usefixtures("budgeted_project")
             "id_replicates-shop-replicate_most",
             "Give at least 2 samples: with 1, a run&#x27;s first replay",
         ),
+        (
+            {
+                "replicates-shop-replicate_threshold": "0.8",
+                "replicates-shop-replicate_confidence": "7",
+            },
+            "id_replicates-shop-replicate_confidence",
+            "Give a number between 0 and 1.",
+        ),
     ],
-    ids=["unknown-provider", "agentic-with-no-replays", "one-sample"],
+    ids=["unknown-provider", "agentic-with-no-replays", "one-sample", "confidence-7"],
 )
 def test_settings_that_could_never_work_are_refused_on_their_field(
     client, admin_user, overrides, field_id, message
@@ -70,6 +78,9 @@ def test_settings_that_could_never_work_are_refused_on_their_field(
     problems = problems[: problems.index("</ul>")]
     assert problems.count("<li>") == 1
     assert f'<a href="#{field_id}">' in problems and message in problems
+    # Said once, and not contradicted (a target was given: it names no
+    # provider, it is not missing).
+    assert "needs a PROVIDER:MODEL" not in page
     budget = Budget.objects.get(project__slug="shop")
     assert not budget.text_enabled and budget.replicate_threshold is None
     assert agentic_share(Project.objects.get(slug="shop")).max_replays == 20
