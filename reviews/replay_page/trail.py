@@ -102,7 +102,11 @@ def event_sentence(event) -> Sentence:
             s.say(f" (replay #{rerun})")
     elif action == "review.undo":
         s.say("took back their ").say(str(before.get("decision", "decision")), True)
-        s.say("; the replay is back in the queue")
+        # Back in the queue only when no earlier decision still stands.
+        if after.get("review_band") is not None:
+            s.say("; the replay is back in the queue")
+        else:
+            s.say("; an earlier decision still stands")
     elif action == "replay.request":
         s.say("started a replay now")
         if replay := after.get("replay"):

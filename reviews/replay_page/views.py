@@ -440,10 +440,16 @@ def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
     except NotUndoable as exc:
         messages.error(request, f"Not taken back: {exc}.")
     else:
+        stands = Review.objects.standing().filter(replay_id=review.replay_id)
         messages.info(
             request,
             f"Your {review.get_decision_display().lower()} of replay "
-            f"{review.replay_id} is taken back; the replay is yours to decide again.",
+            f"{review.replay_id} is taken back; "
+            + (
+                "an earlier decision still stands."
+                if stands.exists()
+                else "the replay is yours to decide again."
+            ),
         )
     return redirect("reviews:replay_detail", replay_id=review.replay_id)
 

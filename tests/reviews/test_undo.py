@@ -134,3 +134,23 @@ def test_a_refused_undo_says_why_on_the_page(client, reviewer):
         response.content
     )
     assert Review.objects.standing().count() == 1
+
+
+def test_taking_back_a_second_decision_says_the_first_still_stands(client, reviewer):
+    replay = make_replay(verdict="equivalent")
+    review_decide(replay=replay, reviewer=reviewer, decision="confirm")
+    # The same key pressed again on the decided replay: a second confirm.
+    second = review_decide(replay=replay, reviewer=reviewer, decision="confirm")
+    client.force_login(reviewer)
+
+    response = client.post(
+        reverse("reviews:review_undo", args=[second.pk]), follow=True
+    )
+
+    page = response.content.decode()
+    assert "is taken back; an earlier decision still stands." in page
+    assert "yours to decide again" not in page
+    # Not back in the queue: the first confirm stands, and the trail says so.
+    assert Replay.objects.get(pk=replay.pk).review_band is None
+    assert "an earlier decision still stands" in page.split("Decisions and audit")[-1]
+    assert "back in the queue" not in page
