@@ -69,7 +69,7 @@ def trends(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 @permission_required(roles.VIEW_TRENDS, raise_exception=True)
-def trends_labels(request: HttpRequest) -> HttpResponse:
+def trends_labels(request: HtmxHttpRequest) -> HttpResponse:
     """The label counts of the page's nights, loaded after the page itself so
     that the charts never wait for them."""
     form = TrendsFilterForm(request.GET)
@@ -78,30 +78,35 @@ def trends_labels(request: HttpRequest) -> HttpResponse:
     note = "Decisions in these nights"
     if filters.model or filters.source:
         note += "; a label belongs to a decision, so model and source do not apply"
-    return render(
-        request,
-        "reviews/_label_counts.html",
-        {"labels": labels_given(filters), "note": note + "."},
-    )
+    context = {"labels": labels_given(filters), "note": note + "."}
+    return _part(request, "reviews/_label_counts.html", "Labels given", context)
 
 
 @require_GET
 @permission_required(roles.VIEW_TRENDS, raise_exception=True)
-def trends_reproducibility(request: HttpRequest) -> HttpResponse:
+def trends_reproducibility(request: HtmxHttpRequest) -> HttpResponse:
     """Reproducibility of the replicated runs, loaded after the page: it is
     read from the replays, which the page itself never reads."""
     form = TrendsFilterForm(request.GET)
     form.is_valid()
     filters = _seen_by(request, form.filters())
-    return render(
-        request,
-        "reviews/_reproducibility.html",
-        {
-            "groups": reproducibility(filters),
-            "pass_tries": list(TRIES),
-            "query": request.GET.urlencode(),
-        },
-    )
+    context = {"groups": reproducibility(filters), "pass_tries": list(TRIES)}
+    return _part(request, "reviews/_reproducibility.html", "Reproducibility", context)
+
+
+def _part(
+    request: HtmxHttpRequest, template: str, title: str, context: dict
+) -> HttpResponse:
+    """A part the trends page loads after itself: alone for htmx, a page of
+    its own when opened by its address (a browser without script follows the
+    placeholder's link)."""
+    context = {**context, "query": request.GET.urlencode()}
+    if not request.htmx:
+        context.update(part_template=template, part_title=title)
+        template = "reviews/trends_part.html"
+    response = render(request, template, context)
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 def _export_filters(request: HttpRequest) -> TrendFilters | HttpResponse:

@@ -88,8 +88,6 @@ NOT_PAGES = {
     "reviews:run_text_replay": "POST only",
     "reviews:run_tape_replay": "POST only",
     "reviews:text_suite_run": "POST only",
-    "reviews:trends_labels": "a fragment the trends page loads",
-    "reviews:trends_reproducibility": "a fragment the trends page loads",
     "reviews:trends_export_csv": "a download",
     "reviews:trends_export_json": "a download",
     "reviews:budget_edit": "POST only",
@@ -352,6 +350,9 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         f"/text-suites/{suite.pk}/",
         "/trends/?since=2025-12-27&until=2026-02-20",
         "/trends/",  # the last weeks: no nights yet
+        # The parts the trends page loads, opened by their own address.
+        "/trends/labels/?since=2025-12-27&until=2026-02-20",
+        "/trends/reproducibility/",
         "/budgets/",
         "/projects/",
         "/projects/new/",

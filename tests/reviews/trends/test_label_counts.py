@@ -11,6 +11,9 @@ from tests.factories import make_project, make_replay
 
 pytestmark = pytest.mark.django_db
 
+# As the trends page asks for the part.
+HX = {"HX-Request": "true"}
+
 
 def decide_with(reviewer, project, values: dict[Label, str]) -> None:
     replay = make_replay(verdict="divergent", project=project)
@@ -62,7 +65,7 @@ def test_the_trends_page_loads_the_label_counts_of_its_nights(client, lead, labe
 
     page = client.get("/trends/", {"project": "shop"})
     assert b'hx-get="/trends/labels/?' in page.content
-    counts = client.get("/trends/labels/", {"project": "shop"})
+    counts = client.get("/trends/labels/", {"project": "shop"}, headers=HX)
 
     assert counts.status_code == 200
     assert rows(counts) == [
@@ -71,14 +74,16 @@ def test_the_trends_page_loads_the_label_counts_of_its_nights(client, lead, labe
     ]
     # A label's name is an admin's text: shown, never markup.
     assert b"root &lt;b&gt;cause&lt;/b&gt;" in counts.content
-    everything = rows(client.get("/trends/labels/"))
+    everything = rows(client.get("/trends/labels/", headers=HX))
     assert ["billing", "would merge", "yes", "1"] in everything
     assert len(everything) == 3
 
 
 def test_model_and_source_filters_are_said_not_to_apply(client, lead, labelled):
     client.force_login(lead)
-    counts = client.get("/trends/labels/", {"project": "shop", "model": "gpt-5"})
+    counts = client.get(
+        "/trends/labels/", {"project": "shop", "model": "gpt-5"}, headers=HX
+    )
     assert "model and source do not apply" in counts.content.decode()
     assert len(rows(counts)) == 2
 
@@ -86,7 +91,7 @@ def test_model_and_source_filters_are_said_not_to_apply(client, lead, labelled):
 def test_nights_without_labels_say_so(client, lead, labelled):
     client.force_login(lead)
     counts = client.get(
-        "/trends/labels/", {"since": "2020-01-01", "until": "2020-01-31"}
+        "/trends/labels/", {"since": "2020-01-01", "until": "2020-01-31"}, headers=HX
     )
     assert "No labels given in this period." in counts.content.decode()
 
@@ -94,3 +99,18 @@ def test_nights_without_labels_say_so(client, lead, labelled):
 def test_a_reviewer_is_refused_the_label_counts(client, reviewer, labelled):
     client.force_login(reviewer)
     assert client.get("/trends/labels/").status_code == 403
+
+
+def test_the_part_opened_by_its_address_is_a_page_of_its_own(client, lead, labelled):
+    """A browser without script follows the placeholder's link: it gets a
+    page with a title, a heading and the way back, not a bare fragment."""
+    client.force_login(lead)
+
+    page = client.get("/trends/labels/", {"project": "shop"}).content.decode()
+
+    assert "<title>Labels given · Trends" in page and "<h1>Labels given</h1>" in page
+    assert "<main" in page and 'href="/trends/?project=shop"' in page
+    assert "root &lt;b&gt;cause&lt;/b&gt;" in page
+    for alone in ("/trends/labels/", "/trends/reproducibility/"):
+        part = client.get(alone, headers=HX).content.decode()
+        assert "<title>" not in part and "<main" not in part
