@@ -26,6 +26,7 @@ from replayhub import agents, roles
 from replayhub.models import (
     VERDICT_CHOICES,
     Delivery,
+    Forge,
     Preflight,
     Project,
     Provider,
@@ -43,7 +44,12 @@ from replayhub.models.project_settings import (
     TESTS,
     Setting,
 )
-from replayhub.project_setup import ProjectInvalid, project_fields, sandbox_fields
+from replayhub.project_setup import (
+    ProjectInvalid,
+    branch_check,
+    project_fields,
+    sandbox_fields,
+)
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm, ForgetsPastedKeys
 from reviews.models import Label, Review
@@ -402,7 +408,16 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     query.pop("page", None)
     can_edit = request.user.has_perm(roles.MANAGE_PROJECTS)
     # A status's state tells a verdict: shown to those who configure them.
-    deliveries = Delivery.objects.recent(project)[:DELIVERIES_SHOWN] if can_edit else []
+    deliveries = (
+        list(Delivery.objects.recent(project)[:DELIVERIES_SHOWN]) if can_edit else []
+    )
+    # With none listed, the empty state says whether anything will be sent.
+    sends = bool(deliveries) or (
+        can_edit
+        and (
+            Forge.objects.filter(project=project).exists() or project.webhooks.exists()
+        )
+    )
     return render(
         request,
         "reviews/project_detail.html",
@@ -417,6 +432,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "can_start_replay": request.user.has_perm(START_REPLAY),
             "can_edit_project": can_edit,
             "deliveries": deliveries,
+            "sends": sends,
             "policy": policy_of(project),
             # The whole policy: its second-opinion rules and gold rate would
             # tell a reviewer what blind review and gold items hide.
@@ -464,10 +480,11 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
     if not form.is_valid():
         # Check the rest too: every problem is shown at once, not one a submit.
         values = form.values()
-        values.pop("default_branch")
+        branch = values.pop("default_branch")
         for check in (
             lambda: project_fields(editing=project, **values),
             lambda: sandbox_fields(**form.sandbox_values()),
+
         ):
             try:
                 check()

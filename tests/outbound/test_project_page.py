@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from replayhub.models import Delivery
+from replayhub.models import Delivery, Webhook
 from tests.factories import make_project, make_user
 
 
@@ -46,3 +46,37 @@ def test_a_reviewer_does_not_see_them(client, delivered):
     client.force_login(make_user("rita", "reviewer"))
     html = client.get(reverse("reviews:project_detail", args=["shop"])).content.decode()
     assert 'id="deliveries"' not in html
+
+
+def _empty_state(client, slug: str) -> str:
+    html = client.get(reverse("reviews:project_detail", args=[slug])).content.decode()
+    section = html[
+        html.index('id="deliveries"') : html.index(
+            "</section>", html.index('id="deliveries"')
+        )
+    ]
+    assert "<table" not in section
+    return section
+
+
+def test_with_nothing_sent_an_admin_reads_what_will_appear_there_and_when(
+    client, admin_user, db
+):
+    project = make_project("shop")
+    client.force_login(admin_user)
+
+    section = _empty_state(client, "shop")
+    assert 'id="deliveries-none"' in section
+    assert "shop has no forge or webhook" in section
+    assert 'href="/projects/shop/connections/"' in section
+    assert "when a replay ends, a reviewer decides one, a night closes" in section
+
+    Webhook.objects.create(
+        project=project, url="https://hooks.example.com/x", events=["replay.finished"]
+    )
+    section = _empty_state(client, "shop")
+    assert "Nothing sent yet" in section
+    assert "when a replay of shop ends, a reviewer decides one or a night closes" in (
+        section
+    )
+    assert "no forge or webhook" not in section
