@@ -128,6 +128,7 @@ FIELDS = {
     "--verifier-command": "verifier_command",
     "--root-image": "root_image",
     "--env-share-group": "env_share_group",
+    "--default-branch": "default_branch",
     **{setting.option: setting.field for setting in SETTINGS},
 }
 
@@ -383,6 +384,13 @@ def default_branch_problem(name: str) -> str:
     if not name or branch_name(name) is not None:
         return ""
     return f"--default-branch: {name[:100]!r} is not a branch name git takes."
+
+
+def branch_check(repo: str, branch: str) -> None:
+    """Refuse a default branch that is no branch name, or that a repository
+    on this host lacks (ProjectInvalid naming ``--default-branch``)."""
+    if problem := default_branch_problem(branch) or local_branch_problem(repo, branch):
+        raise ProjectInvalid("--default-branch", problem)
 
 
 def _check_name(found: _Collector, slug: str, editing: Project | None) -> None:

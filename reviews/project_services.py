@@ -37,8 +37,7 @@ from replayhub.outbound.services import forge_set, webhook_add, where
 from replayhub.project_setup import (
     ProjectInvalid,
     ProjectProblems,
-    default_branch_problem,
-    local_branch_problem,
+    branch_check,
     project_fields,
     refused,
     remote_check,
@@ -191,9 +190,6 @@ def project_save(
     default_branch = data.pop("default_branch", "")
     # Every field's problem is said at once, not one after another.
     found: list[ProjectInvalid] = []
-    branch = default_branch_problem(default_branch) or local_branch_problem(
-        str(data.get("repo", "")), default_branch
-    )
     fields: dict[str, Any] = {}
     more: dict[str, Any] = {}
     try:
@@ -204,8 +200,10 @@ def project_save(
         more = sandbox_fields(**sandbox) if sandbox is not None else {}
     except ProjectInvalid as problem:
         found.append(problem)
-    if branch:
-        found.append(ProjectInvalid("--default-branch", branch))
+    try:
+        branch_check(str(data.get("repo", "")), default_branch)
+    except ProjectInvalid as problem:
+        found.append(problem)
     if found:
         raise ProjectProblems(found)
     providers = fields.pop("providers")

@@ -484,7 +484,7 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
         for check in (
             lambda: project_fields(editing=project, **values),
             lambda: sandbox_fields(**form.sandbox_values()),
-
+            lambda: branch_check(values["repo"], branch),
         ):
             try:
                 check()

@@ -290,6 +290,8 @@ def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
         ("setup_inputs", "[z-a].lock", "is not a valid"),
         ("egress_setup", "index.example", "index.example"),
         ("setup_command", "sh -c 'unclosed", "Cannot split"),
+        ("default_branch", "bad..branch", "is not a branch name git takes."),
+        ("default_branch", "no-such-branch", "(its branches: main)."),
     ],
 )
 def test_the_form_refuses_what_project_add_refuses_beside_the_field(
@@ -366,6 +368,27 @@ def test_a_field_the_form_refuses_does_not_hide_the_other_problems(
     errors = errors_beside(response.content.decode())
     assert errors["time_limit_seconds"] == ["Enter a whole number."]
     assert errors["repo"] == ["/nonexistent/repo is not a git repository."]
+
+
+def test_a_bad_default_branch_is_said_beside_its_field_beside_other_problems(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"),
+        form(repo, time_limit_seconds="soon", default_branch="bad..branch"),
+    )
+
+    page = response.content.decode()
+    errors = errors_beside(page)
+    assert errors["time_limit_seconds"] == ["Enter a whole number."]
+    assert errors["default_branch"] == [
+        "&#x27;bad..branch&#x27; is not a branch name git takes."
+    ]
+    # Listed at the top too, as a link to the field.
+    top = page[: page.index('id="project-form"')]
+    assert '<a href="#id_default_branch">' in top
 
 
 def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_path):
