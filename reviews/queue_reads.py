@@ -1,5 +1,10 @@
 """The review queue as reads: filters, keyset pages and band counts.
 
+A run replayed on several nights has several replays awaiting review; the
+queue shows one row per run, its newest replay the filters select
+(``newest_of_runs``), and counts what it shows. The row says how many of
+the run's replays await review (``queued_per_run``).
+
 The queue is ordered by ``(review_band, finished_at desc, id desc)``, exactly
 the partial index ``replay_review_queue``. Pages are cut with a keyset cursor,
 never with OFFSET and never with a COUNT over the table: the cost of a page does
@@ -14,11 +19,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from zoneinfo import ZoneInfo
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from replayhub.models import (
@@ -31,6 +36,7 @@ from replayhub.models import (
 from reviews.models import Claim, Purpose, Review, ReviewLabel
 
 PAGE_SIZE = 50
+_Rows = TypeVar("_Rows", bound=QuerySet)
 _LAST_BAND = max(ReviewBand.values)
 
 # Every value a queue row displays, across the joins it needs.
@@ -42,6 +48,7 @@ ROW_FIELDS = (
     "tier",
     "finished_at",
     "project_id",
+    "run_id",
     "run__title",
     "run__external_id",
     "run__model",
@@ -165,12 +172,51 @@ class Page:
     next_cursor: Cursor | None
 
 
+def newest_of_runs(rows: _Rows, filters: QueueFilters) -> _Rows:
+    """``rows`` less every queued replay a newer one of the same run outranks.
+
+    Newer is the queue's own order inside a band: later ``finished_at``, then
+    the higher id. Only a replay the same filters select outranks one, so a
+    filter never hides a run whose newest replay it leaves out. A run has a
+    few replays: each row's probe is an index lookup on ``replay_run_recent``.
+    """
+    newer = Replay.objects.awaiting_review().filter(
+        Q(finished_at__gt=OuterRef("finished_at"))
+        | Q(finished_at=OuterRef("finished_at"), id__gt=OuterRef("id")),
+        run_id=OuterRef("run_id"),
+        finished_at__isnull=False,
+    )
+    return rows.filter(~Exists(filters.apply(newer)))
+
+
+def queued_per_run(run_ids: list[int]) -> dict[int, int]:
+    """How many replays of each run await review, for the runs with more than
+    one (one grouped read of the runs on a page)."""
+    if not run_ids:
+        return {}
+    counted = (
+        Replay.objects.awaiting_review()
+        .filter(run_id__in=set(run_ids))
+        .order_by()
+        .values("run_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .values_list("run_id", "n")
+    )
+    return dict(counted)
+
+
 def listing(filters: QueueFilters) -> QuerySet:
-    """The rows a filter selects, unordered, as dicts of ``ROW_FIELDS``."""
+    """The rows a filter selects, unordered, as dicts of ``ROW_FIELDS``.
+
+    The queue (no verdict filter) holds one row per run; a verdict's listing
+    holds every finished replay, decided ones too.
+    """
     if filters.banded:
         # finished_at is always set on a queued replay; requiring it keeps the
         # keyset comparisons below total.
         rows = Replay.objects.awaiting_review().filter(finished_at__isnull=False)
+        return newest_of_runs(filters.apply(rows), filters).values(*ROW_FIELDS)
     else:
         rows = Replay.objects.finished().filter(
             verdict=filters.verdict, finished_at__isnull=False
@@ -236,8 +282,11 @@ def blind_rows(
         unassigned=filters.unassigned,
     )
     rows = scoped.apply(
-        Replay.objects.awaiting_review().filter(project_id__in=project_ids)
+        Replay.objects.awaiting_review().filter(
+            project_id__in=project_ids, finished_at__isnull=False
+        )
     )
+    rows = newest_of_runs(rows, scoped)
     return list(rows.order_by("-finished_at", "-id").values(*ROW_FIELDS)[:size])
 
 
@@ -248,7 +297,9 @@ def band_counts(filters: QueueFilters, cap: int | None = None) -> dict[int, int]
     partial queue index, so its cost does not grow with the queue.
     """
     cap = COUNT_CAP if cap is None else cap
-    queued = filters.apply(Replay.objects.awaiting_review()).order_by()
+    queued = newest_of_runs(
+        filters.apply(Replay.objects.awaiting_review()), filters
+    ).order_by()
     parts: list[str] = []
     params: list[Any] = []
     for band in ReviewBand.values:

@@ -22,7 +22,9 @@ from replayhub.models import BudgetShare, Replay, ReplayStatus, Run, Tier, Trigg
 from replayhub.nights import shares, tiers
 from replayhub.services import replay_request
 from replayhub.verdicts import Verdict
+from reviews import queue_reads
 from reviews.models import AuditEvent, Claim, Label, Review
+from reviews.queue_reads import QueueFilters
 from reviews.replay_page.evidence import read_evidence
 from reviews.replay_page.overrule import contradicted
 from reviews.together import gold, opinions
@@ -138,8 +140,11 @@ def claim_next(
     held = Claim.objects.filter(replay=OuterRef("pk"), expires_at__gt=now)
     for _ in range(_ROUNDS):
         with transaction.atomic():
+            # A run's newest queued replay only, as the queue lists it.
             candidate = (
-                Replay.objects.awaiting_review()
+                queue_reads.newest_of_runs(
+                    Replay.objects.awaiting_review(), QueueFilters()
+                )
                 .filter(~Exists(held), ~opinions.excluded_for(reviewer))
                 .in_queue_order()
                 .select_for_update(skip_locked=True)

@@ -39,15 +39,20 @@ from reviews.views import HtmxHttpRequest, partial
 QUEUE_ROWS_TEMPLATE = "reviews/_queue_rows.html"
 
 
-def _detail_url() -> str:
-    """The replay page's URL with ``{}`` for the id: ``reverse`` once a page
-    rather than once a row (a tenth of the queue page's CPU)."""
+def _detail_url(name: str = "reviews:replay_detail") -> str:
+    """A page's URL with ``{}`` for the id: ``reverse`` once a page rather
+    than once a row (a tenth of the queue page's CPU)."""
     marker = 918273645
-    return reverse("reviews:replay_detail", args=[marker]).replace(str(marker), "{}")
+    return reverse(name, args=[marker]).replace(str(marker), "{}")
 
 
 def _queue_row(
-    row: dict, now, project_slugs: dict[int, str], detail_url: str, viewer: str = ""
+    row: dict,
+    now,
+    project_slugs: dict[int, str],
+    urls: tuple[str, str],
+    replays: dict[int, int],
+    viewer: str = "",
 ) -> dict:
     """What one queue row shows, as plain values.
 
@@ -55,6 +60,7 @@ def _queue_row(
     small, which is most of the page's time once the queries are cheap.
     """
     holder = queue_reads.holder(row, now)
+    detail_url, run_url = urls
     band = row["review_band"]
     files = row["comparison__files_changed"]
     return {
@@ -82,6 +88,8 @@ def _queue_row(
         "mine": bool(viewer) and holder == viewer,
         "holder_left": holder and until(row["claim__expires_at"], now),
         "holder_until": holder and _when(row["claim__expires_at"]),
+        "run_url": run_url.format(int(row["run_id"])),
+        "replays": replays.get(row["run_id"], 0),
     }
 
 
@@ -115,9 +123,19 @@ def queue_context(
     if blind is None:
         blind = frozenset(together.blind_projects()) if can_decide else frozenset()
     detail_url = _detail_url()
+    # The queue folds a run's replays into its newest: the row says how many
+    # await review and links to the run's page, where they are all listed.
+    urls = (detail_url, _detail_url("reviews:run_detail"))
+    replays = (
+        queue_reads.queued_per_run(
+            [row["run_id"] for row in [*rows, *(blind_rows or [])]]
+        )
+        if filters.banded
+        else {}
+    )
     rows = [
         {
-            **_queue_row(row, now, projects, detail_url, viewer),
+            **_queue_row(row, now, projects, urls, replays, viewer),
             "open_threads": open_threads.get(row["id"], 0),
             "blind": row["project_id"] in blind,
         }
@@ -127,7 +145,7 @@ def queue_context(
     # says a verdict.
     hidden = [
         {
-            **_queue_row(row, now, projects, detail_url, viewer),
+            **_queue_row(row, now, projects, urls, replays, viewer),
             "open_threads": 0,
             "blind": True,
             "band": "blind",

@@ -94,3 +94,36 @@ def test_a_night_start_is_refused_without_the_csrf_token(admin_user, project):
     client.force_login(admin_user)
     assert client.post(URL).status_code == 403
     assert not Night.objects.exists()
+
+
+def test_a_run_replayed_on_an_earlier_night_is_replayed_again_as_the_help_says(
+    client, admin_user, project
+):
+    from datetime import timedelta
+
+    from replayhub.nights.scheduler import RETRY_MIN_AGE
+    from tests.factories import make_replay
+
+    client.force_login(admin_user)
+    runs = list(project.runs.order_by("imported_at"))
+    decided = make_replay(
+        verdict="divergent", project=project, run=runs[0], finished_ago=timedelta(2)
+    )
+    decided.review_band = None
+    decided.save(update_fields=["review_band"])
+    make_replay(
+        verdict="divergent", project=project, run=runs[1], finished_ago=timedelta(1)
+    )
+
+    client.post(URL, follow=True)
+
+    # The two never replayed, then the least recently replayed, decided or not.
+    assert runs[0].replays.count() == 2
+    assert runs[1].replays.count() == 1
+    page = client.get("/budgets/").content.decode()
+    help_text = page.split('id="night-start-help-shop">')[1].split("</span>")[0]
+    assert "runs replayed on earlier nights, decided or not, again" in help_text
+    assert "a new replay beside its earlier ones" in help_text
+    hours = RETRY_MIN_AGE // timedelta(hours=1)
+    assert f"{hours} hours after its last replay" in help_text
+    assert "only runs not admitted tonight yet" in help_text

@@ -14,6 +14,7 @@ from replayhub.models import Replay, ReplayStatus, ReviewBand
 from reviews import queue_reads
 from reviews.models import Claim
 from reviews.queue_reads import Cursor, QueueFilters
+from reviews.services import claim_next
 from tests.factories import make_project, make_replay
 
 QUEUE = reverse("reviews:queue")
@@ -275,14 +276,14 @@ def test_the_queue_page_runs_a_fixed_number_of_queries(
     # the header, the inbox badge, the project filter's options, the rows, the
     # band counts, the rows' unresolved comments, the blind projects, the
     # label filter's options, the reviewer's own decisions (my progress; none
-    # here, so no night is read), the assignee filter's options and the count
-    # of what is assigned to the reviewer.
-    with django_assert_num_queries(15):
+    # here, so no night is read), the assignee filter's options, the count
+    # of what is assigned to the reviewer and the rows' runs' queued replays.
+    with django_assert_num_queries(16):
         as_reviewer.get(QUEUE)
-    with django_assert_num_queries(15):
+    with django_assert_num_queries(16):
         as_reviewer.get(QUEUE, {"after": inside_band})
     # A page that runs out of its band reads the next bands in one more query.
-    with django_assert_num_queries(16):
+    with django_assert_num_queries(17):
         as_reviewer.get(QUEUE, {"after": across_bands})
 
 
@@ -300,8 +301,9 @@ def test_list_queries_never_count_the_table_nor_load_big_columns(as_reviewer):
     assert not any('"prompt"' in s or '"raw"' in s or '"output"' in s for s in sql)
     # One count per page, of at most COUNT_CAP + 1 queue entries per band.
     # (The inbox badge counts one user's unread notices, the rows' open
-    # comment threads are counted for the page's ids only, and "assigned to
-    # me" counts one user's live claims.)
+    # comment threads are counted for the page's ids only, "assigned to
+    # me" counts one user's live claims, and the rows' runs' queued replays
+    # are counted for the page's runs only.)
     counts = [
         s
         for s in sql
@@ -309,6 +311,7 @@ def test_list_queries_never_count_the_table_nor_load_big_columns(as_reviewer):
         and "reviews_notice" not in s
         and "comment" not in s
         and 'FROM "reviews_claim"' not in s
+        and '"run_id" IN' not in s
     ]
     assert len(counts) == 1
     assert counts[0].upper().count("LIMIT 1001") == len(ReviewBand.values)
@@ -344,3 +347,43 @@ def test_the_running_page_polls_until_nothing_runs(as_reviewer, reviewer):
     assert done.status_code == 286
     assert b"every 2s" not in done.content
     assert b"Nothing is waiting for a worker or running" in done.content
+
+
+def test_a_run_replayed_on_two_nights_is_one_row_its_newest_with_a_note(
+    as_reviewer, reviewer
+):
+    first_night = make_replay(verdict="equivalent", finished_ago=timedelta(days=1))
+    second_night = make_replay(
+        verdict="divergent", run=first_night.run, finished_ago=timedelta(hours=1)
+    )
+    other = make_replay(verdict="divergent", finished_ago=timedelta(hours=2))
+
+    response = as_reviewer.get(QUEUE)
+    html = response.content.decode()
+
+    # One row per run: the newest replay stands for the run, in its own band.
+    assert listed(response) == [second_night.pk, other.pk]
+    assert [n for _band, _label, n in response.context["bands"]] == [0, 0, 2, 0, 0]
+    assert "2 awaiting review" in html
+    run_page = reverse("reviews:run_detail", args=[first_night.run_id])
+    assert f'<a class="tag replays" href="{run_page}"' in html
+    assert html.count(">2 replays</a>") == 1
+    # A filter the newest leaves out shows the run's newest it selects.
+    filtered = as_reviewer.get(QUEUE, {"reason": "tests_agree"})
+    assert listed(filtered) == [first_night.pk]
+    # Claim next hands out the row the queue shows, never the folded one
+    # (though its band comes first).
+    assert claim_next(reviewer=reviewer, gold_roll=1.0).pk == second_night.pk
+
+
+def test_a_runs_older_replay_shows_once_its_newest_is_decided(as_reviewer):
+    older = make_replay(verdict="divergent", finished_ago=timedelta(days=1))
+    newer = make_replay(
+        verdict="divergent", run=older.run, finished_ago=timedelta(hours=1)
+    )
+    Replay.objects.filter(pk=newer.pk).update(review_band=None)
+
+    response = as_reviewer.get(QUEUE)
+
+    assert listed(response) == [older.pk]
+    assert "replays</a>" not in response.content.decode()
