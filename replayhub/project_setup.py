@@ -312,7 +312,7 @@ def project_fields(
     fields = {
         **repository,
         "test_command": found.run(_command, "--test-command", test_command),
-        "agent_command": found.run(_command, "--agent-command", agent_command),
+        "agent_command": found.run(_agent_command, agent_command),
         **reach,
         "providers": named,
         "setup_command": found.run(_command, "--setup-command", setup_command),
@@ -632,6 +632,39 @@ def branch_problem(repo: str, branch: str, branches: list[str]) -> str:
 def _local_branch_check(repo: str, branch: str) -> None:
     if problem := local_branch_problem(repo, branch):
         raise ProjectInvalid("--default-branch", problem)
+
+
+# A shell's variable as typed: ``$NAME`` or ``${NAME}``.
+_VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+# Programs that expand variables themselves in the script after their ``-c``.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
+
+
+def unexpanded_problem(words: list[str]) -> str:
+    """Why a command's ``$VAR`` would reach the program as typed ("" when
+    none would): no shell runs the command, so only a script a shell is
+    given to run (``sh -c '…'``) expands one."""
+    script = -1
+    if words and Path(words[0]).name in _SHELLS:
+        flags = [i for i, w in enumerate(words) if re.fullmatch(r"-[a-z]*c[a-z]*", w)]
+        script = flags[0] + 1 if flags else -1
+    for i, word in enumerate(words):
+        if i != script and (found := _VARIABLE.search(word)):
+            return (
+                f"{found.group()} is not expanded: no shell runs the command, and "
+                "it gets only the sandbox's variables (REPLAYHUB_MODEL, "
+                "REPLAYHUB_PROMPT_FILE…), which the agent reads itself; write "
+                "{max_turns} or {max_tokens} for the caps, or sh -c '…' to expand."
+            )
+    return ""
+
+
+def _agent_command(value: str | None) -> list[str]:
+    """The agent command, split, with no variable left for a shell."""
+    words = _command("--agent-command", value)
+    if problem := unexpanded_problem(words):
+        raise ProjectInvalid("--agent-command", f"--agent-command: {problem}")
+    return words
 
 
 def _command(option: str, value: str | None) -> list[str]:

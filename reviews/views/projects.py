@@ -223,8 +223,8 @@ class ProjectForm(ForgetsPastedKeys):
     agent_command = forms.CharField(
         required=False,
         max_length=2000,
-        help_text="Split like a shell would; never run through one. Only with "
-        "the custom agent.",
+        help_text="Split like a shell would; never run through one, so a $VAR "
+        "stays as typed (sh -c '…' expands its own). Only with the custom agent.",
     )
     default_branch = forms.CharField(required=False, max_length=255)
     providers = forms.ModelMultipleChoiceField(

@@ -391,6 +391,53 @@ def test_a_bad_default_branch_is_said_beside_its_field_beside_other_problems(
     assert '<a href="#id_default_branch">' in top
 
 
+@pytest.mark.parametrize(
+    ("command", "variable"),
+    [
+        ("./agent.sh --model $MODEL", "$MODEL"),
+        ("./agent.sh --steps ${MAX_STEPS}", "${MAX_STEPS}"),
+        # Only the script a shell runs is expanded, not the shell's other words.
+        ("sh -c 'exec ./agent.sh \"$0\"' $HOME", "$HOME"),
+    ],
+)
+def test_a_variable_in_the_agent_command_is_refused_beside_it(
+    client, admin_user, tmp_path, command, variable
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"), form(repo, agent_command=command)
+    )
+
+    assert response.status_code == 400
+    said = [
+        html.unescape(e)
+        for e in errors_beside(response.content.decode())["agent_command"]
+    ]
+    assert len(said) == 1
+    assert said[0].startswith(f"{variable} is not expanded: no shell runs the command")
+    assert "{max_turns} or {max_tokens}" in said[0]
+    assert not Project.objects.filter(slug="cart").exists()
+
+
+def test_a_shell_the_agent_command_runs_expands_its_own_variables(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    command = "sh -c 'exec ./agent.sh --model \"$REPLAYHUB_MODEL\"'"
+    response = client.post(
+        reverse("reviews:project_create"), form(repo, agent_command=command)
+    )
+
+    assert response.status_code == 302
+    assert Project.objects.get(slug="cart").agent_command == [
+        "sh",
+        "-c",
+        'exec ./agent.sh --model "$REPLAYHUB_MODEL"',
+    ]
+
+
 def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_path):
     repo = project_repo(tmp_path).path
     client.force_login(admin_user)
