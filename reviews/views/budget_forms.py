@@ -300,6 +300,13 @@ def refuse_idle_agentic(caps_form: CapsForm, share_forms: list[ShareForm]) -> No
 class CapsForm(BoundedForm):
     bounds = CAP_BOUNDS
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The browser's bounds are the ones the save checks (whole numbers).
+        for name, (least, most, _) in self.bounds.items():
+            if name in self.fields:
+                self.fields[name].widget.attrs.update(min=least, max=most, step=1)
+
     class Meta:
         model = Project
         fields = services.CAP_FIELDS

@@ -3,10 +3,14 @@ refused on its own field, nothing of the post saved."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from replayhub.models import Budget, Project, Provider
+from replayhub.models.project_settings import SETTING
+from reviews import services
 from reviews.models import AuditEvent
 from tests.reviews.views.test_budgets import (
     AGENTIC,
@@ -107,3 +111,47 @@ def test_the_text_tier_asking_a_registered_provider_is_saved(client, admin_user)
 
     assert response.status_code == 302
     assert Budget.objects.get(project__slug="shop").text_enabled
+
+
+# The replay's caps that are numbers, each with the bounds the save checks.
+NUMBER_CAPS = [name for name in services.CAP_FIELDS if name in SETTING]
+
+
+def test_every_number_cap_input_carries_the_bounds_the_save_checks(client, admin_user):
+    client.force_login(admin_user)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    assert len(NUMBER_CAPS) == len(services.CAP_FIELDS) - 1  # all but the box
+    for name in NUMBER_CAPS:
+        tag = re.search(rf'<input[^>]*name="caps-shop-{name}"[^>]*>', page)
+        assert tag, name
+        attrs = dict(re.findall(r'([a-z]+)="([^"]*)"', tag[0]))
+        setting = SETTING[name]
+        assert (attrs["min"], attrs["max"], attrs["step"]) == (
+            str(setting.least),
+            str(setting.most),
+            "1",
+        ), name
+
+
+@pytest.mark.parametrize("name", NUMBER_CAPS)
+def test_a_cap_at_its_bounds_is_saved_and_one_past_them_is_refused(
+    client, admin_user, name
+):
+    client.force_login(admin_user)
+    setting = SETTING[name]
+    url = reverse("reviews:budget_edit", args=["shop"])
+
+    def post(value: int) -> int:
+        # A night long enough for any test run the caps allow.
+        data = form_data(**{f"caps-shop-{name}": str(value)})
+        data[f"{AGENTIC}max_sandbox_minutes"] = "1440"
+        return client.post(url, data, headers={"HX-Request": "true"}).status_code
+
+    for value in (setting.least, setting.most):
+        assert post(value) == 200, value
+        assert getattr(Project.objects.get(slug="shop"), name) == value
+    for value in (setting.least - 1, setting.most + 1):
+        assert post(value) == 400, value
+        assert getattr(Project.objects.get(slug="shop"), name) == setting.most
