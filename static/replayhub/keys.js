@@ -56,11 +56,56 @@
     else form.submit();
   }
 
+  // A replay already decided (the form's data-decided): a decision key asks
+  // first. The first press says what stands; the same key again, or Enter,
+  // records a second decision beside it, and Esc keeps the one standing.
+  var again = null;
+  var AGAIN_KEYS = { confirm: "c", rerun: "r", overturn: "Enter" };
+  var AGAIN_VERBS = {
+    confirm: "confirm it again",
+    rerun: "ask for a rerun",
+    overturn: "overturn it"
+  };
+
+  function decidedNote() {
+    return document.getElementById("decided-note");
+  }
+
+  function askAgain(form, decision) {
+    again = decision;
+    var standing = form.getAttribute("data-decided");
+    var key = AGAIN_KEYS[decision];
+    var note = decidedNote();
+    if (!note) return;
+    note.textContent = "Already decided" + (standing ? " as " + standing : "") +
+      ". Press " + key + (key === "Enter" ? "" : " again or Enter") + " to " +
+      AGAIN_VERBS[decision] + " as a second decision; Esc keeps it as it is.";
+    note.classList.remove("muted");
+    note.classList.add("bad");
+  }
+
+  function keepStanding() {
+    if (!again) return false;
+    again = null;
+    var note = decidedNote();
+    if (note) {
+      note.textContent = "Kept as it is: nothing recorded.";
+      note.classList.remove("bad");
+      note.classList.add("muted");
+    }
+    return true;
+  }
+
   function decide(decision) {
     var form = document.getElementById("decision");
     if (!form) return false;
     var button = form.querySelector('button[data-decision="' + decision + '"]');
     if (!button) return false;
+    if (form.hasAttribute("data-decided") && again !== decision) {
+      askAgain(form, decision);
+      return true;
+    }
+    again = null;
     submit(form, button);
     return true;
   }
@@ -147,6 +192,7 @@
   }
 
   function cancelOverturn(select) {
+    keepStanding();
     select.value = "";
     var preview = document.getElementById("overturn-preview");
     if (preview) preview.textContent = "";
@@ -199,13 +245,21 @@
         move(-1);
         break;
       case "Enter": {
+        var onControl = target && target.closest && target.closest("a, button");
+        if (again && !onControl) {
+          decide(again);
+          break;
+        }
         var row = selected();
-        if (!row || (target && target.closest && target.closest("a, button"))) {
+        if (!row || onControl) {
           return;
         }
         window.location.href = row.getAttribute("data-href");
         break;
       }
+      case "Escape":
+        if (!keepStanding()) return;
+        break;
       case "c":
         if (!decide("confirm")) return;
         break;

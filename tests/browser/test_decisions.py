@@ -251,3 +251,49 @@ def test_the_overturn_preview_does_not_move_the_decision_bar(login, reviewer):
     assert (bar.bounding_box(), rerun.bounding_box()) == before
     page.keyboard.press("Escape")
     assert (bar.bounding_box(), rerun.bounding_box()) == before
+
+
+def test_a_key_on_a_decided_replay_asks_before_a_second_decision(
+    login, reviewer, lead, screenshot
+):
+    from reviews.services import review_decide
+
+    replay = make_replay(verdict="divergent", title="Decided already")
+    review_decide(replay=replay, reviewer=lead, decision="confirm")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    watch = Watch(page, console_errors=True)
+    page.goto(f"/replays/{replay.pk}/")
+    note = page.locator("#decided-note")
+
+    # One press says what stands and records nothing.
+    page.keyboard.press("c")
+    expect(note).to_contain_text("Already decided as confirmed divergent")
+    expect(note).to_contain_text("Press c again or Enter")
+    screenshot(page, "decided-asks-first")
+    # Esc keeps the standing decision; so does a different key's question.
+    page.keyboard.press("Escape")
+    expect(note).to_contain_text("Kept as it is")
+    page.keyboard.press("r")
+    expect(note).to_contain_text("Press r again or Enter to ask for a rerun")
+    page.keyboard.press("Escape")
+    # An overturn chosen by its digit asks at its first Enter.
+    page.keyboard.press("4")
+    page.keyboard.press("Enter")
+    expect(note).to_contain_text("Press Enter to overturn it")
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    assert page.url.endswith(f"/replays/{replay.pk}/")
+    assert Review.objects.filter(replay=replay).count() == 1
+
+    # The same key twice records a second decision beside the first.
+    page.keyboard.press("c")
+    with page.expect_navigation():
+        page.keyboard.press("c")
+    decisions = list(
+        Review.objects.filter(replay=replay)
+        .order_by("pk")
+        .values_list("reviewer__username", "decision")
+    )
+    assert decisions == [(lead.username, "confirm"), (reviewer.username, "confirm")]
+    watch.check("the flow's end")
