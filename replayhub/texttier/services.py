@@ -41,7 +41,13 @@ log = logging.getLogger(__name__)
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _TEXT_FIELDS = ("output", "judge_rationale", "judge_answer", "error", "judge_error")
 
-__all__ = ["BadTarget", "Target", "text_replay_create", "text_replay_execute"]
+__all__ = [
+    "AlreadyAsked",
+    "BadTarget",
+    "Target",
+    "text_replay_create",
+    "text_replay_execute",
+]
 
 
 def text_replay_create(
@@ -72,14 +78,41 @@ def text_replay_create(
     )
 
 
+class AlreadyAsked(Exception):
+    """The same model is already answering the run; the message says so in
+    one sentence."""
+
+
 def text_replay_request(
     *, run: Run, target: Target, judge: Target | None = None, user=None
 ) -> TextReplay:
-    """Queue a text replay for a worker (the run page's button)."""
-    row = text_replay_create(
-        run=run, target=target, judge=judge, trigger=TextTrigger.PAGE, user=user
-    )
-    enqueue(Task.RUN_TEXT_REPLAY, row.pk)
+    """Queue a text replay for a worker (the run page's button). Raises
+    AlreadyAsked while a text replay of ``run`` asking ``target`` is queued
+    or running: a second press is not a second question."""
+    with transaction.atomic():
+        # Two presses at once wait for each other here; the second one then
+        # sees the first one's row.
+        Run.objects.select_for_update().filter(pk=run.pk).first()
+        pending = (
+            TextReplay.objects.filter(
+                run=run,
+                target_provider=target.provider,
+                target_model=target.model,
+            )
+            .exclude(status=TextStatus.FINISHED)
+            .order_by("id")
+            .first()
+        )
+        if pending is not None:
+            raise AlreadyAsked(
+                f"Not queued again: text replay #{pending.pk} already asks "
+                f"{target} and is {pending.get_status_display().lower()}; "
+                "its result appears below."
+            )
+        row = text_replay_create(
+            run=run, target=target, judge=judge, trigger=TextTrigger.PAGE, user=user
+        )
+        enqueue(Task.RUN_TEXT_REPLAY, row.pk)
     return row
 
 

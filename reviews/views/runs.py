@@ -35,7 +35,7 @@ from replayhub.models import (
 from replayhub.replay import tapes
 from replayhub.replicates import standing
 from replayhub.texttier.replay import BadTarget, Target
-from replayhub.texttier.services import text_replay_request
+from replayhub.texttier.services import AlreadyAsked, text_replay_request
 from reviews.project_services import ReplayRefused, replay_from_tape, text_suite_again
 from reviews.replay_page import together
 from reviews.replay_page.continuations import (
@@ -94,8 +94,9 @@ class TextReplayForm(forms.Form):
         return data
 
 
-def _pending(rows) -> bool:
-    return any(r.status != TextStatus.FINISHED for r in rows)
+def _pending(rows) -> list[TextReplay]:
+    """The listed text replays not done yet, newest first."""
+    return [r for r in rows if r.status != TextStatus.FINISHED]
 
 
 def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
@@ -104,6 +105,7 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         .defer("output", "judge_answer", "judge_rationale")
         .order_by("-created_at", "-id")[:LISTED]
     )
+    pending = _pending(rows)
     replays = list(
         Replay.objects.filter(run=run)
         .only("id", "status", "verdict", "reason_code", "attempt", "finished_at")
@@ -117,7 +119,7 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
             request.user, [(r.pk, run.project_id) for r in replays]
         ),
         "text_replays": rows,
-        "pending": _pending(rows),
+        "pending": pending,
         **_replay_actions(request, run),
         "can_replay_text": request.user.has_perm(ADD_TEXT_REPLAY),
         "can_see_money": request.user.has_perm(roles.VIEW_MONEY),
@@ -241,6 +243,7 @@ def run_text_replay(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     """Queue a text replay of the run for a worker."""
     run = get_object_or_404(Run.objects.select_related("project"), pk=run_id)
     form = TextReplayForm(request.POST)
+    status = 400
     if form.is_valid():
         try:
             text_replay_request(
@@ -251,13 +254,16 @@ def run_text_replay(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
             )
         except BadTarget as error:
             form.add_error(None, str(error))
+        except AlreadyAsked as error:
+            form.add_error(None, str(error))
+            status = 409
     if form.is_valid() and not request.htmx:
         return redirect("reviews:run_detail", run_id=run.pk)
     context = _run_context(request, run, form if form.errors else None)
     template = "reviews/run_detail.html"
     if request.htmx:
         template += "#text-tier"
-    return render(request, template, context, status=400 if form.errors else 200)
+    return render(request, template, context, status=status if form.errors else 200)
 
 
 @require_POST

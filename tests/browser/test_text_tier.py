@@ -126,3 +126,54 @@ def test_an_admin_runs_a_suite_again_and_a_worker_finishes_it(
     assert cells[4:9] == ["2", "1", "1", "0", "0.857"], cells
     assert TextReplay.objects.get(suite=again).run == run
     watch.check("suite run again")
+
+
+def test_replay_as_text_pressed_twice_quickly_queues_one_and_says_so(
+    login, admin_user, standin
+):
+    Provider.objects.create(
+        name="gpt",
+        kind="openai",
+        base_url=standin.base_url + "/v1",
+        key_env=DEMO_KEY_ENV,
+    )
+    run = make_text_run(title="Retry webhooks")
+    page = login(admin_user)
+    watch = Watch(page, console_errors=True)
+    watch.goto(f"/runs/{run.pk}/")
+    page.get_by_label("Provider", exact=True).select_option("gpt")
+    page.get_by_label("Model", exact=True).fill("gpt-test")
+    button = page.get_by_role("button", name="Replay as text")
+
+    # Two presses in the same instant, the answer held back: the button is
+    # disabled while the request is on its way.
+    held = []
+    page.route(f"**/runs/{run.pk}/text/", lambda route: held.append(route))
+    button.evaluate("b => { b.click(); b.click(); }")
+    expect(button).to_be_disabled()
+    assert len(held) == 1
+    held[0].continue_()
+    page.unroute(f"**/runs/{run.pk}/text/")
+
+    status = page.get_by_role("status").filter(has_text="Text replay #")
+    expect(status).to_contain_text("asking gpt:gpt-test is queued")
+    expect(status).to_contain_text("This line and the list update by themselves.")
+    expect(page.locator("tr.text-replay-row")).to_have_count(1)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    row = TextReplay.objects.get()
+    assert row.status == "queued"
+
+    # Pressed again while it waits: refused in one line, nothing queued.
+    page.get_by_label("Model", exact=True).fill("gpt-test")
+    button.click()
+    expect(page.get_by_role("alert")).to_have_text(
+        f"Not queued again: text replay #{row.pk} already asks gpt:gpt-test "
+        "and is queued; its result appears below."
+    )
+    expect(status).to_contain_text("is queued")
+    assert TextReplay.objects.count() == 1
+
+    # A worker takes it: the line follows without a reload.
+    TextReplay.objects.claim(row.pk)
+    expect(status).to_contain_text("asking gpt:gpt-test is running")
+    watch.check("text replay pressed twice")

@@ -167,6 +167,46 @@ def test_the_list_polls_until_every_text_replay_is_done(client, reviewer, text_r
     assert done.status_code == 286 and "0.250" in done.text
 
 
+def test_asking_the_same_model_again_while_it_works_is_refused_in_one_line(
+    client, admin_user, text_run, providers
+):
+    client.force_login(admin_user)
+    url = reverse("reviews:run_text_replay", args=[text_run.pk])
+    asked = {"provider": "gpt", "model": "gpt-test"}
+
+    first = client.post(url, asked, headers={"HX-Request": "true"})
+    assert first.status_code == 200
+    row = TextReplay.objects.get()
+    assert (
+        f'Text replay <a href="/text-replays/{row.pk}/">#{row.pk}</a> asking '
+        "gpt:gpt-test is <b>queued</b>: a worker starts it soon." in first.text
+    )
+
+    again = client.post(url, asked, headers={"HX-Request": "true"})
+    assert again.status_code == 409
+    assert (
+        f"Not queued again: text replay #{row.pk} already asks gpt:gpt-test "
+        "and is queued; its result appears below."
+    ) in again.text
+    assert TextReplay.objects.count() == 1
+
+    TextReplay.objects.claim(row.pk)
+    running = client.post(url, asked)  # without script, the same refusal
+    assert running.status_code == 409 and "and is running" in running.text
+    page = client.get(reverse("reviews:run_detail", args=[text_run.pk])).text
+    assert "asking gpt:gpt-test is <b>running</b>" in page
+    assert TextReplay.objects.count() == 1
+
+    # Another model is another question; a finished answer may be asked again.
+    other = client.post(url, {"provider": "claude", "model": "claude-test"})
+    assert other.status_code == 302
+    TextReplay.objects.filter(pk=row.pk).update(
+        status=TextStatus.FINISHED, finished_at=timezone.now()
+    )
+    assert client.post(url, asked).status_code == 302
+    assert TextReplay.objects.filter(target_model="gpt-test").count() == 2
+
+
 def test_no_page_shows_the_key(
     client, admin_user, text_run, providers, standin, text_settings
 ):
