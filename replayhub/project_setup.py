@@ -37,14 +37,21 @@ from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError, branch_name
 from replayhub.lib.globs import glob_list_problem
-from replayhub.models import Project, Provider
-from replayhub.models.project_settings import SETTING, SETTINGS, Setting, bound_problem
+from replayhub.models import Budget, Project, Provider
+from replayhub.models.project_settings import (
+    SETTING,
+    SETTINGS,
+    Setting,
+    bound_problem,
+    long_tests_problem,
+)
 from replayhub.models.projects import (
     credential_policy,
     default_setup_inputs,
     default_test_paths,
     egress_list_problem,
 )
+from replayhub.nights import shares, tiers
 
 
 def parse_setting(setting: Setting, text: str | list[str]) -> Any:
@@ -329,8 +336,22 @@ def project_fields(
         ),
         **found.run(checked_settings, settings or {}, default={}),
     }
+    if problem := _test_limit(fields, editing):
+        found.add("--test-time-limit", f"--test-time-limit: {problem}")
     found.refuse()
     return fields
+
+
+def _test_limit(fields: Mapping[str, Any], editing: Project | None) -> str:
+    """``long_tests_problem`` of the time limits given (or kept) against the
+    agentic share of a night of the project's budget (or the default one)."""
+    test, agent = (
+        fields.get(name, getattr(editing, name) if editing else SETTING[name].default)
+        for name in ("test_time_limit_seconds", "time_limit_seconds")
+    )
+    budget = (editing and Budget.objects.filter(project=editing).first()) or Budget()
+    night = shares.limits_of(budget)[tiers.AGENTIC].sandbox_seconds
+    return long_tests_problem(test, agent, night)
 
 
 _SHARE_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")

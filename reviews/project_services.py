@@ -107,17 +107,20 @@ def replay_now(*, run: Run, actor, now: datetime | None = None) -> Started:
                 night=night, tier=tiers.AGENTIC, amount=estimate, now=now
             ):
                 left = shares.remaining(night, tiers.AGENTIC)
-                short = arithmetic.blocking_dimensions(estimate, left) or ["budget"]
+                short = arithmetic.blocking_dimensions(estimate, left)
                 raise ReplayRefused(
                     f"Tonight's budget has no room for this replay "
-                    f"({_names(short)} used up); raise it on the Budgets page "
-                    "or wait for the next night."
+                    f"({_past(short, estimate, left, 'left')}); raise it on the "
+                    "Budgets page or wait for the next night."
                 )
             extra = {"night": night, "reservation": estimate.as_json()}
-        elif short := arithmetic.blocking_dimensions(estimate, _limits(project)):
+        elif short := arithmetic.blocking_dimensions(
+            estimate, limits := _limits(project)
+        ):
             raise ReplayRefused(
                 f"One replay is estimated past a whole night's budget "
-                f"({_names(short)}); raise it on the Budgets page."
+                f"({_past(short, estimate, limits, 'a night')}); raise it on the "
+                "Budgets page."
             )
         replay = replay_request(run=run, trigger=Trigger.NOW, user=actor, **extra)
         AuditEvent.objects.create(
@@ -168,8 +171,20 @@ def replay_from_tape(*, run: Run, actor) -> Replay:
     return replay
 
 
-def _names(dimensions: list[str]) -> str:
-    return ", ".join(d.replace("_usd", "").replace("_", " ") for d in dimensions)
+def _past(
+    short: list[str], estimate: arithmetic.Amounts, room: arithmetic.Amounts, of: str
+) -> str:
+    """Each dimension a replay does not fit, with its figures (money by name
+    alone: not everyone who starts a replay may read amounts)."""
+    said = []
+    for dimension in short:
+        name = dimension.replace("_usd", "").replace("_", " ")
+        if dimension == "cost_usd":
+            said.append(f"{name} used up")
+        else:
+            need, have = getattr(estimate, dimension), getattr(room, dimension)
+            said.append(f"{name}: {need:,} needed, {have:,} {of}")
+    return "; ".join(said) or "budget used up"
 
 
 def project_save(

@@ -207,6 +207,31 @@ def bound_problem(value, least: int, most: int, unit: str) -> str:
     return ""
 
 
+def long_tests_problem(
+    test_limit: int | None, time_limit: int, night_seconds: int
+) -> str:
+    """Why a replay's test runs could spend past a whole night ("" when they
+    cannot): each is given the test time limit whole (the agent's time limit
+    when it is empty), never cut to what the night has left, as the agent's
+    time is. A tier with no sandbox time (0) runs nothing to compare with."""
+    limit = test_limit or time_limit
+    if not night_seconds or limit <= night_seconds:
+        return ""
+    night = (
+        f"a night's whole sandbox time of {night_seconds:,} s (the agentic "
+        f"tier's {night_seconds // 60:,} minutes)"
+    )
+    if test_limit:
+        return (
+            f"The test time limit, {limit:,} s, is longer than {night}: shorten "
+            "it, or give the night more sandbox minutes."
+        )
+    return (
+        f"Empty, the test time limit is the agent's, {limit:,} s, longer than "
+        f"{night}: give a shorter one."
+    )
+
+
 def _count(number: int, unit: str) -> str:
     """``1 attempt``, ``3 attempts``, ``1 s``: a word's plural s only past one."""
     if number == 1 and len(unit.strip()) > 1:

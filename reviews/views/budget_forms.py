@@ -8,7 +8,7 @@ from zoneinfo import available_timezones
 from django import forms
 
 from replayhub.models import Budget, BudgetShare, Project
-from replayhub.models.project_settings import SETTING, bound_problem
+from replayhub.models.project_settings import SETTING, bound_problem, long_tests_problem
 from replayhub.nights import shares, tiers
 from replayhub.replicates.stopping import MOST_REPLICATES, ReplicatePolicy
 from replayhub.texttier.replay import BadTarget, Target, check_registered
@@ -295,6 +295,19 @@ def refuse_idle_agentic(caps_form: CapsForm, share_forms: list[ShareForm]) -> No
             "The agentic tier is on: give it at least 1 replay a night "
             "(with 0, every replay, Replay now too, is over budget).",
         )
+
+
+def refuse_long_tests(caps_form: CapsForm, share_forms: list[ShareForm]) -> None:
+    """A test run longer than the agentic share's whole night of sandbox
+    time (``long_tests_problem``), both as this post would save them."""
+    agentic = next(f for f in share_forms if f.tier == tiers.AGENTIC)
+    if not (caps_form.is_valid() and agentic.is_valid()):
+        return
+    caps, minutes = caps_form.cleaned_data, agentic.cleaned_data["max_sandbox_minutes"]
+    if problem := long_tests_problem(
+        caps["test_time_limit_seconds"], caps["time_limit_seconds"], minutes * 60
+    ):
+        caps_form.add_error("test_time_limit_seconds", problem)
 
 
 class CapsForm(BoundedForm):

@@ -40,6 +40,7 @@ from reviews.views.budget_forms import (
     ReplicateForm,
     ShareForm,
     refuse_idle_agentic,
+    refuse_long_tests,
 )
 
 HISTORY_NIGHTS = 14
@@ -443,6 +444,7 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     )
     status = 200
     refuse_idle_agentic(caps_form, share_forms)
+    refuse_long_tests(caps_form, share_forms)
     if all(
         form.is_valid()
         for form in (budget_form, caps_form, *share_forms, replicate_form)

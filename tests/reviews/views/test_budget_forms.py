@@ -155,3 +155,50 @@ def test_a_cap_at_its_bounds_is_saved_and_one_past_them_is_refused(
     for value in (setting.least - 1, setting.most + 1):
         assert post(value) == 400, value
         assert getattr(Project.objects.get(slug="shop"), name) == setting.most
+
+
+@pytest.mark.parametrize(
+    ("caps", "message"),
+    [
+        (
+            {"test_time_limit_seconds": "3600"},
+            "The test time limit, 3,600 s, is longer than a night&#x27;s whole "
+            "sandbox time of 1,800 s (the agentic tier&#x27;s 30 minutes)",
+        ),
+        (
+            {"time_limit_seconds": "1801", "test_time_limit_seconds": ""},
+            "Empty, the test time limit is the agent&#x27;s, 1,801 s, longer than",
+        ),
+    ],
+    ids=["test-limit", "agent-limit-for-the-tests"],
+)
+def test_a_test_run_longer_than_the_nights_sandbox_time_is_refused_on_its_cap(
+    client, admin_user, caps, message
+):
+    client.force_login(admin_user)
+    url = reverse("reviews:budget_edit", args=["shop"])
+    thirty = {f"{AGENTIC}max_sandbox_minutes": "30"}
+    sent = {f"caps-shop-{name}": value for name, value in caps.items()}
+
+    response = client.post(
+        url, form_data(**thirty, **sent), headers={"HX-Request": "true"}
+    )
+    whole = client.post(
+        url,
+        form_data(**thirty, **{"caps-shop-test_time_limit_seconds": "1800"}),
+        headers={"HX-Request": "true"},
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    problems = page[page.index('class="notice bad form-problems"') :]
+    assert '<a href="#id_caps-shop-test_time_limit_seconds">' in problems
+    assert message in problems
+    # Beside the field too: between its label and its input.
+    at = page.index('name="caps-shop-test_time_limit_seconds"')
+    label = page.rindex('for="id_caps-shop-test_time_limit_seconds"', 0, at)
+    assert page.rfind(message, 0, at) > label
+    assert whole.status_code == 200
+    shop = Project.objects.get(slug="shop")
+    assert shop.test_time_limit_seconds == 1800
+    assert agentic_share(shop).max_sandbox_minutes == 30

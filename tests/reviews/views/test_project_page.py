@@ -134,6 +134,8 @@ def test_replay_now_outside_a_night_must_fit_a_nights_budget(client, admin_user,
     assert b"Not started: One replay is estimated past a whole night" in (
         response.content
     )
+    # With the figures: what one replay needs, and what a night has.
+    assert b"(replays: 1 needed, 0 a night)" in response.content
     assert not Replay.objects.filter(run=runs["fresh"]).exists()
 
 
@@ -436,6 +438,39 @@ def test_a_shell_the_agent_command_runs_expands_its_own_variables(
         "-c",
         'exec ./agent.sh --model "$REPLAYHUB_MODEL"',
     ]
+
+
+def test_a_test_time_limit_longer_than_a_whole_night_is_refused_beside_it(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    client.post(reverse("reviews:project_create"), form(repo))
+    make_budget(
+        Project.objects.get(slug="cart"),
+        shares={"agentic": {"max_sandbox_minutes": 30}},
+    )
+    edit = reverse("reviews:project_edit", args=["cart"])
+
+    longer = client.post(edit, form(repo, test_time_limit_seconds="3600"))
+    unset = client.post(
+        edit, form(repo, time_limit_seconds="1801", test_time_limit_seconds="")
+    )
+    whole = client.post(edit, form(repo, test_time_limit_seconds="1800"))
+
+    assert longer.status_code == 400
+    assert errors_beside(longer.content.decode())["test_time_limit_seconds"] == [
+        "The test time limit, 3,600 s, is longer than a night&#x27;s whole "
+        "sandbox time of 1,800 s (the agentic tier&#x27;s 30 minutes): shorten "
+        "it, or give the night more sandbox minutes."
+    ]
+    assert errors_beside(unset.content.decode())["test_time_limit_seconds"] == [
+        "Empty, the test time limit is the agent&#x27;s, 1,801 s, longer than a "
+        "night&#x27;s whole sandbox time of 1,800 s (the agentic tier&#x27;s 30 "
+        "minutes): give a shorter one."
+    ]
+    assert whole.status_code == 302
+    assert Project.objects.get(slug="cart").test_time_limit_seconds == 1800
 
 
 def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_path):
