@@ -47,7 +47,7 @@ from reviews.services import review_decide, review_undo
 from reviews.together.comments import comment_add
 from tests.browser.test_csp import rich_replay, running_replay, tonight_with_usage
 from tests.browser.test_trends import seed_nights
-from tests.browser.test_wide_screens import CLIPPED_TABLES
+from tests.browser.test_wide_screens import CLIPPED_TABLES, HEADER_LINES
 from tests.browser.watch import Watch
 from tests.conftest import REQUIRE_SERVICES, ROOT
 from tests.factories import (
@@ -483,6 +483,9 @@ def test_every_page_passes_axe_and_fits_every_width(
             sideways, clipped = page.evaluate(f"[{SIDEWAYS}, ({CLIPPED_TABLES})()]")
             if sideways > 0 or clipped:
                 layout.append(f"{path} at {width} px: {sideways} px sideways {clipped}")
+            # The queue's column names on one line, from the narrowest up.
+            if broken := page.evaluate(HEADER_LINES, "main table.queue"):
+                layout.append(f"{path} at {width} px: header cells wrap {broken}")
         for present, action, shown in OPENED:
             if present not in opened and page.locator(present).count():
                 opened.add(present)

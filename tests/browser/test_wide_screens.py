@@ -8,9 +8,12 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
+from playwright.sync_api import expect
 
+from replayhub import roles
+from reviews.services import claim_take
 from tests.browser.test_trends import seed_nights
-from tests.factories import make_replay, make_superuser
+from tests.factories import make_project, make_replay, make_superuser, make_user
 
 pytestmark = pytest.mark.browser
 
@@ -28,6 +31,18 @@ CLIPPED_TABLES = """() => [...document.querySelectorAll("main table")].filter(t 
   }
   return false;
 }).map(t => t.id || t.className || t.outerHTML.slice(0, 60))"""
+
+
+# A table's header cells drawn on more than one line, with their line counts:
+# the distinct tops of the rectangles their text is drawn in.
+HEADER_LINES = """(selector) => Object.fromEntries(
+  [...document.querySelectorAll(selector + " thead th")].map(th => {
+    const range = document.createRange();
+    range.selectNodeContents(th);
+    const tops = new Set([...range.getClientRects()]
+      .filter(r => r.width > 0 && r.height > 0).map(r => Math.round(r.top)));
+    return [th.textContent.trim(), tops.size];
+  }).filter(([, lines]) => lines > 1))"""
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -76,25 +91,36 @@ def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_queue_fits_the_screen_and_never_opens_scrolled_sideways(
-    login, reviewer, width
+    login, reviewer, screenshot, width
 ):
-    for n in range(3):
+    project = make_project("payments-reconciliation")
+    made = [
         make_replay(
             verdict="divergent",
+            project=project,
             title=f"Round invoice totals half-even in every currency, take {n}",
             model="claude-sonnet-4-5-20250929-with-a-long-variant",
         )
+        for n in range(3)
+    ]
+    # A run replayed twice (its row says so) and a row someone holds.
+    make_replay(verdict="divergent", project=project, run=made[0].run)
+    claim_take(replay=made[1], reviewer=make_user("theodora", roles.REVIEWER))
     page = login(reviewer)
     page.set_viewport_size({"width": width, "height": 800})
     page.goto("/")
     page.locator("#queue-rows tr.row").first.wait_for()
+    expect(page.locator("#queue-rows .replays")).to_have_text("2 replays")
     page.keyboard.press("j")
     page.keyboard.press("j")
+    screenshot(page, f"queue-{width}")
     overflow = "document.documentElement.scrollWidth - window.innerWidth"
     assert page.evaluate(overflow) <= 0, width
     assert page.evaluate("window.scrollX") == 0
     last = page.locator("table.queue thead th").last.bounding_box()
     assert last is not None and last["x"] + last["width"] <= width
+    # Each column's name on one line: none broken onto a second or third.
+    assert page.evaluate(HEADER_LINES, "table.queue") == {}, width
 
 
 def test_the_first_tab_skips_the_top_bar_to_the_page(login, reviewer):
