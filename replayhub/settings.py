@@ -513,6 +513,14 @@ REPLAYHUB_MAX_PROMPT_BYTES = env_int("REPLAYHUB_MAX_PROMPT_BYTES", 1024 * 1024)
 # A longer line is refused without being held in memory: the importer keeps at
 # most one line, so this bounds its memory whatever the file's size.
 REPLAYHUB_MAX_RECORD_BYTES = env_int("REPLAYHUB_MAX_RECORD_BYTES", 8 * 1024 * 1024)
+# A run imported with a patch (a SWE-bench prediction, an agent's submission)
+# keeps the patch in the database, never in the project's repository: a patch
+# above this many UTF-8 bytes is refused, and so is one that would bring an
+# import's patches above the second figure (they are held until it ends).
+REPLAYHUB_MAX_PATCH_BYTES = env_int("REPLAYHUB_MAX_PATCH_BYTES", 1024 * 1024)
+REPLAYHUB_MAX_IMPORT_PATCH_BYTES = env_int(
+    "REPLAYHUB_MAX_IMPORT_PATCH_BYTES", 128 * 1024 * 1024
+)
 # POST /api/v1/projects/<slug>/runs answers 413 above this body size.
 REPLAYHUB_API_MAX_BODY_BYTES = env_int("REPLAYHUB_API_MAX_BODY_BYTES", 16 * 1024 * 1024)
 # The upload page answers 413 above this file size.

@@ -14,6 +14,10 @@ Modules:
   command that talks to a remote, tethered to its caller so that git and its
   helpers die with it, however it dies.
 - history: read-only queries on a project's own history (``History``).
+- patches: a patch applied at a base in a git dir of ReplayHub's own (an
+  imported run's original: checked at import in a temporary one, made
+  again by each replay in its scratch git dir), and the patch of a commit
+  an earlier import wrote into a repository.
 - mirrors: bare mirrors of the projects whose repository is a URL.
 - agentfiles: the agents' own files (chat logs, session state, caches), read
   as the base has them on both sides of a comparison.

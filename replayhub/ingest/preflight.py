@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from django.db import connection
+from django.db.models import Exists, OuterRef
 from django.db.models.fields.json import KeyTextTransform
 
 from replayhub.git.history import History
 from replayhub.git.mirrors import RepoUnreachable, is_remote
 from replayhub.git.scratch import GitError
-from replayhub.models import Preflight, Project, Run
+from replayhub.models import Preflight, Project, Run, RunPatch
 from replayhub.replay.provenance import Provenance, resolve_provenance
 from replayhub.replay.provenance_batch import BatchHistory, batch_passes, resolve_batch
 
@@ -326,13 +327,17 @@ class _Row(NamedTuple):
     # fields a transcript import worked out rather than read.
     inferred: str | None
     import_notes: str | None
+    # Whether the original is a patch stored with the run (``RunPatch``).
+    patched: bool
 
 
 def _with_inferred(runs):
-    """``runs`` with the record keys preflight reads out of ``raw``."""
+    """``runs`` with the record keys preflight reads out of ``raw``, and
+    whether each has a patch for its original."""
     return runs.annotate(
         inferred=KeyTextTransform("inferred", "raw"),
         import_notes=KeyTextTransform("import_notes", "raw"),
+        patched=Exists(RunPatch.objects.filter(run=OuterRef("pk"))),
     )
 
 
@@ -509,5 +514,6 @@ def _arguments(common: dict[str, Any], run: _Row) -> dict[str, Any]:
         "recorded_config_sha256": run.sandbox_config_sha256 or None,
         "inferred": run.inferred,
         "import_notes": run.import_notes,
+        "patched": run.patched,
         **common,
     }

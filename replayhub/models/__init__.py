@@ -24,6 +24,9 @@ of rollouts. A module per group of tables, all reached as
   original tree's result, reused); see ``replayhub.testgate``.
 - gateway: ``Provider``, ``ModelCall``, ``EgressAttempt``, ``Tape``; see
   ``replayhub.gateway``.
+- patches: ``RunPatch`` (an imported run's original when it came as a
+  patch: applied at the base by each replay, never written to the
+  project's repository).
 - heartbeats: ``Heartbeat`` (when the beat's periodic job last ran).
 - ingest: ``ImportJob`` (an upload a worker imports) and ``IngestToken``.
 - rollouts: ``Seed``, ``FollowSource``, ``FollowedFile``.
@@ -94,6 +97,7 @@ from replayhub.models.outbound import (
     Webhook,
     WebhookFormat,
 )
+from replayhub.models.patches import RunPatch
 from replayhub.models.projects import (
     MinIsolation,
     Preflight,
@@ -169,6 +173,7 @@ __all__ = [
     "RollupRequest",
     "RollupTotal",
     "Run",
+    "RunPatch",
     "RunSource",
     "RunnerKind",
     "Seed",

@@ -65,7 +65,12 @@ thread renews the lease while it runs, and each phase is written to
 4. Capture (``capture``; the decisions in ``leftovers``): see the departures
    below and ``capture``'s docstring. The agents' own files
    (``git.agentfiles``, ``Project.ignored_paths``) are not the change.
-5. Compare (``git.scratch.compare``): identity on tree hashes; otherwise the
+5. Compare (``git.scratch.compare``), with the original of an imported run
+   whose original is a patch (``RunPatch``) made now, after the agent, by
+   applying the patch at the base in the scratch git dir (``git.patches``):
+   it is in no repository, so it is the same on every worker; a patch that no
+   longer makes the tree it made at import is ``fixture_failed``. Identity
+   on tree hashes; otherwise the
    diff-of-diffs, its stat, the differing paths, both patches against the
    base and the paths outside the allowed globs, each capped at 1 MiB with a
    truncation flag, and a hunk class per differing file (``git.hunks``).

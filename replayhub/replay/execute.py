@@ -23,8 +23,9 @@ from replayhub.gateway import access
 from replayhub.gateway.playback import TapePlayer
 from replayhub.git import agentfiles
 from replayhub.git.mirrors import RepoUnreachable
+from replayhub.git.patches import PatchRefused, patched_tree
 from replayhub.git.scratch import GitError, Scratch, TreeComparison, compare
-from replayhub.models import Phase, Project, Replay, Run
+from replayhub.models import Phase, Project, Replay, Run, RunPatch
 from replayhub.replay import leftovers, retries, surroundings
 from replayhub.replay.capture import Captured
 from replayhub.replay.provenance import (
@@ -137,6 +138,9 @@ class Context:
     # agent that takes a seed may use it, so each replicate is another,
     # repeatable sample.
     sample: int = 1
+    # The original as a patch at the base, made in the scratch repository
+    # only once the agent is done (so nothing of it is there while it runs).
+    patch: RunPatch | None = None
 
     @property
     def base(self) -> str:
@@ -169,7 +173,9 @@ def execute(
     With a ``player`` (a tape replay) the agent's model calls are answered
     from its tape, and the verdict says which drift that rules out.
     """
-    named = (run.original_commit, run.base_sha)
+    patch = RunPatch.objects.filter(run=run).first()
+    # A patched original is made by the replay, in no repository to fetch.
+    named = (run.base_sha,) if patch else (run.original_commit, run.base_sha)
     try:
         # A mirrored repository is fetched first when it lacks a commit the
         # record names.
@@ -187,6 +193,7 @@ def execute(
         recorded_config_sha256=run.sandbox_config_sha256 or None,
         project_config_sha256=project.sandbox_config_sha256 or None,
         test_command=shlex.join(project.test_command) or None,
+        patched=patch is not None,
     )
     report = Report(decision=None, provenance=prov.to_dict())  # type: ignore[arg-type]
     base_facts: dict[str, Any] = {
@@ -227,6 +234,7 @@ def execute(
                 on_phase=on_phase,
                 player=player,
                 sample=Replay.objects.filter(run=run, pk__lt=replay_id).count() + 1,
+                patch=patch,
             )
             report.decision = _execute_in(context, report)
     except NotRun as exc:
@@ -361,6 +369,9 @@ def _compare(
     files (which go on ``report``); or the file cap's decision when git could
     not compare what the agent wrote."""
     project = ctx.project
+    original = _original(ctx)
+    if isinstance(original, Ruling):
+        return original
     try:
         # The agents' own files, as the base has them on both sides.
         sides = {
@@ -372,7 +383,7 @@ def _compare(
                 kept=project.test_paths,
             )
             for name, tree in (
-                ("original", ctx.original_commit),
+                ("original", original),
                 ("replay", captured.tree),
             )
         }
@@ -396,6 +407,27 @@ def _compare(
                 ctx.base_facts,
             )
         raise
+
+
+def _original(ctx: Context) -> str | Ruling:
+    """The original's commit, or the tree its stored patch makes at the base
+    in the replay's scratch repository; the verdict when that patch no
+    longer makes the tree it made at import."""
+    if ctx.patch is None:
+        return ctx.original_commit
+    try:
+        tree = patched_tree(ctx.scratch.create(), ctx.base, ctx.patch.patch)
+    except PatchRefused as exc:
+        return _inconclusive(
+            Reason.FIXTURE_FAILED, f"the run's stored patch: {exc}", **ctx.base_facts
+        )
+    if tree != ctx.patch.tree:
+        why = (
+            f"the run's stored patch makes the tree {tree[:12]} at the base "
+            f"{ctx.base[:12]}, not {ctx.patch.tree[:12]} as at import"
+        )
+        return _inconclusive(Reason.FIXTURE_FAILED, why, **ctx.base_facts)
+    return tree
 
 
 def _no_change(outcome: SandboxOutcome, report: Report, base_facts: dict) -> Ruling:

@@ -183,6 +183,7 @@ def resolve_provenance(
     history: History | None = None,
     inferred: str | None = None,
     import_notes: str | None = None,
+    patched: bool = False,
 ) -> Provenance:
     """Work out the base and the provenance warnings for one run.
 
@@ -196,6 +197,10 @@ def resolve_provenance(
     and when the base or the original commit is one of them the base's source
     is ``inferred``, never trusted. ``import_notes`` (JSON text: a list) are
     what that import could not find, warnings too.
+
+    ``patched`` says the original is a patch stored with the run, applied
+    at the recorded base: it is in no repository (each replay makes it), so
+    only the base is looked up, and the original descends from it.
 
     ``history`` is an open History of ``repo_path`` the caller keeps for several
     runs (on the calling thread only: a History is not thread-safe); without
@@ -213,6 +218,7 @@ def resolve_provenance(
             recorded_config_sha256=recorded_config_sha256,
             project_config_sha256=project_config_sha256,
             test_command=test_command,
+            patched=patched,
         )
     return with_inferred(provenance, inferred, import_notes)
 
@@ -275,6 +281,7 @@ def _resolve(
     recorded_config_sha256: str | None,
     project_config_sha256: str | None,
     test_command: str | None,
+    patched: bool = False,
 ) -> Provenance:
     warnings = list(
         _environment_warnings(
@@ -300,25 +307,15 @@ def _resolve(
             warnings=warnings,
         )
 
-    if default_branch is None:
-        default_branch = repo.head_branch()
-        if default_branch is None:
-            warnings.append(
-                "the repository's HEAD is not on a branch, so there is no default "
-                "branch to infer a fork point from"
-            )
-    default_tip = repo.branch_tip(default_branch) if default_branch else None
-    if default_branch and default_tip is None:
-        warnings.append(
-            f"the default branch {default_branch!r} does not name a commit in the "
-            "repository, so no fork point can be inferred"
-        )
+    default_branch, default_tip = _default_tip(repo, default_branch, warnings)
 
     if not original_commit:
         return result(original=None, base=_no_base(NO_ORIGINAL), reason=NO_ORIGINAL)
     if not valid_record_sha(original_commit):
         reason = f"the original commit {original_commit!r} is not a hex commit sha"
         return result(original=None, base=_no_base(reason), reason=reason)
+    if patched:
+        return _patched(repo, original_commit, recorded_base, result)
     original = repo.commit(original_commit)
     if original is None:
         reason = (
@@ -364,6 +361,56 @@ def _resolve(
     if base.sha is None:
         return result(original=original, base=base, reason=base.reason)
     return result(original=original, base=base)
+
+
+def _default_tip(
+    repo: History, default_branch: str | None, warnings: list[str]
+) -> tuple[str | None, str | None]:
+    """The default branch (HEAD's when none is set) and its tip, each None
+    when there is none; what is missing goes on ``warnings``."""
+    if default_branch is None:
+        default_branch = repo.head_branch()
+        if default_branch is None:
+            warnings.append(
+                "the repository's HEAD is not on a branch, so there is no default "
+                "branch to infer a fork point from"
+            )
+    default_tip = repo.branch_tip(default_branch) if default_branch else None
+    if default_branch and default_tip is None:
+        warnings.append(
+            f"the default branch {default_branch!r} does not name a commit in the "
+            "repository, so no fork point can be inferred"
+        )
+    return default_branch, default_tip
+
+
+def _patched(
+    repo: History,
+    original_commit: str,
+    recorded_base: str | None,
+    result: Callable[..., Provenance],
+) -> Provenance:
+    """The provenance of a run whose original is its patch at the recorded
+    base: the base must be in the repository, the original is made from it."""
+    base = (
+        repo.commit(recorded_base)
+        if recorded_base and valid_record_sha(recorded_base)
+        else None
+    )
+    if base is None:
+        reason = (
+            f"the base {short(recorded_base)} the run's patch applies at is not in "
+            "the project repository"
+        )
+        return result(original=None, base=_no_base(reason), reason=reason)
+    resolution = choose_base(
+        original=original_commit,
+        recorded=base,
+        fork_point=None,
+        first_parent=base,
+        descends_from={base: True},
+    )
+    return result(original=original_commit, base=resolution)
 
 
 def _no_base(reason: str) -> BaseResolution:

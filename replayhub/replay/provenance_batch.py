@@ -450,5 +450,10 @@ def batch_passes(
     return history.passes(
         default_branch=default_branch,
         names=[r["recorded_base"] for r in requests if r.get("recorded_base")],
-        originals=[r["original_commit"] for r in requests if r.get("original_commit")],
+        # A patched original is in no repository: nothing to walk from.
+        originals=[
+            r["original_commit"]
+            for r in requests
+            if r.get("original_commit") and not r.get("patched")
+        ],
     )

@@ -15,6 +15,7 @@ from replayhub.ingest.transcripts.loader import AUTO
 from replayhub.models import Preflight, Run
 from tests.factories import make_git_project
 from tests.gitrepos import make_repo
+from tests.ingest.test_imported_patches import commit_exists
 from tests.ingest.test_transcript_parsers import FIXTURES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,11 +91,11 @@ def test_a_mixed_directory_imports_each_file_in_its_own_format(setup):
 
     prediction = runs["acme-agent-v2:shop__shop-1"]
     assert prediction.base_sha == base
-    assert git(
-        "show", f"{prediction.original_commit}:cart.py",
-        git_dir=project.repo_path + "/.git",
-    ).stdout == b"def total(lines):\n    return 1\n"  # fmt: skip
+    # The patch is the run's; the repository gained no commit and no ref.
+    assert "+    return 1" in prediction.patch.patch
+    assert not commit_exists(project.repo_path, prediction.original_commit)
     assert prediction.provenance["base"]["source"] == "recorded"
+    assert prediction.preflight == Preflight.READY
 
     again = transcripts_import(project=project, paths=paths, format=AUTO)
     assert (again.imported, again.duplicates) == (0, 3)
@@ -114,9 +115,8 @@ def test_a_swe_agent_submission_becomes_the_original_commit_at_its_base(tmp_path
     run = Run.objects.get()
     assert run.base_sha == base
     assert run.provenance["base"]["source"] == "recorded"
-    assert git(
-        "show", f"{run.original_commit}:cart.py", git_dir=repo.git_dir
-    ).stdout == b"def total(lines):\n    return sum(lines)\n"  # fmt: skip
+    assert "+    return sum(lines)" in run.patch.patch
+    assert not commit_exists(repo.path, run.original_commit)
     assert run.preflight == Preflight.READY
     # The same patch at the same base is the same commit: a second import is
     # all duplicates.

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from replayhub.git.scratch import git
 from replayhub.ingest.native import split_lines
 from replayhub.ingest.services import transcripts_import
 from replayhub.ingest.transcripts import swebench
@@ -180,15 +179,11 @@ def test_models_answering_the_same_instance_each_keep_their_model_and_patch(
     }
     for model, run in runs.items():
         assert run.record["transcript"]["prediction"]["model_name_or_path"] == model
-        subject = git(
-            "log", "-1", "--format=%s", run.original_commit, git_dir=repo.git_dir
-        )
-        assert subject.stdout.decode().strip() == f"shop__shop-1 ({model})"
-    shown = git(
-        "show", f"{runs['other-model'].original_commit}:cart.py", git_dir=repo.git_dir
-    )
-    assert shown.stdout == b"def total(lines):\n    return -1\n"
+        assert run.patch.patch == run.record["transcript"]["prediction"]["model_patch"]
+    assert "+    return -1" in runs["other-model"].patch.patch
+    # The same patch of two models is two originals, each with its label.
     assert len({run.original_commit for run in runs.values()}) == 3
+    assert len({run.patch.tree for run in runs.values()}) == 2
 
 
 @pytest.mark.django_db(transaction=True)

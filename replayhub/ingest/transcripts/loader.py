@@ -7,6 +7,13 @@ inferred (``inferred``) and what could not be found (``import_notes``), and
 handed to the native importer as one line: duplicates, conflicts, batches and
 the compressed storage of ``Run.raw`` are the native import's. A record's
 ``line`` in the summary is the line its session starts on, with the ``file``.
+
+A run whose original is a patch gets the patch stored beside it
+(``RunPatch``) once the import has stored the runs; the project's repository
+is only read. The patches wait in memory until then, so each is bounded
+(``REPLAYHUB_MAX_PATCH_BYTES``) and so are an import's together
+(``REPLAYHUB_MAX_IMPORT_PATCH_BYTES``): a patch past either is its record's
+one-line refusal, naming the figures.
 """
 
 from __future__ import annotations
@@ -50,9 +57,11 @@ from replayhub.ingest.transcripts.repository import (
 )
 from replayhub.ingest.transcripts.shapes import LineError, Parsed, RecordDraft
 from replayhub.lib.files import open_regular
-from replayhub.models import ImportFormat, Project
+from replayhub.models import ImportFormat, Project, Run, RunPatch
 
 AUTO = "auto"
+# External ids asked of the database at once when the patches are stored.
+PATCH_BATCH = 500
 ONE_ORIGINAL = (
     "an original commit was named on import, and it is one run's: this run was "
     "not imported (import it apart, or without naming the original)"
@@ -211,6 +220,7 @@ def import_sources(
                 yield RecordLine(number, data, True)
 
     summary = import_lines(lines=lines(), project=project, progress=progress)
+    _store_patches(project, repository.patches)
     summary.unread_types = dict(unread)
     for entry in [*summary.invalid, *summary.conflicts]:
         entry["file"], entry["line"] = where[entry["line"]]
@@ -221,6 +231,25 @@ def import_sources(
     summary.invalid.sort(key=lambda entry: (entry["file"], entry["line"]))
     summary.project_ids.add(project.pk)
     return summary
+
+
+def _store_patches(
+    project: Project, patches: dict[tuple[str, str], tuple[str, str]]
+) -> None:
+    """Store each patch with the run made of its record: the run of its
+    external id whose original is the commit the patch made (a run that was
+    there already with another original keeps its own)."""
+    ids = sorted({external_id for external_id, _ in patches})
+    for start in range(0, len(ids), PATCH_BATCH):
+        runs = Run.objects.filter(
+            project=project, external_id__in=ids[start : start + PATCH_BATCH]
+        ).values_list("pk", "external_id", "original_commit")
+        made = [
+            RunPatch(run_id=pk, patch=found[0], tree=found[1])
+            for pk, external_id, commit in runs
+            if (found := patches.get((external_id, commit))) is not None
+        ]
+        RunPatch.objects.bulk_create(made, ignore_conflicts=True, batch_size=100)
 
 
 def _peek(chunks: Iterable[bytes]) -> tuple[bytes, Iterable[bytes]]:
@@ -240,6 +269,9 @@ class _Repository:
         self.project = project
         self.git_dir: Path | None = None
         self.problem = ""
+        # (external id, original commit) -> (patch, tree), and their bytes.
+        self.patches: dict[tuple[str, str], tuple[str, str]] = {}
+        self.patch_bytes = 0
 
     def open(self) -> Path | None:
         if self.git_dir is None and not self.problem:
@@ -271,12 +303,21 @@ class _Repository:
         if wanted and git_dir is None:
             draft.notes.append(self.problem)
         elif git_dir is not None:
+            size = len((search.patch or "").encode("utf-8", "surrogateescape"))
+            refused = self._patch_room(search.patch_label, size)
+            if refused:
+                return refused
             try:
                 fill(draft, git_dir)
             except PatchRefused as error:
                 return f"{search.patch_label}: {error}"
             except GitError as error:
                 draft.notes.append(f"the project repository could not be read: {error}")
+            if draft.applied is not None:
+                key = (draft.record["external_id"], draft.record["original_commit"])
+                if key not in self.patches:
+                    self.patch_bytes += size
+                self.patches[key] = draft.applied
         record = draft.record
         if original and "base_sha" not in record:
             self._base_from_original(draft)
@@ -286,6 +327,23 @@ class _Repository:
         if draft.notes:
             record["import_notes"] = draft.notes
         return orjson.dumps(record)
+
+    def _patch_room(self, label: str, size: int) -> str:
+        """Why a patch of ``size`` bytes is not taken, or ""."""
+        most = settings.REPLAYHUB_MAX_PATCH_BYTES
+        if size > most:
+            return (
+                f"{label}: the submitted patch is {size:,} bytes, above the "
+                f"limit of {most:,} bytes a patch"
+            )
+        total = settings.REPLAYHUB_MAX_IMPORT_PATCH_BYTES
+        if self.patch_bytes + size > total:
+            return (
+                f"{label}: the submitted patch ({size:,} bytes) would bring this "
+                f"import's patches to {self.patch_bytes + size:,} bytes, above "
+                f"the limit of {total:,} bytes an import"
+            )
+        return ""
 
     def _name_original(self, draft: RecordDraft, original: str) -> str:
         """Sets the run's original to the commit named on import; why not."""

@@ -6,36 +6,33 @@ git only after ``git check-ref-format`` accepted it, and only as a full ref
 name after ``--end-of-options``; everything else given to git is a hex sha or
 a time.
 
-A patch is applied with a private index in a scratch directory of ReplayHub's
-own (no work tree, nothing an agent writes), and the commit it makes is kept
-under ``refs/replayhub/imported/`` so the repository's garbage collection never
-removes it. The commit's author, committer and dates are fixed (the dates are
-the base's), so the same patch at the same base is always the same commit:
-importing the same file again finds the same original.
+A patch is checked to apply at its base in a temporary git dir of
+ReplayHub's own that borrows the repository's objects
+(:mod:`replayhub.git.patches`): nothing is written to the project's
+repository, neither an object nor a ref. The patch is stored with the run
+(``RunPatch``) and each replay applies it again where it runs. The commit it
+makes has a fixed author, committer and dates (the base's), so the same patch
+at the same base is always the same ``original_commit``: importing the same
+file again finds the same original.
 """
 
 from __future__ import annotations
 
 import re
-import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from replayhub.git.patches import (
+    PatchRefused,
+    borrowing,
+    patched_commit,
+    patched_tree,
+)
 from replayhub.git.scratch import GitError, git, require_sha
 from replayhub.ingest.transcripts.shapes import RecordDraft, iso, moment, shown
 
-_IMPORTER = {
-    "GIT_AUTHOR_NAME": "ReplayHub import",
-    "GIT_AUTHOR_EMAIL": "import@replayhub.invalid",
-    "GIT_COMMITTER_NAME": "ReplayHub import",
-    "GIT_COMMITTER_EMAIL": "import@replayhub.invalid",
-}
 _SAFE_BRANCH = re.compile(r"[A-Za-z0-9._/+-]{1,200}")
 TIMEOUT = 60.0
-
-
-class PatchRefused(Exception):
-    """git would not apply the patch at the base; the message says why."""
 
 
 def _is_sha(value: object) -> bool:
@@ -172,61 +169,19 @@ def offset_of(git_dir: Path, sha: str) -> str:
     return _text(git_dir, "log", "-1", "--format=%ad", "--date=format:%z", sha)
 
 
-def apply_patch(git_dir: Path, base: str, patch: str, *, label: str) -> str:
-    """The commit of ``patch`` applied at ``base``; PatchRefused when git will
-    not apply it, GitError when the repository cannot be read."""
+def apply_patch(git_dir: Path, base: str, patch: str, *, label: str) -> tuple[str, str]:
+    """The commit and the tree of ``patch`` applied at ``base``, made in a
+    temporary git dir that borrows the repository's objects: the repository
+    is only read. PatchRefused when git will not apply it, GitError when the
+    repository cannot be read."""
     if not _is_sha(base):
         raise PatchRefused(f"the base commit {shown(base)} is not a commit sha")
-    if full_sha(git_dir, base) is None:
+    full = full_sha(git_dir, base)
+    if full is None:
         raise PatchRefused(f"the base commit {base} is not in the project repository")
-    date = _text(git_dir, "log", "-1", "--format=%cI", base)
-    env = {**_IMPORTER, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
-    with tempfile.TemporaryDirectory(prefix="replayhub-patch-") as scratch:
-        index = Path(scratch) / "index"
-        git("read-tree", base, git_dir=git_dir, index_file=index, timeout=TIMEOUT)
-        applied = git(
-            "apply",
-            "--cached",
-            "--whitespace=nowarn",
-            "-",
-            git_dir=git_dir,
-            index_file=index,
-            input=patch.encode("utf-8", "surrogateescape"),
-            timeout=TIMEOUT,
-            check=False,
-        )
-        if applied.returncode != 0:
-            reason = applied.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise PatchRefused(
-                "git apply refused the patch at "
-                f"{base[:12]}: {reason[0] if reason else 'no reason given'}"
-            )
-        written = git("write-tree", git_dir=git_dir, index_file=index, timeout=TIMEOUT)
-        tree = written.stdout.decode().strip()
-    message = f"{label}\n\nThe submitted patch applied at {base} by ReplayHub.\n"
-    commit = (
-        git(
-            "commit-tree",
-            tree,
-            "-p",
-            base,
-            git_dir=git_dir,
-            input=message.encode("utf-8", "replace"),
-            env=env,
-            timeout=TIMEOUT,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    require_sha(commit)
-    git(
-        "update-ref",
-        f"refs/replayhub/imported/{commit}",
-        commit,
-        git_dir=git_dir,
-        timeout=TIMEOUT,
-    )
-    return commit
+    with borrowing(git_dir) as scratch:
+        tree = patched_tree(scratch, full, patch)
+        return patched_commit(scratch, full, tree, label=label), tree
 
 
 __all__ = [
@@ -285,9 +240,10 @@ def fill(draft: RecordDraft, git_dir: Path) -> None:
         elif not base:
             draft.notes.append("no base commit to apply the submitted patch at")
         else:
-            record["original_commit"] = apply_patch(
+            record["original_commit"], tree = apply_patch(
                 git_dir, base, search.patch, label=search.patch_label
             )
+            draft.applied = (search.patch, tree)
     if search.commits:
         named = [(sha, full_sha(git_dir, sha)) for sha in search.commits]
         for sha, full in named:
@@ -296,6 +252,7 @@ def fill(draft: RecordDraft, git_dir: Path) -> None:
         present = [full for _, full in named if full]
         if present:
             record["original_commit"] = present[-1]
+            draft.applied = None
             first = parent(git_dir, present[0])
             if first and "base_sha" not in record:
                 draft.infer(

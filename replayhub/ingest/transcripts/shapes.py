@@ -68,6 +68,9 @@ class RecordDraft:
     # Lines (or items) of types the reader does not know, by type: a newer
     # agent's additions, skipped and counted, never line errors.
     unread: dict[str, int] = field(default_factory=dict)
+    # The patch the original is, and the tree it makes at the base, once
+    # it applied there (``repository.fill``): stored with the run.
+    applied: tuple[str, str] | None = None
 
     def infer(self, name: str, value: Any, how: str) -> None:
         self.record[name] = value

@@ -16,7 +16,8 @@ itself (the upload page and the API have no instances file).
 One run per prediction, identified as ``<model>:<instance id>``. The prompt is
 the problem statement, the base the instance's ``base_commit`` (recorded, so
 trusted), the original the patch applied at the base
-(:func:`replayhub.ingest.transcripts.repository.apply_patch`). Predictions
+(:func:`replayhub.ingest.transcripts.repository.apply_patch`), the patch
+stored with the run and never written to the repository. Predictions
 record no time: ``started_at`` is the predictions file's time, named as
 inferred.
 """
