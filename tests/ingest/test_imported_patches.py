@@ -13,7 +13,9 @@ import pytest
 
 from replayhub.git.patches import borrowing, patched_commit, patched_tree
 from replayhub.git.scratch import git, repository_git_dir
+from replayhub.ingest.preflight import preflight_pending
 from replayhub.ingest.services import transcripts_import
+from replayhub.ingest.transcripts import loader
 from replayhub.models import ImportFormat, Preflight, Project, Run, RunPatch
 from tests.factories import make_git_project
 from tests.gitrepos import make_repo
@@ -213,3 +215,33 @@ def test_the_migration_moves_an_imported_commits_patch_to_its_run(tmp_path):
     # Run again, it finds nothing left to move.
     again = moved.move_patches(Project, Run, RunPatch, mirror_root=tmp_path)
     assert again == {"kept": 2}
+
+
+def test_a_run_preflighted_before_its_patch_was_stored_is_preflighted_again(
+    tmp_path, monkeypatch
+):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    base = repo.head()
+    project = make_git_project(repo)
+    stored = loader.import_lines
+    seen = []
+
+    def and_another_imports_preflight(**kwargs):
+        # Another import into the project preflights its pending runs while
+        # this one has stored its runs and not yet their patches.
+        summary = stored(**kwargs)
+        preflight_pending(project_ids=[project.pk])
+        seen.append(Run.objects.get().preflight)
+        return summary
+
+    monkeypatch.setattr(loader, "import_lines", and_another_imports_preflight)
+
+    transcripts_import(
+        project=project,
+        paths=[predictions(tmp_path, base, PATCH)],
+        format=ImportFormat.SWEBENCH,
+    )
+
+    assert seen == [Preflight.UNREPRODUCIBLE]
+    run = Run.objects.get()
+    assert (run.preflight, run.patch.patch) == (Preflight.READY, PATCH)

@@ -57,7 +57,7 @@ from replayhub.ingest.transcripts.repository import (
 )
 from replayhub.ingest.transcripts.shapes import LineError, Parsed, RecordDraft
 from replayhub.lib.files import open_regular
-from replayhub.models import ImportFormat, Project, Run, RunPatch
+from replayhub.models import ImportFormat, Preflight, Project, Run, RunPatch
 
 AUTO = "auto"
 # External ids asked of the database at once when the patches are stored.
@@ -238,7 +238,11 @@ def _store_patches(
 ) -> None:
     """Store each patch with the run made of its record: the run of its
     external id whose original is the commit the patch made (a run that was
-    there already with another original keeps its own)."""
+    there already with another original keeps its own).
+
+    A preflight of another import into the project may have read one of
+    these runs before its patch was here, and found its original in no
+    repository: such a run is pending again, for the preflight that follows."""
     ids = sorted({external_id for external_id, _ in patches})
     for start in range(0, len(ids), PATCH_BATCH):
         runs = Run.objects.filter(
@@ -250,6 +254,9 @@ def _store_patches(
             if (found := patches.get((external_id, commit))) is not None
         ]
         RunPatch.objects.bulk_create(made, ignore_conflicts=True, batch_size=100)
+        Run.objects.filter(
+            pk__in=[patch.run_id for patch in made], preflight=Preflight.UNREPRODUCIBLE
+        ).update(preflight=Preflight.PENDING, preflight_reason="")
 
 
 def _peek(chunks: Iterable[bytes]) -> tuple[bytes, Iterable[bytes]]:
