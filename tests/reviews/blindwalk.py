@@ -153,8 +153,8 @@ LEGENDS = (
     SELECT,
     # The key help numbers the verdicts a reviewer may choose.
     re.compile(
-        r"Choose the corrected verdict: "
-        r"1 identical, 2 equivalent, 3 divergent, 4 inconclusive"
+        r"Choose the corrected verdict: <kbd>1</kbd> identical, "
+        r"<kbd>2</kbd> equivalent, <kbd>3</kbd> divergent, <kbd>4</kbd> inconclusive"
     ),
     # A band of the queue's counts that holds nothing names only its label.
     re.compile(r'<li class="band-\d+"><b>0</b> [^<]*</li>'),
