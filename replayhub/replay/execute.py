@@ -418,13 +418,13 @@ def _original(ctx: Context) -> str | Ruling:
     try:
         tree = patched_tree(ctx.scratch.create(), ctx.base, ctx.patch.patch)
     except PatchRefused as exc:
-        return _inconclusive(
-            Reason.FIXTURE_FAILED, f"the run's stored patch: {exc}", **ctx.base_facts
-        )
+        why = f"the original could not be made from the run's stored patch: {exc}"
+        return _inconclusive(Reason.FIXTURE_FAILED, why, **ctx.base_facts)
     if tree != ctx.patch.tree:
         why = (
-            f"the run's stored patch makes the tree {tree[:12]} at the base "
-            f"{ctx.base[:12]}, not {ctx.patch.tree[:12]} as at import"
+            "the original could not be made from the run's stored patch: at the "
+            f"base {ctx.base[:12]} it makes the tree {tree[:12]}, not "
+            f"{ctx.patch.tree[:12]} as at import"
         )
         return _inconclusive(Reason.FIXTURE_FAILED, why, **ctx.base_facts)
     return tree

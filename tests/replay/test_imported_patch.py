@@ -13,7 +13,7 @@ from replayhub import services
 from replayhub.demo.calculator import GOOD
 from replayhub.git import mirrors
 from replayhub.ingest.services import transcripts_import
-from replayhub.models import ImportFormat, Preflight, Replay, Run
+from replayhub.models import ImportFormat, Preflight, Replay, Run, RunPatch
 from tests.ingest.test_imported_patches import repository_state
 from tests.replay.test_remote_repository import daemon, remote_project  # noqa: F401
 from tests.scripted import original_commit
@@ -85,3 +85,21 @@ def test_a_host_whose_mirror_never_saw_the_import_replays_the_patch(
     result = replay(run)
 
     assert (result.verdict, result.reason_code) == ("identical", "same_tree")
+
+
+def test_a_stored_patch_that_no_longer_makes_its_tree_is_inconclusive(
+    tmp_path, calc_project, calc_repo, calc_base
+):
+    patch = good_patch(calc_repo, calc_base)
+    run = import_prediction(tmp_path, calc_project, calc_base, patch, "same")
+    tree = run.patch.tree
+    RunPatch.objects.filter(run=run).update(tree="0" * 40)
+
+    result = replay(run)
+
+    assert (result.verdict, result.reason_code) == ("inconclusive", "fixture_failed")
+    assert result.reason.endswith(
+        "the original could not be made from the run's stored patch: at the base "
+        f"{calc_base[:12]} it makes the tree {tree[:12]}, not 000000000000 as at "
+        "import."
+    )
