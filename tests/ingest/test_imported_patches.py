@@ -217,6 +217,36 @@ def test_the_migration_moves_an_imported_commits_patch_to_its_run(tmp_path):
     assert again == {"kept": 2}
 
 
+def test_the_migration_reads_a_remote_projects_mirror_on_this_host(tmp_path):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    base = repo.head()
+    commit, tree = old_import(repo, base, PATCH, "shop__shop-1 (acme-agent-v2)")
+    mirrored = make_git_project(
+        repo, slug="mirrored", repo_path="https://forge.invalid/shop.git"
+    )
+    elsewhere = make_git_project(
+        repo, slug="elsewhere", repo_path="https://forge.invalid/other.git"
+    )
+    run = imported_run(mirrored, "moved", base, commit)
+    imported_run(elsewhere, "unread", base, commit)
+    # This host's mirror of the first; the second was imported on another.
+    root = tmp_path / "mirrors"
+    root.mkdir()
+    git(
+        "clone",
+        "--quiet",
+        "--mirror",
+        str(repo.path),
+        str(root / f"{mirrored.pk}-0.git"),
+    )
+
+    counts = moved.move_patches(Project, Run, RunPatch, mirror_root=root)
+
+    assert counts == {"moved": 1, "unread": 1}
+    assert RunPatch.objects.get().run_id == run.pk
+    assert RunPatch.objects.get().tree == tree
+
+
 def test_a_run_preflighted_before_its_patch_was_stored_is_preflighted_again(
     tmp_path, monkeypatch
 ):
