@@ -15,9 +15,9 @@ from typing import Any
 from replayhub import agents
 from replayhub.models import Project, Provider, RolloutAnchor, RolloutMode
 from replayhub.models.project_settings import SETTINGS, Setting
-from replayhub.models.projects import rollout_settings_problem
 from replayhub.project_setup import (
     ProjectInvalid,
+    ProjectProblems,
     default_branch_problem,
     parse_setting,
     project_fields,
@@ -25,6 +25,7 @@ from replayhub.project_setup import (
     sandbox_fields,
 )
 from replayhub.replicates.stopping import ReplicatePolicy
+from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
 
 # Commands given as "" are stored empty (no setup phase, no separate verifier);
 # the others must not be empty.
@@ -479,40 +480,35 @@ def ignored_by_mode(values: dict[str, Any], chosen: dict[str, Any]) -> str:
 
 
 def _rollout_settings(values: dict[str, Any]) -> dict[str, Any]:
-    """The project's rollout fields from the options."""
+    """The project's rollout fields from the options, checked as the project
+    form checks them (``rollouts.seeds.draw_problems``)."""
     raw = str(values["max_anchors"]).strip().lower()
-    if raw in ("all", "none", ""):
-        max_anchors = None
-    else:
+    max_anchors: int | None = None
+    if raw not in ("all", "none", ""):
         try:
             max_anchors = int(raw)
         except ValueError:
-            max_anchors = 0
-        if max_anchors < 1:
             raise ProjectInvalid(
                 "--max-anchors", "--max-anchors takes a positive number, or 'all'."
-            )
-    if values["max_seed_tokens"] is not None and values["max_seed_tokens"] < 1:
-        raise ProjectInvalid("--max-seed-tokens", "--max-seed-tokens must be positive.")
-    if problem := rollout_settings_problem(
-        min_source_reward=values["min_source_reward"],
-        max_source_reward=values["max_source_reward"],
-        max_anchors=max_anchors,
-    ):
-        raise ProjectInvalid("--max-source-reward", problem)
-    if not str(values["verification_turn"]).strip():
-        raise ProjectInvalid("--verification-turn", "--verification-turn is empty.")
-    return {
+            ) from None
+    fields = {
         "rollout_mode": values["rollout_mode"],
         "rollout_anchor": values["anchor"],
         "max_anchors": max_anchors,
-        "min_source_reward": values["min_source_reward"],
-        "max_source_reward": values["max_source_reward"],
-        "pass_threshold": values["pass_threshold"],
-        "rollout_seed": values["rollout_seed"],
-        "max_seed_tokens": values["max_seed_tokens"],
-        "verification_turn": values["verification_turn"],
+        **{name: values[name] for name in DRAW_FIELDS if name != "max_anchors"},
     }
+    problems = [
+        ProjectInvalid(
+            option := "--" + name.replace("_", "-"),
+            f"{option}: {problem[:1].lower()}{problem[1:]}",
+        )
+        for name, problem in draw_problems(
+            **{n: fields[n] for n in DRAW_FIELDS}
+        ).items()
+    ]
+    if problems:
+        raise ProjectProblems(problems)
+    return fields
 
 
 def replicate_policy(text: str) -> ReplicatePolicy | None:

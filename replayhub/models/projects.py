@@ -21,7 +21,11 @@ from replayhub.git import mirrors
 from replayhub.ingest.native import whole_record
 from replayhub.lib.boundedjson import StoredDecoder
 from replayhub.lib.globs import glob_list_problem
-from replayhub.rollouts.seeds import DEFAULT_VERIFICATION_TURN
+from replayhub.rollouts.seeds import (
+    DEFAULT_VERIFICATION_TURN,
+    DRAW_FIELDS,
+    draw_problems,
+)
 from replayhub.testgate.paths import DEFAULT_TEST_PATHS
 
 # The files that decide what a project's setup phase installs: the common
@@ -70,24 +74,6 @@ def egress_list_problem(value: object) -> str:
             parse_allow_entry(entry)
         except ValueError as error:
             return str(error)
-    return ""
-
-
-def rollout_settings_problem(
-    *,
-    min_source_reward: float | None,
-    max_source_reward: float | None,
-    max_anchors: int | None,
-) -> str:
-    """Why a project's rollout settings cannot hold together ("" when they can)."""
-    if (
-        min_source_reward is not None
-        and max_source_reward is not None
-        and min_source_reward > max_source_reward
-    ):
-        return "The minimum source reward is above the maximum."
-    if max_anchors is not None and max_anchors < 1:
-        return "Draw at least one anchor, or leave it empty for every one."
     return ""
 
 
@@ -472,12 +458,11 @@ class Project(models.Model):
             )
         if problem := argv_problem(self.verifier_command):
             errors["verifier_command"] = problem
-        if problem := rollout_settings_problem(
-            min_source_reward=self.min_source_reward,
-            max_source_reward=self.max_source_reward,
-            max_anchors=self.max_anchors,
-        ):
-            errors["max_source_reward"] = problem
+        errors.update(
+            draw_problems(
+                **{name: getattr(self, name) for name in DRAW_FIELDS},
+            )
+        )
         if problem := glob_list_problem(self.setup_inputs):
             errors["setup_inputs"] = problem
         if problem := argv_problem(self.setup_command):

@@ -27,6 +27,7 @@ when the task has a system prompt of its own (the harness sends it again).
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -81,6 +82,65 @@ class SeedRules:
             (self.min_source_reward is not None and reward < self.min_source_reward)
             or (self.max_source_reward is not None and reward > self.max_source_reward)
         )
+
+
+# The project's fields ``draw_problems`` checks.
+DRAW_FIELDS = (
+    "max_anchors",
+    "min_source_reward",
+    "max_source_reward",
+    "pass_threshold",
+    "verification_turn",
+    "max_seed_tokens",
+    "rollout_seed",
+)
+# A stored whole number's range (PostgreSQL's integer).
+_INT_LEAST, _INT_MOST = -(2**31), 2**31 - 1
+
+
+def draw_problems(
+    *,
+    max_anchors: int | None,
+    min_source_reward: float | None,
+    max_source_reward: float | None,
+    pass_threshold: float | None,
+    verification_turn: str | None,
+    max_seed_tokens: int | None,
+    rollout_seed: int | None,
+) -> dict[str, str]:
+    """Why a project's draw and judging settings cannot be kept, by the
+    project's field name, in a sentence; empty when they can. The one check
+    of ``project_add``/``project_edit``, the project form and the model's
+    ``clean``; a value not given (None) is not checked here."""
+    problems: dict[str, str] = {}
+    for name, count, least in (
+        ("max_anchors", max_anchors, (1, "Draw at least one anchor.")),
+        ("max_seed_tokens", max_seed_tokens, (1, "A seed holds at least one token.")),
+        ("rollout_seed", rollout_seed, (_INT_LEAST, f"At least {_INT_LEAST:,}.")),
+    ):
+        if count is not None and count < least[0]:
+            problems[name] = least[1]
+        elif count is not None and count > _INT_MOST:
+            problems[name] = f"At most {_INT_MOST:,}."
+    for name, number in (
+        ("min_source_reward", min_source_reward),
+        ("max_source_reward", max_source_reward),
+        ("pass_threshold", pass_threshold),
+    ):
+        if number is not None and not math.isfinite(number):
+            problems[name] = "Give a finite number."
+    if (
+        not problems.keys() & {"min_source_reward", "max_source_reward"}
+        and min_source_reward is not None
+        and max_source_reward is not None
+        and min_source_reward > max_source_reward
+    ):
+        problems["max_source_reward"] = (
+            "The minimum source reward is above the maximum."
+        )
+    if verification_turn is not None and not verification_turn.strip():
+        problems["verification_turn"] = "The verification turn is empty."
+    return problems
 
 
 @dataclass

@@ -103,7 +103,10 @@ def test_every_anchor_is_asked_for_with_all(db, repo):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--max-anchors", "0"], "--max-anchors takes a positive number"),
+        (["--max-anchors", "0"], "--max-anchors: draw at least one anchor."),
+        (["--max-anchors", "two"], "--max-anchors takes a positive number"),
+        (["--rollout-seed", str(2**31)], "--rollout-seed: at most 2,147,483,647."),
+        (["--verification-turn", " "], "--verification-turn: the verification turn"),
         (
             ["--min-source-reward", "1", "--max-source-reward", "0"],
             "minimum source reward is above the maximum",

@@ -174,7 +174,9 @@ def test_nothing_to_change_says_so_and_records_nothing(shop):
         (["--test-command", "pytest 'unclosed"], "cannot split"),
         (["--repo", "/nowhere/at/all"], "is not a git repository"),
         (["--root-image", "python:3.12"], "not pinned by digest"),
-        (["--max-anchors", "0"], "--max-anchors takes a positive number"),
+        (["--max-anchors", "0"], "--max-anchors: draw at least one anchor."),
+        (["--max-anchors", "x"], "--max-anchors takes a positive number"),
+        (["--pass-threshold", "nan"], "--pass-threshold: give a finite number."),
     ],
 )
 def test_a_bad_value_is_refused_and_nothing_changes(shop, args, message):
