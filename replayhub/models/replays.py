@@ -52,7 +52,10 @@ class ReviewBand(models.IntegerChoices):
     # A divergent replay of a run whose replays also reproduced it: an agent
     # right only some of the time teaches a reviewer most (docs/replicates.md).
     SOMETIMES_DIVERGES = 0, "Sometimes diverges"
-    VERIFIER_PASSED_DIFF_DIVERGED = 1, "Verifier passed, diff diverged"
+    # An equivalent verdict: a code run's tree differs but passes the
+    # project's tests as the original's does, or a rollout's completion
+    # differs but its verifier passes both.
+    PASSED_DIFF_DIVERGED = 1, "Tests or verifier passed, diff diverged"
     DIVERGENT = 2, "Divergent"
     INCONCLUSIVE_EXHAUSTED = 3, "Inconclusive, retries exhausted"
     # Decided once; a second reviewer (anyone but the first) decides again.
@@ -66,7 +69,7 @@ class ReviewBand(models.IntegerChoices):
         for its retry until the retries are used up.
         """
         if verdict == Verdict.EQUIVALENT:
-            return cls.VERIFIER_PASSED_DIFF_DIVERGED
+            return cls.PASSED_DIFF_DIVERGED
         if verdict == Verdict.DIVERGENT:
             return cls.DIVERGENT
         if verdict == Verdict.INCONCLUSIVE and retries_exhausted:

@@ -187,7 +187,7 @@ def test_a_gold_item_looks_ordinary_until_judged_and_the_lead_sees_agreement(
     # Nothing tells it apart: no history, queued in its band, held by the viewer.
     expect(page.locator("#history")).not_to_contain_text("sam")
     expect(page.locator("#gold-item")).to_have_count(0)
-    expect(page.locator(".meta")).to_contain_text("queued: Verifier passed")
+    expect(page.locator(".meta")).to_contain_text("queued: Tests or verifier passed")
     expect(page.locator(".held.mine")).to_be_visible()
     page.get_by_role("button", name="Confirm").click()
     expect(page.locator(".messages")).to_contain_text(

@@ -57,7 +57,7 @@ def test_a_different_change_that_passes_the_tests_is_equivalent(
     )
 
     assert (result.verdict, result.reason_code) == ("equivalent", "tests_agree")
-    assert result.review_band == ReviewBand.VERIFIER_PASSED_DIFF_DIVERGED
+    assert result.review_band == ReviewBand.PASSED_DIFF_DIVERGED
     assert result.comparison.differing_paths == ["calc.py"]
     assert "sum((a, b))" in result.comparison.diff_of_diffs
     assert "a + b" in result.comparison.original_patch

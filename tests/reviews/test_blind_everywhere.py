@@ -68,7 +68,10 @@ def test_the_queue_puts_blind_items_in_a_neutral_band(client, rita, blind_replay
     assert "Blind review: the verdict shows once you have judged" in html
     # Its band's header is not above it, and the band counts leave it out.
     blind_at = html.index(f"#{blind_replay.pk}<")
-    assert "Verifier passed, diff diverged" not in html[:blind_at].split("<tbody")[-1]
+    assert (
+        "Tests or verifier passed, diff diverged"
+        not in html[:blind_at].split("<tbody")[-1]
+    )
     assert f"#{seen.pk}<" in html
     filtered = client.get(reverse("reviews:queue") + "?verdict=equivalent")
     assert f"#{blind_replay.pk}<" not in filtered.content.decode()
@@ -150,7 +153,7 @@ def test_the_header_names_no_band_to_a_blind_reviewer(client, rita, blind_replay
         url = reverse("reviews:replay_detail", args=[replay.pk])
         html = client.get(url).content.decode()
         assert "<span>queued: blind review</span>" in html
-        for band in ("Divergent", "Verifier passed"):
+        for band in ("Divergent", "Tests or verifier passed"):
             assert band not in html.split('<p class="meta">')[1].split("</p>")[0]
 
 
@@ -165,7 +168,7 @@ def test_a_gold_item_served_in_a_blind_project_names_no_band(
     html = client.get(url).content.decode()
 
     assert "<span>queued: blind review</span>" in html
-    assert "Verifier passed" not in html and "gold" not in html.lower()
+    assert "Tests or verifier passed" not in html and "gold" not in html.lower()
 
 
 def test_only_those_who_manage_gold_learn_a_replay_is_gold(client, admin_user):

@@ -53,7 +53,7 @@ def test_a_seed_replays_to_a_verdict_that_joins_the_top_of_the_queue(rollout_pro
     assert 0 < summary["similarity"] < 1
     replay = Replay.objects.get(pk=summary["replay"])
     assert replay.seed.number == 2
-    assert replay.review_band == ReviewBand.VERIFIER_PASSED_DIFF_DIVERGED
+    assert replay.review_band == ReviewBand.PASSED_DIFF_DIVERGED
     stored = replay.evidence["rollout"]
     assert stored["completion"] == [
         {"role": "assistant", "content": "Used ROUND_HALF_UP for rounding."}

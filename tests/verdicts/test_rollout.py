@@ -43,7 +43,7 @@ def test_two_passing_rewards_with_other_completions_are_equivalent_and_first_in_
     assert (decision.verdict, decision.reason_code) == ("equivalent", "rewards_pass")
     assert (
         ReviewBand.for_verdict(decision.verdict, retries_exhausted=False)
-        == ReviewBand.VERIFIER_PASSED_DIFF_DIVERGED
+        == ReviewBand.PASSED_DIFF_DIVERGED
     )
 
 

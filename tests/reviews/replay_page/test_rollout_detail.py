@@ -90,6 +90,6 @@ def test_an_equivalent_rollout_replay_heads_the_queue_marked_as_a_rollout(
 
     assert rows[0]["id"] == replay_id
     assert rows[0]["rollout"] and rows[0]["band_label"] == (
-        "Verifier passed, diff diverged"
+        "Tests or verifier passed, diff diverged"
     )
     assert not rows[1]["rollout"]

@@ -112,7 +112,7 @@ def test_a_gold_item_is_served_once_and_judging_it_changes_nothing(
         replay=replay, reviewer=sam, decision="overturn", verdict_after="divergent"
     )
     item = mark_gold(replay, admin_user)
-    assert item.band == ReviewBand.VERIFIER_PASSED_DIFF_DIVERGED
+    assert item.band == ReviewBand.PASSED_DIFF_DIVERGED
 
     # Its own decider never gets it; another reviewer does, once.
     assert claim_next(reviewer=sam, gold_roll=0) is None

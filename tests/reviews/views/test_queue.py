@@ -198,7 +198,7 @@ def test_band_counts_stop_at_the_cap(as_reviewer, monkeypatch):
 
     assert queue_reads.band_counts(QueueFilters(), cap=2) == {1: 3, 2: 1}
     html = as_reviewer.get(QUEUE).content.decode()
-    assert "<b>2+</b> Verifier passed, diff diverged" in html
+    assert "<b>2+</b> Tests or verifier passed, diff diverged" in html
     assert "more than 2 awaiting review" in html
 
 
@@ -387,3 +387,18 @@ def test_a_runs_older_replay_shows_once_its_newest_is_decided(as_reviewer):
 
     assert listed(response) == [older.pk]
     assert "replays</a>" not in response.content.decode()
+
+
+def test_the_band_of_code_runs_whose_tests_passed_does_not_claim_a_verifier(
+    as_reviewer,
+):
+    # A code run has no verifier: its equivalent verdict says its tree differs
+    # from the original's but passes the same tests.
+    replay = make_replay(verdict="equivalent")
+    assert replay.reason_code == "tests_agree" and replay.run.source != "rollout"
+
+    html = as_reviewer.get(QUEUE).content.decode()
+
+    head = html.split('<tr class="band-head band-1">')[1].split("</tr>")[0]
+    assert ">Tests or verifier passed, diff diverged</th>" in head
+    assert "<b>1</b> Tests or verifier passed, diff diverged" in html
