@@ -25,6 +25,7 @@ from replayhub.models import (
     Project,
     Provider,
     Replay,
+    ReplayStatus,
     Run,
     TextSuite,
     Tier,
@@ -47,7 +48,7 @@ from replayhub.replay import tapes
 from replayhub.replicates.stopping import ReplicatePolicy
 from replayhub.services import night_run, replay_request
 from replayhub.texttier.services import suite_again
-from reviews.models import AuditEvent, Label, ReviewLabel, ReviewPolicy
+from reviews.models import AuditEvent, Label, Review, ReviewLabel, ReviewPolicy
 
 
 class ReplayRefused(Exception):
@@ -464,22 +465,62 @@ def label_remove(*, actor, label: Label) -> None:
 
 
 class ProjectInUse(Exception):
-    """A project with runs is kept: removing it would delete them."""
+    """A project with runs is kept unless its runs were confirmed; one with a
+    replay running is kept until it ends."""
 
 
-def project_remove(*, actor, project: Project) -> None:
-    """Remove a project no run was imported into (one registered by mistake),
-    with what hangs from it alone (its budget, labels, tokens, webhooks),
-    audited as ``project.delete``. One with runs is kept: raises
-    ProjectInUse."""
+@dataclass(frozen=True)
+class Holdings:
+    """What removing a project deletes with it, counted."""
+
+    runs: int
+    replays: int
+    decisions: int
+    running: int
+
+
+def project_holdings(project: Project) -> Holdings:
+    replays = Replay.objects.filter(project=project)
+    return Holdings(
+        runs=project.runs.count(),
+        replays=replays.count(),
+        decisions=Review.objects.filter(replay__project=project).count(),
+        running=replays.filter(status=ReplayStatus.RUNNING).count(),
+    )
+
+
+def project_remove(*, actor, project: Project, runs_confirmed: int = 0) -> Holdings:
+    """Remove a project with all that hangs from it (runs, replays, decisions,
+    budget, labels, tokens, webhooks: every one cascades), audited as
+    ``project.delete`` with what went. One holding more runs than
+    ``runs_confirmed`` (the count its admin was shown and confirmed), or with
+    a replay running, is kept: raises ProjectInUse."""
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project.pk)
-        if runs := project.runs.count():
+        held = project_holdings(project)
+        if held.running:
             raise ProjectInUse(
-                f"{project.slug} is kept: it holds {runs} run"
-                f"{'s' if runs != 1 else ''}, which removing it would delete."
+                f"{project.slug} is kept: {_plural(held.running, 'replay')} of it "
+                f"{'is' if held.running == 1 else 'are'} running; remove it once "
+                "they have ended."
             )
-        before = {"slug": project.slug, "repo": project.repo_path}
+        if held.runs > runs_confirmed:
+            raise ProjectInUse(
+                f"{project.slug} is kept: it holds {_plural(held.runs, 'run')}, "
+                "which removing it would delete. "
+                + (
+                    f"You confirmed {runs_confirmed:,}: look again first."
+                    if runs_confirmed
+                    else "Type its name to remove it with them."
+                )
+            )
+        before: dict[str, Any] = {"slug": project.slug, "repo": project.repo_path}
+        if held.runs:
+            before |= {
+                "runs": held.runs,
+                "replays": held.replays,
+                "decisions": held.decisions,
+            }
         pk = project.pk
         project.delete()
         AuditEvent.objects.create(
@@ -489,6 +530,11 @@ def project_remove(*, actor, project: Project) -> None:
             object_id=str(pk),
             before=before,
         )
+    return held
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 # --- connections: ingest tokens, the forge, webhooks ----------------------------

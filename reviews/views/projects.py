@@ -15,6 +15,7 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Least
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import (
     require_GET,
@@ -57,6 +58,7 @@ from reviews.project_services import (
     ProjectInUse,
     ReplayRefused,
     policy_of,
+    project_holdings,
     project_remove,
     project_save,
     replay_now,
@@ -467,10 +469,12 @@ def run_replay_now(request: HttpRequest, slug: str, run_id: int) -> HttpResponse
 def _project_form_page(
     request: HttpRequest, form: ProjectForm, project: Project | None, status=200
 ) -> HttpResponse:
+    # What removing the project would delete with it, said beside the button.
+    held = project_holdings(project) if project is not None else None
     return render(
         request,
         "reviews/project_form.html",
-        {"page": "projects", "form": form, "project": project},
+        {"page": "projects", "form": form, "project": project, "held": held},
         status=status,
     )
 
@@ -534,17 +538,39 @@ def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
 def project_delete(request: HttpRequest, slug: str) -> HttpResponse:
-    """Remove a project that holds no run; one that does stays, saying so."""
+    """Remove a project, its runs with it once its name is typed beside the
+    count of runs shown (more runs since, or a replay running: it stays)."""
     project = get_object_or_404(Project, slug=slug)
     if not confirmed(request, f"remove project {project.slug}"):
         return redirect("reviews:project_edit", slug=project.slug)
+    form = RemoveForm(request.POST)
+    typed = form.cleaned_data["name"] if form.is_valid() else ""
+    if typed and typed != project.slug:
+        messages.error(request, f"Nothing removed: type its name, {project.slug}.")
+        return redirect("reviews:project_edit", slug=project.slug)
+    runs = form.cleaned_data.get("runs") or 0 if typed else 0
     try:
-        project_remove(actor=request.user, project=project)
+        held = project_remove(actor=request.user, project=project, runs_confirmed=runs)
     except ProjectInUse as exc:
         messages.error(request, str(exc))
         return redirect("reviews:project_edit", slug=project.slug)
-    messages.success(request, f"Removed project {slug}.")
+    went = (
+        f" with its {held.runs:,} run{pluralize(held.runs)}, {held.replays:,} "
+        f"replay{pluralize(held.replays)} and {held.decisions:,} "
+        f"decision{pluralize(held.decisions)}"
+        if held.runs
+        else ""
+    )
+    messages.success(request, f"Removed project {slug}{went}.")
     return redirect("reviews:projects")
+
+
+class RemoveForm(forms.Form):
+    """A removal of a project with runs: its name typed, and the count of
+    runs its admin was shown."""
+
+    name = forms.CharField(required=False, max_length=100, strip=True)
+    runs = forms.IntegerField(required=False, min_value=0, max_value=10**12)
 
 
 @require_GET

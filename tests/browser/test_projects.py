@@ -131,3 +131,35 @@ def test_a_reviewer_sees_runs_but_no_replay_button(login, reviewer):
     expect(page.get_by_role("link", name="Register a project")).to_have_count(0)
     page.locator(f'#runs a[href="/replays/{replay.pk}/"]').click()
     page.wait_for_url(f"**/replays/{replay.pk}/")
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_an_admin_removes_a_project_with_runs_by_typing_its_name(login, width):
+    replay = make_replay(verdict="divergent")
+    page = login(make_superuser())
+    page.set_viewport_size({"width": width, "height": 900})
+    watch = Watch(page, console_errors=True)
+    watch.goto("/projects/shop/edit/")
+    section = page.locator("#remove-project")
+    expect(section).to_contain_text("It holds 1 run, 1 replay and 0 decisions")
+    button = section.get_by_role("button", name="Remove project shop and its runs")
+
+    # The browser asks for the name and the box before anything is sent.
+    section.get_by_label("Yes, remove project shop").check()
+    button.click()
+    expect(page).to_have_url(re.compile(r"/projects/shop/edit/$"))
+    assert Project.objects.filter(slug="shop").exists()
+
+    name = section.get_by_label("Type shop, the project's name")
+    name.fill("shop")
+    box = name.bounding_box()
+    assert box and box["x"] + box["width"] <= width
+    button.click()
+
+    page.wait_for_url("**/projects/")
+    expect(page.locator(".messages")).to_contain_text(
+        "Removed project shop with its 1 run, 1 replay and 0 decisions."
+    )
+    watch.check("project removed with its runs")
+    assert not Project.objects.exists() and not Run.objects.exists()
+    assert not Replay.objects.filter(pk=replay.pk).exists()

@@ -168,3 +168,79 @@ def test_a_project_is_removed_only_once_its_yes_box_is_ticked(client, admin_user
         refused.content.decode()
     )
     assert Project.objects.filter(slug="mistake").exists()
+
+
+def test_a_project_with_runs_is_removed_with_them_once_its_name_is_typed(
+    client, admin_user
+):
+    from replayhub.models import Project, Replay
+    from reviews.models import AuditEvent, Review
+    from reviews.services import review_decide
+    from tests.factories import make_replay
+
+    shop, other = make_project("shop"), make_project("other")
+    decided = make_replay(verdict="divergent", project=shop)
+    review_decide(replay=decided, reviewer=admin_user, decision="confirm")
+    add_runs(shop, Preflight.READY, 1)
+    kept_elsewhere = make_replay(project=other)
+    client.force_login(admin_user)
+    url = reverse("reviews:project_remove", args=["shop"])
+
+    form = unescape(
+        client.get(reverse("reviews:project_edit", args=["shop"])).content.decode()
+    )
+    untyped = client.post(url, {**SURE, "runs": "2"}, follow=True)
+    mistyped = client.post(url, {**SURE, "name": "shop2", "runs": "2"}, follow=True)
+    stale = client.post(url, {**SURE, "name": "shop", "runs": "1"}, follow=True)
+    removed = client.post(url, {**SURE, "name": " shop ", "runs": "2"}, follow=True)
+
+    said = "It holds 2 runs, 1 replay and 1 decision: removing it deletes them all"
+    assert said in re.sub(r"<[^>]+>", "", form)
+    assert re.search(r'<input type="text" id="remove-name" name="name" required', form)
+    assert '<input type="hidden" name="runs" value="2">' in form
+    assert "Type its name to remove it with them." in untyped.content.decode()
+    assert "Nothing removed: type its name, shop." in mistyped.content.decode()
+    assert "You confirmed 1: look again first." in stale.content.decode()
+    assert removed.redirect_chain[-1][0] == reverse("reviews:projects")
+    assert (
+        "Removed project shop with its 2 runs, 1 replay and 1 decision."
+        in removed.content.decode()
+    )
+    assert list(Project.objects.values_list("slug", flat=True)) == ["other"]
+    assert list(Run.objects.all()) == [kept_elsewhere.run]
+    assert list(Replay.objects.all()) == [kept_elsewhere]
+    assert not Review.objects.exists()
+    event = AuditEvent.objects.get(action="project.delete")
+    assert event.actor == admin_user
+    assert event.before == {
+        "slug": "shop",
+        "repo": shop.repo_path,
+        "runs": 2,
+        "replays": 1,
+        "decisions": 1,
+    }
+
+
+def test_a_project_is_kept_while_one_of_its_replays_runs(client, admin_user):
+    from replayhub.models import Project, Replay, ReplayStatus
+    from tests.factories import make_replay
+
+    shop = make_project("shop")
+    finished = make_replay(project=shop)
+    Replay.objects.create(
+        run=finished.run, project=shop, status=ReplayStatus.RUNNING, phase="agent"
+    )
+    client.force_login(admin_user)
+
+    form = client.get(reverse("reviews:project_edit", args=["shop"])).content.decode()
+    kept = client.post(
+        reverse("reviews:project_remove", args=["shop"]),
+        {**SURE, "name": "shop", "runs": "1"},
+        follow=True,
+    )
+
+    assert "1 of its replays is running: it can be removed once it has ended." in (form)
+    assert "shop is kept: 1 replay of it is running; remove it once they have" in (
+        kept.content.decode()
+    )
+    assert Project.objects.filter(slug="shop").exists()
