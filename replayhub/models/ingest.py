@@ -29,6 +29,7 @@ class ImportFormat(models.TextChoices):
     MINI_SWE_AGENT = "mini-swe-agent", "mini-swe-agent trajectories"
     GEMINI_CLI = "gemini-cli", "Gemini CLI session files"
     ATIF = "atif", "ATIF trajectories (Harbor)"
+    OPENCODE = "opencode", "OpenCode session exports"
 
 
 class ImportJob(models.Model):

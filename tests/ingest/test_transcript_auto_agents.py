@@ -1,7 +1,8 @@
 """``--format auto`` over a folder of the files the agents themselves wrote:
-a Gemini CLI session and a Claude Code session (both written by the real
-CLIs), an ATIF trajectory and a mini-swe-agent trajectory, each recognised,
-imported as one run and readable as a conversation on the run page."""
+a Gemini CLI session, a Claude Code session and an OpenCode export (each
+written by the real CLI), an ATIF trajectory and a mini-swe-agent trajectory,
+each recognised, imported as one run and readable as a conversation on the run
+page."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ FILES = {
     "claude-code": AGENTS / "claude-code" / "session-2.1.197.jsonl",
     "atif": ROOT / "tests" / "fixtures" / "transcripts" / "atif" / "v1.7-branch.json",
     "mini-swe-agent": AGENTS / "mini-swe-agent" / "last_mini_run.traj.json",
+    "opencode": AGENTS / "opencode-session" / "ses_dbd70c09affeD14Dc6PCY7seK8.json",
 }
 
 

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from replayhub.ingest.transcripts import atif, gemini_cli
+from replayhub.ingest.transcripts import atif, gemini_cli, opencode
 from replayhub.ingest.transcripts.shapes import block_text
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
@@ -438,5 +438,6 @@ _READERS = {
     "mini-swe-agent": _mini_swe_agent,
     "gemini-cli": gemini_cli.turns,
     "atif": atif.turns,
+    "opencode": opencode.turns,
     "swebench": _swebench,
 }

@@ -17,6 +17,8 @@ HEAD_BYTES = 64 * 1024
 # line is "{" alone, so the head is searched rather than its first line read.
 _ATIF = re.compile(r'"schema_version"\s*:\s*"ATIF-v\d+\.\d+"')
 _MINI = re.compile(r'"trajectory_format"\s*:\s*"mini-swe-agent')
+# ``opencode export`` prints the session's info first, its id first in it.
+_OPENCODE = re.compile(r'\A\{\s*"info"\s*:\s*\{\s*"id"\s*:\s*"ses_')
 
 
 def detect(name: str, head: bytes) -> str | None:
@@ -28,6 +30,8 @@ def detect(name: str, head: bytes) -> str | None:
         return "aider" if "# aider chat started at" in text else None
     if text.startswith("{") and _ATIF.search(text):
         return "atif"
+    if _OPENCODE.match(text):
+        return "opencode"
     if text.startswith("["):
         return _list_kind(text)
     if text.startswith("{") and base.endswith(".json"):

@@ -46,6 +46,7 @@ from replayhub.ingest.transcripts import (
     documents,
     gemini_cli,
     mini_swe_agent,
+    opencode,
     swebench,
 )
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
@@ -77,6 +78,7 @@ TRANSCRIPTS = frozenset(
         ImportFormat.MINI_SWE_AGENT,
         ImportFormat.GEMINI_CLI,
         ImportFormat.ATIF,
+        ImportFormat.OPENCODE,
     }
 )
 
@@ -149,6 +151,8 @@ def parse_source(
         return gemini_cli.parse(lines, name=name)
     if format == ImportFormat.ATIF:
         return atif.parse(lines, name=name, limit=limit)
+    if format == ImportFormat.OPENCODE:
+        return opencode.parse(lines, name=name, limit=limit)
     raise ValueError(f"not a transcript format: {format}")
 
 

@@ -41,7 +41,8 @@ class Command(BaseCommand):
             "(Trace.to_record() lines; a sibling index_<env>.jsonl is used), or "
             "an agent's own transcripts: claude-code, codex, aider, swe-agent, "
             "mini-swe-agent, openhands, swebench (JSONL, a JSON list or a JSON "
-            "object by instance id), gemini-cli, atif (Harbor's trajectories); "
+            "object by instance id), gemini-cli, atif (Harbor's trajectories), "
+            "opencode (opencode export output); "
             "auto judges each file of a directory alone.",
         )
         parser.add_argument(
