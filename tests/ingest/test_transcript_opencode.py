@@ -292,6 +292,9 @@ def test_a_session_the_real_cli_wrote_imports_as_a_run(tmp_path):
     assert run.record["usage"]["turns"] == 2
     assert run.record["usage"]["input_tokens"] == 20
     assert run.record["cwd"] == str(repo.path)
+    # It names no branch: the base is what main held when it started.
+    assert run.base_sha == repo.head()
+    assert "default branch" in run.record["inferred"]["base_sha"]
     said = conversation(run.record["transcript"])
     [write] = [call for turn in said for call in turn.calls]
     assert write.name == "write" and json.loads(write.input)["content"] == CALC

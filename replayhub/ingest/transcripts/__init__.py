@@ -5,5 +5,7 @@ yields :class:`replayhub.ingest.transcripts.shapes.RecordDraft` records or
 :class:`replayhub.ingest.transcripts.shapes.LineError` problems. What needs the
 project repository (a base found from a branch and a time, a patch applied at
 a base) is :mod:`replayhub.ingest.transcripts.repository`; the database side
-is :mod:`replayhub.ingest.transcripts.loader`.
+is :mod:`replayhub.ingest.transcripts.loader`. The base of a session that
+names no branch is worked out by
+:mod:`replayhub.ingest.transcripts.base_at_start`.
 """

@@ -49,6 +49,7 @@ from replayhub.ingest.transcripts import (
     opencode,
     swebench,
 )
+from replayhub.ingest.transcripts.base_at_start import find_base
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
 from replayhub.ingest.transcripts.repository import (
     PatchRefused,
@@ -319,6 +320,13 @@ class _Repository:
             if refused:
                 return refused
             try:
+                if (
+                    search.find_base
+                    and not search.branch
+                    and not original
+                    and "base_sha" not in draft.record
+                ):
+                    find_base(draft, git_dir, self.project.default_branch)
                 fill(draft, git_dir)
             except PatchRefused as error:
                 return f"{search.patch_label}: {error}"
