@@ -15,6 +15,7 @@ from replayhub.models import ImportFormat, Run
 from tests.conftest import ROOT
 from tests.factories import make_git_project
 from tests.gitrepos import Repo, make_repo
+from tests.ingest.test_import_runs import import_runs
 from tests.ingest.test_transcript_import import dated_commit
 
 pytestmark = pytest.mark.django_db
@@ -45,6 +46,12 @@ def imported(tmp_path: Path, repo: Repo, **fields) -> Run:
         preflight=PreflightMode.SKIP,
     )
     assert (summary.imported, summary.invalid) == (1, []), summary.invalid
+    notes = summary.to_dict()["notes"]
+    assert notes == [
+        {"file": str(folder / SESSION.name), "line": 1, "note": note}
+        for note in Run.objects.get().record.get("import_notes", [])
+        if note.startswith("no base commit")
+    ]
     return Run.objects.get()
 
 
@@ -102,6 +109,7 @@ def test_the_project_default_branch_is_the_one_asked(tmp_path):
 
 def test_two_branches_worked_on_before_the_start_is_one_line_saying_which(tmp_path):
     repo, evening = calc_repo(tmp_path)
+    make_git_project(repo)
     repo.checkout("fix-add", create=True)
     fix = dated_commit(repo, {"calc.py": "a\n"}, "a", JUST_BEFORE)
     repo.checkout("main")
@@ -109,8 +117,12 @@ def test_two_branches_worked_on_before_the_start_is_one_line_saying_which(tmp_pa
     docs = dated_commit(repo, {"NOTES": "b\n"}, "b", "2026-12-02T22:45:00Z")
     repo.checkout("main")
 
-    run = imported(tmp_path, repo)
+    status, out = import_runs(
+        str(SESSION), "--format", "gemini-cli", "--no-preflight", "--project", "shop"
+    )
 
+    assert status == 0
+    run = Run.objects.get()
     assert run.base_sha == ""
     assert "base_sha" not in run.record.get("inferred", {})
     # One line says it all: nothing more is said of the original.
@@ -125,6 +137,8 @@ def test_two_branches_worked_on_before_the_start_is_one_line_saying_which(tmp_pa
         "import the run as a native record with its base_sha"
     )
     assert "\n" not in note
+    # The import's summary says it too, on the session's line.
+    assert f"{SESSION}: line 1: {note}" in out.splitlines()
 
 
 def test_no_commit_before_the_start_says_so(tmp_path):

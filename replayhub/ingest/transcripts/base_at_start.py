@@ -126,18 +126,18 @@ def _at_start(git_dir: Path, start: datetime) -> tuple[dict[str, _Candidate], bo
     return found, whole
 
 
-def find_base(draft: RecordDraft, git_dir: Path, default_branch: str) -> None:
+def find_base(draft: RecordDraft, git_dir: Path, default_branch: str) -> str:
     """Sets ``base_sha`` (inferred) for a session that names no branch, or
     adds the one note saying why none was taken and how to name the run's
     commits (with no base, the search for the original is not made: the note
-    says all). The generic search for a base is done with either way."""
+    says all) and returns it. The generic search for a base is done with
+    either way."""
     search = draft.search
     start = search.start
     search.find_base = False
     if start is None:
         search.find_original = False
-        draft.notes.append(f"no base commit was found: the session has no time; {HOW}")
-        return
+        return _note(draft, f"no base commit was found: the session has no time; {HOW}")
     when = iso(start)
     found, whole = _at_start(git_dir, start)
     default = _default_ref(git_dir, default_branch)
@@ -172,17 +172,25 @@ def find_base(draft: RecordDraft, git_dir: Path, default_branch: str) -> None:
         )
     elif not newer:
         search.find_original = False
-        draft.notes.append(
+        return _note(
+            draft,
             f"no base commit was found: the session names no branch and no "
-            f"branch has a commit made before it started ({when}){partly}; {HOW}"
+            f"branch has a commit made before it started ({when}){partly}; {HOW}",
         )
     else:
         search.find_original = False
         listed = [*newer, *([ours] if ours else [])]
         said = "; ".join(c.said() for c in listed[:NAMED])
         more = f" and {len(listed) - NAMED} more" if len(listed) > NAMED else ""
-        draft.notes.append(
+        return _note(
+            draft,
             f"no base commit was found: the session names no branch and "
             f"{len(listed)} commits could have been checked out when it started "
-            f"({when}): {said}{more}{partly}; {HOW}"
+            f"({when}): {said}{more}{partly}; {HOW}",
         )
+    return ""
+
+
+def _note(draft: RecordDraft, note: str) -> str:
+    draft.notes.append(note)
+    return note

@@ -22,6 +22,7 @@ import itertools
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,27 @@ TRANSCRIPTS = frozenset(
         ImportFormat.OPENCODE,
     }
 )
+
+
+@dataclass
+class TranscriptSummary(ImportSummary):
+    """An import summary with why runs were imported without a base (a
+    session naming no branch whose checkout could not be told): ``notes``,
+    the first of them, each with its file and line, and their total."""
+
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    notes_total: int = 0
+
+    @classmethod
+    def of(cls, summary: ImportSummary) -> TranscriptSummary:
+        return cls(**{f.name: getattr(summary, f.name) for f in fields(summary)})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **super().to_dict(),
+            "notes": self.notes,
+            "notes_total": self.notes_total,
+        }
 
 
 class Source:
@@ -224,7 +246,14 @@ def import_sources(
                 where[number] = (source.name, parsed.line)
                 yield RecordLine(number, data, True)
 
-    summary = import_lines(lines=lines(), project=project, progress=progress)
+    summary = TranscriptSummary.of(
+        import_lines(lines=lines(), project=project, progress=progress)
+    )
+    summary.notes = [
+        {"file": name, "line": line, "note": note}
+        for name, line, note in repository.base_notes[:REPORT_LIMIT]
+    ]
+    summary.notes_total = len(repository.base_notes)
     _store_patches(project, repository.patches)
     summary.unread_types = dict(unread)
     for entry in [*summary.invalid, *summary.conflicts]:
@@ -284,6 +313,9 @@ class _Repository:
         # (external id, original commit) -> (patch, tree), and their bytes.
         self.patches: dict[tuple[str, str], tuple[str, str]] = {}
         self.patch_bytes = 0
+        # Why a run was imported without a base, said in the summary:
+        # (file, line, note).
+        self.base_notes: list[tuple[str, int, str]] = []
 
     def open(self) -> Path | None:
         if self.git_dir is None and not self.problem:
@@ -320,13 +352,8 @@ class _Repository:
             if refused:
                 return refused
             try:
-                if (
-                    search.find_base
-                    and not search.branch
-                    and not original
-                    and "base_sha" not in draft.record
-                ):
-                    find_base(draft, git_dir, self.project.default_branch)
+                if not original:
+                    self._base_at_start(draft, git_dir, name)
                 fill(draft, git_dir)
             except PatchRefused as error:
                 return f"{search.patch_label}: {error}"
@@ -346,6 +373,15 @@ class _Repository:
         if draft.notes:
             record["import_notes"] = draft.notes
         return orjson.dumps(record)
+
+    def _base_at_start(self, draft: RecordDraft, git_dir: Path, name: str) -> None:
+        """A session naming no branch: the base its checkout stood at when it
+        started, or why there is none, said in the summary too."""
+        search = draft.search
+        if search.find_base and not search.branch and "base_sha" not in draft.record:
+            note = find_base(draft, git_dir, self.project.default_branch)
+            if note:
+                self.base_notes.append((name, draft.line, note))
 
     def _patch_room(self, label: str, size: int) -> str:
         """Why a patch of ``size`` bytes is not taken, or ""."""
