@@ -102,11 +102,10 @@ def parse(
         yield LineError(1, str(error))
         return
     info = value.get("info") if isinstance(value, dict) else None
-    external = info.get("id") if isinstance(info, dict) else None
-    if not isinstance(external, str) or not external.strip():
+    if not isinstance(info, dict) or not _text(info.get("id")).strip():
         yield LineError(1, "not an OpenCode export: no session info with an id")
         return
-    assert isinstance(info, dict) and isinstance(value, dict)
+    external = info["id"]
     unread: Counter[str] = Counter()
     messages = _messages(value.get("messages"), unread)
     prompt = next(
