@@ -118,10 +118,10 @@ def _at_start(git_dir: Path, start: datetime) -> tuple[dict[str, _Candidate], bo
                 "--end-of-options",
                 ref,
             )
-            if not back:
+            sha, _, when = back[0].partition(" ") if back else ("", "", "")
+            if not when.isdigit():
                 continue
-            sha, _, when = back[0].partition(" ")
-        candidate = found.setdefault(sha, _Candidate(sha, int(when or 0), []))
+        candidate = found.setdefault(sha, _Candidate(sha, int(when), []))
         candidate.branches.append(_short(ref))
     return found, whole
 
