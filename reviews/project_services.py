@@ -194,12 +194,15 @@ def project_save(
     data: dict,
     project: Project | None = None,
     sandbox: dict | None = None,
+    rollouts: dict | None = None,
 ) -> Project:
     """Register a project (``project`` None) or change one; audited field by field.
 
     ``data`` holds the form's values as ``project_fields`` takes them, plus
-    ``default_branch``; ``sandbox`` those ``sandbox_fields`` takes (left as
-    they are when None); raises ProjectInvalid on the same problems
+    ``default_branch``; ``sandbox`` those ``sandbox_fields`` takes, and
+    ``rollouts`` the rollout fields (how seeds are drawn and judged, checked
+    by the model as by the commands: ``draw_problems``), each left as it is
+    when None; raises ProjectInvalid on the same problems
     ``manage.py project_add`` refuses. A repository on a remote is asked
     whether it answers only once every other value has passed.
     """
@@ -223,7 +226,7 @@ def project_save(
     if found:
         raise ProjectProblems(found)
     providers = fields.pop("providers")
-    fields.update(more, default_branch=default_branch)
+    fields.update(more, **(rollouts or {}), default_branch=default_branch)
     remote_check(fields, slug=data["slug"], editing=project)
     if project is not None:
         fields["slug"] = data["slug"]

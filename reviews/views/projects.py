@@ -51,6 +51,7 @@ from replayhub.project_setup import (
     project_fields,
     sandbox_fields,
 )
+from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
 from replayhub.rollouts.verifier import UNVERIFIED_WARNING, rewards_unverified
 from reviews.forms import BackForm, ForgetsPastedKeys
 from reviews.models import Label, Review
@@ -160,6 +161,20 @@ SANDBOX_FIELDS = {
     "root_image": "Root image",
     "require_image_match": "Require the record's image",
 }
+# How a rollout project draws and judges its seeds, with their labels; their
+# help is the model's, their check ``draw_problems``, as the commands'.
+ROLLOUT_FIELDS = {
+    "rollout_mode": "Rollout mode",
+    "rollout_anchor": "Anchor",
+    "max_anchors": "Anchors drawn per rollout",
+    "rollout_seed": "Draw seed",
+    "min_source_reward": "Minimum source reward",
+    "max_source_reward": "Maximum source reward",
+    "max_seed_tokens": "Longest seed (tokens)",
+    "pass_threshold": "Pass threshold",
+    "verification_turn": "Verification turn",
+}
+GROUP_OF.update(dict.fromkeys(ROLLOUT_FIELDS, ROLLOUTS))
 
 
 def _setting_field(setting: Setting) -> forms.Field:
@@ -284,12 +299,20 @@ class ProjectForm(ForgetsPastedKeys):
         super().__init__(*args, **kwargs)
         for setting in SETTINGS:
             self.fields[setting.field] = _setting_field(setting)
-        for name, label in SANDBOX_FIELDS.items():
+        for name, label in {**SANDBOX_FIELDS, **ROLLOUT_FIELDS}.items():
             model_field = Project._meta.get_field(name)
             assert isinstance(model_field, models.Field)
             field = model_field.formfield(label=label)
             assert field is not None
+            if name in ROLLOUT_FIELDS and self.is_bound and name not in self.data:
+                # A post without it (an older page, a script) keeps the value.
+                field.required = False
             self.fields[name] = field
+        self.fields["rollout_mode"].help_text = (
+            "continue: replays resume at an anchor; recheck: the final attempt "
+            "is verified again."
+        )
+        self.fields["verification_turn"].widget.attrs["rows"] = 3
 
     def groups(self) -> list[tuple[str, list]]:
         """The fields to show under each group's legend, in order."""
@@ -325,9 +348,31 @@ class ProjectForm(ForgetsPastedKeys):
             initial[setting.field] = (
                 " ".join(value) if setting.kind == "globs" else value
             )
-        for name in SANDBOX_FIELDS:
+        for name in {**SANDBOX_FIELDS, **ROLLOUT_FIELDS}:
             initial[name] = getattr(project, name)
         return initial
+
+    def rollout_values(self, project: Project | None) -> dict:
+        """The rollout settings to save: a field the post left out (or that
+        did not clean) keeps the project's value, a new project's default."""
+        data = getattr(self, "cleaned_data", {})
+        kept = project or Project()
+        return {
+            name: data[name]
+            if name in self.data and name in data
+            else getattr(kept, name)
+            for name in ROLLOUT_FIELDS
+        }
+
+    def check_rollouts(self, project: Project | None) -> dict:
+        """``rollout_values``, each problem ``draw_problems`` finds beside its
+        field (where the field has none of its own already)."""
+        values = self.rollout_values(project)
+        found = draw_problems(**{name: values[name] for name in DRAW_FIELDS})
+        for name, problem in found.items():
+            if name not in self.errors:
+                self.add_error(name, problem)
+        return values
 
     def sandbox_values(self) -> dict:
         """The sandbox's settings as ``sandbox_fields`` takes them."""
@@ -481,6 +526,8 @@ def _project_form_page(
 
 def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
     form = ProjectForm(request.POST)
+    form.is_valid()
+    rollouts = form.check_rollouts(project)
     if not form.is_valid():
         # Check the rest too: every problem is shown at once, not one a submit.
         values = form.values()
@@ -500,6 +547,7 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
                 actor=request.user,
                 data=form.values(),
                 sandbox=form.sandbox_values(),
+                rollouts=rollouts,
                 project=project,
             )
         except ProjectInvalid as exc:
