@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -44,7 +45,11 @@ def session_lines(number: int) -> list[dict]:
     """One session: a request, three answers with a tool call each and its
     result, a last answer, a summary line."""
     session = f"{number:08x}-0000-4000-8000-000000000000"
-    head = {"sessionId": session, "cwd": "/w/shop", "gitBranch": f"agent/{number}"}
+    # Three sessions in four name the branch they worked on, whose history
+    # holds their base and, for some, the commits they made; the fourth names
+    # a branch the repository does not hold.
+    branch = f"agent/{number}" if number % 4 == 0 else "main"
+    head = {"sessionId": session, "cwd": "/w/shop", "gitBranch": branch}
     minute = number % 50
     lines: list[dict] = [
         {
@@ -130,12 +135,15 @@ def run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="replayhub-bench-") as scratch:
         root = Path(scratch)
         repo = root / "repo"
-        subprocess.run(["git", "init", "-q", str(repo)], check=True)
-        subprocess.run(
-            ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b",
-             "commit", "-q", "--allow-empty", "-m", "initial"],
-            check=True,
-        )  # fmt: skip
+        subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+        for minute in range(0, 60, 3):
+            when = f"2025-06-01T10:{minute:02d}:05Z"
+            subprocess.run(
+                ["git", "-C", str(repo), "-c", "user.name=b", "-c", "user.email=b@b",
+                 "commit", "-q", "--allow-empty", "-m", f"work at {when}"],
+                check=True,
+                env={**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when},
+            )  # fmt: skip
         project = Project.objects.create(
             slug="bench", name="bench", repo_path=str(repo), test_command=["true"]
         )
@@ -157,6 +165,11 @@ def run(args) -> int:
             assert summary.imported == args.sessions, summary.to_dict()
             transcript_rates.append(args.sessions / seconds)
             if attempt == 0:
+                found = Run.objects.exclude(base_sha="")
+                print(
+                    f"{found.count():,} of {args.sessions:,} sessions found their base, "
+                    f"{found.exclude(original_commit='').count():,} their original"
+                )
                 # The same runs as native records: what the import stored.
                 with native.open("w", encoding="utf-8") as out:
                     for run_row in Run.objects.order_by("pk").iterator():

@@ -70,22 +70,26 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         groups = [(stem, sessions[stem], sorted(history, key=lambda e: e[0]))]
     else:
         groups = [(sid, sessions[sid], []) for sid in order]
+    # Each summary line under the message it follows, so a file of many
+    # sessions finds each one's summaries without reading all of them again.
+    by_leaf: dict[object, list[tuple[int, dict[str, Any]]]] = {}
+    for number, value in summaries:
+        if isinstance(value.get("summary"), str):
+            by_leaf.setdefault(value.get("leafUuid"), []).append((number, value))
     for session, own, history in groups:
-        titles = [
-            text
-            for _, value in summaries
-            if isinstance(text := value.get("summary"), str)
-            and value.get("leafUuid") in {v.get("uuid") for _, v in own}
-        ]
-        yield _session(session, own, history, titles, summaries)
+        uuids = {v.get("uuid") for _, v in own}
+        mine = sorted(
+            (entry for uuid in uuids for entry in by_leaf.get(uuid, ())),
+            key=lambda entry: entry[0],
+        )
+        yield _session(session, own, history, [value for _, value in mine])
 
 
 def _session(
     session: str,
     own: list[tuple[int, dict[str, Any]]],
     history: list[tuple[int, dict[str, Any]]],
-    titles: list[str],
-    summaries: list[tuple[int, dict[str, Any]]],
+    summaries: list[dict[str, Any]],
 ) -> Parsed:
     first = own[0][0]
     everything = sorted(history + own, key=lambda entry: entry[0])
@@ -118,15 +122,14 @@ def _session(
         "usage": {**usage, "turns": turns},
         "transcript": {
             "format": FORMAT,
-            "lines": [value for _, value in everything]
-            + [value for _, value in summaries if value.get("summary") in titles],
+            "lines": [value for _, value in everything] + summaries,
         },
         "tape": tape(own, history),
     }
     if model:
         record["model"] = model
-    if titles:
-        record["title"] = first_line(titles[-1], 500)
+    if summaries:
+        record["title"] = first_line(summaries[-1]["summary"], 500)
     if branch:
         record["original_branch"] = branch
     output = _output(own)

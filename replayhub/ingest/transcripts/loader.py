@@ -53,6 +53,7 @@ from replayhub.ingest.transcripts import (
 from replayhub.ingest.transcripts.base_at_start import find_base
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
 from replayhub.ingest.transcripts.repository import (
+    Lookups,
     PatchRefused,
     fill,
     full_sha,
@@ -309,6 +310,7 @@ class _Repository:
     def __init__(self, project: Project) -> None:
         self.project = project
         self.git_dir: Path | None = None
+        self.lookups: Lookups | None = None
         self.problem = ""
         # (external id, original commit) -> (patch, tree), and their bytes.
         self.patches: dict[tuple[str, str], tuple[str, str]] = {}
@@ -323,6 +325,7 @@ class _Repository:
                 # A project on a remote is read from this host's mirror,
                 # fetched once per import: a transcript names recent commits.
                 self.git_dir = repository_git_dir(self.project.repository(refresh=True))
+                self.lookups = Lookups(self.git_dir)
             except (GitError, OSError) as error:
                 self.problem = f"the project repository could not be read: {error}"
         return self.git_dir
@@ -354,7 +357,7 @@ class _Repository:
             try:
                 if not original:
                     self._base_at_start(draft, git_dir, name)
-                fill(draft, git_dir)
+                fill(draft, git_dir, self.lookups)
             except PatchRefused as error:
                 return f"{search.patch_label}: {error}"
             except GitError as error:

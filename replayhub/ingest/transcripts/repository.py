@@ -33,6 +33,8 @@ from replayhub.ingest.transcripts.shapes import RecordDraft, iso, moment, shown
 
 _SAFE_BRANCH = re.compile(r"[A-Za-z0-9._/+-]{1,200}")
 TIMEOUT = 60.0
+# A branch's first-parent history held for an import: some 300,000 commits.
+HISTORY_CAP = 16 * 1024 * 1024
 
 
 def _is_sha(value: object) -> bool:
@@ -52,9 +54,116 @@ def _text(git_dir: Path, *args: str, check: bool = True) -> str:
     return result.stdout.decode("utf-8", "replace").strip()
 
 
-def branch_ref(git_dir: Path, branch: str) -> str | None:
+class Lookups:
+    """What an import asks of the repository for session after session,
+    asked once: its branches (one ``for-each-ref``) and each branch's
+    first-parent history with commit times (one ``rev-list`` a branch).
+    Lives as long as one import; a branch moved meanwhile is seen by the
+    next import."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self._refs: frozenset[str] | None = None
+        self._histories: dict[str, list[tuple[int, str]] | None] = {}
+        self._descendants: dict[str, list[tuple[int, str, list[str]]] | None] = {}
+        self._holding: dict[str, str | None] = {}
+
+    def refs(self) -> frozenset[str]:
+        """The branches and remote-tracking branches that name a commit."""
+        if self._refs is None:
+            listed = _text(
+                self.git_dir,
+                "for-each-ref",
+                "--format=%(objecttype) %(refname)",
+                "refs/heads",
+                "refs/remotes",
+                check=False,
+            )
+            self._refs = frozenset(
+                ref
+                for kind, _, ref in (
+                    line.partition(" ") for line in listed.splitlines()
+                )
+                if kind == "commit"
+            )
+        return self._refs
+
+    def holding(self, sha: str) -> str | None:
+        """:func:`branch_holding`, asked once a commit."""
+        if sha not in self._holding:
+            self._holding[sha] = branch_holding(self.git_dir, sha)
+        return self._holding[sha]
+
+    def descendants(self, base: str) -> list[tuple[int, str, list[str]]] | None:
+        """The commits of every branch that descend from ``base`` as (commit
+        time, sha, parents), newest first; None when too many to hold."""
+        if base not in self._descendants:
+            result = git(
+                "rev-list",
+                "--parents",
+                "--ancestry-path",
+                "--format=%ct",
+                "--branches",
+                "--remotes",
+                "--end-of-options",
+                f"^{base}",
+                git_dir=self.git_dir,
+                timeout=TIMEOUT,
+                output_cap=HISTORY_CAP,
+                truncate=True,
+                check=False,
+            )
+            found = None
+            if result.returncode == 0 and not result.truncated:
+                # Two lines a commit: "commit <sha> <parents>", then its time.
+                lines = result.stdout.decode("ascii", "replace").splitlines()
+                found = []
+                for header, when in zip(lines[::2], lines[1::2], strict=False):
+                    _, sha, *parents = header.split()
+                    found.append((int(when), sha, parents))
+            self._descendants[base] = found
+        return self._descendants[base]
+
+    def history(self, ref: str) -> list[tuple[int, str]] | None:
+        """``ref``'s first-parent history as (commit time, sha), newest
+        first; None when it is too long to hold (asked per session then)."""
+        if ref not in self._histories:
+            result = git(
+                "rev-list",
+                "--first-parent",
+                "--format=%ct %H",
+                "--no-commit-header",
+                "--end-of-options",
+                ref,
+                git_dir=self.git_dir,
+                timeout=TIMEOUT,
+                output_cap=HISTORY_CAP,
+                truncate=True,
+                check=False,
+            )
+            walked = None
+            if result.returncode == 0 and not result.truncated:
+                walked = []
+                for line in result.stdout.decode("ascii", "replace").splitlines():
+                    when, _, sha = line.partition(" ")
+                    walked.append((int(when), sha))
+            self._histories[ref] = walked
+        return self._histories[ref]
+
+
+def branch_ref(
+    git_dir: Path, branch: str, lookups: Lookups | None = None
+) -> str | None:
     """The full ref a transcript's branch name stands for here, or None."""
     if not _SAFE_BRANCH.fullmatch(branch) or branch.startswith("-"):
+        return None
+    if lookups is not None:
+        # Only a name git listed is returned: the transcript's text is
+        # compared with it, never handed to git.
+        known = lookups.refs()
+        for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}"):
+            if ref in known:
+                return ref
         return None
     checked = git("check-ref-format", "--branch", branch, git_dir=git_dir, check=False)
     if checked.returncode != 0:
@@ -76,8 +185,15 @@ def _epoch(moment: datetime) -> str:
     return f"@{int(moment.timestamp())}"
 
 
-def last_before(git_dir: Path, ref: str, moment: datetime) -> str | None:
-    """The last commit of ``ref`` committed at or before ``moment``."""
+def last_before(
+    git_dir: Path, ref: str, moment: datetime, lookups: Lookups | None = None
+) -> str | None:
+    """The last commit of ``ref`` committed at or before ``moment``: the
+    first one of its first-parent history that is (``rev-list --before``)."""
+    history = lookups.history(ref) if lookups is not None else None
+    if history is not None:
+        limit = int(moment.timestamp())
+        return next((sha for when, sha in history if when <= limit), None)
     found = _text(
         git_dir,
         "rev-list",
@@ -92,12 +208,23 @@ def last_before(git_dir: Path, ref: str, moment: datetime) -> str | None:
 
 
 def made_after(
-    git_dir: Path, base: str, *, start: datetime, end: datetime
+    git_dir: Path,
+    base: str,
+    *,
+    start: datetime,
+    end: datetime,
+    lookups: Lookups | None = None,
 ) -> list[tuple[str, list[str]]]:
     """The commits of any branch (local or remote-tracking) that descend from
     ``base`` and were committed between ``start`` and ``end``, newest first,
     each with its parents."""
     require_sha(base)
+    descendants = lookups.descendants(base) if lookups is not None else None
+    if descendants is not None:
+        low, high = int(start.timestamp()), int(end.timestamp())
+        return [
+            (sha, parents) for when, sha, parents in descendants if low <= when <= high
+        ]
     listed = _text(
         git_dir,
         "rev-list",
@@ -186,6 +313,7 @@ def apply_patch(git_dir: Path, base: str, patch: str, *, label: str) -> tuple[st
 
 __all__ = [
     "GitError",
+    "Lookups",
     "PatchRefused",
     "apply_patch",
     "branch_holding",
@@ -224,7 +352,7 @@ def _base_time(draft: RecordDraft, git_dir: Path) -> None:
 AFTER = timedelta(minutes=30)
 
 
-def fill(draft: RecordDraft, git_dir: Path) -> None:
+def fill(draft: RecordDraft, git_dir: Path, lookups: Lookups | None = None) -> None:
     """Complete ``draft`` from the repository: apply its patch, turn the
     commits it names into full shas, find a base and an original it lacks.
     Each field found here is recorded in ``draft.inferred`` with how, and what
@@ -262,13 +390,17 @@ def fill(draft: RecordDraft, git_dir: Path) -> None:
                     "transcript names; work done before it and not committed "
                     "would be missing",
                 )
-    ref = branch_ref(git_dir, search.branch) if search.branch else None
+    ref = branch_ref(git_dir, search.branch, lookups) if search.branch else None
     if search.branch and ref is None:
         draft.notes.append(
             f"the branch {shown(search.branch)} is not in the project repository"
         )
     if search.find_base and "base_sha" not in record:
-        base = last_before(git_dir, ref, search.start) if ref and search.start else None
+        base = (
+            last_before(git_dir, ref, search.start, lookups)
+            if ref and search.start
+            else None
+        )
         if base:
             draft.infer(
                 "base_sha",
@@ -281,10 +413,12 @@ def fill(draft: RecordDraft, git_dir: Path) -> None:
         else:
             draft.notes.append("no base commit was found for the session")
     if search.find_original and "original_commit" not in record:
-        _find_original(draft, git_dir)
+        _find_original(draft, git_dir, lookups)
 
 
-def _find_original(draft: RecordDraft, git_dir: Path) -> None:
+def _find_original(
+    draft: RecordDraft, git_dir: Path, lookups: Lookups | None = None
+) -> None:
     """The original: the one line of commits, on any branch, that descends
     from the base and was committed during the session or within
     :data:`AFTER` of its end; its last commit. None found, or several lines
@@ -302,7 +436,7 @@ def _find_original(draft: RecordDraft, git_dir: Path) -> None:
         f"between {iso(search.start)} and {iso(until)} (the session and "
         f"{int(AFTER.total_seconds() // 60)} minutes after it)"
     )
-    commits = made_after(git_dir, base, start=search.start, end=until)
+    commits = made_after(git_dir, base, start=search.start, end=until, lookups=lookups)
     ends = tips(commits)
     if not ends:
         draft.notes.append(
@@ -324,6 +458,9 @@ def _find_original(draft: RecordDraft, git_dir: Path) -> None:
         f"{base[:12]} on any branch {window}"
     )
     draft.infer("original_commit", ends[0], rule)
-    branch = branch_holding(git_dir, ends[0])
+    if lookups is not None:
+        branch = lookups.holding(ends[0])
+    else:
+        branch = branch_holding(git_dir, ends[0])
     if branch and branch != record.get("original_branch"):
         draft.infer("original_branch", branch, f"the branch holding {ends[0][:12]}")
