@@ -272,6 +272,15 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
         reviewer=colleague,
     )
     review_decide(replay=decided, reviewer=colleague, decision="confirm")
+    # A decision that stands overturned: the automated verdict struck beside it.
+    overturned = make_replay(verdict="divergent", title="Overturned", queued=True)
+    review_decide(
+        replay=overturned,
+        reviewer=colleague,
+        decision="overturn",
+        verdict_after="equivalent",
+        note="same behaviour, other words",
+    )
     transcript = imported_session(tmp_path, shop, 3)
     text_run = make_text_run(shop, external_id="text-1", title="Retry webhooks")
     shop.providers.add(
@@ -340,7 +349,7 @@ def seed_pages(viewer, tmp_path: Path) -> list[str]:
     return [
         "/",
         "/running/",
-        *(f"/replays/{replay.pk}/" for replay in [*replays, decided]),
+        *(f"/replays/{replay.pk}/" for replay in [*replays, decided, overturned]),
         f"/runs/{divergent.run_id}/",
         f"/runs/{sampled.run_id}/",
         f"/runs/{text_run.pk}/",
