@@ -6,11 +6,15 @@ imported into real repositories whose branches moved around that time."""
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from replayhub.ingest.services import PreflightMode, transcripts_import
+from replayhub.ingest.transcripts.base_at_start import find_base
+from replayhub.ingest.transcripts.repository import Lookups
+from replayhub.ingest.transcripts.shapes import RecordDraft, Search
 from replayhub.models import ImportFormat, Run
 from tests.conftest import ROOT
 from tests.factories import make_git_project
@@ -26,6 +30,7 @@ SESSION = next(
 BEFORE = "2026-12-02T20:00:00Z"
 JUST_BEFORE = "2026-12-02T22:40:00Z"
 AFTER = "2026-12-03T09:00:00Z"
+START = datetime(2026, 12, 2, 22, 48, 53, tzinfo=UTC)
 
 
 def calc_repo(tmp_path: Path) -> tuple[Repo, str]:
@@ -91,6 +96,21 @@ def test_the_one_branch_worked_on_just_before_the_start(tmp_path):
         "started (2026-12-02T22:48:53.091000Z), the one branch with a commit "
         'newer than "main"\'s by then'
     )
+
+
+@pytest.mark.parametrize("held", [True, False])
+def test_a_branch_moved_on_since_is_walked_back_with_or_without_the_imports_lookups(
+    tmp_path, held
+):
+    repo, _ = calc_repo(tmp_path)
+    repo.checkout("fix-add", create=True)
+    fix = dated_commit(repo, {"calc.py": "wip\n"}, "wip", JUST_BEFORE)
+    dated_commit(repo, {"calc.py": "after\n"}, "after", AFTER)
+    draft = RecordDraft(1, {}, Search(start=START, find_base=True))
+    lookups = Lookups(repo.git_dir) if held else None
+
+    assert find_base(draft, repo.git_dir, "main", lookups) == ""
+    assert draft.record["base_sha"] == fix
 
 
 def test_the_project_default_branch_is_the_one_asked(tmp_path):

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from replayhub.git.scratch import git
-from replayhub.ingest.transcripts.repository import branch_ref
+from replayhub.ingest.transcripts.repository import Lookups, branch_ref
 from replayhub.ingest.transcripts.shapes import RecordDraft, iso, shown
 
 TIMEOUT = 60.0
@@ -70,18 +70,24 @@ def _short(ref: str) -> str:
     return ref
 
 
-def _default_ref(git_dir: Path, default_branch: str) -> str | None:
+def _default_ref(
+    git_dir: Path, default_branch: str, lookups: Lookups | None
+) -> str | None:
     """The project's default branch as a full ref, else the repository's
     HEAD branch."""
     if default_branch:
-        return branch_ref(git_dir, default_branch)
+        return branch_ref(git_dir, default_branch, lookups)
     found = _lines(git_dir, "symbolic-ref", "--quiet", "HEAD")
     return found[0] if found and found[0].startswith("refs/") else None
 
 
-def _at_start(git_dir: Path, start: datetime) -> tuple[dict[str, _Candidate], bool]:
+def _at_start(
+    git_dir: Path, start: datetime, lookups: Lookups | None
+) -> tuple[dict[str, _Candidate], bool]:
     """Each branch's last commit at or before ``start``, by sha; and whether
-    every branch was looked at."""
+    every branch was looked at. A branch moved on since is walked back in
+    the first-parent history ``lookups`` holds for the import, else by one
+    git call."""
     epoch = int(start.timestamp())
     listed = _lines(
         git_dir,
@@ -108,17 +114,7 @@ def _at_start(git_dir: Path, start: datetime) -> tuple[dict[str, _Candidate], bo
             if walks > WALKS:
                 whole = False
                 continue
-            back = _lines(
-                git_dir,
-                "log",
-                "-1",
-                "--first-parent",
-                f"--before=@{epoch}",
-                "--format=%H %ct",
-                "--end-of-options",
-                ref,
-            )
-            sha, _, when = back[0].partition(" ") if back else ("", "", "")
+            sha, when = _walked_back(git_dir, ref, epoch, lookups)
             if not when.isdigit():
                 continue
         candidate = found.setdefault(sha, _Candidate(sha, int(when), []))
@@ -126,7 +122,34 @@ def _at_start(git_dir: Path, start: datetime) -> tuple[dict[str, _Candidate], bo
     return found, whole
 
 
-def find_base(draft: RecordDraft, git_dir: Path, default_branch: str) -> str:
+def _walked_back(
+    git_dir: Path, ref: str, epoch: int, lookups: Lookups | None
+) -> tuple[str, str]:
+    """``ref``'s last first-parent commit at or before ``epoch``, and its
+    time (as text), or two empty strings."""
+    history = lookups.history(ref) if lookups is not None else None
+    if history is not None:
+        return next(((sha, str(t)) for t, sha in history if t <= epoch), ("", ""))
+    back = _lines(
+        git_dir,
+        "log",
+        "-1",
+        "--first-parent",
+        f"--before=@{epoch}",
+        "--format=%H %ct",
+        "--end-of-options",
+        ref,
+    )
+    sha, _, when = back[0].partition(" ") if back else ("", "", "")
+    return sha, when
+
+
+def find_base(
+    draft: RecordDraft,
+    git_dir: Path,
+    default_branch: str,
+    lookups: Lookups | None = None,
+) -> str:
     """Sets ``base_sha`` (inferred) for a session that names no branch, or
     adds the one note saying why none was taken and how to name the run's
     commits (with no base, the search for the original is not made: the note
@@ -139,8 +162,8 @@ def find_base(draft: RecordDraft, git_dir: Path, default_branch: str) -> str:
         search.find_original = False
         return _note(draft, f"no base commit was found: the session has no time; {HOW}")
     when = iso(start)
-    found, whole = _at_start(git_dir, start)
-    default = _default_ref(git_dir, default_branch)
+    found, whole = _at_start(git_dir, start, lookups)
+    default = _default_ref(git_dir, default_branch, lookups)
     name = _short(default) if default else ""
     ours = next((c for c in found.values() if name and name in c.branches), None)
     newer = sorted(

@@ -382,7 +382,7 @@ class _Repository:
         started, or why there is none, said in the summary too."""
         search = draft.search
         if search.find_base and not search.branch and "base_sha" not in draft.record:
-            note = find_base(draft, git_dir, self.project.default_branch)
+            note = find_base(draft, git_dir, self.project.default_branch, self.lookups)
             if note:
                 self.base_notes.append((name, draft.line, note))
 
