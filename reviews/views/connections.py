@@ -4,9 +4,11 @@ same workflows, and checks, as ``manage.py ingest_token``, ``project_forge``
 and ``project_webhook``, audited (``project_services``); those who may edit
 the project may use it, everyone else gets a 403.
 
-A token issued here is shown once, in the answer to the POST that issued it
-(never stored, never in a redirect, a message or a URL, and not cached); every
-other POST redirects back to the page."""
+A token issued here is shown once, on the page the POST that issued it
+redirects to: it waits in the server-side session (never stored with the
+token's row, never in a URL, a message, a cookie or a log) until that page
+takes it out, so a reload shows it no more and issues nothing; that answer is
+not cached. Every POST redirects back to the page."""
 
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ from reviews.views import confirmed
 
 # The tokens the page lists, newest first.
 TOKENS_SHOWN = 100
+# Where an issued token waits, in the server-side session, for the one page
+# that shows it.
+ISSUED_KEY = "connections.issued"
 VARIABLE_HELP = (
     "The name of the variable holding it on the workers, from "
     "REPLAYHUB_REPO_CREDENTIAL_ENVS. Only the name is stored."
@@ -207,12 +212,30 @@ def _row(request: HttpRequest, model: type[IngestToken] | type[Webhook], project
 def _issue(request: HttpRequest, project: Project) -> HttpResponse:
     form = IssueForm(request.POST)
     rotate = form.is_valid() and form.cleaned_data["rotate"]
-    issued = connection_token_issue(actor=request.user, project=project, rotate=rotate)
+    row, token = connection_token_issue(
+        actor=request.user, project=project, rotate=rotate
+    )
     if rotate:
         messages.info(request, f"The other tokens of {project.slug} are revoked.")
+    request.session[f"{ISSUED_KEY}.{project.pk}"] = {"id": row.pk, "token": token}
+    return _back(project)
+
+
+def _shown(request: HttpRequest, project: Project) -> HttpResponse:
+    """The page, with the token issued just before when it waits in the
+    session: taken out as it is shown, so it is shown once."""
+    waiting = request.session.pop(f"{ISSUED_KEY}.{project.pk}", None)
+    issued = None
+    if isinstance(waiting, dict):
+        row = IngestToken.objects.filter(
+            pk=int(waiting.get("id") or 0), project=project
+        ).first()
+        if row is not None:
+            issued = (row, str(waiting.get("token", "")))
     response = _page(request, project, issued=issued)
-    # The one place the token is: this answer, kept by no cache.
-    add_never_cache_headers(response)
+    if issued is not None:
+        # The one place the token is: this answer, kept by no cache.
+        add_never_cache_headers(response)
     return response
 
 
@@ -298,7 +321,7 @@ def project_connections(request: HttpRequest, slug: str) -> HttpResponse:
     """The page; a POST names what it does in ``form``."""
     project = get_object_or_404(Project, slug=slug)
     if request.method == "GET":
-        return _page(request, project)
+        return _shown(request, project)
     action = ACTIONS.get(request.POST.get("form", ""))
     if action is None:
         return _back(project)

@@ -57,6 +57,11 @@ def test_an_admin_issues_a_token_with_the_keyboard_and_sees_it_once(
     expect(page.locator("#tokens")).to_contain_text(f"rhi_{row.prefix}_…")
     screenshot(page, "connections-token-issued")
 
+    # A reload asks for the page again, posting nothing: no second token.
+    page.reload()
+    expect(page.locator("#issued")).to_have_count(0)
+    assert IngestToken.objects.count() == 1
+
     watch.goto("/projects/shop/connections/")
     expect(page.locator("#tokens")).to_contain_text("Active")
     assert token not in page.content()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -54,9 +55,9 @@ def push(token: str):
     )
 
 
-def issue(client, **extra) -> tuple[str, object]:
-    answer = client.post(URL, {"form": "issue", **extra})
-    assert answer.status_code == 200
+def issue(client, **extra) -> tuple[str, Any]:
+    answer = client.post(URL, {"form": "issue", **extra}, follow=True)
+    assert answer.redirect_chain == [(URL, 302)]
     found = TOKEN.findall(answer.content.decode())
     assert len(found) == 1, "the token, once"
     return found[0], answer
@@ -88,10 +89,32 @@ def test_a_token_issued_on_the_page_is_shown_once_and_the_api_takes_it(
     assert token not in str(client.cookies)
     assert token not in repr(dict(client.session))
     assert token not in caplog.text
+    assert all(token not in url for url, _ in answer.redirect_chain)
     again = client.get(URL).content.decode()
     assert TOKEN.search(again) is None
     assert f"rhi_{row.prefix}_…" in again
     assert "Active" in again
+
+
+def test_reloading_the_page_after_issuing_shows_no_token_and_issues_none(
+    git_project, admin_user
+):
+    client = as_user(admin_user)
+    posted = client.post(URL, {"form": "issue"})
+    # Post, then redirect: the token is in neither the answer nor its URL.
+    assert posted.status_code == 302
+    assert posted["Location"] == URL
+    assert TOKEN.search(posted.content.decode()) is None
+
+    shown = client.get(URL)
+    assert len(TOKEN.findall(shown.content.decode())) == 1
+    assert "no-store" in shown["Cache-Control"]
+
+    # A reload is a GET of the same page: nothing shown, nothing issued.
+    reloaded = client.get(URL).content.decode()
+    assert TOKEN.search(reloaded) is None
+    assert "it cannot be shown again" not in reloaded
+    assert IngestToken.objects.count() == 1
 
 
 def test_a_revoked_token_is_refused_by_the_api(git_project, admin_user):
