@@ -37,6 +37,7 @@ from replayhub.git import mirrors
 from replayhub.git.history import History
 from replayhub.git.scratch import GitError, branch_name
 from replayhub.lib.globs import glob_list_problem
+from replayhub.lib.shellwords import unexpanded_variable
 from replayhub.models import Budget, Project, Provider
 from replayhub.models.project_settings import (
     SETTING,
@@ -318,11 +319,11 @@ def project_fields(
     named = _named_providers(found, providers)
     fields = {
         **repository,
-        "test_command": found.run(_command, "--test-command", test_command),
-        "agent_command": found.run(_agent_command, agent_command),
+        "test_command": found.run(_expanded, "--test-command", test_command),
+        "agent_command": found.run(_expanded, "--agent-command", agent_command),
         **reach,
         "providers": named,
-        "setup_command": found.run(_command, "--setup-command", setup_command),
+        "setup_command": found.run(_expanded, "--setup-command", setup_command),
         **setup,
         "harness_command": harness,
         "verifier_command": found.run(_command, "--verifier-command", verifier_command),
@@ -655,36 +656,35 @@ def _local_branch_check(repo: str, branch: str) -> None:
         raise ProjectInvalid("--default-branch", problem)
 
 
-# A shell's variable as typed: ``$NAME`` or ``${NAME}``.
-_VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)")
-# Programs that expand variables themselves in the script after their ``-c``.
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
+# What each command gets instead of a shell's expansion of a ``$VAR``.
+_INSTEAD = {
+    "--agent-command": "it gets only the sandbox's variables (REPLAYHUB_MODEL, "
+    "REPLAYHUB_PROMPT_FILE…), which the agent reads itself; write {max_turns} "
+    "or {max_tokens} for the caps",
+    "--test-command": "the tests get only the sandbox's variables; write the "
+    "value itself (pytest -x)",
+    "--setup-command": "the setup gets only the sandbox's variables "
+    "(REPLAYHUB_ENV_DIR…); write the value itself (pip install -r "
+    "requirements.txt)",
+}
 
 
-def unexpanded_problem(words: list[str]) -> str:
+def unexpanded_problem(words: list[str], option: str = "--agent-command") -> str:
     """Why a command's ``$VAR`` would reach the program as typed ("" when
-    none would): no shell runs the command, so only a script a shell is
-    given to run (``sh -c '…'``) expands one."""
-    script = -1
-    if words and Path(words[0]).name in _SHELLS:
-        flags = [i for i, w in enumerate(words) if re.fullmatch(r"-[a-z]*c[a-z]*", w)]
-        script = flags[0] + 1 if flags else -1
-    for i, word in enumerate(words):
-        if i != script and (found := _VARIABLE.search(word)):
-            return (
-                f"{found.group()} is not expanded: no shell runs the command, and "
-                "it gets only the sandbox's variables (REPLAYHUB_MODEL, "
-                "REPLAYHUB_PROMPT_FILE…), which the agent reads itself; write "
-                "{max_turns} or {max_tokens} for the caps, or sh -c '…' to expand."
-            )
-    return ""
+    none would), in the words of the command ``option`` names."""
+    if not (variable := unexpanded_variable(words)):
+        return ""
+    return (
+        f"{variable} is not expanded: no shell runs the command, and "
+        f"{_INSTEAD[option]}, or sh -c '…' to expand."
+    )
 
 
-def _agent_command(value: str | None) -> list[str]:
-    """The agent command, split, with no variable left for a shell."""
-    words = _command("--agent-command", value)
-    if problem := unexpanded_problem(words):
-        raise ProjectInvalid("--agent-command", f"--agent-command: {problem}")
+def _expanded(option: str, value: str | None) -> list[str]:
+    """The test, agent or setup command, split, with no variable left for a shell."""
+    words = _command(option, value)
+    if problem := unexpanded_problem(words, option):
+        raise ProjectInvalid(option, f"{option}: {problem}")
     return words
 
 

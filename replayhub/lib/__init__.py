@@ -9,6 +9,8 @@
   given back to their owner before removal.
 - files: files someone else may have put in place, opened without trusting
   them.
+- shellwords: a command run with no shell, and the ``$VAR`` typed in it that
+  would reach the program as typed.
 - boundedjson: the one reader for untrusted JSON, bounded in size and in
   depth, refusing in one line (its docstring says why the depth is 100).
 

@@ -47,7 +47,7 @@ def test_a_project_is_registered_with_commands_as_argument_lists(db, repo):
 
 
 def test_shell_metacharacters_stay_plain_arguments(db, repo):
-    add("shop", repo, test="pytest; rm -rf / && echo $HOME")
+    add("shop", repo, test="pytest; rm -rf / && echo ~")
     assert Project.objects.get().test_command == [
         "pytest;",
         "rm",
@@ -55,7 +55,7 @@ def test_shell_metacharacters_stay_plain_arguments(db, repo):
         "/",
         "&&",
         "echo",
-        "$HOME",
+        "~",
     ]
 
 

