@@ -18,7 +18,10 @@ from reviews.replay_page.together import hidden_from
 from reviews.together import comments, past
 
 # What blind review keeps from a reviewer until they have judged the replay.
-BLIND_FIELDS = ("verdict", "reason_code", "reason", "review_band")
+# The agent's exit and its summary in the evidence (timed out, the cap that
+# fired) tell the reason as plainly as the reason does.
+BLIND_FIELDS = ("verdict", "reason_code", "reason", "review_band", "agent_exit_code")
+BLIND_EVIDENCE = ("checks", "agent")
 
 
 def _blinded(data: dict) -> dict:
@@ -27,7 +30,7 @@ def _blinded(data: dict) -> dict:
             data[name] = None
     if isinstance(data.get("evidence"), dict):
         data["evidence"] = {
-            k: v for k, v in data["evidence"].items() if k not in ("checks",)
+            k: v for k, v in data["evidence"].items() if k not in BLIND_EVIDENCE
         }
     data["blind"] = True
     return data

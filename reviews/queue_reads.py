@@ -290,6 +290,26 @@ def blind_rows(
     return list(rows.order_by("-finished_at", "-id").values(*ROW_FIELDS)[:size])
 
 
+def blind_count(
+    project_ids: frozenset[int], filters: QueueFilters, cap: int | None = None
+) -> int:
+    """How many replays ``blind_rows`` lists in all, counted up to ``cap + 1``:
+    one figure, never per band, so it tells no verdict."""
+    cap = COUNT_CAP if cap is None else cap
+    scoped = QueueFilters(
+        project_id=filters.project_id,
+        model=filters.model,
+        assignee_id=filters.assignee_id,
+        unassigned=filters.unassigned,
+    )
+    rows = scoped.apply(
+        Replay.objects.awaiting_review().filter(
+            project_id__in=project_ids, finished_at__isnull=False
+        )
+    )
+    return newest_of_runs(rows, scoped).order_by().values("id")[: cap + 1].count()
+
+
 def band_counts(filters: QueueFilters, cap: int | None = None) -> dict[int, int]:
     """Queued replays per band, counted up to ``cap + 1`` (more means "cap+").
 

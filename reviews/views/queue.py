@@ -109,6 +109,7 @@ def queue_context(
     blind_rows: list[dict] | None = None,
     blind: frozenset[int] | None = None,
     viewer: str = "",
+    blind_total: int = 0,
 ) -> dict:
     """The queue template's context; the benchmark builds its Paginator page with it."""
     filters = filters or form.filters()
@@ -189,7 +190,9 @@ def queue_context(
             (band, label, counts.get(band, 0)) for band, label in ReviewBand.choices
         ],
         "count_cap": queue_reads.COUNT_CAP,
-        "queued_total": sum(counts.values()),
+        # Blind review's replays are in no band: counted apart, in the total.
+        "blind_total": blind_total,
+        "queued_total": sum(counts.values()) + blind_total,
     }
 
 
@@ -221,6 +224,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
         blind_rows=queue_reads.blind_rows(blind, filters) if apart else [],
         blind=blind,
         viewer=request.user.get_username(),
+        blind_total=queue_reads.blind_count(blind, filters) if apart else 0,
     )
     if can_decide:
         now = timezone.now()

@@ -21,6 +21,8 @@ RUN_ID = 48621
 SLUG = "blindfold"
 REASON_CODE = "replay_fails_reference_tests"
 REASON = "The replay's code fails the original's own tests."
+# The cap that stopped the blind replay's agent: no other row names it.
+LIMIT_FIRED = "wall_time_48611"
 
 # What the viewer may not read, lower case: the machine's verdict, the other
 # reviewer's, the band that names the first, the reason, and gold.
@@ -33,6 +35,8 @@ SECRETS = (
     REASON.lower(),
     str(REASON_TEXT[REASON_CODE]).lower(),
     "gold",
+    # The agent's summary: a time limit that fired names the reason.
+    LIMIT_FIRED,
 )
 
 # Patterns left out of the walk, by route, each with its reason. The login

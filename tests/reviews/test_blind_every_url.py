@@ -31,6 +31,7 @@ in ``test_blind_everywhere.py``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import urlencode
@@ -64,6 +65,7 @@ from tests.factories import make_project, make_replay, make_superuser, make_user
 from tests.reviews.blindwalk import (
     EXCLUDED,
     EXTRA_QUERIES,
+    LIMIT_FIRED,
     MUST_RENDER,
     REASON,
     REASON_CODE,
@@ -129,7 +131,14 @@ def _blind_replay(project, *, band: int | None) -> Replay:
                     "detail": REASON,
                 }
             ],
-            "agent": {"exit_code": 0, "duration_s": 3.0, "timed_out": False},
+            # The agent ran out of time: the line that says so tells the
+            # reason as well as the reason's own words do.
+            "agent": {
+                "exit_code": None,
+                "duration_s": 8.0,
+                "timed_out": True,
+                "limit_fired": LIMIT_FIRED,
+            },
             "warnings": [],
         },
         provenance={"reproducible": True, "warnings": []},
@@ -428,3 +437,46 @@ def test_no_url_tells_a_blind_reviewer_the_verdict(client, noted_requests, scena
     assert {"verdict", "reason", "q"} <= walk.read["reviews:search"]
     assert {"verdict", "project"} <= walk.read["reviews:done"]
     print(f"{walk.sent} requests; {walk.unread} queries of keys their page never read")
+
+
+# --- the queue's rows and counts, side by side ----------------------------------
+
+
+def _cells(html: str, replay_id: int) -> list[str]:
+    """The cells of the queue row that links to the replay, tags stripped."""
+    row = re.search(
+        rf'<tr class="row" data-href="/replays/{replay_id}/">(.*?)</tr>', html, re.S
+    )
+    assert row, f"no row for #{replay_id}"
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row[1], re.S)
+    return [" ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in cells]
+
+
+def test_blind_queue_rows_differ_in_no_column_that_tells_a_verdict(client):
+    """Blind rows of a timed-out replay (no diff of diffs), a divergent and an
+    equivalent one read alike in the verdict, reason and diff-of-diffs
+    columns; the counts above them count them all."""
+    viewer = make_user("vera", "reviewer")
+    project = make_project(SLUG)
+    ReviewPolicy.objects.create(project=project, blind=True)
+    timed_out = make_replay(
+        verdict="inconclusive",
+        project=project,
+        reason_code="timeout",
+        with_comparison=False,
+    )
+    divergent = make_replay(verdict="divergent", project=project)
+    equivalent = make_replay(verdict="equivalent", project=project)
+    client.force_login(viewer)
+
+    html = client.get("/").content.decode()
+
+    rows = {r.pk: _cells(html, r.pk) for r in (timed_out, divergent, equivalent)}
+    verdict, reason, diff = 0, 1, 6
+    for column in (verdict, reason, diff):
+        assert len({cells[column] for cells in rows.values()}) == 1, rows
+    assert rows[timed_out.pk][diff] == "hidden"
+    # The counts: all three await review, none of them in a verdict's band.
+    assert "3 awaiting review" in html
+    assert re.search(r"<b>3</b> under blind review", html), html
+    assert "0 awaiting review" not in html
