@@ -148,6 +148,21 @@ def where(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/…"
 
 
+def hook_name(pk: int, url: str) -> str:
+    """A webhook as pages name it: its number, which tells apart two to one
+    host, and its address as ``where`` shows it (its path may be a secret)."""
+    return f"webhook #{pk} to {where(url)}"
+
+
+def sent_to(delivery: Delivery) -> str:
+    """Where a delivery went, as the project page's Deliveries say it."""
+    hook = delivery.webhook
+    if hook is None:
+        return delivery.get_target_display()
+    name = hook_name(hook.pk, hook.url)
+    return name[:1].upper() + name[1:]
+
+
 # --- queueing ------------------------------------------------------------------
 
 

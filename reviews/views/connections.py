@@ -33,7 +33,7 @@ from replayhub.models import (
 )
 from replayhub.outbound import statuses
 from replayhub.outbound.events import EVENTS
-from replayhub.outbound.services import OutboundInvalid, env_problem, where
+from replayhub.outbound.services import OutboundInvalid, env_problem, hook_name, where
 from reviews.forms import ForgetsPastedKeys
 from reviews.project_services import (
     connection_forge_forget,
@@ -177,7 +177,8 @@ def _page(
         )
         forge_form = ForgeForm(initial=initial, prefix="forge")
     webhooks = [
-        (hook, where(hook.url)) for hook in Webhook.objects.filter(project=project)
+        (hook, where(hook.url), hook_name(hook.pk, hook.url))
+        for hook in Webhook.objects.filter(project=project)
     ]
     refused = forge_form.errors or (webhook_form is not None and webhook_form.errors)
     return render(
@@ -188,6 +189,10 @@ def _page(
             "project": project,
             "tokens": IngestToken.objects.filter(project=project)[:TOKENS_SHOWN],
             "issue_form": IssueForm(),
+            # Revoking the others is offered only when there are some.
+            "active_tokens": IngestToken.objects.active()
+            .filter(project=project)
+            .exists(),
             "issued": issued,
             "forge": forge,
             "forge_form": forge_form,
@@ -291,17 +296,19 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
         except OutboundInvalid as refusal:
             form.place(refusal)
         else:
-            messages.success(request, f"Webhook to {where(hook.url)} added.")
+            name = hook_name(hook.pk, hook.url)
+            messages.success(request, f"{name[:1].upper()}{name[1:]} added.")
             return _back(project)
     return _page(request, project, webhook_form=form)
 
 
 def _remove(request: HttpRequest, project: Project) -> HttpResponse:
     hook = _row(request, Webhook, project)
-    if not confirmed(request, f"remove the webhook to {where(hook.url)}"):
+    name = hook_name(hook.pk, hook.url)
+    if not confirmed(request, f"remove {name}"):
         return _back(project)
     connection_webhook_remove(actor=request.user, hook=hook)
-    messages.success(request, f"Webhook to {where(hook.url)} removed.")
+    messages.success(request, f"{name[:1].upper()}{name[1:]} removed.")
     return _back(project)
 
 

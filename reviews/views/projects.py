@@ -45,6 +45,7 @@ from replayhub.models.project_settings import (
     TESTS,
     Setting,
 )
+from replayhub.outbound.services import sent_to
 from replayhub.project_setup import (
     ProjectInvalid,
     branch_check,
@@ -455,8 +456,12 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     query.pop("page", None)
     can_edit = request.user.has_perm(roles.MANAGE_PROJECTS)
     # A status's state tells a verdict: shown to those who configure them.
+    recent = Delivery.objects.recent(project).select_related("webhook")
+    # Each with where it went, a webhook by the name the connections page gives.
     deliveries = (
-        list(Delivery.objects.recent(project)[:DELIVERIES_SHOWN]) if can_edit else []
+        [(sent, sent_to(sent)) for sent in recent[:DELIVERIES_SHOWN]]
+        if can_edit
+        else []
     )
     # With none listed, the empty state says whether anything will be sent.
     sends = bool(deliveries) or (

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from replayhub.models import IngestToken
+from replayhub.models import Delivery, IngestToken, Webhook
 from tests.browser.watch import Watch
 from tests.factories import make_project
 
@@ -93,3 +93,62 @@ def test_an_issued_token_is_copied_with_its_button_and_stays_selectable(
     selected = page.evaluate("String(getSelection())").strip()
     assert selected and selected in shown.text_content()
     watch.check("after copying the token")
+
+
+def _fits(locator) -> bool:
+    """The element shows all it holds: nothing cut, nothing spilling out."""
+    return locator.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+
+
+def test_two_webhooks_to_one_host_are_told_apart_and_fit_at_1024(
+    login, admin_user, screenshot
+):
+    project = make_project("shop")
+    hooks = [
+        Webhook.objects.create(
+            project=project,
+            url=f"https://hööks.example.com/services/T000/{secret}",
+            events=["replay.finished"],
+            format="slack",
+        )
+        for secret in ("first-secret", "second-secret")
+    ]
+    first = Delivery.objects.create(
+        project=project,
+        target="webhook",
+        webhook=hooks[0],
+        event="replay.finished",
+        key="k1",
+        summary="replay.finished replay-1",
+    )
+    page = login(admin_user)
+    page.set_viewport_size({"width": 1024, "height": 800})
+    watch = Watch(page, console_errors=True)
+    watch.goto("/projects/shop/connections/")
+
+    # No token to revoke: the box that would revoke them is not offered.
+    expect(page.get_by_label("Revoke the project's other tokens")).to_have_count(0)
+    names = [
+        page.get_by_role("button", name=re.compile(f"Remove webhook #{hook.pk} to"))
+        for hook in hooks
+    ]
+    for name in names:
+        expect(name).to_have_count(1)
+    assert "secret" not in page.locator("#webhooks").inner_text()
+    for cell in page.locator("#webhooks tbody td").all():
+        assert _fits(cell), cell.inner_text()
+    for label in page.locator("#webhooks .confirm-check").all():
+        box, cell = label.bounding_box(), label.locator("xpath=..").bounding_box()
+        assert box and cell
+        assert box["x"] >= cell["x"] - 1
+        assert box["x"] + box["width"] <= cell["x"] + cell["width"] + 1
+    table = page.locator("#webhooks")
+    assert _fits(table.locator("xpath=.."))
+    screenshot(page, "connections-two-webhooks-1024")
+    watch.check("two webhooks")
+
+    watch.goto("/projects/shop/#deliveries")
+    to = page.locator("#deliveries tbody td").nth(1)
+    expect(to).to_have_text(
+        f"Webhook #{first.webhook_id} to https://hööks.example.com/…"
+    )
