@@ -188,8 +188,27 @@ def _setting_field(setting: Setting) -> forms.Field:
             initial=" ".join(setting.default),
             help_text=f"{setting.help} Separated by spaces; empty: none.",
         )
-    field = setting.model_field.formfield(label=setting.label, help_text=setting.help)
-    assert field is not None
+    if setting.kind == "choice":
+        field = setting.model_field.formfield(
+            label=setting.label, help_text=setting.help
+        )
+        assert field is not None
+        return field
+    # A number's bounds are the table's, said by ``setting_problem`` in one
+    # message (and kept by the browser): none of the model field's own.
+    options = {
+        "label": setting.label,
+        "help_text": setting.help,
+        "required": not setting.optional,
+        "initial": setting.default,
+    }
+    least, most, _ = setting.bounds
+    if setting.kind == "money":
+        field = forms.DecimalField(decimal_places=4, **options)
+        field.widget.attrs.update(min="0.0001", max=most, step="0.0001")
+        return field
+    field = forms.IntegerField(**options)
+    field.widget.attrs.update(min=least, max=most)
     return field
 
 

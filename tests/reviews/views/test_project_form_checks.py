@@ -87,3 +87,30 @@ def test_the_commands_refuse_a_variable_in_the_test_or_setup_command(db, tmp_pat
             stdout=StringIO(),
         )
     assert Project.objects.get(slug="cart").setup_command == []
+
+
+@pytest.mark.parametrize(
+    ("field", "values", "said"),
+    [
+        ("time_limit_seconds", ["-5", "0"], "At least 1 s."),
+        ("max_tokens", ["-5", "0"], "At least 1 token."),
+        ("evidence_floor", ["-5", "-1"], "Cannot be negative."),
+        ("time_limit_seconds", ["86401", str(10**20)], "At most 86,400 s."),
+        ("max_cost_usd", ["100001", "1" + "0" * 15], "At most 100,000 USD."),
+    ],
+)
+def test_a_number_out_of_its_bounds_gets_one_message_whatever_the_value(
+    client, admin_user, tmp_path, field, values, said
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    for value in values:
+        response = client.post(
+            reverse("reviews:project_create"), form(repo, **{field: value})
+        )
+        assert response.status_code == 400
+        assert said_beside(response, field) == [said], value
+    # The browser keeps the same bounds, before a round trip.
+    shown = client.get(reverse("reviews:project_create")).content.decode()
+    assert 'name="time_limit_seconds" value="600" min="1" max="86400"' in shown
+
