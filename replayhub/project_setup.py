@@ -43,8 +43,8 @@ from replayhub.models.project_settings import (
     SETTING,
     SETTINGS,
     Setting,
-    bound_problem,
     long_tests_problem,
+    setting_problem,
 )
 from replayhub.models.projects import (
     credential_policy,
@@ -103,7 +103,7 @@ def checked_settings(values: Mapping[str, Any]) -> dict[str, Any]:
             if not setting.optional:
                 problem = "give a number."
         else:
-            problem = bound_problem(value, *setting.bounds)
+            problem = setting_problem(setting, value)
             if setting.kind == "money" and not problem:
                 value = Decimal(value).quantize(Decimal("0.0001"))
         if problem:

@@ -207,6 +207,20 @@ def bound_problem(value, least: int, most: int, unit: str) -> str:
     return ""
 
 
+def setting_problem(setting: Setting, value) -> str:
+    """The one-line complaint about a setting's number (``bound_problem``'s),
+    or "": a money cap of 0 is refused as a count's is, for it refuses every
+    model call (empty is no cap)."""
+    if problem := bound_problem(value, *setting.bounds):
+        return problem
+    if setting.kind == "money" and value == 0:
+        return (
+            f"More than 0{setting.unit}: a cap of 0 refuses every model call "
+            "(empty: no cap)."
+        )
+    return ""
+
+
 def long_tests_problem(
     test_limit: int | None, time_limit: int, night_seconds: int
 ) -> str:

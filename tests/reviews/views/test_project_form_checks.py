@@ -114,3 +114,38 @@ def test_a_number_out_of_its_bounds_gets_one_message_whatever_the_value(
     shown = client.get(reverse("reviews:project_create")).content.decode()
     assert 'name="time_limit_seconds" value="600" min="1" max="86400"' in shown
 
+
+def test_a_money_cap_of_zero_is_refused_as_a_count_of_zero_is(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:project_create"),
+        form(repo, max_cost_usd="0", max_requests="0"),
+    )
+
+    assert response.status_code == 400
+    assert said_beside(response, "max_requests") == ["At least 1 call."]
+    assert said_beside(response, "max_cost_usd") == [
+        "More than 0 USD: a cap of 0 refuses every model call (empty: no cap)."
+    ]
+    with pytest.raises(CommandError, match=r"--max-cost-usd: more than 0 USD"):
+        call_command(
+            "project_add",
+            "cart",
+            "--repo",
+            str(repo),
+            "--test-command",
+            "pytest",
+            "--agent-command",
+            "./agent.sh",
+            "--max-cost-usd",
+            "0",
+            stdout=StringIO(),
+        )
+    response = client.post(
+        reverse("reviews:project_create"), form(repo, max_cost_usd="0.5")
+    )
+    assert response.status_code == 302
+    assert str(Project.objects.get(slug="cart").max_cost_usd) == "0.5000"
