@@ -19,6 +19,9 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The most price lines one provider takes.
 MAX_PRICES = 200
+# The highest price taken, in USD per million tokens: far above any model's
+# list price, so a number past it is a slip of the keyboard.
+MAX_PRICE = Decimal(10_000)
 
 
 class ProviderInvalid(ValueError):
@@ -44,11 +47,25 @@ def parse_price(entry: str) -> tuple[str, dict[str, str]]:
         raise ProviderInvalid(
             "prices", f"{shown!r}: the prices must be numbers."
         ) from None
-    if any(not a.is_finite() or a < 0 for a in amounts):
+    if any(not a.is_finite() for a in amounts):
+        raise ProviderInvalid(
+            "prices", f"{shown!r}: a price is not a number (nan or infinity)."
+        )
+    if any(a < 0 for a in amounts):
         raise ProviderInvalid("prices", f"{shown!r}: prices must be zero or more.")
-    price = {"input": str(amounts[0]), "output": str(amounts[1])}
+    if any(a > MAX_PRICE for a in amounts):
+        raise ProviderInvalid(
+            "prices",
+            f"{shown!r}: a price is at most {MAX_PRICE:,} USD per million tokens.",
+        )
+    # A whole price given with an exponent is written out (1e2 is 100).
+    text = [
+        str(a.quantize(1)) if int(a.as_tuple().exponent) > 0 else str(a)
+        for a in amounts
+    ]
+    price = {"input": text[0], "output": text[1]}
     if len(amounts) == 3:
-        price["cached"] = str(amounts[2])
+        price["cached"] = text[2]
     return model.strip(), price
 
 

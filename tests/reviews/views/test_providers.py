@@ -267,3 +267,41 @@ def test_a_key_pasted_for_its_variable_is_refused_and_never_shown_again(
     assert response.context["form"]["key_env"].value() == ""
     assert response.context["form"]["name"].value() == "acme"
     assert not Provider.objects.exists()
+
+
+AT_MOST = "a price is at most 10,000 USD per million tokens."
+
+
+@pytest.mark.parametrize(
+    ("prices", "reason"),
+    [
+        ("gpt=1e309,1", AT_MOST),
+        ("gpt=99999999999999999999,1", AT_MOST),
+        ("gpt=1,10001", AT_MOST),
+        ("gpt=nan,1", "a price is not a number (nan or infinity)."),
+        ("gpt=1,-inf", "a price is not a number (nan or infinity)."),
+        ("gpt=-1,1", "prices must be zero or more."),
+    ],
+)
+def test_a_price_past_the_bound_or_not_a_number_is_refused_in_its_words(
+    client, admin_user, prices, reason
+):
+    client.force_login(admin_user)
+
+    response = add(client, prices=prices)
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["prices"] == [f"{prices!r}: {reason}"]
+    assert not Provider.objects.exists()
+
+
+def test_the_highest_price_is_taken_and_an_exponent_is_written_out(client, admin_user):
+    client.force_login(admin_user)
+
+    assert add(client, prices="big=1e4,1E+2\nsmall=0.08,4").status_code == 302
+    assert Provider.objects.get().prices == {
+        "big": {"input": "10000", "output": "100"},
+        "small": {"input": "0.08", "output": "4"},
+    }
+    assert "1E+" not in client.get(URL).content.decode()
+
