@@ -109,7 +109,10 @@ def _key_problem(key_env: str) -> str:
         return PASTED
     if not VARIABLE.fullmatch(key_env):
         # Not repeated: what was typed may be a secret of a shape not known.
-        return "That is not an environment variable name."
+        return (
+            "That is not an environment variable name: a name is ASCII letters, "
+            "digits and _, not starting with a digit."
+        )
     if key_env in deployment_secrets():
         return (
             f"{key_env} is this deployment's own secret: it is never sent to a "
@@ -146,6 +149,9 @@ def provider_fields(
         else f"the kind is one of {', '.join(ProviderKind.values)}."
     )
     by_model, prices_problem = _prices(prices)
+    # The name as the providers list shows it ($NAME, or ${NAME}) is the name.
+    if re.fullmatch(r"\$\{[^}]*\}|\$[^{]*", key_env):
+        key_env = key_env[1:].removeprefix("{").removesuffix("}")
     problems = [
         (field, problem)
         for field, problem in [

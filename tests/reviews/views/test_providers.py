@@ -305,3 +305,29 @@ def test_the_highest_price_is_taken_and_an_exponent_is_written_out(client, admin
     }
     assert "1E+" not in client.get(URL).content.decode()
 
+
+@pytest.mark.parametrize(
+    "typed", ["$ANTHROPIC_KEY", "${ANTHROPIC_KEY}", " $ANTHROPIC_KEY"]
+)
+def test_a_key_variable_typed_as_the_list_shows_it_is_taken_without_its_dollar(
+    client, admin_user, typed
+):
+    client.force_login(admin_user)
+
+    assert add(client, key_env=typed).status_code == 302
+    assert Provider.objects.get().key_env == "ANTHROPIC_KEY"
+    assert "$ANTHROPIC_KEY" in client.get(URL).content.decode()
+
+
+def test_a_key_variable_of_other_characters_is_told_what_a_name_may_hold(
+    client, admin_user
+):
+    client.force_login(admin_user)
+
+    response = add(client, key_env="ÄPI_KEY")
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["key_env"] == [
+        "That is not an environment variable name: a name is ASCII letters, "
+        "digits and _, not starting with a digit."
+    ]
