@@ -200,6 +200,46 @@
     select.blur();
   }
 
+  // Blind review: the reviewer names a verdict of their own (#blind-verdict).
+  // A digit chooses it and says so, Enter records it, Esc clears the choice;
+  // confirm and overturn are no keys there, and say so.
+  function blindKey(key, target) {
+    var select = document.getElementById("blind-verdict");
+    if (!select) return false;
+    var said = document.getElementById("blind-preview");
+    // The verdicts in the select's order, the same as the overturn's keys.
+    var options = select.querySelectorAll('option:not([value=""])');
+    var option = null;
+    var text = null;
+    if (/^[1-9]$/.test(key)) {
+      option = options[parseInt(key, 10) - 1] || null;
+      if (option) select.value = option.value;
+      text = option
+        ? "Your verdict: " + option.textContent.toLowerCase() +
+          ". Enter records it, Esc clears it."
+        : "Press 1–" + options.length + " to choose your verdict.";
+    } else if (key === "c" || key === "o") {
+      text = "Blind review: no confirm or overturn here. Press 1–" +
+        options.length + " to choose your verdict, then Enter to record it.";
+    } else if (key === "Enter") {
+      if (target && target.closest && target.closest("a, button")) return false;
+      if (!select.value) {
+        text = "Choose your verdict first: press 1–" + options.length + ".";
+      } else {
+        submit(select.form, select.form.querySelector("button[data-blind-record]"));
+        return true;
+      }
+    } else if (key === "Escape") {
+      if (!select.value) return false;
+      select.value = "";
+      text = "Cleared: nothing recorded.";
+    } else {
+      return false;
+    }
+    if (said) said.textContent = text;
+    return true;
+  }
+
   function toggleHelp() {
     var dialog = document.getElementById("keys-help");
     if (!dialog) return;
@@ -236,6 +276,10 @@
     }
     var dialog = document.getElementById("keys-help");
     if (dialog && dialog.open && event.key !== "?") return;
+    if (blindKey(event.key, target)) {
+      event.preventDefault();
+      return;
+    }
 
     switch (event.key) {
       case "j":

@@ -224,6 +224,45 @@ def test_blind_mode_hides_the_verdict_until_the_reviewer_judges(login, reviewer)
     assert Review.objects.get().decision == "confirm"
 
 
+def test_a_blind_judgement_is_recorded_from_the_keyboard(login, reviewer):
+    project = make_project()
+    ReviewPolicy.objects.create(project=project, blind=True)
+    replay = make_replay(verdict="divergent", project=project)
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    hint = page.locator("p.hint")
+    expect(hint).to_contain_text("1\N{EN DASH}4 your verdict · Enter record it")
+    expect(hint).not_to_contain_text("confirm")
+    said = page.locator("#blind-preview")
+
+    # Confirm and overturn are no keys here, and say so in one line.
+    page.keyboard.press("c")
+    expect(said).to_have_text(
+        "Blind review: no confirm or overturn here. "
+        "Press 1\N{EN DASH}4 to choose your verdict, then Enter to record it."
+    )
+    page.keyboard.press("o")
+    expect(said).to_contain_text("no confirm or overturn here")
+    page.keyboard.press("?")
+    keys = page.locator("#keys-help")
+    expect(keys).to_contain_text("Choose your verdict: 1 identical")
+    expect(keys).not_to_contain_text("Confirm the verdict")
+    page.keyboard.press("Escape")
+
+    # 3 chooses divergent, Enter records it: the verdict shows.
+    page.keyboard.press("3")
+    expect(page.locator("#blind-verdict")).to_have_value("divergent")
+    expect(said).to_have_text(
+        "Your verdict: divergent. Enter records it, Esc clears it."
+    )
+    page.keyboard.press("Enter")
+    expect(page.locator("#queue-rows")).to_contain_text("Nothing awaits review")
+    page.goto(f"/replays/{replay.pk}/")
+    expect(page.locator("#automated-verdict")).to_have_text("Divergent")
+    review = Review.objects.get()
+    assert (review.decision, review.reviewer) == ("confirm", reviewer)
+
+
 def test_search_finds_a_replay_by_comment_text(login, reviewer):
     target = make_replay(title="Round invoice totals")
     make_replay(title="Something else")

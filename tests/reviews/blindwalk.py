@@ -160,6 +160,11 @@ LEGENDS = (
         r"Choose the corrected verdict: <kbd>1</kbd> identical, "
         r"<kbd>2</kbd> equivalent, <kbd>3</kbd> divergent, <kbd>4</kbd> inconclusive"
     ),
+    # The same under blind review, where the reviewer names their own verdict.
+    re.compile(
+        r"Choose your verdict: <kbd>1</kbd> identical, "
+        r"<kbd>2</kbd> equivalent, <kbd>3</kbd> divergent, <kbd>4</kbd> inconclusive"
+    ),
     # A band of the queue's counts that holds nothing names only its label.
     re.compile(r'<li class="band-\d+"><b>0</b> [^<]*</li>'),
 )
