@@ -157,6 +157,7 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         "can_manage_claims": user.has_perm(roles.MANAGE_CLAIMS),
         "can_manage_gold": user.has_perm(roles.MANAGE_GOLD),
         "comment_form": comments.CommentForm(),
+        "comment_draft": comments.take_draft(request.session, replay.pk),
         "test_keys": [
             comments.test_output_key(o)
             for _label, attempts in context.get("outcomes", [])

@@ -44,13 +44,18 @@ def _refuse_unknown_mentions(body: str) -> str:
 class CommentPlaceForm(forms.Form):
     """Where a comment goes: the lines of a diff or a test output."""
 
-    target = forms.ChoiceField(choices=CommentTarget.choices)
-    path = forms.CharField(max_length=1000)
+    # The labels are the comment form's, so a refusal names what the user sees.
+    target = forms.ChoiceField(label="On", choices=CommentTarget.choices)
+    path = forms.CharField(label="File or output", max_length=1000)
     side = forms.ChoiceField(
-        choices=[("new", "new"), ("old", "old"), ("", "—")], required=False
+        label="Side",
+        choices=[("new", "new"), ("old", "old"), ("", "—")],
+        required=False,
     )
-    line_start = forms.IntegerField(min_value=1, max_value=10_000_000)
-    line_end = forms.IntegerField(min_value=1, max_value=10_000_000, required=False)
+    line_start = forms.IntegerField(label="Lines", min_value=1, max_value=10_000_000)
+    line_end = forms.IntegerField(
+        label="Lines", min_value=1, max_value=10_000_000, required=False
+    )
 
     def clean(self):
         data = super().clean()
@@ -79,7 +84,7 @@ class CommentPlaceForm(forms.Form):
 
 class CommentForm(CommentPlaceForm):
     body = forms.CharField(
-        max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 3})
+        label="Comment", max_length=MAX_BODY, widget=forms.Textarea(attrs={"rows": 3})
     )
 
     def clean_body(self) -> str:
@@ -292,3 +297,41 @@ def as_json(replay_id: int) -> list[dict]:
         }
         for root in threads(replay_id)
     ]
+
+
+# A refused comment from the replay page's form, kept for the page the refusal
+# redirects to: what was typed, and each problem under the label it is about.
+DRAFT_KEY = "comment_draft.{}"
+# Each field of the form, with the id of its box on the page.
+DRAFT_FIELDS = {
+    "target": "comment-target",
+    "path": "comment-path",
+    "side": "comment-side",
+    "line_start": "comment-start",
+    "line_end": "comment-end",
+    "body": "comment-body",
+}
+
+
+def keep_draft(session, replay_id: int, form: CommentForm, refusal: str) -> None:
+    """What was typed, and the problems, each as (box id, label, message)."""
+    values = {
+        name: str(form.data.get(name, ""))[: MAX_BODY if name == "body" else 1000]
+        for name in DRAFT_FIELDS
+    }
+    problems = [
+        (DRAFT_FIELDS[name], str(form.fields[name].label), str(message))
+        for name, messages in form.errors.items()
+        if name in DRAFT_FIELDS
+        for message in messages
+    ]
+    problems += [("", "", str(message)) for message in form.non_field_errors()]
+    if refusal:
+        problems.append(("comment-path", "File or output", refusal))
+    session[DRAFT_KEY.format(replay_id)] = {"typed": values, "problems": problems}
+
+
+def take_draft(session, replay_id: int) -> dict:
+    """The draft kept for this replay's page, taken out as it is shown."""
+    draft = session.pop(DRAFT_KEY.format(replay_id), None)
+    return draft if isinstance(draft, dict) else {}

@@ -108,7 +108,7 @@ def comment_people(request: HttpRequest, replay_id: int) -> HttpResponse:
 def comment_create(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(request, replay_id)
     form = comments.CommentForm(request.POST)
-    error = ""
+    error = refusal = ""
     comment = None
     if form.is_valid():
         try:
@@ -117,15 +117,14 @@ def comment_create(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
             )
         except comments.CommentRefused as exc:
             error = f"Comment not added: {exc}."
+            refusal = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
     if request.htmx:
         return _comment_answer(request, replay, form, comment, error)
     if comment is None:
-        errors = "; ".join(
-            f"{name.replace('_', ' ')}: {' '.join(str(e) for e in errs)}"
-            for name, errs in form.errors.items()
-        )
-        messages.error(request, error or f"Comment not added ({errors}).")
-        return _back(replay.pk, "comments")
+        # Shown beside the form, with what was typed, on the page it goes back
+        # to; no fragment, so the browser focuses the problems (autofocus).
+        comments.keep_draft(request.session, replay.pk, form, refusal)
+        return _back(replay.pk)
     return _back(replay.pk, f"thread-{comment.pk}")
 
 
