@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
 register = template.Library()
 
@@ -85,3 +86,17 @@ def kappa(value) -> str:
     if value is None:
         return "n/a"
     return f"{float(value):.2f}"
+
+
+@register.filter
+def path_breaks(value: object) -> str:
+    """A path, escaped, that may wrap after each ``/`` and nowhere else (not
+    at a hyphen): ``/srv/calc-env-8652`` → ``/<wbr>srv/<wbr>calc-env-8652``,
+    each part in a ``nowrap`` span."""
+    parts = str(value or "").split("/")
+    ends = ["/"] * (len(parts) - 1) + [""]
+    return format_html_join(
+        format_html("<wbr>"),
+        '<span class="nowrap">{}{}</span>',
+        zip(parts, ends, strict=True),
+    )

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Project, Replay, Run
+from tests.browser.test_wide_screens import HEADER_LINES
 from tests.browser.watch import Watch
 from tests.factories import make_git_project, make_replay, make_superuser
 from tests.gitrepos import project_repo
@@ -163,3 +164,61 @@ def test_an_admin_removes_a_project_with_runs_by_typing_its_name(login, width):
     watch.check("project removed with its runs")
     assert not Project.objects.exists() and not Run.objects.exists()
     assert not Replay.objects.filter(pk=replay.pk).exists()
+
+
+# The words of the cells under ``selector`` (split at spaces) drawn on more
+# than one line: a command, a glob or a name broken mid-word.
+BROKEN_WORDS = """(selector) => {
+  const broken = [];
+  for (const cell of document.querySelectorAll(selector)) {
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()]
+          .filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_the_projects_list_breaks_commands_at_spaces_never_mid_word(login, width):
+    for n in range(2):
+        project = Project.objects.create(
+            slug=f"calc-{n}",
+            repo_path=f"/home/reviewer/replayhub/var/demo/calc-env-865{n}",
+            test_command=["python3", "-m", "pytest", "-q", "test_*.py", "-v"],
+            agent_command=["sh", "agent.sh"],
+            allowed_paths=["calc.py", "test_*.py"],
+        )
+        Run.objects.create(
+            project=project,
+            external_id=f"big-311{n}",
+            model="claude-sonnet-4-5",
+            original_commit="a" * 40,
+            preflight="unreproducible",
+            preflight_reason=(
+                "base commit " + "b" * 40 + " is not in the project's repository:"
+                " fetch it, or import the run with a base its history holds"
+            ),
+        )
+    page = login(make_superuser())
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/projects/")
+    expect(page.locator("table.projects tbody tr")).to_have_count(2)
+    assert page.evaluate(BROKEN_WORDS, "table.projects tbody td") == []
+    assert page.evaluate(HEADER_LINES, "table.projects") == {}, width
+
+    # A run's page: the whole reason a run can never reach a verdict, and its
+    # id and model each on one line.
+    page.goto("/projects/calc-0/")
+    expect(page.locator("#runs tbody")).to_contain_text(
+        "import the run with a base its history holds"
+    )
+    assert page.evaluate(BROKEN_WORDS, "#runs tbody td code") == []
