@@ -195,8 +195,9 @@ def project_save(
     project: Project | None = None,
     sandbox: dict | None = None,
     rollouts: dict | None = None,
-) -> Project:
-    """Register a project (``project`` None) or change one; audited field by field.
+) -> Updated:
+    """Register a project (``project`` None) or change one; audited field by
+    field. The project saved, with each field changed (none for a new one).
 
     ``data`` holds the form's values as ``project_fields`` takes them, plus
     ``default_branch``; ``sandbox`` those ``sandbox_fields`` takes, and
@@ -232,7 +233,7 @@ def project_save(
         fields["slug"] = data["slug"]
         return project_update(
             actor=actor, project=project, fields=fields, providers=providers
-        ).project
+        )
     with transaction.atomic():
         project = Project(slug=data["slug"], name=data["slug"], **fields)
         _clean(project)
@@ -245,7 +246,7 @@ def project_save(
             object_id=str(project.pk),
             after={"slug": project.slug, "repo_path": project.repo_path},
         )
-    return project
+    return Updated(project, {})
 
 
 @dataclass

@@ -6,7 +6,8 @@ and a removal's confirmation (``confirmed``).
 - queue: the review queue (its keyset pages of rows, the bands' counts,
   what is running, the next item to review).
 - projects: a project's page (its runs, filterable), registering and
-  editing a project in the browser, and Replay now.
+  editing a project in the browser, and Replay now. Its form is
+  project_form, which also says what saving an edit changed.
 - runs: a recorded run's page and the text tier on it.
 - budgets: each project's nightly budget, per-replay caps, tonight's use
   per tier and the night history. Admins edit, leads read everything,

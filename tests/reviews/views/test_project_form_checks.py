@@ -149,3 +149,43 @@ def test_a_money_cap_of_zero_is_refused_as_a_count_of_zero_is(
     )
     assert response.status_code == 302
     assert str(Project.objects.get(slug="cart").max_cost_usd) == "0.5000"
+
+
+def test_saving_an_edit_says_what_changed_or_that_nothing_did(
+    client, admin_user, tmp_path
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    assert client.post(reverse("reviews:project_create"), form(repo)).status_code == 302
+    edit = reverse("reviews:project_edit", args=["cart"])
+    shown = client.get(edit).context["form"]
+    # The form posted back as it is shown: nothing changed.
+    unchanged = {
+        name: value
+        for name, value in (
+            (field.name, field.value()) for field in shown if field.value() is not None
+        )
+    }
+    unchanged["providers"] = []
+
+    response = client.post(edit, unchanged, follow=True)
+
+    said = [str(m) for m in response.context["messages"]]
+    assert said == ["No changes to project cart: nothing was saved."]
+
+    response = client.post(
+        edit,
+        {
+            **unchanged,
+            "time_limit_seconds": "300",
+            "max_tokens": "200000",
+            "test_command": "pytest -x",
+        },
+        follow=True,
+    )
+
+    said = [str(m) for m in response.context["messages"]]
+    assert said == [
+        "Saved project cart: test command python -m pytest -q → pytest -x; "
+        "agent time limit (s) 900 → 300; tokens per replay none → 200,000."
+    ]
