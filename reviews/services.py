@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from replayhub import signals
 from replayhub.models import BudgetShare, Replay, ReplayStatus, Run, Tier, Trigger
+from replayhub.models.replays import ReplayQuerySet
 from replayhub.nights import shares, tiers
 from replayhub.services import replay_request
 from replayhub.verdicts import Verdict
@@ -119,9 +120,17 @@ def _release_others(*, reviewer, keep_replay_id: int, now: datetime) -> None:
 
 
 def claim_next(
-    *, reviewer, now: datetime | None = None, gold_roll: float | None = None
+    *,
+    reviewer,
+    now: datetime | None = None,
+    gold_roll: float | None = None,
+    filters: QueueFilters | None = None,
 ) -> Replay | None:
     """Claim the highest-priority queued replay nobody holds; None when there is none.
+
+    ``filters`` are the queue's as the reviewer reads it: the item comes from
+    the replays they list (whom one is assigned to aside: a held one is never
+    handed out).
 
     Now and then (the project's gold rate; ``gold_roll`` fixes the dice) the
     item is a gold item the reviewer has not judged yet, served without a
@@ -134,17 +143,26 @@ def claim_next(
     writers. In both, ``_take``'s conditional write is the final arbiter.
     """
     now = now or timezone.now()
-    served = gold.gold_pick(reviewer=reviewer, now=now, roll=gold_roll)
-    if served is not None:
-        return served
+    filters = dataclasses.replace(
+        filters or QueueFilters(), assignee_id=None, unassigned=False
+    )
+    if filters == QueueFilters() or (
+        filters == QueueFilters(project_id=filters.project_id)
+    ):
+        served = gold.gold_pick(
+            reviewer=reviewer, now=now, roll=gold_roll, project_id=filters.project_id
+        )
+        if served is not None:
+            return served
+    queued = cast(ReplayQuerySet, filters.apply(Replay.objects.awaiting_review()))
+    if filters.verdict:
+        queued = queued.filter(verdict=filters.verdict)
     held = Claim.objects.filter(replay=OuterRef("pk"), expires_at__gt=now)
     for _ in range(_ROUNDS):
         with transaction.atomic():
             # A run's newest queued replay only, as the queue lists it.
             candidate = (
-                queue_reads.newest_of_runs(
-                    Replay.objects.awaiting_review(), QueueFilters()
-                )
+                queue_reads.newest_of_runs(queued, filters)
                 .filter(~Exists(held), ~opinions.excluded_for(reviewer))
                 .in_queue_order()
                 .select_for_update(skip_locked=True)

@@ -80,8 +80,15 @@ def gold_unmark(*, replay: Replay, actor) -> bool:
     return bool(changed)
 
 
-def gold_pick(*, reviewer, now: datetime, roll: float | None = None) -> Replay | None:
-    """Serve the reviewer a gold item they have not seen, at the project's rate.
+def gold_pick(
+    *,
+    reviewer,
+    now: datetime,
+    roll: float | None = None,
+    project_id: int | None = None,
+) -> Replay | None:
+    """Serve the reviewer a gold item they have not seen, at the project's rate
+    (of ``project_id`` only, when given).
 
     ``roll`` is a number in [0, 100); an item of a project whose rate is above
     it may be served. A reviewer never gets a gold item they decided on
@@ -102,6 +109,8 @@ def gold_pick(*, reviewer, now: datetime, roll: float | None = None) -> Replay |
         )
         .order_by("?")
     )
+    if project_id is not None:
+        candidates = candidates.filter(replay__project_id=project_id)
     for item in candidates[:3]:
         try:
             with transaction.atomic():

@@ -256,8 +256,25 @@ def running(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 @permission_required(roles.DECIDE, raise_exception=True)
 def next_item(request: HttpRequest) -> HttpResponse:
-    replay = claim_next(reviewer=request.user)
+    """Claim the next item of the queue as filtered (the filters come in the
+    query string, as the queue's own URL has them)."""
+    form = QueueFilterForm(request.GET, user=request.user)
+    form.is_valid()
+    filters = form.filters()
+    if filters.verdict or filters.reason_code or filters.label_id is not None:
+        # As the queue lists them: under blind review no replay is found by
+        # what would tell its verdict.
+        filters = replace(
+            filters, exclude_project_ids=frozenset(together.blind_projects())
+        )
+    replay = claim_next(reviewer=request.user, filters=filters)
     if replay is None:
-        messages.info(request, "Nothing left to review: every queued item is held.")
-        return redirect("reviews:queue")
+        query = request.GET.urlencode()
+        if query:
+            messages.info(
+                request, "Nothing left to review in these filters: every item is held."
+            )
+        else:
+            messages.info(request, "Nothing left to review: every queued item is held.")
+        return redirect(reverse("reviews:queue") + (f"?{query}" if query else ""))
     return redirect("reviews:replay_detail", replay_id=replay.pk)

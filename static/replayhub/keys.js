@@ -403,6 +403,18 @@
   // The claim box is swapped whole when the claim is extended.
   document.addEventListener("htmx:afterSettle", watchClaim);
 
+  // Claim next takes the queue's filters as they are now (htmx filtering
+  // pushes them to the address bar), not as the page was first drawn.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.matches || !form.matches("form[data-with-filters]")) return;
+    var query = new URLSearchParams(window.location.search);
+    query.delete("after");
+    var search = query.toString();
+    form.action = form.getAttribute("action").split("?")[0] +
+      (search ? "?" + search : "");
+  }, true);
+
   document.addEventListener("click", function (event) {
     var opener = event.target.closest && event.target.closest("[data-keys-help]");
     if (opener) toggleHelp();

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.factories import make_replay
+from reviews.models import Claim
+from tests.factories import make_project, make_replay
 
 pytestmark = pytest.mark.browser
 
@@ -88,3 +89,31 @@ def test_a_select_then_filter_pushes_one_history_entry(login, reviewer, queued):
     # One Back is enough to leave the filter.
     page.go_back()
     expect(rows(page)).to_have_count(2)
+
+
+def test_claim_next_claims_within_the_queues_filters(login, reviewer):
+    demo = make_replay(verdict="divergent", project=make_project("demo"))
+    quiet = make_project("uni-ok")
+    page = login(reviewer)
+
+    # Nothing in uni-ok: n says so and claims nothing elsewhere.
+    page.goto("/?project=uni-ok")
+    expect(page.locator("#queue-rows")).to_contain_text("Nothing awaits review")
+    page.keyboard.press("n")
+    expect(page.locator(".messages")).to_contain_text(
+        "Nothing left to review in these filters"
+    )
+    assert page.url.endswith("/?project=uni-ok")
+    assert not Claim.objects.exists()
+
+    # Filtered in place (htmx), n claims from what the rows show, though a
+    # replay of another project ranks first.
+    inconclusive = make_replay(verdict="inconclusive", project=quiet)
+    page.goto("/")
+    expect(rows(page)).to_have_count(2)
+    page.get_by_role("combobox", name="Project").select_option("uni-ok")
+    expect(rows(page)).to_have_count(1)
+    page.keyboard.press("n")
+    page.wait_for_url(f"**/replays/{inconclusive.pk}/")
+    assert list(Claim.objects.values_list("replay_id", flat=True)) == [inconclusive.pk]
+    assert not Claim.objects.filter(replay=demo).exists()
