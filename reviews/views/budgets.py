@@ -42,6 +42,7 @@ from reviews.views.budget_forms import (
     refuse_idle_agentic,
     refuse_long_tests,
 )
+from reviews.views.night_start import started
 
 HISTORY_NIGHTS = 14
 # Deferred runs listed per tier on a card (the counts are whole).
@@ -264,6 +265,8 @@ def project_card(
         "replicate_form": replicate_form
         or ReplicateForm(instance=budget, prefix=f"replicates-{project.slug}"),
         "policy": budget.replicate_policy(),
+        # With every tier off, starting a night could only skip it.
+        "can_start": any(_tiers_on(budget).values()),
         "changes": changes(project, show_money=show_money),
     }
     tonight_shares = {s.tier: s for s in tonight.shares.all()} if tonight else {}
@@ -390,6 +393,8 @@ def _share_changes(before, after: dict, *, show_money: bool) -> list[tuple]:
 @permission_required(roles.VIEW_BUDGETS, raise_exception=True)
 def budgets_page(request: HttpRequest) -> HttpResponse:
     cards = [project_card(p, request) for p in Project.objects.all()]
+    for card in cards:
+        card["started"] = started(request, card["project"].slug)
     return render(request, "reviews/budgets.html", {"page": "budgets", "cards": cards})
 
 

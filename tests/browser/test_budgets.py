@@ -4,6 +4,7 @@ and neither the refusal nor the save after it meets a CSP violation."""
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -189,7 +190,7 @@ def test_an_admin_starts_tonight_from_the_card_and_again_admits_nothing(
 
     card.get_by_role("button", name="Start tonight now for shop").click()
 
-    messages = page.locator("ul.messages")
+    messages = card.locator("#night-started-shop")
     expect(messages).to_contain_text("admitted 2, deferred 0 (replays reserved 2/3)")
     expect(card.get_by_role("heading", name="Night of")).to_be_visible()
     card.get_by_role("button", name="Start tonight now for shop").click()
@@ -248,3 +249,59 @@ SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
 AXE_SCROLLABLE = """async () => (await axe.run(document, {
   runOnly: ["scrollable-region-focusable"], resultTypes: ["violations"]}))
   .violations.map(v => v.nodes.map(n => n.target.join(" ")))"""
+
+
+def in_view(locator) -> bool:
+    return locator.evaluate(
+        """el => { const r = el.getBoundingClientRect();
+        return r.top >= 0 && r.bottom <= innerHeight; }"""
+    )
+
+
+def test_at_1024_px_a_started_night_is_said_in_view_beside_its_button(
+    login, admin_user
+):
+    for slug in ("alpha", "shop"):
+        project = Project.objects.create(
+            slug=slug, repo_path=f"/srv/{slug}.git", agentic_enabled=True
+        )
+        make_budget(
+            project,
+            window_start_hour=22,
+            window_end_hour=6,
+            timezone="UTC",
+            shares={"agentic": {"max_replays": 3}},
+        )
+    page = login(admin_user)
+    page.set_viewport_size({"width": 1024, "height": 800})
+    watch = Watch(page, console_errors=True)
+    watch.goto("/budgets/")
+    card = page.locator("#budget-shop")
+    card.get_by_role("button", name="Start tonight now for shop").click()
+
+    said = card.locator("#night-started-shop")
+    expect(said).to_contain_text("shop night of")
+    # Announced, focused and on screen, not above the visible area.
+    expect(said).to_have_attribute("role", "status")
+    expect(said).to_be_focused()
+    assert in_view(said)
+    # Said beside the button, not again at the top of the page.
+    expect(page.locator("ul.messages")).to_have_count(0)
+    watch.check("night started at 1024")
+
+
+def test_a_project_with_every_tier_off_cannot_start_a_night_and_says_why(
+    login, admin_user
+):
+    project = make_project("shop")
+    assert not project.agentic_enabled
+    make_budget(project, text_enabled=False, tape_enabled=False)
+    page = login(admin_user)
+    page.goto("/budgets/")
+
+    button = page.get_by_role("button", name="Start tonight now for shop")
+    expect(button).to_be_disabled()
+    expect(button).to_have_accessible_description(re.compile("Nothing to start"))
+    expect(page.locator("#budget-shop")).to_contain_text(
+        "agentic replays, the text tier, the tape tier and replicates are all off"
+    )

@@ -34,9 +34,10 @@ def project(db):
 
 
 def said(response) -> list[str]:
-    """The messages the budgets page shows after the redirect."""
-    assert response.redirect_chain == [("/budgets/#budget-shop", 302)]
-    return [str(m) for m in response.context["messages"]]
+    """The lines the budgets page shows beside the button after the redirect."""
+    assert response.redirect_chain == [("/budgets/", 302)]
+    (card,) = response.context["cards"]
+    return card["started"]["lines"]
 
 
 def test_an_admin_starts_tonight_and_a_second_press_admits_nothing_more(
