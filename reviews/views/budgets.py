@@ -221,6 +221,8 @@ def _section(
     return {
         "tier": tier,
         "title": TIER_TITLES[tier],
+        # A tier turned off may still show what was counted against it.
+        "on": _tiers_on(card["budget"])[tier],
         "bars": bars(share, show_money=show_money) if share else [],
         "deferred": count,
         "deferred_runs": deferred_runs(

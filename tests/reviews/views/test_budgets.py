@@ -671,3 +671,28 @@ def test_tonight_and_its_row_in_past_nights_say_the_same_figures(client, lead, d
         "&lt;0.01/20.00",
         "0",
     ]
+
+
+def test_a_text_tier_turned_off_says_so_though_a_replay_by_hand_was_counted(
+    client, lead
+):
+    project = Project.objects.create(slug="shop", repo_path="/srv/shop.git")
+    make_budget(project, text_enabled=False, text_target="gpt:x")
+    # One "Replay as text" started by hand, counted against tonight.
+    make_night(
+        project,
+        start=timezone.now() - timedelta(hours=1),
+        shares={"text": {"limit_replays": 50, "used_replays": 1}},
+    )
+    client.force_login(lead)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    assert "text tier off" in page
+    text = page[page.index("Text tier, before the agentic tier") :]
+    text = text[: text.index("</section>")]
+    assert "<b>Off</b> for shop: the night asks no run as text." in text
+    assert "text replays started by hand" in text
+    # Not the rule of a tier that is on.
+    assert "Asks gpt:x" not in text
+    assert "Agentic replays only for runs it passes on" not in text
