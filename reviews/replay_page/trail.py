@@ -18,6 +18,9 @@ from reviews.together import sentences
 # The session key holding the id of the reviewer's latest decision, offered
 # for taking back on the next page.
 UNDO_SESSION_KEY = "undo_review"
+# The decision's id and the replay claimed when it moved on to the next item,
+# let go again if the decision is taken back.
+UNDO_NEXT_SESSION_KEY = "undo_review_next"
 
 _VERDICTS = dict(VERDICT_CHOICES)
 

@@ -37,6 +37,7 @@ from reviews.replay_page.evidence import ReplayEvidence, read_evidence
 from reviews.replay_page.outcomes import CaseTable, case_table
 from reviews.replay_page.tape_view import turns
 from reviews.replay_page.trail import (
+    UNDO_NEXT_SESSION_KEY,
     UNDO_SESSION_KEY,
     decision_sentence,
     event_sentence,
@@ -435,11 +436,18 @@ def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
 def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
     review = get_object_or_404(Review, pk=review_id)
     request.session.pop(UNDO_SESSION_KEY, None)
+    moved_on = request.session.pop(UNDO_NEXT_SESSION_KEY, None)
     try:
         review_undo(review=review, reviewer=request.user)
     except NotUndoable as exc:
         messages.error(request, f"Not taken back: {exc}.")
     else:
+        # Back to the replay decided: the item claimed when the decision moved
+        # on is let go, not held by the reviewer until its claim lapses.
+        if isinstance(moved_on, list) and moved_on[:1] == [review.pk]:
+            following = Replay.objects.filter(pk=moved_on[1]).first()
+            if following is not None:
+                claim_release(replay=following, reviewer=request.user)
         stands = Review.objects.standing().filter(replay_id=review.replay_id)
         messages.info(
             request,
@@ -550,6 +558,9 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     if following is None:
         messages.info(request, "The queue is empty.")
         return redirect("reviews:queue")
+    if request.session.get(UNDO_SESSION_KEY) == review.pk:
+        # Taking the decision back lets go of the item this claim took.
+        request.session[UNDO_NEXT_SESSION_KEY] = [review.pk, following.pk]
     return redirect("reviews:replay_detail", replay_id=following.pk)
 
 

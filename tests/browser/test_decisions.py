@@ -4,6 +4,7 @@ before it is recorded, a second yes against verified evidence, and undo."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from playwright.sync_api import expect
@@ -217,6 +218,30 @@ def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
         page.keyboard.press("r")
     assert Review.objects.filter(replay=first, undone_at__isnull=True).count() == 1
     watch.check("the flow's end")
+
+
+def test_taking_a_decision_back_lets_go_of_the_next_item_it_claimed(login, reviewer):
+    first = make_replay(verdict="divergent")
+    second = make_replay(verdict="divergent", finished_ago=timedelta(hours=2))
+    page = login(reviewer)
+    page.goto("/")
+    with page.expect_navigation(url=DETAIL):
+        page.keyboard.press("n")
+    assert page.url.endswith(f"/replays/{first.pk}/")
+    with page.expect_navigation(url=DETAIL):
+        page.keyboard.press("c")
+    assert page.url.endswith(f"/replays/{second.pk}/")
+    assert Claim.objects.get(replay=second).reviewer == reviewer
+    with page.expect_navigation(url=DETAIL):
+        page.keyboard.press("z")
+    assert page.url.endswith(f"/replays/{first.pk}/")
+
+    # Back on the first, held by the reviewer; the second is free again.
+    assert list(Claim.objects.values_list("replay_id", flat=True)) == [first.pk]
+    page.goto("/")
+    expect(page.locator("#assigned-to-me")).to_have_text("Assigned to me: 1")
+    held = page.locator(f'#queue-rows tr[data-href="/replays/{second.pk}/"] .holder')
+    expect(held).to_have_count(0)
 
 
 def test_the_header_shows_the_automated_and_the_reviewers_verdict(login, reviewer):
