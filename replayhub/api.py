@@ -31,6 +31,7 @@ from replayhub.ingest.services import (
 )
 from replayhub.ingest.tokens import Denied, token_authenticate
 from replayhub.ingest.transcripts import atif_export
+from replayhub.ingest.verifiers import rollout_settings_problem
 from replayhub.lib import boundedjson
 from replayhub.models import (
     Budget,
@@ -83,6 +84,10 @@ def runs_create(request: HttpRequest, slug: str) -> JsonResponse:
         )
     if len(original) > 64:
         return _error(400, "original: a commit sha is at most 64 characters")
+    if format == ImportFormat.VERIFIERS and (
+        problem := rollout_settings_problem(token.project)
+    ):
+        return _error(400, problem)
     limit = settings.REPLAYHUB_API_MAX_BODY_BYTES
     declared = request.META.get("CONTENT_LENGTH", "")
     if not (declared.isascii() and declared.isdigit()):

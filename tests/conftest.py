@@ -354,7 +354,10 @@ def rollout_project(tmp_path):
 def rl_project(db, tmp_path):
     """The project a training run's rollout records are imported into."""
     return Project.objects.create(
-        slug="rl", repo_path=str(tmp_path), rollout_anchor="tool-call"
+        slug="rl",
+        repo_path=str(tmp_path),
+        rollout_anchor="tool-call",
+        harness_command=["python", "harness.py"],
     )
 
 

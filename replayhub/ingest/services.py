@@ -207,6 +207,8 @@ def import_job_run(*, job_id: int) -> None:
             )
     except OSError as error:
         row.fail(f"the uploaded file could not be read ({error.strerror}).")
+    except verifiers.NoRolloutSettings as error:
+        row.fail(str(error))
     except Exception as error:
         logger.exception("import job %s failed", job.pk)
         row.fail(f"the import stopped: {type(error).__name__}: {error}")

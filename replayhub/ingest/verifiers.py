@@ -4,9 +4,11 @@ one transaction.
 
 A record is accepted when it is a source rollout (not a replay's output),
 its reward is inside the project's window, and it has at least one seed under
-the project's rules; otherwise it is counted in ``skipped`` by reason. The
-same record again is a duplicate, the same trace id with other content a
-conflict, as for native runs: reported, never written over.
+the project's rules; otherwise it is counted in ``skipped`` by reason. Rollouts go
+only into a project with rollout settings (a harness command): into another,
+the import is refused in one line (``rollout_settings_problem``) before a
+line is read. The same record again is a duplicate, the same trace id with
+other content a conflict, as for native runs: reported, never written over.
 """
 
 from __future__ import annotations
@@ -245,6 +247,27 @@ class RolloutStore:
         )
 
 
+class NoRolloutSettings(ValueError):
+    """The project cannot replay rollouts: nothing is imported into it."""
+
+
+def rollout_settings_problem(project: Project) -> str:
+    """Why rollouts may not go into ``project`` ("" when they may): one
+    without a harness command could never replay them."""
+    if project.harness_command:
+        return ""
+    return (
+        f"Project {project.slug} has no rollout settings: give it a harness "
+        "command (Rollouts on its edit page, or project_edit "
+        f"{project.slug} --harness-command CMD) before importing rollouts."
+    )
+
+
+def _check_settings(project: Project) -> None:
+    if problem := rollout_settings_problem(project):
+        raise NoRolloutSettings(problem)
+
+
 def import_files(
     *,
     project: Project,
@@ -252,7 +275,9 @@ def import_files(
     summary: RolloutSummary | None = None,
     progress: Callable[[int, ImportSummary], None] | None = None,
 ) -> RolloutSummary:
-    """Import record files, each index-selected when it has an index."""
+    """Import record files, each index-selected when it has an index;
+    NoRolloutSettings when the project could not replay them."""
+    _check_settings(project)
     summary = summary if summary is not None else RolloutSummary()
     store = RolloutStore(project, summary)
     lines = 0
@@ -289,7 +314,9 @@ def import_chunks(
     progress: Callable[[int, ImportSummary], None] | None = None,
 ) -> RolloutSummary:
     """Import a stream (standard input, an upload, a request body): every line
-    is read, as there is no index beside it."""
+    is read, as there is no index beside it; NoRolloutSettings when the
+    project could not replay them."""
+    _check_settings(project)
     summary = RolloutSummary()
     store = RolloutStore(project, summary)
     batch: list[Accepted] = []

@@ -20,6 +20,7 @@ from replayhub.ingest.services import (
     imports_in_worker,
     runs_import,
 )
+from replayhub.ingest.verifiers import rollout_settings_problem
 from replayhub.models import ImportFormat, ImportJob, Project
 from reviews.views import HtmxHttpRequest
 
@@ -67,6 +68,13 @@ class UploadForm(forms.Form):
             self.add_error(
                 "original", "Only an agent's own file takes an original commit."
             )
+        project = cleaned.get("project")
+        if (
+            format == ImportFormat.VERIFIERS
+            and project is not None
+            and (problem := rollout_settings_problem(project))
+        ):
+            self.add_error("project", problem)
         return cleaned
 
 

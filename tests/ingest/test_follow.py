@@ -190,7 +190,10 @@ def test_the_beat_task_queues_a_pass_per_source_that_a_worker_does(
     celery_worker, tmp_path
 ):
     project = Project.objects.create(
-        slug="rl-beat", repo_path=str(tmp_path), rollout_anchor="tool-call"
+        slug="rl-beat",
+        repo_path=str(tmp_path),
+        rollout_anchor="tool-call",
+        harness_command=["python", "harness.py"],
     )
     run_dir = tmp_path / "output"
     write(step_file(run_dir, 3), line(record(3)) + line(record(4)))

@@ -20,7 +20,10 @@ from tests.traces import line
 @pytest.fixture
 def project(db, tmp_path):
     return Project.objects.create(
-        slug="rl", repo_path=str(tmp_path), rollout_anchor="tool-call"
+        slug="rl",
+        repo_path=str(tmp_path),
+        rollout_anchor="tool-call",
+        harness_command=["python", "harness.py"],
     )
 
 

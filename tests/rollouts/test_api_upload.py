@@ -3,12 +3,16 @@ listed by the run endpoint."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from replayhub.ingest.services import import_job_run
 from replayhub.ingest.tokens import token_issue
-from replayhub.models import ImportJob, Run, Seed
+from replayhub.models import ImportJob, Project, Run, Seed
 from tests.traces import RECORDS, compacted, line, multi_tool
 
 
@@ -122,3 +126,52 @@ def test_the_run_page_lists_a_rollouts_seeds_with_their_conversations_escaped(
     assert "After tool results" in html and "rollout" in html
     assert "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+NO_SETTINGS = (
+    "Project rl has no rollout settings: give it a harness command (Rollouts on "
+    "its edit page, or project_edit rl --harness-command CMD) before importing "
+    "rollouts."
+)
+
+
+def test_rollouts_into_a_project_without_rollout_settings_are_refused_in_one_line(
+    client, admin_user, rl_project, settings, tmp_path
+):
+    rl_project.harness_command = []
+    rl_project.save()
+    client.force_login(admin_user)
+
+    response = upload(client, RECORDS.read_bytes())
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["project"] == [NO_SETTINGS]
+    token = token_issue(project=rl_project)[1]
+    pushed = push(client, RECORDS.read_bytes(), token)
+    assert (pushed.status_code, pushed.json()["error"]) == (400, NO_SETTINGS)
+    with pytest.raises(CommandError, match=re.escape(NO_SETTINGS)):
+        call_command(
+            "import_runs", "--format", "verifiers", "--project", "rl", str(RECORDS)
+        )
+    with pytest.raises(CommandError, match=re.escape(NO_SETTINGS)):
+        call_command(
+            "import_runs",
+            "--format",
+            "verifiers",
+            "--project",
+            "rl",
+            "--follow",
+            str(tmp_path),
+            "--once",
+        )
+    # A job queued before the harness was taken away fails saying so.
+    settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES = 100
+    rl_project.harness_command = ["python", "harness.py"]
+    rl_project.save()
+    upload(client, RECORDS.read_bytes())
+    Project.objects.filter(pk=rl_project.pk).update(harness_command=[])
+    job = ImportJob.objects.get()
+    import_job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.error) == ("failed", NO_SETTINGS)
+    assert not Run.objects.exists()

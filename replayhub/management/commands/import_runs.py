@@ -16,7 +16,7 @@ from replayhub.ingest.follow import matching, natural_key
 from replayhub.ingest.importer import ImportSummary, Throttle, read_chunks
 from replayhub.ingest.services import PreflightMode
 from replayhub.ingest.transcripts.loader import AUTO, TRANSCRIPTS
-from replayhub.ingest.verifiers import RolloutSummary
+from replayhub.ingest.verifiers import RolloutSummary, rollout_settings_problem
 from replayhub.lib.files import open_regular
 from replayhub.models import ImportFormat, Project
 
@@ -147,6 +147,8 @@ class Command(BaseCommand):
                 returncode=2,
             )
         target = _project(project)
+        if problem := rollout_settings_problem(target):
+            raise CommandError(problem, returncode=2)
         if options["follow"]:
             if file:
                 raise CommandError("give a FILE or --follow, not both.", returncode=2)
