@@ -77,9 +77,20 @@
     var key = AGAIN_KEYS[decision];
     var note = decidedNote();
     if (!note) return;
+    var verb = AGAIN_VERBS[decision];
+    if (decision === "confirm") {
+      // Name the verdict a confirm records: the automated one, which is not
+      // the standing one once it was overturned.
+      var preview = document.getElementById("overturn-preview");
+      var automated = preview && preview.getAttribute("data-from");
+      if (automated) {
+        verb = "confirm " + automated +
+          (form.getAttribute("data-standing") === automated ? " again" : "");
+      }
+    }
     note.textContent = "Already decided" + (standing ? " as " + standing : "") +
       ". Press " + key + (key === "Enter" ? "" : " again or Enter") + " to " +
-      AGAIN_VERBS[decision] + " as a second decision; Esc keeps it as it is.";
+      verb + " as a second decision; Esc keeps it as it is.";
     note.classList.remove("muted");
     note.classList.add("bad");
   }
@@ -159,8 +170,17 @@
       armed = false;
       if (!preview) return true;
       preview.classList.remove("bad");
+      var from = preview.getAttribute("data-from");
+      var form = document.getElementById("decision");
+      var standing = form && form.getAttribute("data-standing");
+      // The key of the automated verdict: what stands is the reviewers'
+      // verdict once it was overturned, and a confirm records the automated one.
+      var said = standing && standing !== from
+        ? "Now " + standing + " (overturned); " + from +
+          " is the automated verdict: press c to confirm it, or choose another."
+        : "Already " + from + ": choose another verdict.";
       preview.textContent = parseInt(key, 10) <= keys
-        ? "Already " + preview.getAttribute("data-from") + ": choose another verdict."
+        ? said
         : "Press 1–" + keys + " to choose the corrected verdict.";
       return true;
     }

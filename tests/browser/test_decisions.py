@@ -322,3 +322,33 @@ def test_a_key_on_a_decided_replay_asks_before_a_second_decision(
     )
     assert decisions == [(lead.username, "confirm"), (reviewer.username, "confirm")]
     watch.check("the flow's end")
+
+
+def test_keys_on_an_overturned_replay_name_the_verdicts_they_mean(
+    login, reviewer, lead
+):
+    from reviews.services import review_decide
+
+    replay = make_replay(verdict="divergent", title="Overturned already")
+    review_decide(
+        replay=replay, reviewer=lead, decision="overturn", verdict_after="equivalent"
+    )
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    note = page.locator("#decided-note")
+
+    # c names the verdict a confirm records: the automated one.
+    page.keyboard.press("c")
+    expect(note).to_have_text(
+        "Already decided as overturned to equivalent. Press c again or Enter "
+        "to confirm divergent as a second decision; Esc keeps it as it is."
+    )
+    page.keyboard.press("Escape")
+    # 3 (divergent) is no overturn; what stands is equivalent, not divergent.
+    page.keyboard.press("o")
+    page.keyboard.press("3")
+    expect(page.locator("#overturn-preview")).to_have_text(
+        "Now equivalent (overturned); divergent is the automated verdict: "
+        "press c to confirm it, or choose another."
+    )
+    assert Review.objects.filter(replay=replay).count() == 1
