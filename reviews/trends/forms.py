@@ -7,6 +7,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from django import forms
+from django.forms.utils import pretty_name
 from django.utils import timezone
 
 from replayhub.models import RunSource, Tier
@@ -16,6 +17,8 @@ from reviews.trends.series import TIER_LABELS
 NIGHTS_SHOWN = 56
 # About two years: past that the bars get thinner than a pixel.
 MAX_NIGHTS = 731
+# No night before this one was ever replayed: an earlier date is a typo.
+EARLIEST_NIGHT = date(2000, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -85,14 +88,35 @@ def default_window(until: date | None = None) -> tuple[date, date]:
 class TrendsFilterForm(ScopeFilterForm):
     """The dashboard's query string. Empty dates: the last 56 nights."""
 
-    since = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
-    until = forms.DateField(required=False, input_formats=["%Y-%m-%d"])
+    # The labels are the page's, so each refusal names the filter it is about.
+    since = forms.DateField(
+        label="First night", required=False, input_formats=["%Y-%m-%d"]
+    )
+    until = forms.DateField(
+        label="Last night", required=False, input_formats=["%Y-%m-%d"]
+    )
     source = forms.ChoiceField(
-        choices=[("", "All sources"), *RunSource.choices], required=False
+        label="Source",
+        choices=[("", "All sources"), *RunSource.choices],
+        required=False,
     )
     # The rollups' tiers, and the text tier's similarity (its own rows: the
     # charts then count every tier).
-    tier = forms.ChoiceField(choices=TIER_CHOICES, required=False)
+    tier = forms.ChoiceField(label="Tier", choices=TIER_CHOICES, required=False)
+
+    def _not_too_early(self, name: str) -> date | None:
+        night = self.cleaned_data.get(name)
+        if night and night < EARLIEST_NIGHT:
+            raise forms.ValidationError(
+                f"Pick a night from {EARLIEST_NIGHT.isoformat()} on."
+            )
+        return night
+
+    def clean_since(self) -> date | None:
+        return self._not_too_early("since")
+
+    def clean_until(self) -> date | None:
+        return self._not_too_early("until")
 
     def clean(self):
         data = super().clean()
@@ -101,10 +125,32 @@ class TrendsFilterForm(ScopeFilterForm):
         since, until = data.get("since"), data.get("until")
         if since and until:
             if since > until:
-                self.add_error("until", "The last night is before the first.")
+                self.add_error("until", "It is before the first night.")
             elif (until - since).days + 1 > MAX_NIGHTS:
                 self.add_error("since", f"Show at most {MAX_NIGHTS} nights at once.")
+        if self.has_error("since") or self.has_error("until"):
+            # One date alone would place the other: both take their defaults.
+            data.pop("since", None)
+            data.pop("until", None)
         return data
+
+    def _label(self, name: str) -> str:
+        return str(self.fields[name].label or pretty_name(name))
+
+    def refusals(self) -> list[str]:
+        """Each refusal as "<the filter's label>: <why>"."""
+        return [
+            f"{self._label(name)}: {message}" if name in self.fields else str(message)
+            for name, messages in self.errors.items()
+            for message in messages
+        ]
+
+    def defaulted(self) -> list[str]:
+        """The labels of the filters shown at their defaults instead."""
+        names = set(self.errors)
+        if names & {"since", "until"}:
+            names |= {"since", "until"}
+        return [self._label(name) for name in self.fields if name in names]
 
     def filters(self) -> TrendFilters:
         """The valid filters; a field that failed validation takes its default."""

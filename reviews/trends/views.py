@@ -112,7 +112,7 @@ def _part(
 def _export_filters(request: HttpRequest) -> TrendFilters | HttpResponse:
     form = TrendsFilterForm(request.GET)
     if not form.is_valid():
-        errors = "; ".join(str(e) for field in form.errors.values() for e in field)
+        errors = "; ".join(form.refusals())
         return HttpResponseBadRequest(
             f"Invalid filters: {errors}", content_type="text/plain; charset=utf-8"
         )

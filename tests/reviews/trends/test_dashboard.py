@@ -234,9 +234,43 @@ def test_invalid_filters_say_so_and_fall_back_to_the_default(as_lead, db):
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert "The last night is before the first." in html
-    assert "Select a valid choice" in html
+    assert "Last night: It is before the first night." in html
+    assert "Project: Select a valid choice" in html
     assert response.context["filters"].project == ""
+
+
+def _said(response) -> str:
+    html = response.content.decode()
+    start = html.index('id="trends-refused">')
+    return html[start : html.index("</p>", start)]
+
+
+def test_refused_dates_are_named_and_both_really_shown_at_their_defaults(as_lead, db):
+    today = timezone.localdate()
+    default = (today - timedelta(days=55), today, 56)
+
+    backwards = as_lead.get(TRENDS, {"since": "2026-12-31", "until": "2026-01-01"})
+
+    filters = backwards.context["filters"]
+    assert (filters.since, filters.until, filters.nights) == default
+    said = _said(backwards)
+    assert "Last night: It is before the first night." in said
+    assert "Shown at their defaults instead: First night, Last night." in said
+    assert "<b>56 nights</b>" in backwards.content.decode()
+
+    garbled = as_lead.get(
+        TRENDS, {"since": "garbage", "until": "1900-01-01", "project": "nope"}
+    )
+
+    filters = garbled.context["filters"]
+    assert (filters.since, filters.until, filters.nights) == default
+    assert filters.project == ""
+    said = _said(garbled)
+    assert "First night: Enter a valid date." in said
+    assert "Last night: Pick a night from 2000-01-01 on." in said
+    assert "Project: Select a valid choice." in said
+    assert "Shown at their defaults instead: Project, First night, Last night." in said
+    assert "1899" not in garbled.content.decode()
 
 
 def test_a_newcomer_is_told_how_to_get_rollups(as_lead, db):
