@@ -442,10 +442,34 @@
     if (row) select(row);
   });
 
-  // The first row starts selected, also after htmx swaps in a filtered page.
-  function init() {
-    if (!selected()) select(rows()[0]);
+  // A replay's page remembers itself, so the queue comes back to its row
+  // (u, the back link) instead of to the first one.
+  var LAST_OPENED = "replayhub.queue.opened";
+
+  function remember() {
+    if (!document.querySelector("a[data-back]")) return;
+    try {
+      window.sessionStorage.setItem(LAST_OPENED, window.location.pathname);
+    } catch (e) { /* storage refused: the first row it is */ }
   }
+
+  function opened() {
+    var path = null;
+    try {
+      path = window.sessionStorage.getItem(LAST_OPENED);
+    } catch (e) { return null; }
+    if (!path) return null;
+    return rows().filter(function (row) {
+      return row.getAttribute("data-href") === path;
+    })[0] || null;
+  }
+
+  // The row of the replay last opened starts selected, else the first, also
+  // after htmx swaps in a filtered page.
+  function init() {
+    if (!selected()) select(opened() || rows()[0]);
+  }
+  document.addEventListener("DOMContentLoaded", remember);
   document.addEventListener("change", function (event) {
     if (event.target.matches && event.target.matches("[data-overturn-verdict]")) {
       showChoice();

@@ -4,6 +4,8 @@ filtered by."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -117,3 +119,20 @@ def test_claim_next_claims_within_the_queues_filters(login, reviewer):
     page.wait_for_url(f"**/replays/{inconclusive.pk}/")
     assert list(Claim.objects.values_list("replay_id", flat=True)) == [inconclusive.pk]
     assert not Claim.objects.filter(replay=demo).exists()
+
+
+def test_back_to_the_queue_keeps_the_row_of_the_replay_opened(login, reviewer, queued):
+    page = login(reviewer)
+    page.goto("/")
+    expect(rows(page)).to_have_count(2)
+    expect(rows(page).nth(0)).to_have_class(re.compile(r"\bselected\b"))
+    page.keyboard.press("j")
+    second = rows(page).nth(1).get_attribute("data-href")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.endswith(second)
+
+    with page.expect_navigation():
+        page.keyboard.press("u")
+    expect(rows(page).nth(1)).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator("#queue-rows tr.row.selected")).to_have_count(1)
