@@ -97,8 +97,12 @@ def split_label(text: str) -> tuple[int | None, str]:
     return (int(head), value) if head.isdigit() else (None, "")
 
 
+# The longest search: the search boxes take no more, a longer one is cut.
+SEARCH_LONGEST = 200
+
+
 class SearchForm(forms.Form):
-    q = forms.CharField(max_length=200, required=False, label="Search")
+    q = forms.CharField(max_length=SEARCH_LONGEST, required=False, label="Search")
     model = forms.CharField(max_length=200, required=False, label="Model")
     verdict = forms.ChoiceField(
         choices=[("", "Any verdict"), *VERDICT_CHOICES],

@@ -35,6 +35,7 @@ from reviews.together import (
     quality,
 )
 from reviews.together.forms import (
+    SEARCH_LONGEST,
     AgreementForm,
     AssignForm,
     BulkForm,
@@ -302,7 +303,13 @@ def done(request: HttpRequest) -> HttpResponse:
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
 def search(request: HttpRequest) -> HttpResponse:
-    form = SearchForm(request.GET)
+    query = request.GET.copy()
+    # A search longer than the box takes is cut to it, and the page says so.
+    asked = str(query.get("q", ""))
+    cut = len(asked) > SEARCH_LONGEST
+    if cut:
+        query["q"] = asked[:SEARCH_LONGEST]
+    form = SearchForm(query)
     text = form.cleaned_data["q"] if form.is_valid() else ""
     filters = form.filters()
     blind_to = (
@@ -327,6 +334,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "hidden": hidden_from(request.user, [(r.pk, r.project_id) for r in found]),
             "limit": past.SEARCH_LIMIT,
             "without_filters": without_filters,
+            "cut": SEARCH_LONGEST if cut else 0,
         },
     )
 

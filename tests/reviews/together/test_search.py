@@ -141,3 +141,27 @@ def test_filters_that_exclude_every_match_say_how_many_match_without_them(client
     assert f'href="{reverse("reviews:search")}?q=add">Clear the filters' in html
     # With no filter, an empty answer still says nothing matches.
     assert "Nothing matches “nothing-here”" in search(client, q="nothing-here")
+
+
+def test_a_search_too_long_is_cut_to_the_limit_and_the_page_says_so(client, lead):
+    title = "invoice " * 25  # 200 characters, then more the box does not take
+    replay = make_replay(verdict="divergent", title=title[:200])
+    client.force_login(lead)
+    asked = title + "x" * 400
+
+    html = search(client, q=asked)
+
+    assert "The search was too long: only its first 200 characters are searched." in (
+        html
+    )
+    # The text is kept in the box, cut to the limit (and trimmed, as searched).
+    assert f'name="q" value="{title[:200].strip()}"' in html
+    assert f"#{replay.pk}</span>" in html
+    # Both boxes take no more than is searched.
+    assert html.count('name="q"') == 2
+    assert html.count('maxlength="200"') >= 2
+
+
+def test_a_search_within_the_limit_says_nothing_of_length(client, lead):
+    client.force_login(lead)
+    assert "too long" not in search(client, q="x" * 200)
