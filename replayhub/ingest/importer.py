@@ -63,6 +63,8 @@ class ImportSummary:
     # Lines of agents' files of types the reader does not know, by type:
     # skipped knowingly, never invalid.
     unread_types: dict[str, int] = field(default_factory=dict)
+    # The format the file looks like when every line failed in the one chosen.
+    format_hint: str = ""
     # Not part of the summary object: why preflight left runs pending, and
     # which projects the records went to.
     preflight_errors: list[str] = field(default_factory=list)
@@ -95,6 +97,7 @@ class ImportSummary:
             "invalid_total": self.invalid_total,
             "preflight": self.preflight,
             "unread_types": self.unread_types,
+            **({"format_hint": self.format_hint} if self.format_hint else {}),
         }
 
 

@@ -35,6 +35,7 @@ from replayhub.ingest.preflight import (
     remote_projects,
 )
 from replayhub.ingest.transcripts import loader, swebench
+from replayhub.ingest.transcripts.detect import format_hint
 from replayhub.ingest.verifiers import RolloutSummary
 from replayhub.lib.files import open_regular
 from replayhub.models import FollowSource, ImportFormat, ImportJob, Project
@@ -104,12 +105,14 @@ def runs_import(
     summary's ``preflight`` counts are ``None`` when nothing was preflighted.
     """
     importing = progress.importing if progress is not None else None
+    head, source = loader.peek(source)
     if format == ImportFormat.VERIFIERS:
         if project is None:
             raise ValueError("rollout records name no project: give one")
         summary: ImportSummary = verifiers.import_chunks(
             project=project, chunks=source, progress=importing
         )
+        _hint(summary, name, head, format)
         if progress is not None:
             progress.imported(summary)
         return summary
@@ -131,6 +134,7 @@ def runs_import(
         summary = import_body(chunks=source, project=project, progress=importing)
     else:
         summary = import_stream(chunks=source, project=project, progress=importing)
+    _hint(summary, name, head, format)
     if progress is not None:
         progress.imported(summary)
 
@@ -155,6 +159,16 @@ def runs_import(
         for project_id in sorted(project_ids):
             enqueue(Task.PREFLIGHT_PENDING, project_id)
     return summary
+
+
+def _hint(summary: ImportSummary, name: str, head: bytes, format: str) -> None:
+    """Name the format the file looks like when every line failed in the one
+    chosen (``auto`` already chose by the same look)."""
+    failed = summary.invalid_total and not (
+        summary.imported or summary.duplicates or summary.conflicts_total
+    )
+    if failed and format != loader.AUTO:
+        summary.format_hint = format_hint(name, head, format)
 
 
 def imports_in_worker(project: Project, format: str) -> bool:

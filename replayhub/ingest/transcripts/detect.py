@@ -1,7 +1,9 @@
 """Which format a file is in, from its name and its first bytes.
 
 Used by ``--format auto``; each file of a mixed directory is judged alone.
-None when nothing matches: the file is reported, not guessed at.
+None when nothing matches: the file is reported, not guessed at. A file
+imported in another format whose every line failed gets a hint naming the
+format told here (``format_hint``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,31 @@ _ATIF = re.compile(r'"schema_version"\s*:\s*"ATIF-v\d+\.\d+"')
 _MINI = re.compile(r'"trajectory_format"\s*:\s*"mini-swe-agent')
 # ``opencode export`` prints the session's info first, its id first in it.
 _OPENCODE = re.compile(r'\A\{\s*"info"\s*:\s*\{\s*"id"\s*:\s*"ses_')
+
+
+# What a file of each format ``detect`` tells is, for a hint.
+WHAT = {
+    "native": "a file of native run records",
+    "claude-code": "a Claude Code session",
+    "codex": "a Codex CLI rollout",
+    "aider": "an Aider chat history",
+    "swe-agent": "a SWE-agent trajectory",
+    "openhands": "an OpenHands trajectory",
+    "swebench": "a file of SWE-bench predictions",
+    "mini-swe-agent": "a mini-swe-agent trajectory",
+    "gemini-cli": "a Gemini CLI session",
+    "atif": "an ATIF trajectory",
+    "opencode": "an OpenCode session export",
+}
+
+
+def format_hint(name: str, head: bytes, chosen: str) -> str:
+    """One line for a file imported in the ``chosen`` format whose every line
+    failed, when ``detect`` tells another format ("" when it does not)."""
+    kind = detect(name, head)
+    if kind is None or kind == chosen or kind not in WHAT:
+        return ""
+    return f"This looks like {WHAT[kind]}: choose that format, {kind} (or auto)."
 
 
 def detect(name: str, head: bytes) -> str | None:

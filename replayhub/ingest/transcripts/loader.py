@@ -206,7 +206,7 @@ def import_sources(
         for source in sources:
             kind = format
             if format == AUTO:
-                head, source.chunks = _peek(source.chunks)
+                head, source.chunks = peek(source.chunks)
                 kind = detect(source.name, head) or ""
                 if not kind:
                     problems.append((source.name, 0, "the format was not recognised"))
@@ -294,7 +294,9 @@ def _store_patches(
         ).update(preflight=Preflight.PENDING, preflight_reason="")
 
 
-def _peek(chunks: Iterable[bytes]) -> tuple[bytes, Iterable[bytes]]:
+def peek(chunks: Iterable[bytes]) -> tuple[bytes, Iterable[bytes]]:
+    """A stream's first ``HEAD_BYTES`` or so (what ``detect`` reads), and the
+    stream whole again."""
     iterator = iter(chunks)
     head = b""
     taken = []

@@ -360,6 +360,8 @@ def _render(summary: ImportSummary, *, as_json: bool) -> str:
     hidden = summary.invalid_total + summary.conflicts_total - shown
     if hidden:
         lines.append(f"… and {hidden} more (the summary lists the first ones)")
+    if summary.format_hint:
+        lines.append(summary.format_hint)
     # Runs imported without a base, and why (a transcript import).
     for entry in getattr(summary, "notes", ()):
         lines.append(f"{entry['file']}: line {entry['line']}: {entry['note']}")

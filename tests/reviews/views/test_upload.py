@@ -5,10 +5,12 @@ from __future__ import annotations
 import html
 import re
 from datetime import timedelta
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -395,3 +397,50 @@ def test_unreproducible_runs_are_one_link_away_from_why(
     [run] = listed.context["runs"]
     assert (run.external_id, run.preflight) == ("run-0002", "unreproducible")
     assert run.preflight_reason[:40] in listed.content.decode()
+
+
+def test_a_file_of_another_known_format_whose_every_line_failed_names_that_format(
+    client, admin_user, tmp_path
+):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    make_git_project(repo)
+    [session] = [f for f in transcript_files(repo) if f.format == "claude-code"]
+    client.force_login(admin_user)
+
+    response = client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": "native",
+            "file": SimpleUploadedFile(session.name, session.data),
+        },
+    )
+
+    page = response.content.decode()
+    assert '<th scope="row">Imported</th><td>0</td>' in page
+    assert "external_id: required field is missing" in page
+    hint = re.search(r'<p class="notice warn" id="format-hint">([^<]*)</p>', page)
+    assert hint is not None
+    assert html.unescape(hint.group(1)) == (
+        "This looks like a Claude Code session: choose that format, claude-code "
+        "(or auto)."
+    )
+    # A native file with a bad line among good ones gets no such hint.
+    mixed = jsonl(record()) + b"{}\n"
+    assert 'id="format-hint"' not in upload(client, mixed).content.decode()
+
+
+def test_the_command_prints_the_same_hint(db, tmp_path):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    make_git_project(repo)
+    [session] = [f for f in transcript_files(repo) if f.format == "codex"]
+    path = tmp_path / session.name
+    path.write_bytes(session.data)
+    out = StringIO()
+
+    with pytest.raises(SystemExit):
+        call_command("import_runs", "--project", "shop", str(path), stdout=out)
+
+    assert out.getvalue().splitlines()[-1] == (
+        "This looks like a Codex CLI rollout: choose that format, codex (or auto)."
+    )
