@@ -419,6 +419,31 @@
     tick();
     claimTimer = window.setInterval(tick, 1000);
   }
+  // "finished 12s ago" keeps counting while the page stays open, in the
+  // server's clock (data-now at render) as the page first said it.
+  function compact(seconds) {
+    seconds = Math.max(Math.floor(seconds), 0);
+    if (seconds < 60) return seconds + "s";
+    if (seconds < 3600) return Math.floor(seconds / 60) + "m";
+    if (seconds < 86400) return Math.floor(seconds / 3600) + "h";
+    return Math.floor(seconds / 86400) + "d";
+  }
+
+  function watchAges() {
+    var loaded = Date.now();
+    var ages = Array.prototype.slice.call(document.querySelectorAll("time[data-ago]"));
+    if (!ages.length) return;
+    function tick() {
+      var passed = (Date.now() - loaded) / 1000;
+      ages.forEach(function (age) {
+        var since = parseInt(age.getAttribute("data-now"), 10) -
+          parseInt(age.getAttribute("data-ago"), 10);
+        if (!isNaN(since)) age.textContent = compact(since + passed);
+      });
+    }
+    window.setInterval(tick, 1000);
+  }
+  document.addEventListener("DOMContentLoaded", watchAges);
   document.addEventListener("DOMContentLoaded", watchClaim);
   // The claim box is swapped whole when the claim is extended.
   document.addEventListener("htmx:afterSettle", watchClaim);

@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from playwright.sync_api import expect
 
 from replayhub.models import Replay
 from reviews.models import AuditEvent, Claim, Review
@@ -271,3 +272,18 @@ def test_the_running_list_polls_until_the_replay_finishes(login, reviewer, scree
     page.wait_for_timeout(2500)
     assert len(polls) == count  # 286 stopped the polling
     assert polls[-1] == 286
+
+
+def test_finished_ago_keeps_counting_on_an_open_replay_page(login, reviewer):
+    replay = make_replay(verdict="divergent", finished_ago=timedelta(seconds=1))
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    ago = page.locator("#finished-ago")
+    first = ago.inner_text()
+    assert re.fullmatch(r"\d+s", first), first
+
+    # Counted on as the page stays open, not frozen at what it first said.
+    expect(ago).not_to_have_text(first, timeout=5000)
+    later = int(ago.inner_text().removesuffix("s"))
+    assert later > int(first.removesuffix("s"))
+    expect(ago.locator("xpath=..")).to_have_text(re.compile(r"^finished \d+s ago$"))
