@@ -79,7 +79,8 @@ def _queue_row(
         "tier": "" if row.get("tier") in (None, "agentic") else row["tier"],
         "age": age(row["finished_at"], now),
         "finished": row["finished_at"].isoformat(timespec="seconds"),
-        "finished_text": _when(row["finished_at"]),
+        "finished_text": _short_when(row["finished_at"], now),
+        "finished_exact": _when(row["finished_at"]),
         "files": files,
         "insertions": row["comparison__insertions"],
         "deletions": row["comparison__deletions"],
@@ -87,15 +88,26 @@ def _queue_row(
         "holder": holder,
         "mine": bool(viewer) and holder == viewer,
         "holder_left": holder and until(row["claim__expires_at"], now),
-        "holder_until": holder and _when(row["claim__expires_at"]),
+        "holder_until": holder and _short_when(row["claim__expires_at"], now),
         "run_url": run_url.format(int(row["run_id"])),
         "replays": replays.get(row["run_id"], 0),
     }
 
 
 def _when(moment: datetime) -> str:
-    """An exact time as the row says it where a tooltip once held it alone."""
+    """An exact time, date and zone: the age's tooltip."""
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _short_when(moment: datetime, now: datetime) -> str:
+    """An exact time as short as the row's narrow column allows: ``19:51``
+    today, ``Dec 3 19:51`` this year, ``2025-12-03`` before."""
+    local, today = timezone.localtime(moment), timezone.localtime(now)
+    if local.date() == today.date():
+        return local.strftime("%H:%M")
+    if local.year == today.year:
+        return f"{local:%b} {local.day} {local:%H:%M}"
+    return local.strftime("%Y-%m-%d")
 
 
 def queue_context(

@@ -40,8 +40,8 @@ def test_the_chosen_rows_details_show_without_hovering(login, reviewer):
     second = make_replay(verdict="divergent", title="Parse dates")
     Comparison.objects.filter(replay=second).update(substantive_files=2)
     claim = claim_take(replay=second, reviewer=reviewer)
-    finished = timezone.localtime(second.finished_at).strftime("%Y-%m-%d %H:%M")
-    lapses = timezone.localtime(claim.expires_at).strftime("%Y-%m-%d %H:%M")
+    finished = timezone.localtime(second.finished_at)
+    lapses = timezone.localtime(claim.expires_at).strftime("%H:%M")
     page = login(reviewer)
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto("/")
@@ -51,9 +51,13 @@ def test_the_chosen_rows_details_show_without_hovering(login, reviewer):
     expect(details).to_have_count(3)
     expect(row.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-"))
     # Read out on every row (in the page's text), shown on the chosen one.
-    expect(details.nth(0)).to_have_text(f"finished {finished} UTC")
+    # The time alone today; its date and zone in the age's title.
+    expect(details.nth(0)).to_have_text(f"at {finished:%H:%M}")
+    expect(row.locator("time")).to_have_attribute(
+        "title", f"{finished:%Y-%m-%d %H:%M} UTC"
+    )
     expect(details.nth(1)).to_contain_text("not only in whitespace")
-    expect(details.nth(2)).to_have_text(f"the claim lapses at {lapses} UTC")
+    expect(details.nth(2)).to_have_text(f"the claim lapses at {lapses}")
 
     choose(page, other)
     assert not shown(row), "details shown on a row not chosen"

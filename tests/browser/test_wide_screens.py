@@ -5,13 +5,16 @@ every page, as every role, at every width."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from itertools import pairwise
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from replayhub import roles
-from reviews.services import claim_take
+from replayhub.models import Comparison
+from reviews.services import claim_take, review_decide
 from tests.browser.test_trends import seed_nights
 from tests.factories import make_project, make_replay, make_superuser, make_user
 
@@ -121,6 +124,79 @@ def test_the_queue_fits_the_screen_and_never_opens_scrolled_sideways(
     assert last is not None and last["x"] + last["width"] <= width
     # Each column's name on one line: none broken onto a second or third.
     assert page.evaluate(HEADER_LINES, "table.queue") == {}, width
+
+
+# How many lines each element's text is drawn on: the middles of its text's
+# rectangles, one line for those within 8 px of each other (a <kbd>'s box
+# sits a little higher than the words beside it).
+LINES = """(elements) => elements.map(e => {
+  const range = document.createRange();
+  range.selectNodeContents(e);
+  const middles = [...range.getClientRects()].filter(r => r.width > 0)
+    .map(r => (r.top + r.bottom) / 2).sort((a, b) => a - b);
+  return middles.filter((m, i) => i === 0 || m - middles[i - 1] > 8).length;
+})"""
+
+
+@pytest.mark.parametrize("width", [1024, 1280])
+def test_the_queue_head_and_rows_keep_to_their_lines_beside_my_progress(
+    login, reviewer, width
+):
+    project = make_project("demo-env")
+    done = make_replay(verdict="divergent", project=project, queued=True)
+    review_decide(replay=done, reviewer=reviewer, decision="confirm")
+    rows = [
+        make_replay(
+            verdict="divergent",
+            project=project,
+            title=f"Implement add() with a bug (tests need greetlib) {n}",
+            model="coder-small",
+            queued=True,
+        )
+        for n in range(3)
+    ]
+    Comparison.objects.filter(replay__in=rows).update(
+        files_changed=1, insertions=1, deletions=1, substantive_files=1
+    )
+    claim_take(replay=rows[0], reviewer=reviewer)
+    held = claim_take(replay=rows[1], reviewer=make_user("reviewer2", roles.REVIEWER))
+    held.expires_at = timezone.now() + timedelta(seconds=90)
+    held.save(update_fields=["expires_at"])
+    page = login(reviewer)
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/")
+    expect(page.locator("#my-progress")).to_be_visible()
+    selected = page.locator("#queue-rows tr.row.selected")
+    for _ in rows:  # down to the row reviewer2 holds, its details shown
+        page.keyboard.press("j")
+        if "reviewer2" in selected.inner_text():
+            break
+    expect(selected).to_contain_text("reviewer2 · 1m left")
+
+    def lines(selector: str) -> list[int]:
+        return page.locator(selector).evaluate_all(LINES)
+
+    assert lines(".page-head h1, #assigned-to-me, #next-form button") == [1, 1, 1]
+    # The age on one line, the exact time under it on one more.
+    assert lines("#queue-rows tr.row.selected td:nth-child(6) > *") == [1, 1]
+    assert lines("#queue-rows tr.row .project, #queue-rows tr.row code") == [1] * 6
+    assert set(lines("#queue-rows .holder")) == {1}
+    holder = selected.locator(".holder").bounding_box()
+    cell = selected.locator("td").last.bounding_box()
+    assert (
+        holder and cell and holder["x"] + holder["width"] <= cell["x"] + cell["width"]
+    )
+    if width >= 1280:
+        # Files, lines and "substantive" on one line.
+        diff = page.locator("#queue-rows tr.row:not(.selected) td.num").first
+        assert (
+            diff.evaluate(
+                """td => new Set([...td.children].filter(e => e.offsetParent !== null
+                 && getComputedStyle(e).position !== 'absolute')
+               .map(e => Math.round(e.getBoundingClientRect().top))).size"""
+            )
+            == 1
+        )
 
 
 def test_the_first_tab_skips_the_top_bar_to_the_page(login, reviewer):

@@ -229,13 +229,13 @@ def test_a_row_shows_what_a_reviewer_triages_by(as_reviewer, lead):
     assert 'class="badge v-divergent"' in html
     assert "Replay fails tests" in html
     assert "Add &lt;b&gt;coupons&lt;/b&gt;" in html
-    assert "<code>m-7</code>" in html
+    assert '<code class="model" title="m-7">m-7</code>' in html
     assert '1 file</span> <span class="ins">+2</span>' in html
     # The lease left reads apart from the age column ("1h ago").
     assert ">leo · 7m left</span>" in html
     # The exact time is in the page's text, not only a tooltip.
     assert '<time datetime="' in html and "1h ago</time>" in html
-    assert '<span class="row-detail">finished 20' in html
+    assert '<span class="row-detail">at ' in html
     assert f'href="{reverse("reviews:replay_detail", args=[replay.pk])}"' in html
 
 
