@@ -94,6 +94,21 @@ class TextReplayForm(forms.Form):
         return data
 
 
+def own_provider(run: Run) -> str | None:
+    """The provider "Replay as text" starts on: one of the run's project's
+    own (the run's, if it is one of them), else the one its text tier asks,
+    else the run's if it is registered; None leaves the list's first."""
+    own = list(run.project.providers.order_by("name").values_list("name", flat=True))
+    if own:
+        return run.provider if run.provider in own else own[0]
+    budget = Budget.objects.filter(project_id=run.project_id).first()
+    target = budget.text_target.partition(":")[0] if budget else ""
+    for name in (target, run.provider):
+        if name and Provider.objects.filter(name=name).exists():
+            return name
+    return None
+
+
 def _pending(rows) -> list[TextReplay]:
     """The listed text replays not done yet, newest first."""
     return [r for r in rows if r.status != TextStatus.FINISHED]
@@ -124,7 +139,11 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         "can_replay_text": request.user.has_perm(ADD_TEXT_REPLAY),
         "can_see_money": request.user.has_perm(roles.VIEW_MONEY),
         "has_providers": Provider.objects.exists(),
-        "form": form if form is not None else TextReplayForm(),
+        "form": (
+            form
+            if form is not None
+            else TextReplayForm(initial={"provider": own_provider(run)})
+        ),
         "now": timezone.now(),
         "seeds": _seeds(run),
         "tape_turns": turns(

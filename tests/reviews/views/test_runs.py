@@ -11,10 +11,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from replayhub.ingest.services import PreflightMode, transcripts_import
-from replayhub.models import ImportFormat, Run, TextReplay, TextStatus
+from replayhub.models import ImportFormat, Provider, Run, TextReplay, TextStatus
 from replayhub.texttier import services
 from replayhub.texttier.replay import Target
 from reviews.views import runs
+from tests.factories import make_text_run
 
 SCRIPT = "<script>window.__pwned=1</script>"
 
@@ -347,3 +348,25 @@ def test_a_run_without_a_transcript_shows_no_transcript_section(
     client.force_login(reviewer)
     page = client.get(reverse("reviews:run_detail", args=[text_run.pk])).text
     assert 'id="transcript"' not in page
+
+
+def test_replay_as_text_starts_on_the_projects_own_provider(client, admin_user):
+    def provider(name: str) -> Provider:
+        return Provider.objects.create(
+            name=name, kind="openai", base_url=f"https://{name}.test/v1", key_env="K"
+        )
+
+    # First by name, but not this project's: the list's first is not chosen.
+    provider("aardvark")
+    own = provider("shopmodels")
+    run = make_text_run()
+    run.project.providers.add(own)
+    client.force_login(admin_user)
+
+    page = client.get(reverse("reviews:run_detail", args=[run.pk])).content.decode()
+
+    start = page.index('name="provider"')
+    select = page[start : page.index("</select>", start)]
+    assert '<option value="shopmodels" selected>' in select
+    assert '<option value="aardvark">' in select
+    assert runs.own_provider(run) == "shopmodels"
