@@ -168,3 +168,29 @@ def test_at_1024_the_reasons_table_breaks_its_headings_between_words(login, lead
     assert table.locator("thead th").count() >= 10
     assert table.evaluate(WORDS_SPLIT) == []
     assert page.evaluate(f"({CLIPPED_TABLES})()") == []
+
+
+def test_at_1024_an_overturn_rate_of_100_percent_is_read_whole(login, lead):
+    data.rollup(
+        make_project("shop"),
+        LAST,
+        attempted=4,
+        by_reason={},
+        confirmed={"equivalent": 1},
+        overturned={"identical": 1},
+    )
+    page = login(lead)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/trends/?since={LAST}&until={LAST}")
+    card = page.locator("section.trend-card", has=page.locator("#t-overturns"))
+    note = card.locator("svg.chart text.value", has_text="100.0% · 1 of 1 decided")
+    expect(note).to_have_count(1)
+    # Inside the chart's drawing and inside its card, not cut at either edge.
+    cut = note.evaluate(
+        """t => { const r = t.getBoundingClientRect();
+          return [t.closest('svg'), t.closest('section')].filter(box => {
+            const b = box.getBoundingClientRect();
+            return r.right > b.right + 0.5 || r.left < b.left - 0.5;
+          }).map(box => box.tagName) }"""
+    )
+    assert cut == []
