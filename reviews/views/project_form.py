@@ -89,21 +89,17 @@ def _setting_field(setting: Setting) -> forms.Field:
         assert field is not None
         return field
     # A number's bounds are the table's, said by ``setting_problem`` in one
-    # message (and kept by the browser): none of the model field's own.
+    # message, the same for every value out of range: neither the model
+    # field's own bounds nor the browser's answer first.
     options = {
         "label": setting.label,
         "help_text": setting.help,
         "required": not setting.optional,
         "initial": setting.default,
     }
-    least, most, _ = setting.bounds
     if setting.kind == "money":
-        field = forms.DecimalField(decimal_places=4, **options)
-        field.widget.attrs.update(min="0.0001", max=most, step="0.0001")
-        return field
-    field = forms.IntegerField(**options)
-    field.widget.attrs.update(min=least, max=most)
-    return field
+        return forms.DecimalField(decimal_places=4, **options)
+    return forms.IntegerField(**options)
 
 
 class ProjectForm(ForgetsPastedKeys):
