@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Provider, TextReplay, TextSuite
+from replayhub.texttier import services as texttier_services
 from tests.browser.watch import Watch
 from tests.conftest import DEMO_KEY_ENV, TEXT_PRICES
 from tests.factories import make_text_run
@@ -129,8 +130,13 @@ def test_an_admin_runs_a_suite_again_and_a_worker_finishes_it(
 
 
 def test_replay_as_text_pressed_twice_quickly_queues_one_and_says_so(
-    login, admin_user, standin
+    login, admin_user, standin, monkeypatch
 ):
+    # What is under test is the page and the request while the replay waits:
+    # the queued task is kept here, so that a worker of the session (one may
+    # run on this test worker) cannot answer it before the second press.
+    sent = []
+    monkeypatch.setattr(texttier_services, "enqueue", lambda *task: sent.append(task))
     Provider.objects.create(
         name="gpt",
         kind="openai",
@@ -172,6 +178,7 @@ def test_replay_as_text_pressed_twice_quickly_queues_one_and_says_so(
     )
     expect(status).to_contain_text("is queued")
     assert TextReplay.objects.count() == 1
+    assert len(sent) == 1
 
     # A worker takes it: the line follows without a reload.
     TextReplay.objects.claim(row.pk)
