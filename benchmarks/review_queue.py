@@ -228,18 +228,18 @@ def measure(args, reviewer) -> int:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from replayhub.models import Replay
     from reviews import queue_reads
+    from reviews.forms import QueueFilterForm
     from reviews.queue_reads import Cursor
 
-    queued = Replay.objects.awaiting_review().count()
+    # The queue's own rows (one a run: its newest replay awaiting review).
+    form = QueueFilterForm({})
+    form.is_valid()
+    rows = queue_reads.ordered(queue_reads.listing(form.filters()), banded=True)
+    queued = rows.count()
     size = queue_reads.PAGE_SIZE
     deep_index = int(queued * 0.9) // size * size
-    deep_row = (
-        Replay.objects.awaiting_review()
-        .in_queue_order()
-        .values("id", "review_band", "finished_at")[deep_index - 1]
-    )
+    deep_row = rows[deep_index - 1]
     cursor = Cursor.after_row(deep_row, banded=True).encode()
     deep_page = deep_index // size + 1
     client = Client()
