@@ -263,3 +263,39 @@ def test_the_checks_take_the_pages_width_at_1024_px(login, reviewer):
         "cells => cells.map(c => c.getBoundingClientRect().height)"
     )
     assert heights and max(heights) <= 60, heights
+
+
+def test_the_replay_head_at_1024_after_a_decision(login, reviewer):
+    replay = make_replay(verdict="divergent", queued=True)
+    review_decide(
+        replay=replay, reviewer=make_user("cole", "reviewer"), decision="confirm"
+    )
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto(f"/replays/{replay.pk}/")
+    # The corrected verdict's placeholder whole in its box, arrow beside it.
+    select = page.locator("#id_verdict_after")
+    room, text = select.evaluate(
+        """s => { const probe = document.createElement('span');
+          probe.style.font = getComputedStyle(s).font;
+          probe.style.whiteSpace = 'pre';
+          probe.textContent = s.options[s.selectedIndex].text;
+          document.body.append(probe);
+          const text = probe.getBoundingClientRect().width;
+          probe.remove();
+          return [s.clientWidth, text] }"""
+    )
+    assert room >= text + 20, (room, text)
+    summary = page.locator(".ask-second summary")
+    assert summary.evaluate_all(LINES) == [1]
+    # Opened, its form drops over the page: the title stays where it was.
+    title = page.locator(".replay-head h1").bounding_box()
+    summary.click()
+    expect(page.locator(".ask-second input[name=note]")).to_be_visible()
+    assert page.locator(".replay-head h1").bounding_box() == title
+    # The comment box under a line: its buttons in the page's type, not the diff's.
+    page.locator('[data-side="new"][data-line]').first.click()
+    buttons = page.locator(".comment-row button")
+    expect(buttons.first).to_be_visible()
+    fonts = buttons.evaluate_all("bs => bs.map(b => getComputedStyle(b).fontFamily)")
+    assert fonts and not any("monospace" in font for font in fonts), fonts
