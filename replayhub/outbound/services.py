@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -336,15 +337,35 @@ def _settle(
         # however early its timer fires, finds the row free to claim.
         hold_until=timezone.now() + timedelta(seconds=wait / 2),
     )
+    # Not delivered: the reason the page shows, as the log may hold it.
+    reason = "" if status == DeliveryStatus.DELIVERED else _loggable(answer, delivery)
     log.info(
-        "delivery %s (%s) attempt %s: %s %s",
+        "delivery %s (%s) attempt %s: %s %s%s",
         delivery.pk,
         delivery.summary,
         delivery.attempts,
         http_status or "-",
         status,
+        f": {reason}" if reason else "",
     )
     return float(wait) if again else None
+
+
+# Any address in a reason: logged as ``where`` shows it.
+_URL = re.compile(r"https?://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def _loggable(answer: str, delivery: Delivery) -> str:
+    """The reason the page shows, for the log: one line, bounded, with no
+    address's path, query or credentials (a webhook's path may be its secret)."""
+    text = " ".join(answer.split())
+    hook = delivery.webhook
+    if hook is not None:
+        parts = urlsplit(hook.url)
+        for secret in (hook.url, parts.path, parts.query):
+            if len(secret) > 1:
+                text = text.replace(secret, "…")
+    return _URL.sub(lambda found: where(found.group()), text)[:300] or "no reason given"
 
 
 def delivery_sweep(*, now: datetime | None = None) -> list[int]:

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from replayhub import signals
-from replayhub.models import Delivery, Replay, Rollup
+from replayhub.models import Delivery, Replay, Rollup, Webhook
 from replayhub.nights import scheduler
+from replayhub.outbound import services
 from replayhub.outbound.services import OutboundInvalid, delivery_send, webhook_add
 from tests.factories import make_night, make_project, make_replay
 from tests.outbound.conftest import SECRET, SECRET_ENV
@@ -212,3 +214,42 @@ def test_a_bad_night_signals_only_to_the_webhooks_that_take_the_signal(db, stand
     scheduler.night_close_ended(now=timezone.now())
     send_all()
     assert [r.json["type"] for r in stand.received] == ["dev.replayhub.night.closed"]
+
+
+def test_a_failed_delivery_logs_its_reason_without_the_urls_secret(
+    db, stand, settings, caplog
+):
+    webhook_add(
+        project=make_project("shop"),
+        url=f"{stand.url}/services/the-path-is-the-secret?key=k",
+        events_wanted=["replay.finished"],
+        secret_env=SECRET_ENV,
+    )
+    settings.REPLAYHUB_OUTBOUND_ALLOW_PRIVATE = []
+    replay = make_replay(verdict="divergent", project=make_project("shop"))
+    signals.replay_finished.send(Replay, replay_id=replay.pk)
+
+    with caplog.at_level(logging.INFO, logger="replayhub.outbound.services"):
+        send_all()
+
+    delivery = Delivery.objects.get()
+    assert delivery.status == "failed"
+    (line,) = [r.getMessage() for r in caplog.records if "delivery " in r.getMessage()]
+    # The line the page shows, after the status: the same reason.
+    assert line.startswith(f"delivery {delivery.pk} (")
+    assert line.endswith(f"attempt 1: - failed: {delivery.answer}")
+    assert "not a public address" in line
+    assert "the-path-is-the-secret" not in caplog.text
+    assert "key=k" not in caplog.text
+
+
+def test_a_logged_reason_names_an_address_by_its_host_alone():
+    url = "https://hooks.example.com/services/T0/the-secret?key=k"
+    delivery = Delivery(webhook=Webhook(url=url))
+    answer = f"{url!r} is not a URL:\nbad\tport; also https://other.example/p?q=1"
+
+    said = services._loggable(answer, delivery)
+
+    assert said == ("'…' is not a URL: bad port; also https://other.example/…")
+    bare = services._loggable("echoed /services/T0/the-secret back", delivery)
+    assert "the-secret" not in bare
