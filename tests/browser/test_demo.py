@@ -44,6 +44,8 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
     out = capsys.readouterr().out
     assert "replays finished: 18/18" in out
     assert "demo login: reviewer /" in out and "demo login: lead /" in out
+    # The admin's login too, in the closing lines, not only 30 lines above.
+    assert "admin login: " in out.rsplit("replays finished", 1)[1]
     assert "trends: " in out
 
     page = login(admin_user)

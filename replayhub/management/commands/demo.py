@@ -80,7 +80,10 @@ class Command(BaseCommand):
         rows = rollup_range(since=since, project=project)
         rows += rollup_range(since=since, project=env_project)
         self.say(f"trends: {rows} rollup rows")
+        # The closing summary names every login: the admin's, printed first
+        # by bootstrap_admin, has scrolled away by now.
         self.print_logins()
+        self.print_admin_login()
 
     def import_and_queue(self, project, records, records_file) -> None:
         with records_file.open("w") as out:
@@ -185,6 +188,20 @@ class Command(BaseCommand):
         for username, password in saved.items():
             self.stdout.write(f"demo login: {username} / {password}")
         self.stdout.write(f"demo logins saved in {logins_file}")
+
+    def print_admin_login(self) -> None:
+        """The admin login as bootstrap_admin saved it, or where to look."""
+        secret_file = settings.VAR_DIR / "admin-password.txt"
+        saved = secret_file.read_text().split() if secret_file.exists() else []
+        if len(saved) == 2:
+            username, password = saved
+            self.stdout.write(
+                f"admin login: {username} / {password}  (saved in {secret_file})"
+            )
+        elif get_user_model().objects.filter(is_superuser=True).exists():
+            self.stdout.write("admin login: an administrator created before the demo")
+        else:
+            self.stdout.write("admin login: none yet (manage.py bootstrap_admin)")
 
     def say(self, message: str) -> None:
         self.stdout.write(f"demo: {message}")
