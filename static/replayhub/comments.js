@@ -487,9 +487,27 @@
     return area.parentElement.querySelector(".mention-list");
   }
 
+  // The box is a combobox (ARIA 1.2): a screen reader hears the list open,
+  // and which name the arrows are on, while the caret stays in the text.
+  var listCount = 0;
+
+  function asCombobox(area) {
+    area.setAttribute("role", "combobox");
+    area.setAttribute("aria-autocomplete", "list");
+    if (!area.hasAttribute("aria-expanded")) area.setAttribute("aria-expanded", "false");
+  }
+
+  function choose(area, item) {
+    if (item) area.setAttribute("aria-activedescendant", item.id);
+    else area.removeAttribute("aria-activedescendant");
+  }
+
   function closeList(area) {
     var list = listOf(area);
     if (list) list.remove();
+    area.setAttribute("aria-expanded", "false");
+    area.removeAttribute("aria-controls");
+    choose(area, null);
   }
 
   function offer(area) {
@@ -502,10 +520,12 @@
     if (!names.length) return;
     var list = document.createElement("ul");
     list.className = "mention-list";
+    list.id = "mention-list-" + ++listCount;
     list.setAttribute("role", "listbox");
     list.setAttribute("aria-label", "People to mention");
     names.forEach(function (name, index) {
       var item = document.createElement("li");
+      item.id = list.id + "-" + index;
       item.setAttribute("role", "option");
       item.setAttribute("data-name", name);
       item.textContent = "@" + name;
@@ -513,6 +533,10 @@
       list.appendChild(item);
     });
     area.insertAdjacentElement("afterend", list);
+    asCombobox(area);
+    area.setAttribute("aria-controls", list.id);
+    area.setAttribute("aria-expanded", "true");
+    choose(area, list.firstChild);
   }
 
   function accept(area, name) {
@@ -533,6 +557,7 @@
 
   document.addEventListener("focusin", function (event) {
     if (isMentionBox(event.target)) {
+      asCombobox(event.target);
       var waiting = loadPeople();
       if (waiting) waiting.then(function () { checkMentions(event.target, false); });
     }
@@ -589,6 +614,7 @@
       var next = (index + step + items.length) % items.length;
       items[index].removeAttribute("aria-selected");
       items[next].setAttribute("aria-selected", "true");
+      choose(area, items[next]);
     } else if ((event.key === "Enter" && !event.ctrlKey && !event.metaKey) || event.key === "Tab") {
       accept(area, items[Math.max(index, 0)].getAttribute("data-name"));
     } else if (event.key === "Escape") {

@@ -78,3 +78,33 @@ def test_sending_judges_the_name_the_caret_is_still_in(login, reviewer, reviewer
     )
     page.wait_for_timeout(300)
     assert not Comment.objects.exists()
+
+
+def test_the_open_list_is_announced_as_the_boxs_popup(login, reviewer, reviewers):
+    replay = make_replay(verdict="divergent")
+    make_user("revel", roles.REVIEWER)
+    page = login(reviewer)
+    page.goto(f"/replays/{replay.pk}/")
+    box = page.locator("#comment-body")
+    box.click()
+    expect(box).to_have_attribute("role", "combobox")
+    expect(box).to_have_attribute("aria-expanded", "false")
+
+    page.keyboard.type("Ask @rev")
+
+    options = page.locator(".mention-list [role=option]")
+    expect(options).to_have_text(["@revathi", "@revel"])
+    listbox = page.locator(".mention-list[role=listbox]")
+    expect(box).to_have_attribute("aria-expanded", "true")
+    expect(box).to_have_attribute("aria-controls", listbox.get_attribute("id") or "-")
+    first, second = (options.nth(i).get_attribute("id") for i in range(2))
+    assert first and second and first != second
+    expect(box).to_have_attribute("aria-activedescendant", first)
+    page.keyboard.press("ArrowDown")
+    expect(box).to_have_attribute("aria-activedescendant", second)
+    expect(options.nth(1)).to_have_attribute("aria-selected", "true")
+
+    page.keyboard.press("Escape")
+    expect(box).to_have_attribute("aria-expanded", "false")
+    assert box.get_attribute("aria-activedescendant") is None
+    assert box.get_attribute("aria-controls") is None
