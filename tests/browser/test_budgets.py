@@ -51,6 +51,12 @@ def test_a_refused_budget_shows_its_errors_in_place_and_nothing_is_saved(
     said = card.locator(".form-problems")
     expect(said).to_be_focused()
     expect(said).to_be_in_viewport()
+    # The focus shows: a ring of at least 2 px around the summary, even after
+    # a click (Chromium draws none of its own on a focused block then).
+    ring = said.evaluate(
+        "e => [getComputedStyle(e).outlineStyle, getComputedStyle(e).outlineWidth]"
+    )
+    assert ring[0] != "none" and float(ring[1].removesuffix("px")) >= 2, ring
     expect(said.locator("li")).to_have_count(2)
     watch.check("budget refused")
     screenshot(page, "budget-errors")
