@@ -209,7 +209,11 @@ def test_the_form_at_the_foot_stays_and_the_server_refuses_an_unknown_name(
     page.locator("#comment-start").fill("2")
     page.locator("#comment-body").fill("Hello @ghost")
     page.locator("#comment-form").get_by_role("button", name="Comment").click()
-    expect(page.locator(".messages .error")).to_contain_text("@ghost")
+    # Refused beside the form, under its label, the text kept.
+    expect(page.locator("#comment-errors")).to_contain_text(
+        "Comment: No reviewer is called @ghost"
+    )
+    expect(page.locator("#comment-body")).to_have_value("Hello @ghost")
     assert not Comment.objects.exists()
 
     page.locator("#comment-path").fill("src/app.py")
