@@ -198,7 +198,7 @@ class DecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=Review.Decision.choices)
     verdict_after = forms.ChoiceField(
         choices=[
-            ("", "Corrected verdict…"),
+            ("", "Choose a corrected verdict"),
             *((v, f"{VERDICT_KEYS[v]} · {label}") for v, label in VERDICT_CHOICES),
         ],
         required=False,

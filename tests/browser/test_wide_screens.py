@@ -286,6 +286,15 @@ def test_the_replay_head_at_1024_after_a_decision(login, reviewer):
           return [s.clientWidth, text] }"""
     )
     assert room >= text + 20, (room, text)
+    # Its words whole: a placeholder ending in "…" reads as one cut off.
+    expect(select.locator("option:checked")).to_have_text("Choose a corrected verdict")
+    bar = page.locator("#decision > button, #id_verdict_after, .overturn > button")
+    middles = bar.evaluate_all(
+        "es => es.map(e => { const r = e.getBoundingClientRect();"
+        " return (r.top + r.bottom) / 2 })"
+    )
+    # Confirm, the select, Overturn and Rerun on one line.
+    assert len(middles) == 4 and max(middles) - min(middles) < 8, middles
     summary = page.locator(".ask-second summary")
     assert summary.evaluate_all(LINES) == [1]
     # Opened, its form drops over the page: the title stays where it was.
