@@ -10,7 +10,6 @@ from playwright.sync_api import expect
 
 from replayhub.demo.model_api import StandInProvider
 from replayhub.models import Provider, TextReplay, TextSuite
-from replayhub.texttier import services as texttier_services
 from tests.browser.watch import Watch
 from tests.conftest import DEMO_KEY_ENV, TEXT_PRICES
 from tests.factories import make_text_run
@@ -136,7 +135,9 @@ def test_replay_as_text_pressed_twice_quickly_queues_one_and_says_so(
     # the queued task is kept here, so that a worker of the session (one may
     # run on this test worker) cannot answer it before the second press.
     sent = []
-    monkeypatch.setattr(texttier_services, "enqueue", lambda *task: sent.append(task))
+    monkeypatch.setattr(
+        "replayhub.texttier.services.enqueue", lambda *task: sent.append(task)
+    )
     Provider.objects.create(
         name="gpt",
         kind="openai",
