@@ -166,9 +166,11 @@ def run(args) -> int:
             transcript_rates.append(args.sessions / seconds)
             if attempt == 0:
                 found = Run.objects.exclude(base_sha="")
+                bases = found.count()
+                originals = found.exclude(original_commit="").count()
                 print(
-                    f"{found.count():,} of {args.sessions:,} sessions found their base, "
-                    f"{found.exclude(original_commit='').count():,} their original"
+                    f"{bases:,} of {args.sessions:,} sessions found their base, "
+                    f"{originals:,} their original"
                 )
                 # The same runs as native records: what the import stored.
                 with native.open("w", encoding="utf-8") as out:
