@@ -47,7 +47,8 @@ from replayhub.project_setup import (
 from replayhub.replay import tapes
 from replayhub.replicates.stopping import ReplicatePolicy
 from replayhub.services import night_run, replay_request
-from replayhub.texttier.services import suite_again
+from replayhub.texttier.replay import Target
+from replayhub.texttier.services import suite_again, suite_start
 from reviews.models import AuditEvent, Label, Review, ReviewLabel, ReviewPolicy
 
 
@@ -668,16 +669,24 @@ def text_suite_again(*, actor, suite: TextSuite) -> TextSuite:
     ``BadTarget`` when a provider it names is gone."""
     with transaction.atomic():
         again = suite_again(suite=suite, user=actor)
-        _audit(
-            actor,
-            "text_suite.request",
-            suite.project,
-            after={
-                "suite": again.pk,
-                "again_of": suite.pk,
-                "target": again.target,
-                "judge": again.judge or None,
-                "filters": again.filters,
-            },
+        return _suite_audited(actor, again, again_of=suite.pk)
+
+
+def text_suite_request(
+    *, actor, project: Project, target: Target, judge: Target | None, filters
+) -> TextSuite:
+    """A suite of ``project`` chosen on the suites page, started now on a
+    worker; audited as ``text_suite.request``. Raises ``BadTarget`` for a
+    provider not registered."""
+    with transaction.atomic():
+        suite = suite_start(
+            project=project, target=target, judge=judge, filters=filters, user=actor
         )
-    return again
+        return _suite_audited(actor, suite, again_of=None)
+
+
+def _suite_audited(actor, suite: TextSuite, *, again_of: int | None) -> TextSuite:
+    after = {"suite": suite.pk, "again_of": again_of, "target": suite.target}
+    after |= {"judge": suite.judge or None, "filters": suite.filters}
+    _audit(actor, "text_suite.request", suite.project, after=after)
+    return suite

@@ -69,6 +69,7 @@ text_urls = [
         name="text_replay_detail",
     ),
     path("text-suites/", runs.text_suites, name="text_suites"),
+    path("text-suites/new/", runs.text_suite_new, name="text_suite_new"),
     path("text-suites/<int:suite_id>/run/", runs.text_suite_run, name="text_suite_run"),
     path(
         "text-suites/<int:suite_id>/",

@@ -377,19 +377,34 @@ def suite_run(
     return suite
 
 
+def suite_start(
+    *,
+    project: Project,
+    target: Target,
+    judge: Target | None = None,
+    filters: SuiteFilters = SuiteFilters(),
+    user=None,
+) -> TextSuite:
+    """A new suite, started by a worker (``suite_dispatch``) once this
+    transaction commits. ``BadTarget`` for a provider not registered."""
+    suite = suite_create(
+        project=project, target=target, judge=judge, filters=filters, user=user
+    )
+    enqueue(Task.RUN_TEXT_SUITE, suite.pk)
+    return suite
+
+
 def suite_again(*, suite: TextSuite, user=None) -> TextSuite:
-    """A new suite of ``suite``'s project, models and filters, started by a
-    worker (``suite_dispatch``) once this transaction commits. ``BadTarget``
-    when a provider it names is gone."""
-    again = suite_create(
+    """A new suite of ``suite``'s project, models and filters, started as
+    :func:`suite_start` starts one. ``BadTarget`` when a provider it names is
+    gone."""
+    return suite_start(
         project=suite.project,
         target=Target.parse(suite.target),
         judge=Target.parse(suite.judge) if suite.judge else None,
         filters=SuiteFilters.from_json(suite.filters or {}),
         user=user,
     )
-    enqueue(Task.RUN_TEXT_SUITE, again.pk)
-    return again
 
 
 def suite_dispatch(*, suite_id: int) -> None:

@@ -24,6 +24,7 @@ from replayhub.ingest.transcripts.conversation import Turn, conversation
 from replayhub.models import (
     Budget,
     Preflight,
+    Project,
     Provider,
     Replay,
     Run,
@@ -35,8 +36,17 @@ from replayhub.models import (
 from replayhub.replay import tapes
 from replayhub.replicates import standing
 from replayhub.texttier.replay import BadTarget, Target
-from replayhub.texttier.services import AlreadyAsked, text_replay_request
-from reviews.project_services import ReplayRefused, replay_from_tape, text_suite_again
+from replayhub.texttier.services import (
+    AlreadyAsked,
+    SuiteFilters,
+    text_replay_request,
+)
+from reviews.project_services import (
+    ReplayRefused,
+    replay_from_tape,
+    text_suite_again,
+    text_suite_request,
+)
 from reviews.replay_page import together
 from reviews.replay_page.continuations import (
     arguments_view,
@@ -92,6 +102,38 @@ class TextReplayForm(forms.Form):
                 "Give both a judge provider and a judge model, or neither."
             ) from None
         return data
+
+
+class TextSuiteForm(TextReplayForm):
+    """A new suite: the project, which of its runs, and the models asked."""
+
+    project = forms.ModelChoiceField(
+        label="Project", queryset=Project.objects.order_by("slug"), to_field_name="slug"
+    )
+    only_model = forms.CharField(
+        label="Only runs of model", max_length=200, required=False
+    )
+    since = forms.DateField(
+        label="Only runs since",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    include_failed = forms.BooleanField(
+        label="Include runs whose original failed its tests", required=False
+    )
+    most = forms.IntegerField(
+        label="At most (runs)", min_value=1, max_value=100_000, required=False
+    )
+    field_order = ["project", "provider", "model", "judge_provider", "judge_model"]
+
+    def filters(self) -> SuiteFilters:
+        data = self.cleaned_data
+        return SuiteFilters(
+            model=data.get("only_model") or "",
+            since=data.get("since"),
+            include_failed=bool(data.get("include_failed")),
+            max=data.get("most"),
+        )
 
 
 def own_provider(run: Run) -> str | None:
@@ -329,6 +371,12 @@ def text_replay_detail(request: HtmxHttpRequest, text_replay_id: int) -> HttpRes
 def text_suites(request: HttpRequest) -> HttpResponse:
     """Every text-tier suite with its summary (how far an unfinished one
     got), newest first."""
+    return _suites_page(request, TextSuiteForm())
+
+
+def _suites_page(
+    request: HttpRequest, form: TextSuiteForm, status: int = 200
+) -> HttpResponse:
     suites = TextSuite.objects.select_related("project", "requested_by").annotate(
         done=Count("text_replays", filter=Q(text_replays__status=TextStatus.FINISHED))
     )[:200]
@@ -340,8 +388,38 @@ def text_suites(request: HttpRequest) -> HttpResponse:
             "suites": suites,
             "now": timezone.now(),
             "can_run_suites": request.user.has_perm(RUN_SUITES),
+            "form": form,
+            "has_providers": Provider.objects.exists(),
         },
+        status=status,
     )
+
+
+@require_POST
+@permission_required(RUN_SUITES, raise_exception=True)
+def text_suite_new(request: HttpRequest) -> HttpResponse:
+    """Start a new suite on a worker: the form at the foot of the suites
+    page, as ``manage.py replay_suite`` does from the command line."""
+    form = TextSuiteForm(request.POST)
+    if form.is_valid():
+        try:
+            suite = text_suite_request(
+                actor=request.user,
+                project=form.cleaned_data["project"],
+                target=form.cleaned_data["target"],
+                judge=form.cleaned_data["judge"],
+                filters=form.filters(),
+            )
+        except BadTarget as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(
+                request,
+                f"Suite #{suite.pk} queued: {suite.project.slug}'s runs on "
+                f"{suite.target}. A worker starts it; this page shows how far it got.",
+            )
+            return redirect("reviews:text_suites")
+    return _suites_page(request, form, status=400)
 
 
 @require_POST

@@ -88,6 +88,7 @@ NOT_PAGES = {
     "reviews:run_text_replay": "POST only",
     "reviews:run_tape_replay": "POST only",
     "reviews:text_suite_run": "POST only",
+    "reviews:text_suite_new": "POST only",
     "reviews:trends_export_csv": "a download",
     "reviews:trends_export_json": "a download",
     "reviews:budget_edit": "POST only",

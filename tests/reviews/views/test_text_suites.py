@@ -97,3 +97,88 @@ def test_an_unfinished_suite_shows_how_far_it_got(client, reviewer, finished):
     page = client.get(URL).content.decode()
 
     assert "1 of 1 runs done" in page
+
+
+def test_an_admin_starts_a_first_suite_from_the_page(
+    client, admin_user, providers, text_run
+):
+    client.force_login(admin_user)
+    page = client.get(URL).content.decode()
+    assert "No suites yet. Start the first one below." in page
+    assert 'action="/text-suites/new/"' in page
+
+    response = client.post(
+        f"{URL}new/",
+        {
+            "project": text_run.project.slug,
+            "provider": "gpt",
+            "model": "gpt-test",
+            "judge_provider": "claude",
+            "judge_model": "claude-test",
+            "only_model": "",
+            "since": "2020-01-02",
+            "most": "5",
+        },
+        follow=True,
+    )
+
+    suite = TextSuite.objects.get()
+    assert response.redirect_chain == [(URL, 302)]
+    assert [str(m) for m in response.context["messages"]] == [
+        f"Suite #{suite.pk} queued: {text_run.project.slug}'s runs on gpt:gpt-test. "
+        "A worker starts it; this page shows how far it got."
+    ]
+    assert (suite.project, suite.target, suite.judge) == (
+        text_run.project,
+        "gpt:gpt-test",
+        "claude:claude-test",
+    )
+    assert suite.filters == {
+        "model": None,
+        "since": "2020-01-02",
+        "include_failed": False,
+        "max": 5,
+    }
+    assert suite.requested_by == admin_user
+    event = AuditEvent.objects.get(action="text_suite.request")
+    assert (event.after["suite"], event.after["again_of"]) == (suite.pk, None)
+
+
+def test_a_new_suite_refused_says_why_beside_its_fields_and_starts_nothing(
+    client, admin_user, providers, text_run
+):
+    client.force_login(admin_user)
+
+    response = client.post(
+        f"{URL}new/",
+        {
+            "project": "no-such-project",
+            "provider": "gpt",
+            "model": "",
+            "judge_provider": "claude",
+            "most": "0",
+        },
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert 'id="form-problems"' in page
+    assert "Select a valid choice" in page  # the project
+    assert "Give both a judge provider and a judge model, or neither." in page
+    assert "Ensure this value is greater than or equal to 1." in page
+    assert TextSuite.objects.count() == 0
+    assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.parametrize("role", ["reviewer", "lead"])
+def test_only_those_who_may_run_suites_may_start_one(
+    client, request, role, providers, text_run
+):
+    client.force_login(request.getfixturevalue(role))
+    assert "New suite" not in client.get(URL).content.decode()
+    response = client.post(
+        f"{URL}new/",
+        {"project": text_run.project.slug, "provider": "gpt", "model": "gpt-test"},
+    )
+    assert response.status_code == 403
+    assert TextSuite.objects.count() == 0
