@@ -489,7 +489,7 @@ def project_holdings(project: Project) -> Holdings:
     return Holdings(
         runs=project.runs.count(),
         replays=replays.count(),
-        decisions=Review.objects.filter(replay__project=project).count(),
+        decisions=Review.objects.filter(replay__project=project).standing().count(),
         running=replays.filter(status=ReplayStatus.RUNNING).count(),
     )
 

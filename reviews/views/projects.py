@@ -53,7 +53,6 @@ from reviews.project_services import (
     replay_now,
 )
 from reviews.replay_page import together
-from reviews.views import confirmed
 from reviews.views.project_form import ProjectForm, saved_text
 
 START_REPLAY = "replayhub.add_replay"
@@ -205,14 +204,19 @@ def run_replay_now(request: HttpRequest, slug: str, run_id: int) -> HttpResponse
 
 
 def _project_form_page(
-    request: HttpRequest, form: ProjectForm, project: Project | None, status=200
+    request: HttpRequest,
+    form: ProjectForm,
+    project: Project | None,
+    status=200,
+    removal: dict | None = None,
 ) -> HttpResponse:
     # What removing the project would delete with it, said beside the button.
     held = project_holdings(project) if project is not None else None
+    context = {"page": "projects", "form": form, "project": project, "held": held}
     return render(
         request,
         "reviews/project_form.html",
-        {"page": "projects", "form": form, "project": project, "held": held},
+        {**context, "removal": removal or {}},
         status=status,
     )
 
@@ -283,19 +287,28 @@ def project_delete(request: HttpRequest, slug: str) -> HttpResponse:
     """Remove a project, its runs with it once its name is typed beside the
     count of runs shown (more runs since, or a replay running: it stays)."""
     project = get_object_or_404(Project, slug=slug)
-    if not confirmed(request, f"remove project {project.slug}"):
-        return redirect("reviews:project_edit", slug=project.slug)
     form = RemoveForm(request.POST)
     typed = form.cleaned_data["name"] if form.is_valid() else ""
-    if typed and typed != project.slug:
-        messages.error(request, f"Nothing removed: type its name, {project.slug}.")
-        return redirect("reviews:project_edit", slug=project.slug)
-    runs = form.cleaned_data.get("runs") or 0 if typed else 0
-    try:
-        held = project_remove(actor=request.user, project=project, runs_confirmed=runs)
-    except ProjectInUse as exc:
-        messages.error(request, str(exc))
-        return redirect("reviews:project_edit", slug=project.slug)
+    sure = request.POST.get("sure") == "yes"
+    if not sure:
+        refused = f"Nothing removed: tick “Yes, remove project {project.slug}” first."
+    elif typed and typed != project.slug:
+        refused = f"Nothing removed: type its name, {project.slug}."
+    else:
+        runs = form.cleaned_data.get("runs") or 0 if typed else 0
+        try:
+            held = project_remove(
+                actor=request.user, project=project, runs_confirmed=runs
+            )
+        except ProjectInUse as exc:
+            refused = str(exc)
+        else:
+            refused = ""
+    if refused:
+        # Said beside the removal's own form, which keeps what was typed.
+        edit = ProjectForm(initial=ProjectForm.initial_for(project))
+        removal = {"error": refused, "name": typed, "sure": sure}
+        return _project_form_page(request, edit, project, status=400, removal=removal)
     went = (
         f" with its {held.runs:,} run{pluralize(held.runs)}, {held.replays:,} "
         f"replay{pluralize(held.replays)} and {held.decisions:,} "

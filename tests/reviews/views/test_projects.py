@@ -163,10 +163,10 @@ def test_a_project_is_removed_only_once_its_yes_box_is_ticked(client, admin_user
     )
     assert box and 'name="sure" value="yes" required' in box[1]
     assert "Yes, remove project mistake (" in box[1]
-    assert refused.redirect_chain[-1][0] == "/projects/mistake/edit/"
-    assert "Nothing removed: tick “Yes, remove project mistake” first." in (
-        refused.content.decode()
-    )
+    # Said beside the removal's own form, on the edit page itself.
+    assert refused.status_code == 400 and refused.redirect_chain == []
+    section = refused.content.decode().split('id="remove-project"', 1)[1]
+    assert "Nothing removed: tick “Yes, remove project mistake” first." in section
     assert Project.objects.filter(slug="mistake").exists()
 
 
@@ -196,10 +196,18 @@ def test_a_project_with_runs_is_removed_with_them_once_its_name_is_typed(
 
     said = "It holds 2 runs, 1 replay and 1 decision: removing it deletes them all"
     assert said in re.sub(r"<[^>]+>", "", form)
-    assert re.search(r'<input type="text" id="remove-name" name="name" required', form)
+    assert re.search(
+        r'<input type="text" id="remove-name" name="name" value="" required', form
+    )
     assert '<input type="hidden" name="runs" value="2">' in form
     assert "Type its name to remove it with them." in untyped.content.decode()
-    assert "Nothing removed: type its name, shop." in mistyped.content.decode()
+    mistyped_page = mistyped.content.decode()
+    section = mistyped_page.split('id="remove-project"', 1)[1]
+    assert mistyped.status_code == 400
+    assert "Nothing removed: type its name, shop." in section
+    # What was typed and ticked is kept for the second try.
+    assert 'name="name" value="shop2"' in section
+    assert 'name="sure" value="yes" required checked' in section
     assert "You confirmed 1: look again first." in stale.content.decode()
     assert removed.redirect_chain[-1][0] == reverse("reviews:projects")
     assert (
@@ -244,3 +252,23 @@ def test_a_project_is_kept_while_one_of_its_replays_runs(client, admin_user):
         kept.content.decode()
     )
     assert Project.objects.filter(slug="shop").exists()
+
+
+def test_a_decision_taken_back_is_not_counted_among_what_a_removal_deletes(
+    client, admin_user
+):
+    from reviews.services import review_decide, review_undo
+    from tests.factories import make_replay
+
+    shop = make_project("shop")
+    decided = make_replay(verdict="divergent", project=shop)
+    review = review_decide(replay=decided, reviewer=admin_user, decision="confirm")
+    review_undo(review=review, reviewer=admin_user)
+    client.force_login(admin_user)
+
+    form = unescape(
+        client.get(reverse("reviews:project_edit", args=["shop"])).content.decode()
+    )
+
+    said = "It holds 1 run, 1 replay and 0 decisions: removing it deletes them all"
+    assert said in re.sub(r"<[^>]+>", "", form)
