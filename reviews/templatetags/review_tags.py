@@ -93,10 +93,8 @@ def path_breaks(value: object) -> str:
     """A path, escaped, that may wrap after each ``/`` and nowhere else (not
     at a hyphen): ``/srv/calc-env-8652`` → ``/<wbr>srv/<wbr>calc-env-8652``,
     each part in a ``nowrap`` span."""
-    parts = str(value or "").split("/")
-    ends = ["/"] * (len(parts) - 1) + [""]
-    return format_html_join(
-        format_html("<wbr>"),
-        '<span class="nowrap">{}{}</span>',
-        zip(parts, ends, strict=True),
+    *heads, last = str(value or "").split("/")
+    broken = format_html_join(
+        "", '<span class="nowrap">{}/</span><wbr>', ((head,) for head in heads)
     )
+    return format_html('{}<span class="nowrap">{}</span>', broken, last)

@@ -202,3 +202,15 @@ def test_a_test_run_longer_than_the_nights_sandbox_time_is_refused_on_its_cap(
     shop = Project.objects.get(slug="shop")
     assert shop.test_time_limit_seconds == 1800
     assert agentic_share(shop).max_sandbox_minutes == 30
+
+
+def test_the_caps_the_page_lacks_are_pointed_to_where_they_are_set(client, admin_user):
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:budgets")).content.decode()
+    edit = reverse("reviews:project_edit", args=["shop"])
+    assert "Money, model calls, output kept and grace per replay" in page
+    assert f'href="{edit}"' in page
+    # The Edit page has an input for each.
+    edit_page = client.get(edit).content.decode()
+    for field in ("max_cost_usd", "max_output_bytes", "cap_grace_seconds"):
+        assert f'name="{field}"' in edit_page, field
