@@ -158,6 +158,13 @@ def test_replay_as_text_pressed_twice_quickly_queues_one_and_says_so(
     page.route(f"**/runs/{run.pk}/text/", lambda route: held.append(route))
     button.evaluate("b => { b.click(); b.click(); }")
     expect(button).to_be_disabled()
+    # The route's handler runs while Playwright waits: give the first request
+    # time to arrive, and a second one, had the button let it through.
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    page.wait_for_timeout(300)
     assert len(held) == 1
     held[0].continue_()
     page.unroute(f"**/runs/{run.pk}/text/")
