@@ -422,8 +422,9 @@ REPLAYHUB_MIRROR_FETCH_MAX_BYTES = env_int(
 )
 # The runner /healthz checks; each project names its own runner.
 REPLAYHUB_DEFAULT_RUNNER = env_str("REPLAYHUB_DEFAULT_RUNNER", "bwrap")
-# A queued replay whose broker message is older than this is sent again (a broker
-# restart without persistence loses messages; the database does not).
+# A queued replay (or text replay) whose broker message is older than this is
+# sent again (a broker restart without persistence loses messages; the database
+# does not).
 REPLAYHUB_REQUEUE_AFTER_SECONDS = env_int("REPLAYHUB_REQUEUE_AFTER_SECONDS", 1800)
 # A queued replay is sent again sooner, after this many seconds, when the
 # broker's replay queue is empty: its message is then surely gone (the beat

@@ -37,6 +37,7 @@ from replayhub.texttier.services import (
     suite_dispatch,
     text_replay_execute,
     text_replay_reap_stale,
+    text_replay_requeue_stale,
 )
 
 
@@ -105,6 +106,9 @@ def reap_expired_leases() -> None:
     )
     import_job_requeue_stale()
     text_replay_reap_stale()
+    text_replay_requeue_stale(
+        older_than=timedelta(seconds=settings.REPLAYHUB_REQUEUE_AFTER_SECONDS)
+    )
 
 
 @shared_task(name=Task.NIGHTLY_TICK)

@@ -35,6 +35,15 @@ class TextReplayQuerySet(models.QuerySet):
             )
         )
 
+    def requeue(self, pk: int, *, sent_before, now) -> bool:
+        """Still queued, its message sent before ``sent_before``: stamp it sent
+        at ``now``; only one caller wins, so one message goes per period."""
+        return bool(
+            self.filter(
+                pk=pk, status=TextStatus.QUEUED, enqueued_at__lt=sent_before
+            ).update(enqueued_at=now)
+        )
+
     def finish(self, pk: int, **result) -> bool:
         """Running → finished with ``result``."""
         return bool(
@@ -145,6 +154,9 @@ class TextReplay(models.Model):
     reservation = models.JSONField(default=dict, blank=True)
     settled = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
+    # When its message last went to the broker: one still queued long after
+    # is sent again (a broker that restarted without its data lost it).
+    enqueued_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -179,6 +179,33 @@ def text_replay_reap_stale(*, now: datetime | None = None) -> list[int]:
     return lost
 
 
+def text_replay_requeue_stale(
+    *, older_than: timedelta, now: datetime | None = None
+) -> list[int]:
+    """Send again the text replays still queued whose message went to the
+    broker more than ``older_than`` ago: a broker that restarted without its
+    data lost it, and the row (which also refuses the same question again)
+    would wait for ever. A second message is harmless (only a queued row can
+    be claimed); each row is sent again at most once per ``older_than``."""
+    now = now or timezone.now()
+    sent_before = now - older_than
+    stale = list(
+        TextReplay.objects.filter(
+            status=TextStatus.QUEUED, enqueued_at__lt=sent_before
+        ).values_list("pk", flat=True)[:10_000]
+    )
+    sent = [
+        pk
+        for pk in stale
+        if TextReplay.objects.requeue(pk, sent_before=sent_before, now=now)
+    ]
+    for pk in sent:
+        enqueue(Task.RUN_TEXT_REPLAY, pk, on_commit=False)
+    if sent:
+        log.warning("sent %d queued text replays to the broker again", len(sent))
+    return sent
+
+
 def text_replay_settle(*, row: TextReplay, now: datetime) -> None:
     """Give back the row's reservation and add what it spent to the night's
     text share, once (``shares.settle``). A row the night did not admit is

@@ -285,3 +285,48 @@ def test_the_plain_output_reads_as_a_sentence_and_says_what_it_is_not(
     assert "on gpt:gpt-test: similarity 0.222, judge 9/10 — ok" in text
     assert "not a reproduction" in text
     assert "\x1b" not in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_text_replay_whose_message_the_broker_lost_is_sent_again_and_answered(
+    celery_worker, standin
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from replayhub.models import Provider
+    from tests.conftest import DEMO_KEY_ENV, TEXT_PRICES, wait_for
+    from tests.factories import make_text_run
+
+    Provider.objects.create(
+        name="gpt",
+        kind="openai",
+        base_url=standin.base_url + "/v1",
+        key_env=DEMO_KEY_ENV,
+        prices=TEXT_PRICES,
+    )
+    standin.replies = ["add a retry to the sender"]
+    run = make_text_run()
+    # Queued an hour ago, its message gone with a broker that restarted; a
+    # fresh one is still on its way and is left alone.
+    hour_ago = timezone.now() - timedelta(hours=1)
+    lost = services.text_replay_create(
+        run=run, target=Target("gpt", "gpt-test"), enqueued_at=hour_ago
+    )
+    fresh = services.text_replay_create(run=run, target=Target("gpt", "gpt-late"))
+
+    assert services.text_replay_requeue_stale(older_than=timedelta(minutes=30)) == [
+        lost.pk
+    ]
+    # Once a period: the next pass sends nothing more.
+    assert services.text_replay_requeue_stale(older_than=timedelta(minutes=30)) == []
+
+    done = wait_for(
+        lambda: TextReplay.objects.filter(
+            pk=lost.pk, status=TextStatus.FINISHED
+        ).first(),
+        timeout=60,
+    )
+    assert (done.error, done.output) == ("", "add a retry to the sender")
+    assert TextReplay.objects.get(pk=fresh.pk).status == TextStatus.QUEUED
