@@ -14,12 +14,18 @@ from replayhub.demo import calculator, packaged
 from tests.conftest import ROOT
 
 
+def cmd_run(dev: str) -> str:
+    """The body of ``dev``'s ``cmd_run`` function."""
+    start = dev.index("cmd_run() {")
+    return dev[start : dev.index("\n}\n", start)]
+
+
 def test_the_readme_names_port_and_host_and_they_are_what_dev_run_reads():
     readme = (ROOT / "README.md").read_text()
     start = readme[readme.index("## Start here") : readme.index("## Your own project")]
     assert "`PORT`" in start and "`HOST`" in start
     dev = (ROOT / "dev").read_text()
-    run = dev[dev.index("cmd_run() {") : dev.index("cmd_test() {")]
+    run = cmd_run(dev)
     assert re.search(r"host=\$\{HOST:-[^}]+\}", run)
     assert re.search(r"port=\$\{PORT:-[^}]+\}", run)
 
@@ -29,7 +35,7 @@ def test_the_readme_says_chromium_is_only_for_the_tests_and_run_skips_it():
     start = readme[readme.index("## Start here") : readme.index("## Your own project")]
     assert "Chromium is needed only by `./dev test`" in start
     dev = (ROOT / "dev").read_text()
-    run = dev[dev.index("cmd_run() {") : dev.index("cmd_test() {")]
+    run = cmd_run(dev)
     assert "chromium" not in run
 
 
