@@ -43,11 +43,8 @@ from replayhub.environments.cache import (
     EnvCache,
     LockTimeout,
 )
-from replayhub.environments.store import (
-    fetch_into_cache,
-    share_from_cache,
-    store_location,
-)
+from replayhub.environments.locations import configured
+from replayhub.environments.store import fetch_into_cache, share_from_cache
 from replayhub.gateway import access
 from replayhub.gateway.egress import ConnectAttempt
 from replayhub.git.history import History
@@ -435,7 +432,7 @@ def prepare(
             assert entry is not None
             if built is None:
                 built = Environment(key, store.env_dir(key), True, 0.0)
-            elif not built.cached and (root := store_location()) is not None:
+            elif not built.cached and (root := configured()) is not None:
                 share_from_cache(root, store, key)  # under the shared hold
             return replace(
                 built,
@@ -559,7 +556,7 @@ def _fetch(
 ) -> Environment | None:
     """The environment from the shared store, extracted into this host's cache
     without running setup (lock held); None when the store has none to give."""
-    root, started = store_location(), time.monotonic()
+    root, started = configured(), time.monotonic()
     if root is None or not fetch_into_cache(
         store, root, made.digest, project.slug, project.setup_max_files, runner.owner()
     ):

@@ -56,7 +56,6 @@ from replayhub.environments.cache import READY, CacheEntry, EnvCache, check_key
 from replayhub.environments.locations import (
     Location,
     TooLarge,
-    configured,
     location_of,
 )
 from replayhub.lib import boundedjson
@@ -98,11 +97,6 @@ class Manifest:
     label: str = ""
     published_at: float = 0.0
     format: int = FORMAT
-
-
-def store_location() -> Location | None:
-    """The store the settings name (:func:`.locations.configured`)."""
-    return configured()
 
 
 def archive_name(key: str) -> str:

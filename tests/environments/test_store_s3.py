@@ -213,7 +213,7 @@ def test_the_bucket_is_taken_before_the_directory(settings):
     settings.REPLAYHUB_ENV_STORE_DIR = "/srv/envs"
     settings.REPLAYHUB_ENV_STORE_URL = "s3://team-envs/replayhub"
     settings.REPLAYHUB_ENV_STORE_ENDPOINT = "http://127.0.0.1:9000"
-    where = store.store_location()
+    where = locations.configured()
     assert isinstance(where, Bucket)
     assert (where.name, where.prefix, where.endpoint) == (
         "team-envs",
@@ -221,7 +221,7 @@ def test_the_bucket_is_taken_before_the_directory(settings):
         "http://127.0.0.1:9000",
     )
     settings.REPLAYHUB_ENV_STORE_URL = ""
-    assert str(store.store_location()) == "/srv/envs"
+    assert str(locations.configured()) == "/srv/envs"
 
 
 def test_a_store_url_that_is_no_bucket_stops_the_start(settings):
