@@ -115,16 +115,6 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _in_child(code: str, **env) -> None:
-    subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()\n" + code],
-        cwd=ROOT,
-        env=child_env(**env),
-        check=True,
-        timeout=60,
-    )
-
-
 def _need_redis() -> None:
     if shutil.which("redis-server") is None:
         if REQUIRE_SERVICES:
@@ -154,46 +144,79 @@ def _queued(calc, *, queued_ago: timedelta):
     return replay, night
 
 
-def _healthz(**env) -> tuple[int, dict]:
-    """/healthz as a load balancer sees it, from a process that reaches the
-    same broker as the workers."""
-    code = (
-        "import django; django.setup()\n"
-        "from django.test import Client\n"
-        "r = Client(HTTP_HOST='localhost').get('/healthz')\n"
-        "print(r.status_code, r.content.decode())"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=child_env(**env),
-        check=True,
-        timeout=60,
-        capture_output=True,
-        text=True,
-    ).stdout
-    status, body = out.strip().splitlines()[-1].split(" ", 1)
-    return int(status), json.loads(body)
+# A process of its own that reaches the test's broker, set up once and then
+# handed pieces of code, each answered with what it printed: Django's set-up
+# takes a second of CPU (several on a busy machine), which a process per step
+# would pay again for every step of a test.
+CHILD = """
+import contextlib, io, json, sys
+import django
+django.setup()
+for line in sys.stdin:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(json.loads(line), {})
+    print("answer:", json.dumps(out.getvalue()), flush=True)
+"""
 
 
-def _sweep(broker: str) -> list[int]:
-    """One pass of the beat's orphan sweep, in a process of its own."""
-    code = (
-        "import django; django.setup()\n"
-        "from datetime import timedelta\n"
-        "from replayhub import services\n"
-        "print(services.replay_requeue_orphaned(older_than=timedelta(seconds=90)))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=child_env(CELERY_BROKER_URL=broker),
-        check=True,
-        timeout=60,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
+class Child:
+    """The other process: a web server's, a beat's or a worker's, as each
+    step says. Started at its first step, when the test's database is set
+    up."""
+
+    def __init__(self, broker: str) -> None:
+        self.broker = broker
+        self.proc: subprocess.Popen | None = None
+
+    def run(self, code: str) -> str:
+        """What ``code`` printed; fails when the process ended."""
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", CHILD],
+                cwd=ROOT,
+                env=child_env(CELERY_BROKER_URL=self.broker),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(code) + "\n")
+        self.proc.stdin.flush()
+        # Lines before the answer are the process's own (a log line).
+        for line in self.proc.stdout:
+            if line.startswith("answer: "):
+                return json.loads(line.removeprefix("answer: "))
+        raise AssertionError(f"the child ended ({self.proc.wait(timeout=60)})")
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+    def send(self, replay: Replay) -> None:
+        """The replay's message, as a night's dispatch sends it."""
+        self.run(f"from replayhub import tasks; tasks.run_replay.delay({replay.pk})")
+
+    def healthz(self) -> tuple[int, dict]:
+        """/healthz as a load balancer sees it."""
+        out = self.run(
+            "from django.test import Client\n"
+            "r = Client(HTTP_HOST='localhost').get('/healthz')\n"
+            "print(r.status_code, r.content.decode())"
+        )
+        status, body = out.strip().splitlines()[-1].split(" ", 1)
+        return int(status), json.loads(body)
+
+    def sweep(self) -> list[int]:
+        """One pass of the beat's orphan sweep."""
+        out = self.run(
+            "from datetime import timedelta\n"
+            "from replayhub import services\n"
+            "print(services.replay_requeue_orphaned("
+            "older_than=timedelta(seconds=90)))"
+        )
+        return json.loads(out.strip().splitlines()[-1])
 
 
 def _redis_call(port: int, *words: str) -> bytes:
@@ -205,20 +228,26 @@ def _redis_call(port: int, *words: str) -> bytes:
 
 @pytest.fixture
 def private_broker():
-    """A Redis of the test's own, on a free port, that no worker consumes."""
+    """A Redis of the test's own, on a free port, that no worker consumes,
+    and another process reaching it."""
     _need_redis()
     port = _free_port()
     redis = _redis(port)
-    yield port, f"redis://127.0.0.1:{port}/0"
-    redis.terminate()
-    redis.wait(timeout=10)
+    broker = f"redis://127.0.0.1:{port}/0"
+    child = Child(broker)
+    try:
+        yield port, child
+    finally:
+        child.close()
+        redis.terminate()
+        redis.wait(timeout=10)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_sweep_never_sends_a_replay_waiting_behind_others_nor_one_twice(
     calc, private_broker
 ):
-    port, broker = private_broker
+    port, child = private_broker
     waiting, _ = _queued(calc, queued_ago=timedelta(minutes=5))
     lost = services.replay_create(
         run=waiting.run, trigger="scheduler", night=waiting.night
@@ -226,24 +255,21 @@ def test_the_sweep_never_sends_a_replay_waiting_behind_others_nor_one_twice(
     Replay.objects.filter(pk=lost.pk).update(
         enqueued_at=timezone.now() - timedelta(minutes=5)
     )
-    _in_child(
-        f"from replayhub import tasks; tasks.run_replay.delay({waiting.pk})",
-        CELERY_BROKER_URL=broker,
-    )
+    child.send(waiting)
 
     # A message waits in the queue: nothing can be told lost, nothing is sent.
-    assert _sweep(broker) == []
+    assert child.sweep() == []
     assert _redis_call(port, "LLEN", "replay") == b":1\r\n"
 
     # The broker loses its messages: both are sent again, once.
     _redis_call(port, "DEL", "replay")
-    assert sorted(_sweep(broker)) == sorted([waiting.pk, lost.pk])
+    assert sorted(child.sweep()) == sorted([waiting.pk, lost.pk])
     assert _redis_call(port, "LLEN", "replay") == b":2\r\n"
-    assert _sweep(broker) == []  # they wait in the queue now
+    assert child.sweep() == []  # they wait in the queue now
 
     # Lost again at once: not sent again before another 90 s.
     _redis_call(port, "DEL", "replay")
-    assert _sweep(broker) == []
+    assert child.sweep() == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -252,11 +278,11 @@ def test_healthz_tells_a_stale_beat_and_queued_rows_without_messages(
 ):
     from replayhub.models import Heartbeat
 
-    _, broker = private_broker
+    _, child = private_broker
     Heartbeat.objects.create(
         name=Heartbeat.BEAT, beat_at=timezone.now() - timedelta(minutes=10)
     )
-    status, health = _healthz(CELERY_BROKER_URL=broker)
+    status, health = child.healthz()
     assert (status, health["status"], health["stalled"]) == (
         503,
         "stalled",
@@ -265,19 +291,16 @@ def test_healthz_tells_a_stale_beat_and_queued_rows_without_messages(
     assert health["beat_seconds_ago"] >= 600
 
     services.beat_heartbeat()
-    assert _healthz(CELERY_BROKER_URL=broker)[0] == 200
+    assert child.healthz()[0] == 200
 
     replay, _ = _queued(calc, queued_ago=timedelta(minutes=5))
-    status, health = _healthz(CELERY_BROKER_URL=broker)
+    status, health = child.healthz()
     assert (status, health["stalled"]) == (503, ["queued rows without messages"])
     assert health["queued_without_messages"] == 1
 
     # Its message waits behind others: that is a queue, not a stall.
-    _in_child(
-        f"from replayhub import tasks; tasks.run_replay.delay({replay.pk})",
-        CELERY_BROKER_URL=broker,
-    )
-    status, health = _healthz(CELERY_BROKER_URL=broker)
+    child.send(replay)
+    status, health = child.healthz()
     assert (status, health["status"], health["queued_without_messages"]) == (
         200,
         "ok",
