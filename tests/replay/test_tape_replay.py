@@ -11,13 +11,21 @@ request.
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 import pytest
+from django.conf import settings as django_settings
 
 from replayhub import services
 from replayhub.gateway import tape
+from replayhub.git.scratch import git
+from replayhub.lib.fstree import remove_tree
 from replayhub.models import Provider, Replay, Tape
 from tests.factories import make_calc_project, make_calc_run
+from tests.gitrepos import Repo
 from tests.replay.test_real_agent import agent_index  # noqa: F401 -- a fixture
+from tests.scripted import make_project_repo
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
 
@@ -81,6 +89,36 @@ open("answer.txt", "w").write(" ".join(second.split()) + "\n")
 """
 
 
+@pytest.fixture(scope="module")
+def first_repo(tmp_path_factory) -> Repo:
+    return make_project_repo(tmp_path_factory.mktemp("first"))
+
+
+@pytest.fixture
+def calc_repo(first_repo, tmp_path) -> Repo:
+    """A clone of the module's first repository, of the test's own: the same
+    repository (its root commit) in every test, so that the environment its
+    setup builds (the openai SDK from the index, most of a test's minute) is
+    built once for the module, as it is once for a project's replays."""
+    path = tmp_path / "project"
+    git("clone", "--quiet", str(first_repo.path), str(path))
+    return Repo(path)
+
+
+@pytest.fixture(scope="module")
+def module_env_cache():
+    root = Path(django_settings.REPLAYHUB_WORK_DIR) / f"envs-{uuid.uuid4().hex[:8]}"
+    yield root
+    remove_tree(root)
+
+
+@pytest.fixture
+def env_cache(settings, module_env_cache):
+    """The environment cache, the module's: kept from one test to the next."""
+    settings.REPLAYHUB_ENV_CACHE_DIR = module_env_cache
+    return module_env_cache
+
+
 @pytest.fixture
 def provider(monkeypatch):
     from replayhub.demo.model_api import StandInProvider
@@ -107,6 +145,8 @@ def project(calc_repo, agent_index, provider):  # noqa: F811
         egress_setup=[f"127.0.0.1:{agent_index.port}"],
         setup_time_limit_seconds=300,
         time_limit_seconds=120,
+        # Each test's project shares the module's environment.
+        env_share_group="tape-replay-tests",
         test_command=["python3", "-c", "print('1 passed, 0 failed')"],
     )
     for name, kind, url in (
