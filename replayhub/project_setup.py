@@ -29,6 +29,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils.text import capfirst
 
 from replayhub import agents
 from replayhub.agents.profile import WIRE_NAMES, version_problem
@@ -171,7 +172,7 @@ class ProjectInvalid(ValueError):
         text = self.message.removeprefix(f"{self.option}: ")
         # A sentence starts with a capital; a URL or a path is left as given.
         if text.split(" ", 1)[0].isalpha():
-            return text[:1].upper() + text[1:]
+            return capfirst(text)
         return text
 
 

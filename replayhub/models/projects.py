@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from replayhub import agents
 from replayhub.agents.profile import Profile, version_problem
@@ -498,7 +499,7 @@ class Project(models.Model):
                 f"The {self.agent} profile runs the agent: give no agent command."
             )
         if self.agent_version and (problem := version_problem(self.agent_version)):
-            errors["agent_version"] = problem[:1].upper() + problem[1:]
+            errors["agent_version"] = capfirst(problem)
         return errors
 
     @property

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from replayhub.celery import Task, enqueue
 from replayhub.git.mirrors import credential_env_problem
@@ -161,7 +162,7 @@ def sent_to(delivery: Delivery) -> str:
     if hook is None:
         return delivery.get_target_display()
     name = hook_name(hook.pk, hook.url)
-    return name[:1].upper() + name[1:]
+    return capfirst(name)
 
 
 # --- queueing ------------------------------------------------------------------

@@ -19,6 +19,7 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from replayhub import roles
@@ -118,7 +119,7 @@ def comment_create(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
             )
         except comments.CommentRefused as exc:
             error = f"Comment not added: {exc}."
-            refusal = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+            refusal = f"{capfirst(str(exc))}."
     if request.htmx:
         return _comment_answer(request, replay, form, comment, error)
     if comment is None:

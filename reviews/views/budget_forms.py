@@ -6,6 +6,7 @@ from __future__ import annotations
 from zoneinfo import available_timezones
 
 from django import forms
+from django.utils.text import capfirst
 
 from replayhub.models import Budget, BudgetShare, Project
 from replayhub.models.project_settings import SETTING, bound_problem, long_tests_problem
@@ -145,7 +146,7 @@ class BudgetForm(BoundedForm):
                 # The model's own check then reads what was typed, not the
                 # saved value (which would have it ask for a target at all).
                 setattr(self.instance, name, data[name])
-                self.add_error(name, f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
+                self.add_error(name, f"{capfirst(str(exc))}.")
 
     def clean_text_similarity_below(self):
         value = self.cleaned_data.get("text_similarity_below")

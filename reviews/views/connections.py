@@ -20,6 +20,7 @@ from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import add_never_cache_headers
+from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods
 
 from replayhub import roles
@@ -61,7 +62,7 @@ def flagged(message: str, fields: dict[str, str]) -> tuple[str | None, str]:
     …``), and the refusal without the option; None when it names none."""
     option, sep, rest = message.partition(": ")
     if sep and option in fields:
-        return fields[option], rest[:1].upper() + rest[1:]
+        return fields[option], capfirst(rest)
     return None, message
 
 
@@ -113,7 +114,7 @@ class ForgeForm(ForgetsPastedKeys):
                 field = "token_env"
             else:
                 field = "api_url"
-        self.add_error(field, message[:1].upper() + message[1:])
+        self.add_error(field, capfirst(message))
 
 
 class WebhookForm(ForgetsPastedKeys):
@@ -297,7 +298,7 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
             form.place(refusal)
         else:
             name = hook_name(hook.pk, hook.url)
-            messages.success(request, f"{name[:1].upper()}{name[1:]} added.")
+            messages.success(request, f"{capfirst(name)} added.")
             return _back(project)
     return _page(request, project, webhook_form=form)
 
@@ -308,7 +309,7 @@ def _remove(request: HttpRequest, project: Project) -> HttpResponse:
     if not confirmed(request, f"remove {name}"):
         return _back(project)
     connection_webhook_remove(actor=request.user, hook=hook)
-    messages.success(request, f"{name[:1].upper()}{name[1:]} removed.")
+    messages.success(request, f"{capfirst(name)} removed.")
     return _back(project)
 
 
