@@ -568,10 +568,12 @@ def repository_fields(repo: str, credential_env: str = "") -> dict[str, str]:
                 "or http:// URL.",
                 "Only for a repository given as an https:// or http:// URL.",
             )
-        path = Path(repo).expanduser().resolve()
         try:
+            # A home that does not exist, a name too long, a directory this
+            # host may not read: all just "not a repository here".
+            path = Path(repo).expanduser().resolve()
             History(path).close()
-        except GitError:
+        except (GitError, OSError, RuntimeError, ValueError):
             raise ProjectInvalid("--repo", f"{repo} is not a git repository.") from None
         return {"repo_path": str(path), "repo_credential_env": ""}
     if problem := mirrors.url_problem(repo):
@@ -642,7 +644,7 @@ def local_branch_problem(repo: str, branch: str) -> str:
             if history.branch_tip(branch) is not None:
                 return ""
             some = history.branches()
-    except (GitError, OSError):
+    except (GitError, OSError, RuntimeError, ValueError):
         return ""  # the repository's own problem is said beside its field
     return branch_problem(repo, branch, some)
 

@@ -173,6 +173,8 @@ def test_nothing_to_change_says_so_and_records_nothing(shop):
         (["--ignored-paths", "[z-a]"], "--ignored-paths: '[z-a]' is not a valid glob"),
         (["--test-command", "pytest 'unclosed"], "cannot split"),
         (["--repo", "/nowhere/at/all"], "is not a git repository"),
+        (["--repo", "/" + "b" * 300], "is not a git repository"),
+        (["--repo", "~no-such-user-here/repo"], "is not a git repository"),
         (["--root-image", "python:3.12"], "not pinned by digest"),
         (["--max-anchors", "0"], "--max-anchors: draw at least one anchor."),
         (["--max-anchors", "x"], "--max-anchors takes a positive number"),

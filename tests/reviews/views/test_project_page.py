@@ -280,6 +280,9 @@ def test_an_admin_registers_a_private_remote_by_its_url_and_variable(
     ("field", "value", "message"),
     [
         ("repo", "/nonexistent/repo", "is not a git repository."),
+        # Paths this host cannot even look at: said the same way, never a 500.
+        ("repo", "/" + "a" * 300, "is not a git repository."),
+        ("repo", "~no-such-user-here/repo", "is not a git repository."),
         ("allowed_paths", "[z-a].py", "is not a valid"),
         ("test_command", "pytest 'unclosed", "Cannot split"),
         ("time_limit_seconds", "0", "At least 1 s."),
