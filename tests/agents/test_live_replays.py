@@ -190,7 +190,7 @@ def replayed(project: Project, *, original: str, base: str, model: str, n: int):
     return wait_for(
         lambda: Replay.objects.filter(run=run, status="finished").first(),
         timeout=600,
-        interval=1.0,
+        interval=0.25,
     )
 
 
