@@ -27,7 +27,12 @@ from tests.gitrepos import Repo
 from tests.replay.test_real_agent import agent_index  # noqa: F401 -- a fixture
 from tests.scripted import make_project_repo
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("env_cache")]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("env_cache"),
+    # On one test worker, so that the module's environment is built once.
+    pytest.mark.xdist_group("tape-replay"),
+]
 
 KEY_ENV = "REPLAYHUB_TEST_TAPE_KEY"
 AGENT_SCRIPT = r"""
