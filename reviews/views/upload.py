@@ -6,8 +6,12 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import SuspiciousOperation
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -58,6 +62,25 @@ class UploadForm(forms.Form):
     )
     file = forms.FileField(label="File", allow_empty_file=True)
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["file"].help_text = (
+            f"Up to {filesizeformat(settings.REPLAYHUB_UPLOAD_MAX_BYTES)}; a prompt "
+            f"may be up to {filesizeformat(settings.REPLAYHUB_MAX_PROMPT_BYTES)}. A "
+            f"file over {filesizeformat(settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES)} "
+            "is imported in the background, with its progress on its own page."
+        )
+
+    def refuse_size(self, limit: int) -> None:
+        """Say beside File that the file is too large, keeping what else was
+        posted (and any other field's error)."""
+        self.errors.pop("file", None)
+        self.add_error(
+            "file",
+            f"The file is larger than the limit of {filesizeformat(limit)}. Split "
+            "it, or import it with manage.py import_runs.",
+        )
+
     def clean(self) -> dict:
         cleaned = super().clean() or {}
         format = cleaned.get("format") or ImportFormat.NATIVE
@@ -93,8 +116,33 @@ def runs_upload(request: HtmxHttpRequest) -> HttpResponse:
         and declared.isdigit()
         and int(declared) > limit + 65536
     ):
-        return _page(request, UploadForm(), too_big=limit, status=413)
+        form = UploadForm(_fields_only(request))
+        form.refuse_size(limit)
+        return _page(request, form, status=413)
     return _runs_upload(request, limit)
+
+
+class _DiscardFiles(FileUploadHandler):
+    """Reads past every file in the body: nothing of it reaches memory or disk."""
+
+    def new_file(self, *args, **kwargs) -> None:
+        raise SkipFile
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        return None
+
+    def file_complete(self, file_size: int) -> None:
+        return None
+
+
+def _fields_only(request: HttpRequest) -> QueryDict:
+    """The posted fields of a body too large to store, its files skipped; empty
+    if the body is malformed."""
+    request.upload_handlers = [_DiscardFiles(request)]
+    try:
+        return request.POST
+    except (MultiPartParserError, SuspiciousOperation):
+        return QueryDict()
 
 
 @csrf_protect
@@ -106,7 +154,8 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         return _page(request, form, status=400)
     upload = form.cleaned_data["file"]
     if upload.size > limit:
-        return _page(request, UploadForm(), too_big=limit, status=413)
+        form.refuse_size(limit)
+        return _page(request, form, status=413)
     project = form.cleaned_data["project"]
     format = form.cleaned_data["format"] or ImportFormat.NATIVE
     if upload.size > settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES or imports_in_worker(
@@ -147,9 +196,6 @@ def _page(request: HttpRequest, form: UploadForm, *, status: int = 200, **contex
     context.update(
         page="upload",
         form=form,
-        max_bytes=settings.REPLAYHUB_UPLOAD_MAX_BYTES,
-        inline_max_bytes=settings.REPLAYHUB_UPLOAD_INLINE_MAX_BYTES,
-        max_prompt_bytes=settings.REPLAYHUB_MAX_PROMPT_BYTES,
     )
     return render(request, "reviews/upload.html", context, status=status)
 

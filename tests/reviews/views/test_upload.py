@@ -113,6 +113,52 @@ def test_a_file_above_the_limit_is_refused_with_413(
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize("records", [2, 2000], ids=["by-file-size", "by-body-size"])
+def test_a_file_above_the_limit_keeps_what_was_chosen_and_says_so_beside_file(
+    client, admin_user, git_project, settings, records
+):
+    settings.REPLAYHUB_UPLOAD_MAX_BYTES = 100
+    client.force_login(admin_user)
+    data = jsonl(*(record(n) for n in range(records)))
+    response = client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": "claude-code",
+            "file": SimpleUploadedFile("big.jsonl", data),
+        },
+    )
+    page = response.content.decode()
+    assert response.status_code == 413
+    assert re.search(r'<option value="shop" selected>', page)
+    assert re.search(r'<option value="claude-code" selected>', page)
+    error = re.search(r'<p class="error" id="id_file_error" role="alert">([^<]*)', page)
+    assert error and "larger than the limit of 100" in error.group(1)
+    assert 'aria-describedby="id_file_helptext id_file_error"' in page
+
+
+def _described_by_ids_all_exist(page: str) -> None:
+    ids = set(re.findall(r'\bid="([^"]+)"', page))
+    named = re.findall(r'aria-describedby="([^"]*)"', page)
+    assert named
+    for idrefs in named:
+        for idref in idrefs.split():
+            assert idref in ids, idref
+
+
+def test_every_aria_describedby_on_the_upload_page_names_an_element(
+    client, admin_user, git_project
+):
+    client.force_login(admin_user)
+    _described_by_ids_all_exist(client.get(reverse(URL)).content.decode())
+    refused = client.post(reverse(URL), {"project": "nope", "original": "xyz"})
+    page = refused.content.decode()
+    assert refused.status_code == 400
+    for field in ("project", "original", "file"):
+        assert f'id="id_{field}_error" role="alert"' in page
+    _described_by_ids_all_exist(page)
+
+
 def test_an_unknown_project_is_a_form_error(client, admin_user, git_project):
     client.force_login(admin_user)
     response = upload(client, jsonl(record()), project="nope")
