@@ -145,6 +145,16 @@ def parse_line(data: bytes, *, terminated: bool = True) -> Any:
     return _parse_strictly(data, terminated=terminated)
 
 
+def parse_line_fast(data: bytes, *, terminated: bool = True) -> tuple[Any, bool]:
+    """:func:`parse_line`, and whether ``orjson.loads(data)`` reads the same
+    value: a reader holding many lines may keep such a line's bytes and read
+    them again with orjson alone, every check having passed."""
+    value = _fast_parse(data)
+    if value is not None:
+        return value, True
+    return _parse_strictly(data, terminated=terminated), False
+
+
 def _fast_parse(data: bytes) -> dict[str, Any] | None:
     """The line read by orjson when that is provably what :func:`_parse_strictly`
     reads: a JSON object without a repeated key whose numbers orjson reads and

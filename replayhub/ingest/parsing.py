@@ -20,11 +20,13 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from replayhub.ingest.rows import Lines, Parsed, read_batch
+from replayhub.ingest.rows import Lines, Parsed, Row, read_batch
 
 # Parsing processes: with the importing process and the database server, two
 # keep both cores busy where one left the importing process waiting for it.
 PROCESSES = 2
+# A row made of its fields' tuple without a call of Python code.
+_new = tuple.__new__
 # Batches handed to each and not yet taken back: one being read while the next
 # waits, so a child never waits for the importing process.
 IN_FLIGHT = 2
@@ -92,7 +94,8 @@ class ParserProcess:
         self.taken += 1
         if isinstance(answer, str):
             raise RuntimeError(f"the import's parsing process failed:\n{answer}")
-        return Parsed(*answer)
+        rows, invalid = answer
+        return Parsed([_new(Row, row) for row in rows], invalid)
 
     def close(self) -> None:
         """Stop the children (batches not taken are dropped) and wait for them."""
@@ -119,7 +122,10 @@ def _serve(
     try:
         while (lines := batches.get()) is not None:
             try:
-                answer: Any = tuple(read_batch(lines, binary=True, **options))
+                parsed = read_batch(lines, binary=True, **options)
+                # Rows cross over as plain tuples: pickling a named tuple
+                # calls Python code for each row, both ways.
+                answer: Any = ([tuple(row) for row in parsed.rows], parsed.invalid)
             except Exception:  # handed to the importing process
                 answer = traceback.format_exc()
             connection.send(answer)

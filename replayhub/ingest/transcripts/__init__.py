@@ -7,5 +7,7 @@ project repository (a base found from a branch and a time, a patch applied at
 a base) is :mod:`replayhub.ingest.transcripts.repository`; the database side
 is :mod:`replayhub.ingest.transcripts.loader`. The base of a session that
 names no branch is worked out by
-:mod:`replayhub.ingest.transcripts.base_at_start`.
+:mod:`replayhub.ingest.transcripts.base_at_start`. A large import reads its
+files in a process of its own (:mod:`replayhub.ingest.transcripts.reading`),
+leaving the importing process to the native import.
 """

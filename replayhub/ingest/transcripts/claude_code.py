@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import orjson
+
 from replayhub.ingest.native import RecordLine
 from replayhub.ingest.transcripts.shapes import (
     LineError,
@@ -31,7 +33,7 @@ from replayhub.ingest.transcripts.shapes import (
     count,
     first_line,
     iso,
-    json_objects,
+    json_lines,
     moment,
 )
 
@@ -44,13 +46,16 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
     """The sessions of one file; ``name`` is the file's name (its stem is the
     session a resumed file continues)."""
     order: list[str] = []
-    sessions: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    # Each line under its session until the file ends, as its bytes when
+    # orjson reads them again as the line checked (see ``json_lines``):
+    # (line, uuid, bytes or the object).
+    sessions: dict[str, list[tuple[int, Any, bytes | dict[str, Any]]]] = {}
     summaries: list[tuple[int, dict[str, Any]]] = []
-    for item in json_objects(lines):
+    for item in json_lines(lines):
         if isinstance(item, LineError):
             yield item
             continue
-        number, value = item
+        number, value, data = item
         kind = value.get("type")
         session = value.get("sessionId")
         if kind == "summary" and not session:
@@ -62,7 +67,8 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         if session not in sessions:
             order.append(session)
             sessions[session] = []
-        sessions[session].append((number, value))
+        kept = value if data is None else data
+        sessions[session].append((number, value.get("uuid"), kept))
     stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
     if stem in sessions and len(order) > 1:
         # A resumed session: every other session in the file is its history.
@@ -77,12 +83,24 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         if isinstance(value.get("summary"), str):
             by_leaf.setdefault(value.get("leafUuid"), []).append((number, value))
     for session, own, history in groups:
-        uuids = {v.get("uuid") for _, v in own}
+        uuids = {uuid for _, uuid, _ in own}
         mine = sorted(
             (entry for uuid in uuids for entry in by_leaf.get(uuid, ())),
             key=lambda entry: entry[0],
         )
-        yield _session(session, own, history, [value for _, value in mine])
+        yield _session(
+            session, _read(own), _read(history), [value for _, value in mine]
+        )
+
+
+def _read(
+    entries: list[tuple[int, Any, bytes | dict[str, Any]]],
+) -> list[tuple[int, dict[str, Any]]]:
+    """Kept lines as (line, object), their bytes read again."""
+    return [
+        (number, orjson.loads(kept) if isinstance(kept, bytes) else kept)
+        for number, _, kept in entries
+    ]
 
 
 def _session(
@@ -105,7 +123,8 @@ def _session(
         return LineError(
             first, f"session {session}: no line has a timestamp with a zone"
         )
-    usage, model, turns = _usage(own)
+    messages = _messages(own)
+    usage, model, turns = _usage(messages)
     branch = next(
         (
             b
@@ -124,7 +143,7 @@ def _session(
             "format": FORMAT,
             "lines": [value for _, value in everything] + summaries,
         },
-        "tape": tape(own, history),
+        "tape": tape(own, history, messages),
     }
     if model:
         record["model"] = model
@@ -132,7 +151,7 @@ def _session(
         record["title"] = first_line(summaries[-1]["summary"], 500)
     if branch:
         record["original_branch"] = branch
-    output = _output(own)
+    output = _output(messages)
     if output:
         record["output"] = output
     if history:
@@ -207,7 +226,7 @@ def _messages(own: list[tuple[int, dict[str, Any]]]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-def _usage(own: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], str, int]:
+def _usage(messages: list[dict[str, Any]]) -> tuple[dict[str, int], str, int]:
     totals = {
         "input_tokens": 0,
         "output_tokens": 0,
@@ -216,7 +235,7 @@ def _usage(own: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], str, 
     }
     model = ""
     turns = 0
-    for message in _messages(own):
+    for message in messages:
         if message.get("model") == SYNTHETIC:
             continue
         turns += 1
@@ -229,8 +248,8 @@ def _usage(own: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, int], str, 
     return totals, model, turns
 
 
-def _output(own: list[tuple[int, dict[str, Any]]]) -> str:
-    for message in reversed(_messages(own)):
+def _output(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
         if message.get("model") == SYNTHETIC:
             continue
         text = block_text(message.get("content"))
@@ -240,18 +259,21 @@ def _output(own: list[tuple[int, dict[str, Any]]]) -> str:
 
 
 def tape(
-    own: list[tuple[int, dict[str, Any]]], history: list[tuple[int, dict[str, Any]]]
+    own: list[tuple[int, dict[str, Any]]],
+    history: list[tuple[int, dict[str, Any]]],
+    messages: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """The session's model calls in the recorder's tape shape.
 
     The transcript keeps what the model answered, not each request whole, so
     a call's ``request.messages`` are the messages added since the call
     before it (``request_is_delta``); the conversation so far is the earlier
-    entries' requests and responses in order.
+    entries' requests and responses in order. ``messages`` are
+    :func:`_messages` of ``own``.
     """
     entries: list[dict[str, Any]] = []
     pending: list[dict[str, Any]] = []
-    by_id = {m["id"]: m for m in _messages(own) if isinstance(m.get("id"), str)}
+    by_id = {m["id"]: m for m in messages if isinstance(m.get("id"), str)}
     mine = {id(value) for _, value in own}
     done: set[str] = set()
     for _, value in sorted(history + own, key=lambda entry: entry[0]):

@@ -52,6 +52,7 @@ from replayhub.ingest.transcripts import (
 )
 from replayhub.ingest.transcripts.base_at_start import find_base
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
+from replayhub.ingest.transcripts.reading import PROCESS_BYTES, ReadingProcess
 from replayhub.ingest.transcripts.repository import (
     Lookups,
     PatchRefused,
@@ -200,9 +201,30 @@ def import_sources(
     limit = settings.REPLAYHUB_MAX_RECORD_BYTES
     numbers = itertools.count(1)
     unread: Counter[str] = Counter()
-    made = itertools.count(1)
+
+    records = _Records(repository, instances=instances, original=original).read
+
+    reader: ReadingProcess | None = None
+    # Whether a reading process may still start: only before the importer
+    # has a line, so no thread or process of the import is there to fork.
+    may_start = not original and ReadingProcess.usable()
+
+    def read(source: Source, kind: str) -> Iterator[tuple[int, bytes | str]]:
+        """The file's records, read in a process of their own when the
+        import's first transcript file is large (``PROCESS_BYTES``), else in
+        line."""
+        nonlocal reader, may_start
+        if may_start:
+            may_start = False
+            head, source.chunks = peek(source.chunks, PROCESS_BYTES)
+            if len(head) >= PROCESS_BYTES and repository.open() is not None:
+                reader = ReadingProcess(records, repository.state, repository.merge)
+        if reader is not None and not reader.broken:
+            return reader.read(source, kind, unread)
+        return records(source, kind, unread)
 
     def lines() -> Iterator[RecordLine]:
+        nonlocal may_start
         for source in sources:
             kind = format
             if format == AUTO:
@@ -212,6 +234,7 @@ def import_sources(
                     problems.append((source.name, 0, "the format was not recognised"))
                     continue
             if kind == ImportFormat.NATIVE:
+                may_start = False
                 for line in split_lines(source.chunks, max_line_bytes=limit):
                     number = next(numbers)
                     where[number] = (source.name, line.number)
@@ -220,36 +243,20 @@ def import_sources(
             if kind == ImportFormat.VERIFIERS or kind not in TRANSCRIPTS:
                 problems.append((source.name, 0, f"{kind} files are not read here"))
                 continue
-            for parsed in parse_source(source, kind, instances=instances):
-                if isinstance(parsed, LineError):
-                    problems.append((source.name, parsed.line, parsed.error))
-                    continue
-                unread.update(parsed.unread)
-                if original and next(made) > 1:
-                    problems.append((source.name, parsed.line, ONE_ORIGINAL))
-                    continue
-                data = repository.complete(parsed, source.name, original)
+            for at, data in read(source, kind):
                 if isinstance(data, str):
-                    problems.append((source.name, parsed.line, data))
-                    continue
-                if len(data) > limit:
-                    problems.append(
-                        (
-                            source.name,
-                            parsed.line,
-                            f"{parsed.record['external_id']}: the record with its "
-                            f"transcript is {len(data):,} bytes, above the limit "
-                            f"of {limit:,}",
-                        )
-                    )
+                    problems.append((source.name, at, data))
                     continue
                 number = next(numbers)
-                where[number] = (source.name, parsed.line)
+                where[number] = (source.name, at)
                 yield RecordLine(number, data, True)
 
-    summary = TranscriptSummary.of(
-        import_lines(lines=lines(), project=project, progress=progress)
-    )
+    try:
+        imported = import_lines(lines=lines(), project=project, progress=progress)
+    finally:
+        if reader is not None:
+            reader.close()
+    summary = TranscriptSummary.of(imported)
     summary.notes = [
         {"file": name, "line": line, "note": note}
         for name, line, note in repository.base_notes[:REPORT_LIMIT]
@@ -266,6 +273,51 @@ def import_sources(
     summary.invalid.sort(key=lambda entry: (entry["file"], entry["line"]))
     summary.project_ids.add(project.pk)
     return summary
+
+
+class _Records:
+    """Each record of a transcript file as its JSON line, or the line and
+    why it is refused: what :func:`import_sources` imports, in line or in a
+    reading process."""
+
+    def __init__(
+        self,
+        repository: _Repository,
+        *,
+        instances: dict[str, dict[str, Any]] | None,
+        original: str,
+    ) -> None:
+        self.repository = repository
+        self.instances = instances
+        self.original = original
+        self.made = itertools.count(1)
+        self.limit = settings.REPLAYHUB_MAX_RECORD_BYTES
+
+    def read(
+        self, source: Source, kind: str, unread: Counter[str]
+    ) -> Iterator[tuple[int, bytes | str]]:
+        limit = self.limit
+        for parsed in parse_source(source, kind, instances=self.instances):
+            if isinstance(parsed, LineError):
+                yield parsed.line, parsed.error
+                continue
+            unread.update(parsed.unread)
+            if self.original and next(self.made) > 1:
+                yield parsed.line, ONE_ORIGINAL
+                continue
+            data = self.repository.complete(parsed, source.name, self.original)
+            if isinstance(data, str):
+                yield parsed.line, data
+                continue
+            if len(data) > limit:
+                yield (
+                    parsed.line,
+                    f"{parsed.record['external_id']}: the record with its "
+                    f"transcript is {len(data):,} bytes, above the limit "
+                    f"of {limit:,}",
+                )
+                continue
+            yield parsed.line, data
 
 
 def _store_patches(
@@ -294,16 +346,18 @@ def _store_patches(
         ).update(preflight=Preflight.PENDING, preflight_reason="")
 
 
-def peek(chunks: Iterable[bytes]) -> tuple[bytes, Iterable[bytes]]:
-    """A stream's first ``HEAD_BYTES`` or so (what ``detect`` reads), and the
-    stream whole again."""
+def peek(
+    chunks: Iterable[bytes], size: int = HEAD_BYTES
+) -> tuple[bytes, Iterable[bytes]]:
+    """A stream's first ``size`` bytes or so (by default what ``detect``
+    reads), and the stream whole again."""
     iterator = iter(chunks)
-    head = b""
     taken = []
-    while len(head) < HEAD_BYTES and (chunk := next(iterator, None)) is not None:
+    held = 0
+    while held < size and (chunk := next(iterator, None)) is not None:
         taken.append(chunk)
-        head += chunk
-    return head, itertools.chain(taken, iterator)
+        held += len(chunk)
+    return b"".join(taken), itertools.chain(taken, iterator)
 
 
 class _Repository:
@@ -320,6 +374,19 @@ class _Repository:
         # Why a run was imported without a base, said in the summary:
         # (file, line, note).
         self.base_notes: list[tuple[str, int, str]] = []
+        self._notes_sent = 0
+
+    def state(self) -> tuple[list[tuple[str, int, str]], dict, int]:
+        """What reading files gathered besides their records, for
+        :meth:`merge` in the importing process: the base notes since the
+        last call, the patches and their bytes."""
+        notes = self.base_notes[self._notes_sent :]
+        self._notes_sent = len(self.base_notes)
+        return notes, self.patches, self.patch_bytes
+
+    def merge(self, state: tuple[list[tuple[str, int, str]], dict, int]) -> None:
+        notes, self.patches, self.patch_bytes = state
+        self.base_notes += notes
 
     def open(self) -> Path | None:
         if self.git_dir is None and not self.problem:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine, parse_line
+from replayhub.ingest.native import (
+    RecordError,
+    RecordLine,
+    parse_line_fast,
+)
 
 
 @dataclass
@@ -82,6 +86,18 @@ Parsed = RecordDraft | LineError
 
 def json_objects(lines: Iterable[RecordLine]) -> Iterator[tuple[int, Any] | LineError]:
     """Each non-blank line parsed as JSON, or the reason it is not JSON."""
+    for item in json_lines(lines):
+        yield item if isinstance(item, LineError) else (item[0], item[1])
+
+
+def json_lines(
+    lines: Iterable[RecordLine],
+) -> Iterator[tuple[int, dict[str, Any], bytes | None] | LineError]:
+    """:func:`json_objects`, each object with its line's bytes when
+    ``orjson.loads`` reads them as the same object (None when only the strict
+    parser read it right). A reader holding a large file's lines until its
+    end keeps the bytes, which the garbage collector never walks, rather than
+    the objects, whose walks cost as much again as the parse."""
     for number, data, terminated in lines:
         if data is None:
             yield LineError(number, "the line is longer than the record size limit")
@@ -89,14 +105,14 @@ def json_objects(lines: Iterable[RecordLine]) -> Iterator[tuple[int, Any] | Line
         if not data.strip():
             continue
         try:
-            value = parse_line(data, terminated=terminated)
+            value, fast = parse_line_fast(data, terminated=terminated)
         except RecordError as error:
             yield LineError(number, str(error))
             continue
         if not isinstance(value, dict):
             yield LineError(number, "a transcript line must be a JSON object")
             continue
-        yield number, value
+        yield number, value, data if fast else None
 
 
 def moment(value: Any) -> datetime | None:
