@@ -137,6 +137,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "reviews.views.errors.NotAllowedPage",
 ]
 
 ROOT_URLCONF = "replayhub.urls"

@@ -1,17 +1,28 @@
-"""The 403, 404 and 500 pages: styled, with the navigation and a way back.
+"""The 400, 403, 404, 405 and 500 pages: styled, with the navigation and a way
+back.
 
 A client error (403, 404) is the user's dead end, not the server's fault; the
 page says what happened and where to go. The 500 page renders without the
-database when it can (the failure may be the database).
+database when it can (the failure may be the database). Django has no 405
+handler: ``NotAllowedPage`` answers a browser's GET of an address that only
+takes a form's submission (a refused form renders at that address, so reloading
+it or coming back later GETs it).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.shortcuts import render
 from django.template import loader
+from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 log = logging.getLogger(__name__)
@@ -27,8 +38,10 @@ def _back(request: HttpRequest) -> str:
     return ""
 
 
-def _page(request: HttpRequest, status: int, title: str, text: str) -> HttpResponse:
-    context = {"status": status, "title": title, "text": text, "back": _back(request)}
+def _page(
+    request: HttpRequest, status: int, title: str, text: str, **context
+) -> HttpResponse:
+    context.update(status=status, title=title, text=text, back=_back(request))
     return render(request, "error.html", context, status=status)
 
 
@@ -69,3 +82,64 @@ def server_error(request: HttpRequest) -> HttpResponse:
         log.exception("the styled 500 page failed; serving the plain one")
         html = loader.get_template("500.html").render({"text": text})
         return HttpResponse(html, status=500)
+
+
+# A POST-only address whose form lives on one obvious page: a GET goes there.
+_FORM_PAGES = {
+    "reviews:text_suite_new": "reviews:text_suites",
+    "reviews:project_remove": "reviews:project_edit",
+}
+
+
+class NotAllowedPage:
+    """A browser's GET of a POST-only address: its form's page, or a styled 405.
+
+    Only an empty 405 for a plain page load (``Accept`` names HTML, no htmx) is
+    changed; an API client or a script keeps the bare 405 and its ``Allow``.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not (
+            isinstance(response, HttpResponseNotAllowed)
+            and not response.content
+            and request.method == "GET"
+            and "text/html" in request.headers.get("Accept", "")
+            and "HX-Request" not in request.headers
+        ):
+            return response
+        match = request.resolver_match
+        if match is not None and match.view_name in _FORM_PAGES:
+            return HttpResponseRedirect(
+                reverse(_FORM_PAGES[match.view_name], kwargs=match.kwargs)
+            )
+        page = _page(
+            request,
+            405,
+            "Only a form's submission",
+            "This address only takes a form's submission: opening it on its own "
+            "shows nothing. Go to the page the form is on.",
+            onward=_onward(request.path),
+        )
+        # The refusal keeps its Allow header and stays logged once.
+        response.content = page.content
+        response["Content-Type"] = page["Content-Type"]
+        return response
+
+
+def _onward(path: str) -> str:
+    """The nearest address above ``path`` that is a page, for a way onward."""
+    parts = path.rstrip("/").split("/")
+    while len(parts) > 1:
+        parts.pop()
+        parent = "/".join(parts) + "/"
+        try:
+            match = resolve(parent)
+        except Resolver404:
+            continue
+        if match.view_name not in _FORM_PAGES:
+            return parent
+    return ""

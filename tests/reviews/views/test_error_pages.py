@@ -105,3 +105,54 @@ def test_favicon_answers_with_a_real_icon_without_a_login(client):
     assert icon is not None
     with open(icon, "rb") as file:
         assert file.read(4) == b"\x00\x00\x01\x00"  # the ICO header
+
+
+# --- an address that only takes a form's submission -----------------------------
+
+BROWSER = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize(
+    ("path", "page"),
+    [
+        ("/text-suites/new/", "/text-suites/"),
+        ("/projects/shop/remove/", "/projects/shop/edit/"),
+    ],
+)
+def test_a_browser_opening_a_refused_forms_address_is_sent_to_the_forms_page(
+    client, admin_user, path, page
+):
+    client.force_login(admin_user)
+    response = client.get(path, headers=BROWSER)
+    assert response.status_code == 302
+    assert response["Location"] == page
+
+
+def test_a_browser_opening_another_post_only_address_gets_a_styled_page(
+    client, reviewer
+):
+    client.force_login(reviewer)
+    response = client.get("/replays/1/claim/", headers=BROWSER)
+    assert response.status_code == 405
+    assert response["Allow"] == "POST"
+    html = response.content.decode()
+    assert 'id="error-page"' in html and '<nav aria-label="Main">' in html
+    assert "only takes a form&#x27;s submission" in html
+    assert 'href="/replays/1/" class="button secondary" id="onward"' in html
+
+
+@pytest.mark.parametrize(
+    "path", ["/text-suites/new/", "/projects/shop/remove/", "/replays/1/claim/"]
+)
+@pytest.mark.parametrize(
+    "headers",
+    [{"Accept": "application/json"}, {}, {**BROWSER, "HX-Request": "true"}],
+    ids=["api", "no-accept", "htmx"],
+)
+def test_a_client_that_is_not_a_page_load_keeps_the_bare_405(
+    client, admin_user, path, headers
+):
+    client.force_login(admin_user)
+    response = client.get(path, headers=headers)
+    assert response.status_code == 405
+    assert response.content == b""
