@@ -1,0 +1,54 @@
+"""A long word a user typed, said back on the page (a search, a model
+filter, a refused time zone), wraps where it is shown instead of widening
+the page at 1024 px: no sideways scroll, no column pushed off the edge."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from replayhub.models import Budget
+from tests.browser.test_trends import seed_nights
+from tests.factories import make_project, make_superuser
+
+pytestmark = pytest.mark.browser
+
+SIDEWAYS = "document.documentElement.scrollWidth - window.innerWidth"
+
+
+def narrow(page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    return page
+
+
+def test_a_search_for_one_long_word_wraps_in_the_empty_table(login, reviewer):
+    page = narrow(login(reviewer))
+    page.goto("/search/?q=" + "z" * 200)
+    expect(page.locator("#search-empty")).to_contain_text("Nothing matches")
+    assert page.evaluate(SIDEWAYS) == 0
+    right = page.locator("main table th").last.evaluate(
+        "th => th.getBoundingClientRect().right"
+    )
+    assert right <= 1024
+
+
+def test_a_long_model_filter_wraps_in_the_trends_heading(login, lead):
+    seed_nights()
+    page = narrow(login(lead))
+    page.goto("/trends/?since=2025-12-27&until=2026-02-20&model=" + "m" * 120)
+    expect(page.locator("#trends-narrowed-out h2")).to_contain_text("of model")
+    assert page.evaluate(SIDEWAYS) == 0
+
+
+def test_a_refused_long_time_zone_is_said_without_widening_the_budgets_page(
+    login,
+):
+    Budget.objects.create(project=make_project("shop"))
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto("/budgets/")
+    card = page.locator("#budget-shop")
+    card.locator("input[name$='-timezone']").fill("Z" * 64)
+    card.get_by_role("button", name="Save shop").click()
+    expect(card.locator(".form-problems")).to_contain_text("not a known time zone")
+    assert page.evaluate(SIDEWAYS) == 0
