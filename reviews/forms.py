@@ -5,6 +5,7 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db.models import Q
 
 from replayhub import roles
@@ -22,6 +23,19 @@ def choices_of(field: forms.Field) -> Iterable[tuple[Any, Any]]:
     # Django normalises choices when they are set: a list of pairs, or an iterator
     # of them for a callable. The stubs' getter type still admits every input form.
     return cast("Iterable[tuple[Any, Any]]", cast(forms.ChoiceField, field).choices)
+
+
+def unbounded(field: forms.Field) -> forms.Field:
+    """``field`` without its own bounds (Django's words, the browser's
+    min/max): the form's check says a value out of range, in one message."""
+    field.validators = [
+        validator
+        for validator in field.validators
+        if not isinstance(validator, (MinValueValidator, MaxValueValidator))
+    ]
+    for bound in ("min", "max"):
+        field.widget.attrs.pop(bound, None)
+    return field
 
 
 class ForgetsPastedKeys(forms.Form):

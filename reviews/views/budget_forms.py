@@ -14,6 +14,7 @@ from replayhub.nights import shares, tiers
 from replayhub.replicates.stopping import MOST_REPLICATES, ReplicatePolicy
 from replayhub.texttier.replay import BadTarget, Target, check_registered
 from reviews import services
+from reviews.forms import unbounded
 from reviews.project_services import REPLICATE_FIELDS
 
 # Every number an admin types has a floor and a sane ceiling, with its unit
@@ -22,6 +23,7 @@ from reviews.project_services import REPLICATE_FIELDS
 BUDGET_BOUNDS: dict[str, tuple[int, int, str]] = {
     "window_start_hour": (0, 23, ""),
     "window_end_hour": (0, 23, ""),
+    "text_score_at_most": (0, 32_767, ""),
 }
 SHARE_BOUNDS: dict[str, tuple[int, int, str]] = {
     "max_replays": (0, 100_000, " replays"),
@@ -63,6 +65,14 @@ class BoundedForm(forms.ModelForm):
     """A model form whose numbers are checked against ``bounds``, field by field."""
 
     bounds: dict[str, tuple[int, int, str]] = {}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A number's bounds are ``bounds``', said by ``bound_problem`` in one
+        # message for every value out of range, as on the project form.
+        for name in self.bounds:
+            if name in self.fields:
+                unbounded(self.fields[name])
 
     def clean(self):
         data = super().clean()
@@ -313,13 +323,6 @@ def refuse_long_tests(caps_form: CapsForm, share_forms: list[ShareForm]) -> None
 
 class CapsForm(BoundedForm):
     bounds = CAP_BOUNDS
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # The browser's bounds are the ones the save checks (whole numbers).
-        for name, (least, most, _) in self.bounds.items():
-            if name in self.fields:
-                self.fields[name].widget.attrs.update(min=least, max=most, step=1)
 
     class Meta:
         model = Project

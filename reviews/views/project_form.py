@@ -23,7 +23,7 @@ from replayhub.models.project_settings import (
 )
 from replayhub.project_setup import ProjectInvalid
 from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
-from reviews.forms import ForgetsPastedKeys
+from reviews.forms import ForgetsPastedKeys, unbounded
 
 
 def _words(value: str) -> list[str]:
@@ -214,9 +214,12 @@ class ProjectForm(ForgetsPastedKeys):
             assert isinstance(model_field, models.Field)
             field = model_field.formfield(label=label)
             assert field is not None
-            if name in ROLLOUT_FIELDS and self.is_bound and name not in self.data:
-                # A post without it (an older page, a script) keeps the value.
-                field.required = False
+            if name in ROLLOUT_FIELDS:
+                # Its bounds are ``draw_problems``', in one message.
+                unbounded(field)
+                if self.is_bound and name not in self.data:
+                    # A post without it (an older page, a script) keeps the value.
+                    field.required = False
             self.fields[name] = field
         self.fields["rollout_mode"].help_text = (
             "continue: replays resume at an anchor; recheck: the final attempt "

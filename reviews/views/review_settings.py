@@ -9,7 +9,6 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator
 from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,6 +16,8 @@ from django.views.decorators.http import require_http_methods
 
 from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Project
+from replayhub.models.project_settings import bound_problem
+from reviews.forms import unbounded
 from reviews.models import Label, LabelKind, ReviewPolicy
 from reviews.project_services import (
     LabelInUse,
@@ -31,6 +32,8 @@ POLICY_FORM = "policy"
 LABEL_FORM = "label"
 # A label's values are one a line or separated by commas.
 CATEGORY_SEPARATORS = str.maketrans({",": "\n", "\r": "\n"})
+# A label's highest position (the column's).
+MOST_POSITION = 32767
 
 
 class PolicyForm(forms.ModelForm):
@@ -64,12 +67,17 @@ class PolicyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # The model's own bound (a check constraint), said beside the field.
-        rate = self.fields["gold_rate_percent"]
-        rate.validators.append(
-            MaxValueValidator(100, "At most 100: a rate out of every 100 items.")
-        )
-        rate.widget.attrs["max"] = 100
+        # The model's bounds (a check constraint), said by ``clean_gold_rate_percent``
+        # in the form's words, not Django's nor the browser's.
+        unbounded(self.fields["gold_rate_percent"])
+
+    def clean_gold_rate_percent(self) -> int:
+        rate = self.cleaned_data["gold_rate_percent"]
+        if rate is not None and rate > 100:
+            raise ValidationError("At most 100: a rate out of every 100 items.")
+        if problem := bound_problem(rate, 0, 100, ""):
+            raise ValidationError(problem)
+        return rate
 
 
 class LabelForm(forms.Form):
@@ -87,10 +95,7 @@ class LabelForm(forms.Form):
         required=False, help_text="Needed before a confirm or an overturn."
     )
     position = forms.IntegerField(
-        min_value=0,
-        max_value=32767,
-        initial=0,
-        help_text="Labels are listed by position, then name.",
+        initial=0, help_text="Labels are listed by position, then name."
     )
 
     def __init__(self, *args, project: Project, label: Label | None = None, **kwargs):
@@ -106,6 +111,12 @@ class LabelForm(forms.Form):
         if others.exists():
             raise ValidationError(f"{self.project.slug} already has a label “{name}”.")
         return name
+
+    def clean_position(self) -> int:
+        position = self.cleaned_data["position"]
+        if problem := bound_problem(position, 0, MOST_POSITION, ""):
+            raise ValidationError(problem)
+        return position
 
     def clean_categories(self) -> list[str]:
         typed = self.cleaned_data["categories"].translate(CATEGORY_SEPARATORS)

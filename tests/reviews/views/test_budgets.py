@@ -231,10 +231,10 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
     ("field", "value", "message"),
     [
         (f"{AGENTIC}max_cost_usd", "-5", "Cannot be negative."),
-        (f"{AGENTIC}max_replays", "-1", "Ensure this value is greater than or equal"),
+        (f"{AGENTIC}max_replays", "-5", "Cannot be negative."),
         (f"{AGENTIC}max_replays", "1000001", "At most 100,000 replays."),
         (f"{TAPE}max_sandbox_minutes", "10000001", "At most 10,000,000 minutes."),
-        ("share-shop-text-max_tokens", "-1", "Ensure this value is greater"),
+        ("share-shop-text-max_tokens", "-1", "Cannot be negative."),
         ("budget-shop-window_start_hour", "30", "At most 23."),
         ("budget-shop-window_end_hour", "1", "The window must last at least one hour"),
         ("caps-shop-time_limit_seconds", "0", "At least 1 s."),
@@ -262,6 +262,7 @@ def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
     assert response.status_code == 400
     html = response.content.decode()
     assert message in html
+    assert "Ensure this value" not in html  # the form's words only, once
     # The message sits with its field.
     at = html.index(f'name="{field}"')
     assert html.rfind(message, 0, at) > html.rfind("<label", 0, at) - 400
@@ -603,7 +604,7 @@ def test_the_window_hours_are_bounded_in_the_browser_too(client, admin_user):
         ("text_target", "claude", "Write PROVIDER:MODEL"),
         ("text_judge", "no model", "Write PROVIDER:MODEL"),
         ("text_similarity_below", "1.5", "Give a similarity from 0 to 1."),
-        ("text_score_at_most", "-1", "greater than or equal to 0"),
+        ("text_score_at_most", "-1", "Cannot be negative."),
     ],
 )
 def test_the_text_tier_settings_are_checked_as_the_model_checks_them(

@@ -5,6 +5,7 @@ and what saving an edit says it changed."""
 from __future__ import annotations
 
 import html
+import re
 from io import StringIO
 
 import pytest
@@ -97,6 +98,8 @@ def test_the_commands_refuse_a_variable_in_the_test_or_setup_command(db, tmp_pat
         ("evidence_floor", ["-5", "-1"], "Cannot be negative."),
         ("time_limit_seconds", ["86401", str(10**20)], "At most 86,400 s."),
         ("max_cost_usd", ["100001", "1" + "0" * 15], "At most 100,000 USD."),
+        ("max_anchors", ["-5", "0"], "Draw at least one anchor."),
+        ("max_seed_tokens", ["-5", "0"], "A seed holds at least one token."),
     ],
 )
 def test_a_number_out_of_its_bounds_gets_one_message_whatever_the_value(
@@ -113,6 +116,9 @@ def test_a_number_out_of_its_bounds_gets_one_message_whatever_the_value(
     # Nor does the browser answer first, in its own words.
     shown = client.get(reverse("reviews:project_create")).content.decode()
     assert 'name="time_limit_seconds" value="600" required' in shown
+    for name in ("max_anchors", "max_seed_tokens", "rollout_seed"):
+        tag = re.search(rf'<input[^>]*name="{name}"[^>]*>', shown)
+        assert tag and " min=" not in tag[0] and " max=" not in tag[0], tag
 
 
 def test_a_money_cap_of_zero_is_refused_as_a_count_of_zero_is(

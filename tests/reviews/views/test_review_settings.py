@@ -5,6 +5,8 @@ audited; reviewers and leads are kept out."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -147,7 +149,7 @@ def test_labels_added_on_the_page_are_asked_for_on_the_decision_form(
         (
             {**POLICY, "policy-gold_rate_percent": "-1", "policy-blind": "on"},
             "gold_rate_percent",
-            "greater than or equal to 0",
+            "Cannot be negative.",
         ),
     ],
 )
@@ -348,3 +350,34 @@ def test_a_post_without_the_csrf_token_is_refused(shop, admin_user):
 
     assert client.post(URL, {**POLICY, "policy-blind": "on"}).status_code == 403
     assert not ReviewPolicy.objects.exists()
+
+
+def test_a_refused_policy_is_summed_up_at_the_forms_top_and_focused(shop, admin_user):
+    response = as_user(admin_user).post(
+        URL, {**POLICY, "policy-gold_rate_percent": "150"}
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    summary = page[page.index('id="form-problems"') : page.index('id="policy-form"')]
+    assert "autofocus" in summary
+    assert 'href="#id_policy-gold_rate_percent">Gold rate (%)</a>: At most 100' in (
+        summary
+    )
+    # Beside the field too, and the browser does not stop it first.
+    assert 'id="id_policy-gold_rate_percent_error"' in page
+    tag = re.search(r'<input[^>]*name="policy-gold_rate_percent"[^>]*>', page)
+    assert tag and " max=" not in tag[0] and " min=" not in tag[0]
+
+
+def test_a_label_position_out_of_range_is_said_in_the_forms_words(shop, admin_user):
+    client = as_user(admin_user)
+
+    for position, said in (("-1", "Cannot be negative."), ("40000", "At most 32,767.")):
+        response = add_label(client, position=position)
+
+        assert response.status_code == 400
+        assert response.context["label_form"].errors["position"] == [said]
+        page = response.content.decode()
+        assert "Ensure this value" not in page
+        assert 'href="#id_label-position">Position</a>' in page
