@@ -6,7 +6,8 @@ history, no comments, its band, the viewer's own lease) until judged; that a
 replay is gold, its settled verdict and others' gold checks show only to those
 who manage gold. In blind mode the automated verdict, its reason, its band,
 earlier decisions and why a second opinion is asked stay hidden from a
-reviewer until they have recorded a first judgement.
+reviewer until they have recorded a first judgement, and so do others'
+comments (the page says how many): a comment can tell the answer.
 """
 
 from __future__ import annotations
@@ -185,6 +186,8 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         )
     else:
         threads = comments.threads(replay.pk)
+        if blind:
+            threads, out["others_comments"] = comments.own_only(threads, user)
         out.update(
             threads=threads,
             open_threads=sum(1 for t in threads if t.resolved_at is None),

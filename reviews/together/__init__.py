@@ -50,8 +50,10 @@ The rules:
   agreement with gold. The lead's page (``/agreement/``,
   ``reviews.view_agreement``) filters by project and period and lists label
   counts (also as CSV, and in the trends JSON export).
-- Blind review hides the automated verdict, its reason, the checks and
-  earlier decisions from a reviewer who has not judged the replay, and their
+- Blind review hides the automated verdict, its reason, the checks,
+  earlier decisions and others' comments (threads, replies, the comment a
+  mention quotes in the inbox; the page counts them) from a reviewer who has
+  not judged the replay, and their
   decision names a verdict (the same as the automated one is a confirm,
   another an overturn). It holds on every page and answer that could tell
   (the queue, the run, project and search pages, the replay's other

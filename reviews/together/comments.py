@@ -236,6 +236,27 @@ def threads(replay_id: int) -> list[Comment]:
     return roots
 
 
+def own_only(roots: list[Comment], user) -> tuple[list[Comment], int]:
+    """``user``'s own comments of ``threads``, and how many others wrote.
+
+    Under blind review a comment such as "this diverges" tells the answer, so
+    a reviewer who has not judged the replay reads only what they wrote: their
+    threads, without others' replies.
+    """
+    mine: list[Comment] = []
+    others = 0
+    for root in roots:
+        replies = root.shown_replies  # type: ignore[attr-defined]
+        if root.author_id != user.pk:
+            others += 1 + sum(1 for r in replies if r.author_id != user.pk)
+            continue
+        own = [r for r in replies if r.author_id == user.pk]
+        others += len(replies) - len(own)
+        root.shown_replies = own  # type: ignore[attr-defined]
+        mine.append(root)
+    return mine, others
+
+
 def thread(thread_id: int) -> Comment:
     """One thread with ``.shown_replies``, as ``threads`` gives each."""
     root = Comment.objects.select_related("author", "resolved_by").get(

@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import permission_required
 from django.http import (
+    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBadRequest,
@@ -24,7 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from replayhub import roles
 from replayhub.models import Replay
-from reviews.models import Comment, Label, Notice
+from reviews.models import Comment, Label, Notice, NoticeKind
 from reviews.replay_page.together import blind_projects, hidden_from
 from reviews.together import (
     comments,
@@ -152,8 +153,20 @@ def _comment_answer(request, replay, form, comment, error: str) -> HttpResponse:
     return render(request, "reviews/_together.html#line_form", context, status=422)
 
 
-def _thread(comment_id: int) -> Comment:
-    return get_object_or_404(Comment, pk=comment_id, parent__isnull=True)
+def _blind_to(request: HttpRequest, replay_id: int) -> bool:
+    """Whether others' comments on the replay wait for this viewer's judgement."""
+    project_id = (
+        Replay.objects.filter(pk=replay_id).values_list("project_id", flat=True).get()
+    )
+    return bool(hidden_from(request.user, [(replay_id, project_id)]))
+
+
+def _thread(request: HttpRequest, comment_id: int) -> Comment:
+    """A thread the viewer may read: under blind review, only their own."""
+    thread = get_object_or_404(Comment, pk=comment_id, parent__isnull=True)
+    if thread.author_id != request.user.pk and _blind_to(request, thread.replay_id):
+        raise Http404
+    return thread
 
 
 def _thread_answer(
@@ -163,8 +176,11 @@ def _thread_answer(
         if refused:
             messages.error(request, f"Reply not added: {refused}")
         return _back(thread.replay_id, f"thread-{thread.pk}")
+    shown = comments.thread(thread.pk)
+    if _blind_to(request, thread.replay_id):
+        [shown], _others = comments.own_only([shown], request.user)
     context = {
-        "thread": comments.thread(thread.pk),
+        "thread": shown,
         "can_comment": True,
         "reply_error": refused,
         "reply_body": body,
@@ -181,7 +197,7 @@ def _thread_answer(
 @require_POST
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_reply(request: HtmxHttpRequest, comment_id: int) -> HttpResponse:
-    thread = _thread(comment_id)
+    thread = _thread(request, comment_id)
     form = comments.ReplyForm(request.POST)
     if not form.is_valid():
         said = " ".join(str(e) for e in form.errors.get("body", []))
@@ -196,7 +212,7 @@ def comment_reply(request: HtmxHttpRequest, comment_id: int) -> HttpResponse:
 @require_POST
 @permission_required([roles.VIEW_REPLAYS, roles.COMMENT], raise_exception=True)
 def comment_resolve(request: HtmxHttpRequest, comment_id: int) -> HttpResponse:
-    thread = _thread(comment_id)
+    thread = _thread(request, comment_id)
     form = ResolveForm(request.POST)
     form.is_valid()
     comments.comment_resolve(thread=thread, user=request.user, resolved=form.resolves())
@@ -436,7 +452,19 @@ def agreement(request: HttpRequest) -> HttpResponse:
 def inbox(request: HttpRequest) -> HttpResponse:
     # LoginRequiredMiddleware lets no anonymous user this far.
     assert request.user.is_authenticated
-    rows = Notice.objects.filter(user=request.user).select_related("actor")[:200]
+    rows = list(Notice.objects.filter(user=request.user).select_related("actor")[:200])
+    # A mention quotes its comment, which under blind review waits for the
+    # reviewer's judgement of the replay as the replay page's threads do.
+    projects = dict(
+        Replay.objects.filter(pk__in={n.replay_id for n in rows}).values_list(
+            "pk", "project_id"
+        )
+    )
+    blind = hidden_from(request.user, projects.items())
+    for notice in rows:
+        notice.withheld = (  # type: ignore[attr-defined]
+            notice.kind == NoticeKind.MENTION and notice.replay_id in blind
+        )
     return render(request, "reviews/inbox.html", {"page": "inbox", "notices": rows})
 
 
