@@ -33,6 +33,7 @@ from replayhub.models import (
     TextStatus,
     TextSuite,
 )
+from replayhub.models.project_settings import bound_problem
 from replayhub.replay import tapes
 from replayhub.replicates import standing
 from replayhub.texttier.replay import BadTarget, Target
@@ -63,6 +64,8 @@ RUN_SUITES = "replayhub.add_textsuite"
 START_REPLAY = "replayhub.add_replay"
 # A tape replay's, as the replay page's "Replay from tape" button.
 REPLAY_TAPE = roles.DECIDE
+# The most runs one suite asks about.
+MOST_SUITE_RUNS = 100_000
 # Text replays listed on a run's page.
 LISTED = 50
 # Transcript turns shown before "show all": a long session's page stays light.
@@ -98,9 +101,11 @@ class TextReplayForm(forms.Form):
                     f"{data.get('judge_provider', '')}:{data.get('judge_model', '')}"
                 )
         except BadTarget:
-            raise forms.ValidationError(
-                "Give both a judge provider and a judge model, or neither."
-            ) from None
+            # Said beside the judge field left empty, where it is mended.
+            missing = "judge_model" if data.get("judge_provider") else "judge_provider"
+            self.add_error(
+                missing, "Give both a judge provider and a judge model, or neither."
+            )
         return data
 
 
@@ -121,10 +126,15 @@ class TextSuiteForm(TextReplayForm):
     include_failed = forms.BooleanField(
         label="Include runs whose original failed its tests", required=False
     )
-    most = forms.IntegerField(
-        label="At most (runs)", min_value=1, max_value=100_000, required=False
-    )
+    most = forms.IntegerField(label="At most (runs)", required=False)
     field_order = ["project", "provider", "model", "judge_provider", "judge_model"]
+
+    def clean_most(self) -> int | None:
+        # Its bounds in the form's one message, not Django's nor the browser's.
+        most = self.cleaned_data["most"]
+        if problem := bound_problem(most, 1, MOST_SUITE_RUNS, " runs"):
+            raise forms.ValidationError(problem)
+        return most
 
     def filters(self) -> SuiteFilters:
         data = self.cleaned_data

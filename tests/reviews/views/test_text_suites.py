@@ -165,7 +165,7 @@ def test_a_new_suite_refused_says_why_beside_its_fields_and_starts_nothing(
     assert 'id="form-problems"' in page
     assert "Select a valid choice" in page  # the project
     assert "Give both a judge provider and a judge model, or neither." in page
-    assert "Ensure this value is greater than or equal to 1." in page
+    assert "At least 1 run." in page
     assert TextSuite.objects.count() == 0
     assert not AuditEvent.objects.exists()
 
@@ -181,4 +181,35 @@ def test_only_those_who_may_run_suites_may_start_one(
         {"project": text_run.project.slug, "provider": "gpt", "model": "gpt-test"},
     )
     assert response.status_code == 403
+    assert TextSuite.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("given", "beside"),
+    [
+        ({"judge_provider": "claude"}, "judge_model"),
+        ({"judge_model": "claude-test"}, "judge_provider"),
+    ],
+)
+def test_half_a_judge_is_said_beside_the_judge_field_left_empty(
+    client, admin_user, providers, text_run, given, beside
+):
+    client.force_login(admin_user)
+
+    response = client.post(
+        f"{URL}new/",
+        {
+            "project": text_run.project.slug,
+            "provider": "gpt",
+            "model": "gpt-test",
+            **given,
+        },
+    )
+
+    assert response.status_code == 400
+    said = "Give both a judge provider and a judge model, or neither."
+    assert response.context["form"].errors == {beside: [said]}
+    page = response.content.decode()
+    assert f'<div id="id_{beside}_error"><p class="error" role="alert">{said}' in page
+    assert f'href="#id_{beside}"' in page
     assert TextSuite.objects.count() == 0
