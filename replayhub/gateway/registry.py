@@ -19,6 +19,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The most price lines one provider takes.
 MAX_PRICES = 200
+# The bad price lines said one by one; more are counted.
+PRICE_PROBLEMS_SAID = 10
 # The highest price taken, in USD per million tokens: far above any model's
 # list price, so a number past it is a slip of the keyboard.
 MAX_PRICE = Decimal(10_000)
@@ -121,14 +123,23 @@ def _key_problem(key_env: str) -> str:
     return ""
 
 
-def _prices(prices: list[str]) -> tuple[dict, str]:
-    """The prices by model, or the first entry's problem."""
+def _prices(prices: list[str]) -> tuple[dict, list[str]]:
+    """The prices by model, or every bad entry's problem (the first
+    ``PRICE_PROBLEMS_SAID``, then how many more)."""
     if len(prices) > MAX_PRICES:
-        return {}, f"at most {MAX_PRICES} prices."
-    try:
-        return dict(parse_price(entry) for entry in prices), ""
-    except ProviderInvalid as exc:
-        return {}, str(exc)
+        return {}, [f"at most {MAX_PRICES} prices."]
+    by_model, problems = {}, []
+    for entry in prices:
+        try:
+            model, price = parse_price(entry)
+        except ProviderInvalid as exc:
+            problems.append(str(exc))
+        else:
+            by_model[model] = price
+    if len(problems) > PRICE_PROBLEMS_SAID:
+        more = len(problems) - PRICE_PROBLEMS_SAID
+        problems[PRICE_PROBLEMS_SAID:] = [f"and {more} more bad lines."]
+    return ({} if problems else by_model), problems
 
 
 def provider_fields(
@@ -148,7 +159,7 @@ def provider_fields(
         if kind in ProviderKind.values
         else f"the kind is one of {', '.join(ProviderKind.values)}."
     )
-    by_model, prices_problem = _prices(prices)
+    by_model, prices_problems = _prices(prices)
     # The name as the providers list shows it ($NAME, or ${NAME}) is the name.
     if re.fullmatch(r"\$\{[^}]*\}|\$[^{]*", key_env):
         key_env = key_env[1:].removeprefix("{").removesuffix("}")
@@ -159,7 +170,7 @@ def provider_fields(
             ("kind", kind_problem),
             ("base_url", _url_problem(base_url)),
             ("key_env", _key_problem(key_env)),
-            ("prices", prices_problem),
+            *(("prices", problem) for problem in prices_problems),
         ]
         if problem
     ]

@@ -125,8 +125,19 @@ def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
     }
     form = ProviderForm(request.POST or None, initial=initial, existing=provider)
     if request.method == "POST" and form.is_valid():
+        changed = {
+            field: value
+            for field, value in form.provider.items()
+            if getattr(provider, field) != value
+        }
+        if not changed:
+            # As the project form: a save that changes nothing says so.
+            messages.success(
+                request, f"No changes to provider {provider.name}: nothing was saved."
+            )
+            return redirect("reviews:providers")
         before = _shown(provider)
-        for field, value in form.provider.items():
+        for field, value in changed.items():
             setattr(provider, field, value)
         provider.save()
         _audit(request, provider, "edited", before)

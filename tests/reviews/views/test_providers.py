@@ -331,3 +331,33 @@ def test_a_key_variable_of_other_characters_is_told_what_a_name_may_hold(
         "That is not an environment variable name: a name is ASCII letters, "
         "digits and _, not starting with a digit."
     ]
+
+
+def test_a_save_of_an_unchanged_provider_says_nothing_was_saved(client, admin_user):
+    client.force_login(admin_user)
+    add(client)
+    edit = reverse("reviews:provider_edit", args=["acme"])
+    shown = client.get(edit).context["form"]
+    unchanged = {name: shown[name].value() for name in shown.fields}
+
+    response = client.post(edit, unchanged, follow=True)
+
+    page = response.content.decode()
+    assert "No changes to provider acme: nothing was saved." in page
+    assert "Provider acme saved." not in page
+    assert not AuditEvent.objects.filter(action="provider.edited").exists()
+
+
+def test_every_bad_price_line_is_said_beside_the_prices_at_once(client, admin_user):
+    client.force_login(admin_user)
+
+    response = add(client, prices="fine=1,2\nfirst=abc\nsecond=1\nthird=-1,2")
+
+    assert response.status_code == 400
+    said = response.context["form"].errors["prices"]
+    assert [line.split(":")[0] for line in said] == [
+        "'first=abc'",
+        "'second=1'",
+        "'third=-1,2'",
+    ]
+    assert not Provider.objects.exists()
