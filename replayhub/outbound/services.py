@@ -60,7 +60,14 @@ SWEEP_AFTER = timedelta(minutes=15)
 
 
 class OutboundInvalid(Exception):
-    """A forge or webhook setting refused, in one sentence."""
+    """A forge or webhook setting refused: every problem at once, each as
+    ``(field, sentence)`` in ``problems``. It stands for the first, so a
+    command that reports one line reports that one; a sentence about an
+    option begins with it (``--events: …``)."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        super().__init__(problems[0][1])
+        self.problems = problems
 
 
 class NotSendable(Exception):
@@ -89,18 +96,30 @@ def env_problem(name: str, url: str) -> str:
     return credential_env_problem(name, url) or credential_policy().problem(name)
 
 
+def _variable_problem(name: str, url: str) -> str:
+    """``env_problem``; beside a URL of a scheme no variable is sent to (the
+    URL's own problem), only the name's problems, as for an https:// URL."""
+    if urlsplit(url).scheme.lower() not in ("http", "https"):
+        url = "https://host.invalid/"
+    return env_problem(name, url)
+
+
 def forge_set(
     *, project: Project, kind: str, repo: str, token_env: str, api_url: str = ""
 ) -> Forge:
-    """Name the project's forge; raises OutboundInvalid."""
+    """Name the project's forge; raises OutboundInvalid with every problem."""
     if kind not in statuses.DEFAULT_API:
-        raise OutboundInvalid(f"--forge: one of {', '.join(statuses.DEFAULT_API)}.")
+        raise OutboundInvalid(
+            [("kind", f"--forge: one of {', '.join(statuses.DEFAULT_API)}.")]
+        )
     api_url = (api_url or statuses.DEFAULT_API[kind]).rstrip("/")
-    if problem := statuses.repo_problem(kind, repo):
-        raise OutboundInvalid(problem)
     # The address before the token: a token's rules depend on the URL's scheme.
-    if problem := url_problem(api_url) or env_problem(token_env, api_url):
-        raise OutboundInvalid(problem)
+    if problems := _found(
+        ("repo", statuses.repo_problem(kind, repo)),
+        ("api_url", url_problem(api_url)),
+        ("token_env", _variable_problem(token_env, api_url)),
+    ):
+        raise OutboundInvalid(problems)
     forge, _ = Forge.objects.update_or_create(
         project=project,
         defaults={
@@ -122,18 +141,27 @@ def webhook_add(
     secret_env: str = "",
 ) -> Webhook:
     """Add a webhook; raises OutboundInvalid. A CloudEvents webhook must be
-    signed; a Slack one may not be (Slack's URL is its own secret)."""
-    if format not in WebhookFormat.values:
-        raise OutboundInvalid(f"--format: one of {', '.join(WebhookFormat.values)}.")
-    if problem := events.events_problem(events_wanted):
-        raise OutboundInvalid(f"--events: {problem}")
-    if format == WebhookFormat.CLOUDEVENTS and not secret_env:
-        raise OutboundInvalid("--secret-env: a CloudEvents webhook is signed.")
-    # The address first: a key's rules depend on the URL's scheme.
-    if problem := url_problem(url):
-        raise OutboundInvalid(problem)
-    if secret_env and (problem := env_problem(secret_env, url)):
-        raise OutboundInvalid(problem)
+    signed; a Slack one may not be (Slack's URL is its own secret). Raises
+    OutboundInvalid with every problem."""
+    format_problem = (
+        ""
+        if format in WebhookFormat.values
+        else f"--format: one of {', '.join(WebhookFormat.values)}."
+    )
+    events_problem = events.events_problem(events_wanted)
+    unsigned = format == WebhookFormat.CLOUDEVENTS and not secret_env
+    # The address before the key: a key's rules depend on the URL's scheme.
+    if problems := _found(
+        ("format", format_problem),
+        ("events", events_problem and f"--events: {events_problem}"),
+        (
+            "secret_env",
+            "--secret-env: a CloudEvents webhook is signed." if unsigned else "",
+        ),
+        ("url", url_problem(url)),
+        ("secret_env", _variable_problem(secret_env, url) if secret_env else ""),
+    ):
+        raise OutboundInvalid(problems)
     return Webhook.objects.create(
         project=project,
         url=url,
@@ -141,6 +169,11 @@ def webhook_add(
         format=format,
         secret_env=secret_env,
     )
+
+
+def _found(*checked: tuple[str, str]) -> list[tuple[str, str]]:
+    """The ``(field, problem)`` pairs that have a problem, in order."""
+    return [(field, problem) for field, problem in checked if problem]
 
 
 def where(url: str) -> str:

@@ -34,7 +34,7 @@ from replayhub.models import (
 )
 from replayhub.outbound import statuses
 from replayhub.outbound.events import EVENTS
-from replayhub.outbound.services import OutboundInvalid, env_problem, hook_name, where
+from replayhub.outbound.services import OutboundInvalid, hook_name, where
 from reviews.forms import ForgetsPastedKeys
 from reviews.project_services import (
     connection_forge_forget,
@@ -57,13 +57,14 @@ VARIABLE_HELP = (
 )
 
 
-def flagged(message: str, fields: dict[str, str]) -> tuple[str | None, str]:
-    """The field a refusal worded for the command line names (``--events:
-    …``), and the refusal without the option; None when it names none."""
-    option, sep, rest = message.partition(": ")
-    if sep and option in fields:
-        return fields[option], capfirst(rest)
-    return None, message
+def place(form: forms.Form, refusal: OutboundInvalid) -> None:
+    """Each of the refusal's problems beside the field it is about, without
+    the command-line option it names (``--events: …``)."""
+    for field, message in refusal.problems:
+        option, sep, rest = message.partition(": ")
+        if sep and option.startswith("--"):
+            message = rest
+        form.add_error(field if field in form.fields else None, capfirst(message))
 
 
 class IssueForm(forms.Form):
@@ -101,21 +102,6 @@ class ForgeForm(ForgetsPastedKeys):
         + ".",
     )
 
-    def place(self, refusal: OutboundInvalid) -> None:
-        """``forge_set``'s refusal beside the field it is about (its checks
-        run in this order: the repository, the API's address, the variable)."""
-        field, message = flagged(str(refusal), {"--forge": "kind"})
-        if field is None:
-            data = self.cleaned_data
-            api_url = data["api_url"] or statuses.DEFAULT_API[data["kind"]]
-            if message == statuses.repo_problem(data["kind"], data["repo"]):
-                field = "repo"
-            elif message == env_problem(data["token_env"], api_url.rstrip("/")):
-                field = "token_env"
-            else:
-                field = "api_url"
-        self.add_error(field, capfirst(message))
-
 
 class WebhookForm(ForgetsPastedKeys):
     variable_fields = ("secret_env",)
@@ -140,20 +126,6 @@ class WebhookForm(ForgetsPastedKeys):
         help_text="Signs each body (X-ReplayHub-Signature-256); needed for "
         f"CloudEvents, not for Slack. {VARIABLE_HELP}",
     )
-
-    def place(self, refusal: OutboundInvalid) -> None:
-        """``webhook_add``'s refusal beside the field it is about (the last
-        of its checks is the URL's address)."""
-        field, message = flagged(
-            str(refusal),
-            {"--format": "format", "--events": "events", "--secret-env": "secret_env"},
-        )
-        if field is None:
-            data = self.cleaned_data
-            secret = data["secret_env"]
-            same = secret and message == env_problem(secret, data["url"])
-            field = "secret_env" if same else "url"
-        self.add_error(field, message)
 
 
 def _page(
@@ -268,7 +240,7 @@ def _forge(request: HttpRequest, project: Project) -> HttpResponse:
                 api_url=data["api_url"],
             )
         except OutboundInvalid as refusal:
-            form.place(refusal)
+            place(form, refusal)
         else:
             messages.success(request, f"Forge of {project.slug} saved.")
             return _back(project)
@@ -295,7 +267,7 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
                 secret_env=data["secret_env"],
             )
         except OutboundInvalid as refusal:
-            form.place(refusal)
+            place(form, refusal)
         else:
             name = hook_name(hook.pk, hook.url)
             messages.success(request, f"{capfirst(name)} added.")

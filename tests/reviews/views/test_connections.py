@@ -359,3 +359,40 @@ def test_a_token_pasted_for_the_forges_variable_is_refused_and_never_shown(
     assert "That looks like a key itself" in page
     assert pasted[:12] not in page and pasted[:12].capitalize() not in page
     assert not Forge.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "form", "fields"),
+    [
+        (
+            {
+                **WEBHOOK,
+                "webhook-url": "http://10.0.0.5/hook",
+                "webhook-secret_env": "<b>X</b>",
+            },
+            "webhook_form",
+            ["url", "secret_env"],
+        ),
+        (
+            {**FORGE, "forge-repo": "shop-without-owner", "forge-token_env": "HOME"},
+            "forge_form",
+            ["repo", "token_env"],
+        ),
+    ],
+    ids=["webhook", "forge"],
+)
+def test_every_problem_of_a_connection_is_said_at_once_beside_its_field(
+    shop, admin_user, data, form, fields
+):
+    refused = as_user(admin_user).post(URL, data)
+
+    assert refused.status_code == 400
+    errors = refused.context[form].errors
+    assert sorted(errors) == sorted(fields)
+    page = refused.content.decode()
+    assert f"Not saved: fix these {len(fields)} first." in page
+    for field in fields:
+        prefix = form.removesuffix("_form")
+        assert f'id="id_{prefix}-{field}_error"' in page
+    assert "<b>X</b>" not in page
+    assert not Webhook.objects.exists() and not Forge.objects.exists()
