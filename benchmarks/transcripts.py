@@ -2,19 +2,31 @@
 
 The figure: records per second of ``loader.import_sources`` (what
 ``import_runs --format claude-code`` calls) over one file of generated
-Claude Code sessions — each parsed, its tape built, the repository asked for
-its base and original on the branch it names (absent here: one ``git
-check-ref-format`` and two ``rev-parse`` per session), stored with its
-whole transcript. The baseline, in the same run: the native import
-(``runs_import``) of the records that import stored, written out as native
-JSONL — the same runs, without the transcript's parsing and the repository's
-questions. Each is measured on an emptied run table, preflight skipped.
+Claude Code sessions -- each parsed, its tape built, the repository asked for
+its base and original on the branch it names (three sessions in four name a
+branch it holds; its branches and their histories are read once an import,
+``repository.Lookups``), stored with its whole transcript. The baseline, in
+the same run: the native import (``runs_import``) of the records that import
+stored, written out as native JSONL -- the same runs, without the
+transcript's parsing and the repository's questions. Each is measured on an
+emptied run table, preflight skipped.
 
-No goal is judged yet: the figure is for information. Measured first
-(``--quick``, 300 sessions, 2 shared cores): about 100 records/s against
-about 2,000 for the native import of the same runs, 0.05x. The cost is the
-repository's questions, each a git process per session; asking them once per
-branch (or of one ``git cat-file --batch``) is the way to a goal.
+Goal: at least half the native import's records/s (0.5x) at 10,000 sessions.
+``--quick`` (100 sessions, one run) judges no goal.
+
+Latest figures (2026-12-04, 2 cores shared with other work at a load
+average of 7 to 15, three runs of ``--runs 3``): 0.53x, 0.64x and 0.92x,
+median 0.64x -- in the ``./dev bench`` run 873 records/s against the native
+import's 952. The code before, in the same window as the 0.53x run: 0.25x
+(699 against 2,741); earlier the same evening 0.59x (617 against 1,041).
+What changed: the files of a large import are read in a process of their
+own (``transcripts.reading``), so the importing process only hands their
+records to the native import; and reading a Claude Code file takes about
+150 us of CPU a session instead of 250 at 10,000 sessions, mostly by keeping
+each line's bytes until its session is built rather than the parsed
+objects, which the garbage collector walked again at every collection, and
+by merging a session's messages once instead of three times. The figures
+swing with the other work on the machine; no quiet machine measured them.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \\
         .venv/bin/python benchmarks/transcripts.py [--sessions 10000] [--runs 3] \\
@@ -39,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.support import in_scratch_database, record  # noqa: E402
 
 SCRATCH_DB = "replayhub_bench_transcripts"
+GOAL_RATIO = 0.5
 
 
 def session_lines(number: int) -> list[dict]:
@@ -190,7 +203,7 @@ def run(args) -> int:
 
     figure, floor = statistics.median(transcript_rates), statistics.median(native_rates)
     ratio = figure / floor
-    holds = None  # information until the repository's questions are batched
+    holds = None if args.quick else ratio >= GOAL_RATIO
     print(
         f"claude-code import {figure:,.0f} rec/s "
         f"(min {min(transcript_rates):,.0f}, max {max(transcript_rates):,.0f})"
@@ -199,7 +212,8 @@ def run(args) -> int:
         f"native import of the same runs {floor:,.0f} rec/s "
         f"(min {min(native_rates):,.0f}, max {max(native_rates):,.0f})"
     )
-    print(f"ratio claude-code/native {ratio:.2f}x (no goal yet)")
+    verdict = "not judged" if holds is None else ("met" if holds else "MISSED")
+    print(f"ratio claude-code/native {ratio:.2f}x, goal >= {GOAL_RATIO}x: {verdict}")
     record(
         "transcripts",
         f"Claude Code import, {args.sessions:,} sessions",
@@ -207,10 +221,10 @@ def run(args) -> int:
         samples=transcript_rates,
         floor="native import of the same runs",
         floor_samples=native_rates,
-        goal="none yet",
+        goal=f">= {GOAL_RATIO}x native",
         holds=holds,
     )
-    return 0
+    return 1 if holds is False else 0
 
 
 def main() -> int:
