@@ -260,6 +260,17 @@
     return true;
   }
 
+  // A replay someone else holds has no decision form: c, o and r say whose it
+  // is instead of doing nothing.
+  function heldKey(key) {
+    var said = document.getElementById("held-said");
+    if (!said || (key !== "c" && key !== "o" && key !== "r")) return false;
+    said.textContent = said.getAttribute("data-holder") +
+      " holds this replay: no confirm, overturn or rerun here until it is " +
+      "released, expires or is handed to you.";
+    return true;
+  }
+
   function toggleHelp() {
     var dialog = document.getElementById("keys-help");
     if (!dialog) return;
@@ -297,6 +308,10 @@
     var dialog = document.getElementById("keys-help");
     if (dialog && dialog.open && event.key !== "?") return;
     if (blindKey(event.key, target)) {
+      event.preventDefault();
+      return;
+    }
+    if (heldKey(event.key)) {
       event.preventDefault();
       return;
     }

@@ -9,10 +9,11 @@ from datetime import timedelta
 import pytest
 from playwright.sync_api import expect
 
+from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import AuditEvent, Claim, Label, Review
 from tests.browser.watch import Watch
-from tests.factories import make_replay
+from tests.factories import make_replay, make_user
 
 pytestmark = pytest.mark.browser
 
@@ -352,3 +353,24 @@ def test_keys_on_an_overturned_replay_name_the_verdicts_they_mean(
         "press c to confirm it, or choose another."
     )
     assert Review.objects.filter(replay=replay).count() == 1
+
+
+def test_decision_keys_on_a_replay_someone_else_holds_say_who_holds_it(login, reviewer):
+    from reviews.services import claim_take
+
+    replay = make_replay(verdict="divergent", title="Held by rita")
+    claim_take(replay=replay, reviewer=reviewer)
+    page = login(make_user("sam", roles.REVIEWER))
+    watch = Watch(page, console_errors=True)
+    page.goto(f"/replays/{replay.pk}/")
+    said = page.locator("#held-said")
+
+    for key in ("c", "o", "r"):
+        page.keyboard.press(key)
+        expect(said).to_have_text(
+            "rita holds this replay: no confirm, overturn or rerun here until "
+            "it is released, expires or is handed to you."
+        )
+        page.evaluate("document.getElementById('held-said').textContent = ''")
+    assert not Review.objects.exists()
+    watch.check("keys on a held replay")
