@@ -10,7 +10,12 @@ from playwright.sync_api import expect
 from replayhub.models import Project, Replay, Run
 from tests.browser.test_wide_screens import HEADER_LINES
 from tests.browser.watch import Watch
-from tests.factories import make_git_project, make_replay, make_superuser
+from tests.factories import (
+    make_git_project,
+    make_project,
+    make_replay,
+    make_superuser,
+)
 from tests.gitrepos import project_repo
 from tests.records import EXAMPLE
 
@@ -222,3 +227,21 @@ def test_the_projects_list_breaks_commands_at_spaces_never_mid_word(login, width
         "import the run with a base its history holds"
     )
     assert page.evaluate(BROKEN_WORDS, "#runs tbody td code") == []
+
+
+def test_a_gold_rate_out_of_range_is_refused_in_the_forms_words_and_focused(login):
+    """No browser bubble stops the save first: the form's own message is
+    beside the field, and the summary at the form's top has the focus."""
+    make_project("shop")
+    page = login(make_superuser())
+
+    page.goto("/projects/shop/review/")
+    page.get_by_label("Gold rate (%)").fill("150")
+    page.get_by_role("button", name="Save policy").click()
+
+    summary = page.locator("#form-problems")
+    expect(summary).to_be_focused()
+    expect(summary).to_contain_text("Gold rate (%): At most 100")
+    rate = page.get_by_label("Gold rate (%)")
+    expect(rate).to_have_value("150")
+    expect(rate).to_have_accessible_description(re.compile("At most 100"))
