@@ -30,10 +30,30 @@ only). Both floors store blank text as "", as the run table does.
 Preflight is a step of its own with its own benchmark (``preflight.py``).
 
 Goal: at least the floor's records/s (1.0x) at 100,000 lines, and the same
-peak memory at both sizes (within 16 MiB). ``--quick`` (300 and 600 lines,
-one run) judges no goal. With ``REPLAYHUB_BENCH_PROFILE=1`` each import prints
-its cProfile (the importing thread's; a thread or process of its own is not
-in it).
+peak memory at both sizes (within 16 MiB). Not met. Latest figures
+(2026-12-04, 2 cores shared with other work at a load average of 7 to 15,
+three runs of ``--runs 3``): 0.60x, 0.65x and 0.70x, median 0.65x -- in the
+``./dev bench`` run 11,078 records/s against the floor's 18,416, the run-table
+floor 0.72x, the server alone 11,847 records/s into the run table against
+22,394 into a bare table (0.53x), peak memory flat (+3 MiB). The code from
+before the rows came back as plain tuples, one run the same evening: 0.42x
+(2,730 against 6,441), which the load alone may explain. On a loaded machine
+the import's parsing processes buy nothing and what decides is its CPU time,
+on the Python side about twice the floor's (estimated from the parts, timed
+alone on the loaded machine, so roughly): a parsing process reads a line in
+about 25 us of CPU (the orjson parse about 2, the proof that no key repeats 3
+to 5, the field checks 6, the canonical texts and hash 5, the masking of key
+shapes before the parse 4, the binary fields 3), the rows came back from it as
+named tuples pickled one by one (now plain tuples), and the server's COPY into
+the run table with its indexes costs twice the same COPY into a bare table.
+What reached this path since the transcript formats: the masking of key shapes
+(about 4 us a line, in ``gateway.redact``) and the bounded JSON reader's count
+of brackets (under 1 us); the format look is one peek at a file's head, the
+format hint is worked out only when every line failed, and patches
+(``RunPatch``) are a transcript import's alone.
+``--quick`` (300 and 600 lines, one run) judges no goal. With
+``REPLAYHUB_BENCH_PROFILE=1`` each import prints its cProfile (the importing
+thread's; a thread or process of its own is not in it).
 
 The script creates a scratch database (``replayhub_bench_ingest``, or the name
 given with ``--database``) on the server of ``DATABASE_URL``, migrates it, and
