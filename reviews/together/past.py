@@ -140,7 +140,8 @@ def search(
     ``blind_to`` is ``(viewer id, blind project ids)`` for a viewer under blind
     review: a filter on the verdict or the reason then leaves out the replays
     of those projects the viewer has not judged, or the answer would tell
-    their verdict.
+    their verdict; and others' comments on them match nothing (a comment can
+    tell the verdict too).
     """
     text = text.strip()
     filters = filters or SearchFilters()
@@ -149,7 +150,7 @@ def search(
     rows = with_settled(Replay.objects.all())
     ids = _ids_in(text)
     if text:
-        rows = rows.filter(_matching(text, ids))
+        rows = rows.filter(_matching(text, ids, blind_to))
     if filters.model:
         rows = rows.filter(run__model__icontains=filters.model)
     if filters.verdict:
@@ -169,14 +170,17 @@ def search(
     return found
 
 
-def matching_count(text: str) -> int:
+def matching_count(
+    text: str, *, blind_to: tuple[int | None, set[int]] | None = None
+) -> int:
     """How many replays ``text`` matches with no filter: what a search whose
     filters leave nothing says instead of "nothing matches". No filter names
-    a verdict or a reason, so the count tells nothing blind review hides."""
+    a verdict or a reason, and others' comments count as ``search`` lets them
+    match, so the count tells nothing blind review hides."""
     text = text.strip()
     if not text:
         return 0
-    return Replay.objects.filter(_matching(text, _ids_in(text))).count()
+    return Replay.objects.filter(_matching(text, _ids_in(text), blind_to)).count()
 
 
 def _ids_in(text: str) -> set[int]:
@@ -185,7 +189,9 @@ def _ids_in(text: str) -> set[int]:
     return {int(bare)} if bare.isdigit() else set()
 
 
-def _matching(text: str, ids: set[int]) -> Q:
+def _matching(
+    text: str, ids: set[int], blind_to: tuple[int | None, set[int]] | None = None
+) -> Q:
     exact = Q(run__external_id=text) | Q(pk__in=ids)
     by_comment: QuerySet[Comment]
     if connection.vendor == "postgresql":
@@ -201,6 +207,14 @@ def _matching(text: str, ids: set[int]) -> Q:
             Q(run__title__icontains=text) | Q(run__external_id__icontains=text)
         )
         by_comment = Comment.objects.filter(body__icontains=text)
+    if blind_to is not None:
+        viewer_id, blind = blind_to
+        judged = Review.objects.filter(
+            replay_id=OuterRef("replay_id"), reviewer_id=viewer_id
+        )
+        by_comment = by_comment.exclude(
+            Q(replay__project_id__in=blind) & ~Q(author_id=viewer_id) & ~Exists(judged)
+        )
     return (
         exact | Q(pk__in=by_run.values("pk")) | Q(pk__in=by_comment.values("replay_id"))
     )

@@ -338,7 +338,11 @@ def search(request: HttpRequest) -> HttpResponse:
     open_threads = comments.unresolved([r.pk for r in found])
     # Filters that leave nothing of what the text matches: say how many
     # the text alone matches, so "nothing matches" is never untrue.
-    without_filters = past.matching_count(text) if text and filters and not found else 0
+    without_filters = (
+        past.matching_count(text, blind_to=blind_to)
+        if text and filters and not found
+        else 0
+    )
     return render(
         request,
         "reviews/search.html",

@@ -88,3 +88,23 @@ def test_a_mention_in_the_inbox_waits_for_the_judgement_too(reviewer, lead):
         {"blind_verdict": "equivalent"},
     )
     assert "Tell-A" in client.get(reverse("reviews:inbox")).content.decode()
+
+
+def test_search_finds_no_replay_by_the_words_of_others_comments_before_judging(
+    reviewer, lead
+):
+    replay, _theirs, _mine = blind_replay_with_comments(reviewer, lead)
+    client = as_user(reviewer)
+
+    def found(words: str) -> bool:
+        page = client.get(reverse("reviews:search"), {"q": words}).content.decode()
+        return f"#{replay.pk}<" in page
+
+    assert not found("Tell-A")
+    assert found("Own-1")
+    assert as_user(lead).get(reverse("reviews:search"), {"q": "Tell-A"}).context["rows"]
+    client.post(
+        reverse("reviews:replay_decide", args=[replay.pk]),
+        {"blind_verdict": "equivalent"},
+    )
+    assert found("Tell-A")
