@@ -80,3 +80,17 @@ def test_a_reading_process_that_stops_refuses_the_rest_of_its_file_in_one_line()
         "the file was not read to its end: the process reading the file "
         "stopped (exit code 3)",
     )
+
+
+def test_a_file_after_its_reading_process_stopped_is_read_in_line():
+    def records(source, kind, unread):
+        yield 1, b"".join(source.chunks)
+
+    reader = ReadingProcess(records, lambda: ([], {}, 0), lambda state: None)
+    try:
+        reader.process.kill()
+        reader.process.join()
+        source = Source("sessions.jsonl", [b"{}\n"])
+        assert list(reader.read(source, "claude-code", Counter())) == [(1, b"{}\n")]
+    finally:
+        reader.close()

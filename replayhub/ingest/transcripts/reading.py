@@ -59,6 +59,7 @@ class ReadingProcess:
         # already read; it runs no query (the repository was opened before).
         context = multiprocessing.get_context("fork")
         self.connection, theirs = context.Pipe()
+        self.records = records
         self.merge = merge
         self.process = context.Process(
             target=_serve,
@@ -74,8 +75,15 @@ class ReadingProcess:
         self, source: Any, kind: str, unread: Counter[str]
     ) -> Iterator[tuple[int, bytes | str]]:
         """The records of ``source`` read in the child, in order; the file's
-        refusal (line 0) when the child failed or stopped."""
-        self.connection.send(("source", source.name, source.modified, kind))
+        refusal (line 0) when the child failed or stopped while reading it.
+        A child that stopped before the file leaves it to be read in line."""
+        try:
+            self.connection.send(("source", source.name, source.modified, kind))
+        except OSError:
+            self.process.join(timeout=5)
+            self.broken = f"the reading process stopped ({self.process.exitcode})"
+            yield from self.records(source, kind, unread)
+            return
         feeder = threading.Thread(
             target=_feed, args=(self.connection, source.chunks), daemon=True
         )
