@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import queue
 import threading
 from collections import Counter
@@ -28,6 +29,9 @@ from typing import Any
 
 # Chunks of a file (64 KiB each) read ahead of the reading process.
 CHUNKS_WAITING = 64
+# How often a waiting reading process looks whether the importing process
+# is still there.
+PARENT_CHECK_SECONDS = 1.0
 # A file whose first bytes reach this size is read in a process of its own;
 # a smaller import is read in line (starting a process costs more).
 PROCESS_BYTES = 1024 * 1024
@@ -63,7 +67,7 @@ class ReadingProcess:
         self.merge = merge
         self.process = context.Process(
             target=_serve,
-            args=(theirs, self.connection, records, state),
+            args=(theirs, self.connection, records, state, os.getpid()),
             name="replayhub-transcript-reader",
             daemon=True,
         )
@@ -154,6 +158,7 @@ def _serve(
     inherited: Connection,
     records: Records,
     state: Callable[[], Any],
+    parent: int,
 ) -> None:
     inherited.close()
     # Messages are received on a thread of their own, so the importing
@@ -162,7 +167,7 @@ def _serve(
     # A daemon: it may wait on a pipe other processes still hold when the
     # child is told to stop.
     receiver = threading.Thread(
-        target=_receive, args=(connection, waiting), daemon=True
+        target=_receive, args=(connection, waiting, parent), daemon=True
     )
     receiver.start()
     while (message := waiting.get()) is not None:
@@ -196,9 +201,15 @@ def _chunks(waiting: queue.Queue[Any]) -> Iterator[bytes]:
         waiting.put(None)
 
 
-def _receive(connection: Connection, waiting: queue.Queue[Any]) -> None:
+def _receive(connection: Connection, waiting: queue.Queue[Any], parent: int) -> None:
     try:
         while True:
+            # Processes the import forked later hold copies of the importing
+            # process's end, so its end of the pipe may never close: an
+            # importing process that was killed is noticed by its pid.
+            while not connection.poll(PARENT_CHECK_SECONDS):
+                if os.getppid() != parent:
+                    raise EOFError
             waiting.put(connection.recv())
     except (EOFError, OSError):  # the importing process closed its end
         waiting.put(None)
