@@ -315,18 +315,14 @@ def repository_git_dir(repo: Path | str) -> Path:
     """The git dir of a repository given by its work tree or as a bare repository."""
     repo = Path(repo).absolute()
     dot = repo / ".git"
-    try:
-        if dot.is_dir():
-            return dot
-        if dot.is_file():
-            content = dot.read_text(encoding="utf-8", errors="replace").strip()
-            if content.startswith("gitdir:"):
-                return (repo / content.removeprefix("gitdir:").strip()).resolve()
-        if (repo / "HEAD").is_file() and (repo / "objects").is_dir():
-            return repo
-    except (OSError, ValueError) as exc:
-        # Not readable here (no permission, a name too long, a NUL byte).
-        raise GitError(f"{repo} is not a git repository: {exc}") from None
+    if dot.is_dir():
+        return dot
+    if dot.is_file():
+        content = dot.read_text(encoding="utf-8", errors="replace").strip()
+        if content.startswith("gitdir:"):
+            return (repo / content.removeprefix("gitdir:").strip()).resolve()
+    if (repo / "HEAD").is_file() and (repo / "objects").is_dir():
+        return repo
     raise GitError(f"{repo} is not a git repository")
 
 
