@@ -16,7 +16,7 @@ from replayhub.attest.views import (
 )
 from replayhub.recorder.views import recorder_download
 from reviews.api import replay_detail, run_detail
-from reviews.replay_page.together import hidden_from
+from reviews.together.blind import hidden_from
 from reviews.together.past import with_settled
 from reviews.views import upload
 

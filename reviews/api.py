@@ -14,8 +14,8 @@ from django.views.decorators.http import require_GET
 from replayhub import api, roles
 from replayhub.models import Replay, Run
 from reviews.models import Review
-from reviews.replay_page.together import hidden_from
 from reviews.together import comments, past
+from reviews.together.blind import hidden_from
 
 # What blind review keeps from a reviewer until they have judged the replay.
 # The agent's exit and its summary in the evidence (timed out, the cap that

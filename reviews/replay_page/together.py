@@ -12,7 +12,6 @@ comments (the page says how many): a comment can tell the answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 
 from django.http import HttpRequest, QueryDict
@@ -33,26 +32,6 @@ def is_blind(replay: Replay, user) -> bool:
     if policy is None or not policy.blind:
         return False
     return not Review.objects.filter(replay_id=replay.pk, reviewer=user).exists()
-
-
-def blind_projects() -> set[int]:
-    return set(
-        ReviewPolicy.objects.filter(blind=True).values_list("project_id", flat=True)
-    )
-
-
-def hidden_from(user, replays: Iterable[tuple[int, int]]) -> set[int]:
-    """Of ``(replay id, project id)`` pairs, the replays whose automated
-    verdict ``user`` may not see yet: blind review, and no judgement of theirs.
-    Every page, partial, export and API answer asks this before it shows one."""
-    if not user.has_perm(roles.DECIDE):
-        return set()
-    blind = blind_projects()
-    candidates = {pk for pk, project_id in replays if project_id in blind}
-    if not candidates:
-        return set()
-    judged = Review.objects.filter(replay_id__in=candidates, reviewer=user)
-    return candidates - set(judged.values_list("replay_id", flat=True))
 
 
 def decision_form(

@@ -56,6 +56,7 @@ from reviews.services import (
     undo_deadline,
 )
 from reviews.together import gold, notices
+from reviews.together.blind import hidden_from
 from reviews.views import HtmxHttpRequest, partial, replay_for
 
 # Diffs with more lines than this (per kind) show their file list and load each
@@ -203,7 +204,7 @@ def _detail_context(
         "agent_output": output[-AGENT_OUTPUT_SHOWN:],
         "agent_output_cut": len(output) > AGENT_OUTPUT_SHOWN,
         "earlier": earlier,
-        "earlier_hidden": together.hidden_from(
+        "earlier_hidden": hidden_from(
             request.user, [(r.pk, replay.project_id) for r in earlier]
         ),
         **_decisions_context(request, replay),

@@ -146,6 +146,8 @@ def _mention(comment: Comment, author) -> None:
             thread_id=comment.parent_id or comment.pk,
             text=f"{author.get_username()} mentioned you on replay "
             f"{comment.replay_id}: {comment.body[:200]}",
+            blind_text=f"{author.get_username()} mentioned you on replay "
+            f"{comment.replay_id}.",
         )
 
 

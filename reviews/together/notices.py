@@ -19,7 +19,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from replayhub import roles
+from replayhub.models import Replay
 from reviews.models import Notice
+from reviews.together.blind import hidden_from
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +74,19 @@ def unknown_mentions(text: str) -> list[str]:
 
 
 def notify(
-    *, user, actor, kind: str, replay_id: int, text: str, thread_id: int | None = None
+    *,
+    user,
+    actor,
+    kind: str,
+    replay_id: int,
+    text: str,
+    thread_id: int | None = None,
+    blind_text: str = "",
 ) -> Notice:
+    """A notice for ``user``, mailed too when notices go by mail.
+    ``blind_text`` is what the mail says instead of ``text`` to a reviewer
+    the replay's blind review still keeps it from (the inbox hides it the
+    same way)."""
     notice = Notice.objects.create(
         user=user,
         actor=actor,
@@ -83,6 +96,8 @@ def notify(
         text=text[:300],
     )
     if settings.REPLAYHUB_NOTICE_EMAIL and user.email:
+        if blind_text and _blind_to(user, replay_id):
+            text = blind_text
         link = reverse("reviews:replay_detail", args=[replay_id])
         if notice.anchor:
             link = f"{link}#{notice.anchor}"
@@ -90,6 +105,11 @@ def notify(
             lambda: _mail(user.email, f"ReplayHub: {text[:120]}", f"{text}\n\n{link}")
         )
     return notice
+
+
+def _blind_to(user, replay_id: int) -> bool:
+    project_id = Replay.objects.values_list("project_id", flat=True).get(pk=replay_id)
+    return bool(hidden_from(user, [(replay_id, project_id)]))
 
 
 def _mail(to: str, subject: str, body: str) -> None:

@@ -26,7 +26,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Label, Notice, NoticeKind
-from reviews.replay_page.together import blind_projects, hidden_from
 from reviews.together import (
     comments,
     gold,
@@ -36,6 +35,7 @@ from reviews.together import (
     past,
     quality,
 )
+from reviews.together.blind import blind_projects, hidden_from
 from reviews.together.forms import (
     SEARCH_LONGEST,
     AgreementForm,

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 from replayhub import roles
 from replayhub.replicates.passk import TRIES
 from reviews.render.drawing import draw_table
-from reviews.replay_page.together import blind_projects
+from reviews.together.blind import blind_projects
 from reviews.trends.dashboard import dashboard_context
 from reviews.trends.exports import (
     export_csv,

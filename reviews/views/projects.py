@@ -52,7 +52,7 @@ from reviews.project_services import (
     project_save,
     replay_now,
 )
-from reviews.replay_page import together
+from reviews.together.blind import blind_projects, hidden_from
 from reviews.views.project_form import ProjectForm, saved_text
 
 START_REPLAY = "replayhub.add_replay"
@@ -126,7 +126,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     form = RunFilterForm(request.GET)
     form.is_valid()
     runs = form.runs(project)
-    blind = project.pk in together.blind_projects()
+    blind = project.pk in blind_projects()
     by_verdict = getattr(form, "cleaned_data", {}).get("verdict")
     if blind and by_verdict and request.user.has_perm(roles.DECIDE):
         # Listing by verdict would tell a blind reviewer the verdicts.
@@ -136,7 +136,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
         runs = runs.filter(Exists(judged))
     paginator = Paginator(runs, RUNS_PER_PAGE)
     page = paginator.get_page(getattr(form, "cleaned_data", {}).get("page") or 1)
-    hidden = together.hidden_from(
+    hidden = hidden_from(
         request.user, [(run.replay_id, project.pk) for run in page if run.replay_id]
     )
     query = request.GET.copy()

@@ -28,12 +28,12 @@ from reviews import queue_reads
 from reviews.forms import QueueFilterForm, choices_of
 from reviews.queue_reads import QueueFilters
 from reviews.render import jinja
-from reviews.replay_page import together
 from reviews.services import (
     claim_next,
 )
 from reviews.templatetags.review_tags import age, until
 from reviews.together import comments
+from reviews.together.blind import blind_projects
 from reviews.views import HtmxHttpRequest, partial
 
 QUEUE_ROWS_TEMPLATE = "reviews/_queue_rows.html"
@@ -134,7 +134,7 @@ def queue_context(
     projects = dict(project_field.queryset.values_list("id", "slug"))
     open_threads = comments.unresolved([row["id"] for row in rows])
     if blind is None:
-        blind = frozenset(together.blind_projects()) if can_decide else frozenset()
+        blind = frozenset(blind_projects()) if can_decide else frozenset()
     detail_url = _detail_url()
     # The queue folds a run's replays into its newest: the row says how many
     # await review and links to the run's page, where they are all listed.
@@ -216,7 +216,7 @@ def queue(request: HtmxHttpRequest) -> HttpResponse:
     can_decide = request.user.has_perm(roles.DECIDE)
     # A reviewer under blind review never sees those projects' replays in a
     # band (nor in a verdict's or a reason's listing): they come apart.
-    blind = frozenset(together.blind_projects()) if can_decide else frozenset()
+    blind = frozenset(blind_projects()) if can_decide else frozenset()
     filters = replace(form.filters(), exclude_project_ids=blind)
     result = queue_reads.page(filters, after=form.cursor(), size=queue_reads.PAGE_SIZE)
     apart = (
@@ -276,9 +276,7 @@ def next_item(request: HttpRequest) -> HttpResponse:
     if filters.verdict or filters.reason_code or filters.label_id is not None:
         # As the queue lists them: under blind review no replay is found by
         # what would tell its verdict.
-        filters = replace(
-            filters, exclude_project_ids=frozenset(together.blind_projects())
-        )
+        filters = replace(filters, exclude_project_ids=frozenset(blind_projects()))
     replay = claim_next(reviewer=request.user, filters=filters)
     if replay is None:
         query = request.GET.urlencode()

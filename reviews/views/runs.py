@@ -48,13 +48,13 @@ from reviews.project_services import (
     text_suite_again,
     text_suite_request,
 )
-from reviews.replay_page import together
 from reviews.replay_page.continuations import (
     arguments_view,
     messages_view,
     text_view,
 )
 from reviews.replay_page.tape_view import turns
+from reviews.together.blind import hidden_from
 from reviews.views import HtmxHttpRequest
 
 VIEW_RUNS = "replayhub.view_run"
@@ -182,9 +182,7 @@ def _run_context(request: HttpRequest, run: Run, form=None) -> dict:
         "page": "projects",
         "run": run,
         "replays": replays,
-        "hidden": together.hidden_from(
-            request.user, [(r.pk, run.project_id) for r in replays]
-        ),
+        "hidden": hidden_from(request.user, [(r.pk, run.project_id) for r in replays]),
         "text_replays": rows,
         "pending": pending,
         **_replay_actions(request, run),
@@ -222,9 +220,7 @@ def _replicates(request: HttpRequest, run: Run) -> dict[str, Any] | None:
     found = standing.run_replicates(run, policy)
     if policy is None and not any(r.replicate for r in found.replays):
         return None
-    hidden = together.hidden_from(
-        request.user, [(r.pk, run.project_id) for r in found.replays]
-    )
+    hidden = hidden_from(request.user, [(r.pk, run.project_id) for r in found.replays])
     return {
         "found": found,
         "policy": policy,

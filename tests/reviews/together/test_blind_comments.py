@@ -108,3 +108,32 @@ def test_search_finds_no_replay_by_the_words_of_others_comments_before_judging(
         {"blind_verdict": "equivalent"},
     )
     assert found("Tell-A")
+
+
+def test_a_mention_mailed_to_a_blind_reviewer_does_not_quote_the_comment(
+    reviewer, lead, settings, django_capture_on_commit_callbacks
+):
+    from django.core import mail
+
+    settings.REPLAYHUB_NOTICE_EMAIL = True
+    reviewer.email = "rita@example.com"
+    reviewer.save()
+    lead.email = "lee@example.com"
+    lead.save()
+    replay = make_replay(verdict="divergent")
+    ReviewPolicy.objects.create(project=replay.project, blind=True)
+    otto = make_user("otto", roles.REVIEWER)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        comment(
+            replay,
+            otto,
+            f"Tell-D: this diverges, @{reviewer.username} @{lead.username}",
+        )
+
+    mails = {m.to[0]: f"{m.subject}\n{m.body}" for m in mail.outbox}
+    # The reviewer who has not judged is told who mentioned them, and where.
+    assert "otto mentioned you on replay" in mails["rita@example.com"]
+    assert "Tell-D" not in mails["rita@example.com"]
+    # A lead, who does not judge, reads the comment.
+    assert "Tell-D: this diverges" in mails["lee@example.com"]
