@@ -213,6 +213,40 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     connection.settings_dict.setdefault("TEST", {})["TEMPLATE"] = template
 
 
+@pytest.fixture(scope="session", autouse=True)
+def flush_by_delete():
+    """A transactional test (a live server's, a worker's: they read committed
+    rows) empties every table after itself. On PostgreSQL Django does that
+    with one TRUNCATE of all of them, which makes new files for each table and
+    index: ~0.3-1 s a test, more than many a test's own steps. Deleting the
+    rows, in one transaction, leaves the same empty tables (sequences run on
+    either way) in a tenth of that, as SQLite's flush always does."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        yield
+        return
+    truncate = connection.ops.sql_flush
+
+    def delete(style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade or not tables:
+            return truncate(
+                style,
+                tables,
+                reset_sequences=reset_sequences,
+                allow_cascade=allow_cascade,
+            )
+        # Foreign keys are checked at the commit, when every row is gone.
+        quote = connection.ops.quote_name
+        # The names are the database's own tables, as introspection lists them.
+        deletes = [f"DELETE FROM {quote(table)}" for table in tables]  # noqa: S608
+        return ["SET CONSTRAINTS ALL DEFERRED", *deletes]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(connection.ops, "sql_flush", delete)
+        yield
+
+
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker, tmp_path_factory):
     """A real worker process consuming the test broker, for the whole session."""

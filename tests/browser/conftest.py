@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django.test import Client
 
 from tests.conftest import REQUIRE_SERVICES
@@ -28,38 +27,6 @@ CHROMIUM_ARGS = [
 ]
 # Screenshots are for a person to look at: saved only when asked for.
 SCREENSHOTS = os.environ.get("REPLAYHUB_SCREENSHOTS", "")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def flush_by_delete():
-    """Every browser test is transactional (the live server reads committed
-    rows) and empties every table after itself. On PostgreSQL Django does that
-    with one TRUNCATE of all of them, which makes new files for each table and
-    index: ~0.3-1 s a test, more than many a test's own steps. Deleting the
-    rows, in one transaction, leaves the same empty tables (sequences run on
-    either way) in a tenth of that, as SQLite's flush always does."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    truncate = connection.ops.sql_flush
-
-    def delete(style, tables, *, reset_sequences=False, allow_cascade=False):
-        if reset_sequences or allow_cascade or not tables:
-            return truncate(
-                style,
-                tables,
-                reset_sequences=reset_sequences,
-                allow_cascade=allow_cascade,
-            )
-        # Foreign keys are checked at the commit, when every row is gone.
-        quote = connection.ops.quote_name
-        # The names are the database's own tables, as introspection lists them.
-        deletes = [f"DELETE FROM {quote(table)}" for table in tables]  # noqa: S608
-        return ["SET CONSTRAINTS ALL DEFERRED", *deletes]
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(connection.ops, "sql_flush", delete)
-        yield
 
 
 @pytest.fixture(scope="session")
