@@ -104,32 +104,91 @@ def _variable_problem(name: str, url: str) -> str:
     return env_problem(name, url)
 
 
+def forge_problems(
+    *,
+    kind: str | None,
+    repo: str | None,
+    token_env: str | None,
+    api_url: str | None = "",
+) -> list[tuple[str, str]]:
+    """Every ``(field, problem)`` of a forge's settings. A value that is None
+    was refused before (a form's field) and is not checked, nor what depends
+    on it: a repository without its forge, an address without its forge or
+    its own value. The token's variable is then checked as for https://."""
+    if kind is not None and kind not in statuses.DEFAULT_API:
+        return [("kind", f"--forge: one of {', '.join(statuses.DEFAULT_API)}.")]
+    if api_url is not None and kind is not None:
+        api_url = api_url or statuses.DEFAULT_API[kind]
+    api_url = (api_url or "").rstrip("/")
+    # The address before the token: a token's rules depend on the URL's scheme.
+    return _found(
+        (
+            "repo",
+            statuses.repo_problem(kind, repo) if kind and repo is not None else "",
+        ),
+        ("api_url", url_problem(api_url) if api_url else ""),
+        (
+            "token_env",
+            "" if token_env is None else _variable_problem(token_env, api_url),
+        ),
+    )
+
+
 def forge_set(
     *, project: Project, kind: str, repo: str, token_env: str, api_url: str = ""
 ) -> Forge:
     """Name the project's forge; raises OutboundInvalid with every problem."""
-    if kind not in statuses.DEFAULT_API:
-        raise OutboundInvalid(
-            [("kind", f"--forge: one of {', '.join(statuses.DEFAULT_API)}.")]
-        )
-    api_url = (api_url or statuses.DEFAULT_API[kind]).rstrip("/")
-    # The address before the token: a token's rules depend on the URL's scheme.
-    if problems := _found(
-        ("repo", statuses.repo_problem(kind, repo)),
-        ("api_url", url_problem(api_url)),
-        ("token_env", _variable_problem(token_env, api_url)),
+    if problems := forge_problems(
+        kind=kind, repo=repo, token_env=token_env, api_url=api_url
     ):
         raise OutboundInvalid(problems)
     forge, _ = Forge.objects.update_or_create(
         project=project,
         defaults={
             "kind": kind,
-            "api_url": api_url,
+            "api_url": (api_url or statuses.DEFAULT_API[kind]).rstrip("/"),
             "repo": repo,
             "token_env": token_env,
         },
     )
     return forge
+
+
+def webhook_problems(
+    *,
+    url: str | None,
+    events_wanted: list[str] | None,
+    format: str | None = WebhookFormat.CLOUDEVENTS,
+    secret_env: str | None = "",
+) -> list[tuple[str, str]]:
+    """Every ``(field, problem)`` of a webhook's settings. A CloudEvents
+    webhook must be signed; a Slack one may not be (Slack's URL is its own
+    secret). A value that is None was refused before (a form's field) and is
+    not checked, nor what depends on it; the key's variable is then checked
+    as for https://."""
+    format_problem = (
+        ""
+        if format is None or format in WebhookFormat.values
+        else f"--format: one of {', '.join(WebhookFormat.values)}."
+    )
+    events_problem = (
+        "" if events_wanted is None else events.events_problem(events_wanted)
+    )
+    unsigned = format == WebhookFormat.CLOUDEVENTS and secret_env == ""
+    # The address before the key: a key's rules depend on the URL's scheme.
+    return _found(
+        ("format", format_problem),
+        ("events", events_problem and f"--events: {events_problem}"),
+        (
+            "secret_env",
+            "--secret-env: a CloudEvents webhook is signed." if unsigned else "",
+        ),
+        ("url", "" if url is None else url_problem(url)),
+        (
+            "secret_env",
+            _variable_problem(secret_env, url or "") if secret_env else "",
+        ),
+    )
 
 
 def webhook_add(
@@ -140,26 +199,10 @@ def webhook_add(
     format: str = WebhookFormat.CLOUDEVENTS,
     secret_env: str = "",
 ) -> Webhook:
-    """Add a webhook; raises OutboundInvalid. A CloudEvents webhook must be
-    signed; a Slack one may not be (Slack's URL is its own secret). Raises
-    OutboundInvalid with every problem."""
-    format_problem = (
-        ""
-        if format in WebhookFormat.values
-        else f"--format: one of {', '.join(WebhookFormat.values)}."
-    )
-    events_problem = events.events_problem(events_wanted)
-    unsigned = format == WebhookFormat.CLOUDEVENTS and not secret_env
-    # The address before the key: a key's rules depend on the URL's scheme.
-    if problems := _found(
-        ("format", format_problem),
-        ("events", events_problem and f"--events: {events_problem}"),
-        (
-            "secret_env",
-            "--secret-env: a CloudEvents webhook is signed." if unsigned else "",
-        ),
-        ("url", url_problem(url)),
-        ("secret_env", _variable_problem(secret_env, url) if secret_env else ""),
+    """Add a webhook; raises OutboundInvalid with every problem
+    (``webhook_problems``)."""
+    if problems := webhook_problems(
+        url=url, events_wanted=events_wanted, format=format, secret_env=secret_env
     ):
         raise OutboundInvalid(problems)
     return Webhook.objects.create(

@@ -34,7 +34,13 @@ from replayhub.models import (
 )
 from replayhub.outbound import statuses
 from replayhub.outbound.events import EVENTS
-from replayhub.outbound.services import OutboundInvalid, hook_name, where
+from replayhub.outbound.services import (
+    OutboundInvalid,
+    forge_problems,
+    hook_name,
+    webhook_problems,
+    where,
+)
 from reviews.forms import ForgetsPastedKeys
 from reviews.project_services import (
     connection_forge_forget,
@@ -57,10 +63,13 @@ VARIABLE_HELP = (
 )
 
 
-def place(form: forms.Form, refusal: OutboundInvalid) -> None:
-    """Each of the refusal's problems beside the field it is about, without
-    the command-line option it names (``--events: …``)."""
-    for field, message in refusal.problems:
+def place(form: forms.Form, problems: list[tuple[str, str]]) -> None:
+    """Each problem beside the field it is about, without the command-line
+    option it names (``--events: …``); none beside a field the form refused
+    already."""
+    for field, message in problems:
+        if field in form.errors:
+            continue
         option, sep, rest = message.partition(": ")
         if sep and option.startswith("--"):
             message = rest
@@ -240,10 +249,23 @@ def _forge(request: HttpRequest, project: Project) -> HttpResponse:
                 api_url=data["api_url"],
             )
         except OutboundInvalid as refusal:
-            place(form, refusal)
+            place(form, refusal.problems)
         else:
             messages.success(request, f"Forge of {project.slug} saved.")
             return _back(project)
+    else:
+        # The service's checks of the fields that did validate: every
+        # problem is said at once.
+        data = form.cleaned_data
+        place(
+            form,
+            forge_problems(
+                kind=data.get("kind"),
+                repo=data.get("repo"),
+                token_env=data.get("token_env"),
+                api_url=data.get("api_url"),
+            ),
+        )
     return _page(request, project, forge_form=form)
 
 
@@ -267,11 +289,22 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
                 secret_env=data["secret_env"],
             )
         except OutboundInvalid as refusal:
-            place(form, refusal)
+            place(form, refusal.problems)
         else:
             name = hook_name(hook.pk, hook.url)
             messages.success(request, f"{capfirst(name)} added.")
             return _back(project)
+    else:
+        data = form.cleaned_data
+        place(
+            form,
+            webhook_problems(
+                url=data.get("url"),
+                events_wanted=data.get("events"),
+                format=data.get("format"),
+                secret_env=data.get("secret_env"),
+            ),
+        )
     return _page(request, project, webhook_form=form)
 
 

@@ -396,3 +396,51 @@ def test_every_problem_of_a_connection_is_said_at_once_beside_its_field(
         assert f'id="id_{prefix}-{field}_error"' in page
     assert "<b>X</b>" not in page
     assert not Webhook.objects.exists() and not Forge.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "form", "said"),
+    [
+        (
+            {
+                **WEBHOOK,
+                "webhook-url": "http://127.0.0.1:8760/admin/",
+                "webhook-events": [],
+                "webhook-secret_env": "bad name",
+            },
+            "webhook_form",
+            {
+                "events": "This field is required.",
+                "url": "127.0.0.1 resolves to",
+                "secret_env": "That is not an environment variable name",
+            },
+        ),
+        (
+            {
+                **FORGE,
+                "forge-api_url": "http://",
+                "forge-repo": "shop-without-owner",
+                "forge-token_env": "bad name",
+            },
+            "forge_form",
+            {
+                "api_url": "Enter a valid URL.",
+                "repo": "'shop-without-owner' is not owner/repo.",
+                "token_env": "That is not an environment variable name",
+            },
+        ),
+    ],
+    ids=["webhook", "forge"],
+)
+def test_a_field_the_form_refuses_does_not_hide_the_others_problems(
+    shop, admin_user, data, form, said
+):
+    refused = as_user(admin_user).post(URL, data)
+
+    assert refused.status_code == 400
+    errors = refused.context[form].errors
+    assert sorted(errors) == sorted(said)
+    for field, sentence in said.items():
+        assert len(errors[field]) == 1 and errors[field][0].startswith(sentence)
+    assert f"Not saved: fix these {len(said)} first." in refused.content.decode()
+    assert not Webhook.objects.exists() and not Forge.objects.exists()
