@@ -157,7 +157,7 @@ def replay_from_tape(*, run: Run, actor) -> Replay:
         )
     with transaction.atomic():
         replay = replay_request(
-            run=run, trigger=Trigger.NOW, user=actor, tier=Tier.TAPE
+            run=run, trigger=Trigger.TAPE, user=actor, tier=Tier.TAPE
         )
         AuditEvent.objects.create(
             actor=actor,

@@ -83,6 +83,7 @@ class Trigger(models.TextChoices):
     RERUN = "rerun", "Reviewer rerun"
     RETRY = "retry", "Automatic retry"
     NOW = "now", "Replay now"
+    TAPE = "tape", "Replay from tape"
 
 
 def lease_deadline(now=None):

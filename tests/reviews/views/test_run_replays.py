@@ -8,9 +8,12 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from replayhub.models import Replay, Run, Tier
+from replayhub.models import Replay, Rollup, Run, Tier
+from replayhub.replay.services import night_window_end
 from reviews.models import AuditEvent
+from reviews.trends.rollups import rollup_replay
 from tests.factories import make_project, make_replay
 
 TAPE = [{"provider_kind": "openai", "path": "/v1/models"}]
@@ -160,3 +163,32 @@ def test_the_replays_table_names_each_reason_with_its_code(client, lead, recorde
 
     assert '<span class="reason-name">Base commit not trusted</span>' in html
     assert '<code class="code-tag">base_untrusted</code>' in html
+
+
+def test_a_replay_from_tape_says_so_on_its_page_and_trends_still_count_it(
+    client, reviewer, recorded
+):
+    client.force_login(reviewer)
+    action, fields = action_of(run_page(client, recorded), "Replay from tape")
+
+    opened = client.post(action, fields, follow=True)
+
+    header = re.search(r'<p class="meta">.*?</p>', opened.content.decode(), re.S)
+    assert header is not None
+    assert f"Replay from tape by {reviewer.get_username()}" in header.group(0)
+    assert "Replay now" not in header.group(0)
+    # Started by hand: bound to no night's window, counted by the trends
+    # under the night it finished in, with the other tape replays.
+    replay = Replay.objects.get(run=recorded)
+    assert night_window_end(replay) is None
+    Replay.objects.filter(pk=replay.pk).update(
+        status="finished",
+        verdict="identical",
+        reason_code="identical",
+        reason="Same tree, same tests.",
+        phase="done",
+        finished_at=timezone.now(),
+    )
+    rollup_replay(replay.pk)
+    counted = Rollup.objects.get(project=recorded.project, tier=Tier.TAPE)
+    assert (counted.attempted, counted.identical) == (1, 1)
