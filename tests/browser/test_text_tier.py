@@ -192,3 +192,28 @@ def test_replay_as_text_pressed_twice_quickly_queues_one_and_says_so(
     TextReplay.objects.claim(row.pk)
     expect(status).to_contain_text("asking gpt:gpt-test is running")
     watch.check("text replay pressed twice")
+
+
+def test_a_refused_replay_as_text_focuses_its_problems_each_beside_its_field(
+    login, admin_user, standin
+):
+    Provider.objects.create(
+        name="gpt", kind="openai", base_url=standin.base_url, key_env=DEMO_KEY_ENV
+    )
+    run = make_text_run(title="Retry webhooks")
+    page = login(admin_user)
+    watch = Watch(page, console_errors=True)
+    watch.goto(f"/runs/{run.pk}/")
+    page.get_by_label("Model", exact=True).fill("gpt-test")
+    page.get_by_label("Judge provider").select_option("gpt")
+    page.get_by_role("button", name="Replay as text").click()
+
+    problems = page.locator("#form-problems")
+    expect(problems).to_be_focused()
+    said = "Give both a judge provider and a judge model, or neither."
+    expect(problems).to_contain_text(f"Judge model: {said}")
+    expect(page.get_by_label("Judge model")).to_have_accessible_description(said)
+    problems.get_by_role("link", name="Judge model").click()
+    expect(page.get_by_label("Judge model")).to_be_focused()
+    assert TextReplay.objects.count() == 0
+    watch.check("replay as text refused")

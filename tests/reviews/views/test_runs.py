@@ -151,6 +151,49 @@ def test_a_half_given_judge_is_refused_with_its_message(
     assert TextReplay.objects.count() == 0
 
 
+def test_a_refused_text_replay_says_each_problem_beside_its_field_and_sums_them_up(
+    client, admin_user, text_run, providers
+):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse("reviews:run_text_replay", args=[text_run.pk]),
+        {"provider": "gpt", "model": "", "judge_model": "claude-test"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 400
+    page = response.text
+    # The swapped-in part opens with the problems, focused after the swap.
+    summary = page[page.index('id="form-problems"') : page.index("</ul>")]
+    assert "autofocus" in summary
+    assert '<a href="#id_model">Model</a>: This field is required.' in summary
+    assert '<a href="#id_judge_provider">Judge provider</a>: Give both' in summary
+    # Each message sits beside its field, under the id its input names.
+    for field, said in (
+        ("model", "This field is required."),
+        ("judge_provider", "Give both a judge provider and a judge model"),
+    ):
+        assert f'aria-describedby="id_{field}_error"' in page
+        beside = page[page.index(f'<div id="id_{field}_error">') :]
+        assert beside[: beside.index("</div>")].count(said) == 1
+    assert TextReplay.objects.count() == 0
+
+
+def test_a_question_already_asked_is_refused_in_one_focused_line(
+    client, admin_user, text_run, providers
+):
+    client.force_login(admin_user)
+    url = reverse("reviews:run_text_replay", args=[text_run.pk])
+    asked = {"provider": "gpt", "model": "gpt-test"}
+    assert client.post(url, asked, headers={"HX-Request": "true"}).status_code == 200
+
+    again = client.post(url, asked, headers={"HX-Request": "true"})
+    assert again.status_code == 409
+    line = again.text[again.text.index('id="text-replay-refused"') :]
+    line = line[: line.index("</p>")]
+    assert 'tabindex="-1" autofocus>Not queued again: text replay #' in line
+    assert 'id="form-problems"' not in again.text
+
+
 def test_the_list_polls_until_every_text_replay_is_done(client, reviewer, text_run):
     row = TextReplay.objects.create(
         run=text_run, project=text_run.project, target_provider="gpt", target_model="m"
