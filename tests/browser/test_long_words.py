@@ -52,3 +52,49 @@ def test_a_refused_long_time_zone_is_said_without_widening_the_budgets_page(
     card.get_by_role("button", name="Save shop").click()
     expect(card.locator(".form-problems")).to_contain_text("not a known time zone")
     assert page.evaluate(SIDEWAYS) == 0
+
+
+def test_a_long_second_opinion_note_and_label_fit_the_replay_page(login, reviewer):
+    from replayhub.models import Replay
+    from reviews.models import Label
+    from reviews.together import opinions
+    from tests.factories import make_replay
+
+    replay = make_replay(verdict="divergent")
+    Label.objects.create(
+        project=replay.project,
+        name="L" * 80,
+        kind="category",
+        categories=["c" * 60, "short"],
+        required=True,
+    )
+    opinions.second_opinion_ask(
+        replay=Replay.objects.get(pk=replay.pk), user=reviewer, note="w" * 150
+    )
+    page = narrow(login(reviewer))
+    page.goto(f"/replays/{replay.pk}/")
+    expect(page.locator("#audit-trail")).to_contain_text("w" * 20)
+    assert page.evaluate(SIDEWAYS) == 0
+    # The label's select in the decision bar, and the queue's label filter.
+    page.goto("/")
+    assert page.evaluate(SIDEWAYS) == 0
+    page = narrow(login(make_superuser()))
+    page.goto(f"/projects/{replay.project.slug}/review/")
+    expect(page.locator("#labels-table")).to_contain_text("L" * 20)
+    assert page.evaluate(SIDEWAYS) == 0
+
+
+def test_a_long_provider_name_and_address_fit_its_pages(login):
+    from replayhub.models import Provider
+
+    Provider.objects.create(
+        name="p" * 64,
+        kind="openai",
+        base_url="https://example.com/" + "v" * 400,
+        key_env="K" * 128,
+    )
+    page = narrow(login(make_superuser()))
+    page.goto("/providers/")
+    assert page.evaluate(SIDEWAYS) == 0
+    page.goto(f"/providers/{'p' * 64}/edit/")
+    assert page.evaluate(SIDEWAYS) == 0
