@@ -78,9 +78,31 @@ def test_a_file_above_the_limit_is_explained_in_place(
     page.goto("/runs/upload/")
     submit(page, path)
 
-    expect(page.get_by_role("alert")).to_contain_text("larger than the limit of 1.0")
+    said = page.locator("#id_file_error")
+    expect(said).to_contain_text("larger than the limit of 1.0")
     expect(page.get_by_role("button", name="Import", exact=True)).to_be_enabled()
     assert not Run.objects.exists()
+
+
+def test_a_refused_upload_takes_the_reader_to_its_problems(
+    login, admin_user, shop, tmp_path
+):
+    path = tmp_path / "rollouts.jsonl"
+    path.write_bytes(b"{}\n")
+    page = login(admin_user)
+    watch = Watch(page, console_errors=True)
+    watch.goto("/runs/upload/")
+    page.select_option("select[name=format]", "verifiers")
+    submit(page, path)
+
+    problems = page.locator("#form-problems")
+    expect(problems).to_be_focused()
+    expect(problems).to_be_in_viewport()
+    expect(problems).to_contain_text("Project: Project shop has no rollout settings")
+    problems.get_by_role("link", name="Project").click()
+    expect(page.locator("#id_project")).to_be_focused()
+    assert not Run.objects.exists()
+    watch.check("upload refused")
 
 
 def test_a_large_file_goes_to_a_worker_and_its_page_follows_it_to_the_summary(

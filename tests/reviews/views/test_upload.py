@@ -159,6 +159,32 @@ def test_every_aria_describedby_on_the_upload_page_names_an_element(
     _described_by_ids_all_exist(page)
 
 
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+def test_a_refused_upload_focuses_its_problems_at_the_top_of_what_is_shown(
+    client, admin_user, git_project, htmx
+):
+    client.force_login(admin_user)
+    response = client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": "verifiers",
+            "file": SimpleUploadedFile("rollouts.jsonl", b"{}"),
+        },
+        headers={"HX-Request": "true"} if htmx else {},
+    )
+    page = response.content.decode()
+    assert response.status_code == 400
+    # Inside what htmx swaps in (#upload), above the form, and focused.
+    start = page.index('<div id="upload">')
+    shown = page[start : page.index('class="stack upload-form"', start)]
+    summary = re.search(r'<div class="notice bad form-problems"[^>]*>', shown)
+    assert summary and "autofocus" in summary.group(0)
+    assert '<a href="#id_project">Project</a>: Project shop has no rollout' in shown
+    assert 'id="id_project_error" role="alert">Project shop has no rollout' in page
+    assert not Run.objects.exists()
+
+
 def test_an_unknown_project_is_a_form_error(client, admin_user, git_project):
     client.force_login(admin_user)
     response = upload(client, jsonl(record()), project="nope")
