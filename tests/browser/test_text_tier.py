@@ -213,6 +213,12 @@ def test_a_refused_replay_as_text_focuses_its_problems_each_beside_its_field(
     said = "Give both a judge provider and a judge model, or neither."
     expect(problems).to_contain_text(f"Judge model: {said}")
     expect(page.get_by_label("Judge model")).to_have_accessible_description(said)
+    # The message goes below its input: the inputs stay in one line.
+    tops = {
+        round(page.get_by_label(name, exact=True).bounding_box()["y"])
+        for name in ("Model", "Judge model")
+    }
+    assert len(tops) == 1, tops
     problems.get_by_role("link", name="Judge model").click()
     expect(page.get_by_label("Judge model")).to_be_focused()
     assert TextReplay.objects.count() == 0
