@@ -229,6 +229,14 @@ index 1111111..2222222 100644
 """
 
 
+def earlier_today(at_most: timedelta = timedelta(hours=1)) -> timedelta:
+    """How long ago a replay finished for it to be today's (shown by its time
+    alone), whatever the hour the test runs at: ``at_most`` ago, or less
+    just after midnight."""
+    now = timezone.localtime()
+    return min(at_most, now - now.replace(hour=0, minute=0, second=0, microsecond=0))
+
+
 def make_replay(
     *,
     verdict: str = "equivalent",

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from replayhub.models import Comparison
 from reviews.services import claim_take
-from tests.factories import make_replay
+from tests.factories import earlier_today, make_replay
 
 pytestmark = pytest.mark.browser
 
@@ -36,8 +36,11 @@ def choose(page, row) -> None:
 
 
 def test_the_chosen_rows_details_show_without_hovering(login, reviewer):
-    make_replay(verdict="divergent", title="Round totals")
-    second = make_replay(verdict="divergent", title="Parse dates")
+    # Finished today, whose row says the time alone.
+    make_replay(verdict="divergent", title="Round totals", finished_ago=earlier_today())
+    second = make_replay(
+        verdict="divergent", title="Parse dates", finished_ago=earlier_today()
+    )
     Comparison.objects.filter(replay=second).update(substantive_files=2)
     claim = claim_take(replay=second, reviewer=reviewer)
     finished = timezone.localtime(second.finished_at)

@@ -16,7 +16,13 @@ from replayhub import roles
 from replayhub.models import Comparison
 from reviews.services import claim_take, review_decide
 from tests.browser.test_trends import seed_nights
-from tests.factories import make_project, make_replay, make_superuser, make_user
+from tests.factories import (
+    earlier_today,
+    make_project,
+    make_replay,
+    make_superuser,
+    make_user,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -152,6 +158,8 @@ def test_the_queue_head_and_rows_keep_to_their_lines_beside_my_progress(
             title=f"Implement add() with a bug (tests need greetlib) {n}",
             model="coder-small",
             queued=True,
+            # Today's, so that the exact time is the time alone.
+            finished_ago=earlier_today(),
         )
         for n in range(3)
     ]
