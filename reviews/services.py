@@ -390,7 +390,7 @@ def replay_tape_request(*, replay: Replay, actor) -> Replay:
     with transaction.atomic():
         run = Run.objects.only("id", "project_id").get(pk=replay.run_id)
         queued = replay_request(
-            run=run, trigger=Trigger.RERUN, user=actor, tier=Tier.TAPE
+            run=run, trigger=Trigger.TAPE, user=actor, tier=Tier.TAPE
         )
         AuditEvent.objects.record(
             actor=actor,

@@ -111,11 +111,18 @@ def event_sentence(event) -> Sentence:
         else:
             s.say("; an earlier decision still stands")
     elif action == "replay.request":
-        s.say("started a replay now")
+        if after.get("tier") == "tape":
+            s.say("started a replay from the run's tape")
+        else:
+            s.say("started a replay now")
         if replay := after.get("replay"):
             s.say(f" (replay #{replay})")
         if night := after.get("night"):
             s.say(f", charged to the night of {night}")
+    elif action == "tape_replay":
+        s.say("asked for a replay of this run from its tape")
+        if replay := after.get("replay"):
+            s.say(f" (replay #{replay})")
     elif action == "project.create":
         s.say("registered the project")
     elif action == "project.update":

@@ -276,14 +276,16 @@ def open_count(replay_id: int) -> int:
     ).count()
 
 
-def unresolved(replay_ids: list[int]) -> dict[int, int]:
-    """Unresolved threads per replay, for those that have any."""
-    rows = (
-        Comment.objects.filter(
-            replay_id__in=replay_ids, parent__isnull=True, resolved_at__isnull=True
-        )
-        .values("replay_id")
-        .annotate(n=Count("id", filter=Q(resolved_at__isnull=True)))
+def unresolved(replay_ids: list[int], *, author=None) -> dict[int, int]:
+    """Unresolved threads per replay, for those that have any; only those
+    ``author`` opened when given (blind review: others' threads are unseen)."""
+    found = Comment.objects.filter(
+        replay_id__in=replay_ids, parent__isnull=True, resolved_at__isnull=True
+    )
+    if author is not None:
+        found = found.filter(author=author)
+    rows = found.values("replay_id").annotate(
+        n=Count("id", filter=Q(resolved_at__isnull=True))
     )
     return {row["replay_id"]: row["n"] for row in rows}
 

@@ -335,7 +335,10 @@ def search(request: HttpRequest) -> HttpResponse:
         else None
     )
     found = past.search(text, filters, blind_to=blind_to)
-    open_threads = comments.unresolved([r.pk for r in found])
+    hidden = hidden_from(request.user, [(r.pk, r.project_id) for r in found])
+    # Under blind review only one's own threads count, as on the replay page.
+    open_threads = comments.unresolved([r.pk for r in found if r.pk not in hidden])
+    open_threads |= comments.unresolved(list(hidden), author=request.user)
     # Filters that leave nothing of what the text matches: say how many
     # the text alone matches, so "nothing matches" is never untrue.
     without_filters = (
@@ -352,7 +355,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "q": text,
             "asked": bool(text or filters),
             "rows": [(r, open_threads.get(r.pk, 0)) for r in found],
-            "hidden": hidden_from(request.user, [(r.pk, r.project_id) for r in found]),
+            "hidden": hidden,
             "limit": past.SEARCH_LIMIT,
             "without_filters": without_filters,
             "cut": SEARCH_LONGEST if cut else 0,

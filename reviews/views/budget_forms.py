@@ -119,14 +119,11 @@ class BudgetForm(BoundedForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # An hour the browser itself refuses, before a round trip.
-        for name in ("window_start_hour", "window_end_hour"):
-            least, most, _ = self.bounds[name]
-            self.fields[name].widget.attrs.update(min=least, max=most)
         for name in ("text_target", "text_judge", "escalate_categories"):
             self.fields[name].widget.attrs.update(size=22)
-        similarity = self.fields["text_similarity_below"].widget
-        similarity.attrs.update(min=0, max=1, step=0.05)
+        # Any similarity from 0 to 1 (0.33 too), said by the form, not the
+        # browser's bubble, like every other number on the page.
+        self.fields["text_similarity_below"].widget.attrs.update(step="any")
 
     class Meta:
         model = Budget

@@ -14,7 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from django.core.exceptions import PermissionDenied
 from django.http import (
+    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseNotAllowed,
@@ -122,7 +124,7 @@ class NotAllowedPage:
             "Only a form's submission",
             "This address only takes a form's submission: opening it on its own "
             "shows nothing. Go to the page the form is on.",
-            onward=_onward(request.path),
+            onward=_onward(request),
         )
         # The refusal keeps its Allow header and stays logged once.
         response.content = page.content
@@ -130,9 +132,12 @@ class NotAllowedPage:
         return response
 
 
-def _onward(path: str) -> str:
-    """The nearest address above ``path`` that is a page, for a way onward."""
-    parts = path.rstrip("/").split("/")
+def _onward(request: HttpRequest) -> str:
+    """The nearest address above the request's that is a page the user can
+    open, for a way onward: an address that resolves may still name a replay
+    or project that does not exist, so the page is asked (a GET, as a click
+    on the link would be)."""
+    parts = request.path.rstrip("/").split("/")
     while len(parts) > 1:
         parts.pop()
         parent = "/".join(parts) + "/"
@@ -140,6 +145,12 @@ def _onward(path: str) -> str:
             match = resolve(parent)
         except Resolver404:
             continue
-        if match.view_name not in _FORM_PAGES:
+        if match.view_name in _FORM_PAGES:
+            continue
+        try:
+            opened = match.func(request, *match.args, **match.kwargs)
+        except (Http404, PermissionDenied):
+            continue
+        if opened.status_code == 200:
             return parent
     return ""

@@ -105,10 +105,17 @@ def test_the_tape_button_queues_a_tape_replay_on_the_trail(client, reviewer, rep
 
     queued = Replay.objects.exclude(pk=replay.pk).get(run=replay.run)
     assert queued.tier == "tape" and queued.status == "queued"
+    # Who asked is the tape button, not a reviewer's rerun.
+    assert queued.trigger == "tape"
     assert response.status_code == 302
     assert AuditEvent.objects.filter(
         object_id=str(replay.pk), action="tape_replay"
     ).exists()
+    trail = client.get(reverse("reviews:replay_detail", args=[replay.pk]))
+    assert (
+        f"asked for a replay of this run from its tape (replay #{queued.pk})"
+        in " ".join(trail.content.decode().split())
+    )
 
 
 def test_the_tape_button_is_a_post_for_deciders_only(client, lead, replay):

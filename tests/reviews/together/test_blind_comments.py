@@ -137,3 +137,23 @@ def test_a_mention_mailed_to_a_blind_reviewer_does_not_quote_the_comment(
     assert "Tell-D" not in mails["rita@example.com"]
     # A lead, who does not judge, reads the comment.
     assert "Tell-D: this diverges" in mails["lee@example.com"]
+
+
+def test_search_counts_only_ones_own_open_threads_until_judged(reviewer, lead):
+    replay, _theirs, _mine = blind_replay_with_comments(reviewer, lead)
+    client = as_user(reviewer)
+    search = reverse("reviews:search")
+
+    def open_count(client) -> str:
+        html = client.get(search, {"q": str(replay.pk)}).content.decode()
+        assert f"#{replay.pk}<" in html
+        return html
+
+    # Two threads are open; otto's is not the reviewer's to know of yet.
+    assert "1 unresolved" in open_count(client)
+    assert "2 unresolved" in open_count(as_user(lead))
+    client.post(
+        reverse("reviews:replay_decide", args=[replay.pk]),
+        {"blind_verdict": "equivalent"},
+    )
+    assert "2 unresolved" in open_count(client)

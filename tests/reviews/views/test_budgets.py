@@ -587,15 +587,22 @@ def test_a_page_of_cards_opens_with_a_way_to_each_and_says_when_nothing_ran(
     assert "Nothing spent: no night yet." in page
 
 
-def test_the_window_hours_are_bounded_in_the_browser_too(client, admin_user):
+def test_the_window_hours_and_similarity_leave_their_bounds_to_the_form(
+    client, admin_user
+):
+    """As every other number on the page: no browser bubble stops 24 or 1.5;
+    the form refuses it beside its field (below), and 0.33 is not off a step."""
     Budget.objects.create(project=make_project("shop"))
     client.force_login(admin_user)
 
     page = client.get(reverse("reviews:budgets")).content.decode()
 
-    for name in ("window_start_hour", "window_end_hour"):
+    for name in ("window_start_hour", "window_end_hour", "text_similarity_below"):
         field = re.search(rf'<input[^>]*name="budget-shop-{name}"[^>]*>', page)
-        assert field and 'min="0"' in field[0] and 'max="23"' in field[0], field
+        assert field, name
+        attrs = dict(re.findall(r'([a-z]+)="([^"]*)"', field[0]))
+        assert "min" not in attrs and "max" not in attrs, (name, attrs)
+        assert attrs.get("step", "any") in ("any", "1"), (name, attrs)
 
 
 @pytest.mark.parametrize(
@@ -605,6 +612,8 @@ def test_the_window_hours_are_bounded_in_the_browser_too(client, admin_user):
         ("text_judge", "no model", "Write PROVIDER:MODEL"),
         ("text_similarity_below", "1.5", "Give a similarity from 0 to 1."),
         ("text_score_at_most", "-1", "Cannot be negative."),
+        ("window_start_hour", "24", "At most 23."),
+        ("window_end_hour", "-1", "Cannot be negative."),
     ],
 )
 def test_the_text_tier_settings_are_checked_as_the_model_checks_them(

@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from reviews import queue_reads
+from tests.factories import make_replay
 
 
 def test_a_missing_page_is_styled_with_the_navigation_and_a_way_back(client, reviewer):
@@ -131,14 +132,24 @@ def test_a_browser_opening_a_refused_forms_address_is_sent_to_the_forms_page(
 def test_a_browser_opening_another_post_only_address_gets_a_styled_page(
     client, reviewer
 ):
+    replay = make_replay(verdict="divergent")
     client.force_login(reviewer)
-    response = client.get("/replays/1/claim/", headers=BROWSER)
+    response = client.get(f"/replays/{replay.pk}/claim/", headers=BROWSER)
     assert response.status_code == 405
     assert response["Allow"] == "POST"
     html = response.content.decode()
     assert 'id="error-page"' in html and '<nav aria-label="Main">' in html
     assert "only takes a form&#x27;s submission" in html
-    assert 'href="/replays/1/" class="button secondary" id="onward"' in html
+    onward = f'href="/replays/{replay.pk}/" class="button secondary" id="onward"'
+    assert onward in html
+
+
+def test_the_way_onward_never_names_a_page_that_is_not_there(client, reviewer):
+    client.force_login(reviewer)
+    # No replay 999999: the way onward skips its address for the home page.
+    html = client.get("/replays/999999/claim/", headers=BROWSER).content.decode()
+    assert "/replays/999999/" not in html.split('id="error-page"')[1]
+    assert 'href="/" class="button secondary" id="onward"' in html
 
 
 @pytest.mark.parametrize(

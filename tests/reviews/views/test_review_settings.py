@@ -219,7 +219,11 @@ def test_a_label_is_edited_and_a_duplicate_name_refused(shop, admin_user):
     saved = client.post(url, data)
 
     assert refused.status_code == 400
-    assert "shop already has a label “cause”." in refused.content.decode()
+    page = refused.content.decode()
+    assert "shop already has a label “cause”." in page
+    # Summed up above the form, focused, linked to its field.
+    summary = page[page.index('id="form-problems"') : page.index('id="label-form"')]
+    assert "autofocus" in summary and 'href="#id_name">Name</a>' in summary
     assert saved.status_code == 302 and saved["Location"] == URL
     merge.refresh_from_db()
     assert (merge.name, merge.kind, merge.position, merge.required) == (

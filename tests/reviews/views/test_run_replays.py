@@ -128,6 +128,8 @@ def test_pressing_replay_from_tape_queues_a_tape_replay_audited(
         "run": recorded.external_id,
         "tier": "tape",
     }
+    trail = client.get(response["Location"]).content.decode()
+    assert "started a replay from the run&#x27;s tape" in " ".join(trail.split())
 
 
 def test_a_refused_replay_now_comes_back_to_the_run_page_saying_why(
