@@ -9,6 +9,9 @@ one ``message.id``, each with one content block and the same usage: it counts
 once. ``summary`` lines (a ``summary`` and the ``leafUuid`` it ends at) title
 a session; a compaction writes a ``system`` line (``compact_boundary``) and a
 user line with ``isCompactSummary``. Lines of other types are kept as they are.
+Lines of no session that are not messages are left out: the CLI's backups of
+the files it edits (``file-history-snapshot``) silently, any other type
+counted by type (``RecordDraft.unread`` and one note).
 
 A file may hold several sessions. A resumed session's file (named after the
 new session) starts with the lines of the session it resumed, under that
@@ -18,12 +21,14 @@ of their own here (their own file imports them).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 
 from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.codex import count_unread, unread_note
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -40,6 +45,11 @@ from replayhub.ingest.transcripts.shapes import (
 FORMAT = "claude-code"
 # Assistant lines Claude Code makes up itself (an interrupted request).
 SYNTHETIC = "<synthetic>"
+# Line types that are a session's messages: without a sessionId, an error.
+_MESSAGES = {"user", "assistant", "system"}
+# Lines of no session the CLI writes beside the messages, known and not read:
+# its backups of the files it edits.
+_BESIDE = {"file-history-snapshot"}
 
 
 def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
@@ -51,6 +61,9 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
     # (line, uuid, bytes or the object).
     sessions: dict[str, list[tuple[int, Any, bytes | dict[str, Any]]]] = {}
     summaries: list[tuple[int, dict[str, Any]]] = []
+    # Lines of no session that are not messages, of types not known here,
+    # counted by type.
+    unread: Counter[str] = Counter()
     for item in json_lines(lines):
         if isinstance(item, LineError):
             yield item
@@ -60,6 +73,10 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         session = value.get("sessionId")
         if kind == "summary" and not session:
             summaries.append((number, value))
+            continue
+        if (not isinstance(session, str) or not session) and kind not in _MESSAGES:
+            if kind not in _BESIDE:
+                count_unread(unread, kind)
             continue
         if not isinstance(session, str) or not session:
             yield LineError(number, "a session line without a sessionId")
@@ -88,9 +105,14 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
             (entry for uuid in uuids for entry in by_leaf.get(uuid, ())),
             key=lambda entry: entry[0],
         )
-        yield _session(
+        parsed = _session(
             session, _read(own), _read(history), [value for _, value in mine]
         )
+        if isinstance(parsed, RecordDraft) and unread:
+            # Said once, on the file's first session.
+            parsed.unread, unread = dict(unread), Counter()
+            parsed.notes.append(unread_note(parsed.unread))
+        yield parsed
 
 
 def _read(

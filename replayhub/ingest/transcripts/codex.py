@@ -106,7 +106,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         if kind is None:
             yield LineError(number, "not a rollout line (no type and payload)")
         elif kind == _UNREAD:
-            _count_unread(unread, value.get("type"))
+            count_unread(unread, value.get("type"))
         elif kind == "session_meta":
             meta = payload if meta is None else meta
         elif kind == "turn_context":
@@ -115,7 +115,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
             if payload.get("type") in _OUTPUTS | _INPUTS:
                 items.append((payload, None))
             else:
-                _count_unread(unread, payload.get("type"), "response_item ")
+                count_unread(unread, payload.get("type"), "response_item ")
         elif kind == "event_msg" and payload.get("type") == "token_count":
             items.append(({}, payload))
         elif kind == "event_msg" and payload.get("type") == "user_message":
@@ -141,7 +141,7 @@ def unread_note(unread: dict[str, int]) -> str:
     return f"{total} {lines} of types this version does not read ({kinds})"
 
 
-def _count_unread(unread: Counter[str], kind: Any, prefix: str = "") -> None:
+def count_unread(unread: Counter[str], kind: Any, prefix: str = "") -> None:
     """Count one line (or item) of type ``kind``, named safely: a file can
     hold any number of made-up types, so only the first few are named."""
     name = prefix + (
