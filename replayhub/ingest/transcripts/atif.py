@@ -36,6 +36,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine
@@ -69,7 +70,11 @@ _VERSION = re.compile(r"ATIF-v(\d{1,4})\.(\d{1,4})")
 
 
 def parse(
-    lines: Iterable[RecordLine], *, name: str = "", limit: int
+    lines: Iterable[RecordLine],
+    *,
+    name: str = "",
+    limit: int,
+    file_time: datetime | None = None,
 ) -> Iterator[Parsed]:
     try:
         raw, value = read_document(lines, limit, what="the ATIF trajectory")
@@ -118,7 +123,7 @@ def parse(
             f"the run goes on in another trajectory ({shown(ref)}): "
             "this one holds only its beginning"
         )
-    _search(draft, agent, steps)
+    _search(draft, agent, steps, file_time)
     yield draft
 
 
@@ -205,20 +210,30 @@ def _usage(final: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
     return usage
 
 
-def _search(draft: RecordDraft, agent: dict[str, Any], steps: list[Any]) -> None:
-    """``started_at`` from the steps' times, and the search for the base and
-    the original when the trajectory names the one branch it ran on."""
+def _search(
+    draft: RecordDraft,
+    agent: dict[str, Any],
+    steps: list[Any],
+    file_time: datetime | None,
+) -> None:
+    """``started_at`` from the steps' times (else the file's, else the base
+    commit's), and the search for the base and the original when the
+    trajectory names the one branch it ran on."""
     times = [t for s in steps if (t := moment(s.get("timestamp")))]
     if times:
         draft.record["started_at"] = iso(min(times))
     else:
         timed = any(isinstance(s.get("timestamp"), str) for s in steps)
-        draft.notes.append(
-            "the steps' times carry no zone: the run has no start time of its own"
+        why = (
+            "the steps' times carry no zone"
             if timed
-            else "the trajectory records no times: the run has no start time of its own"
+            else "the trajectory records no times"
         )
-        draft.search.time_from_base = True
+        if file_time is not None:
+            draft.infer("started_at", iso(file_time), f"{why}; this is the file's")
+        else:
+            draft.notes.append(f"{why}: the run has no start time of its own")
+            draft.search.time_from_base = True
     given = dig(agent, "extra", "git_branches")
     branches = sorted(
         {b for b in given if isinstance(b, str) and b.strip()}

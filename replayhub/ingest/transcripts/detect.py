@@ -108,6 +108,9 @@ def _object_kind(base: str, text: str) -> str | None:
         return "mini-swe-agent"
     if '"model_patch"' in text:
         return "swebench"
+    # An older Gemini CLI recording: the whole record, pretty-printed.
+    if '"sessionId"' in text and '"projectHash"' in text and '"messages"' in text:
+        return "gemini-cli"
     return None
 
 

@@ -2,7 +2,9 @@
 (``~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl``).
 
 Gemini CLI 0.61 appends one JSON object per line and reads the file back by
-replaying them in order:
+replaying them in order (older versions wrote ``session-*.json``, the
+whole record pretty-printed: read whole, as one metadata line holding its
+``messages``):
 
 - a metadata line (``sessionId``, ``projectHash``: the SHA-256 of the
   project root's path, ``startTime``, ``lastUpdated``, ``kind``, sometimes
@@ -18,12 +20,14 @@ replaying them in order:
 - ``{"$rewindTo": "<id>"}`` drops that message and every later one.
 
 One session per file. The prompt is the first user message that is not the
-CLI's own context, a slash command or a help request, as the CLI's session
-list shows it. Usage sums every model message the file ever held, rewound
-ones included: those calls were made. The file names no branch and no
-commit; the working directory is the workspace directory (from
-``directories`` or the session context's list) whose hash is the
-``projectHash``, so a path is only taken when the file vouches for it.
+CLI's own context, a slash command or a help request, in the conversation as
+it stands at the end (a request rewound and edited is the edited one; a file
+whose every request was rewound takes the first it held). Usage sums every
+model message the file ever held, rewound ones included: those calls were
+made. The file names no branch and no commit; the working directory is the
+workspace directory (from ``directories`` or the session context's list)
+whose hash is the ``projectHash``, so a path is only taken when the file
+vouches for it.
 
 A line of another shape, or a message of another type, is kept in the
 transcript, counted by type (``RecordDraft.unread`` and one note) and not
@@ -33,6 +37,7 @@ read; it is never a line error.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections import Counter
@@ -41,8 +46,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordLine
+from replayhub.ingest.native import RecordError, RecordLine
 from replayhub.ingest.transcripts.codex import unread_note
+from replayhub.ingest.transcripts.documents import read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -167,8 +173,28 @@ def _replay(values: Iterable[Any]) -> _Session:
     return session
 
 
-def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
-    """The one session of a chat recording."""
+def parse(
+    lines: Iterable[RecordLine], *, name: str = "", limit: int | None = None
+) -> Iterator[Parsed]:
+    """The one session of a chat recording: a JSONL log, or (older versions) a
+    ``.json`` file of the whole record, pretty-printed, read whole within
+    ``limit`` bytes."""
+    lines = iter(lines)
+    head = next(lines, None)
+    if head is None:
+        return
+    lines = itertools.chain([head], lines)
+    if limit is not None and head[1] is not None and head[1].strip() == b"{":
+        try:
+            _, whole = read_document(lines, limit, what="the chat recording")
+        except RecordError as error:
+            yield LineError(1, str(error))
+            return
+        if not isinstance(whole, dict):
+            yield LineError(1, "a chat recording must be a JSON object")
+            return
+        yield _session(1, [whole], _replay([whole]))
+        return
     kept: list[dict[str, Any]] = []
     first = 0
     for item in json_objects(lines):
@@ -191,7 +217,8 @@ def _session(first: int, kept: list[dict[str, Any]], session: _Session) -> Parse
     prompt = next(
         (
             text
-            for message in session.seen.values()
+            for messages in (session.messages, session.seen)
+            for message in messages.values()
             if message["type"] == "user"
             and (text := content_text(message.get("content"))).strip()
             and not text.strip().startswith(_NOT_A_REQUEST)

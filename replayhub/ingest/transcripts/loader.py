@@ -173,9 +173,9 @@ def parse_source(
             file_time=source.modified,
         )
     if format == ImportFormat.GEMINI_CLI:
-        return gemini_cli.parse(lines, name=name)
+        return gemini_cli.parse(lines, name=name, limit=limit)
     if format == ImportFormat.ATIF:
-        return atif.parse(lines, name=name, limit=limit)
+        return atif.parse(lines, name=name, limit=limit, file_time=source.modified)
     if format == ImportFormat.OPENCODE:
         return opencode.parse(lines, name=name, limit=limit)
     raise ValueError(f"not a transcript format: {format}")
