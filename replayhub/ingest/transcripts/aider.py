@@ -5,10 +5,14 @@ Aider appends to the file as it goes: each session opens with
 person's messages are lines starting ``#### ``, what Aider prints (its
 version and model, token counts, commits, command output) are lines starting
 ``> ``, and everything else is the model's answer. Read here from those lines:
-the model (``> Model: NAME with … edit format``, ``> Main model: …``), the
-token counts and cost (``> Tokens: 12k sent, 1.1k received. Cost: $0.05
-message, …``: Aider rounds them, so the usage says ``approximate``), and the
-commits Aider made (``> Commit 1a2b3c4 message``).
+the model (``> Model: NAME with … edit format``, ``> Main model: …``, older
+versions' ``> Models: …``), the token counts and cost (``> Tokens: 12k
+sent, 1.1k received. Cost: $0.05 message, …``: Aider rounds them, so the
+usage says ``approximate``; with cache figures the cost is on the next line,
+unquoted), and the commits Aider made (``> Commit 1a2b3c4 message``).
+In-chat commands (``/add``, ``/run``, ``!ls``: Aider runs them itself) are
+not requests; ``/ask``, ``/code`` and ``/architect`` are, without their
+name.
 
 A session without a request (Aider started and quit) is not a run and is
 left out.
@@ -32,11 +36,14 @@ from replayhub.ingest.transcripts.shapes import (
 
 FORMAT = "aider"
 HEADER = re.compile(r"# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\s*")
-_MODEL = re.compile(r"> (?:Main model|Model): (\S+)")
+_MODEL = re.compile(r"> (?:Main model|Models?): (\S+)")
 _TOKENS = re.compile(
     r"> Tokens: ([\d.]+)(k?) sent(?:, [^,]*?cache[^,]*)*, ([\d.]+)(k?) received"
 )
 _COST = re.compile(r"Cost: \$([\d.]+) message")
+# In-chat commands that carry a request after their name; any other command
+# (``/add``, ``/run``, ``/exit`` ...) is not a request to the model.
+_ASKING = re.compile(r"/(?:ask|code|architect)\s+(\S.*)", re.DOTALL)
 _COMMIT = re.compile(r"> Commit ([0-9a-f]{7,40}) ")
 # Aider marks its commits: "(aider)" after the author's name, or an "aider: "
 # prefix on the message in older versions.
@@ -79,7 +86,8 @@ def _session(
     commits: list[str] = []
     for _, text in lines[1:]:
         if text.startswith("#### "):
-            current.append(text[5:])
+            # Aider ends each request line with a Markdown line break.
+            current.append(text[5:].removesuffix("  "))
             continue
         if current:
             requests.append("\n".join(current))
@@ -92,12 +100,16 @@ def _session(
             received += _tokens(found.group(3), found.group(4))
             if (money := _COST.search(text)) is not None:
                 cost += float(money.group(1))
+        elif text.startswith("Cost: $") and (money := _COST.match(text)):
+            # The cost on a line of its own: a report with cache figures.
+            cost += float(money.group(1))
         elif (found := _COMMIT.match(text)) is not None:
             commits.append(found.group(1))
         elif not text.startswith(">") and requests:
             answer.append(text)
     if current:
         requests.append("\n".join(current))
+    requests = [r for given in requests if (r := _request(given))]
     if not requests:
         return
     usage: dict[str, Any] = {
@@ -132,6 +144,15 @@ def _session(
             "the session names no commit Aider made: the run has no original commit"
         )
     yield draft
+
+
+def _request(text: str) -> str:
+    """A request to the model: the text, or what follows a command that asks
+    (``/ask …``, ``/code …``); "" for any other in-chat command."""
+    if not text.startswith(("/", "!")):
+        return text
+    asking = _ASKING.match(text)
+    return asking.group(1) if asking else ""
 
 
 def _tokens(value: str, thousands: str) -> int:
