@@ -324,20 +324,41 @@ def _swe_agent(transcript: dict[str, Any]) -> list[Turn]:
 
 
 _MINI_ROLES = {"system": SYSTEM, "user": USER, "assistant": ASSISTANT}
+# The text-based models' action: one fenced block (``bash`` before 2.0).
+_MINI_ACTION = re.compile(
+    r"```(?:mswea_bash_command|bash)[ \t]*\n(.*?)\n?```", re.DOTALL
+)
+_MINI_RETURNCODE = re.compile(r"\s*<returncode>\s*(-?\d+)\s*</returncode>")
 
 
 def _mini_swe_agent(transcript: dict[str, Any]) -> list[Turn]:
     """Its ``messages``: chat messages whose tool calls the ``tool`` messages
-    answer by id, and an ``exit`` message holding what it submitted."""
+    answer by id, and an ``exit`` message holding what it submitted. A
+    text-based model's action is the command block in its answer (the
+    parsed ``extra.actions`` when kept), answered by the next user message
+    that starts with a ``<returncode>``."""
     document = transcript.get("document")
     messages = document.get("messages") if isinstance(document, dict) else None
     turns: list[Turn] = []
     calls = _Calls()
+    waiting: Call | None = None
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict):
             continue
         role, text = message.get("role"), block_text(message.get("content"))
-        if role == "tool":
+        returned = _MINI_RETURNCODE.match(text) if role == "user" else None
+        if waiting is not None and returned is not None:
+            waiting.result, waiting.error = text, returned.group(1) != "0"
+            waiting = None
+            continue
+        waiting = None
+        if role == "assistant" and not message.get("tool_calls"):
+            said = Turn(ASSISTANT, text)
+            for command in _mini_actions(message, text):
+                said.calls.append(Call(name="bash", input=command))
+            waiting = said.calls[-1] if said.calls else None
+            turns.append(said)
+        elif role == "tool":
             turn = calls.answer(message.get("tool_call_id"), text)
             if turn is not None:
                 turns.append(turn)
@@ -358,6 +379,21 @@ def _mini_swe_agent(transcript: dict[str, Any]) -> list[Turn]:
                 turn.calls.append(calls.add(made))
             turns.append(turn)
     return turns
+
+
+def _mini_actions(message: dict[str, Any], text: str) -> list[str]:
+    """A text-based answer's commands: the actions mini-swe-agent parsed
+    (``extra.actions``), else the one command block it would have run."""
+    extra = message.get("extra")
+    actions = extra.get("actions") if isinstance(extra, dict) else None
+    if isinstance(actions, list):
+        return [
+            a["command"]
+            for a in actions
+            if isinstance(a, dict) and isinstance(a.get("command"), str)
+        ]
+    found = _MINI_ACTION.findall(text)
+    return found if len(found) == 1 else []
 
 
 # OpenHands ---------------------------------------------------------------
