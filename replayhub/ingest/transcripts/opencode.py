@@ -92,6 +92,27 @@ _TOKENS = {
 }
 
 
+def _not_an_export(value: Any) -> str:
+    """Why a document is not an export, naming OpenCode's own storage files
+    (``storage/session/…``, ``message/…``, ``part/…``): they hold a session
+    in pieces, and the export is what joins them."""
+    if isinstance(value, dict) and isinstance(value.get("id"), str):
+        if "projectID" in value:
+            piece, session = "the info", value["id"]
+        elif "role" in value:
+            piece, session = "a message", value.get("sessionID")
+        elif "messageID" in value:
+            piece, session = "a message part", value.get("sessionID")
+        else:
+            piece, session = "", None
+        if piece and isinstance(session, str) and session:
+            return (
+                f"an OpenCode storage file ({piece} of session {shown(session, 40)}), "
+                "not an export: import what `opencode export <session id>` prints"
+            )
+    return "not an OpenCode export: no session info with an id"
+
+
 def parse(
     lines: Iterable[RecordLine], *, name: str = "", limit: int
 ) -> Iterator[Parsed]:
@@ -103,7 +124,7 @@ def parse(
         return
     info = value.get("info") if isinstance(value, dict) else None
     if not isinstance(info, dict) or not _text(info.get("id")).strip():
-        yield LineError(1, "not an OpenCode export: no session info with an id")
+        yield LineError(1, _not_an_export(value))
         return
     external = info["id"]
     unread: Counter[str] = Counter()
