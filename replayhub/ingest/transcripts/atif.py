@@ -190,17 +190,23 @@ def _usage(final: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     metrics = [m for s in own if isinstance(m := s.get("metrics"), dict)]
 
-    def total(final_key: str, step_key: str) -> int:
+    def total(final_key: str, step_key: str) -> int | None:
+        """The total, None when neither the final metrics nor a step gives
+        one (a trajectory without token counts says nothing of them)."""
         given = final.get(final_key)
         if type(given) is int and given >= 0:
             return given
+        if not any(step_key in m for m in metrics):
+            return None
         return sum(count(m.get(step_key)) for m in metrics)
 
-    usage: dict[str, Any] = {
-        "input_tokens": total("total_prompt_tokens", "prompt_tokens"),
-        "output_tokens": total("total_completion_tokens", "completion_tokens"),
-        "turns": len(own),
-    }
+    usage: dict[str, Any] = {"turns": len(own)}
+    for key, final_key, step_key in (
+        ("input_tokens", "total_prompt_tokens", "prompt_tokens"),
+        ("output_tokens", "total_completion_tokens", "completion_tokens"),
+    ):
+        if (found := total(final_key, step_key)) is not None:
+            usage[key] = found
     cost = _cost(final.get("total_cost_usd"))
     if cost is None:
         costs = [c for m in metrics if (c := _cost(m.get("cost_usd"))) is not None]

@@ -216,14 +216,17 @@ def _session(
         info = event.get("info") if event else None
         if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
             totals = {k: count(v) for k, v in info["total_token_usage"].items()}
-    usage = {
-        "input_tokens": totals.get("input_tokens", 0),
-        "output_tokens": totals.get("output_tokens", 0),
-        "turns": len(entries),
-    }
-    for extra in ("cached_input_tokens", "reasoning_output_tokens"):
-        if extra in totals:
-            usage[extra] = totals[extra]
+    # A rollout with no token counts (older CLIs wrote none) says nothing of
+    # its tokens rather than zero.
+    usage: dict[str, int] = {"turns": len(entries)}
+    for key in (
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "reasoning_output_tokens",
+    ):
+        if key in totals:
+            usage[key] = totals[key]
     record: dict[str, Any] = {
         "external_id": session,
         "prompt": prompt,

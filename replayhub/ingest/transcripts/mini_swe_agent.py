@@ -139,20 +139,20 @@ def _problem(value: Any) -> str:
 def _usage(info: dict[str, Any], messages: list[Any]) -> dict[str, Any]:
     """Tokens summed over the model's answers; calls and cost as mini-swe-agent
     counted them."""
-    sent = received = 0
+    sent = received = answers = 0
     for message in messages:
         if isinstance(message, dict) and message.get("role") == "assistant":
             tokens = dig(message, "extra", "response", "usage")
             if isinstance(tokens, dict):
+                answers += 1
                 sent += count(tokens.get("prompt_tokens"))
                 received += count(tokens.get("completion_tokens"))
     stats = info.get("model_stats")
     stats = stats if isinstance(stats, dict) else {}
-    usage: dict[str, Any] = {
-        "input_tokens": sent,
-        "output_tokens": received,
-        "turns": count(stats.get("api_calls")),
-    }
+    usage: dict[str, Any] = {"turns": count(stats.get("api_calls"))}
+    if answers:
+        # A trajectory that kept no response (1.x) says nothing of its tokens.
+        usage["input_tokens"], usage["output_tokens"] = sent, received
     cost = stats.get("instance_cost")
     if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
         usage["cost_usd"] = cost
