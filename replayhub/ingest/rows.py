@@ -19,8 +19,8 @@ import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from replayhub.ingest.fastpath import read_record
-from replayhub.ingest.native import Record, RecordError
+from replayhub.ingest.fastpath import Columns, read_columns, read_record
+from replayhub.ingest.native import RecordError
 
 # The run columns a row carries, in the order of its binary form; the project
 # and the columns every row of a batch shares are added by the writer.
@@ -80,25 +80,35 @@ def read_batch(
             invalid.append((number, too_long))
             continue
         try:
-            record = read_record(
-                data,
-                terminated=terminated,
-                max_prompt_bytes=max_prompt_bytes,
-                project=project,
-            )
+            row = _row(number, data, terminated, project, max_prompt_bytes, binary)
         except RecordError as error:
             invalid.append((number, str(error)))
             continue
-        rows.append(
-            Row(
-                number,
-                record.project,
-                record.external_id,
-                record.sha256,
-                binary_fields(record) if binary else record,
-            )
-        )
+        rows.append(row)
     return Parsed(rows, invalid)
+
+
+def _row(
+    number: int,
+    data: bytes,
+    terminated: bool,
+    project: str | None,
+    max_prompt_bytes: int,
+    binary: bool,
+) -> Row:
+    if binary:
+        values = read_columns(
+            data,
+            terminated=terminated,
+            max_prompt_bytes=max_prompt_bytes,
+            project=project,
+        )
+        # The project first, then the columns, the hash last (Columns).
+        return Row(number, values[0], values[1], values[-1], binary_fields(values))
+    record = read_record(
+        data, terminated=terminated, max_prompt_bytes=max_prompt_bytes, project=project
+    )
+    return Row(number, record.project, record.external_id, record.sha256, record)
 
 
 _LENGTH = struct.Struct(">i").pack
@@ -114,26 +124,45 @@ _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-def binary_fields(record: Record) -> bytes:
-    """The :data:`COLUMNS` of ``record`` as binary COPY fields: each a 4-byte
-    length and the value (text as UTF-8; jsonb as version 1 and the text;
-    boolean one byte; timestamptz 8 bytes of microseconds)."""
+def binary_fields(values: Columns) -> bytes:
+    """The :data:`COLUMNS` of a record, given as its
+    :data:`~replayhub.ingest.fastpath.Columns`, as binary COPY fields: each a
+    4-byte length and the value (text as UTF-8; jsonb as version 1 and the
+    text; boolean one byte; timestamptz 8 bytes of microseconds)."""
+    (
+        _,
+        external_id,
+        title,
+        prompt,
+        provider,
+        model,
+        effort,
+        base_sha,
+        commit,
+        branch,
+        passed,
+        image,
+        config,
+        started_at,
+        output,
+        usage,
+        stored,
+        digest,
+    ) = values
     # One expression rather than a loop: this runs for every record.
     length = _LENGTH
-    external_id = record.external_id.encode()
-    title = record.title.encode()
-    prompt = record.prompt.encode()
-    provider = record.provider.encode()
-    model = record.model.encode()
-    effort = record.effort.encode()
-    base_sha = record.base_sha.encode()
-    commit = record.original_commit.encode()
-    branch = record.original_branch.encode()
-    image = record.sandbox_image.encode()
-    config = record.sandbox_config_sha256.encode()
-    output = record.output.encode()
-    usage = record.usage_json.encode()
-    stored = record.stored_json.encode()
+    external_id = external_id.encode()
+    title = title.encode()
+    prompt = prompt.encode()
+    provider = provider.encode()
+    model = model.encode()
+    effort = effort.encode()
+    base_sha = base_sha.encode()
+    commit = commit.encode()
+    branch = branch.encode()
+    image = image.encode()
+    config = config.encode()
+    output = output.encode()
     return b"".join(
         (
             length(len(external_id)),
@@ -154,12 +183,12 @@ def binary_fields(record: Record) -> bytes:
             commit,
             length(len(branch)),
             branch,
-            _BOOLEAN[record.original_tests_passed],
+            _BOOLEAN[passed],
             length(len(image)),
             image,
             length(len(config)),
             config,
-            _TIMESTAMP(8, (record.started_at - _PG_EPOCH) // _MICROSECOND),
+            _TIMESTAMP(8, (started_at - _PG_EPOCH) // _MICROSECOND),
             length(len(output)),
             output,
             length(len(usage) + 1),
@@ -169,7 +198,7 @@ def binary_fields(record: Record) -> bytes:
             b"\x01",
             stored,
             b"\x00\x00\x00\x40",
-            record.sha256.encode(),
+            digest.encode(),
         )
     )
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from replayhub.ingest.fastpath import read_record
+from replayhub.ingest.fastpath import columns, read_columns, read_record
 from replayhub.ingest.native import (
     RecordError,
     _parse_strictly,
@@ -176,6 +176,33 @@ def test_read_record_accepts_and_refuses_as_the_full_checks(
         assert fields(fast[1]) == fields(slow[1])
     else:
         assert fast == slow
+
+
+@pytest.mark.parametrize(
+    "fields_",
+    [
+        {},
+        {"project": "shop"},
+        {"project": None},
+        {"output": ""},
+        {"output": None},
+        {"drop": ["title", "usage", "sandbox", "output"]},
+        {"title": "t" * 501},
+        {"usage": {"extra": [1e-9, {"k": "v"}]}},
+        {"extra": "literally \\u0000"},
+        {"extra": {"note": "a\x00b"}},
+        {"started_at": "soon"},
+    ],
+)
+def test_the_row_stored_is_the_checked_records_on_either_path(fields_):
+    """What COPY stores (read_columns, skipping the Record on the usual path)
+    is made of the same values as the record the full checks give."""
+    data = json.dumps(record(**fields_)).encode()
+    read = outcome(read_columns, data, max_prompt_bytes=LIMIT, project="shop")
+    checked = outcome(read_record, data, max_prompt_bytes=LIMIT, project="shop")
+    if checked[0] == "ok":
+        checked = ("ok", columns(checked[1]))
+    assert read == checked
 
 
 def test_a_record_from_a_python_caller_with_a_str_subclass_is_checked_in_full():
