@@ -23,6 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import transaction
 from django.urls import resolve
 from django.utils import timezone
 
@@ -223,6 +224,8 @@ def tape_replay(project) -> Replay:
     return replay
 
 
+# One transaction, as for seed_nights: a commit a row doubled its time.
+@transaction.atomic
 def seed_pages(viewer, tmp_path: Path) -> list[str]:
     """A world with something on every page, and the address of each page."""
     seed_nights()  # twelve weeks of shop, billing and search
@@ -542,14 +545,12 @@ def test_the_sometimes_band_and_the_rates_show_at_each_width(
 
 # The focused element, when a sticky or fixed element it is not part of
 # covers any of it (WCAG 2.2's focus-not-obscured, at its stricter reading).
-OBSCURED = """() => {
+OBSCURED = """(covers) => {
   const el = document.activeElement;
   if (!el || el === document.body) return null;
   const box = el.getBoundingClientRect();
   if (!box.width || !box.height) return null;
-  for (const cover of document.querySelectorAll("body *")) {
-    const position = getComputedStyle(cover).position;
-    if (position !== "sticky" && position !== "fixed") continue;
+  for (const cover of covers) {
     if (cover.contains(el) || el.contains(cover)) continue;
     const r = cover.getBoundingClientRect();
     const x = Math.min(box.right, r.right) - Math.max(box.left, r.left);
@@ -565,14 +566,27 @@ OBSCURED = """() => {
 }"""
 # Tab stops walked on each page, down from its top and up from its foot.
 TAB_STOPS = 25
+# The page's sticky and fixed elements.
+COVERS = """() => [...document.querySelectorAll("body *")].filter((e) => {
+  const position = getComputedStyle(e).position;
+  return position === "sticky" || position === "fixed";
+})"""
 # OBSCURED at each Tab's keyup: the browser has moved the focus and scrolled
 # it into view by then, and the walk reads all of a walk's answers at once
-# rather than asking the page after every key.
+# rather than asking the page after every key. The covers are looked for on
+# the first key and again after any key that changed the page's elements or
+# their attributes (a class, a style), not on every key.
 AT_EACH_TAB = f"""() => {{
   window.__obscured = [];
   const obscured = {OBSCURED};
+  const covers = {COVERS};
+  const changes = new MutationObserver(() => {{}});
+  changes.observe(document, {{subtree: true, childList: true, attributes: true}});
+  let found = null;
   window.addEventListener("keyup", (event) => {{
-    if (event.key === "Tab") window.__obscured.push(obscured());
+    if (event.key !== "Tab") return;
+    if (found === null || changes.takeRecords().length) found = covers();
+    window.__obscured.push(obscured(found));
   }}, true);
 }}"""
 

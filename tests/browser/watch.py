@@ -20,6 +20,10 @@ document.addEventListener("securitypolicyviolation", function (event) {
   );
 }, true);
 """
+# The violations reported so far. Chromium dispatches each report as a task of
+# its own, queued when the violation happens: a task queued after them (a
+# timer's) runs once they have, so none queued before the question is missed.
+REPORTED = "() => new Promise(done => setTimeout(() => done(window.__csp)))"
 # Chromium logs a failed request as a console error; a form refused with 400,
 # 409 or 422 is an answer the page shows in place, not a fault.
 REFUSED_FORM = re.compile(r"Failed to load resource: .*status of (400|409|422)\b")
@@ -53,9 +57,7 @@ class Watch:
             self.console.append(text)
 
     def found(self) -> list[str]:
-        # Reports are dispatched as tasks: let those already queued run first.
-        self.page.wait_for_timeout(100)
-        reported = self.page.evaluate("window.__csp")
+        reported = self.page.evaluate(REPORTED)
         assert reported is not None, "the violation listener is not installed"
         return reported + self.console + self.errors
 
