@@ -200,3 +200,22 @@ def test_auto_tells_every_format_of_a_mixed_folder(project, tmp_path):
         f["as"]: FORMATS.get(f["format"], f["format"]) for f in expected["files"]
     }
     assert summary.imported == Run.objects.count() == expected["runs_total"]
+
+
+def test_an_opencode_storage_folder_imports_each_session_once(project):
+    storage = HELDOUT / "opencode" / "storage"
+    files = sorted(p for p in storage.rglob("*.json"))
+
+    summary = _import(project, files, AUTO)
+
+    assert summary.invalid == []
+    runs = {run.external_id: run for run in Run.objects.all()}
+    # Two sessions and the subagent session the second one started.
+    assert sorted(runs) == [
+        "ses_5a1b2c3d4ffeYbQw9Lr2Xn7TzA",
+        "ses_5a1b9f00effeK3sPq0Wm4LhVcB",
+        "ses_5a1ba100effe7uXyZ1aB2cD3eF",
+    ]
+    child = runs["ses_5a1ba100effe7uXyZ1aB2cD3eF"]
+    assert child.prompt == "Read package.json and list install steps"
+    assert child.model == "gpt-5-mini"

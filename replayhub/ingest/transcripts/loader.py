@@ -48,6 +48,7 @@ from replayhub.ingest.transcripts import (
     gemini_cli,
     mini_swe_agent,
     opencode,
+    opencode_storage,
     swebench,
 )
 from replayhub.ingest.transcripts.base_at_start import find_base
@@ -123,8 +124,24 @@ class Source:
 
 
 def file_sources(paths: Iterable[Path]) -> Iterator[Source]:
-    """Regular files opened one at a time (never a link), streamed."""
-    for path in paths:
+    """Regular files opened one at a time (never a link), streamed. An
+    OpenCode session's info file in OpenCode's storage is its session joined
+    as an export, and that session's message and part files among ``paths``
+    are left to it (:mod:`opencode_storage`)."""
+    given = list(paths)
+    joined = opencode_storage.pieces(given)
+    for path in given:
+        if path in joined:
+            continue
+        root = opencode_storage.storage_root(path)
+        if root is not None:
+            limit = settings.REPLAYHUB_MAX_RECORD_BYTES
+            with open_regular(path) as stream:
+                stat = os.fstat(stream.fileno())
+            modified = datetime.fromtimestamp(stat.st_mtime).astimezone()
+            data = opencode_storage.export(path, root, limit)
+            yield Source(str(path), iter([data]), modified)
+            continue
         with open_regular(path) as stream:
             stat = os.fstat(stream.fileno())
             modified = datetime.fromtimestamp(stat.st_mtime).astimezone()

@@ -24,6 +24,10 @@ completed or error, ``input``, ``output`` or ``error``), ``step-start``,
 in the transcript, counted by type (``RecordDraft.unread`` and one note) and
 not read; it is never a line error.
 
+Older versions kept a session as JSON files under ``storage/`` instead (its
+info, each message and each part apart); a session's file imported from there
+is joined into the same document first (:mod:`opencode_storage`).
+
 One session a file. The prompt is the first user text OpenCode did not write
 itself. Usage sums the step-finish parts (an assistant message with none
 counts its own totals). The export names no branch and no commit: the base
@@ -95,7 +99,8 @@ _TOKENS = {
 def _not_an_export(value: Any) -> str:
     """Why a document is not an export, naming OpenCode's own storage files
     (``storage/session/…``, ``message/…``, ``part/…``): they hold a session
-    in pieces, and the export is what joins them."""
+    in pieces, which a session's file imported from its storage folder joins
+    (:mod:`opencode_storage`)."""
     if isinstance(value, dict) and isinstance(value.get("id"), str):
         if "projectID" in value:
             piece, session = "the info", value["id"]
@@ -106,9 +111,18 @@ def _not_an_export(value: Any) -> str:
         else:
             piece, session = "", None
         if piece and isinstance(session, str) and session:
+            named = shown(session, 40)
+            if piece == "the info":
+                # Outside a storage folder: its messages are not beside it.
+                return (
+                    f"an OpenCode storage file (the info of session {named}) away "
+                    "from its storage folder: import it from there, or what "
+                    "`opencode export <session id>` prints"
+                )
             return (
-                f"an OpenCode storage file ({piece} of session {shown(session, 40)}), "
-                "not an export: import what `opencode export <session id>` prints"
+                f"an OpenCode storage file ({piece} of session {named}): import "
+                "its session's file (storage/session/<project>/<session id>.json), "
+                "which brings its messages and parts"
             )
     return "not an OpenCode export: no session info with an id"
 
