@@ -11,6 +11,7 @@ import pytest
 
 from replayhub.git.scratch import git
 from replayhub.ingest.services import transcripts_import
+from replayhub.ingest.transcripts import loader
 from replayhub.ingest.transcripts.loader import AUTO
 from replayhub.models import Preflight, Run
 from tests.factories import make_git_project
@@ -135,3 +136,33 @@ def test_an_openhands_trajectory_is_stored_without_an_original(tmp_path):
     assert run.preflight == Preflight.UNREPRODUCIBLE
     assert run.record["transcript"]["file"] == "trajectory.json"
     assert any("names no commit" in w for w in run.provenance["warnings"])
+
+
+def test_a_transcript_with_no_time_and_nothing_to_date_it_by_is_refused_saying_so(
+    tmp_path,
+):
+    """An ATIF trajectory with no step times, sent without a file time (as the
+    upload page and the API send it) into a project where no base commit
+    dates it: one line says why, not a missing field's name."""
+    trajectory = {
+        "schema_version": "ATIF-v1.4",
+        "session_id": "untimed-1",
+        "agent": {"name": "terminus-2", "version": "1.0.0", "model_name": "gpt-5"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "say hello"},
+            {"step_id": 2, "source": "agent", "message": "hello"},
+        ],
+    }
+    project = make_git_project(make_repo(tmp_path))
+
+    summary = loader.import_sources(
+        project=project,
+        sources=[loader.Source("trajectory.json", [json.dumps(trajectory).encode()])],
+        format="atif",
+    )
+
+    assert summary.imported == 0
+    assert [e["error"] for e in summary.invalid] == [
+        "the run has no start time: the file records none, and it came with no "
+        "file time and no base commit to date it by"
+    ]

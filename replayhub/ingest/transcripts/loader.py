@@ -456,6 +456,13 @@ class _Repository:
         record = draft.record
         if original and "base_sha" not in record:
             self._base_from_original(draft)
+        if "started_at" not in record:
+            # A file with no times of its own, sent without a file time (an
+            # upload, the API), and no base commit whose date could stand in.
+            return (
+                "the run has no start time: the file records none, and it came "
+                "with no file time and no base commit to date it by"
+            )
         record["transcript"]["file"] = os.path.basename(name)
         if draft.inferred:
             record["inferred"] = draft.inferred
