@@ -219,3 +219,26 @@ def test_an_opencode_storage_folder_imports_each_session_once(project):
     child = runs["ses_5a1ba100effe7uXyZ1aB2cD3eF"]
     assert child.prompt == "Read package.json and list install steps"
     assert child.model == "gpt-5-mini"
+
+
+def test_auto_over_the_whole_battery_tells_each_files_format(project):
+    cases = [json.loads(case.read_text()) for case in CASES]
+    files = [HELDOUT / case["file"] for case in cases]
+
+    summary = _import(project, files, AUTO)
+
+    refused = sum(
+        len(case.get("refused", [])) + len(case.get("invalid_ok_lines", []))
+        for case in cases
+    )
+    assert len(summary.invalid) == refused, summary.invalid
+    assert summary.conflicts == []
+    folder_of = {
+        str(HELDOUT / case["file"]): case["file"].split("/")[0] for case in cases
+    }
+    for run in Run.objects.all():
+        name = next(
+            f for f in folder_of if f.endswith(run.record["transcript"]["file"])
+        )
+        assert run.record["transcript"]["format"] == FORMATS[folder_of[name]], name
+    assert Run.objects.count() == sum(case.get("runs", 1) for case in cases)
