@@ -98,3 +98,44 @@ def test_a_long_provider_name_and_address_fit_its_pages(login):
     assert page.evaluate(SIDEWAYS) == 0
     page.goto(f"/providers/{'p' * 64}/edit/")
     assert page.evaluate(SIDEWAYS) == 0
+
+
+def test_one_long_word_in_a_runs_title_id_model_and_project_fits_every_page(
+    login, reviewer
+):
+    """Data as users name it: a project's name at its 64-character limit, a
+    run's title, id and model each one word of 100 or more characters."""
+    from replayhub.models import Run
+    from tests.factories import make_replay
+
+    project = make_project("p" * 64)
+    Budget.objects.create(project=project)
+    run = Run.objects.create(
+        project=project,
+        external_id="E" * 100,
+        title="T" * 120,
+        prompt="P" * 300,
+        model="M" * 100,
+        original_commit="a" * 40,
+    )
+    replay = make_replay(verdict="divergent", project=project, run=run)
+    pages = [
+        "/",
+        f"/replays/{replay.pk}/",
+        f"/runs/{run.pk}/",
+        "/search/?q=" + "T" * 120,
+        "/done/",
+    ]
+    for user, paths in (
+        (reviewer, pages),
+        (make_superuser(), [f"/projects/{project.slug}/", "/budgets/"]),
+    ):
+        page = login(user)
+        for width, height in ((1024, 768), (1280, 800)):
+            page.set_viewport_size({"width": width, "height": height})
+            for path in paths:
+                page.goto(path)
+                assert page.evaluate(SIDEWAYS) == 0, (width, path)
+    # Broken, not cut: the whole title is still there to read.
+    page.goto(f"/replays/{replay.pk}/")
+    assert "T" * 120 in page.locator("h1").inner_text().replace("\n", "")
