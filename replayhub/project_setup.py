@@ -145,6 +145,7 @@ FIELDS = {
 # A slug is one path segment of the project's pages; these segments are the
 # pages' own.
 SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+SLUG_CHARS = 64  # the column's
 RESERVED_SLUGS = frozenset({"new"})
 
 
@@ -259,11 +260,14 @@ def argv(option: str, value: str) -> list[str]:
 
 def slug_check(slug: str) -> None:
     """Refuse a slug that cannot name the project's pages."""
-    if not SLUG.match(slug) or len(slug) > 64:
+    if not SLUG.match(slug) or len(slug) > SLUG_CHARS:
         raise ProjectInvalid(
             "slug",
-            f"{slug!r} is not a valid project name: use up to 64 letters, digits, "
-            "hyphens and underscores, starting with a letter or digit.",
+            f"{slug[:80]!r} is not a valid project name: use up to 64 letters, "
+            "digits, hyphens and underscores, starting with a letter or digit.",
+            # The form's words (it shows the value, and says a length itself).
+            "Use letters a-z or A-Z, digits, '-' and '_' only, starting with a "
+            "letter or digit.",
         )
     if slug in RESERVED_SLUGS:
         raise ProjectInvalid("slug", f"{slug!r} is reserved: choose another name.")

@@ -5,7 +5,11 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib.auth import get_user_model
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import (
+    MaxLengthValidator,
+    MaxValueValidator,
+    MinValueValidator,
+)
 from django.db.models import Q
 
 from replayhub import roles
@@ -35,6 +39,24 @@ def unbounded(field: forms.Field) -> forms.Field:
     ]
     for bound in ("min", "max"):
         field.widget.attrs.pop(bound, None)
+    return field
+
+
+def unclipped(field: forms.CharField) -> forms.CharField:
+    """``field`` without the browser's maxlength, which cuts a longer paste
+    short without a word (and what is sent is then not what was pasted); its
+    length is checked on the server instead, in one short message that never
+    repeats the value: "At most 64 characters (this one has 120)."."""
+    field.validators = [
+        MaxLengthValidator(
+            validator.limit_value,
+            "At most %(limit_value)d characters (this one has %(show_value)d).",
+        )
+        if isinstance(validator, MaxLengthValidator)
+        else validator
+        for validator in field.validators
+    ]
+    field.widget.attrs.pop("maxlength", None)
     return field
 
 

@@ -21,9 +21,9 @@ from replayhub.models.project_settings import (
     TESTS,
     Setting,
 )
-from replayhub.project_setup import ProjectInvalid
+from replayhub.project_setup import SLUG_CHARS, ProjectInvalid
 from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
-from reviews.forms import ForgetsPastedKeys, unbounded
+from reviews.forms import ForgetsPastedKeys, unbounded, unclipped
 
 
 def _words(value: str) -> list[str]:
@@ -107,7 +107,8 @@ class ProjectForm(ForgetsPastedKeys):
 
     variable_fields = ("repo_credential_env",)
 
-    slug = forms.SlugField(max_length=100)
+    # Its rule is ``slug_check``'s, in the form's words.
+    slug = unclipped(forms.CharField(max_length=SLUG_CHARS))
     repo = forms.CharField(
         label="Repository",
         max_length=1000,

@@ -22,7 +22,7 @@ from replayhub.gateway.registry import (
     provider_fields,
 )
 from replayhub.models import Budget, Project, Provider, ProviderKind
-from reviews.forms import ForgetsPastedKeys
+from reviews.forms import ForgetsPastedKeys, unclipped
 from reviews.models import AuditEvent
 from reviews.views import confirmed
 
@@ -34,8 +34,10 @@ MAX_PRICES_CHARS = 20_000
 
 class ProviderForm(ForgetsPastedKeys):
     variable_fields = ("key_env",)
-    name = forms.CharField(
-        max_length=64, help_text="Letters, digits, - and _; projects name it."
+    name = unclipped(
+        forms.CharField(
+            max_length=64, help_text="Letters, digits, - and _; projects name it."
+        )
     )
     kind = forms.ChoiceField(label="Wire", choices=ProviderKind.choices)
     base_url = forms.CharField(

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods
 from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Project
 from replayhub.models.project_settings import bound_problem
-from reviews.forms import unbounded
+from reviews.forms import unbounded, unclipped
 from reviews.models import Label, LabelKind, ReviewPolicy
 from reviews.project_services import (
     LabelInUse,
@@ -83,7 +83,9 @@ class PolicyForm(forms.ModelForm):
 class LabelForm(forms.Form):
     """A label: its values are typed as a list, checked by the model."""
 
-    name = forms.CharField(max_length=Label._meta.get_field("name").max_length)
+    name = unclipped(
+        forms.CharField(max_length=Label._meta.get_field("name").max_length)
+    )
     kind = forms.ChoiceField(choices=LabelKind.choices)
     categories = forms.CharField(
         label="Categories",

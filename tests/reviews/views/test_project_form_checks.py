@@ -121,6 +121,41 @@ def test_a_number_out_of_its_bounds_gets_one_message_whatever_the_value(
         assert tag and " min=" not in tag[0] and " max=" not in tag[0], tag
 
 
+@pytest.mark.parametrize(
+    ("slug", "said"),
+    [
+        ("s" * 120, "At most 64 characters (this one has 120)."),
+        (
+            "my project ü",
+            "Use letters a-z or A-Z, digits, '-' and '_' only, starting with a "
+            "letter or digit.",
+        ),
+        (
+            "_shop",
+            "Use letters a-z or A-Z, digits, '-' and '_' only, starting with a "
+            "letter or digit.",
+        ),
+    ],
+)
+def test_a_bad_slug_is_sent_whole_and_refused_in_one_short_line_of_the_apps_words(
+    client, admin_user, tmp_path, slug, said
+):
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    # The browser does not cut a longer paste short without a word.
+    shown = client.get(reverse("reviews:project_create")).content.decode()
+    tag = re.search(r'<input[^>]*name="slug"[^>]*>', shown)
+    assert tag and "maxlength" not in tag[0]
+
+    response = client.post(reverse("reviews:project_create"), form(repo, slug=slug))
+
+    assert response.status_code == 400
+    assert said_beside(response, "slug") == [said]
+    # The value is shown once, in its field, never again in the message.
+    assert response.content.decode().count(html.escape(slug)) == 1
+    assert not Project.objects.exists()
+
+
 def test_a_money_cap_of_zero_is_refused_as_a_count_of_zero_is(
     client, admin_user, tmp_path
 ):

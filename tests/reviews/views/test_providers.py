@@ -4,6 +4,8 @@ keeps what was typed beside its one-line reason, and other roles are kept out.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -359,5 +361,22 @@ def test_every_bad_price_line_is_said_beside_the_prices_at_once(client, admin_us
         "'first=abc'",
         "'second=1'",
         "'third=-1,2'",
+    ]
+    assert not Provider.objects.exists()
+
+
+def test_a_long_provider_name_is_sent_whole_and_refused_in_one_short_line(
+    client, admin_user
+):
+    client.force_login(admin_user)
+    # The browser does not cut a longer paste short without a word.
+    tag = re.search(r'<input[^>]*name="name"[^>]*>', client.get(URL).text)
+    assert tag and "maxlength" not in tag[0]
+
+    response = add(client, name="p" * 120)
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["name"] == [
+        "At most 64 characters (this one has 120)."
     ]
     assert not Provider.objects.exists()

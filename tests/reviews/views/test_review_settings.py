@@ -385,3 +385,20 @@ def test_a_label_position_out_of_range_is_said_in_the_forms_words(shop, admin_us
         page = response.content.decode()
         assert "Ensure this value" not in page
         assert 'href="#id_label-position">Position</a>' in page
+
+
+def test_a_long_label_name_is_sent_whole_and_refused_in_one_short_line(
+    shop, admin_user
+):
+    client = as_user(admin_user)
+    # The browser does not cut a longer paste short without a word.
+    tag = re.search(r'<input[^>]*name="label-name"[^>]*>', client.get(URL).text)
+    assert tag and "maxlength" not in tag[0]
+
+    response = add_label(client, name="n" * 120)
+
+    assert response.status_code == 400
+    assert response.context["label_form"].errors["name"] == [
+        "At most 80 characters (this one has 120)."
+    ]
+    assert not Label.objects.exists()
