@@ -121,9 +121,10 @@ def excerpt(
         .values_list(DIFF_FIELDS[CommentTarget(target)], flat=True)
         .first()
     )
-    for file in split_files(text or ""):
-        if file.path != path:
-            continue
+    files = [file for file in split_files(text or "") if file.path == path]
+    if not files:
+        raise CommentRefused("that file is not in that diff")
+    for file in files:
         picked = [
             line.text
             for line in file.lines

@@ -124,6 +124,7 @@ class WebhookForm(ForgetsPastedKeys):
         label="Events",
         choices=[(event, event) for event in EVENTS],
         widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Tick at least one event."},
     )
     format = forms.ChoiceField(
         label="Format", choices=WebhookFormat.choices, initial=WebhookFormat.CLOUDEVENTS

@@ -150,3 +150,27 @@ def test_a_reply_mentioning_nobody_is_refused_in_place(reviewer):
     assert answer.status_code == 422
     assert "@ghost?</textarea>" in answer.content.decode()
     assert Comment.objects.count() == 1
+
+
+def test_a_comment_on_a_file_not_in_the_diff_is_told_so_not_that_the_line_is_missing(
+    reviewer,
+):
+    replay = make_replay(verdict="divergent")
+    client = as_user(reviewer)
+    box = reverse("reviews:comment_new", args=[replay.pk])
+
+    elsewhere = client.get(box, {**PLACE, "path": "src/other.py"})
+    past_the_end = client.get(box, {**PLACE, "line_start": "90", "line_end": ""})
+
+    assert elsewhere.status_code == past_the_end.status_code == 400
+    assert elsewhere.text == "Nothing to comment on: that file is not in that diff."
+    assert past_the_end.text == (
+        "Nothing to comment on: there is no such line in that diff."
+    )
+    posted = client.post(
+        reverse("reviews:comment_create", args=[replay.pk]),
+        {**PLACE, "path": "src/other.py", "body": "why?"},
+        **HTMX,
+    )
+    assert "Comment not added: that file is not in that diff." in posted.text
+    assert not Comment.objects.exists()

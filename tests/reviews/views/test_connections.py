@@ -410,7 +410,7 @@ def test_every_problem_of_a_connection_is_said_at_once_beside_its_field(
             },
             "webhook_form",
             {
-                "events": "This field is required.",
+                "events": "Tick at least one event.",
                 "url": "127.0.0.1 resolves to",
                 "secret_env": "That is not an environment variable name",
             },
