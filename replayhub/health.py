@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from replayhub.sandbox import SandboxUnavailable, get_runner
 from replayhub.sandbox.base import RUNNER_KINDS
@@ -148,7 +148,7 @@ def check_queue(*, now=None) -> dict[str, object]:
     }
 
 
-@require_GET
+@require_safe
 @login_not_required
 def healthz(request: HttpRequest) -> JsonResponse:
     """One JSON object: 200 when the database and the broker answer and the

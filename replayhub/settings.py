@@ -126,6 +126,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: it drops the body of every answer to a HEAD request.
+    "reviews.views.head_requests.HeadWithoutBody",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -26,6 +26,8 @@ and a removal's confirmation (``confirmed``).
 - status: the worker check (``replayhub``'s docstring).
 - errors: the 400, 403, 404 and 500 pages, with the navigation and a way
   back.
+- head_requests: the answer to a HEAD request, a GET's headers without
+  its body (the middleware that drops it).
 
 The replay's own page is ``reviews.replay_page``; working together,
 ``reviews.together``; trends, ``reviews.trends``.
@@ -38,6 +40,8 @@ mutation is a POST with CSRF; htmx requests get the page's inline partial.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -47,6 +51,9 @@ from django_htmx.middleware import HtmxDetails
 
 from replayhub import roles
 from replayhub.models import Replay
+from reviews.forms import QueueFilterForm
+from reviews.queue_reads import QueueFilters
+from reviews.together.blind import blind_projects
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -93,3 +100,31 @@ def partial(request: HtmxHttpRequest, template: str, name: str) -> str:
     if request.htmx and not request.htmx.history_restore_request:
         return f"{template}#{name}"
     return template
+
+
+def queue_query(params) -> str:
+    """The queue's filters in a query string's ``params`` (the queue's own, or
+    a replay page's opened from a filtered queue), to pass on: "" for none.
+    The next item and the way back stay in the filter the reviewer works in."""
+    kept = {
+        name: params[name]
+        for name in QueueFilterForm.base_fields
+        if name != "after" and params.get(name)
+    }
+    return urlencode(kept)
+
+
+def queue_filters(request: HttpRequest) -> tuple[QueueFilters, str]:
+    """``queue_query``'s filters as ``claim_next`` takes them, and the query."""
+    form = QueueFilterForm(request.GET, user=request.user)
+    form.is_valid()
+    filters = form.filters()
+    if filters.verdict or filters.reason_code or filters.label_id is not None:
+        # As the queue lists them: under blind review no replay is found by
+        # what would tell its verdict.
+        filters = replace(filters, exclude_project_ids=frozenset(blind_projects()))
+    return filters, queue_query(request.GET)
+
+
+def with_query(url: str, query: str) -> str:
+    return f"{url}?{query}" if query else url
