@@ -9,7 +9,11 @@ once each, to a verdict.
 
 Each agent's three replays share one project, so its environment (the CLI
 installed from ``var/agents``, which ``./dev test`` fills, and pytest from a
-package index on the worker's loopback) is built once and reused. Measured
+package index on the worker's loopback) is built once and reused. The
+project names an environment share group of its own; a passed test leaves
+its repository and group to the recorded test of the same agent
+(``calc_projects``), whose replays then find that environment built.
+Measured
 on two shared cores: about 7 minutes for the module, of which the two PyPI
 agents' installs are about 50 s each.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 from io import StringIO
 from pathlib import Path
 
@@ -132,8 +137,16 @@ def calc_repo(tmp_path: Path, index: PackageIndex) -> tuple[Repo, str, str]:
     return repo, base, original
 
 
-def register(name: str, repo: Repo, fake: fakemodels.FakeModel, index) -> Project:
-    """The project as an admin registers it: ``--agent NAME``, no command."""
+def share_group(name: str) -> str:
+    """An environment share group no other project of any run names yet."""
+    return f"calc-{name}-{uuid.uuid4().hex[:12]}"
+
+
+def register(
+    name: str, repo: Repo, fake: fakemodels.FakeModel, index, group: str = ""
+) -> Project:
+    """The project as an admin registers it: ``--agent NAME``, no command,
+    its environment shared within ``group`` (none: its own)."""
     kind = KINDS[fake.wire]
     out = StringIO()
     call_command(
@@ -172,6 +185,10 @@ def register(name: str, repo: Repo, fake: fakemodels.FakeModel, index) -> Projec
     )
     project = Project.objects.get(slug="calc")
     assert project.agent_command == []
+    if group:
+        # As the project's settings page sets it (no command-line option).
+        project.env_share_group = group
+        project.save(update_fields=["env_share_group"])
     return project
 
 
@@ -205,12 +222,22 @@ def explain(replay: Replay) -> str:
     return f"{replay.reason}\n--- agent output:\n{replay.agent_output[-3000:]}"
 
 
-def three_replays(name, tmp_path, fakes, index) -> list[Replay]:
+def live_project(name, tmp_path_factory, fakes, index):
+    """A fresh calc project for ``name`` (its environment not built yet), in
+    a folder that outlives the test, for the recorded test after it."""
     need_cli(name)
-    wire, model, _, options = AGENTS[name]
-    fake = fakes[wire]
-    repo, base, original = calc_repo(tmp_path, index)
-    project = register(name, repo, fake, index)
+    fake = fakes[AGENTS[name][0]]
+    repo, base, original = calc_repo(tmp_path_factory.mktemp(f"calc-{name}"), index)
+    group = share_group(name)
+    project = register(name, repo, fake, index, group)
+    return project, fake, (repo, group), base, original
+
+
+def three_replays(name, tmp_path_factory, fakes, index, calc_projects):
+    _, model, _, options = AGENTS[name]
+    project, fake, shared, base, original = live_project(
+        name, tmp_path_factory, fakes, index
+    )
     done = []
     for n, (content, expected) in enumerate(THREE):
         fake.script(answers(name, content), **options)
@@ -224,6 +251,7 @@ def three_replays(name, tmp_path, fakes, index) -> list[Replay]:
     assert environment[0]["agent"] == f"{name}@{agents.PROFILES[name].version}"
     # One build for the three: the CLI is installed once.
     assert [e["cached"] for e in environment] == [False, True, True]
+    calc_projects[name] = shared
     return done
 
 
@@ -232,9 +260,9 @@ def three_replays(name, tmp_path, fakes, index) -> list[Replay]:
     "name", by_agent("claude-code", "codex", "aider", "mini-swe-agent")
 )
 def test_a_real_agent_replays_identical_equivalent_and_divergent(
-    name, celery_worker, tmp_path, fakes, index
+    name, celery_worker, tmp_path_factory, fakes, index, calc_projects
 ):
-    done = three_replays(name, tmp_path, fakes, index)
+    done = three_replays(name, tmp_path_factory, fakes, index, calc_projects)
     # The CLI's outside traffic is off: the agent reached nothing but the
     # gateway.
     for replay in done:
@@ -245,13 +273,12 @@ def test_a_real_agent_replays_identical_equivalent_and_divergent(
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("name", by_agent("gemini-cli", "opencode"))
 def test_gemini_cli_and_opencode_replay_live_to_a_verdict(
-    name, celery_worker, tmp_path, fakes, index
+    name, celery_worker, tmp_path_factory, fakes, index, calc_projects
 ):
-    need_cli(name)
-    wire, model, _, options = AGENTS[name]
-    fake = fakes[wire]
-    repo, base, original = calc_repo(tmp_path, index)
-    project = register(name, repo, fake, index)
+    _, model, _, options = AGENTS[name]
+    project, fake, shared, base, original = live_project(
+        name, tmp_path_factory, fakes, index
+    )
     fake.script(answers(name, GOOD), **options)
 
     replay = replayed(project, original=original, base=base, model=model, n=0)
@@ -271,6 +298,7 @@ def test_gemini_cli_and_opencode_replay_live_to_a_verdict(
     assert not tried.filter(allowed=True).exists()
     expected = {"registry.npmjs.org"} if name == "opencode" else set()
     assert set(tried.values_list("host", flat=True)) <= expected
+    calc_projects[name] = shared
 
 
 def test_the_git_status_of_a_fresh_checkout_has_no_calc(tmp_path, index):

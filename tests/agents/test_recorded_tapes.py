@@ -9,6 +9,10 @@ real sandbox ends ``identical`` with no call reaching the model. The same tape
 played on a base that gained a test ends ``tape_diverged``, naming the call
 and showing the difference: the file the agent read, or (Claude Code) the
 commit it lists.
+
+Where the live test of the same agent passed earlier in the session, the
+project is registered on its repository and environment share group
+(``calc_projects``): the tape replays copy no install and run no setup.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from tests.agents.test_live_replays import (
     explain,
     need_cli,
     register,
+    share_group,
 )
 from tests.gateway.clis import install_cli
 
@@ -211,13 +216,18 @@ def drifted(run: Run, repo) -> Run:
     "name", by_agent("claude-code", "codex", "aider", "mini-swe-agent", "gemini-cli")
 )
 def test_a_recorded_real_agent_replays_from_its_own_tape_until_its_base_changes(
-    name, tmp_path, fakes, index, live_server, recorder
+    name, tmp_path, fakes, index, live_server, recorder, calc_projects
 ):
     need_cli(name)
     wire, model, builder, options = AGENTS[name]
     fake = fakes[wire]
-    repo, base, _ = calc_repo(tmp_path, index)
-    project = register(name, repo, fake, index)
+    if name in calc_projects:
+        repo, group = calc_projects[name]
+        base = repo.rev("main")
+    else:
+        repo, base, _ = calc_repo(tmp_path, index)
+        group = share_group(name)
+    project = register(name, repo, fake, index, group)
     read = "test_calc.py"
     reads = getattr(fakemodels, f"{builder}_reads")(read, model)
     writes = getattr(fakemodels, f"{builder}_writes")("calc.py", GOOD, model)
