@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import (
     require_GET,
@@ -57,7 +58,14 @@ from reviews.services import (
 )
 from reviews.together import gold, notices
 from reviews.together.blind import hidden_from
-from reviews.views import HtmxHttpRequest, partial, replay_for
+from reviews.views import (
+    HtmxHttpRequest,
+    partial,
+    queue_filters,
+    queue_query,
+    replay_for,
+    with_query,
+)
 
 # Diffs with more lines than this (per kind) show their file list and load each
 # file's lines on demand, so one huge change cannot stall the page.
@@ -215,6 +223,7 @@ def _detail_context(
         "overruled": list(overruled),
         **_tape_context(request, replay, evidence),
         "now": timezone.now(),
+        "queue_query": queue_query(request.GET),
     }
 
 
@@ -460,7 +469,7 @@ def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
                 else "the replay is yours to decide again."
             ),
         )
-    return redirect("reviews:replay_detail", replay_id=review.replay_id)
+    return redirect(_detail_url(review.replay_id, request))
 
 
 def _gold_message(said: str, serving) -> str:
@@ -538,15 +547,12 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
         form = together.decision_form(replay, data)
         form.is_valid()
         return _page_again(request, replay_id, 409, form=form, overruled=exc.reasons)
-    except gold.NotGold as exc:
+    except (gold.NotGold, NotDecidable) as exc:
         messages.error(request, f"Not recorded: {exc}.")
-        return redirect("reviews:replay_detail", replay_id=replay.pk)
+        return redirect(_detail_url(replay.pk, request))
     except ClaimHeld as exc:
         messages.error(request, _held_message(exc.claim))
-        return redirect("reviews:replay_detail", replay_id=replay.pk)
-    except NotDecidable as exc:
-        messages.error(request, f"Not recorded: {exc}.")
-        return redirect("reviews:replay_detail", replay_id=replay.pk)
+        return redirect(_detail_url(replay.pk, request))
     if serving is not None:
         # A gold check is measured, not taken back: no undo.
         messages.info(request, _gold_message(review.verdict_after, serving))
@@ -555,14 +561,27 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     else:
         # The undo bar says what was recorded; a flash would say it again.
         request.session[UNDO_SESSION_KEY] = review.pk
-    following = claim_next(reviewer=request.user)
+    # The next item comes from the queue as the reviewer filtered it.
+    filters, query = queue_filters(request)
+    following = claim_next(reviewer=request.user, filters=filters)
     if following is None:
-        messages.info(request, "The queue is empty.")
-        return redirect("reviews:queue")
+        messages.info(
+            request,
+            "Nothing left to review in these filters."
+            if query
+            else "The queue is empty.",
+        )
+        return redirect(with_query(reverse("reviews:queue"), query))
     if request.session.get(UNDO_SESSION_KEY) == review.pk:
         # Taking the decision back lets go of the item this claim took.
         request.session[UNDO_NEXT_SESSION_KEY] = [review.pk, following.pk]
-    return redirect("reviews:replay_detail", replay_id=following.pk)
+    return redirect(_detail_url(following.pk, request))
+
+
+def _detail_url(replay_id: int, request: HttpRequest) -> str:
+    """A replay page's address, keeping the queue's filters it was reached with."""
+    detail = reverse("reviews:replay_detail", args=[replay_id])
+    return with_query(detail, queue_query(request.GET))
 
 
 def tape_turns(exchanges: list[tape.Exchange]) -> list[dict]:

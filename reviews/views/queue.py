@@ -34,7 +34,13 @@ from reviews.services import (
 from reviews.templatetags.review_tags import age, until
 from reviews.together import comments
 from reviews.together.blind import blind_projects
-from reviews.views import HtmxHttpRequest, partial
+from reviews.views import (
+    HtmxHttpRequest,
+    partial,
+    queue_filters,
+    queue_query,
+    with_query,
+)
 
 QUEUE_ROWS_TEMPLATE = "reviews/_queue_rows.html"
 
@@ -135,7 +141,8 @@ def queue_context(
     open_threads = comments.unresolved([row["id"] for row in rows])
     if blind is None:
         blind = frozenset(blind_projects()) if can_decide else frozenset()
-    detail_url = _detail_url()
+    # A row's page keeps the queue's filters: its next item comes from them.
+    detail_url = with_query(_detail_url(), queue_query(form.data))
     # The queue folds a run's replays into its newest: the row says how many
     # await review and links to the run's page, where they are all listed.
     urls = (detail_url, _detail_url("reviews:run_detail"))
@@ -270,21 +277,15 @@ def running(request: HtmxHttpRequest) -> HttpResponse:
 def next_item(request: HttpRequest) -> HttpResponse:
     """Claim the next item of the queue as filtered (the filters come in the
     query string, as the queue's own URL has them)."""
-    form = QueueFilterForm(request.GET, user=request.user)
-    form.is_valid()
-    filters = form.filters()
-    if filters.verdict or filters.reason_code or filters.label_id is not None:
-        # As the queue lists them: under blind review no replay is found by
-        # what would tell its verdict.
-        filters = replace(filters, exclude_project_ids=frozenset(blind_projects()))
+    filters, query = queue_filters(request)
     replay = claim_next(reviewer=request.user, filters=filters)
     if replay is None:
-        query = request.GET.urlencode()
         if query:
             messages.info(
                 request, "Nothing left to review in these filters: every item is held."
             )
         else:
             messages.info(request, "Nothing left to review: every queued item is held.")
-        return redirect(reverse("reviews:queue") + (f"?{query}" if query else ""))
-    return redirect("reviews:replay_detail", replay_id=replay.pk)
+        return redirect(with_query(reverse("reviews:queue"), query))
+    detail = reverse("reviews:replay_detail", args=[replay.pk])
+    return redirect(with_query(detail, query))

@@ -46,6 +46,12 @@
     var index = all.indexOf(selected());
     var next = index < 0 ? 0 : Math.min(Math.max(index + step, 0), all.length - 1);
     select(all[next]);
+    // Enter opens the chosen row: a control still focused from before (the
+    // filters' button, after filtering) would take the Enter for itself.
+    var focused = document.activeElement;
+    if (focused && focused !== document.body && !all[next].contains(focused)) {
+      focused.blur();
+    }
   }
 
   function submit(form, button) {

@@ -116,7 +116,8 @@ def test_claim_next_claims_within_the_queues_filters(login, reviewer):
     page.get_by_role("combobox", name="Project").select_option("uni-ok")
     expect(rows(page)).to_have_count(1)
     page.keyboard.press("n")
-    page.wait_for_url(f"**/replays/{inconclusive.pk}/")
+    # The replay opens in the filter it was claimed from.
+    page.wait_for_url(re.compile(rf"/replays/{inconclusive.pk}/\?project=uni-ok$"))
     assert list(Claim.objects.values_list("replay_id", flat=True)) == [inconclusive.pk]
     assert not Claim.objects.filter(replay=demo).exists()
 
@@ -136,3 +137,20 @@ def test_back_to_the_queue_keeps_the_row_of_the_replay_opened(login, reviewer, q
         page.keyboard.press("u")
     expect(rows(page).nth(1)).to_have_class(re.compile(r"\bselected\b"))
     expect(page.locator("#queue-rows tr.row.selected")).to_have_count(1)
+
+
+def test_enter_after_filtering_and_choosing_a_row_opens_it(login, reviewer, queued):
+    """Focus left on the Filter button does not take the Enter meant for the
+    row chosen with j; the replay opens in the queue's filter."""
+    page = login(reviewer)
+    page.goto("/")
+    model_box(page).fill("gpt-5")
+    page.get_by_role("button", name="Filter").click()
+    expect(rows(page)).to_have_count(1)
+    page.keyboard.press("j")
+
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+    assert page.url.endswith(f"/replays/{queued['gpt'].pk}/?model=gpt-5")
+    assert page.locator("a[data-back]").get_attribute("href") == "/?model=gpt-5"

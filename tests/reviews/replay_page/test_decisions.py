@@ -129,6 +129,44 @@ def test_after_a_decision_the_next_item_opens(as_reviewer):
     assert Claim.objects.get().replay == second
 
 
+def test_triage_from_a_filtered_queue_stays_in_its_filter(as_reviewer):
+    """Opened from the queue filtered to divergent replays, a replay's next
+    item (after a decision, or Next) and its way back keep that filter."""
+    first = make_replay(verdict="divergent")
+    make_replay(verdict="equivalent")  # first in the queue's order otherwise
+    second = make_replay(verdict="divergent")
+    queue = as_reviewer.get(reverse("reviews:queue"), {"verdict": "divergent"})
+    opened = f"{detail_url(first)}?verdict=divergent"
+    assert f'href="{opened}"' in queue.content.decode()
+
+    page = as_reviewer.get(opened).content.decode()
+    assert 'href="/?verdict=divergent" data-back' in page
+    assert f'action="{decide_url(first)}' not in page  # the page's own address
+    assert f'action="{opened}"' in page
+    response = as_reviewer.post(opened, {"decision": "confirm"})
+    assert response["Location"] == f"{detail_url(second)}?verdict=divergent"
+
+    # Nothing divergent left: back to the filtered queue, saying so.
+    response = as_reviewer.post(
+        f"{detail_url(second)}?verdict=divergent", {"decision": "confirm"}
+    )
+    assert response["Location"] == "/?verdict=divergent"
+    nothing = as_reviewer.get(response["Location"]).content.decode()
+    assert "Nothing left to review in these filters." in nothing
+
+
+def test_next_from_a_filtered_replay_page_keeps_the_filter(as_reviewer):
+    make_replay(verdict="equivalent")
+    wanted = make_replay(verdict="divergent")
+    next_url = reverse("reviews:next") + "?verdict=divergent"
+    page = as_reviewer.get(f"{detail_url(wanted)}?verdict=divergent").content
+    assert f'action="{next_url}"' in page.decode()
+
+    response = as_reviewer.post(next_url)
+
+    assert response["Location"] == f"{detail_url(wanted)}?verdict=divergent"
+
+
 def test_after_the_last_decision_the_queue_opens(as_reviewer):
     only = make_replay(verdict="equivalent")
 

@@ -214,3 +214,20 @@ def test_the_caps_the_page_lacks_are_pointed_to_where_they_are_set(client, admin
     edit_page = client.get(edit).content.decode()
     for field in ("max_cost_usd", "max_output_bytes", "cap_grace_seconds"):
         assert f'name="{field}"' in edit_page, field
+
+
+def test_the_window_hours_and_similarity_leave_their_bounds_to_the_form(
+    client, admin_user
+):
+    """As every other number on the page: no browser bubble stops 24 or 1.5;
+    the form refuses it beside its field, and 0.33 is not off a step."""
+    client.force_login(admin_user)
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    for name in ("window_start_hour", "window_end_hour", "text_similarity_below"):
+        field = re.search(rf'<input[^>]*name="budget-shop-{name}"[^>]*>', page)
+        assert field, name
+        attrs = dict(re.findall(r'([a-z]+)="([^"]*)"', field[0]))
+        assert "min" not in attrs and "max" not in attrs, (name, attrs)
+        assert attrs.get("step", "any") in ("any", "1"), (name, attrs)
