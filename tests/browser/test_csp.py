@@ -180,6 +180,7 @@ def test_a_reviewer_meets_no_violation_on_any_page_or_swap(login, reviewer, scre
     running = running_replay()
     tonight_with_usage(make_project())
     page = login(reviewer)
+    page.clock.install()  # the polls below are run on to, not waited for
     watch = Watch(page)
 
     watch.goto("/")
@@ -271,6 +272,7 @@ def test_an_admin_meets_no_violation_in_the_app_and_the_django_admin(
     )
     root = make_superuser()
     page = login(root)
+    page.clock.install()  # the polls below are run on to, not waited for
     watch = Watch(page)
 
     # The upload: its progress, then the summary swapped in place.

@@ -20,10 +20,19 @@ document.addEventListener("securitypolicyviolation", function (event) {
   );
 }, true);
 """
-# The violations reported so far. Chromium dispatches each report as a task of
-# its own, queued when the violation happens: a task queued after them (a
-# timer's) runs once they have, so none queued before the question is missed.
-REPORTED = "() => new Promise(done => setTimeout(() => done(window.__csp)))"
+# The violations reported so far, once htmx has no request on its way and no
+# swap settling (its settle sets the new content's attributes 20 ms after the
+# swap), or after a second at most. Chromium dispatches each report as a task
+# of its own, queued when the violation happens: the timer's task queued after
+# them runs once they have, so none queued before the answer is missed.
+REPORTED = """() => new Promise(done => {
+  const busy = ".htmx-request, .htmx-swapping, .htmx-settling";
+  const until = performance.now() + 1000;
+  const ask = () => document.querySelector(busy) && performance.now() < until
+    ? setTimeout(ask, 10)
+    : setTimeout(() => done(window.__csp));
+  ask();
+})"""
 # Chromium logs a failed request as a console error; a form refused with 400,
 # 409 or 422 is an answer the page shows in place, not a fault.
 REFUSED_FORM = re.compile(r"Failed to load resource: .*status of (400|409|422)\b")
@@ -71,10 +80,12 @@ class Watch:
         self.check(path)
 
     def poll(self, fragment: str) -> None:
-        """Wait for one htmx poll whose URL contains ``fragment`` and its swap."""
+        """One htmx poll whose URL contains ``fragment``, and its swap. The
+        page's clock (``page.clock.install()`` before the page loads) is run on
+        to the poll, every 2 s at the slowest, rather than waited for."""
         with self.page.expect_response(
             lambda r: fragment in r.url and r.request.headers.get("hx-request"),
             timeout=5_000,
         ):
-            pass
+            self.page.clock.run_for(2_000)
         self.check(f"after polling {fragment}")
