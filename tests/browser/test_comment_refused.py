@@ -35,7 +35,7 @@ def in_view(page, selector: str) -> bool:
     ("path", "start", "end", "said"),
     [
         ("src/app.py", "5", "2", "Lines: The range ends before it starts."),
-        ("src/nothing.py", "1", "", "File or output: There is no such line"),
+        ("src/nothing.py", "1", "", "File or output: That file is not in that diff"),
     ],
     ids=["backwards", "no-such-file"],
 )
