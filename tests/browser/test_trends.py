@@ -9,6 +9,7 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import expect
 
+from reviews.trends.rollups import refresh_totals
 from tests.factories import make_project
 from tests.reviews.trends import data
 
@@ -55,12 +56,21 @@ def seed_nights():
                 model=model,
                 confirmed={"equivalent": decided, "divergent": decided // 2},
                 overturned={"equivalent": noise.randint(0, 1), "divergent": 1},
+                totals=False,
             )
         for item in (shop, billing):
             deferred = noise.choice([0, 0, 0, 2, 5]) + (14 if i in (9, 10) else 0)
             data.rollup(
-                item, day, attempted=0, by_reason={}, model="", deferred=deferred
+                item,
+                day,
+                attempted=0,
+                by_reason={},
+                model="",
+                deferred=deferred,
+                totals=False,
             )
+    # The nights' all-projects totals, summed once for the twelve weeks.
+    refresh_totals(LAST - timedelta(days=84), LAST)
 
 
 def test_a_lead_reads_the_trends_in_chromium_and_sees_what_drove_last_night(

@@ -103,9 +103,11 @@ def rollup(
     deferred: int = 0,
     confirmed: dict | None = None,
     overturned: dict | None = None,
+    totals: bool = True,
 ) -> Rollup:
     """A rollup row whose decided verdicts split evenly-ish three ways, summed
-    into its night's all-projects totals as ``rollup_range`` would."""
+    into its night's all-projects totals as ``rollup_range`` would (with
+    ``totals=False``, the caller sums many nights at once by ``refresh_totals``)."""
     inconclusive = sum(by_reason.values())
     reached = attempted - inconclusive
     identical = reached // 2
@@ -124,7 +126,8 @@ def rollup(
         overturned=overturned or {},
         deferred=deferred,
     )
-    refresh_totals(day, day)
+    if totals:
+        refresh_totals(day, day)
     return row
 
 
