@@ -119,6 +119,10 @@ def test_one_long_word_in_a_runs_title_id_model_and_project_fits_every_page(
         original_commit="a" * 40,
     )
     replay = make_replay(verdict="divergent", project=project, run=run)
+    # A label at its 80-character limit: the queue's and done's label filter.
+    from reviews.models import Label
+
+    Label.objects.create(project=project, name="L" * 80, kind="yes_no")
     pages = [
         "/",
         f"/replays/{replay.pk}/",
@@ -139,3 +143,47 @@ def test_one_long_word_in_a_runs_title_id_model_and_project_fits_every_page(
     # Broken, not cut: the whole title is still there to read.
     page.goto(f"/replays/{replay.pk}/")
     assert "T" * 120 in page.locator("h1").inner_text().replace("\n", "")
+
+
+def test_a_tape_with_long_lines_fits_the_run_page(login, reviewer):
+    """A model call's text, tool input and system prompt as one long line
+    each (a minified file, a base64 blob) wrap inside the conversation."""
+    from replayhub.models import Run
+
+    call = {
+        "provider_kind": "anthropic",
+        "path": "/v1/messages",
+        "status": 200,
+        "request": {
+            "model": "claude-sonnet-4-5",
+            "system": "S" * 3000,
+            "messages": [{"role": "user", "content": "U" * 5000}],
+        },
+        "response": {
+            "content": [
+                {"type": "text", "text": "A" * 5000},
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "bash",
+                    "input": {"c": "x" * 5000},
+                },
+            ],
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    }
+    run = Run.objects.create(
+        project=make_project("shop"),
+        external_id="long-tape",
+        title="Long lines",
+        preflight="ready",
+        original_commit="a" * 40,
+        raw={"tape": [call]},
+    )
+    page = login(reviewer)
+    for width, height in ((1024, 768), (1280, 800)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(f"/runs/{run.pk}/")
+        expect(page.locator("#tape-call-1")).to_contain_text("U" * 100)
+        page.locator("#tape-call-1 details").first.evaluate("d => d.open = true")
+        assert page.evaluate(SIDEWAYS) == 0, width
