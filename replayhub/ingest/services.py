@@ -162,11 +162,10 @@ def runs_import(
 
 
 def _hint(summary: ImportSummary, name: str, head: bytes, format: str) -> None:
-    """Name the format the file looks like when every line failed in the one
-    chosen (``auto`` already chose by the same look)."""
-    failed = summary.invalid_total and not (
-        summary.imported or summary.duplicates or summary.conflicts_total
-    )
+    """Name the format the file looks like when nothing of it was read in the
+    one chosen: every line failed, or (a Markdown or whole-document reader)
+    none held a record (``auto`` already chose by the same look)."""
+    failed = not (summary.imported or summary.duplicates or summary.conflicts_total)
     if failed and format != loader.AUTO:
         summary.format_hint = format_hint(name, head, format)
 

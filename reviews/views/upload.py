@@ -189,6 +189,8 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         filename=upload.name,
         project=project,
         imported_after=started,
+        read_as=format,
+        read_as_label=ImportFormat(format).label,
     )
 
 

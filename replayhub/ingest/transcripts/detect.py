@@ -13,6 +13,7 @@ from typing import Any
 
 from replayhub.ingest.transcripts import codex
 from replayhub.lib import boundedjson
+from replayhub.models.ingest import ImportFormat
 
 HEAD_BYTES = 64 * 1024
 # ATIF names its version first, but its files are pretty-printed: the first
@@ -45,7 +46,9 @@ def format_hint(name: str, head: bytes, chosen: str) -> str:
     kind = detect(name, head)
     if kind is None or kind == chosen or kind not in WHAT:
         return ""
-    return f"This looks like {WHAT[kind]}: choose that format, {kind} (or auto)."
+    # Named as the upload page lists it and as the command takes it.
+    label = ImportFormat(kind).label
+    return f"This looks like {WHAT[kind]}: choose its format, “{label}” ({kind})."
 
 
 def detect(name: str, head: bytes) -> str | None:

@@ -494,12 +494,39 @@ def test_a_file_of_another_known_format_whose_every_line_failed_names_that_forma
     hint = re.search(r'<p class="notice warn" id="format-hint">([^<]*)</p>', page)
     assert hint is not None
     assert html.unescape(hint.group(1)) == (
-        "This looks like a Claude Code session: choose that format, claude-code "
-        "(or auto)."
+        "This looks like a Claude Code session: choose its format, "
+        "“Claude Code session files” (claude-code)."
     )
     # A native file with a bad line among good ones gets no such hint.
     mixed = jsonl(record()) + b"{}\n"
     assert 'id="format-hint"' not in upload(client, mixed).content.decode()
+
+
+def test_a_session_read_as_an_aider_history_says_what_it_looks_like(
+    client, admin_user, tmp_path
+):
+    """A Markdown reader finds no section rather than failing lines: the page
+    says the file holds no Aider history, not that lines should be JSON, and
+    names the format the file looks like."""
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    make_git_project(repo)
+    [session] = [f for f in transcript_files(repo) if f.format == "claude-code"]
+    client.force_login(admin_user)
+
+    page = client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": "aider",
+            "file": SimpleUploadedFile(session.name, session.data),
+        },
+    ).content.decode()
+
+    empty = re.search(r'<p class="notice warn" id="empty-file">(.*?)</p>', page)
+    assert empty is not None
+    assert "Read as Aider chat history, it holds none" in empty.group(1)
+    assert "JSON object" not in empty.group(1)
+    assert "This looks like a Claude Code session" in page
 
 
 def test_the_command_prints_the_same_hint(db, tmp_path):
@@ -514,5 +541,6 @@ def test_the_command_prints_the_same_hint(db, tmp_path):
         call_command("import_runs", "--project", "shop", str(path), stdout=out)
 
     assert out.getvalue().splitlines()[-1] == (
-        "This looks like a Codex CLI rollout: choose that format, codex (or auto)."
+        "This looks like a Codex CLI rollout: choose its format, "
+        "“Codex CLI rollout files” (codex)."
     )
