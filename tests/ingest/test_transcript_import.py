@@ -166,3 +166,21 @@ def test_a_transcript_with_no_time_and_nothing_to_date_it_by_is_refused_saying_s
         "the run has no start time: the file records none, and it came with no "
         "file time and no base commit to date it by"
     ]
+
+
+@pytest.mark.parametrize(
+    "format",
+    ["opencode", "atif", "mini-swe-agent", "swe-agent", "openhands", "swebench"],
+)
+def test_an_empty_document_holds_no_record_rather_than_bad_json(tmp_path, format):
+    """As an empty file of run records: nothing imported, nothing invalid, so
+    the page says the file held no records (not "line 1: not valid JSON")."""
+    project = make_git_project(make_repo(tmp_path))
+
+    summary = loader.import_sources(
+        project=project,
+        sources=[loader.Source("export.json", [b"", b"  ", b""])],
+        format=format,
+    )
+
+    assert (summary.imported, summary.invalid_total, summary.invalid) == (0, 0, [])

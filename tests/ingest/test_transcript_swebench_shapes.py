@@ -116,7 +116,8 @@ def test_a_prediction_that_does_not_fit_costs_only_itself():
     errors = [r.error for r in results if isinstance(r, LineError)]
     assert errors == [
         '"shop__shop-3": the prediction names another instance_id, "shop__shop-4"',
-        '"shop__shop-5": a prediction must be a JSON object',
+        '"shop__shop-5": read as an instance id (predictions keyed by instance '
+        "id), its value must be a prediction, a JSON object",
         "shop__shop-6: model_name_or_path is missing",
     ]
     kept = [r.record["external_id"] for r in results if isinstance(r, RecordDraft)]

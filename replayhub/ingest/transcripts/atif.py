@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.documents import dig, read_document
+from replayhub.ingest.transcripts.documents import EmptyDocument, dig, read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -78,6 +78,8 @@ def parse(
 ) -> Iterator[Parsed]:
     try:
         raw, value = read_document(lines, limit, what="the ATIF trajectory")
+    except EmptyDocument:
+        return
     except RecordError as error:
         yield LineError(1, str(error))
         return

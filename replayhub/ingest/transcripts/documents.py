@@ -46,12 +46,17 @@ SWE_AGENT = "swe-agent"
 OPENHANDS = "openhands"
 
 
+class EmptyDocument(RecordError):
+    """A file with nothing but white space: it holds no record (the summary
+    says so, as for an empty file of run records), not a JSON error."""
+
+
 def read_document(
     lines: Iterable[RecordLine], limit: int, *, what: str = "the trajectory"
 ) -> tuple[bytes, Any]:
     """A file's lines joined and parsed as one JSON value, never past ``limit``
     bytes; RecordError (one line, naming ``what``) when it is too large, not
-    UTF-8 or not JSON."""
+    UTF-8 or not JSON; EmptyDocument when it holds nothing."""
     parts: list[bytes] = []
     size = 0
     for _, data, _ in lines:
@@ -60,6 +65,8 @@ def read_document(
             raise RecordError(f"{what} is over the limit of {limit:,} bytes")
         parts.append(data or b"")
     raw = b"\n".join(parts)
+    if not raw.strip().removeprefix(b"\xef\xbb\xbf").strip():
+        raise EmptyDocument(f"{what} is empty")
     try:
         return raw, parse_text(raw.decode("utf-8").removeprefix("\ufeff"))
     except UnicodeDecodeError:
@@ -76,6 +83,8 @@ def parse_swe_agent(
 ) -> Iterator[Parsed]:
     try:
         _, value = read_document(lines, limit)
+    except EmptyDocument:
+        return
     except RecordError as error:
         yield LineError(1, str(error))
         return
@@ -179,6 +188,8 @@ def parse_openhands(
 ) -> Iterator[Parsed]:
     try:
         raw, value = read_document(lines, limit)
+    except EmptyDocument:
+        return
     except RecordError as error:
         yield LineError(1, str(error))
         return

@@ -48,7 +48,7 @@ from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine
 from replayhub.ingest.transcripts.codex import unread_note
-from replayhub.ingest.transcripts.documents import read_document
+from replayhub.ingest.transcripts.documents import EmptyDocument, read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -187,6 +187,8 @@ def parse(
     if limit is not None and head[1] is not None and head[1].strip() == b"{":
         try:
             _, whole = read_document(lines, limit, what="the chat recording")
+        except EmptyDocument:
+            return
         except RecordError as error:
             yield LineError(1, str(error))
             return

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.documents import dig, read_document
+from replayhub.ingest.transcripts.documents import EmptyDocument, dig, read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -56,6 +56,8 @@ def parse(
 ) -> Iterator[Parsed]:
     try:
         raw, value = read_document(lines, limit)
+    except EmptyDocument:
+        return
     except RecordError as error:
         yield LineError(1, str(error))
         return

@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.documents import dig, read_document
+from replayhub.ingest.transcripts.documents import EmptyDocument, dig, read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -133,6 +133,8 @@ def parse(
     """The one session of an export."""
     try:
         _, value = read_document(lines, limit, what="the OpenCode export")
+    except EmptyDocument:
+        return
     except RecordError as error:
         yield LineError(1, str(error))
         return

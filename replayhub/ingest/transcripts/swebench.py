@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine, parse_line
-from replayhub.ingest.transcripts.documents import read_document
+from replayhub.ingest.transcripts.documents import EmptyDocument, read_document
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -95,6 +95,8 @@ def parse(
         return
     try:
         _, document = read_document(lines, limit, what="the predictions file")
+    except EmptyDocument:
+        return
     except RecordError as error:
         yield LineError(1, str(error))
         return
@@ -140,7 +142,13 @@ def _listed(document: Any) -> Iterator[dict[str, Any] | LineError]:
         return
     for key, value in document.items():
         if not isinstance(value, dict):
-            yield LineError(1, f"{shown(key)}: a prediction must be a JSON object")
+            # Said as read: a record of another kind ({"external_id": …}) in
+            # a SWE-bench file reads as predictions keyed by instance id.
+            yield LineError(
+                1,
+                f"{shown(key)}: read as an instance id (predictions keyed by "
+                "instance id), its value must be a prediction, a JSON object",
+            )
             continue
         named = value.get("instance_id", key)
         if named != key:
