@@ -227,6 +227,11 @@ class ProjectForm(ForgetsPastedKeys):
             "is verified again."
         )
         self.fields["verification_turn"].widget.attrs["rows"] = 3
+        # No text the browser cuts short without a word: every length is the
+        # form's to say, with the count.
+        for field in self.fields.values():
+            if isinstance(field, forms.CharField):
+                unclipped(field)
 
     def groups(self) -> list[tuple[str, list]]:
         """The fields to show under each group's legend, in order."""

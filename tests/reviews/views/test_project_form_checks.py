@@ -230,3 +230,24 @@ def test_saving_an_edit_says_what_changed_or_that_nothing_did(
         "Saved project cart: test command python -m pytest -q → pytest -x; "
         "agent time limit (s) 900 → 300; tokens per replay none → 200,000."
     ]
+
+
+def test_no_text_input_of_the_project_form_cuts_a_paste_short(
+    client, admin_user, tmp_path
+):
+    """Every length is the form's to say: a repository path past its limit is
+    sent whole and refused with its count, what was typed kept."""
+    repo = project_repo(tmp_path).path
+    client.force_login(admin_user)
+    shown = client.get(reverse("reviews:project_create")).content.decode()
+    assert "maxlength" not in shown.split("<main", 1)[1]
+
+    response = client.post(
+        reverse("reviews:project_create"), form(repo, agent_version="9" * 70)
+    )
+
+    assert response.status_code == 400
+    assert said_beside(response, "agent_version") == [
+        "At most 64 characters (this one has 70)."
+    ]
+    assert "9" * 70 in response.content.decode()
