@@ -96,7 +96,18 @@ def sync_groups(apps, schema_editor=None) -> None:
             create_permissions(app_config, apps=apps, verbosity=0)
         finally:
             app_config.models_module = kept
+    set_groups(apps)
 
+
+def set_groups(apps=None, **kwargs) -> None:
+    """The role groups with their permissions, the permissions being there.
+
+    Also after every ``post_migrate`` of the last app (``reviews.apps``): a
+    ``manage.py flush`` empties the groups the data migration made, as it
+    does the permissions Django then makes again; this makes the roles again
+    (a flush names no ``apps``: the registry's own)."""
+    if apps is None:
+        from django.apps import apps
     group_model = apps.get_model("auth", "Group")
     permission_model = apps.get_model("auth", "Permission")
     for role, names in ROLE_PERMISSIONS.items():

@@ -8,12 +8,17 @@ class ReviewsConfig(AppConfig):
     verbose_name = "Reviews"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, pre_delete
+        from django.db.models.signals import post_delete, post_migrate, pre_delete
 
+        from replayhub import roles
         from replayhub.models import Project
         from replayhub.signals import night_closed
         from reviews.trends import alarms, rollups
 
+        # The last app: by its post_migrate every app's permissions are made.
+        post_migrate.connect(
+            roles.set_groups, sender=self, dispatch_uid="reviews.roles"
+        )
         night_closed.connect(
             rollups.on_night_closed, dispatch_uid="reviews.rollup_night"
         )

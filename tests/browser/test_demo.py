@@ -8,6 +8,7 @@ opened from the queue (or its verdict filter) in Chromium.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from django.core.management import call_command
@@ -55,8 +56,9 @@ def test_one_reproduction_of_each_verdict_opens_from_the_queue(
         replay = Replay.objects.filter(verdict=verdict).order_by("id").first()
         assert replay is not None, f"the demo produced no {verdict} replay"
         page.goto(f"/?verdict={verdict}")
-        page.locator(f'a[href="/replays/{replay.pk}/"]').first.click()
-        page.wait_for_url(f"**/replays/{replay.pk}/")
+        # The row's link keeps the queue's filter (its next item comes from it).
+        page.locator(f'a[href="/replays/{replay.pk}/?verdict={verdict}"]').click()
+        page.wait_for_url(re.compile(rf"/replays/{replay.pk}/\?verdict={verdict}$"))
         heading = page.locator("h1").inner_text()
         assert verdict in heading.lower()
         assert replay.reason_code in page.content()

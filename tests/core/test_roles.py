@@ -48,3 +48,15 @@ def test_syncing_the_groups_leaves_every_apps_models_module_as_it_was(db):
     after = {config.label: config.models_module for config in apps.get_app_configs()}
     # Without its models module, migrate --run-syncdb makes no table for an app.
     assert after == before and after["contenttypes"] is not None
+
+
+def test_the_roles_stand_again_after_a_flush(transactional_db):
+    """``manage.py flush`` empties every table, the groups the data migration
+    made included; like Django's permissions, they are made again after it."""
+    from django.core.management import call_command
+
+    call_command("flush", interactive=False, verbosity=0)
+
+    for role, names in roles.ROLE_PERMISSIONS.items():
+        held = Group.objects.get(name=role).permissions.count()
+        assert held >= max(len(names), 1), role

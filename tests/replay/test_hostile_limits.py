@@ -66,8 +66,16 @@ def test_an_agent_filling_the_disk_is_stopped_near_the_cap(
         "head -c 16777216 /dev/zero > fill-$i || exit 1; i=$((i+1)); done"
     )
     work_dir = Path(settings.REPLAYHUB_WORK_DIR)
-    with HostDisk(work_dir) as host:
-        result = hostile_replay(calc_repo, calc_base, calc_good, script, max_disk_mb=64)
+    project = make_calc_project(
+        calc_repo, agent_command=["sh", "-c", script], max_disk_mb=64
+    )
+    run = make_calc_run(project, prompt="hostile", original=calc_good, base=calc_base)
+    replay = services.replay_create(run=run, trigger="command")
+    # The replay's own directory: the test worker's Celery worker may be
+    # finishing another test's replay in the same work dir meanwhile.
+    with HostDisk(work_dir / f"replay-{replay.pk}") as host:
+        services.replay_execute(replay_id=replay.pk)
+    result = Replay.objects.get(pk=replay.pk)
 
     assert (result.verdict, result.reason_code) == ("inconclusive", "cap_fired")
     assert "(disk)" in result.reason and "64 MiB" in result.reason
