@@ -37,14 +37,16 @@ def choose(page, row) -> None:
 
 def test_the_chosen_rows_details_show_without_hovering(login, reviewer):
     # Finished today, whose row says the time alone.
-    make_replay(verdict="divergent", title="Round totals", finished_ago=earlier_today())
-    second = make_replay(
-        verdict="divergent", title="Parse dates", finished_ago=earlier_today()
-    )
+    ago = earlier_today()
+    make_replay(verdict="divergent", title="Round totals", finished_ago=ago)
+    second = make_replay(verdict="divergent", title="Parse dates", finished_ago=ago)
     Comparison.objects.filter(replay=second).update(substantive_files=2)
     claim = claim_take(replay=second, reviewer=reviewer)
     finished = timezone.localtime(second.finished_at)
-    lapses = timezone.localtime(claim.expires_at).strftime("%H:%M")
+    until = timezone.localtime(claim.expires_at)
+    # The time alone when it lapses today; its day too just before midnight.
+    same_day = until.date() == timezone.localtime().date()
+    lapses = f"{until:%H:%M}" if same_day else f"{until:%b} {until.day} {until:%H:%M}"
     page = login(reviewer)
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto("/")

@@ -151,6 +151,9 @@ def test_the_queue_head_and_rows_keep_to_their_lines_beside_my_progress(
     project = make_project("demo-env")
     done = make_replay(verdict="divergent", project=project, queued=True)
     review_decide(replay=done, reviewer=reviewer, decision="confirm")
+    # Today's, so that the exact time is the time alone; one offset for all,
+    # so that they finish in the order they are made even just after midnight.
+    ago = earlier_today()
     rows = [
         make_replay(
             verdict="divergent",
@@ -158,8 +161,7 @@ def test_the_queue_head_and_rows_keep_to_their_lines_beside_my_progress(
             title=f"Implement add() with a bug (tests need greetlib) {n}",
             model="coder-small",
             queued=True,
-            # Today's, so that the exact time is the time alone.
-            finished_ago=earlier_today(),
+            finished_ago=ago,
         )
         for n in range(3)
     ]
