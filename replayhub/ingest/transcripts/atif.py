@@ -39,14 +39,15 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.documents import EmptyDocument, dig, read_document
+from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.documents import dig, document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
     RecordDraft,
     Search,
     block_text,
+    cost_usd,
     count,
     first_line,
     iso,
@@ -76,13 +77,10 @@ def parse(
     limit: int,
     file_time: datetime | None = None,
 ) -> Iterator[Parsed]:
-    try:
-        raw, value = read_document(lines, limit, what="the ATIF trajectory")
-    except EmptyDocument:
+    found = yield from document_or_refusal(lines, limit, what="the ATIF trajectory")
+    if found is None:
         return
-    except RecordError as error:
-        yield LineError(1, str(error))
-        return
+    raw, value = found
     problem, minor = _problem(value)
     if problem:
         yield LineError(1, problem)
@@ -172,12 +170,6 @@ def _external_id(value: dict[str, Any], raw: bytes) -> str:
     return f"{FORMAT}-{hashlib.sha256(raw).hexdigest()[:32]}"
 
 
-def _cost(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
-
-
 def _usage(final: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
     """Tokens and cost as ``final_metrics`` totals them, each one it leaves
     out summed over the steps' metrics; a turn per agent step that called the
@@ -209,9 +201,9 @@ def _usage(final: Any, steps: list[dict[str, Any]]) -> dict[str, Any]:
     ):
         if (found := total(final_key, step_key)) is not None:
             usage[key] = found
-    cost = _cost(final.get("total_cost_usd"))
+    cost = cost_usd(final.get("total_cost_usd"))
     if cost is None:
-        costs = [c for m in metrics if (c := _cost(m.get("cost_usd"))) is not None]
+        costs = [c for m in metrics if (c := cost_usd(m.get("cost_usd"))) is not None]
         cost = sum(costs) if costs else None
     if cost is not None:
         usage["cost_usd"] = cost

@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 
 from replayhub.ingest.native import RecordLine
-from replayhub.ingest.transcripts.codex import count_unread, unread_note
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -36,10 +35,12 @@ from replayhub.ingest.transcripts.shapes import (
     Search,
     block_text,
     count,
+    count_unread,
     first_line,
     iso,
     json_lines,
     moment,
+    unread_note,
 )
 
 FORMAT = "claude-code"

@@ -38,10 +38,11 @@ from replayhub.ingest.transcripts.shapes import (
     Search,
     block_text,
     count,
+    count_unread,
     iso,
     json_objects,
     moment,
-    shown,
+    unread_note,
 )
 
 FORMAT = "codex"
@@ -77,9 +78,6 @@ _INPUTS = {
     "ghost_snapshot",
 }
 LINE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
-# Distinct unread types named in a note; more are counted under "other".
-_UNREAD_NAMES = 10
-_NAME = re.compile(r"[a-z0-9_.:-]{1,40}")
 # Says "not read" apart from a real line type (no line type has a space).
 _UNREAD = "unread line"
 
@@ -130,26 +128,6 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         parsed.unread = dict(unread)
         parsed.notes.append(unread_note(unread))
     yield parsed
-
-
-def unread_note(unread: dict[str, int]) -> str:
-    """The import note for lines of types not read, e.g. ``4 lines of types
-    this version does not read (token_usage_record: 3, world_state: 1)``."""
-    total = sum(unread.values())
-    kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(unread.items()))
-    lines = "line" if total == 1 else "lines"
-    return f"{total} {lines} of types this version does not read ({kinds})"
-
-
-def count_unread(unread: Counter[str], kind: Any, prefix: str = "") -> None:
-    """Count one line (or item) of type ``kind``, named safely: a file can
-    hold any number of made-up types, so only the first few are named."""
-    name = prefix + (
-        kind if isinstance(kind, str) and _NAME.fullmatch(kind) else shown(kind, 40)
-    )
-    if name not in unread and len(unread) >= _UNREAD_NAMES:
-        name = "other"
-    unread[name] += 1
 
 
 def _session_id(meta: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ SHA-256 of its bytes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +35,7 @@ from replayhub.ingest.transcripts.shapes import (
     Parsed,
     RecordDraft,
     Search,
+    cost_usd,
     count,
     first_line,
     iso,
@@ -46,17 +47,29 @@ SWE_AGENT = "swe-agent"
 OPENHANDS = "openhands"
 
 
-class EmptyDocument(RecordError):
-    """A file with nothing but white space: it holds no record (the summary
-    says so, as for an empty file of run records), not a JSON error."""
-
-
-def read_document(
+def document_or_refusal(
     lines: Iterable[RecordLine], limit: int, *, what: str = "the trajectory"
-) -> tuple[bytes, Any]:
-    """A file's lines joined and parsed as one JSON value, never past ``limit``
-    bytes; RecordError (one line, naming ``what``) when it is too large, not
-    UTF-8 or not JSON; EmptyDocument when it holds nothing."""
+) -> Generator[LineError, None, tuple[bytes, Any] | None]:
+    """A file's lines joined and parsed as one JSON value, for a reader of a
+    whole-document format, used as ``found = yield from
+    document_or_refusal(...)``.
+
+    Returns the file's bytes and its value. Returns None when there is none:
+    after yielding the file's one-line refusal (line 1, naming ``what``) when
+    it is over ``limit`` bytes, not UTF-8 or not JSON, and without a word
+    when it holds nothing but white space (no record, as an empty file of run
+    records). The file is never read past ``limit``."""
+    try:
+        found = _read_document(lines, limit, what)
+    except RecordError as error:
+        yield LineError(1, str(error))
+        return None
+    return found
+
+
+def _read_document(
+    lines: Iterable[RecordLine], limit: int, what: str
+) -> tuple[bytes, Any] | None:
     parts: list[bytes] = []
     size = 0
     for _, data, _ in lines:
@@ -66,7 +79,7 @@ def read_document(
         parts.append(data or b"")
     raw = b"\n".join(parts)
     if not raw.strip().removeprefix(b"\xef\xbb\xbf").strip():
-        raise EmptyDocument(f"{what} is empty")
+        return None
     try:
         return raw, parse_text(raw.decode("utf-8").removeprefix("\ufeff"))
     except UnicodeDecodeError:
@@ -81,13 +94,10 @@ def parse_swe_agent(
     instances: dict[str, dict[str, Any]] | None = None,
     file_time: datetime | None = None,
 ) -> Iterator[Parsed]:
-    try:
-        _, value = read_document(lines, limit)
-    except EmptyDocument:
+    found = yield from document_or_refusal(lines, limit)
+    if found is None:
         return
-    except RecordError as error:
-        yield LineError(1, str(error))
-        return
+    _, value = found
     if not isinstance(value, dict) or not isinstance(value.get("info"), dict):
         yield LineError(1, "not a SWE-agent trajectory: no info object")
         return
@@ -126,8 +136,7 @@ def parse_swe_agent(
         "output_tokens": count(stats.get("tokens_received")),
         "turns": count(stats.get("api_calls")),
     }
-    cost = stats.get("instance_cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+    if (cost := cost_usd(stats.get("instance_cost"))) is not None:
         usage["cost_usd"] = cost
     record: dict[str, Any] = {
         "external_id": f"{model or 'swe-agent'}:{instance_id}",
@@ -186,13 +195,10 @@ def _first_task(history: Any) -> str:
 def parse_openhands(
     lines: Iterable[RecordLine], *, name: str = "", limit: int
 ) -> Iterator[Parsed]:
-    try:
-        raw, value = read_document(lines, limit)
-    except EmptyDocument:
+    found = yield from document_or_refusal(lines, limit)
+    if found is None:
         return
-    except RecordError as error:
-        yield LineError(1, str(error))
-        return
+    raw, value = found
     if isinstance(value, dict) and isinstance(value.get("history"), list):
         value = value["history"]
     if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
@@ -223,8 +229,7 @@ def parse_openhands(
         "input_tokens": count(tokens.get("prompt_tokens")),
         "output_tokens": count(tokens.get("completion_tokens")),
     }
-    cost = metrics.get("accumulated_cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+    if (cost := cost_usd(metrics.get("accumulated_cost"))) is not None:
         usage["cost_usd"] = cost
     record: dict[str, Any] = {
         "external_id": "openhands-" + hashlib.sha256(raw).hexdigest()[:32],

@@ -46,20 +46,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.codex import unread_note
-from replayhub.ingest.transcripts.documents import EmptyDocument, read_document
+from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.documents import document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
     RecordDraft,
     Search,
     count,
+    count_unread,
     first_line,
     iso,
     json_objects,
     moment,
     shown,
+    unread_note,
 )
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
@@ -78,8 +79,7 @@ MESSAGE_TYPES = {"user", "gemini", "info", "warning", "error"}
 _NOT_A_REQUEST = ("/", "?", "<session_context>", "<hook_context>")
 _CONTEXT = ("<session_context>", "<hook_context>")
 _WORKSPACE = "- **Workspace Directories:**"
-# Distinct unread types named in a note; more are counted under "other".
-_UNREAD_NAMES = 10
+# Line and message types shown as they are in the note.
 _NAME = re.compile(r"[$a-zA-Z0-9_.:-]{1,40}")
 # The session context lists a handful of directories; more are not read.
 _DIRECTORIES = 32
@@ -152,17 +152,10 @@ class _Session:
                 self.times.append(t)
 
     def skip(self, kind: Any, prefix: str = "") -> None:
-        """Count one line (or message) of type ``kind``, named safely: a file
-        can hold any number of made-up types, so only the first few are
-        named."""
-        if kind == "":
-            kind = "{}"
-        name = prefix + (
-            kind if isinstance(kind, str) and _NAME.fullmatch(kind) else shown(kind, 40)
-        )
-        if name not in self.unread and len(self.unread) >= _UNREAD_NAMES:
-            name = "other"
-        self.unread[name] += 1
+        """Count one line (or message) of type ``kind`` (an empty one shown
+        as ``{}``)."""
+        named = "{}" if kind == "" else kind
+        count_unread(self.unread, named, prefix, names=_NAME)
 
 
 def _replay(values: Iterable[Any]) -> _Session:
@@ -185,13 +178,10 @@ def parse(
         return
     lines = itertools.chain([head], lines)
     if limit is not None and head[1] is not None and head[1].strip() == b"{":
-        try:
-            _, whole = read_document(lines, limit, what="the chat recording")
-        except EmptyDocument:
+        found = yield from document_or_refusal(lines, limit, what="the chat recording")
+        if found is None:
             return
-        except RecordError as error:
-            yield LineError(1, str(error))
-            return
+        _, whole = found
         if not isinstance(whole, dict):
             yield LineError(1, "a chat recording must be a JSON object")
             return

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -86,6 +86,14 @@ TRANSCRIPTS = frozenset(
         ImportFormat.OPENCODE,
     }
 )
+
+# The readers of runs on SWE-bench instances: each takes what its files leave
+# out (the base, the task) from the dataset's instances (``--instances``).
+_SWE_BENCH_READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
+    ImportFormat.SWEBENCH: swebench.parse,
+    ImportFormat.SWE_AGENT: documents.parse_swe_agent,
+    ImportFormat.MINI_SWE_AGENT: mini_swe_agent.parse,
+}
 
 
 @dataclass
@@ -163,26 +171,10 @@ def parse_source(
         return codex.parse(lines, name=name)
     if format == ImportFormat.AIDER:
         return aider.parse(lines, name=name)
-    if format == ImportFormat.SWEBENCH:
-        return swebench.parse(
-            lines,
-            name=name,
-            instances=instances,
-            file_time=source.modified,
-            limit=limit,
-        )
-    if format == ImportFormat.SWE_AGENT:
-        return documents.parse_swe_agent(
-            lines,
-            name=name,
-            limit=limit,
-            instances=instances,
-            file_time=source.modified,
-        )
     if format == ImportFormat.OPENHANDS:
         return documents.parse_openhands(lines, name=name, limit=limit)
-    if format == ImportFormat.MINI_SWE_AGENT:
-        return mini_swe_agent.parse(
+    if (reader := _SWE_BENCH_READERS.get(format)) is not None:
+        return reader(
             lines,
             name=name,
             limit=limit,

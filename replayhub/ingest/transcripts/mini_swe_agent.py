@@ -27,13 +27,14 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.documents import EmptyDocument, dig, read_document
+from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.documents import dig, document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
     RecordDraft,
     block_text,
+    cost_usd,
     count,
     first_line,
     iso,
@@ -54,13 +55,10 @@ def parse(
     instances: dict[str, dict[str, Any]] | None = None,
     file_time: datetime | None = None,
 ) -> Iterator[Parsed]:
-    try:
-        raw, value = read_document(lines, limit)
-    except EmptyDocument:
+    found = yield from document_or_refusal(lines, limit)
+    if found is None:
         return
-    except RecordError as error:
-        yield LineError(1, str(error))
-        return
+    raw, value = found
     problem = _problem(value)
     if problem:
         yield LineError(1, problem)
@@ -155,8 +153,7 @@ def _usage(info: dict[str, Any], messages: list[Any]) -> dict[str, Any]:
     if answers:
         # A trajectory that kept no response (1.x) says nothing of its tokens.
         usage["input_tokens"], usage["output_tokens"] = sent, received
-    cost = stats.get("instance_cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+    if (cost := cost_usd(stats.get("instance_cost"))) is not None:
         usage["cost_usd"] = cost
     return usage
 

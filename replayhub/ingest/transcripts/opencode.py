@@ -43,17 +43,20 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine
-from replayhub.ingest.transcripts.documents import EmptyDocument, dig, read_document
+from replayhub.ingest.native import RecordLine
+from replayhub.ingest.transcripts.documents import dig, document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
     RecordDraft,
     Search,
+    cost_usd,
     count,
+    count_unread,
     first_line,
     iso,
     shown,
+    unread_note,
 )
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
@@ -81,8 +84,7 @@ PART_TYPES = {
     "retry",
     "compaction",
 }
-# Distinct unread types named in the note; more are counted under "other".
-_UNREAD_NAMES = 10
+# Part and message types shown as they are in the note.
 _NAME = re.compile(r"[a-zA-Z0-9_.:-]{1,40}")
 # Milliseconds since the epoch a time may be: 2000 to 2200.
 _EARLIEST, _LATEST = 946_684_800_000, 7_258_118_400_000
@@ -131,13 +133,10 @@ def parse(
     lines: Iterable[RecordLine], *, name: str = "", limit: int
 ) -> Iterator[Parsed]:
     """The one session of an export."""
-    try:
-        _, value = read_document(lines, limit, what="the OpenCode export")
-    except EmptyDocument:
+    found = yield from document_or_refusal(lines, limit, what="the OpenCode export")
+    if found is None:
         return
-    except RecordError as error:
-        yield LineError(1, str(error))
-        return
+    _, value = found
     info = value.get("info") if isinstance(value, dict) else None
     if not isinstance(info, dict) or not _text(info.get("id")).strip():
         yield LineError(1, _not_an_export(value))
@@ -182,7 +181,7 @@ def parse(
     _times(draft, info, messages)
     if unread:
         draft.unread = dict(unread)
-        draft.notes.append(_unread_note(unread))
+        draft.notes.append(unread_note(unread, "item"))
     yield draft
 
 
@@ -211,11 +210,11 @@ def _messages(given: Any, unread: Counter[str]) -> list[_Message]:
     for item in given if isinstance(given, list) else []:
         info = item.get("info") if isinstance(item, dict) else None
         if not isinstance(info, dict):
-            _count(unread, "without-info", "message ")
+            count_unread(unread, "without-info", "message ", names=_NAME)
             continue
         role = info.get("role")
         if not isinstance(role, str) or role not in ROLES:
-            _count(unread, info.get("role"), "message ")
+            count_unread(unread, info.get("role"), "message ", names=_NAME)
             continue
         parts = item.get("parts")
         kept = []
@@ -224,33 +223,9 @@ def _messages(given: Any, unread: Counter[str]) -> list[_Message]:
             if isinstance(kind, str) and kind in PART_TYPES:
                 kept.append(part)
             else:
-                _count(unread, kind, "part ")
+                count_unread(unread, kind, "part ", names=_NAME)
         found.append(_Message(info, kept))
     return found
-
-
-def _count(unread: Counter[str], kind: Any, prefix: str) -> None:
-    """Count one item of type ``kind``, named safely: a file can hold any
-    number of made-up types, so only the first few are named."""
-    name = prefix + (
-        kind if isinstance(kind, str) and _NAME.fullmatch(kind) else shown(kind, 40)
-    )
-    if name not in unread and len(unread) >= _UNREAD_NAMES:
-        name = "other"
-    unread[name] += 1
-
-
-def _unread_note(unread: Counter[str]) -> str:
-    total = sum(unread.values())
-    kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(unread.items()))
-    items = "item" if total == 1 else "items"
-    return f"{total} {items} of types this version does not read ({kinds})"
-
-
-def _cost(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
 
 
 def _usage(messages: list[_Message]) -> dict[str, Any]:
@@ -270,8 +245,8 @@ def _usage(messages: list[_Message]) -> dict[str, Any]:
             tokens = step.get("tokens")
             for key, path in _TOKENS.items():
                 usage[key] += count(dig(tokens, *path))
-            if (cost := _cost(step.get("cost"))) is not None:
-                costs.append(cost)
+            if (cost := cost_usd(step.get("cost"))) is not None:
+                costs.append(float(cost))
     usage["turns"] = turns
     if costs:
         usage["cost_usd"] = sum(costs)

@@ -4,6 +4,8 @@ problems, and the few helpers the formats share. No Django, no git."""
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,6 +16,11 @@ from replayhub.ingest.native import (
     RecordLine,
     parse_line_fast,
 )
+
+# Distinct unread types named in a note; more are counted under "other".
+UNREAD_NAMES = 10
+# A line type shown as it is (lower case, as most agents name theirs).
+TYPE_NAME = re.compile(r"[a-z0-9_.:-]{1,40}")
 
 
 @dataclass
@@ -162,6 +169,42 @@ def block_text(content: Any) -> str:
 def count(value: Any) -> int:
     """A token count from a transcript: a whole number, anything else 0."""
     return value if type(value) is int and value >= 0 else 0
+
+
+def cost_usd(value: Any) -> float | None:
+    """A cost from a transcript, as it is written: a number not below zero,
+    else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def count_unread(
+    unread: Counter[str],
+    kind: Any,
+    prefix: str = "",
+    *,
+    names: re.Pattern[str] = TYPE_NAME,
+) -> None:
+    """Count one line (or item) of type ``kind``, named safely: a file can
+    hold any number of made-up types, so only the first few are named, and
+    a type ``names`` does not match whole is shown escaped."""
+    name = prefix + (
+        kind if isinstance(kind, str) and names.fullmatch(kind) else shown(kind, 40)
+    )
+    if name not in unread and len(unread) >= UNREAD_NAMES:
+        name = "other"
+    unread[name] += 1
+
+
+def unread_note(unread: dict[str, int], noun: str = "line") -> str:
+    """The import note for lines (or ``noun``s) of types not read, e.g. ``4
+    lines of types this version does not read (token_usage_record: 3,
+    world_state: 1)``."""
+    total = sum(unread.values())
+    kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(unread.items()))
+    nouns = noun if total == 1 else noun + "s"
+    return f"{total} {nouns} of types this version does not read ({kinds})"
 
 
 def shown(value: Any, limit: int = 60) -> str:

@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from replayhub.ingest.native import RecordError, RecordLine, parse_line
-from replayhub.ingest.transcripts.documents import EmptyDocument, read_document
+from replayhub.ingest.transcripts.documents import document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,
@@ -93,13 +93,10 @@ def parse(
             number, value = item
             yield _prediction(number, value, instances, file_time)
         return
-    try:
-        _, document = read_document(lines, limit, what="the predictions file")
-    except EmptyDocument:
+    found = yield from document_or_refusal(lines, limit, what="the predictions file")
+    if found is None:
         return
-    except RecordError as error:
-        yield LineError(1, str(error))
-        return
+    _, document = found
     for value in _listed(document):
         if isinstance(value, LineError):
             yield value
