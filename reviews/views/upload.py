@@ -1,12 +1,24 @@
 """The upload page: an admin imports a JSONL file of native run records or
-of verifiers rollout records."""
+of verifiers rollout records.
+
+A file imported in the request is answered with a redirect to the page that
+shows its summary (Post/Redirect/Get): the form stays one entry of the
+browser's history, so Back returns to it, and reloading or going Forward to
+the summary shows it again without importing the file a second time.
+"""
 
 from __future__ import annotations
+
+import re
+import secrets
+import string
+from datetime import datetime
+from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import permission_required
-from django.core.exceptions import SuspiciousOperation
+from django.core.exceptions import SuspiciousOperation, ValidationError
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.http.multipartparser import MultiPartParserError
@@ -26,9 +38,20 @@ from replayhub.ingest.services import (
 )
 from replayhub.ingest.verifiers import rollout_settings_problem
 from replayhub.models import ImportFormat, ImportJob, Project
+from reviews.forms import unclipped
 from reviews.views import HtmxHttpRequest
 
 IMPORT_RUNS = "replayhub.add_run"
+# The summary of the last file imported in the request, kept in the session
+# for the page the import redirects to; the next import replaces it. Its lists
+# are capped (importer.REPORT_LIMIT): at 1,000 invalid lines and 1,000
+# conflicts the session grows by about 20 KB, 2.4 ms more to read it on each
+# of that admin's requests; a usual summary is a few hundred bytes.
+LAST_IMPORT = "upload_last_import"
+# What the importer looks a named original up by: a commit's hex name, whole
+# (40 digits for SHA-1, 64 for SHA-256) or abbreviated to at least 4.
+COMMIT = re.compile(r"[0-9a-fA-F]{4,64}")
+COMMIT_CHARS = 64
 
 
 class UploadForm(forms.Form):
@@ -50,15 +73,16 @@ class UploadForm(forms.Form):
         "trajectory, SWE-bench predictions carrying their instance's base_commit "
         "and problem_statement).",
     )
-    original = forms.RegexField(
-        label="Original commit",
-        regex=r"\A[0-9a-fA-F]{7,64}\Z",
-        required=False,
-        max_length=64,
-        help_text="Only for an agent's own file whose run imported unreproducible "
-        "because no commit of the session was found (its run page says why): "
-        "the commit that holds the run's change.",
-        error_messages={"invalid": "Give a commit sha: 7 to 64 hex digits."},
+    original = unclipped(
+        forms.CharField(
+            label="Original commit",
+            required=False,
+            max_length=COMMIT_CHARS,
+            help_text="Only for an agent's own file whose run imported "
+            "unreproducible because no commit of the session was found (its run "
+            "page says why): the commit that holds the run's change, by its sha "
+            "(4 to 64 hexadecimal characters).",
+        )
     )
     file = forms.FileField(label="File", allow_empty_file=True)
 
@@ -79,6 +103,21 @@ class UploadForm(forms.Form):
             "file",
             f"The file is larger than the limit of {filesizeformat(limit)}. Split "
             "it, or import it with manage.py import_runs.",
+        )
+
+    def clean_original(self) -> str:
+        value: str = self.cleaned_data["original"]
+        if not value or COMMIT.fullmatch(value):
+            return value.lower()
+        if all(char in string.hexdigits for char in value):
+            raise ValidationError(
+                "A commit is 4 to 64 hexadecimal characters "
+                f"(this one has {len(value)})."
+            )
+        # A branch or a ref never reaches git from here: only a hex name does.
+        raise ValidationError(
+            "A commit is 4 to 64 hexadecimal characters (0-9, a-f), not a branch "
+            "or ref name: give its sha (git rev-parse NAME prints it)."
         )
 
     def clean(self) -> dict:
@@ -148,7 +187,7 @@ def _fields_only(request: HttpRequest) -> QueryDict:
 @csrf_protect
 def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
     if request.method != "POST":
-        return _page(request, UploadForm())
+        return _shown(request)
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
         return _page(request, form, status=400)
@@ -166,7 +205,7 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
             upload=upload,
             actor=request.user,
             format=format,
-            original=form.cleaned_data["original"].lower(),
+            original=form.cleaned_data["original"],
         )
         url = reverse("runs_upload_job", args=[job.pk])
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -179,16 +218,44 @@ def _runs_upload(request: HtmxHttpRequest, limit: int) -> HttpResponse:
         preflight=PreflightMode.BOUNDED,
         format=format,
         name=upload.name or "",
-        original=form.cleaned_data["original"].lower(),
+        original=form.cleaned_data["original"],
     )
+    token = secrets.token_urlsafe(8)
+    request.session[LAST_IMPORT] = {
+        "token": token,
+        "summary": summary.to_dict(),
+        "filename": upload.name or "",
+        "project": project.pk,
+        "format": format,
+        "started": started.isoformat(),
+    }
+    url = f"{reverse('runs_upload')}?import={token}"
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _shown(request: HttpRequest) -> HttpResponse:
+    """The form, with the summary of the import ``?import=`` names when it is
+    the session's last one."""
+    token = request.GET.get("import")
+    if not token:
+        return _page(request, UploadForm())
+    last: dict[str, Any] = request.session.get(LAST_IMPORT) or {}
+    project = (
+        Project.objects.filter(pk=last["project"]).first()
+        if last.get("token") == token
+        else None
+    )
+    if project is None:
+        return _page(request, UploadForm(), forgotten=True)
+    format = last["format"]
     # A fresh form: submitting the same file again is harmless (all duplicates).
     return _page(
         request,
         UploadForm(initial={"project": project, "format": format}),
-        summary=summary,
-        filename=upload.name,
+        summary=last["summary"],
+        filename=last["filename"],
         project=project,
-        imported_after=started,
+        imported_after=datetime.fromisoformat(last["started"]),
         read_as=format,
         read_as_label=ImportFormat(format).label,
     )

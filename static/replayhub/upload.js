@@ -65,6 +65,22 @@
     form.querySelector("[data-upload-state]").textContent = text;
   }
 
+  // Back to this page from the browser's back-forward cache, as it was left
+  // when the import sent the browser on to its summary: the form is ready for
+  // the next file again, not disabled under "Importing…".
+  window.addEventListener("pageshow", function (event) {
+    if (!event.persisted) return;
+    document.querySelectorAll("form[data-upload]").forEach(function (form) {
+      form.dataset.phase = "";
+      form.classList.remove("htmx-request");
+      form.querySelector("progress").hidden = true;
+      form.querySelector("[data-upload-state]").textContent = "";
+      form.querySelectorAll("button").forEach(function (button) {
+        button.disabled = false;
+      });
+    });
+  });
+
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr.status;
     failed(event, status === 413

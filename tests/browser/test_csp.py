@@ -406,12 +406,14 @@ def test_every_form_flow_meets_no_violation(login, tmp_path):
     page = login(root)
     watch = Watch(page, console_errors=True)
 
-    # The upload, twice: each swaps the form and its summary in.
+    # The upload, twice: each goes on to its summary at an address of its own.
     watch.goto("/runs/upload/")
     for n in (1, 2):
+        shown = page.url
         page.select_option("select[name=project]", "shop")
         page.set_input_files("input[name=file]", str(EXAMPLE))
         page.get_by_role("button", name="Import", exact=True).click()
+        expect(page).not_to_have_url(shown)
         expect(page.locator("#summary")).to_contain_text("runs.jsonl into shop")
         watch.check(f"upload {n}")
 

@@ -94,7 +94,7 @@ def test_an_upload_to_a_remote_project_leaves_the_fetch_to_a_worker(
         {"project": "shop", "file": SimpleUploadedFile("runs.jsonl", pushed(origin))},
     )
 
-    assert response.status_code == 200
+    assert response.status_code == 302
     assert server.requests == []
     assert Run.objects.get().preflight_reason == FETCH_WAIT
 

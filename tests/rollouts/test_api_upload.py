@@ -85,7 +85,8 @@ def test_the_upload_page_imports_rollouts_and_shows_skips_and_seeds(
     client, admin_user, rl_project
 ):
     client.force_login(admin_user)
-    html = upload(client, RECORDS.read_bytes()).content.decode()
+    shown = upload(client, RECORDS.read_bytes())["Location"]
+    html = client.get(shown).content.decode()
     assert '<th scope="row">Imported</th><td>2</td>' in html
     assert '<span class="skip-reason">replayed: 1</span>' in html
     assert '<th scope="row">Seeds</th><td>2</td>' in html

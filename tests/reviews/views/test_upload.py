@@ -26,10 +26,13 @@ from tests.transcript_files import CART, transcript_files
 URL = "runs_upload"
 
 
-def upload(client, data: bytes, project="shop", name="runs.jsonl"):
+def upload(client, data: bytes, project="shop", name="runs.jsonl", follow=True):
+    """Post ``data`` as a file; the page shown after it (the summary a file
+    imported in the request redirects to), or the POST's own answer."""
     return client.post(
         reverse(URL),
         {"project": project, "file": SimpleUploadedFile(name, data)},
+        follow=follow,
     )
 
 
@@ -202,7 +205,7 @@ def test_a_large_file_is_imported_by_a_job_whose_page_shows_progress_then_summar
     client.force_login(admin_user)
     data = jsonl(*(record(n) for n in range(1, 6))) + b'{"external_id": 7}\n'
 
-    response = upload(client, data, name="<i>big.jsonl")
+    response = upload(client, data, name="<i>big.jsonl", follow=False)
 
     job = ImportJob.objects.get()
     assert response.status_code == 302
@@ -252,7 +255,7 @@ def test_a_job_is_imported_by_a_real_worker(
     client = Client()
     client.force_login(admin_user)
 
-    response = upload(client, jsonl(*(record(n) for n in range(1, 4))))
+    response = upload(client, jsonl(*(record(n) for n in range(1, 4))), follow=False)
 
     job = ImportJob.objects.get()
     done = wait_for(
@@ -392,6 +395,7 @@ def test_each_transcript_format_uploads_as_one_run(
             "format": format,
             "file": SimpleUploadedFile(file.name, file.data),
         },
+        follow=True,
     )
 
     page = response.content.decode()
@@ -409,6 +413,7 @@ def test_each_transcript_format_uploads_as_one_run(
             "format": format,
             "file": SimpleUploadedFile(file.name, file.data),
         },
+        follow=True,
     ).content.decode()
     assert '<th scope="row">Duplicates</th><td>1</td>' in again
 
@@ -433,11 +438,12 @@ def test_an_original_named_on_the_form_is_the_runs_original(
                 "original": original,
                 "file": SimpleUploadedFile(file.name, file.data),
             },
+            follow=True,
         )
 
     refused = send("not-a-sha")
     assert refused.status_code == 400
-    assert "Give a commit sha: 7 to 64 hex digits." in refused.content.decode()
+    assert "A commit is 4 to 64 hexadecimal characters" in refused.content.decode()
     native = send(change, format="native")
     assert native.status_code == 400
     assert "Only an agent&#x27;s own file takes an original commit." in (
@@ -486,6 +492,7 @@ def test_a_file_of_another_known_format_whose_every_line_failed_names_that_forma
             "format": "native",
             "file": SimpleUploadedFile(session.name, session.data),
         },
+        follow=True,
     )
 
     page = response.content.decode()
@@ -520,6 +527,7 @@ def test_a_session_read_as_an_aider_history_says_what_it_looks_like(
             "format": "aider",
             "file": SimpleUploadedFile(session.name, session.data),
         },
+        follow=True,
     ).content.decode()
 
     empty = re.search(r'<p class="notice warn" id="empty-file">(.*?)</p>', page)
@@ -543,4 +551,106 @@ def test_the_command_prints_the_same_hint(db, tmp_path):
     assert out.getvalue().splitlines()[-1] == (
         "This looks like a Codex CLI rollout: choose its format, "
         "“Codex CLI rollout files” (codex)."
+    )
+
+
+def test_an_import_redirects_to_its_summary_which_shows_again_without_importing(
+    client, admin_user, git_project
+):
+    """Post/Redirect/Get: the form stays the page Back returns to, and a
+    reload of the summary (or Forward to it) imports nothing again."""
+    client.force_login(admin_user)
+
+    response = upload(client, EXAMPLE.read_bytes(), follow=False)
+
+    assert response.status_code == 302
+    shown = response["Location"]
+    assert shown.startswith(reverse(URL) + "?import=")
+    for _ in range(2):
+        page = client.get(shown).content.decode()
+        assert "runs.jsonl into shop" in page
+        assert '<th scope="row">Imported</th><td>4</td>' in page
+        assert '<th scope="row">Duplicates</th><td>0</td>' in page
+    assert Run.objects.count() == 4
+    assert 'id="summary"' not in client.get(reverse(URL)).content.decode()
+    # htmx follows the redirect as a page load, so the form is in the history.
+    again = client.post(
+        reverse(URL),
+        {"project": "shop", "file": SimpleUploadedFile("runs.jsonl", b"")},
+        headers={"HX-Request": "true"},
+    )
+    assert again["HX-Redirect"].startswith(reverse(URL) + "?import=")
+    assert again["HX-Redirect"] != shown
+    # Only the last import's summary is kept; another login never sees it.
+    stale = client.get(shown).content.decode()
+    assert 'id="import-forgotten"' in stale and 'id="summary"' not in stale
+    other = Client()
+    other.force_login(admin_user)
+    assert 'id="summary"' not in other.get(again["HX-Redirect"]).content.decode()
+
+
+def post_original(client, original: str):
+    return client.post(
+        reverse(URL),
+        {
+            "project": "shop",
+            "format": "claude-code",
+            "original": original,
+            "file": SimpleUploadedFile("session.jsonl", b""),
+        },
+    )
+
+
+def said_beside_original(page: str) -> str:
+    found = re.search(r'<p class="error" id="id_original_error"[^>]*>(.*?)</p>', page)
+    return html.unescape(found.group(1)) if found else ""
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("a1b2c3d" * 10, "At most 64 characters (this one has 70)."),
+        (
+            "refs/heads/fix-teens",
+            "A commit is 4 to 64 hexadecimal characters (0-9, a-f), not a branch "
+            "or ref name: give its sha (git rev-parse NAME prints it).",
+        ),
+        (
+            "origin/fix-teens",
+            "A commit is 4 to 64 hexadecimal characters (0-9, a-f), not a branch "
+            "or ref name: give its sha (git rev-parse NAME prints it).",
+        ),
+        ("abc", "A commit is 4 to 64 hexadecimal characters (this one has 3)."),
+    ],
+)
+def test_an_original_the_importer_cannot_take_is_refused_in_one_line_and_kept(
+    client, admin_user, git_project, typed, said
+):
+    client.force_login(admin_user)
+
+    response = post_original(client, typed)
+
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert said_beside_original(page) == said
+    # What was typed is shown again whole, in an input that cuts no paste short.
+    [field] = re.findall(r'<input type="text" name="original"[^>]*>', page)
+    assert f'value="{html.escape(typed)}"' in field
+    assert "maxlength" not in field
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("length", [4, 7, 40, 64])
+def test_a_commit_sha_of_any_length_git_takes_passes_the_form(
+    client, admin_user, git_project, length
+):
+    client.force_login(admin_user)
+
+    response = post_original(client, ("aBcDeF0123456789" * 4)[:length])
+
+    # The form takes it (mixed case too) and the file is imported: an empty
+    # one, holding no run to name it for.
+    assert response.status_code == 302
+    assert (
+        "The file held no records" in client.get(response["Location"]).content.decode()
     )
