@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from django.conf import settings
@@ -42,6 +42,7 @@ from replayhub.ingest.native import RecordLine, split_lines
 from replayhub.ingest.transcripts import (
     aider,
     atif,
+    batches,
     claude_code,
     codex,
     documents,
@@ -98,12 +99,17 @@ _SWE_BENCH_READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
 
 @dataclass
 class TranscriptSummary(ImportSummary):
-    """An import summary with why runs were imported without a base (a
-    session naming no branch whose checkout could not be told): ``notes``,
-    the first of them, each with its file and line, and their total."""
+    """An import summary with what the import says of a file or a line
+    without refusing it: why runs were imported without a base (a session
+    naming no branch whose checkout could not be told), the predictions left
+    to their trajectories and the batch runner's files passed over
+    (:mod:`batches`). ``notes``, the first of them, each with its file and
+    line, and their total; ``from_trajectories``, the predictions already
+    read from their trajectories."""
 
     notes: list[dict[str, Any]] = field(default_factory=list)
     notes_total: int = 0
+    from_trajectories: int = 0
 
     @classmethod
     def of(cls, summary: ImportSummary) -> TranscriptSummary:
@@ -114,6 +120,7 @@ class TranscriptSummary(ImportSummary):
             **super().to_dict(),
             "notes": self.notes,
             "notes_total": self.notes_total,
+            "from_trajectories": self.from_trajectories,
         }
 
 
@@ -125,10 +132,25 @@ class Source:
         name: str,
         chunks: Iterable[bytes],
         modified: datetime | None = None,
+        path: Path | None = None,
     ) -> None:
         self.name = name
         self.chunks = chunks
         self.modified = modified
+        # A file on disk, which can be read again from its start.
+        self.path = path
+
+    def again(self) -> Source:
+        """The file opened again, to be read from its start (OSError when it
+        cannot be)."""
+        assert self.path is not None
+        stream = open_regular(self.path)
+        return Source(self.name, _closing(stream), self.modified, self.path)
+
+
+def _closing(stream: BinaryIO) -> Iterator[bytes]:
+    with stream:
+        yield from read_chunks(stream)
 
 
 def file_sources(paths: Iterable[Path]) -> Iterator[Source]:
@@ -153,7 +175,7 @@ def file_sources(paths: Iterable[Path]) -> Iterator[Source]:
         with open_regular(path) as stream:
             stat = os.fstat(stream.fileno())
             modified = datetime.fromtimestamp(stat.st_mtime).astimezone()
-            yield Source(str(path), read_chunks(stream), modified)
+            yield Source(str(path), read_chunks(stream), modified, path)
 
 
 def parse_source(
@@ -203,85 +225,143 @@ def import_sources(
     ``auto`` to judge each file by its name and first bytes) into
     ``project``; native record files pass through under ``auto``.
     ``original`` names the commit that is the original of the one run the
-    import makes (a run after it is refused: it names one run's original)."""
-    where: dict[int, tuple[str, int]] = {}
-    problems: list[tuple[str, int, str]] = []
+    import makes (a run after it is refused: it names one run's original).
+
+    Under ``auto``, files of SWE-bench predictions are read after the others,
+    so that a prediction of a run a mini-swe-agent trajectory made is left to
+    it (:mod:`batches`)."""
     repository = _Repository(project)
-    limit = settings.REPLAYHUB_MAX_RECORD_BYTES
-    numbers = itertools.count(1)
-    unread: Counter[str] = Counter()
-
-    records = _Records(repository, instances=instances, original=original).read
-
-    reader: ReadingProcess | None = None
-    # Whether a reading process may still start: only before the importer
-    # has a line, so no thread or process of the import is there to fork.
-    may_start = not original and ReadingProcess.usable()
-
-    def read(source: Source, kind: str) -> Iterator[tuple[int, bytes | str]]:
-        """The file's records, read in a process of their own when the
-        import's first transcript file is large (``PROCESS_BYTES``), else in
-        line."""
-        nonlocal reader, may_start
-        if may_start:
-            may_start = False
-            head, source.chunks = peek(source.chunks, PROCESS_BYTES)
-            if len(head) >= PROCESS_BYTES and repository.open() is not None:
-                reader = ReadingProcess(records, repository.state, repository.merge)
-        if reader is not None and not reader.broken:
-            return reader.read(source, kind, unread)
-        return records(source, kind, unread)
-
-    def lines() -> Iterator[RecordLine]:
-        nonlocal may_start
-        for source in sources:
-            kind = format
-            if format == AUTO:
-                head, source.chunks = peek(source.chunks)
-                kind = detect(source.name, head) or ""
-                if not kind:
-                    problems.append((source.name, 0, "the format was not recognised"))
-                    continue
-            if kind == ImportFormat.NATIVE:
-                may_start = False
-                for line in split_lines(source.chunks, max_line_bytes=limit):
-                    number = next(numbers)
-                    where[number] = (source.name, line.number)
-                    yield RecordLine(number, line.data, line.terminated)
-                continue
-            if kind == ImportFormat.VERIFIERS or kind not in TRANSCRIPTS:
-                problems.append((source.name, 0, f"{kind} files are not read here"))
-                continue
-            for at, data in read(source, kind):
-                if isinstance(data, str):
-                    problems.append((source.name, at, data))
-                    continue
-                number = next(numbers)
-                where[number] = (source.name, at)
-                yield RecordLine(number, data, True)
-
+    trajectories = batches.Trajectories()
+    records = _Records(
+        repository, instances=instances, original=original, trajectories=trajectories
+    )
+    reading = _Reading(repository, records, format=format, original=original)
     try:
-        imported = import_lines(lines=lines(), project=project, progress=progress)
+        imported = import_lines(
+            lines=reading.lines(sources), project=project, progress=progress
+        )
     finally:
-        if reader is not None:
-            reader.close()
+        reading.close()
     summary = TranscriptSummary.of(imported)
+    notes = [*repository.base_notes, *trajectories.notes(), *reading.passed_over]
     summary.notes = [
         {"file": name, "line": line, "note": note}
-        for name, line, note in repository.base_notes[:REPORT_LIMIT]
+        for name, line, note in notes[:REPORT_LIMIT]
     ]
-    summary.notes_total = len(repository.base_notes)
+    summary.notes_total = len(notes)
+    summary.from_trajectories = trajectories.read_from_trajectories
     _store_patches(project, repository.patches)
-    summary.unread_types = dict(unread)
+    summary.unread_types = dict(reading.unread)
     for entry in [*summary.invalid, *summary.conflicts]:
-        entry["file"], entry["line"] = where[entry["line"]]
-    for name, line, error in problems:
+        entry["file"], entry["line"] = reading.where[entry["line"]]
+    for name, line, error in reading.problems:
         summary.invalid_total += 1
         if len(summary.invalid) < REPORT_LIMIT:
             summary.invalid.append({"file": name, "line": line, "error": error})
     summary.invalid.sort(key=lambda entry: (entry["file"], entry["line"]))
     summary.project_ids.add(project.pk)
     return summary
+
+
+class _Reading:
+    """The import's files as the native import's lines, numbered across the
+    import: each file's format told (``auto``), its records read, in line or
+    in a reading process; where each line came from (``where``), the files
+    and lines refused (``problems``) and passed over (``passed_over``) kept
+    for the summary."""
+
+    def __init__(
+        self, repository: _Repository, records: _Records, *, format: str, original: str
+    ) -> None:
+        self.repository = repository
+        self.records = records
+        self.format = format
+        self.where: dict[int, tuple[str, int]] = {}
+        self.problems: list[tuple[str, int, str]] = []
+        self.passed_over: list[tuple[str, int, str]] = []
+        self.unread: Counter[str] = Counter()
+        self.numbers = itertools.count(1)
+        self.reader: ReadingProcess | None = None
+        # Whether a reading process may still start: only before the importer
+        # has a line, so no thread or process of the import is there to fork.
+        self.may_start = not original and ReadingProcess.usable()
+
+    def lines(self, sources: Iterable[Source]) -> Iterator[RecordLine]:
+        predictions: list[Source] = []
+        for source in sources:
+            kind = self.format
+            if kind == AUTO:
+                head, source.chunks = peek(source.chunks)
+                kind = detect(source.name, head) or ""
+                if not kind and (note := batches.runner_file(source.name)):
+                    self.passed_over.append((source.name, 0, note))
+                    continue
+                if not kind:
+                    self.problem(source, "the format was not recognised")
+                    continue
+                if kind == ImportFormat.SWEBENCH and source.path is not None:
+                    predictions.append(source)
+                    continue
+            if kind == ImportFormat.NATIVE:
+                self.may_start = False
+                limit = settings.REPLAYHUB_MAX_RECORD_BYTES
+                for line in split_lines(source.chunks, max_line_bytes=limit):
+                    number = next(self.numbers)
+                    self.where[number] = (source.name, line.number)
+                    yield RecordLine(number, line.data, line.terminated)
+            elif kind == ImportFormat.VERIFIERS or kind not in TRANSCRIPTS:
+                self.problem(source, f"{kind} files are not read here")
+            else:
+                yield from self.transcript(source, kind, self.read(source, kind))
+        for source in predictions:
+            try:
+                again = source.again()
+            except OSError as error:
+                self.problem(source, f"the file could not be read: {error.strerror}")
+                continue
+            # Read in line once a trajectory was: the prediction of its run is
+            # left to it, which only this process knows of.
+            if self.records.trajectories.submissions:
+                found = self.records.read(again, ImportFormat.SWEBENCH, self.unread)
+            else:
+                found = self.read(again, ImportFormat.SWEBENCH)
+            yield from self.transcript(again, ImportFormat.SWEBENCH, found)
+
+    def problem(self, source: Source, error: str) -> None:
+        self.problems.append((source.name, 0, error))
+
+    def read(self, source: Source, kind: str) -> Iterator[tuple[int, bytes | str]]:
+        """The file's records, read in a process of their own when the
+        import's first transcript file is large (``PROCESS_BYTES``), else in
+        line."""
+        repository = self.repository
+        if self.may_start:
+            self.may_start = False
+            head, source.chunks = peek(source.chunks, PROCESS_BYTES)
+            if len(head) >= PROCESS_BYTES and repository.open() is not None:
+                self.reader = ReadingProcess(
+                    self.records.read, repository.state, repository.merge
+                )
+        if self.reader is not None and not self.reader.broken:
+            return self.reader.read(source, kind, self.unread)
+        return self.records.read(source, kind, self.unread)
+
+    def transcript(
+        self, source: Source, kind: str, found: Iterator[tuple[int, bytes | str]]
+    ) -> Iterator[RecordLine]:
+        for at, data in found:
+            if isinstance(data, str):
+                self.problems.append((source.name, at, data))
+                continue
+            if kind == ImportFormat.MINI_SWE_AGENT:
+                self.records.trajectories.saw(data)
+            number = next(self.numbers)
+            self.where[number] = (source.name, at)
+            yield RecordLine(number, data, True)
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
 
 
 class _Records:
@@ -295,10 +375,12 @@ class _Records:
         *,
         instances: dict[str, dict[str, Any]] | None,
         original: str,
+        trajectories: batches.Trajectories,
     ) -> None:
         self.repository = repository
         self.instances = instances
         self.original = original
+        self.trajectories = trajectories
         self.made = itertools.count(1)
         self.limit = settings.REPLAYHUB_MAX_RECORD_BYTES
 
@@ -309,6 +391,10 @@ class _Records:
         for parsed in parse_source(source, kind, instances=self.instances):
             if isinstance(parsed, LineError):
                 yield parsed.line, parsed.error
+                continue
+            if kind == ImportFormat.SWEBENCH and self.trajectories.take(
+                parsed, source.name
+            ):
                 continue
             unread.update(parsed.unread)
             if self.original and next(self.made) > 1:
