@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from replayhub.ingest.transcripts import loader
 from replayhub.models import Run
 from tests.factories import make_git_project
 from tests.gitrepos import make_repo
@@ -192,3 +193,31 @@ def test_a_prediction_of_another_model_is_its_own_run(project, tmp_path):
         f"{MODEL}:{EARLY}",
         f"acme-agent-v2:{EARLY}",
     }
+
+
+def test_a_batch_read_in_a_process_of_its_own_imports_as_in_line(
+    project, tmp_path, monkeypatch
+):
+    # Every import large enough for a reading process of its own: the
+    # trajectories are read there, the predictions after them.
+    monkeypatch.setattr(loader, "PROCESS_BYTES", 1)
+    folder = tmp_path / "out"
+    patches = {EARLY: PATCH, LATE: OTHER_PATCH, ALONE: PATCH}
+    write_batch(folder, patches, [EARLY, LATE])
+
+    code, summary, text = import_folder(folder, *project)
+
+    assert code == 0
+    assert (summary["imported"], summary["conflicts"]) == (3, [])
+    assert summary["from_trajectories"] == 1
+    formats = {
+        run.title: run.record["transcript"]["format"] for run in Run.objects.all()
+    }
+    assert formats == {
+        EARLY: "mini-swe-agent",
+        LATE: "mini-swe-agent",
+        ALONE: "swebench",
+    }
+    assert sum("differs" in line for line in text.splitlines()) == 1
+    # Each run's patch is stored, found in either process.
+    assert {run.patch.patch for run in Run.objects.all()} == {PATCH}

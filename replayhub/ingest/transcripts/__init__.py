@@ -9,5 +9,7 @@ is :mod:`replayhub.ingest.transcripts.loader`. The base of a session that
 names no branch is worked out by
 :mod:`replayhub.ingest.transcripts.base_at_start`. A large import reads its
 files in a process of its own (:mod:`replayhub.ingest.transcripts.reading`),
-leaving the importing process to the native import.
+leaving the importing process to the native import. A mini-swe-agent batch
+folder's predictions are left to the trajectories of the same runs
+(:mod:`replayhub.ingest.transcripts.batches`).
 """
