@@ -152,7 +152,12 @@ def test_the_wall_clock_ends_the_sandbox(gvisor: GvisorRunner, workspace: Path) 
 def test_a_killed_worker_leaves_no_sandbox_running(
     gvisor: GvisorRunner, workspace: Path, marker: str
 ) -> None:
-    scratch_before = set(Path(tempfile.gettempdir()).glob("replayhub-gvisor-*"))
+    # The worker's temporary files in a folder of its own, so that only its
+    # sandbox is looked for and its scratch removed (another test worker may
+    # be running gVisor sandboxes meanwhile); one the sandbox's user may pass
+    # through, as it passes through /tmp.
+    scratch = Path(tempfile.mkdtemp(prefix="replayhub-test-tmp-"))
+    scratch.chmod(0o711)
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -166,32 +171,31 @@ def test_a_killed_worker_leaves_no_sandbox_running(
             f"env={{'MARKER': {marker!r}}}))",
         ],
         cwd=ROOT,
-        env=child_env(),
+        env=child_env(TMPDIR=str(scratch)),
     )
     try:
         deadline = time.monotonic() + 30
-        while not _sandboxes() and time.monotonic() < deadline:
+        while not _sandboxes(scratch) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _sandboxes(), "the sandbox never started"
+        assert _sandboxes(scratch), "the sandbox never started"
     finally:
         worker.kill()
         worker.wait()
 
     deadline = time.monotonic() + 10
-    while _sandboxes() and time.monotonic() < deadline:
+    while _sandboxes(scratch) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _sandboxes() == []
-    # What a killed worker cannot remove: its run's small scratch directory.
-    for left in set(Path(tempfile.gettempdir()).glob("replayhub-gvisor-*")) - (
-        scratch_before
-    ):
-        shutil.rmtree(left, ignore_errors=True)
+    try:
+        assert _sandboxes(scratch) == []
+    finally:
+        # What a killed worker cannot remove: its run's small scratch folder.
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _sandboxes() -> list[int]:
-    """runsc processes of this runner's bundles (their paths name them)."""
+def _sandboxes(scratch: Path) -> list[int]:
+    """runsc processes of bundles under ``scratch`` (their paths name them)."""
     return [
         pid
-        for pid in processes_mentioning("replayhub-gvisor-")
+        for pid in processes_mentioning(f"{scratch}/replayhub-gvisor-")
         if "runsc" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     ]
