@@ -43,7 +43,9 @@ class Command(BaseCommand):
             "mini-swe-agent, openhands, swebench (JSONL, a JSON list or a JSON "
             "object by instance id), gemini-cli, atif (Harbor's trajectories), "
             "opencode (opencode export output); "
-            "auto judges each file of a directory alone.",
+            "auto judges each file of a directory alone (a mini-swe-agent "
+            "batch folder's preds.json is read after its trajectories, and a "
+            "prediction a trajectory already holds is not imported again).",
         )
         parser.add_argument(
             "--instances",
