@@ -654,3 +654,25 @@ def test_a_commit_sha_of_any_length_git_takes_passes_the_form(
     assert (
         "The file held no records" in client.get(response["Location"]).content.decode()
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "running"),
+    [("queued", True), ("importing", True), ("done", False), ("failed", False)],
+)
+def test_only_a_running_job_says_it_runs_on_a_worker(
+    client, admin_user, git_project, status, running
+):
+    """The page and each poll say it while the job runs; once it has
+    finished (the poll's answer replacing what the page showed), neither does."""
+    job = ImportJob.objects.create(
+        project=git_project, filename="r.jsonl", size_bytes=1, path="/x", status=status
+    )
+    client.force_login(admin_user)
+    url = reverse("runs_upload_job", args=[job.pk])
+    page = client.get(url).content.decode()
+    poll = client.get(url, headers={"HX-Request": "true"})
+
+    said = "The import runs on a worker: you may leave this page and come back."
+    assert (said in page, said in poll.content.decode()) == (running, running)
+    assert poll.status_code == (200 if running else 286)
