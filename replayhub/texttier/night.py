@@ -36,7 +36,7 @@ from replayhub.nights import scheduler, shares, tiers
 from replayhub.nights.arithmetic import Amounts
 from replayhub.nights.shares import NightReport
 from replayhub.texttier.judge import MAX_SIDE, PROMPT
-from replayhub.texttier.replay import BadTarget, Target
+from replayhub.texttier.replay import BadTarget, resolve
 from replayhub.verdicts import Verdict
 
 log = logging.getLogger(__name__)
@@ -135,8 +135,10 @@ def night_admit_text(
             tiers.TEXT, skipped_reason="the text tier is off for this project"
         )
     try:
-        target = Target.parse(budget.text_target)
-        judge = Target.parse(budget.text_judge) if budget.text_judge else None
+        # As the budgets page checks them: a provider not registered would
+        # fail every call of the night before it is sent.
+        target = resolve(budget.text_target)
+        judge = resolve(budget.text_judge) if budget.text_judge else None
     except BadTarget as error:
         return NightReport(tiers.TEXT, skipped_reason=f"text tier target: {error}")
     report = scheduler.night_for(

@@ -52,14 +52,48 @@ class Target:
         return f"{self.provider}:{self.model}"
 
 
+class NoSuchProvider(BadTarget):
+    """A well-formed ``PROVIDER:MODEL`` whose provider is not registered."""
+
+
+# The most registered providers a refusal names.
+PROVIDERS_SAID = 10
+
+
+def _registered() -> str:
+    """The registered providers, as a refusal names them."""
+    names = list(
+        Provider.objects.order_by("name").values_list("name", flat=True)[
+            : PROVIDERS_SAID + 1
+        ]
+    )
+    if not names:
+        return "none is registered yet"
+    more = ", …" if len(names) > PROVIDERS_SAID else ""
+    return f"providers: {', '.join(names[:PROVIDERS_SAID])}{more}"
+
+
 def check_registered(*targets: Target | None) -> None:
-    """Refuse a target whose provider is not registered (``provider_add``)."""
+    """Refuse a target whose provider is not registered (``provider_add``),
+    naming the providers that are."""
     for target in targets:
         if target and not Provider.objects.filter(name=target.provider).exists():
-            raise BadTarget(
+            raise NoSuchProvider(
                 f"no provider named {target.provider!r} (register it on the "
-                "Providers page, or with manage.py provider_add)"
+                f"Providers page, or with manage.py provider_add; {_registered()})"
             )
+
+
+def resolve(spec: str) -> Target:
+    """The target a text replay of ``spec`` calls: ``BadTarget`` when it is
+    not PROVIDER:MODEL, ``NoSuchProvider`` when its provider is not
+    registered (both mean every call would fail before it is sent). The
+    model is the provider's to refuse: a provider keeps no list of the models
+    it offers (its prices name only those priced, and an unpriced model is
+    called all the same)."""
+    target = Target.parse(spec)
+    check_registered(target)
+    return target
 
 
 def policy() -> CallPolicy:

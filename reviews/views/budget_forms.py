@@ -12,9 +12,9 @@ from replayhub.models import Budget, BudgetShare, Project
 from replayhub.models.project_settings import SETTING, bound_problem, long_tests_problem
 from replayhub.nights import shares, tiers
 from replayhub.replicates.stopping import MOST_REPLICATES, ReplicatePolicy
-from replayhub.texttier.replay import BadTarget, Target, check_registered
+from replayhub.texttier.replay import BadTarget, NoSuchProvider, resolve
 from reviews import services
-from reviews.forms import unbounded
+from reviews.forms import unbounded, unclipped
 from reviews.project_services import REPLICATE_FIELDS
 
 # Every number an admin types has a floor and a sane ceiling, with its unit
@@ -86,8 +86,14 @@ class BoundedForm(forms.ModelForm):
         return data
 
 
+# The longest category, as a review label's category may be (``Label.clean``).
+CATEGORY_CHARS = 80
+
+
 class CategoriesField(forms.CharField):
-    """Record categories as one line, names apart by commas: a list saved."""
+    """Record categories as one line, names apart by commas: a list saved.
+    No maxlength for the browser to cut a paste short with: each name's
+    length is said by the form, what was typed kept in the box."""
 
     def prepare_value(self, value):
         return ", ".join(value) if isinstance(value, list) else value
@@ -95,6 +101,14 @@ class CategoriesField(forms.CharField):
     def to_python(self, value) -> list[str]:  # type: ignore[override]
         text = super().to_python(value) or ""
         return [name.strip() for name in text.split(",") if name.strip()]
+
+    def validate(self, value) -> None:
+        super().validate(value)
+        if long := next((n for n in value if len(n) > CATEGORY_CHARS), None):
+            raise forms.ValidationError(
+                f"A category is at most {CATEGORY_CHARS} characters: "
+                f"“{long[:20]}…” has {len(long):,}."
+            )
 
 
 # The text tier's settings (the model checks them, as the admin does).
@@ -111,7 +125,6 @@ class BudgetForm(BoundedForm):
     bounds = BUDGET_BOUNDS
     escalate_categories = CategoriesField(
         required=False,
-        max_length=2000,
         label="Text tier: categories always escalated",
         help_text="Record categories that go on to the agentic tier whatever "
         "the text tier found, apart by commas, e.g. security, payments.",
@@ -121,6 +134,11 @@ class BudgetForm(BoundedForm):
         super().__init__(*args, **kwargs)
         for name in ("text_target", "text_judge", "escalate_categories"):
             self.fields[name].widget.attrs.update(size=22)
+        # No maxlength for the browser to cut a paste short with: the form
+        # says a model name too long, with its count.
+        for field in self.fields.values():
+            if isinstance(field, forms.CharField):
+                unclipped(field)
         # Any similarity from 0 to 1 (0.33 too), said by the form, not the
         # browser's bubble, like every other number on the page.
         self.fields["text_similarity_below"].widget.attrs.update(step="any")
@@ -142,18 +160,27 @@ class BudgetForm(BoundedForm):
         }
 
     def _check_providers(self, data: dict) -> None:
-        """The text tier on: the models it asks name registered providers
-        (a call to any other could never be sent)."""
+        """The models the text tier asks name registered providers, as the
+        night resolves them (a call to any other could never be sent): each
+        one typed, and both while the tier is on. A value that is not
+        PROVIDER:MODEL is the model's to refuse, in its own words."""
+        typed = self.add_prefix("text_target") in self.data
         for name in ("text_target", "text_judge"):
             if not data.get(name) or name in self.errors:
                 continue
+            if not data.get("text_enabled") and not (
+                typed and name in self.changed_data
+            ):
+                continue
             try:
-                check_registered(Target.parse(data[name]))
-            except BadTarget as exc:
+                resolve(data[name])
+            except NoSuchProvider as exc:
                 # The model's own check then reads what was typed, not the
                 # saved value (which would have it ask for a target at all).
                 setattr(self.instance, name, data[name])
                 self.add_error(name, f"{capfirst(str(exc))}.")
+            except BadTarget:
+                pass  # Not PROVIDER:MODEL: the model's check says so, once.
 
     def clean_text_similarity_below(self):
         value = self.cleaned_data.get("text_similarity_below")
@@ -174,8 +201,7 @@ class BudgetForm(BoundedForm):
             for name in TEXT_FIELDS:
                 data[name] = getattr(self.instance, name)
                 self.errors.pop(name, None)
-        if data.get("text_enabled"):
-            self._check_providers(data)
+        self._check_providers(data)
         start, end = data.get("window_start_hour"), data.get("window_end_hour")
         if (
             start is not None

@@ -372,8 +372,17 @@ def changes(project: Project, *, show_money: bool) -> list[dict]:
             elif show_money or owner not in MONEY:
                 fields.append((owner, before, after))
         if fields:
-            out.append({"event": event, "fields": fields})
+            shown = [(label, _said(was), _said(now)) for label, was, now in fields]
+            out.append({"event": event, "fields": shown})
     return out
+
+
+def _said(value: Any) -> Any:
+    """A list as people write one ("security, payments", or "none"); any
+    other value as recorded (the page escapes and shortens each)."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return value
 
 
 def _share_changes(before, after: dict, *, show_money: bool) -> list[tuple]:
