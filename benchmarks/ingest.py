@@ -42,41 +42,67 @@ Preflight is a step of its own with its own benchmark (``preflight.py``).
 Goal: at least the run-table floor's records/s (1.0x) at 100,000 lines, and
 the same peak memory at both sizes (within 16 MiB).
 
-Not met. Latest figures (2026-12-05 22:09-22:33 UTC, load average 4 to 11
-from other work on the 2 cores, ``--sizes 10000 100000 --runs 3``, the code
-before and after ``fastpath.read_columns`` alternated three times), at
-100,000 lines, against the run-table floor and the bare one, and the client's
-CPU a record against the floor's:
+Not met reliably. Latest figures (2026-12-06 01:09-01:19 UTC, load average 6
+to 14 from other work on the 2 cores, ``run.py --only ingest.py``, i.e.
+``--runs 3`` at both sizes, three times), at 100,000 lines, against the
+run-table floor and the bare one, and the client's CPU a record against the
+floor's:
 
-    before  0.89x 0.62x 43.8/20.4 us   0.85x 0.58x 39.8/18.9   0.72x 0.61x 41.8/19.8
-    after   0.85x 0.57x 39.2/19.7 us   0.75x 0.60x 37.7/19.1   0.68x 0.48x 40.7/20.9
+    1.04x 0.68x 34.5/18.6 us   0.96x 1.01x 34.0/19.1   0.78x 0.63x 33.7/18.7
 
-The records/s move with the load more than with the code (single runs of the
-same code gave 0.23x to 1.67x of the run-table floor that evening); the CPU
-does not: the import's client spends 2.0x the floor's (2.1x before), the
-server's backend some 24 us a record into the run table either way. By that
-arithmetic (about 64 us of CPU a record over two cores, against the floor's
-slower process at 20 to 24) the import stays near 0.6x of the bare floor and
-0.75x of the run-table one on this machine however its work is spread. Where a
-record's client CPU goes, timed alone, best of seven (so roughly): reading a
-line about 24 us -- the orjson parse 5, the masking of key shapes before it
-(``gateway.redact``, added 2026-12-02 with the formats after it) 4.5 to 5, the
-bounded reader's count of brackets (same day) 1, the proof that no key repeats
-3 to 4, the field checks 4, the canonical texts and hash 5.5, the binary
-fields 3 -- then handing it to a parsing process and its row back, some 4 us
-there and 4 in the importing process, and the writer's 3. The masking and the
-bracket count are what the transcript formats' work added to this path: about
-a quarter of reading a line. No recorded run measured 0.98x: the figures kept
-were 0.59x to 0.62x of the bare floor before that work (2026-12-01 and 02) and
-0.60x to 0.70x after (2026-12-04).
+Median 0.96x of the run-table floor (met in one run of three), 0.68x of the
+bare one; the client's CPU 1.8x the floor's. The same evening, before the
+changes below: 0.82x and 0.70x at 39.5/19.2 us (00:31, one run), and at
+22:09-22:33 the day before 0.68x to 0.89x, 0.48x to 0.62x, 2.0x the CPU.
+With all but the batch probe, in a quieter hour (00:52-00:58, load 3 to 8):
+0.76x, 0.81x, 0.79x of the run-table floor at 32.0 to 33.4 us against 18.0
+to 18.9.
 
-Tried and not kept (same evening): parsing in the importing process, no
+What changed (2026-12-06), each measured on its own where it could be: the
+writer's batches commit without waiting for their WAL flush, and the import
+waits once at its end for all of them (about 100 fewer flushes at this
+size; with only that, through ``PGOPTIONS``, two alternated pairs gave 5%
+and 15% more records/s, the CPU unchanged); the objects loaded before the
+import are frozen out of the garbage collector's sight while the parsing
+processes run (``gc.freeze``; the full collections' walks over Django were
+nearly a tenth of the client's CPU in ``perf``; two alternated pairs: 10.0
+to 8.5 us in the importing process, 31.3 to 29.3 in the parsing ones); the
+fast parse reads with orjson directly and bounds the depth in its walk of
+the members, without the bounded reader's two counts of brackets (about 1 us
+a line timed alone); the key shapes are probed once a batch rather than once
+a line (4.5 to 4 us a line); blank text is found with ``isspace`` rather
+than a stripped copy. Together about 39 to 33-34 us.
+
+Where the gap is. The records/s move with the load more than with the code
+(single runs of the same code gave 0.23x to 1.67x of the run-table floor on
+2026-12-05); the CPU does not. The server's backend spends about 20 us a
+record into the run table for either (``/proc`` of the backend, alternated
+runs: 19.5 to 21.7 for the import, 20.0 to 22.6 for the floor). On two shared
+cores the rate follows the CPU a record: the import's 34 + 20 against the
+floor's 19 + 20 is 0.72x, near what the quieter runs measure (0.76x to
+0.81x). Reaching 1.0x asks the client for the floor's 19 us. Where its 34 go,
+timed alone, best of seven (so roughly): reading a line about 22 us (its
+parts, each timed alone, add up to a little more) -- the masking of key
+shapes 4, the orjson parse 3.7, the proof that no key repeats 3.4, the field
+checks 4, the canonical texts and hash 5.5, the binary fields 3.8 -- then the
+parsing processes' hand-off and the pickling each way, some 5 us, and the
+importing process's 8 (cutting the lines, sending them, taking the rows back,
+the writer's stream). The checks this path must keep -- the masking, the
+key-repeat proof, the field checks, the canonical texts and hash (the floor
+has none of them) -- are 17 us of the 19 on their own.
+
+Tried and not kept (2026-12-05): parsing in the importing process, no
 parsing processes (the client's CPU from about 43 to 32 us a record, but on
 the loaded machine fewer processes got less of the cores: 0.58x of the bare
-floor); writing the record once with stand-ins for the prompt, output and
-project and cutting both texts from it (slower: 27.5 against 25.6 us a line);
-4 MiB socket buffers for the parsing processes' pipes and a set lookup in the
-count of members (no change).
+floor; again 2026-12-06 with the changes above, 27.5 against 34 us, the
+rates within the noise of each other in three alternated pairs); writing
+the record once with stand-ins for the prompt, output and project and
+cutting both texts from it (slower: 27.5 against 25.6 us a line); 4 MiB
+socket buffers for the parsing processes' pipes and a set lookup in the
+count of members (no change). 2026-12-06: one regular expression for the
+four key-shape probes (7.6 us a line against 3.8: it tries each
+alternative at every common letter), and a table of length prefixes for the
+binary fields (0.3 us, not worth it).
 
 ``--quick`` (300 and 600 lines, one run) judges no goal. With
 ``REPLAYHUB_BENCH_PROFILE=1`` each import prints its cProfile (the importing
@@ -323,9 +349,9 @@ def child_server(path: str) -> dict:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from replayhub.ingest import importer
+    from replayhub.ingest import copying, importer
     from replayhub.ingest.native import split_lines
-    from replayhub.ingest.rows import read_batch
+    from replayhub.ingest.rows import Lines, read_batch
     from replayhub.models import Project
 
     project = Project.objects.get(slug="bench")
@@ -336,18 +362,19 @@ def child_server(path: str) -> dict:
     }
     batches = []
     with open(path, "rb") as stream:
-        lines = list(
-            split_lines(
+        lines: Lines = [
+            (number, data, terminated)
+            for number, data, terminated in split_lines(
                 importer.read_chunks(stream), max_line_bytes=limits["max_line_bytes"]
             )
-        )
+        ]
     for first in range(0, len(lines), BATCH):
         batch = lines[first : first + BATCH]
         rows = read_batch(batch, project=project.slug, binary=True, **limits).rows
         items = [importer._Item(row.line, project, row) for row in rows]
-        batches.append((items, importer._copy_data(items, now)))
+        batches.append((items, copying.copy_data(items, now)))
     del lines
-    table, names, _ = importer._copy_layout()
+    table, names, _ = copying.copy_layout()
     seconds = {}
     for way in SERVER_WAYS:
         empty_tables()

@@ -19,6 +19,8 @@ Modules:
   the reasons of the invalid lines. Pure.
 - parsing: those batches read in a child process, the second core.
 - importer: batches stored, each in its own transaction (below).
+- copying: a batch's runs written by binary COPY, each row its project, the
+  columns its line was read into and the columns every row shares.
 - arrays: a request body that is a JSON array, cut into its elements, each
   checked as a line is, by position.
 - services: ``runs_import``, the one import workflow, called by the API,
@@ -71,12 +73,21 @@ On PostgreSQL, outside a caller's transaction, an import of more than one
 batch is stored by a writer thread with its own connection, in order, one
 batch queued at most, while the importing thread parses the next; an error
 in the writer surfaces in the importing thread, and whole batches stay
-stored. Measured on the benchmark: 9,300 to 11,500 records/s. Under the same
-conditions the batches are read in a forked child (``parsing``), two
-batches in it at most, in order, so an import uses both cores; a failure in
-the child is raised in the importing process, and the child never outlives
-the import. The process's switch interval is left alone: shortening it to
-1 ms while a writer ran measured within the noise of Python's 5 ms default
+stored. The writer's batches commit without waiting for the disk and its
+last step waits once for all of them, so an import that returns has every
+run it counts on disk, without a flush of the WAL per batch that the server
+would wait on instead of copying (the writer's docstring says what a crash
+of the server during the import costs). Measured on the benchmark: 9,300 to
+11,500 records/s. Under the same conditions the batches are read in a forked
+child (``parsing``), two batches in it at most, in order, so an import uses
+both cores; a failure in the child is raised in the importing process, and
+the child never outlives the import. While the children run, what the
+process had loaded is out of the garbage collector's sight (``gc.freeze``,
+undone at the end; left alone where something else froze it, as the web
+server does): its collections, set off by the batches' objects, would
+otherwise walk all of Django (nearly a tenth of the import's CPU in a
+profile). The process's switch interval is left alone: shortening it to 1 ms
+while a writer ran measured within the noise of Python's 5 ms default
 (interleaved runs, within 10%). Inside a transaction (the tests' ``db``
 fixture, a caller's ``atomic``) and on SQLite, batches are stored in line.
 

@@ -56,11 +56,17 @@ def read_record(
     terminated: bool = True,
     max_prompt_bytes: int,
     project: str | None = None,
+    masked: bool = False,
 ) -> Record:
     """:func:`parse_line` then :func:`check_record`, as one step: the same
     record or the same RecordError, faster (what the fast parse proved about
-    the numbers and keys is not proved again)."""
-    data = mask_key_shapes(data)  # no provider key is stored, nor its hash
+    the numbers and keys is not proved again).
+
+    ``masked``: ``mask_key_shapes`` is known to leave ``data`` as it is (the
+    line was in a batch it left unchanged, :func:`replayhub.ingest.rows.read_batch`).
+    """
+    if not masked:
+        data = mask_key_shapes(data)  # no provider key is stored, nor its hash
     value = _fast_parse(data)
     if value is None:
         value = _parse_strictly(data, terminated=terminated)
@@ -84,11 +90,13 @@ def read_columns(
     terminated: bool = True,
     max_prompt_bytes: int,
     project: str | None = None,
+    masked: bool = False,
 ) -> Columns:
     """:func:`read_record` as the values its stored row is made of, without
     the :class:`Record` when the record is of the usual kind: the same
     checks, and the same RecordError."""
-    data = mask_key_shapes(data)
+    if not masked:
+        data = mask_key_shapes(data)
     value = _fast_parse(data)
     if value is not None:
         usual = _usual(value, max_prompt_bytes, project)
@@ -223,8 +231,12 @@ def _usual(
         and (passed is None or type(passed) is bool)
         and type(started) is str
         and (output is None or type(output) is str)
-        and external_id.strip()
-        and prompt.strip()
+        # Not blank (isspace is the whitespace strip() removes, without
+        # copying the text, and False for "").
+        and external_id
+        and not external_id.isspace()
+        and prompt
+        and not prompt.isspace()
         # Printable text has no control character; the pattern decides the rest.
         and (external_id.isprintable() or not CONTROL.search(external_id))
     ):

@@ -167,12 +167,18 @@ def _fast_parse(data: bytes) -> dict[str, Any] | None:
     objects have members, and the value fewer members than the text when a
     repeated key was dropped: equal counts prove no key repeats. An ending
     inside a string (an escaped quote before a colon) only costs the fast path.
+
+    The bounds are :func:`boundedjson.loads`'s, checked without its count of
+    brackets (two more passes over the line): orjson stops past 1,024 levels
+    and :func:`_members` past :data:`boundedjson.MAX_DEPTH`, where the strict
+    parser then refuses the line.
     """
+    if len(data) > boundedjson.MAX_BYTES:
+        raise RecordError(str(boundedjson.too_large(boundedjson.MAX_BYTES)))
     try:
-        value = boundedjson.loads(data, lenient=False)
-    except boundedjson.Refused as refused:
-        if refused.bound:
-            raise RecordError(str(refused)) from None
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        _refuse_past_bounds(data)
         return None
     if type(value) is not dict:
         return None
@@ -184,6 +190,16 @@ def _fast_parse(data: bytes) -> dict[str, Any] | None:
     if members == len(_KEY_END.findall(data)):
         return value
     return None
+
+
+def _refuse_past_bounds(data: bytes) -> None:
+    """For a line orjson does not read: the RecordError of the bound it is
+    past, as :func:`boundedjson.loads` words it, if any."""
+    try:
+        boundedjson.loads(data, lenient=False)
+    except boundedjson.Refused as refused:
+        if refused.bound:
+            raise RecordError(str(refused)) from None
 
 
 def _parse_strictly(data: bytes, *, terminated: bool) -> Any:
@@ -259,11 +275,14 @@ _REPR_FLOOR = 1e-4
 _REPR_CEILING = 1e16
 
 
-def _members(value: dict[str, Any] | list[Any]) -> int:
+def _members(
+    value: dict[str, Any] | list[Any], room: int = boundedjson.MAX_DEPTH
+) -> int:
     """The number of object members in ``value``, nested ones included; -1 when
-    it holds a float orjson may not read or write as the stdlib does.
+    it holds a float orjson may not read or write as the stdlib does, or nests
+    deeper than ``room`` levels (``value`` is the first).
 
-    It recurses: a parsed line is no deeper than ``boundedjson.MAX_DEPTH``."""
+    It recurses, at most ``room`` calls deep."""
     items: Iterable[Any]
     if type(value) is dict:
         count = len(value)
@@ -280,7 +299,9 @@ def _members(value: dict[str, Any] | list[Any]) -> int:
             if not (_REPR_FLOOR <= abs(item) < _REPR_CEILING or item == 0.0):
                 return -1
         elif kind is dict or kind is list:
-            nested = _members(item)
+            if room <= 1:
+                return -1
+            nested = _members(item, room - 1)
             if nested < 0:
                 return -1
             count += nested

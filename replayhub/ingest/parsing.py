@@ -13,6 +13,7 @@ bytes object and four small values per record the other. At most
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import queue
 import threading
@@ -53,6 +54,13 @@ class ParserProcess:
         # and runs nothing but pure functions over the bytes it is sent -- no
         # database connection, lock or thread of the parent is used there.
         context = multiprocessing.get_context("fork")
+        # The import's own objects come and go by the batch: the collections
+        # they set off need not walk everything loaded before (as the web
+        # server's processes never do, replayhub.wsgi). Put back by close(),
+        # unless something else had frozen them (then it is left as it was).
+        self.frozen = gc.get_freeze_count() == 0
+        if self.frozen:
+            gc.freeze()
         options = {
             "project": project,
             "max_prompt_bytes": max_prompt_bytes,
@@ -106,6 +114,9 @@ class ParserProcess:
             if process.is_alive():
                 process.kill()
                 process.join()
+        if self.frozen:
+            self.frozen = False
+            gc.unfreeze()
 
 
 def _serve(
@@ -113,6 +124,11 @@ def _serve(
 ) -> None:
     for end in inherited:
         end.close()
+    # What the importing process had made stays out of the collector's sight
+    # here: the collections that reading batches sets off would otherwise
+    # walk the hundreds of thousands of objects of Django and the project,
+    # copying every page they touch (this process is a fork, and its own).
+    gc.freeze()
     # The batches are received on a thread of their own: the importing process
     # may be handing over the next batch while this one sends a large answer,
     # and each would wait for the other to read.

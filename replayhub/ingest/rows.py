@@ -19,6 +19,7 @@ import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from replayhub.gateway.redact import mask_key_shapes
 from replayhub.ingest.fastpath import Columns, read_columns, read_record
 from replayhub.ingest.native import RecordError
 
@@ -74,18 +75,33 @@ def read_batch(
     """Read ``lines`` in order; ``project`` as for :func:`read_record`."""
     rows: list[Row] = []
     invalid: list[tuple[int, str]] = []
+    masked = _holds_no_key_shape(lines)
     for number, data, terminated in lines:
         if data is None:
             too_long = f"the line is longer than the limit of {max_line_bytes:,} bytes"
             invalid.append((number, too_long))
             continue
         try:
-            row = _row(number, data, terminated, project, max_prompt_bytes, binary)
+            row = _row(
+                number, data, terminated, project, max_prompt_bytes, binary, masked
+            )
         except RecordError as error:
             invalid.append((number, str(error)))
             continue
         rows.append(row)
     return Parsed(rows, invalid)
+
+
+def _holds_no_key_shape(lines: Lines) -> bool:
+    """Whether masking key shapes leaves every line of the batch as it is.
+
+    Masked whole, the lines joined by newlines, in one pass of the probes
+    rather than one a line: no key shape spans a newline, and a mask always
+    changes what it masks, so an unchanged whole means unchanged lines. A
+    batch it changes has each line masked as it is read."""
+    joined = b"\n".join(data for _, data, _ in lines if data is not None)
+    masked = mask_key_shapes(joined)
+    return masked is joined or masked == joined
 
 
 def _row(
@@ -95,6 +111,7 @@ def _row(
     project: str | None,
     max_prompt_bytes: int,
     binary: bool,
+    masked: bool,
 ) -> Row:
     if binary:
         values = read_columns(
@@ -102,11 +119,16 @@ def _row(
             terminated=terminated,
             max_prompt_bytes=max_prompt_bytes,
             project=project,
+            masked=masked,
         )
         # The project first, then the columns, the hash last (Columns).
         return Row(number, values[0], values[1], values[-1], binary_fields(values))
     record = read_record(
-        data, terminated=terminated, max_prompt_bytes=max_prompt_bytes, project=project
+        data,
+        terminated=terminated,
+        max_prompt_bytes=max_prompt_bytes,
+        project=project,
+        masked=masked,
     )
     return Row(number, record.project, record.external_id, record.sha256, record)
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
+import string
 
 import pytest
 
+from replayhub.ingest import rows
 from replayhub.ingest.fastpath import columns, read_columns, read_record
 from replayhub.ingest.native import (
     RecordError,
@@ -240,3 +243,41 @@ def test_the_usual_record_takes_the_fast_path():
         assert checked is not None
         expected = check_record(value, max_prompt_bytes=LIMIT, project="shop")
         assert fields(checked) == fields(expected)
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_a_batch_reads_each_line_as_it_is_read_alone_its_keys_masked(binary):
+    # Made at random, in OpenAI's 48-character shape.
+    key = "sk-" + "".join(
+        secrets.choice(string.ascii_letters + string.digits) for _ in range(48)
+    )
+    values = [
+        record(1),
+        record(2, output=f"export OPENAI_API_KEY={key}"),
+        record(3, output="the bearer of good news"),  # a probe's hit, no key
+        {"external_id": "not a record"},
+        record(5, title=key),
+    ]
+    batch: rows.Lines = [
+        (n, json.dumps(v).encode(), True) for n, v in enumerate(values, 1)
+    ]
+    options = {
+        "project": "shop",
+        "max_prompt_bytes": LIMIT,
+        "max_line_bytes": 2**20,
+        "binary": binary,
+    }
+
+    together = rows.read_batch(batch, **options)
+    alone = [rows.read_batch([line], **options) for line in batch]
+    assert together.rows == [row for parsed in alone for row in parsed.rows]
+    assert together.invalid == [entry for parsed in alone for entry in parsed.invalid]
+    assert [row.line for row in together.rows] == [1, 2, 3, 5]
+    assert key not in repr(together)
+    if not binary:
+        assert together.rows[1].columns.output == "export OPENAI_API_KEY=[redacted]"
+        assert together.rows[3].columns.title == "[redacted]"
+        assert together.rows[2].columns.output == "the bearer of good news"
+    # Without the key, each line is read as it was sent.
+    clean = rows.read_batch(batch[:1] + batch[2:3], **options)
+    assert clean.rows == alone[0].rows + alone[2].rows

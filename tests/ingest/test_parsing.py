@@ -3,11 +3,13 @@ line stores, and a failure there reaches the caller."""
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 from datetime import datetime
 
 import pytest
+from django.db import connection
 
 from replayhub.ingest import importer, parsing, rows
 from replayhub.models import Run
@@ -116,4 +118,26 @@ def test_a_failure_in_the_parsing_process_reaches_the_caller_and_keeps_whole_bat
         "run-0003",
         "run-0004",
     ]
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_leaves_the_callers_connection_and_collector_as_it_found_them(
+    git_repo, monkeypatch, require_postgres
+):
+    # Its batches are stored on a connection of their own that commits
+    # without waiting for the disk, and read with the collector looking away.
+    monkeypatch.setattr(importer, "BATCH_SIZE", 3)
+    project = make_git_project(git_repo)
+    frozen = gc.get_freeze_count()
+
+    summary = importer.import_stream(
+        chunks=[jsonl(*(record(n) for n in range(1, 11)))], project=project
+    )
+
+    assert summary.imported == Run.objects.filter(project=project).count() == 10
+    assert gc.get_freeze_count() == frozen
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
     assert not multiprocessing.active_children()
