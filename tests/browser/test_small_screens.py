@@ -111,3 +111,32 @@ def test_agent_output_wider_than_its_box_scrolls_from_the_keyboard(login, review
     page.wait_for_function(
         "() => document.querySelector('#agent-output pre').scrollLeft > 0"
     )
+
+
+@pytest.mark.parametrize("width, height", [(1024, 768), (1280, 800)])
+def test_one_long_command_leaves_every_projects_columns_on_the_screen(
+    login, lead, width, height
+):
+    realistic_project()
+    long = make_project("long")
+    long.agent_command = ["./agent", "--option=" + "o" * 200]
+    long.test_command = ["pytest", *(f"tests/test_part_{n}.py" for n in range(60))]
+    long.save()
+    page = login(lead)
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto("/projects/")
+    table = page.locator("table.projects")
+    # No column behind the box's scroll bar: the table is as wide as its box.
+    assert (
+        table.evaluate("t => t.parentElement.scrollWidth - t.parentElement.clientWidth")
+        <= 0
+    )
+    inside(page, table.locator("th", has_text="Last import"), width)
+    # A command is shown in two lines at most, whole in its title.
+    row = table.locator("tr", has=page.get_by_role("link", name="long", exact=True))
+    command = row.locator("code", has_text="--option=")
+    expect(command).to_have_attribute("title", "./agent --option=" + "o" * 200)
+    line = command.evaluate("c => parseFloat(getComputedStyle(c).lineHeight)")
+    for code in row.locator("code.clamp").all():
+        assert code.bounding_box()["height"] <= 2 * line + 1
+    assert page.evaluate(OVERFLOW) <= 0
