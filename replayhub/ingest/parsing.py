@@ -68,20 +68,26 @@ class ParserProcess:
         }
         self.connections: list[Connection] = []
         self.processes: list[multiprocessing.process.BaseProcess] = []
-        for _ in range(processes):
-            ours, theirs = context.Pipe()
-            self.connections.append(ours)
-            # A child has a copy of every end of ours made so far; it closes
-            # them, so that closing ours ends each child's connection.
-            process = context.Process(
-                target=_serve,
-                args=(theirs, list(self.connections), options),
-                name="replayhub-import-parser",
-                daemon=True,
-            )
-            process.start()
-            theirs.close()
-            self.processes.append(process)
+        try:
+            for _ in range(processes):
+                ours, theirs = context.Pipe()
+                self.connections.append(ours)
+                # A child has a copy of every end of ours made so far; it
+                # closes them, so that closing ours ends each child's connection.
+                process = context.Process(
+                    target=_serve,
+                    args=(theirs, list(self.connections), options),
+                    name="replayhub-import-parser",
+                    daemon=True,
+                )
+                process.start()
+                theirs.close()
+                self.processes.append(process)
+        except BaseException:
+            # No caller holds this object to close it: the children started
+            # are stopped, and the collector is given back what it was.
+            self.close()
+            raise
         self.sent = 0
         self.taken = 0
 

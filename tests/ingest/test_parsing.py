@@ -55,7 +55,7 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
     git_repo, monkeypatch, require_postgres
 ):
     monkeypatch.setattr(importer, "BATCH_SIZE", 3)
-    started = []
+    started: list[multiprocessing.process.BaseProcess] = []
 
     class Recorded(parsing.ParserProcess):
         def __init__(self, **kw):
@@ -140,4 +140,26 @@ def test_an_import_leaves_the_callers_connection_and_collector_as_it_found_them(
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+    assert not multiprocessing.active_children()
+
+
+def test_parsing_processes_that_cannot_start_leave_the_collector_as_it_was(
+    monkeypatch,
+):
+    frozen = gc.get_freeze_count()
+    started: list[multiprocessing.process.BaseProcess] = []
+    real_start = multiprocessing.context.ForkProcess.start
+
+    def start(self):
+        if started:
+            raise OSError("no more processes")
+        started.append(self)
+        real_start(self)
+
+    monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", start)
+    with pytest.raises(OSError, match="no more processes"):
+        parsing.ParserProcess(project=None, max_prompt_bytes=1024, max_line_bytes=1024)
+
+    assert gc.get_freeze_count() == frozen
+    assert started[0].exitcode is not None
     assert not multiprocessing.active_children()
