@@ -33,6 +33,7 @@
     if (!row) return;
     row.classList.add("selected");
     row.setAttribute("aria-selected", "true");
+    keepPlace(row);
     // Up or down only: a table wider than the window must not scroll the
     // page sideways when a row is chosen.
     var x = window.scrollX;
@@ -476,6 +477,7 @@
     if (!form.matches || !form.matches("form[data-with-filters]")) return;
     var query = new URLSearchParams(window.location.search);
     query.delete("after");
+    query.delete("at");
     var search = query.toString();
     form.action = form.getAttribute("action").split("?")[0] +
       (search ? "?" + search : "");
@@ -488,34 +490,69 @@
     if (row) select(row);
   });
 
-  // A replay's page remembers itself, so the queue comes back to its row
-  // (u, the back link) instead of to the first one.
-  var LAST_OPENED = "replayhub.queue.opened";
+  // The queue's place: the row chosen and the few below it, kept in the
+  // history entry's state (Back comes back to it) and in the tab's session
+  // (a replay's page links back with ?at=<its id>, and u follows that link).
+  // A row no longer queued (decided since) gives its place to the first of
+  // the rows that were below it.
+  var PLACE = "replayhub.queue.place";
+  var FOLLOWING = 10;
+  var chosenId = null;
 
-  function remember() {
-    if (!document.querySelector("a[data-back]")) return;
-    try {
-      window.sessionStorage.setItem(LAST_OPENED, window.location.pathname);
-    } catch (e) { /* storage refused: the first row it is */ }
+  // A row's replay id, from the address of the replay's page it opens.
+  function rowId(row) {
+    var found = /\/(\d+)\/(?:[?#]|$)/.exec(row.getAttribute("data-href") || "");
+    return found ? found[1] : null;
   }
 
-  function opened() {
-    var path = null;
+  function keepPlace(row) {
+    var all = rows();
+    var index = all.indexOf(row);
+    var place = {
+      row: rowId(row),
+      next: all.slice(index + 1, index + 1 + FOLLOWING).map(rowId)
+    };
+    chosenId = place.row;
     try {
-      path = window.sessionStorage.getItem(LAST_OPENED);
+      var state = Object.assign({}, window.history.state, { queuePlace: place });
+      window.history.replaceState(state, "");
+      window.sessionStorage.setItem(PLACE, JSON.stringify(place));
+    } catch (e) { /* refused: the place is kept for this page only */ }
+  }
+
+  function storedPlace() {
+    try {
+      return JSON.parse(window.sessionStorage.getItem(PLACE) || "null");
     } catch (e) { return null; }
-    if (!path) return null;
-    return rows().filter(function (row) {
-      return row.getAttribute("data-href") === path;
-    })[0] || null;
   }
 
-  // The row of the replay last opened starts selected, else the first, also
+  // The rows to choose, first present first: this entry's own place (Back),
+  // the row chosen before htmx swapped the rows, the replay ?at= names.
+  function wantedIds() {
+    var state = window.history.state && window.history.state.queuePlace;
+    if (state && state.row) return [state.row].concat(state.next || []);
+    if (chosenId) return [chosenId];
+    var at = new URLSearchParams(window.location.search).get("at");
+    if (!at) return [];
+    var stored = storedPlace();
+    return [at].concat(stored && stored.row === at ? stored.next || [] : []);
+  }
+
+  function placed() {
+    var byId = {};
+    rows().forEach(function (row) { byId[rowId(row)] = row; });
+    var wanted = wantedIds();
+    for (var i = 0; i < wanted.length; i++) {
+      if (byId[wanted[i]]) return byId[wanted[i]];
+    }
+    return null;
+  }
+
+  // The row of the queue's place starts selected, else the first, also
   // after htmx swaps in a filtered page.
   function init() {
-    if (!selected()) select(opened() || rows()[0]);
+    if (!selected()) select(placed() || rows()[0]);
   }
-  document.addEventListener("DOMContentLoaded", remember);
   document.addEventListener("change", function (event) {
     if (event.target.matches && event.target.matches("[data-overturn-verdict]")) {
       showChoice();

@@ -153,4 +153,5 @@ def test_enter_after_filtering_and_choosing_a_row_opens_it(login, reviewer, queu
         page.keyboard.press("Enter")
 
     assert page.url.endswith(f"/replays/{queued['gpt'].pk}/?model=gpt-5")
-    assert page.locator("a[data-back]").get_attribute("href") == "/?model=gpt-5"
+    back = page.locator("a[data-back]").get_attribute("href")
+    assert back == f"/?model=gpt-5&at={queued['gpt'].pk}"

@@ -140,7 +140,7 @@ def test_triage_from_a_filtered_queue_stays_in_its_filter(as_reviewer):
     assert f'href="{opened}"' in queue.content.decode()
 
     page = as_reviewer.get(opened).content.decode()
-    assert 'href="/?verdict=divergent" data-back' in page
+    assert f'href="/?verdict=divergent&amp;at={first.pk}" data-back' in page
     assert f'action="{decide_url(first)}' not in page  # the page's own address
     assert f'action="{opened}"' in page
     response = as_reviewer.post(opened, {"decision": "confirm"})
