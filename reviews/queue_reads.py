@@ -32,6 +32,7 @@ from replayhub.models import (
     ReplayQuerySet,
     ReplayStatus,
     ReviewBand,
+    Run,
 )
 from reviews.models import Claim, Purpose, Review, ReviewLabel
 
@@ -64,6 +65,12 @@ ROW_FIELDS = (
 # Band counts stop counting here: the figure a reviewer needs is "a lot", and
 # counting a long queue exactly would make every page pay for its length.
 COUNT_CAP = 1000
+
+# The Model filter's suggestions: at most this many names, read from this
+# many of the newest runs (Run.model has no index: a page's cost must not
+# grow with the table).
+MODEL_NAMES_SHOWN = 200
+MODEL_NAMES_FROM = 5000
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CURSOR = re.compile(
@@ -111,6 +118,27 @@ class Cursor:
         )
 
 
+def model_matching(text: str, field: str = "run__model") -> Q:
+    """The Model filter of every page (the queue, search, the trends): the
+    models whose name holds ``text`` in any case, so "coder" finds
+    "Coder-small". ``field`` is the model's name as the rows reach it."""
+    return Q(**{f"{field}__icontains": text})
+
+
+def model_names() -> list[str]:
+    """The model names a Model filter suggests: those of the newest runs,
+    sorted, at most ``MODEL_NAMES_SHOWN``."""
+    newest = Run.objects.order_by("-id").values("id")[:MODEL_NAMES_FROM]
+    names = (
+        Run.objects.filter(id__in=newest)
+        .exclude(model="")
+        .order_by("model")
+        .values_list("model", flat=True)
+        .distinct()
+    )
+    return list(names[:MODEL_NAMES_SHOWN])
+
+
 @dataclass(frozen=True)
 class QueueFilters:
     project_id: int | None = None
@@ -145,7 +173,7 @@ class QueueFilters:
         if self.project_id is not None:
             rows = rows.filter(project_id=self.project_id)
         if self.model:
-            rows = rows.filter(run__model=self.model)
+            rows = rows.filter(model_matching(self.model))
         if self.reason_code:
             rows = rows.filter(reason_code=self.reason_code)
         if self.label_id is not None:

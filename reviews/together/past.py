@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from replayhub.models import Replay
 from reviews.models import Comment, Purpose, Review
+from reviews.queue_reads import model_matching
 
 DONE_PAGE = 100
 SEARCH_LIMIT = 100
@@ -152,7 +153,7 @@ def search(
     if text:
         rows = rows.filter(_matching(text, ids, blind_to))
     if filters.model:
-        rows = rows.filter(run__model__icontains=filters.model)
+        rows = rows.filter(model_matching(filters.model))
     if filters.verdict:
         rows = rows.filter(Q(settled_verdict=filters.verdict))
     if filters.reason:

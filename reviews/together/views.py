@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Label, Notice, NoticeKind
+from reviews.queue_reads import model_names
 from reviews.together import (
     comments,
     gold,
@@ -359,6 +360,7 @@ def search(request: HttpRequest) -> HttpResponse:
             "limit": past.SEARCH_LIMIT,
             "without_filters": without_filters,
             "cut": SEARCH_LONGEST if cut else 0,
+            "models": model_names(),
         },
     )
 

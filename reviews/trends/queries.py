@@ -24,6 +24,7 @@ from django.db.models import Count, Max, QuerySet
 
 from replayhub.models import Rollup, RollupTotal
 from replayhub.verdicts import INCONCLUSIVE_REASONS
+from reviews.queue_reads import MODEL_NAMES_SHOWN, model_matching
 from reviews.trends.forms import TrendFilters
 from reviews.trends.series import VERDICTS, NightTotals, TierTotals
 from reviews.trends.statistics import TRAILING_NIGHTS
@@ -39,6 +40,20 @@ def counted(filters: TrendFilters) -> Counted:
         # The totals are summed over every project: none can be left out.
         return Rollup
     return RollupTotal
+
+
+def models_matching(text: str) -> QuerySet[Any]:
+    """The model names the Model filter's ``text`` matches (the rule every
+    page's Model filter keeps, ``model_matching``), at most
+    ``MODEL_NAMES_SHOWN``. The rollups are keyed by the exact name: the names
+    are chosen first, from the all-projects totals (a few rows a night), and
+    the rollups read by them."""
+    return (
+        RollupTotal.objects.filter(model_matching(text, "model"))
+        .order_by("model")
+        .values("model")
+        .distinct()[:MODEL_NAMES_SHOWN]
+    )
 
 
 def rollups(
@@ -57,7 +72,7 @@ def rollups(
     if filters.hidden_project_ids:
         rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     if filters.model:
-        rows = rows.filter(model=filters.model)
+        rows = rows.filter(model__in=models_matching(filters.model))
     if filters.source:
         rows = rows.filter(source=filters.source)
     if filters.tier:
@@ -113,8 +128,9 @@ def _where(filters: TrendFilters, since: date, until: date) -> tuple[str, list[A
         where.append(f"r.project_id NOT IN ({', '.join(['%s'] * len(hidden))})")
         params.extend(hidden)
     if filters.model:
-        where.append("r.model = %s")
-        params.append(filters.model)
+        names, names_params = models_matching(filters.model).query.sql_with_params()
+        where.append(f"r.model IN ({names})")
+        params.extend(names_params)
     if filters.source:
         where.append("r.source = %s")
         params.append(filters.source)
@@ -346,7 +362,8 @@ def _as_date(value) -> date | None:
 
 
 def model_choices(filters: TrendFilters) -> list[str]:
-    """Models with rollups in the range (and project), for the filter."""
+    """Models with rollups in the range (and project), for the filter's
+    suggestions: at most ``MODEL_NAMES_SHOWN``."""
     # Of either table; only Rollup's are filtered by project (see counted).
     rows: QuerySet[Any] = counted(filters).objects.filter(
         date__gte=filters.since, date__lte=filters.until
@@ -355,12 +372,13 @@ def model_choices(filters: TrendFilters) -> list[str]:
         rows = rows.filter(project_id=filters.project_id)
     if filters.hidden_project_ids:
         rows = rows.exclude(project_id__in=filters.hidden_project_ids)
-    models = set(
-        rows.exclude(model="").values_list("model", flat=True).distinct().order_by()
+    names = (
+        rows.exclude(model="")
+        .order_by("model")
+        .values_list("model", flat=True)
+        .distinct()
     )
-    if filters.model:
-        models.add(filters.model)
-    return sorted(models)
+    return list(names[:MODEL_NAMES_SHOWN])
 
 
 def latest_rollup(filters: TrendFilters) -> date | None:
@@ -371,7 +389,7 @@ def latest_rollup(filters: TrendFilters) -> date | None:
     if filters.hidden_project_ids:
         rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     if filters.model:
-        rows = rows.filter(model=filters.model)
+        rows = rows.filter(model__in=models_matching(filters.model))
     if filters.source:
         rows = rows.filter(source=filters.source)
     if filters.tier:

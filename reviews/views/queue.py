@@ -131,6 +131,7 @@ def queue_context(
 ) -> dict:
     """The queue template's context; the benchmark builds its Paginator page with it."""
     filters = filters or form.filters()
+    model = filters.model
     counts = queue_reads.band_counts(filters) if filters.banded else {}
     now = timezone.now()
     data = getattr(form, "cleaned_data", {})
@@ -188,13 +189,14 @@ def queue_context(
         "assignees": form.assignees(),
         "labels": list(choices_of(form.fields["label"])),
         "projects": sorted(projects.values()),
+        "models": queue_reads.model_names(),
         "verdicts": choices_of(form.fields["verdict"]),
         "reasons": choices_of(form.fields["reason"]),
         "rows": rows,
         # The rows are most of the page: drawn by Jinja2 (reviews/render/jinja.py).
         "rows_html": jinja.render(
             QUEUE_ROWS_TEMPLATE,
-            {"rows": rows, "banded": filters.banded, "paged": paged},
+            {"rows": rows, "banded": filters.banded, "paged": paged, "model": model},
         )
         if rows or not hidden
         else "",

@@ -26,7 +26,8 @@ def queued(db):
 
 
 def model_box(page):
-    return page.get_by_role("searchbox", name="Model")
+    # The Model box suggests the known names: a combobox.
+    return page.get_by_role("combobox", name="Model")
 
 
 def rows(page):

@@ -277,13 +277,14 @@ def test_the_queue_page_runs_a_fixed_number_of_queries(
     # band counts, the rows' unresolved comments, the blind projects, the
     # label filter's options, the reviewer's own decisions (my progress; none
     # here, so no night is read), the assignee filter's options, the count
-    # of what is assigned to the reviewer and the rows' runs' queued replays.
-    with django_assert_num_queries(16):
+    # of what is assigned to the reviewer, the rows' runs' queued replays and
+    # the model names the Model filter suggests.
+    with django_assert_num_queries(17):
         as_reviewer.get(QUEUE)
-    with django_assert_num_queries(16):
+    with django_assert_num_queries(17):
         as_reviewer.get(QUEUE, {"after": inside_band})
     # A page that runs out of its band reads the next bands in one more query.
-    with django_assert_num_queries(17):
+    with django_assert_num_queries(18):
         as_reviewer.get(QUEUE, {"after": across_bands})
 
 
