@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -20,6 +21,7 @@ from django.http import (
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -50,7 +52,7 @@ from reviews.together.forms import (
     SecondOpinionForm,
 )
 from reviews.trends.exports import _cell
-from reviews.views import HtmxHttpRequest, replay_for
+from reviews.views import HtmxHttpRequest, partial, replay_for
 
 
 def _back(replay_id: int, anchor: str = "") -> HttpResponse:
@@ -291,13 +293,20 @@ def claim_assign(request: HttpRequest, replay_id: int) -> HttpResponse:
 
 @require_GET
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
-def done(request: HttpRequest) -> HttpResponse:
+def done(request: HtmxHttpRequest) -> HttpResponse:
     everyone = request.user.has_perm(roles.VIEW_AGREEMENT)
     form = DoneForm(request.GET, everyone=everyone)
     form.is_valid()
     can_decide = request.user.has_perm(roles.DECIDE)
+    filters = form.filters(request.user)
+    # A period refused (it ends before it starts, or its end is no date) is
+    # left out whole, as the trends page does, and the page says so: the
+    # start alone would list a period nobody asked for.
+    period_refused = form.has_error("until")
+    if period_refused:
+        filters = replace(filters, since=None, until=None)
     shown = past.seen_by(
-        past.done(form.filters(request.user)),
+        past.done(filters),
         viewer_id=request.user.pk,
         blind=blind_projects() if can_decide else set(),
         gold=request.user.has_perm(roles.MANAGE_GOLD),
@@ -305,17 +314,20 @@ def done(request: HttpRequest) -> HttpResponse:
     rows = list(shown[: past.DONE_PAGE + 1])
     more = len(rows) > past.DONE_PAGE
     rows = rows[: past.DONE_PAGE]
-    return render(
+    response = render(
         request,
-        "reviews/done.html",
+        partial(request, "reviews/done.html", "results"),
         {
             "page": "done",
             "form": form,
             "rows": rows,
             "everyone": everyone,
             "older": rows[-1].pk if more else None,
+            "period_refused": period_refused,
         },
     )
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 @require_GET
