@@ -67,10 +67,12 @@ ROW_FIELDS = (
 COUNT_CAP = 1000
 
 # The Model filter's suggestions: at most this many names, read from this
-# many of the newest runs (Run.model has no index: a page's cost must not
-# grow with the table).
+# many of the newest runs. Run.model has no index: the newest runs are read
+# backwards on the primary key, about a millisecond whatever the table's size
+# (a DISTINCT over the table, or over an IN of the newest ids, which the
+# planner turns into a scan, takes a quarter of a second at a million runs).
 MODEL_NAMES_SHOWN = 200
-MODEL_NAMES_FROM = 5000
+MODEL_NAMES_FROM = 2000
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _CURSOR = re.compile(
@@ -128,15 +130,8 @@ def model_matching(text: str, field: str = "run__model") -> Q:
 def model_names() -> list[str]:
     """The model names a Model filter suggests: those of the newest runs,
     sorted, at most ``MODEL_NAMES_SHOWN``."""
-    newest = Run.objects.order_by("-id").values("id")[:MODEL_NAMES_FROM]
-    names = (
-        Run.objects.filter(id__in=newest)
-        .exclude(model="")
-        .order_by("model")
-        .values_list("model", flat=True)
-        .distinct()
-    )
-    return list(names[:MODEL_NAMES_SHOWN])
+    newest = Run.objects.order_by("-id").values_list("model", flat=True)
+    return sorted(set(newest[:MODEL_NAMES_FROM]) - {""})[:MODEL_NAMES_SHOWN]
 
 
 @dataclass(frozen=True)

@@ -42,18 +42,21 @@ def counted(filters: TrendFilters) -> Counted:
     return RollupTotal
 
 
-def models_matching(text: str) -> QuerySet[Any]:
-    """The model names the Model filter's ``text`` matches (the rule every
-    page's Model filter keeps, ``model_matching``), at most
-    ``MODEL_NAMES_SHOWN``. The rollups are keyed by the exact name: the names
-    are chosen first, from the all-projects totals (a few rows a night), and
-    the rollups read by them."""
-    return (
-        RollupTotal.objects.filter(model_matching(text, "model"))
-        .order_by("model")
-        .values("model")
-        .distinct()[:MODEL_NAMES_SHOWN]
+def models_matching(
+    filters: TrendFilters, *, every_night: bool = False
+) -> QuerySet[Any]:
+    """The model names the Model filter matches (the rule every page's Model
+    filter keeps, ``model_matching``), at most ``MODEL_NAMES_SHOWN``. The
+    rollups are keyed by the exact name: the names are chosen first, from the
+    all-projects totals (a few rows a night) of the nights read unless
+    ``every_night``, on the index that leads with the date, and the rollups
+    are read by them."""
+    names: QuerySet[Any] = RollupTotal.objects.filter(
+        model_matching(filters.model, "model")
     )
+    if not every_night:
+        names = names.filter(date__gte=history_start(filters), date__lte=filters.until)
+    return names.order_by("model").values("model").distinct()[:MODEL_NAMES_SHOWN]
 
 
 def rollups(
@@ -72,7 +75,7 @@ def rollups(
     if filters.hidden_project_ids:
         rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     if filters.model:
-        rows = rows.filter(model__in=models_matching(filters.model))
+        rows = rows.filter(model__in=models_matching(filters))
     if filters.source:
         rows = rows.filter(source=filters.source)
     if filters.tier:
@@ -128,7 +131,7 @@ def _where(filters: TrendFilters, since: date, until: date) -> tuple[str, list[A
         where.append(f"r.project_id NOT IN ({', '.join(['%s'] * len(hidden))})")
         params.extend(hidden)
     if filters.model:
-        names, names_params = models_matching(filters.model).query.sql_with_params()
+        names, names_params = models_matching(filters).query.sql_with_params()
         where.append(f"r.model IN ({names})")
         params.extend(names_params)
     if filters.source:
@@ -389,7 +392,7 @@ def latest_rollup(filters: TrendFilters) -> date | None:
     if filters.hidden_project_ids:
         rows = rows.exclude(project_id__in=filters.hidden_project_ids)
     if filters.model:
-        rows = rows.filter(model__in=models_matching(filters.model))
+        rows = rows.filter(model__in=models_matching(filters, every_night=True))
     if filters.source:
         rows = rows.filter(source=filters.source)
     if filters.tier:

@@ -124,3 +124,15 @@ def test_the_trends_say_what_the_model_filter_matched(as_lead, db):
     assert "models matching “coder”" in html
     assert '<option value="coder-small">' in html
     assert PLANTED not in html
+
+
+def test_the_trends_empty_state_finds_the_latest_nights_of_the_models_matched(
+    as_lead, db
+):
+    shop = make_project("shop")
+    data.rollup(shop, date(2025, 6, 30), attempted=5, by_reason={}, model="Coder-1")
+    data.rollup(shop, date(2025, 8, 30), attempted=5, by_reason={}, model="gpt-5")
+    html = as_lead.get(
+        reverse("reviews:trends"), {**RANGE, "model": "coder"}
+    ).content.decode()
+    assert "the night of Mon 30 Jun 2025" in html
