@@ -113,7 +113,7 @@ def seed_tables(reviewer):
             replay=decided,
             reviewer=reviewer,
             decision="confirm",
-            note="the totals differ by a cent in the ledger",
+            note="the totals differ by a cent: https://ci.example.com/" + "b" * 80,
         )
         ReviewLabel.objects.create(review=review, label=label, value="flaky")
     Provider.objects.create(
