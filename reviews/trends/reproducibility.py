@@ -35,6 +35,7 @@ from replayhub.models import Replay, ReplayStatus
 from replayhub.replicates.intervals import wilson
 from replayhub.replicates.passk import TRIES, pass_hat_k
 from replayhub.replicates.standing import COUNTED, SAMPLED
+from reviews.queue_reads import model_matching
 from reviews.trends.forms import TrendFilters
 
 CONFIDENCE = 0.9
@@ -126,7 +127,7 @@ def _rows(filters: TrendFilters) -> Iterable[dict]:
     if filters.project_id is not None:
         replays = replays.filter(project_id=filters.project_id)
     if filters.model:
-        replays = replays.filter(run__model=filters.model)
+        replays = replays.filter(model_matching(filters.model))
     if filters.source:
         replays = replays.filter(run__source=filters.source)
     replicated = Replay.objects.filter(run=OuterRef("run"), replicate=True)

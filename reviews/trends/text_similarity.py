@@ -15,6 +15,7 @@ from django.db.models import Avg, Count, DateField, F
 from django.db.models.functions import Coalesce, TruncDate
 
 from replayhub.models import TextReplay, TextStatus
+from reviews.queue_reads import model_matching
 from reviews.trends.forms import TrendFilters
 from reviews.trends.tables import Cell, Head, Table
 
@@ -35,7 +36,7 @@ def similarity_by_night(filters: TrendFilters) -> list[dict]:
     if filters.project_id:
         rows = rows.filter(project_id=filters.project_id)
     if filters.model:
-        rows = rows.filter(run__model=filters.model)
+        rows = rows.filter(model_matching(filters.model))
     return [
         {
             "night": row["day"],

@@ -4,6 +4,7 @@ by project, agent, model and tier, their interval and pass^k."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import re
 
@@ -103,3 +104,24 @@ def test_the_table_downloads_as_csv_from_its_own_link(client, lead, runs):
     assert float(live["pass^1"]) == pytest.approx(5 / 6, abs=1e-4)
     assert live["pass^4"] == ""
     assert (tape["tier"], tape["successes"], tape["failures"]) == ("tape", "1", "1")
+
+
+def test_the_model_filter_matches_part_of_the_name_in_any_case(runs):
+    project = runs[0].project
+    other = make_replay(verdict="identical", project=project, model="other").run
+    replicated(other, "identical")
+    whole = reproducibility(window())
+    part = reproducibility(dataclasses.replace(window(), model="M-<"))
+    none = reproducibility(dataclasses.replace(window(), model="zzz"))
+
+    # As the queue's and search's Model filter: "M-<" is part of "m-<1>".
+    assert sorted((g.model, g.tier, g.runs) for g in whole) == [
+        ("m-<1>", "agentic", 2),
+        ("m-<1>", "tape", 1),
+        ("other", "agentic", 1),
+    ]
+    assert sorted((g.model, g.tier) for g in part) == [
+        ("m-<1>", "agentic"),
+        ("m-<1>", "tape"),
+    ]
+    assert none == []

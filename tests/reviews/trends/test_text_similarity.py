@@ -44,3 +44,17 @@ def test_the_trends_page_shows_mean_similarity_per_night_per_target(client, lead
     assert "0.250 (1)" in shown and "0.125 (1)" in shown
     assert "0.900" not in shown
     assert shown.index("2026-11-20") < shown.index("2026-11-21")
+
+
+def test_the_model_filter_matches_part_of_the_runs_model_in_any_case(client, lead):
+    run = make_text_run()
+    answer(run, "gpt:gpt-test", 0.5, 20)
+    client.force_login(lead)
+    url = reverse("reviews:trends") + "?since=2026-11-15&until=2026-11-30&tier=text"
+
+    part = client.get(url + f"&model={run.model[:3].upper()}").content.decode()
+    other = client.get(url + "&model=no-such-model").content.decode()
+
+    # As the queue's and search's Model filter: a part of the name, any case.
+    assert "0.500 (1)" in part
+    assert "0.500 (1)" not in other
