@@ -36,7 +36,7 @@ def test_a_long_model_filter_wraps_in_the_trends_heading(login, lead):
     seed_nights()
     page = narrow(login(lead))
     page.goto("/trends/?since=2025-12-27&until=2026-02-20&model=" + "m" * 120)
-    expect(page.locator("#trends-narrowed-out h2")).to_contain_text("of model")
+    expect(page.locator("#trends-narrowed-out h2")).to_contain_text("model matching")
     assert page.evaluate(SIDEWAYS) == 0
 
 
