@@ -66,8 +66,9 @@ def test_commands_are_shown_with_their_quotes_as_the_edit_form_has_them(
     edit = ProjectForm.initial_for(shop)
     assert edit["agent_command"] == "sh -c 'exec ./agent.sh --task-file task.json'"
     assert edit["test_command"] == """pytest -k 'not slow' 'tests/it'"'"'s.py'"""
+    # Shown in the list (its first lines) and whole in its title.
     for command in (edit["test_command"], edit["agent_command"]):
-        assert f'<code class="wrap">{command}</code>' in html
+        assert f'<code class="clamp" title="{command}">{command}</code>' in html
 
 
 def test_flaky_tests_are_listed_with_their_flip_rate(client, reviewer):
