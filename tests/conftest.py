@@ -226,24 +226,29 @@ def flush_by_delete():
     if connection.vendor != "postgresql":
         yield
         return
-    truncate = connection.ops.sql_flush
+    # On the backend's class, not on one connection object, so that every
+    # connection a test flushes through deletes: a flush that truncated while
+    # the live server still answered a request was seen to deadlock with it.
+    operations = type(connection.ops)
+    truncate = operations.sql_flush
 
-    def delete(style, tables, *, reset_sequences=False, allow_cascade=False):
+    def delete(ops, style, tables, *, reset_sequences=False, allow_cascade=False):
         if reset_sequences or allow_cascade or not tables:
             return truncate(
+                ops,
                 style,
                 tables,
                 reset_sequences=reset_sequences,
                 allow_cascade=allow_cascade,
             )
         # Foreign keys are checked at the commit, when every row is gone.
-        quote = connection.ops.quote_name
+        quote = ops.quote_name
         # The names are the database's own tables, as introspection lists them.
         deletes = [f"DELETE FROM {quote(table)}" for table in tables]  # noqa: S608
         return ["SET CONSTRAINTS ALL DEFERRED", *deletes]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(connection.ops, "sql_flush", delete)
+        patch.setattr(operations, "sql_flush", delete)
         yield
 
 
