@@ -334,8 +334,18 @@
     }
     var next = null;
     if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-      var cells = cellsOf(container, cell.getAttribute("data-side") || "");
-      next = cells[cells.indexOf(cell) + (event.key === "ArrowDown" ? 1 : -1)];
+      var step = event.key === "ArrowDown" ? 1 : -1;
+      var side = cell.getAttribute("data-side") || "";
+      var cells = cellsOf(container, side);
+      next = cells[cells.indexOf(cell) + step] || neighbourFile(container, side, step);
+      // Past the last line of the last file (or the first of the first) the
+      // focus stays put, and the page does not scroll on under the sticky
+      // decision bar as the browser's own arrow key would have it.
+      event.preventDefault();
+      if (!next) {
+        cell.scrollIntoView({ block: "nearest", inline: "nearest" });
+        return;
+      }
     } else if (event.key === "ArrowLeft" || event.key === "ArrowRight") {
       next = across(container, cell, event.key === "ArrowLeft" ? "old" : "new");
     }
@@ -344,13 +354,33 @@
     moveTo(next);
   });
 
-  // The roving Tab stop of a diff or output moves to ``cell``, and the focus.
+  // The first line (``step`` 1) or last line (-1) of the file after or before
+  // ``container`` among the same diff's files, on ``side`` when that file has
+  // it, else on its other side; null when there is no such file.
+  function neighbourFile(container, side, step) {
+    var target = container.getAttribute("data-target");
+    var all = document.querySelectorAll("[data-target][data-path]:not(article)");
+    var files = Array.prototype.filter.call(all, function (each) {
+      return each.getAttribute("data-target") === target && each.querySelector("[data-line][role=button]");
+    });
+    for (var i = files.indexOf(container) + step; i >= 0 && i < files.length; i += step) {
+      var cells = cellsOf(files[i], side);
+      if (!cells.length) cells = Array.prototype.slice.call(files[i].querySelectorAll("[data-line]"));
+      if (cells.length) return step > 0 ? cells[0] : cells[cells.length - 1];
+    }
+    return null;
+  }
+
+  // The roving Tab stop of a diff or output moves to ``cell``, and the focus,
+  // scrolled into view clear of the sticky decision bar (the page's
+  // scroll-padding, which scrollIntoView keeps to).
   function moveTo(cell) {
     var container = cell.closest("[data-target]");
     var current = container && container.querySelector('[data-line][tabindex="0"]');
     if (current && current !== cell) current.setAttribute("tabindex", "-1");
     cell.setAttribute("tabindex", "0");
-    cell.focus();
+    cell.focus({ preventScroll: true });
+    cell.scrollIntoView({ block: "nearest", inline: "nearest" });
   }
 
   // The line number of the other side nearest ``cell``: its own row's when

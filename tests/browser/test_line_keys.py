@@ -8,7 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from reviews.together.comments import comment_add
-from tests.factories import make_replay
+from tests.browser.test_every_page import COVERS, OBSCURED
+from tests.factories import DIFF, make_replay
 
 pytestmark = pytest.mark.browser
 
@@ -162,3 +163,62 @@ def test_a_page_with_a_thread_starts_at_the_top_and_a_sent_comment_keeps_its_lin
     page.keyboard.press("Control+Enter")
     expect(thread).to_have_count(2)
     expect(table.get_by_label("Comment on line 3 (new)")).to_be_focused()
+
+
+# Where the focused line number is: off the screen, under a sticky element
+# (the decision bar), or null when it is in plain view.
+OUT_OF_VIEW = f"""() => {{
+  const box = document.activeElement.getBoundingClientRect();
+  if (box.top < -1 || box.bottom > innerHeight + 1) return "off screen at " + box.top;
+  return ({OBSCURED})(({COVERS})());
+}}"""
+
+# Whether the browser was left to scroll the page for each arrow key (its
+# scroll is smooth, so it lands after the key's answer has been read).
+HEARD = """() => {
+  window.__scrolls = [];
+  window.addEventListener("keydown", (event) => {
+    if (event.key.startsWith("Arrow")) window.__scrolls.push(!event.defaultPrevented);
+  });
+}"""
+
+
+def test_the_arrows_go_from_file_to_file_and_keep_the_line_in_view(login, reviewer):
+    replay = make_replay(verdict="divergent", diff=DIFF + NEW_FILE)
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    files = page.locator('#dod table[data-target="dod"]')
+    expect(files).to_have_count(2)
+
+    # Down from the last line of the first file goes on to the next file.
+    end = files.first.get_by_label("Comment on line 4 (new)")
+    end.focus()
+    end.evaluate("(el) => el.scrollIntoView({block: 'end'})")
+    page.keyboard.press("ArrowDown")
+    expect(files.last.get_by_label("Comment on line 1 (new)")).to_be_focused()
+    assert page.evaluate(OUT_OF_VIEW) is None
+    page.keyboard.press("ArrowUp")
+    expect(files.first.get_by_label("Comment on line 4 (new)")).to_be_focused()
+
+    # Past the last line of the last file the focus stays, and the page
+    # does not scroll it away under the sticky decision bar.
+    last = files.last.get_by_label("Comment on line 2 (new)")
+    last.focus()
+    last.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+    assert page.evaluate(OUT_OF_VIEW) is None
+    page.evaluate(HEARD)
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")
+    expect(last).to_be_focused()
+    assert page.evaluate(OUT_OF_VIEW) is None
+    assert page.evaluate("window.__scrolls.splice(0)") == [False] * 3
+
+    first = files.first.get_by_label("Comment on line 1 (old)")
+    first.focus()
+    first.evaluate("(el) => el.scrollIntoView({block: 'end'})")
+    for _ in range(3):
+        page.keyboard.press("ArrowUp")
+    expect(first).to_be_focused()
+    assert page.evaluate(OUT_OF_VIEW) is None
+    assert page.evaluate("window.__scrolls.splice(0)") == [False] * 3
