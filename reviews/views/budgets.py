@@ -378,10 +378,15 @@ def changes(project: Project, *, show_money: bool) -> list[dict]:
 
 
 def _said(value: Any) -> Any:
-    """A list as people write one ("security, payments", or "none"); any
-    other value as recorded (the page escapes and shortens each)."""
+    """A value as people write one: a list as "security, payments" (or
+    "none"), a switch as "on" or "off", no value as "not set"; any other
+    value as recorded (the page escapes and shortens each)."""
     if isinstance(value, list):
         return ", ".join(map(str, value)) or "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "not set"
     return value
 
 

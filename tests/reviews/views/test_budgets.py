@@ -224,7 +224,7 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
 
     page = client.get(reverse("reviews:budgets")).content.decode()
     assert "Tokens per night, agentic tier</code> 2000000 → 3000000" in page
-    assert "Tokens per replay</code> None → 50000" in page
+    assert "Tokens per replay</code> not set → 50000" in page
 
 
 @pytest.mark.parametrize(

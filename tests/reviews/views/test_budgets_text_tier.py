@@ -1,6 +1,6 @@
 """The budgets page's text tier settings: a model the night could never ask
 is refused in one line, what was typed kept; the change log writes lists as
-people do."""
+people do, a switch as on or off."""
 
 from __future__ import annotations
 
@@ -141,3 +141,19 @@ def test_the_changes_write_lists_as_people_do_each_value_escaped_and_shortened(
     assert "[" not in changed and "<b>" not in changed
     # Cut to 80 characters, as the project form's messages of an edit.
     assert f"none → {html.escape(typed[:79])}…" in changed
+
+
+def test_the_changes_write_a_switch_as_on_or_off_and_no_value_as_not_set(
+    client, admin_user
+):
+    client.force_login(admin_user)
+    post(client, text_enabled="on", text_target="stand-in:coder")
+    post(
+        client, text_enabled="on", text_target="stand-in:coder", text_score_at_most="3"
+    )
+
+    page = client.get(reverse("reviews:budgets")).content.decode()
+
+    assert "Text tier first (runs with prompts)</code> off → on" in page
+    assert "Text tier: escalate at judge score at most</code> not set → 3" in page
+    assert "False" not in page and "None" not in page
