@@ -73,11 +73,25 @@ def _registered() -> str:
     return f"providers: {', '.join(names[:PROVIDERS_SAID])}{more}"
 
 
+def spelled(provider: str) -> str | None:
+    """The registered provider's own name for ``provider`` typed in any case
+    (names are slugs: "STAND-IN" is "stand-in"), an exact match first; None
+    when none is registered."""
+    names = list(
+        Provider.objects.filter(name__iexact=provider)
+        .order_by("name")
+        .values_list("name", flat=True)[:PROVIDERS_SAID]
+    )
+    if provider in names:
+        return provider
+    return names[0] if names else None
+
+
 def check_registered(*targets: Target | None) -> None:
     """Refuse a target whose provider is not registered (``provider_add``),
-    naming the providers that are."""
+    in any case, naming the providers that are."""
     for target in targets:
-        if target and not Provider.objects.filter(name=target.provider).exists():
+        if target and spelled(target.provider) is None:
             raise NoSuchProvider(
                 f"no provider named {target.provider!r} (register it on the "
                 f"Providers page, or with manage.py provider_add; {_registered()})"
@@ -85,15 +99,16 @@ def check_registered(*targets: Target | None) -> None:
 
 
 def resolve(spec: str) -> Target:
-    """The target a text replay of ``spec`` calls: ``BadTarget`` when it is
-    not PROVIDER:MODEL, ``NoSuchProvider`` when its provider is not
-    registered (both mean every call would fail before it is sent). The
-    model is the provider's to refuse: a provider keeps no list of the models
+    """The target a text replay of ``spec`` calls, its provider named as
+    registered: ``BadTarget`` when it is not PROVIDER:MODEL,
+    ``NoSuchProvider`` when its provider is not registered in any case (both
+    mean every call would fail before it is sent). The model is the
+    provider's to refuse: a provider keeps no list of the models
     it offers (its prices name only those priced, and an unpriced model is
     called all the same)."""
     target = Target.parse(spec)
     check_registered(target)
-    return target
+    return Target(spelled(target.provider) or target.provider, target.model)
 
 
 def policy() -> CallPolicy:
@@ -110,7 +125,7 @@ class CallFailed(Exception):
 
 
 def _upstream(name: str) -> Upstream:
-    provider = Provider.objects.filter(name=name).first()
+    provider = Provider.objects.filter(name=spelled(name) or name).first()
     if provider is None:
         raise CallFailed(f"provider {name!r} is not registered")
     key = os.environ.get(provider.key_env, "")

@@ -173,7 +173,9 @@ class BudgetForm(BoundedForm):
             ):
                 continue
             try:
-                resolve(data[name])
+                # Saved as the provider spells its own name, in whatever
+                # case it was typed.
+                data[name] = str(resolve(data[name]))
             except NoSuchProvider as exc:
                 # The model's own check then reads what was typed, not the
                 # saved value (which would have it ask for a target at all).

@@ -157,3 +157,23 @@ def test_the_changes_write_a_switch_as_on_or_off_and_no_value_as_not_set(
     assert "Text tier first (runs with prompts)</code> off → on" in page
     assert "Text tier: escalate at judge score at most</code> not set → 3" in page
     assert "False" not in page and "None" not in page
+
+
+def test_a_provider_typed_in_any_case_is_saved_as_it_is_registered(client, admin_user):
+    """Provider names are slugs: "STAND-IN" is "stand-in"; the model's name
+    is the provider's, kept as typed."""
+    client.force_login(admin_user)
+
+    response = post(
+        client,
+        text_enabled="on",
+        text_target="STAND-IN:Coder-Small",
+        text_judge="OpenAI-Main:gpt-x",
+    )
+
+    assert response.status_code == 200 and "Saved." in response.content.decode()
+    budget = Budget.objects.get()
+    assert (budget.text_target, budget.text_judge) == (
+        "stand-in:Coder-Small",
+        "openai-main:gpt-x",
+    )
