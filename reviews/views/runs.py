@@ -326,7 +326,12 @@ def run_text_replay(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
             status = 409
     if form.is_valid() and not request.htmx:
         return redirect("reviews:run_detail", run_id=run.pk)
-    context = _run_context(request, run, form if form.errors else None)
+    if not form.errors:
+        # Asked: the form keeps what was chosen, for the next model to try.
+        form = TextReplayForm(
+            initial={k: form.cleaned_data.get(k) for k in form.fields}
+        )
+    context = _run_context(request, run, form)
     template = "reviews/run_detail.html"
     if request.htmx:
         template += "#text-tier"

@@ -413,3 +413,29 @@ def test_replay_as_text_starts_on_the_projects_own_provider(client, admin_user):
     assert '<option value="shopmodels" selected>' in select
     assert '<option value="aardvark">' in select
     assert runs.own_provider(run) == "shopmodels"
+
+
+def test_replay_as_text_keeps_the_provider_and_model_asked(
+    client, admin_user, text_run, providers
+):
+    client.force_login(admin_user)
+
+    response = client.post(
+        reverse("reviews:run_text_replay", args=[text_run.pk]),
+        {
+            "provider": "gpt",
+            "model": "gpt-next",
+            "judge_provider": "claude",
+            "judge_model": "claude-test",
+        },
+        headers={"HX-Request": "true"},
+    )
+
+    assert response.status_code == 200
+    assert TextReplay.objects.get().target == "gpt:gpt-next"
+    page = response.content.decode()
+    for name, chosen in (("provider", "gpt"), ("judge_provider", "claude")):
+        start = page.index(f'name="{name}"')
+        select = page[start : page.index("</select>", start)]
+        assert f'<option value="{chosen}" selected>' in select
+    assert 'value="gpt-next"' in page and 'value="claude-test"' in page
