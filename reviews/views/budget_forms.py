@@ -91,7 +91,7 @@ CATEGORY_CHARS = 80
 
 
 class CategoriesField(forms.CharField):
-    """Record categories as one line, names apart by commas: a list saved.
+    """Record categories as one line, names separated by commas: a list saved.
     No maxlength for the browser to cut a paste short with: each name's
     length is said by the form, what was typed kept in the box."""
 
@@ -127,7 +127,7 @@ class BudgetForm(BoundedForm):
         required=False,
         label="Text tier: categories always escalated",
         help_text="Record categories that go on to the agentic tier whatever "
-        "the text tier found, apart by commas, e.g. security, payments.",
+        "the text tier found, separated by commas, e.g. security, payments.",
     )
 
     def __init__(self, *args, **kwargs):
