@@ -5,6 +5,8 @@ title) still wraps inside its own column (tests/browser/test_long_words.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from playwright.sync_api import expect
 
@@ -13,7 +15,13 @@ from reviews.models import Label, ReviewLabel
 from reviews.services import review_decide
 from reviews.together.comments import comment_add
 from tests.browser.test_csp import rich_replay
-from tests.factories import make_replay, make_superuser, make_user
+from tests.factories import (
+    make_budget,
+    make_project,
+    make_replay,
+    make_superuser,
+    make_user,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -132,7 +140,7 @@ def seed_tables(reviewer):
 
 @pytest.mark.parametrize("width, height", WIDTHS)
 def test_no_word_of_a_table_is_broken_in_the_middle(login, reviewer, width, height):
-    seen = {}
+    seen: dict[Any, Any] = {}
     broken = {}
     for user, path in seed_tables(reviewer):
         page = seen.get(user) or login(user)
@@ -147,3 +155,112 @@ def test_no_word_of_a_table_is_broken_in_the_middle(login, reviewer, width, heig
         broken[path] = page.evaluate(SPLIT_WORDS)
         assert page.evaluate(SIDEWAYS) == 0, path
     assert {path: words for path, words in broken.items() if words} == {}
+
+
+# Search hits as the demo's runs name them, with the longest reason codes an
+# outcome shows beside its verdict.
+SEARCH_HITS = [
+    ("Implement add()", "coder-large", "divergent", "replay_fails_reference_tests"),
+    (
+        "Implement add() with a flaky suite",
+        "coder-small",
+        "inconclusive",
+        "flaky_tests",
+    ),
+    ("Repair a broken add()", "coder-large", "divergent", "replay_passes_tests"),
+    ("Implement add() and drop the tests", "coder-small", "divergent", "tests_missing"),
+    (
+        "Implement add() after a direct push",
+        "coder-small",
+        "inconclusive",
+        "base_untrusted",
+    ),
+]
+
+# How far the last column's header runs past the window's right edge, or is
+# cut inside its own cell.
+LAST_HEADER_CUT = """() => {
+  const th = document.querySelector("main table thead th:last-child");
+  const box = th.getBoundingClientRect();
+  return Math.max(0, Math.ceil(box.right - window.innerWidth),
+                  th.scrollWidth - th.clientWidth);
+}"""
+
+
+@pytest.mark.parametrize("query", ["/search/?q=add", "/search/?q=add&model=coder"])
+def test_search_results_fit_a_laptop_with_every_column_whole(login, reviewer, query):
+    project = make_project("calculator")
+    for n, (title, model, verdict, reason) in enumerate(SEARCH_HITS, start=1):
+        replay = make_replay(
+            verdict=verdict,
+            project=project,
+            title=title,
+            model=model,
+            reason_code=reason,
+        )
+        replay.run.external_id = f"calc-{n:03}"
+        replay.run.save(update_fields=["external_id"])
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(query)
+    expect(page.locator("#search-rows tr.row")).not_to_have_count(0)
+    assert page.evaluate(SIDEWAYS) <= 0
+    assert page.evaluate(LAST_HEADER_CUT) == 0
+    assert page.evaluate(SPLIT_WORDS) == []
+
+
+# The lines a piece of text of the element matched by ``selector`` is drawn
+# on: the distinct tops of the rectangles of its letters.
+LINES_OF = """([selector, text]) => {
+  const box = document.querySelector(selector);
+  const at = box.textContent.indexOf(text);
+  const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+  let seen = 0;
+  const tops = new Set();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const start = Math.max(at - seen, 0);
+    const end = Math.min(at + text.length - seen, node.data.length);
+    if (start < end) {
+      const range = document.createRange();
+      range.setStart(node, start);
+      range.setEnd(node, end);
+      for (const r of range.getClientRects())
+        if (r.width > 0 && r.height > 0) tops.add(Math.round(r.top));
+    }
+    seen += node.data.length;
+  }
+  return tops.size;
+}"""
+
+
+def test_a_providers_address_breaks_only_after_a_slash_at_1024_px(login):
+    # The demo's stand-in provider, beside one of long names.
+    for name, kind, url, key in [
+        ("stand-in", "anthropic", "http://127.0.0.1:8761", "REPLAYHUB_DEMO_MODEL_KEY"),
+        (
+            "acme",
+            "openai",
+            "https://llm-gateway.internal.example.com/v1/openai-compatible",
+            "REPLAYHUB_ACME_OPENAI_COMPAT_PROD_EU_WEST_KEY",
+        ),
+    ]:
+        Provider.objects.create(name=name, kind=kind, base_url=url, key_env=key)
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/providers/")
+    # Listed by name: the stand-in's address is in the last row.
+    host = "#providers tbody tr:last-child td:nth-child(3) code"
+    expect(page.locator(host)).to_have_attribute("title", "http://127.0.0.1:8761")
+    assert page.evaluate(LINES_OF, [host, "127.0.0.1:8761"]) == 1
+    assert page.evaluate(SIDEWAYS) == 0
+
+
+def test_the_nightly_commands_options_stay_whole_at_1024_px(login):
+    make_budget(make_project("demo"), shares={"agentic": {"max_replays": 3}})
+    page = login(make_superuser())
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/budgets/")
+    command = "#night-start-help-demo code"
+    expect(page.locator(command)).to_have_text("manage.py nightly --project demo --now")
+    assert page.evaluate(LINES_OF, [command, "--now"]) == 1
+    assert page.evaluate(LINES_OF, [command, "--project"]) == 1
