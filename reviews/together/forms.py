@@ -40,6 +40,20 @@ class DoneForm(PeriodMixin):
         required=False,
         empty_label="All projects",
     )
+    # A part of the model's name, in any case, as on the queue and search.
+    model = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Model",
+        widget=forms.TextInput(
+            attrs={
+                "type": "search",
+                "placeholder": "any",
+                "size": 14,
+                "list": "done-models",
+            }
+        ),
+    )
     reviewer = forms.ModelChoiceField(
         queryset=get_user_model().objects.filter(review__isnull=False).distinct(),
         to_field_name="username",
@@ -69,6 +83,7 @@ class DoneForm(PeriodMixin):
         return DoneFilters(
             reviewer_id=reviewer.pk if reviewer else None,
             project_id=data["project"].pk if data.get("project") else None,
+            model=data.get("model", "").strip(),
             decision=data.get("decision", ""),
             verdict=data.get("verdict", ""),
             label_id=label_id,

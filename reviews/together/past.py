@@ -36,6 +36,8 @@ class Period:
 class DoneFilters:
     reviewer_id: int | None = None
     project_id: int | None = None
+    # A part of the run's model name, in any case (``model_matching``).
+    model: str = ""
     decision: str = ""
     verdict: str = ""
     label_id: int | None = None
@@ -54,6 +56,8 @@ def done(filters: DoneFilters) -> QuerySet:
         rows = rows.filter(reviewer_id=filters.reviewer_id)
     if filters.project_id is not None:
         rows = rows.filter(replay__project_id=filters.project_id)
+    if filters.model:
+        rows = rows.filter(model_matching(filters.model, "replay__run__model"))
     if filters.decision:
         rows = rows.filter(decision=filters.decision)
     if filters.verdict:

@@ -324,6 +324,8 @@ def done(request: HtmxHttpRequest) -> HttpResponse:
             "everyone": everyone,
             "older": rows[-1].pk if more else None,
             "period_refused": period_refused,
+            "model": filters.model,
+            "models": model_names(),
         },
     )
     patch_vary_headers(response, ["HX-Request"])

@@ -1,5 +1,6 @@
 """The Done tab in a real Chromium: a select applies as it changes, as on the
-queue, with one history entry that Back leaves."""
+queue, with one history entry that Back leaves; the Model box on Enter, kept
+for Back."""
 
 from __future__ import annotations
 
@@ -34,3 +35,29 @@ def test_a_select_applies_as_it_changes(login, reviewer):
     assert page.evaluate("history.length") == start + 1
     page.go_back()
     expect(rows).to_have_count(2)
+
+
+def test_the_model_box_applies_on_enter_and_back_keeps_it(login, reviewer):
+    for title, model in (("Round totals", "Coder-Small"), ("Parse dates", "gpt-5")):
+        review_decide(
+            replay=make_replay(verdict="divergent", title=title, model=model),
+            reviewer=reviewer,
+            decision="confirm",
+        )
+    page = login(reviewer)
+    page.goto("/done/")
+    rows = page.locator("#done-rows tr.row")
+    expect(rows).to_have_count(2)
+
+    box = page.get_by_label("Model")
+    box.fill("coder")
+    box.press("Enter")
+
+    expect(rows).to_have_count(1)
+    expect(rows).to_contain_text("Round totals")
+    assert "model=coder" in page.url
+    page.goto("/done/")
+    expect(rows).to_have_count(2)
+    page.go_back()
+    expect(rows).to_have_count(1)
+    expect(page.get_by_label("Model")).to_have_value("coder")

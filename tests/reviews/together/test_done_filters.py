@@ -79,3 +79,22 @@ def test_a_select_applies_as_it_changes_and_htmx_gets_the_results_alone(
     assert 'class="filters"' not in html
     assert "No decision matches." in html
     assert "HX-Request" in part["Vary"]
+
+
+def test_a_part_of_a_model_name_in_another_case_filters_the_decisions(client, reviewer):
+    for title, model in (("Round totals", "Coder-Small"), ("Parse dates", "gpt-5")):
+        review_decide(
+            replay=make_replay(verdict="divergent", title=title, model=model),
+            reviewer=reviewer,
+            decision="confirm",
+        )
+    client.force_login(reviewer)
+
+    html = client.get(DONE, {"model": "CODER"}).content.decode()
+    assert "Round totals" in html and "Parse dates" not in html
+    assert 'name="model" value="CODER"' in html
+    assert '<option value="Coder-Small">' in html and 'list="done-models"' in html
+
+    none = client.get(DONE, {"model": "llama"}).content.decode()
+    assert "No decision of a model matching “llama”." in none
+    assert "Round totals" not in none and "Parse dates" not in none
