@@ -248,6 +248,8 @@ def test_a_blind_judgement_is_recorded_from_the_keyboard(login, reviewer):
     expect(keys).to_contain_text("Choose your verdict: 1 identical")
     expect(keys).not_to_contain_text("Confirm the verdict")
     page.keyboard.press("Escape")
+    # The keys go to the page again once the help has closed.
+    expect(keys).to_be_hidden()
 
     # 3 chooses divergent, Enter records it: the verdict shows.
     page.keyboard.press("3")
