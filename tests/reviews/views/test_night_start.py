@@ -3,6 +3,8 @@ its lines, idempotent as it is, audited, an admin's only and by POST only."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -122,7 +124,9 @@ def test_a_run_replayed_on_an_earlier_night_is_replayed_again_as_the_help_says(
     assert runs[0].replays.count() == 2
     assert runs[1].replays.count() == 1
     page = client.get("/budgets/").content.decode()
-    help_text = page.split('id="night-start-help-shop">')[1].split("</span>")[0]
+    # The help's line, as read: its words without the markup inside it.
+    line = page.split('id="night-start-help-shop">')[1].split("\n")[0]
+    help_text = re.sub(r"<[^>]*>", "", line)
     assert "runs replayed on earlier nights, decided or not, again" in help_text
     assert "a new replay beside its earlier ones" in help_text
     hours = RETRY_MIN_AGE // timedelta(hours=1)
