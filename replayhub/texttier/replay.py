@@ -87,15 +87,19 @@ def spelled(provider: str) -> str | None:
     return names[0] if names else None
 
 
+def _unregistered(provider: str) -> NoSuchProvider:
+    return NoSuchProvider(
+        f"no provider named {provider!r} (register it on the "
+        f"Providers page, or with manage.py provider_add; {_registered()})"
+    )
+
+
 def check_registered(*targets: Target | None) -> None:
     """Refuse a target whose provider is not registered (``provider_add``),
     in any case, naming the providers that are."""
     for target in targets:
         if target and spelled(target.provider) is None:
-            raise NoSuchProvider(
-                f"no provider named {target.provider!r} (register it on the "
-                f"Providers page, or with manage.py provider_add; {_registered()})"
-            )
+            raise _unregistered(target.provider)
 
 
 def resolve(spec: str) -> Target:
@@ -107,8 +111,10 @@ def resolve(spec: str) -> Target:
     it offers (its prices name only those priced, and an unpriced model is
     called all the same)."""
     target = Target.parse(spec)
-    check_registered(target)
-    return Target(spelled(target.provider) or target.provider, target.model)
+    name = spelled(target.provider)
+    if name is None:
+        raise _unregistered(target.provider)
+    return Target(name, target.model)
 
 
 def policy() -> CallPolicy:
@@ -125,7 +131,11 @@ class CallFailed(Exception):
 
 
 def _upstream(name: str) -> Upstream:
-    provider = Provider.objects.filter(name=spelled(name) or name).first()
+    # The name as registered (one query), else as typed in another case.
+    provider = (
+        Provider.objects.filter(name=name).first()
+        or Provider.objects.filter(name__iexact=name).order_by("name").first()
+    )
     if provider is None:
         raise CallFailed(f"provider {name!r} is not registered")
     key = os.environ.get(provider.key_env, "")
