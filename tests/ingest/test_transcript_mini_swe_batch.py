@@ -221,3 +221,90 @@ def test_a_batch_read_in_a_process_of_its_own_imports_as_in_line(
     assert sum("differs" in line for line in text.splitlines()) == 1
     # Each run's patch is stored, found in either process.
     assert {run.patch.patch for run in Run.objects.all()} == {PATCH}
+
+
+def test_predictions_imported_after_their_trajectories_are_those_runs(
+    project, tmp_path
+):
+    folder = tmp_path / "out"
+    write_batch(folder, {EARLY: PATCH, LATE: OTHER_PATCH, ALONE: PATCH}, [EARLY, LATE])
+    preds = (tmp_path / "preds.json").resolve()
+    (folder / "preds.json").rename(preds)
+    import_folder(folder, *project)
+
+    code, summary, text = import_folder(preds, *project)
+
+    assert code == 0
+    assert (summary["imported"], summary["conflicts"]) == (1, [])
+    assert summary["from_trajectories"] == 1
+    formats = {
+        run.external_id: run.record["transcript"]["format"] for run in Run.objects.all()
+    }
+    assert formats == {
+        f"{MODEL}:{EARLY}": "mini-swe-agent",
+        f"{MODEL}:{LATE}": "mini-swe-agent",
+        f"{MODEL}:{ALONE}": "swebench",
+    }
+    assert (
+        f"{preds}: line 1: 1 prediction already read from its trajectory (the "
+        "same instance, model and patch): not imported again"
+    ) in text.splitlines()
+    assert [line for line in text.splitlines() if "differs" in line] == [
+        f'{preds}: line 1: "{LATE}": the prediction\'s patch differs from its '
+        "trajectory's submission; the trajectory's run, imported before, "
+        "stands: the prediction was not imported"
+    ]
+
+
+def test_a_predictions_jsonl_file_names_the_runs_of_the_trajectories(project, tmp_path):
+    folder = tmp_path / "out"
+    write_batch(folder, {}, [EARLY])
+    (folder / "preds.json").unlink()
+    import_folder(folder, *project)
+    predictions = tmp_path / "predictions.jsonl"
+    prediction = {
+        "instance_id": EARLY,
+        "model_name_or_path": MODEL,
+        "model_patch": PATCH,
+    }
+    predictions.write_text(json.dumps(prediction) + "\n")
+
+    code, summary, _ = import_folder(predictions, *project)
+
+    assert code == 0
+    assert (summary["imported"], summary["conflicts"]) == (0, [])
+    assert summary["from_trajectories"] == 1
+    assert list(Run.objects.values_list("external_id", flat=True)) == [
+        f"{MODEL}:{EARLY}"
+    ]
+
+
+def test_trajectories_imported_after_their_predictions_are_said_not_conflicts(
+    project, tmp_path
+):
+    folder = tmp_path / "out"
+    write_batch(folder, {EARLY: PATCH, LATE: OTHER_PATCH}, [EARLY, LATE])
+    preds = (tmp_path / "preds.json").resolve()
+    (folder / "preds.json").rename(preds)
+    import_folder(preds, *project)
+
+    code, summary, text = import_folder(folder, *project)
+
+    assert code == 0
+    assert (summary["imported"], summary["conflicts"]) == (0, [])
+    # The runs stored from the predictions are kept, never written over.
+    assert {
+        run.title: run.record["transcript"]["format"] for run in Run.objects.all()
+    } == {EARLY: "swebench", LATE: "swebench"}
+    notes = [line for line in text.splitlines() if "before from its prediction" in line]
+    early, late = (folder / i / f"{i}.traj.json" for i in (EARLY, LATE))
+    assert notes == [
+        f"{early}: line 1: the run was imported before from its prediction (the "
+        "same instance, model and patch) and is kept: this trajectory's "
+        "transcript, usage and cost were not imported (to have them, delete the "
+        "run and import the trajectory again)",
+        f"{late}: line 1: the run was imported before from its prediction, whose "
+        "patch differs from this trajectory's submission, and is kept: this "
+        "trajectory was not imported (to have it, delete the run and import the "
+        "trajectory again)",
+    ]

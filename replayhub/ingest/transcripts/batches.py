@@ -17,17 +17,22 @@ line naming the instance when the two differ (the trajectory's stands). A
 prediction with no trajectory in the import is imported as a prediction. The
 log and the exit statuses are not transcripts: they are passed over, each
 said in one line.
+
+The same holds across imports (:func:`stored_before`): a prediction whose
+run was imported before from its trajectory is counted or said the same way,
+never a conflict; a trajectory whose run was imported before from its
+prediction is said in one line, and the stored run is kept, as any stored
+run is (never written over).
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import re
 from typing import Any
 
-import orjson
-
-from replayhub.ingest.transcripts import mini_swe_agent
+from replayhub.ingest.transcripts import mini_swe_agent, swebench
 from replayhub.ingest.transcripts.shapes import RecordDraft, shown
 
 # What the batch runner writes beside the trajectories and the predictions.
@@ -44,9 +49,50 @@ def runner_file(name: str) -> str:
     return f"mini-swe-agent's batch {what}, not a transcript: passed over"
 
 
+class Before(enum.Enum):
+    """What becomes of a record whose run was imported before."""
+
+    IMPORT = enum.auto()  # as any record: a duplicate or a conflict
+    READ = enum.auto()  # a prediction of the same patch: counted
+    PREDICTION_DIFFERS = enum.auto()  # said; the trajectory's run stands
+    TRAJECTORY_SAME = enum.auto()  # said; the prediction's run stands
+    TRAJECTORY_DIFFERS = enum.auto()  # said; the prediction's run stands
+
+
+def stored_before(kind: str | None, stored: str | None, same_patch: bool) -> Before:
+    """What becomes of a record read from a file of the format ``kind`` whose
+    external id is a run's imported before from a file of the format
+    ``stored`` (None: the run names none), ``same_patch`` whether the two
+    outputs are the same. A prediction and a trajectory of one run are the
+    same run read from its two files, never a conflict: the prediction is
+    left to the trajectory's run, the trajectory is said, and the stored run
+    is kept whichever it is."""
+    if {kind, stored} != {swebench.FORMAT, mini_swe_agent.FORMAT}:
+        return Before.IMPORT
+    if kind == swebench.FORMAT:
+        return Before.READ if same_patch else Before.PREDICTION_DIFFERS
+    return Before.TRAJECTORY_SAME if same_patch else Before.TRAJECTORY_DIFFERS
+
+
+_BEFORE_NOTES = {
+    Before.PREDICTION_DIFFERS: "{title}: the prediction's patch differs from its "
+    "trajectory's submission; the trajectory's run, imported before, stands: "
+    "the prediction was not imported",
+    Before.TRAJECTORY_SAME: "the run was imported before from its prediction "
+    "(the same instance, model and patch) and is kept: this trajectory's "
+    "transcript, usage and cost were not imported (to have them, delete the "
+    "run and import the trajectory again)",
+    Before.TRAJECTORY_DIFFERS: "the run was imported before from its "
+    "prediction, whose patch differs from this trajectory's submission, and is "
+    "kept: this trajectory was not imported (to have it, delete the run and "
+    "import the trajectory again)",
+}
+
+
 class Trajectories:
     """The runs the import's mini-swe-agent trajectories made, and what was
-    said of the predictions of the same runs."""
+    said of the predictions of the same runs and of the records left to runs
+    imported before."""
 
     def __init__(self) -> None:
         # External id -> the SHA-256 of the trajectory's submission.
@@ -56,10 +102,9 @@ class Trajectories:
         self.same: dict[str, tuple[int, int]] = {}
         self.differing: list[tuple[str, int, str]] = []
 
-    def saw(self, data: bytes) -> None:
-        """Take note of a run the import made of a record (its JSON line),
-        when a mini-swe-agent trajectory of an instance made it."""
-        record: dict[str, Any] = orjson.loads(data)
+    def saw(self, record: dict[str, Any]) -> None:
+        """Take note of a run the import made of a record, when a
+        mini-swe-agent trajectory of an instance made it."""
         transcript = record.get("transcript") or {}
         document = transcript.get("document") or {}
         if transcript.get("format") == mini_swe_agent.FORMAT and isinstance(
@@ -89,6 +134,32 @@ class Trajectories:
             )
         return True
 
+    def left_to_stored(
+        self,
+        record: dict[str, Any],
+        where: tuple[str, int],
+        stored: tuple[str | None, str] | None,
+    ) -> bool:
+        """Whether the prediction or trajectory ``record`` read at ``where``
+        (its file and line) is left to the run imported before of its
+        external id (``stored``: that run's format and output, None when
+        there is no such run); then it is counted or said."""
+        if stored is None:
+            return False
+        kind = (record.get("transcript") or {}).get("format")
+        same = _digest(record.get("output")) == _digest(stored[1])
+        before = stored_before(kind, stored[0], same)
+        name, line = where
+        if before is Before.IMPORT:
+            return False
+        if before is Before.READ:
+            first, count = self.same.get(name, (line, 0))
+            self.same[name] = (first, count + 1)
+        else:
+            note = _BEFORE_NOTES[before].format(title=shown(record.get("title")))
+            self.differing.append((name, line, note))
+        return True
+
     @property
     def read_from_trajectories(self) -> int:
         """How many predictions were the same as their trajectories."""
@@ -97,7 +168,8 @@ class Trajectories:
     def notes(self) -> list[tuple[str, int, str]]:
         """One line per predictions file for the predictions already read
         from their trajectories, and one per prediction that differs from
-        its trajectory: (file, line, note)."""
+        its trajectory and per trajectory left to its prediction's run
+        imported before: (file, line, note)."""
         counted = [
             (
                 name,

@@ -67,7 +67,8 @@ from replayhub.lib.files import open_regular
 from replayhub.models import ImportFormat, Preflight, Project, Run, RunPatch
 
 AUTO = "auto"
-# External ids asked of the database at once when the patches are stored.
+# External ids asked of the database at once: when the patches are stored,
+# and for the runs a predictions or trajectories file made before.
 PATCH_BATCH = 500
 ONE_ORIGINAL = (
     "an original commit was named on import, and it is one run's: this run was "
@@ -88,6 +89,8 @@ TRANSCRIPTS = frozenset(
     }
 )
 
+# The formats of a run's two files in a mini-swe-agent batch (:mod:`batches`).
+_ONE_RUN_TWO_FILES = frozenset({ImportFormat.SWEBENCH, ImportFormat.MINI_SWE_AGENT})
 # The readers of runs on SWE-bench instances: each takes what its files leave
 # out (the base, the task) from the dataset's instances (``--instances``).
 _SWE_BENCH_READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
@@ -229,7 +232,8 @@ def import_sources(
 
     Under ``auto``, files of SWE-bench predictions are read after the others,
     so that a prediction of a run a mini-swe-agent trajectory made is left to
-    it (:mod:`batches`)."""
+    it (:mod:`batches`). A prediction or a trajectory whose run was imported
+    before from the run's other file is left to that run, and said."""
     repository = _Repository(project)
     trajectories = batches.Trajectories()
     records = _Records(
@@ -349,15 +353,44 @@ class _Reading:
     def transcript(
         self, source: Source, kind: str, found: Iterator[tuple[int, bytes | str]]
     ) -> Iterator[RecordLine]:
+        if kind in _ONE_RUN_TWO_FILES:
+            found = self.not_stored(source, kind, found)
         for at, data in found:
             if isinstance(data, str):
                 self.problems.append((source.name, at, data))
                 continue
-            if kind == ImportFormat.MINI_SWE_AGENT:
-                self.records.trajectories.saw(data)
             number = next(self.numbers)
             self.where[number] = (source.name, at)
             yield RecordLine(number, data, True)
+
+    def not_stored(
+        self, source: Source, kind: str, found: Iterator[tuple[int, bytes | str]]
+    ) -> Iterator[tuple[int, bytes | str]]:
+        """The records of a predictions or trajectories file but those left
+        to the run of their external id imported before from the run's other
+        file (:func:`batches.stored_before`), looked up a batch at a time."""
+        trajectories = self.records.trajectories
+        while chunk := list(itertools.islice(found, PATCH_BATCH)):
+            records = [
+                orjson.loads(data) if isinstance(data, bytes) else None
+                for _, data in chunk
+            ]
+            ids = [record["external_id"] for record in records if record]
+            stored = {
+                external_id: (made_from, output)
+                for external_id, made_from, output in Run.objects.filter(
+                    project=self.repository.project, external_id__in=ids
+                ).values_list("external_id", "raw__transcript__format", "output")
+            }
+            for (at, data), record in zip(chunk, records, strict=True):
+                if record is not None:
+                    where = (source.name, at)
+                    found_before = stored.get(record["external_id"])
+                    if trajectories.left_to_stored(record, where, found_before):
+                        continue
+                    if kind == ImportFormat.MINI_SWE_AGENT:
+                        trajectories.saw(record)
+                yield at, data
 
     def close(self) -> None:
         if self.reader is not None:
