@@ -25,12 +25,17 @@ def test_a_run_read_from_its_other_file_is_never_a_conflict(
     assert stored_before(kind, stored, same_patch) is expected
 
 
+def test_a_prediction_of_the_patch_its_run_was_imported_from_is_a_duplicate():
+    # Whatever else differs: the file's time is the predictions' start.
+    assert stored_before(PREDICTION, PREDICTION, True) is Before.DUPLICATE
+    assert stored_before(PREDICTION, PREDICTION, False) is Before.IMPORT
+
+
 @pytest.mark.parametrize("same_patch", [True, False])
 @pytest.mark.parametrize(
     ("kind", "stored"),
     [
-        # The same file's run again: a duplicate, or a conflict.
-        (PREDICTION, PREDICTION),
+        # The same trajectory again: a duplicate, or a conflict.
         (TRAJECTORY, TRAJECTORY),
         # A run of a native record or of another agent's file, or an old row
         # naming no format, is no prediction's or trajectory's.

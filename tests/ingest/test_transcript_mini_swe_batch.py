@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -308,3 +309,25 @@ def test_trajectories_imported_after_their_predictions_are_said_not_conflicts(
         "trajectory was not imported (to have it, delete the run and import the "
         "trajectory again)",
     ]
+
+
+def test_predictions_imported_again_from_a_newer_file_are_already_there(
+    project, tmp_path
+):
+    # The batch runner writes preds.json again after each instance: the
+    # predictions imported from it before are the same runs, though the
+    # file's time (the predictions' inferred start) is another.
+    folder = tmp_path / "out"
+    write_batch(folder, {EARLY: PATCH}, [])
+    preds = folder / "preds.json"
+    import_folder(preds, *project)
+    write_batch(tmp_path / "later", {EARLY: PATCH, ALONE: PATCH}, [])
+    preds.write_bytes((tmp_path / "later" / "preds.json").read_bytes())
+    os.utime(preds, (1_800_000_000, 1_800_000_000))
+
+    code, summary, _ = import_folder(preds, *project)
+
+    assert code == 0
+    assert (summary["imported"], summary["duplicates"]) == (1, 1)
+    assert summary["conflicts"] == []
+    assert Run.objects.count() == 2

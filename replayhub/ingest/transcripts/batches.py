@@ -22,7 +22,10 @@ The same holds across imports (:func:`stored_before`): a prediction whose
 run was imported before from its trajectory is counted or said the same way,
 never a conflict; a trajectory whose run was imported before from its
 prediction is said in one line, and the stored run is kept, as any stored
-run is (never written over).
+run is (never written over). A prediction of the same patch as the
+prediction its run was imported from is a duplicate, though the file's time
+(the predictions' inferred start) differs: the batch runner writes
+``preds.json`` again after each instance.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class Before(enum.Enum):
     """What becomes of a record whose run was imported before."""
 
     IMPORT = enum.auto()  # as any record: a duplicate or a conflict
+    DUPLICATE = enum.auto()  # a prediction again, of the same patch
     READ = enum.auto()  # a prediction of the same patch: counted
     PREDICTION_DIFFERS = enum.auto()  # said; the trajectory's run stands
     TRAJECTORY_SAME = enum.auto()  # said; the prediction's run stands
@@ -66,7 +70,12 @@ def stored_before(kind: str | None, stored: str | None, same_patch: bool) -> Bef
     outputs are the same. A prediction and a trajectory of one run are the
     same run read from its two files, never a conflict: the prediction is
     left to the trajectory's run, the trajectory is said, and the stored run
-    is kept whichever it is."""
+    is kept whichever it is. A prediction of the same patch as the one its
+    run was imported from is a duplicate."""
+    if kind == stored == swebench.FORMAT and same_patch:
+        # Only the file's time, the predictions' inferred start, may differ:
+        # the batch runner writes preds.json again after each instance.
+        return Before.DUPLICATE
     if {kind, stored} != {swebench.FORMAT, mini_swe_agent.FORMAT}:
         return Before.IMPORT
     if kind == swebench.FORMAT:
@@ -101,6 +110,8 @@ class Trajectories:
         # many predictions were).
         self.same: dict[str, tuple[int, int]] = {}
         self.differing: list[tuple[str, int, str]] = []
+        # Predictions of runs imported before from the same prediction.
+        self.duplicates = 0
 
     def saw(self, record: dict[str, Any]) -> None:
         """Take note of a run the import made of a record, when a
@@ -152,7 +163,9 @@ class Trajectories:
         name, line = where
         if before is Before.IMPORT:
             return False
-        if before is Before.READ:
+        if before is Before.DUPLICATE:
+            self.duplicates += 1
+        elif before is Before.READ:
             first, count = self.same.get(name, (line, 0))
             self.same[name] = (first, count + 1)
         else:

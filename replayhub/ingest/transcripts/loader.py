@@ -254,6 +254,7 @@ def import_sources(
     ]
     summary.notes_total = len(notes)
     summary.from_trajectories = trajectories.read_from_trajectories
+    summary.duplicates += trajectories.duplicates
     _store_patches(project, repository.patches)
     summary.unread_types = dict(reading.unread)
     for entry in [*summary.invalid, *summary.conflicts]:
