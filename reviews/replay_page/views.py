@@ -29,7 +29,7 @@ from replayhub.models import (
 )
 from replayhub.replay import tapes
 from replayhub.verdicts import REASON_TEXT
-from reviews.forms import DecisionForm
+from reviews.forms import DecisionForm, QueueFilterForm
 from reviews.models import AuditEvent, Claim, Purpose, Review
 from reviews.replay_page import together
 from reviews.replay_page.continuations import rollout_view
@@ -427,7 +427,7 @@ def replay_claim(request: HttpRequest, replay_id: int) -> HttpResponse:
         claim_take(replay=replay, reviewer=request.user)
     except ClaimHeld as exc:
         messages.error(request, _held_message(exc.claim))
-    return redirect("reviews:replay_detail", replay_id=replay.pk)
+    return redirect(detail_url(replay.pk, request))
 
 
 @require_POST
@@ -438,7 +438,7 @@ def replay_release(request: HttpRequest, replay_id: int) -> HttpResponse:
     released = gold.gold_release(replay_id=replay.pk, user=request.user)
     if claim_release(replay=replay, reviewer=request.user) or released:
         messages.info(request, f"Released replay {replay.pk}.")
-    return redirect("reviews:replay_detail", replay_id=replay.pk)
+    return redirect(detail_url(replay.pk, request))
 
 
 @require_POST
@@ -469,7 +469,7 @@ def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
                 else "the replay is yours to decide again."
             ),
         )
-    return redirect(_detail_url(review.replay_id, request))
+    return redirect(detail_url(review.replay_id, request))
 
 
 def _gold_message(said: str, serving) -> str:
@@ -549,10 +549,10 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
         return _page_again(request, replay_id, 409, form=form, overruled=exc.reasons)
     except (gold.NotGold, NotDecidable) as exc:
         messages.error(request, f"Not recorded: {exc}.")
-        return redirect(_detail_url(replay.pk, request))
+        return redirect(detail_url(replay.pk, request))
     except ClaimHeld as exc:
         messages.error(request, _held_message(exc.claim))
-        return redirect(_detail_url(replay.pk, request))
+        return redirect(detail_url(replay.pk, request))
     if serving is not None:
         # A gold check is measured, not taken back: no undo.
         messages.info(request, _gold_message(review.verdict_after, serving))
@@ -575,13 +575,19 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     if request.session.get(UNDO_SESSION_KEY) == review.pk:
         # Taking the decision back lets go of the item this claim took.
         request.session[UNDO_NEXT_SESSION_KEY] = [review.pk, following.pk]
-    return redirect(_detail_url(following.pk, request))
+    return redirect(detail_url(following.pk, request))
 
 
-def _detail_url(replay_id: int, request: HttpRequest) -> str:
-    """A replay page's address, keeping the queue's filters it was reached with."""
+def detail_url(replay_id: int, request: HttpRequest) -> str:
+    """A replay page's address, keeping the queue's filters it was reached
+    with (its request's query string) after an action on it: only the
+    queue's own parameters, each as the queue accepts it, and always this
+    page's own path, never an address from the request."""
+    form = QueueFilterForm(request.GET, user=request.user)
+    form.is_valid()
+    valid = {name: request.GET[name] for name in request.GET if name not in form.errors}
     detail = reverse("reviews:replay_detail", args=[replay_id])
-    return with_query(detail, queue_query(request.GET))
+    return with_query(detail, queue_query(valid))
 
 
 def tape_turns(exchanges: list[tape.Exchange]) -> list[dict]:

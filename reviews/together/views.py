@@ -29,6 +29,7 @@ from replayhub import roles
 from replayhub.models import Replay
 from reviews.models import Comment, Label, Notice, NoticeKind
 from reviews.queue_reads import model_names
+from reviews.replay_page.views import detail_url
 from reviews.together import (
     comments,
     gold,
@@ -277,18 +278,18 @@ def claim_assign(request: HttpRequest, replay_id: int) -> HttpResponse:
     if not name:
         if handoff.claim_release_any(replay=replay, actor=request.user):
             messages.info(request, f"Released replay {replay.pk}.")
-        return _back(replay.pk)
+        return redirect(detail_url(replay.pk, request))
     to = get_user_model().objects.filter(username=name).first()
     if to is None:
         messages.error(request, f"Not assigned: there is no user {name!r}.")
-        return _back(replay.pk)
+        return redirect(detail_url(replay.pk, request))
     try:
         handoff.claim_reassign(replay=replay, actor=request.user, to=to)
     except handoff.HandoffRefused as exc:
         messages.error(request, f"Not assigned: {exc}.")
     else:
         messages.success(request, f"Replay {replay.pk} is assigned to {name}.")
-    return _back(replay.pk)
+    return redirect(detail_url(replay.pk, request))
 
 
 @require_GET

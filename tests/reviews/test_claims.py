@@ -14,7 +14,7 @@ from django.utils import timezone
 from reviews import services
 from reviews.models import AuditEvent, Claim
 from reviews.services import ClaimHeld, claim_next, claim_release, claim_take
-from tests.factories import make_replay, make_user
+from tests.factories import make_project, make_replay, make_user
 
 
 def test_next_takes_the_highest_priority_item(reviewer):
@@ -227,3 +227,55 @@ def test_claiming_and_releasing_read_no_diffs(client, reviewer, action, query_co
     assert "diff_of_diffs" not in replay_reads[0]
     assert "agent_output" not in replay_reads[0]
     assert not [sql for sql in selects if "replayhub_comparison" in sql]
+
+
+FILTER = "project=demo-env&verdict=divergent"
+
+
+@pytest.mark.parametrize("action", ["replay_claim", "replay_release"])
+def test_claiming_and_releasing_keep_the_queue_filter_the_page_was_opened_in(
+    client, reviewer, action
+):
+    replay = make_replay(verdict="divergent", project=make_project("demo-env"))
+    claim_take(replay=replay, reviewer=reviewer)
+    client.force_login(reviewer)
+    url = reverse(f"reviews:{action}", args=[replay.pk])
+
+    response = client.post(f"{url}?{FILTER}")
+
+    detail = reverse("reviews:replay_detail", args=[replay.pk])
+    assert response.url == f"{detail}?{FILTER}"
+    # The page's next button (Release once claimed, Claim once released)
+    # posts the filter on, so a click keeps it.
+    page = client.get(response.url).content.decode()
+    other = {"replay_claim": "replay_release", "replay_release": "replay_claim"}
+    button = reverse(f"reviews:{other[action]}", args=[replay.pk])
+    assert f'action="{button}?{FILTER.replace("&", "&amp;")}"' in page
+
+
+def test_only_the_queues_own_valid_filters_are_passed_on(client, reviewer):
+    replay = make_replay(verdict="divergent", project=make_project("demo-env"))
+    client.force_login(reviewer)
+    url = reverse("reviews:replay_claim", args=[replay.pk])
+    asked = "verdict=bogus&next=https://evil.example/&project=demo-env&after=9"
+
+    response = client.post(f"{url}?{asked}")
+
+    detail = reverse("reviews:replay_detail", args=[replay.pk])
+    assert response.url == f"{detail}?project=demo-env"
+
+
+@pytest.mark.parametrize("to", ["sam", "", "nosuchuser"])
+def test_assigning_keeps_the_queue_filter_the_page_was_opened_in(
+    client, admin_user, to
+):
+    client.force_login(admin_user)
+    replay = make_replay(verdict="divergent", project=make_project("demo-env"))
+    make_user("sam", "reviewer")
+    url = reverse("reviews:claim_assign", args=[replay.pk])
+    query = "project=demo-env&verdict=divergent"
+
+    response = client.post(f"{url}?{query}", {"to": to})
+
+    detail = reverse("reviews:replay_detail", args=[replay.pk])
+    assert response.url == f"{detail}?{query}"
