@@ -116,6 +116,17 @@ def _short_when(moment: datetime, now: datetime) -> str:
     return local.strftime("%Y-%m-%d")
 
 
+def _blind_project(data: dict, filters: QueueFilters, blind: frozenset[int]) -> str:
+    """The chosen project's slug when it is under blind review and a filter
+    that would tell a verdict finds none of its replays, else "": the empty
+    list then says why, not that none exists."""
+    chosen = data.get("project")
+    tells_verdict = (
+        filters.verdict or filters.reason_code or filters.label_id is not None
+    )
+    return chosen.slug if chosen and tells_verdict and chosen.pk in blind else ""
+
+
 def queue_context(
     *,
     form: QueueFilterForm,
@@ -142,6 +153,7 @@ def queue_context(
     open_threads = comments.unresolved([row["id"] for row in rows])
     if blind is None:
         blind = frozenset(blind_projects()) if can_decide else frozenset()
+    empty = {"model": model, "blind_project": _blind_project(data, filters, blind)}
     # A row's page keeps the queue's filters: its next item comes from them.
     detail_url = with_query(_detail_url(), queue_query(form.data))
     # The queue folds a run's replays into its newest: the row says how many
@@ -196,7 +208,7 @@ def queue_context(
         # The rows are most of the page: drawn by Jinja2 (reviews/render/jinja.py).
         "rows_html": jinja.render(
             QUEUE_ROWS_TEMPLATE,
-            {"rows": rows, "banded": filters.banded, "paged": paged, "model": model},
+            {"rows": rows, "banded": filters.banded, "paged": paged, **empty},
         )
         if rows or not hidden
         else "",

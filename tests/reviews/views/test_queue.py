@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from replayhub.models import Replay, ReplayStatus, ReviewBand
 from reviews import queue_reads
-from reviews.models import Claim
+from reviews.models import Claim, ReviewPolicy
 from reviews.queue_reads import Cursor, QueueFilters
 from reviews.services import claim_next
 from tests.factories import make_project, make_replay
@@ -403,3 +403,25 @@ def test_the_band_of_code_runs_whose_tests_passed_does_not_claim_a_verifier(
     head = html.split('<tr class="band-head band-1">')[1].split("</tr>")[0]
     assert ">Tests or verifier passed, diff diverged</th>" in head
     assert "<b>1</b> Tests or verifier passed, diff diverged" in html
+
+
+def test_a_verdict_filter_on_a_blind_project_says_blind_review_hides_verdicts(
+    as_reviewer,
+):
+    demo = make_project("demo")
+    ReviewPolicy.objects.create(project=demo, blind=True)
+    make_replay(verdict="divergent", project=demo)
+    make_replay(verdict="divergent", project=make_project("open"))
+
+    page = as_reviewer.get(QUEUE, {"project": "demo", "verdict": "divergent"})
+
+    html = page.content.decode()
+    assert listed(page) == []
+    assert (
+        "Verdicts are hidden under blind review on demo: this filter finds none "
+        "of its replays." in html
+    )
+    assert "No finished replay matches" not in html
+    # A project under no blind review still says its filter found nothing.
+    empty = as_reviewer.get(QUEUE, {"project": "open", "verdict": "identical"})
+    assert "No finished replay matches." in empty.content.decode()
