@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -367,3 +369,41 @@ def test_a_post_a_form_refuses_reaches_no_service(people):
     client.post(reverse("reviews:inbox_read"), {"id": str(notice.pk)})
     notice.refresh_from_db()
     assert notice.read_at is not None
+
+
+@pytest.mark.parametrize("chosen", ["equivalent", "divergent"])
+def test_a_blind_judgement_refused_for_a_label_keeps_the_verdict_chosen(
+    reviewer, chosen
+):
+    """Blind, a required label unset: the page that says so still has the
+    reviewer's verdict chosen (an overturn or, the automated one, a confirm),
+    beside the note and the labels set."""
+    replay = make_replay(verdict="divergent")
+    ReviewPolicy.objects.create(project=replay.project, blind=True)
+    Label.objects.create(
+        project=replay.project,
+        name="Root cause",
+        kind="category",
+        categories=["harness", "agent"],
+        required=True,
+    )
+    merge = Label.objects.create(project=replay.project, name="merge", kind="yes_no")
+
+    refused = as_user(reviewer).post(
+        reverse("reviews:replay_detail", args=[replay.pk]),
+        {
+            "blind_verdict": chosen,
+            "note": "Same tests pass",
+            f"label_{merge.pk}": "yes",
+        },
+    )
+
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert "Set the label “Root cause”." in page
+    assert "Same tests pass</textarea>" in page
+    verdicts = re.search(r'<select name="blind_verdict".*?</select>', page)
+    assert verdicts is not None
+    assert re.findall(r'<option value="(\w*)" selected>', verdicts[0]) == [chosen]
+    assert '<option value="yes" selected>yes</option>' in page
+    assert not Review.objects.exists()
