@@ -28,6 +28,8 @@ and a removal's confirmation (``confirmed``).
   back.
 - head_requests: the answer to a HEAD request, a GET's headers without
   its body (the middleware that drops it).
+- page_caching: no page a signed-in person sees is kept by the browser's
+  cache, so Back shows what a save in place changed (a middleware).
 
 The replay's own page is ``reviews.replay_page``; working together,
 ``reviews.together``; trends, ``reviews.trends``.
