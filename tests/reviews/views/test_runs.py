@@ -165,6 +165,9 @@ def test_a_refused_text_replay_says_each_problem_beside_its_field_and_sums_them_
     # The swapped-in part opens with the problems, focused after the swap.
     summary = page[page.index('id="form-problems"') : page.index("</ul>")]
     assert "autofocus" in summary
+    # Nothing is saved by this form: what failed is the replay.
+    assert "<b>Not replayed: fix these 2 first.</b>" in summary
+    assert "Not saved" not in page
     assert '<a href="#id_model">Model</a>: This field is required.' in summary
     assert '<a href="#id_judge_provider">Judge provider</a>: Give both' in summary
     # Each message sits beside its field, under the id its input names.
@@ -176,6 +179,37 @@ def test_a_refused_text_replay_says_each_problem_beside_its_field_and_sums_them_
         beside = page[page.index(f'<div id="id_{field}_error">') :]
         assert beside[: beside.index("</div>")].count(said) == 1
     assert TextReplay.objects.count() == 0
+
+
+def test_a_judges_answer_that_could_not_be_read_is_unread_and_not_inferred(
+    client, reviewer, text_run
+):
+    """No score was read from the judge's answer: the page says it is unread,
+    why, and marks nothing as inferred by a model; a read score is marked."""
+    unread = finished(
+        text_run,
+        judge_provider="claude",
+        judge_model="claude-test",
+        judge_answer="I think they are similar",
+        judge_error="unparseable answer: no score between 1 and 10",
+    )
+    scored = finished(
+        text_run,
+        judge_provider="claude",
+        judge_model="claude-test",
+        equivalence_score=6,
+    )
+    client.force_login(reviewer)
+
+    def score(row) -> str:
+        page = client.get(reverse("reviews:text_replay_detail", args=[row.pk])).text
+        said = page[page.index("<dt>Judge's score</dt>") :]
+        return said[: said.index("</dd>")]
+
+    said = score(unread)
+    assert "unread (unparseable answer: no score between 1 and 10)" in said
+    assert "none" not in said and "inferred" not in said
+    assert "6/10" in score(scored) and "agentically inferred" in score(scored)
 
 
 def test_a_question_already_asked_is_refused_in_one_focused_line(
