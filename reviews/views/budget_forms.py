@@ -3,6 +3,7 @@ replicate policy and the replay's caps, each number checked against its bounds."
 
 from __future__ import annotations
 
+from decimal import Decimal
 from zoneinfo import available_timezones
 
 from django import forms
@@ -61,6 +62,14 @@ CAP_BOUNDS: dict[str, tuple[int, int, str]] = {
 }
 
 
+def as_typed(amount):
+    """A stored amount as a person writes it: ``Decimal("20.00")`` as
+    ``"20"``, ``Decimal("3.50")`` as ``"3.5"``; anything else unchanged."""
+    if not isinstance(amount, Decimal) or not amount.is_finite():
+        return amount
+    return f"{amount.normalize():f}"
+
+
 class BoundedForm(forms.ModelForm):
     """A model form whose numbers are checked against ``bounds``, field by field."""
 
@@ -73,6 +82,12 @@ class BoundedForm(forms.ModelForm):
         for name in self.bounds:
             if name in self.fields:
                 unbounded(self.fields[name])
+        # The column keeps two places; the box shows the amount as an admin
+        # types it (20 rather than 20.00, 3.5 rather than 3.50). A refused
+        # post shows what was typed, unchanged.
+        if not self.is_bound:
+            for name in MONEY & set(self.fields):
+                self.initial[name] = as_typed(self.initial.get(name))
 
     def clean(self):
         data = super().clean()

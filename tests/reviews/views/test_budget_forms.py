@@ -4,6 +4,7 @@ refused on its own field, nothing of the post saved."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
@@ -231,3 +232,26 @@ def test_the_window_hours_and_similarity_leave_their_bounds_to_the_form(
         attrs = dict(re.findall(r'([a-z]+)="([^"]*)"', field[0]))
         assert "min" not in attrs and "max" not in attrs, (name, attrs)
         assert attrs.get("step", "any") in ("any", "1"), (name, attrs)
+
+
+@pytest.mark.parametrize(
+    ("typed", "stored"), [("20", Decimal("20.00")), ("3.5", Decimal("3.50"))]
+)
+def test_money_saved_is_shown_as_it_was_typed(client, admin_user, typed, stored):
+    """The column keeps two places; the card saved in place, and the page
+    opened again, show the amount as the admin wrote it."""
+    client.force_login(admin_user)
+    field = f'name="{AGENTIC}max_cost_usd"'
+
+    saved = client.post(
+        reverse("reviews:budget_edit", args=["shop"]),
+        form_data(**{f"{AGENTIC}max_cost_usd": typed}),
+        headers={"HX-Request": "true"},
+    )
+
+    assert b"Saved." in saved.content
+    assert agentic_share(Project.objects.get(slug="shop")).max_cost_usd == stored
+    for page in (saved.text, client.get(reverse("reviews:budgets")).text):
+        box = re.search(rf"<input[^>]*{field}[^>]*>", page)
+        assert box is not None
+        assert f'value="{typed}"' in box[0]
