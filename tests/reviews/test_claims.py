@@ -279,3 +279,17 @@ def test_assigning_keeps_the_queue_filter_the_page_was_opened_in(
 
     detail = reverse("reviews:replay_detail", args=[replay.pk])
     assert response.url == f"{detail}?{query}"
+
+
+def test_the_assign_form_posts_the_queue_filter_the_page_was_opened_in(
+    client, admin_user
+):
+    client.force_login(admin_user)
+    replay = make_replay(verdict="divergent", project=make_project("demo-env"))
+    query = "project=demo-env&verdict=divergent"
+    detail = reverse("reviews:replay_detail", args=[replay.pk])
+
+    page = client.get(f"{detail}?{query}").content.decode()
+
+    assign = reverse("reviews:claim_assign", args=[replay.pk])
+    assert f'action="{assign}?project=demo-env&amp;verdict=divergent"' in page

@@ -106,5 +106,8 @@ def test_every_fields_help_and_errors_are_in_the_page_it_names(admin, url, bad):
 
     assert refused.status_code == 400
     page = refused.content.decode()
+    # The summary says what did not happen: a suite is started, not saved.
+    said = "Not started:" if url == "/text-suites/" else "Not saved:"
+    assert said in page
     count, broken = broken_idrefs(page)
     assert '_error"' in page and count and not broken, broken
