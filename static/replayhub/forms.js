@@ -79,3 +79,20 @@
     }
   });
 })();
+
+// A box that drops over the page (details.popover: "Ask for a second
+// opinion") closes when the focus or a click goes outside it, as a menu
+// does: left open, it would cover what Tab reaches next.
+(function () {
+  "use strict";
+
+  function closeOutside(event) {
+    var open = document.querySelectorAll("details.popover[open]");
+    for (var i = 0; i < open.length; i++) {
+      if (!open[i].contains(event.target)) open[i].open = false;
+    }
+  }
+
+  document.addEventListener("focusin", closeOutside);
+  document.addEventListener("click", closeOutside);
+})();
