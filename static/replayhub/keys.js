@@ -14,6 +14,16 @@
     );
   }
 
+  // What takes Enter for itself: a link, a button, a <summary> (it opens its
+  // details), a field, and a diff's or log's line number (comments.js opens a
+  // comment box there). Enter on one of them is never a page key.
+  var TAKES_ENTER = "a, button, summary, input, select, textarea, " +
+    "[contenteditable], [role=button]";
+
+  function takesEnter(target) {
+    return !!(target && target.closest && target.closest(TAKES_ENTER));
+  }
+
   function rows() {
     return Array.prototype.slice.call(
       document.querySelectorAll("#queue-rows tr.row")
@@ -249,7 +259,7 @@
       text = "Blind review: no confirm or overturn here. Press 1–" +
         options.length + " to choose your verdict, then Enter to record it.";
     } else if (key === "Enter") {
-      if (target && target.closest && target.closest("a, button")) return false;
+      if (takesEnter(target)) return false;
       if (!select.value) {
         text = "Choose your verdict first: press 1–" + options.length + ".";
       } else {
@@ -276,6 +286,22 @@
       " holds this replay: no confirm, overturn or rerun here until it is " +
       "released, expires or is handed to you.";
     return true;
+  }
+
+  // The flash bar's Undo, just after deciding; once it is gone (the page
+  // reloaded), the decisions' own Undo, which the page draws only beside the
+  // viewer's latest decision here while it can still be taken back.
+  var UNDO_ACTION = /\/reviews\/\d+\/undo\/(?:\?|$)/;
+
+  function undoButton() {
+    var bar = document.querySelector("#undo button[data-undo]");
+    if (bar) return bar;
+    var forms = document.querySelectorAll("#history .review form[action]");
+    var found = Array.prototype.filter.call(forms, function (form) {
+      return UNDO_ACTION.test(form.getAttribute("action"));
+    });
+    if (found.length !== 1) return null;
+    return found[0].querySelector("button[type=submit]");
   }
 
   function toggleHelp() {
@@ -331,7 +357,7 @@
         move(-1);
         break;
       case "Enter": {
-        var onControl = target && target.closest && target.closest("a, button");
+        var onControl = takesEnter(target);
         if (again && !onControl) {
           decide(again);
           break;
@@ -363,7 +389,7 @@
         if (!chooseVerdict(event.key)) return;
         break;
       case "z": {
-        var undo = document.querySelector("#undo button[data-undo]");
+        var undo = undoButton();
         if (!undo) return;
         submit(undo.form);
         break;
