@@ -168,10 +168,25 @@ class AgreementForm(PeriodMixin):
         empty_label="All projects",
     )
 
+    # The period shown when none is asked for, or the one asked for is refused.
+    DEFAULT_DAYS = 28
+
+    def period_refused(self) -> bool:
+        """Whether a date was refused (one that is no date, or a period ending
+        before it starts): the default period is then shown whole, as the Done and
+        Trends pages do, never one typed date beside a default one."""
+        return self.has_error("since") or self.has_error("until")
+
     def period(self) -> Period:
         data = getattr(self, "cleaned_data", {})
-        until = data.get("until") or timezone.localdate()
-        since = data.get("since") or until - timedelta(days=27)
+        refused = self.period_refused()
+        since = None if refused else data.get("since")
+        until = (None if refused else data.get("until")) or timezone.localdate()
+        if since:
+            # A start alone after today: the period is that day, not reversed.
+            until = max(until, since)
+        else:
+            since = until - timedelta(days=self.DEFAULT_DAYS - 1)
         project = data.get("project")
         return Period(
             since=since, until=until, project_id=project.pk if project else None
