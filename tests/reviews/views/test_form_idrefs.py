@@ -4,13 +4,15 @@ as it first loads and refused with errors beside its fields."""
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
 
 from replayhub.models import Provider
-from tests.factories import make_project
+from reviews.models import Label, ReviewPolicy
+from tests.factories import make_project, make_replay
 
 
 class Idrefs(HTMLParser):
@@ -111,3 +113,34 @@ def test_every_fields_help_and_errors_are_in_the_page_it_names(admin, url, bad):
     assert said in page
     count, broken = broken_idrefs(page)
     assert '_error"' in page and count and not broken, broken
+
+
+@pytest.mark.parametrize("blind", [False, True], ids=["decision", "blind"])
+def test_a_required_label_left_unset_names_its_error_in_the_page(reviewer, blind):
+    """The replay page refused for a label: the label's select is described
+    by its error, beside it, in the decision form and in blind review's."""
+    replay = make_replay(verdict="divergent")
+    if blind:
+        ReviewPolicy.objects.create(project=replay.project, blind=True)
+    label = Label.objects.create(
+        project=replay.project, name="would merge", kind="yes_no", required=True
+    )
+    client = Client()
+    client.force_login(reviewer)
+
+    if blind:
+        url, data = f"/replays/{replay.pk}/", {"blind_verdict": "equivalent"}
+    else:
+        url, data = f"/replays/{replay.pk}/decide/", {"decision": "confirm"}
+    refused = client.post(url, data)
+
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert f'aria-describedby="id_label_{label.pk}_error"' in page
+    count, broken = broken_idrefs(page)
+    assert count and not broken, broken
+    assert re.search(
+        rf'<span class="error" id="id_label_{label.pk}_error"[^>]*>'
+        "Set the label “would merge”.</span>",
+        page,
+    )
