@@ -196,6 +196,31 @@ class QueueFilterForm(ScopeFilterForm):
     def cursor(self) -> Cursor | None:
         return getattr(self, "cleaned_data", {}).get("after")
 
+    # A value a filter does not take, said in the queue's words (Django's
+    # "Select a valid choice" names no filter), with what is shown instead.
+    UNKNOWN = {
+        "project": "No project is called “{value}”; showing every project.",
+        "verdict": "“{value}” is not a verdict; showing the queue by band.",
+        "reason": "“{value}” is not a reason; showing every reason.",
+        "label": "“{value}” is not a label value; showing every label.",
+    }
+    # The most of a refused value said back: each refusal stays one line.
+    SAID_LONGEST = 40
+
+    def refusals(self) -> list[str]:
+        """Each refused filter as one sentence, in the fields' order."""
+        said = []
+        for name, errors in self.errors.as_data().items():
+            for error in errors:
+                if error.code == "invalid_choice" and name in self.UNKNOWN:
+                    value = " ".join(str(self.data.get(name, "")).split())
+                    if len(value) > self.SAID_LONGEST:
+                        value = value[: self.SAID_LONGEST - 1] + "…"
+                    said.append(self.UNKNOWN[name].format(value=value))
+                else:
+                    said.extend(error.messages)
+        return said
+
 
 class VerdictSelect(forms.Select):
     """The corrected verdict's select; each option carries its key and, when

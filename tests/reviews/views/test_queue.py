@@ -102,7 +102,27 @@ def test_an_unknown_filter_value_is_reported_and_ignored(as_reviewer):
 
     assert response.status_code == 200
     assert listed(response) == [replay.pk]
-    assert b"Select a valid choice" in response.content
+    page = response.content.decode()
+    assert "Select a valid choice" not in page
+    # Each in the queue's words, on a line of its own.
+    assert (
+        '<p class="error">No project is called “nope”; showing every project.</p>'
+        in page
+    )
+    assert (
+        '<p class="error">“great” is not a verdict; showing the queue by band.</p>'
+        in page
+    )
+
+
+def test_a_long_unknown_value_is_said_back_cut_to_one_line(as_reviewer):
+    asked = "x" * 500 + "\n<b>y</b>"
+
+    page = as_reviewer.get(QUEUE, {"reason": asked}).content.decode()
+
+    said = f"“{'x' * 39}…” is not a reason; showing every reason."
+    assert f'<p class="error">{said}</p>' in page
+    assert "<b>y</b>" not in page
 
 
 def walk(filters: QueueFilters, size: int) -> list[int]:
