@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -43,6 +44,19 @@ from reviews.views.budget_forms import (
     refuse_long_tests,
 )
 from reviews.views.night_start import started
+from reviews.views.stale import (
+    ABSENT,
+    CHANGED,
+    CHANGED_LINE,
+    CURRENT,
+    FIELD,
+    UNREADABLE_LINE,
+    Difference,
+    differences,
+    fingerprint,
+    stored_values,
+    verdict,
+)
 
 HISTORY_NIGHTS = 14
 # Deferred runs listed per tier on a card (the counts are whole).
@@ -250,9 +264,8 @@ def project_card(
     tonight = next(
         (n for n in nights if n.window_start <= now < n.window_end), None
     ) or (nights[0] if nights else None)
-    budget_form, caps_form, share_forms = forms_ or card_forms(
-        project, budget, show_money=show_money
-    )
+    stored_forms = stored_card_forms(project, budget, show_money=show_money)
+    budget_form, caps_form, share_forms = forms_ or stored_forms[:3]
     shown = _shown(budget, nights)
     card = {
         "project": project,
@@ -264,8 +277,9 @@ def project_card(
         "budget_form": budget_form,
         "caps_form": caps_form,
         "share_forms": share_forms,
-        "replicate_form": replicate_form
-        or ReplicateForm(instance=budget, prefix=f"replicates-{project.slug}"),
+        "replicate_form": replicate_form or stored_forms[3],
+        # The stored values this card's form is rendered from (``stale``).
+        "stored": fingerprint(stored_values(_flat(stored_forms))),
         "policy": budget.replicate_policy(),
         # With every tier off, starting a night could only skip it.
         "can_start": any(_tiers_on(budget).values()),
@@ -331,6 +345,22 @@ def card_forms(project: Project, budget: Budget, *, show_money: bool, data=None)
         CapsForm(data, instance=project, prefix=f"caps-{slug}"),
         share_forms,
     )
+
+
+def stored_card_forms(project: Project, budget: Budget, *, show_money: bool) -> tuple:
+    """The card's forms unbound, as the stored values fill them: its
+    ``card_forms`` and its ``ReplicateForm``."""
+    budget_form, caps_form, share_forms = card_forms(
+        project, budget, show_money=show_money
+    )
+    replicate_form = ReplicateForm(instance=budget, prefix=f"replicates-{project.slug}")
+    return budget_form, caps_form, share_forms, replicate_form
+
+
+def _flat(forms_: tuple) -> list[forms.BaseForm]:
+    """A card's forms in one list, in the order the card shows them."""
+    budget_form, caps_form, share_forms, replicate_form = forms_
+    return [budget_form, *share_forms, replicate_form, caps_form]
 
 
 OWNERS = {"budget": "per night", "caps": "per replay"}
@@ -454,8 +484,39 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         return redirect(f"{reverse('reviews:budgets')}#budget-{project.slug}")
     if not request.user.has_perm(roles.MANAGE_BUDGETS):
         raise PermissionDenied
+    with transaction.atomic():
+        # The project's row is locked first by each form that edits its
+        # values (the project form too): a check and its save are one.
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        card, status = _save_card(request, project)
+    if card is None:
+        return redirect("reviews:budgets")
+    if status != 200 and not request.htmx:
+        cards = [
+            card if p.pk == project.pk else project_card(p, request)
+            for p in Project.objects.all()
+        ]
+        return render(
+            request,
+            "reviews/budgets.html",
+            {"page": "budgets", "cards": cards},
+            status=status,
+        )
+    return render(request, "reviews/budgets.html#card", {"card": card}, status=status)
+
+
+def _save_card(request: HtmxHttpRequest, project: Project) -> tuple[dict | None, int]:
+    """Save a card's post: the card to show and its status (no card: the
+    page, saved). Refused unchanged when the stored values are no longer
+    those the form was rendered from (``stale``)."""
     budget = scheduler.budget_of(project)
     show_money = request.user.has_perm(roles.VIEW_MONEY)
+    # Before the posted forms are checked, which writes into their instances.
+    stored = stored_card_forms(
+        Project.objects.get(pk=project.pk),
+        Budget.objects.get(pk=budget.pk),
+        show_money=show_money,
+    )
     forms_ = card_forms(project, budget, show_money=show_money, data=request.POST)
     budget_form, caps_form, share_forms = forms_
     replicate_form = ReplicateForm(
@@ -463,46 +524,63 @@ def budget_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         instance=Budget.objects.get(pk=budget.pk),
         prefix=f"replicates-{project.slug}",
     )
-    status = 200
+    posted = (budget_form, caps_form, share_forms, replicate_form)
+    found = verdict(request.POST.get(FIELD), fingerprint(stored_values(_flat(stored))))
+    if found not in (CURRENT, ABSENT):
+        card = project_card(_fresh(project), request, forms_, replicate_form)
+        line = CHANGED_LINE if found == CHANGED else UNREADABLE_LINE
+        card["stale"] = {
+            "line": line.format(name=f"{project.slug}'s budget"),
+            "now": stale_rows(differences(_flat(posted), _flat(stored))),
+        }
+        return card, 409 if found == CHANGED else 400
     refuse_idle_agentic(caps_form, share_forms)
     refuse_long_tests(caps_form, share_forms)
-    if all(
-        form.is_valid()
-        for form in (budget_form, caps_form, *share_forms, replicate_form)
-    ):
-        changed = services.budget_update(
-            project=Project.objects.get(pk=project.pk),
-            budget=Budget.objects.get(pk=budget.pk),
-            actor=request.user,
-            budget_data=budget_form.cleaned_data,
-            cap_data=caps_form.cleaned_data,
-            share_data={form.tier: form.cleaned_data for form in share_forms},
-        )
-        changed |= bool(
-            replicates_update(
-                actor=request.user, project=project, policy=replicate_form.policy()
-            )
-        )
-        if not request.htmx:
-            return redirect("reviews:budgets")
-        project.refresh_from_db()
-        card = project_card(project, request)
-        card["saved"] = "Saved." if changed else "Nothing changed."
-    else:
-        status = 400
-        card = project_card(project, request, forms_, replicate_form)
+    if not all(form.is_valid() for form in _flat(posted)):
+        card = project_card(_fresh(project), request, forms_, replicate_form)
         card["problems"] = problems_of(
             (budget_form, caps_form, *share_forms, replicate_form)
         )
-        if not request.htmx:
-            cards = [
-                card if p.pk == project.pk else project_card(p, request)
-                for p in Project.objects.all()
-            ]
-            return render(
-                request,
-                "reviews/budgets.html",
-                {"page": "budgets", "cards": cards},
-                status=status,
-            )
-    return render(request, "reviews/budgets.html#card", {"card": card}, status=status)
+        return card, 400
+    changed = services.budget_update(
+        project=Project.objects.get(pk=project.pk),
+        budget=Budget.objects.get(pk=budget.pk),
+        actor=request.user,
+        budget_data=budget_form.cleaned_data,
+        cap_data=caps_form.cleaned_data,
+        share_data={form.tier: form.cleaned_data for form in share_forms},
+    )
+    changed |= bool(
+        replicates_update(
+            actor=request.user, project=project, policy=replicate_form.policy()
+        )
+    )
+    if not request.htmx:
+        return None, 200
+    card = project_card(_fresh(project), request)
+    card["saved"] = "Saved." if changed else "Nothing changed."
+    return card, 200
+
+
+def _fresh(project: Project) -> Project:
+    """The project as stored (a checked form writes into its instance)."""
+    return Project.objects.get(pk=project.pk)
+
+
+def stale_rows(found: list[Difference]) -> list[tuple[str, str, str, str]]:
+    """Each field whose stored value is not the posted one: (label, id,
+    stored value, posted value), its tier naming a share's field."""
+    return [
+        (
+            _with_tier(
+                getattr(d.field.form, "tier", None)
+                if isinstance(d.field.form, ShareForm)
+                else None,
+                str(d.field.label),
+            ),
+            d.field.id_for_label,
+            d.now,
+            d.posted,
+        )
+        for d in found
+    ]

@@ -24,6 +24,18 @@ from replayhub.models.project_settings import (
 from replayhub.project_setup import SLUG_CHARS, ProjectInvalid
 from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
 from reviews.forms import ForgetsPastedKeys, unbounded, unclipped
+from reviews.views.stale import (
+    ABSENT,
+    CHANGED,
+    CHANGED_LINE,
+    CURRENT,
+    FIELD,
+    UNREADABLE_LINE,
+    differences,
+    fingerprint,
+    stored_values,
+    verdict,
+)
 
 
 def _words(value: str) -> list[str]:
@@ -348,6 +360,33 @@ class ProjectForm(ForgetsPastedKeys):
             if field is not None and field in self.errors:
                 continue
             self.add_error(field, problem.detail)
+
+
+def stored_form(project: Project) -> ProjectForm:
+    """The edit form unbound, as the project's stored values fill it."""
+    return ProjectForm(initial=ProjectForm.initial_for(project))
+
+
+def stored_fingerprint(project: Project) -> str:
+    """The fingerprint of the stored values the edit form shows (``stale``)."""
+    return fingerprint(stored_values([stored_form(project)]))
+
+
+def stale_refusal(form: ProjectForm, project: Project) -> tuple[dict, int] | None:
+    """An edit posted from a form whose stored values have changed since
+    (or that does not say which it had): the refusal to show above the form
+    and its status; None for a form that is current."""
+    stored = stored_form(project)
+    found = verdict(form.data.get(FIELD), fingerprint(stored_values([stored])))
+    if found in (CURRENT, ABSENT):
+        return None
+    line = CHANGED_LINE if found == CHANGED else UNREADABLE_LINE
+    rows = [
+        (str(d.field.label), d.field.id_for_label, d.now, d.posted)
+        for d in differences([form], [stored])
+    ]
+    refusal = {"line": line.format(name=f"Project {project.slug}"), "now": rows}
+    return refusal, 409 if found == CHANGED else 400
 
 
 # The most characters of one value an edit's message shows.

@@ -9,6 +9,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Least
 from django.http import HttpRequest, HttpResponse
@@ -53,7 +54,12 @@ from reviews.project_services import (
     replay_now,
 )
 from reviews.together.blind import blind_projects, hidden_from
-from reviews.views.project_form import ProjectForm, saved_text
+from reviews.views.project_form import (
+    ProjectForm,
+    saved_text,
+    stale_refusal,
+    stored_fingerprint,
+)
 
 START_REPLAY = "replayhub.add_replay"
 ADD_PROJECT = "replayhub.add_project"
@@ -209,10 +215,16 @@ def _project_form_page(
     project: Project | None,
     status=200,
     removal: dict | None = None,
+    stale: dict | None = None,
 ) -> HttpResponse:
     # What removing the project would delete with it, said beside the button.
     held = project_holdings(project) if project is not None else None
     context = {"page": "projects", "form": form, "project": project, "held": held}
+    if project is not None:
+        # The stored values the form is rendered from (``stale``), as stored
+        # (a refused save may have written into ``project``).
+        fresh = Project.objects.get(pk=project.pk)
+        context |= {"stored": stored_fingerprint(fresh), "stale": stale}
     return render(
         request,
         "reviews/project_form.html",
@@ -276,7 +288,17 @@ def project_create(request: HttpRequest) -> HttpResponse:
 def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
     if request.method == "POST":
-        return _save(request, project)
+        with transaction.atomic():
+            # The project's row is locked first by each form that edits its
+            # values (a budget card too): a check and its save are one.
+            project = Project.objects.select_for_update().get(pk=project.pk)
+            form = ProjectForm(request.POST)
+            if refused := stale_refusal(form, project):
+                stale, status = refused
+                return _project_form_page(
+                    request, form, project, status=status, stale=stale
+                )
+            return _save(request, project)
     form = ProjectForm(initial=ProjectForm.initial_for(project))
     return _project_form_page(request, form, project)
 
