@@ -15,14 +15,25 @@ PREDICTION, TRAJECTORY = "swebench", "mini-swe-agent"
     [
         (PREDICTION, TRAJECTORY, True, Before.READ),
         (PREDICTION, TRAJECTORY, False, Before.PREDICTION_DIFFERS),
-        (TRAJECTORY, PREDICTION, True, Before.TRAJECTORY_SAME),
-        (TRAJECTORY, PREDICTION, False, Before.TRAJECTORY_DIFFERS),
+        (TRAJECTORY, PREDICTION, True, Before.ENRICH),
+        (TRAJECTORY, PREDICTION, False, Before.ENRICH_DIFFERS),
     ],
 )
 def test_a_run_read_from_its_other_file_is_never_a_conflict(
     kind, stored, same_patch, expected
 ):
     assert stored_before(kind, stored, same_patch) is expected
+
+
+@pytest.mark.parametrize("same_patch", [True, False])
+def test_a_trajectory_enriches_its_predictions_run_once(same_patch):
+    # The same trajectory again is a duplicate; another one leaves the run
+    # enriched from the first as it is.
+    assert stored_before(TRAJECTORY, PREDICTION, same_patch, True) is Before.DUPLICATE
+    assert (
+        stored_before(TRAJECTORY, PREDICTION, same_patch, False)
+        is Before.ENRICHED_BEFORE
+    )
 
 
 def test_a_prediction_of_the_patch_its_run_was_imported_from_is_a_duplicate():

@@ -237,7 +237,7 @@ def test_predictions_imported_after_their_trajectories_are_those_runs(
 
     assert code == 0
     assert (summary["imported"], summary["conflicts"]) == (1, [])
-    assert summary["from_trajectories"] == 1
+    assert (summary["from_trajectories"], summary["enriched"]) == (1, 0)
     formats = {
         run.external_id: run.record["transcript"]["format"] for run in Run.objects.all()
     }
@@ -277,37 +277,6 @@ def test_a_predictions_jsonl_file_names_the_runs_of_the_trajectories(project, tm
     assert summary["from_trajectories"] == 1
     assert list(Run.objects.values_list("external_id", flat=True)) == [
         f"{MODEL}:{EARLY}"
-    ]
-
-
-def test_trajectories_imported_after_their_predictions_are_said_not_conflicts(
-    project, tmp_path
-):
-    folder = tmp_path / "out"
-    write_batch(folder, {EARLY: PATCH, LATE: OTHER_PATCH}, [EARLY, LATE])
-    preds = (tmp_path / "preds.json").resolve()
-    (folder / "preds.json").rename(preds)
-    import_folder(preds, *project)
-
-    code, summary, text = import_folder(folder, *project)
-
-    assert code == 0
-    assert (summary["imported"], summary["conflicts"]) == (0, [])
-    # The runs stored from the predictions are kept, never written over.
-    assert {
-        run.title: run.record["transcript"]["format"] for run in Run.objects.all()
-    } == {EARLY: "swebench", LATE: "swebench"}
-    notes = [line for line in text.splitlines() if "before from its prediction" in line]
-    early, late = (folder / i / f"{i}.traj.json" for i in (EARLY, LATE))
-    assert notes == [
-        f"{early}: line 1: the run was imported before from its prediction (the "
-        "same instance, model and patch) and is kept: this trajectory's "
-        "transcript, usage and cost were not imported (to have them, delete the "
-        "run and import the trajectory again)",
-        f"{late}: line 1: the run was imported before from its prediction, whose "
-        "patch differs from this trajectory's submission, and is kept: this "
-        "trajectory was not imported (to have it, delete the run and import the "
-        "trajectory again)",
     ]
 
 

@@ -21,11 +21,12 @@ said in one line.
 The same holds across imports (:func:`stored_before`): a prediction whose
 run was imported before from its trajectory is counted or said the same way,
 never a conflict; a trajectory whose run was imported before from its
-prediction is said in one line, and the stored run is kept, as any stored
-run is (never written over). A prediction of the same patch as the
-prediction its run was imported from is a duplicate, though the file's time
-(the predictions' inferred start) differs: the batch runner writes
-``preds.json`` again after each instance.
+prediction enriches that run (:mod:`enrich`): the fields it leaves empty are
+filled, nothing stored is written over (a differing submission is said, the
+stored patch stands), and the same trajectory again is a duplicate. A
+prediction of the same patch as the prediction its run was imported from is
+a duplicate, though the file's time (the predictions' inferred start)
+differs: the batch runner writes ``preds.json`` again after each instance.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ import hashlib
 import re
 from typing import Any
 
+import orjson
+
+from replayhub.gateway.redact import mask_key_shapes
 from replayhub.ingest.transcripts import mini_swe_agent, swebench
 from replayhub.ingest.transcripts.shapes import RecordDraft, shown
 
@@ -56,22 +60,30 @@ class Before(enum.Enum):
     """What becomes of a record whose run was imported before."""
 
     IMPORT = enum.auto()  # as any record: a duplicate or a conflict
-    DUPLICATE = enum.auto()  # a prediction again, of the same patch
+    DUPLICATE = enum.auto()  # a prediction again, of the same patch, or the
+    # trajectory the run was enriched from again
     READ = enum.auto()  # a prediction of the same patch: counted
     PREDICTION_DIFFERS = enum.auto()  # said; the trajectory's run stands
-    TRAJECTORY_SAME = enum.auto()  # said; the prediction's run stands
-    TRAJECTORY_DIFFERS = enum.auto()  # said; the prediction's run stands
+    ENRICH = enum.auto()  # a trajectory of the same patch: enriches the run
+    ENRICH_DIFFERS = enum.auto()  # enriches the run, its patch kept; said
+    ENRICHED_BEFORE = enum.auto()  # from another trajectory: said; kept
 
 
-def stored_before(kind: str | None, stored: str | None, same_patch: bool) -> Before:
+def stored_before(
+    kind: str | None,
+    stored: str | None,
+    same_patch: bool,
+    enriched: bool | None = None,
+) -> Before:
     """What becomes of a record read from a file of the format ``kind`` whose
     external id is a run's imported before from a file of the format
     ``stored`` (None: the run names none), ``same_patch`` whether the two
-    outputs are the same. A prediction and a trajectory of one run are the
-    same run read from its two files, never a conflict: the prediction is
-    left to the trajectory's run, the trajectory is said, and the stored run
-    is kept whichever it is. A prediction of the same patch as the one its
-    run was imported from is a duplicate."""
+    outputs are the same; ``enriched`` whether that run was enriched from
+    this very trajectory (None: from none). A prediction and a trajectory of
+    one run are the same run read from its two files, never a conflict: the
+    prediction is left to the trajectory's run, the trajectory enriches the
+    prediction's run once. A prediction of the same patch as the one its run
+    was imported from is a duplicate."""
     if kind == stored == swebench.FORMAT and same_patch:
         # Only the file's time, the predictions' inferred start, may differ:
         # the batch runner writes preds.json again after each instance.
@@ -80,21 +92,26 @@ def stored_before(kind: str | None, stored: str | None, same_patch: bool) -> Bef
         return Before.IMPORT
     if kind == swebench.FORMAT:
         return Before.READ if same_patch else Before.PREDICTION_DIFFERS
-    return Before.TRAJECTORY_SAME if same_patch else Before.TRAJECTORY_DIFFERS
+    if enriched is not None:
+        return Before.DUPLICATE if enriched else Before.ENRICHED_BEFORE
+    return Before.ENRICH if same_patch else Before.ENRICH_DIFFERS
 
 
 _BEFORE_NOTES = {
     Before.PREDICTION_DIFFERS: "{title}: the prediction's patch differs from its "
     "trajectory's submission; the trajectory's run, imported before, stands: "
     "the prediction was not imported",
-    Before.TRAJECTORY_SAME: "the run was imported before from its prediction "
-    "(the same instance, model and patch) and is kept: this trajectory's "
-    "transcript, usage and cost were not imported (to have them, delete the "
-    "run and import the trajectory again)",
-    Before.TRAJECTORY_DIFFERS: "the run was imported before from its "
-    "prediction, whose patch differs from this trajectory's submission, and is "
-    "kept: this trajectory was not imported (to have it, delete the run and "
-    "import the trajectory again)",
+    Before.ENRICHED_BEFORE: "the run imported before from its prediction was "
+    "enriched before from another trajectory and is kept: this trajectory was "
+    "not imported",
+}
+_ENRICHED = {
+    Before.ENRICH: "the run imported before from its prediction (the same "
+    "instance, model and patch) was enriched from this trajectory with {taken}; "
+    "nothing stored was changed",
+    Before.ENRICH_DIFFERS: "the run imported before from its prediction was "
+    "enriched from this trajectory with {taken}; its submission differs from "
+    "the prediction's patch, which is kept",
 }
 
 
@@ -110,8 +127,11 @@ class Trajectories:
         # many predictions were).
         self.same: dict[str, tuple[int, int]] = {}
         self.differing: list[tuple[str, int, str]] = []
-        # Predictions of runs imported before from the same prediction.
+        # Predictions of runs imported before from the same prediction, and
+        # trajectories of runs enriched before from the same trajectory.
         self.duplicates = 0
+        # Runs imported before from their predictions, enriched.
+        self.enriched = 0
 
     def saw(self, record: dict[str, Any]) -> None:
         """Take note of a run the import made of a record, when a
@@ -149,29 +169,48 @@ class Trajectories:
         self,
         record: dict[str, Any],
         where: tuple[str, int],
-        stored: tuple[str | None, str] | None,
-    ) -> bool:
-        """Whether the prediction or trajectory ``record`` read at ``where``
-        (its file and line) is left to the run imported before of its
-        external id (``stored``: that run's format and output, None when
-        there is no such run); then it is counted or said."""
+        stored: tuple[str | None, str, str | None] | None,
+    ) -> Before:
+        """What becomes of the prediction or trajectory ``record`` read at
+        ``where`` (its file and line), given the run imported before of its
+        external id (``stored``: that run's format, output and the SHA-256 of
+        the trajectory it was enriched from, None when there is no such
+        run). A record to import or to enrich a run with is the caller's;
+        any other is counted or said here."""
         if stored is None:
-            return False
+            return Before.IMPORT
         kind = (record.get("transcript") or {}).get("format")
         same = _digest(record.get("output")) == _digest(stored[1])
-        before = stored_before(kind, stored[0], same)
+        enriched = None
+        if stored[2] is not None and kind == mini_swe_agent.FORMAT:
+            enriched = stored[2] == digest(record)
+        before = stored_before(kind, stored[0], same, enriched)
         name, line = where
-        if before is Before.IMPORT:
-            return False
         if before is Before.DUPLICATE:
             self.duplicates += 1
         elif before is Before.READ:
             first, count = self.same.get(name, (line, 0))
             self.same[name] = (first, count + 1)
-        else:
+        elif before in _BEFORE_NOTES:
             note = _BEFORE_NOTES[before].format(title=shown(record.get("title")))
             self.differing.append((name, line, note))
-        return True
+        return before
+
+    def enrichment(
+        self, where: tuple[str, int], before: Before, outcome: list[str] | str | None
+    ) -> None:
+        """Count or say what enriching a run from the trajectory read at
+        ``where`` did (:func:`enrich.enrich`): the fields given, why not, or
+        nothing as the run changed meanwhile (a duplicate)."""
+        name, line = where
+        if outcome is None:
+            self.duplicates += 1
+        elif isinstance(outcome, str):
+            self.differing.append((name, line, outcome))
+        else:
+            self.enriched += 1
+            taken = ", ".join(outcome)
+            self.differing.append((name, line, _ENRICHED[before].format(taken=taken)))
 
     @property
     def read_from_trajectories(self) -> int:
@@ -197,6 +236,20 @@ class Trajectories:
             for name, (line, count) in self.same.items()
         ]
         return sorted(counted + self.differing)
+
+
+def digest(record: dict[str, Any]) -> str:
+    """The SHA-256 of a trajectory record's transcript, less the file's name,
+    with key shapes masked (no provider key is stored, nor its hash): the
+    trajectory a run was enriched from (:mod:`enrich`)."""
+    transcript = record.get("transcript")
+    content = (
+        {k: v for k, v in transcript.items() if k != "file"}
+        if isinstance(transcript, dict)
+        else {}
+    )
+    data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(mask_key_shapes(data)).hexdigest()
 
 
 def _digest(patch: Any) -> bytes:

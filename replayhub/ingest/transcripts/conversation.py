@@ -458,11 +458,17 @@ def _openhands(transcript: dict[str, Any]) -> list[Turn]:
 
 
 def _swebench(transcript: dict[str, Any]) -> list[Turn]:
+    """The prediction's patch, after the steps of the mini-swe-agent
+    trajectory its run was enriched from (``trajectory``), if any."""
+    steps = []
+    trajectory = transcript.get("trajectory")
+    if isinstance(trajectory, dict) and trajectory.get("format") == "mini-swe-agent":
+        steps = _mini_swe_agent(trajectory)
     prediction = transcript.get("prediction")
     patch = prediction.get("model_patch") if isinstance(prediction, dict) else None
     if not isinstance(patch, str) or not patch.strip():
-        return [Turn(SUMMARY, note="the prediction's patch is empty")]
-    return [Turn(SUMMARY, patch, note="predicted patch")]
+        return [*steps, Turn(SUMMARY, note="the prediction's patch is empty")]
+    return [*steps, Turn(SUMMARY, patch, note="predicted patch")]
 
 
 _READERS = {

@@ -54,6 +54,7 @@ from replayhub.ingest.transcripts import (
 )
 from replayhub.ingest.transcripts.base_at_start import find_base
 from replayhub.ingest.transcripts.detect import HEAD_BYTES, detect
+from replayhub.ingest.transcripts.enrich import enrich
 from replayhub.ingest.transcripts.reading import PROCESS_BYTES, ReadingProcess
 from replayhub.ingest.transcripts.repository import (
     Lookups,
@@ -91,6 +92,8 @@ TRANSCRIPTS = frozenset(
 
 # The formats of a run's two files in a mini-swe-agent batch (:mod:`batches`).
 _ONE_RUN_TWO_FILES = frozenset({ImportFormat.SWEBENCH, ImportFormat.MINI_SWE_AGENT})
+# A trajectory of a run imported before from its prediction enriches it.
+_ENRICHING = frozenset({batches.Before.ENRICH, batches.Before.ENRICH_DIFFERS})
 # The readers of runs on SWE-bench instances: each takes what its files leave
 # out (the base, the task) from the dataset's instances (``--instances``).
 _SWE_BENCH_READERS: dict[str, Callable[..., Iterator[Parsed]]] = {
@@ -108,11 +111,13 @@ class TranscriptSummary(ImportSummary):
     to their trajectories and the batch runner's files passed over
     (:mod:`batches`). ``notes``, the first of them, each with its file and
     line, and their total; ``from_trajectories``, the predictions already
-    read from their trajectories."""
+    read from their trajectories; ``enriched``, the runs imported before
+    from their predictions that their trajectories enriched."""
 
     notes: list[dict[str, Any]] = field(default_factory=list)
     notes_total: int = 0
     from_trajectories: int = 0
+    enriched: int = 0
 
     @classmethod
     def of(cls, summary: ImportSummary) -> TranscriptSummary:
@@ -124,6 +129,7 @@ class TranscriptSummary(ImportSummary):
             "notes": self.notes,
             "notes_total": self.notes_total,
             "from_trajectories": self.from_trajectories,
+            "enriched": self.enriched,
         }
 
 
@@ -233,7 +239,8 @@ def import_sources(
     Under ``auto``, files of SWE-bench predictions are read after the others,
     so that a prediction of a run a mini-swe-agent trajectory made is left to
     it (:mod:`batches`). A prediction or a trajectory whose run was imported
-    before from the run's other file is left to that run, and said."""
+    before from the run's other file is left to that run, and said; a
+    trajectory enriches its prediction's run."""
     repository = _Repository(project)
     trajectories = batches.Trajectories()
     records = _Records(
@@ -255,6 +262,7 @@ def import_sources(
     summary.notes_total = len(notes)
     summary.from_trajectories = trajectories.read_from_trajectories
     summary.duplicates += trajectories.duplicates
+    summary.enriched = trajectories.enriched
     _store_patches(project, repository.patches)
     summary.unread_types = dict(reading.unread)
     for entry in [*summary.invalid, *summary.conflicts]:
@@ -369,7 +377,8 @@ class _Reading:
     ) -> Iterator[tuple[int, bytes | str]]:
         """The records of a predictions or trajectories file but those left
         to the run of their external id imported before from the run's other
-        file (:func:`batches.stored_before`), looked up a batch at a time."""
+        file (:func:`batches.stored_before`), looked up a batch at a time; a
+        trajectory left to its prediction's run enriches it (:mod:`enrich`)."""
         trajectories = self.records.trajectories
         while chunk := list(itertools.islice(found, PATCH_BATCH)):
             records = [
@@ -377,17 +386,27 @@ class _Reading:
                 for _, data in chunk
             ]
             ids = [record["external_id"] for record in records if record]
+            project = self.repository.project
             stored = {
-                external_id: (made_from, output)
-                for external_id, made_from, output in Run.objects.filter(
-                    project=self.repository.project, external_id__in=ids
-                ).values_list("external_id", "raw__transcript__format", "output")
+                external_id: (made_from, output, enriched_from)
+                for external_id, made_from, output, enriched_from in (
+                    Run.objects.filter(project=project, external_id__in=ids)
+                ).values_list(
+                    "external_id",
+                    "raw__transcript__format",
+                    "output",
+                    "raw__transcript__trajectory_sha256",
+                )
             }
             for (at, data), record in zip(chunk, records, strict=True):
                 if record is not None:
                     where = (source.name, at)
                     found_before = stored.get(record["external_id"])
-                    if trajectories.left_to_stored(record, where, found_before):
+                    before = trajectories.left_to_stored(record, where, found_before)
+                    if before in _ENRICHING:
+                        outcome = enrich(project, record, batches.digest(record))
+                        trajectories.enrichment(where, before, outcome)
+                    if before is not batches.Before.IMPORT:
                         continue
                     if kind == ImportFormat.MINI_SWE_AGENT:
                         trajectories.saw(record)
