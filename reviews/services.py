@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, Final, Literal, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -60,6 +60,21 @@ class OverrulesEvidence(Exception):
     def __init__(self, reasons: list[str]):
         super().__init__(" ".join(reasons))
         self.reasons = reasons
+
+
+class DecidedMeanwhile(Exception):
+    """The decision was taken from a page that showed another standing
+    decision than the one stored now: ``standing``, the latest standing
+    decision (None: none stands, the one shown was taken back)."""
+
+    def __init__(self, standing: Review | None):
+        super().__init__("another decision was recorded or taken back meanwhile")
+        self.standing = standing
+
+
+# What ``review_decide`` is told of a page that showed nothing to check
+# against (a script, the API).
+UNCHECKED: Final = "unchecked"
 
 
 class NotUndoable(Exception):
@@ -241,6 +256,7 @@ def review_decide(
     note: str = "",
     labels: dict[int, str] | None = None,
     overrule: bool = False,
+    standing_shown: int | Literal["unchecked"] | None = UNCHECKED,
 ) -> Review:
     """Record a reviewer's decision on a finished replay.
 
@@ -252,10 +268,22 @@ def review_decide(
     replay or an overturn that does not change the verdict, and
     OverrulesEvidence for an overturn against cryptographically verified
     evidence unless ``overrule`` says the reviewer means it.
+
+    ``standing_shown`` is the latest standing decision the reviewer's page
+    showed (its id, None for none): when another one stands now, or the one
+    shown was taken back, DecidedMeanwhile is raised and nothing is recorded,
+    so a page opened before someone else decided never silently adds its
+    decision over theirs. ``UNCHECKED`` checks nothing.
     """
     now = timezone.now()
     with transaction.atomic():
         locked = _locked_finished(replay.pk)
+        if standing_shown != UNCHECKED:
+            # Under the replay's row lock: two pages deciding at once take
+            # turns, and the second sees the first's decision here.
+            standing = latest_standing(locked.pk)
+            if (standing.pk if standing else None) != standing_shown:
+                raise DecidedMeanwhile(standing)
         verdict_after, overruled = _verdict_after(
             locked, decision=decision, verdict_after=verdict_after, overrule=overrule
         )
@@ -313,6 +341,18 @@ def review_decide(
             verdict=verdict_after,
         )
     return review
+
+
+def latest_standing(replay_id: int) -> Review | None:
+    """The replay's latest decision not taken back (a rerun included, a gold
+    check never), with its reviewer; None when none stands."""
+    return (
+        Review.objects.standing()
+        .filter(replay_id=replay_id)
+        .select_related("reviewer")
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def _locked_finished(replay_id: int) -> Replay:

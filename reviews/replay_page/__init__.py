@@ -15,6 +15,8 @@ Modules:
 - continuations: a rollout replay's seed, both continuations and both
   rewards, and its output as a verifiers record to download.
 - trail: the audit trail as sentences a reviewer reads.
+- meanwhile: the decision form says which decision its page showed
+  standing; one taken from a page older than the replay is refused (409).
 - tape_view: a tape read as the conversation it was, tool calls folded.
 - together: what the page adds for working together (threads, second
   opinions, gold, labels, blind review, hand-off); ``reviews.together``

@@ -20,6 +20,7 @@ from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Replay, ReplayStatus, ReviewBand
 from reviews.models import GoldItem, Purpose, Review, ReviewPolicy, SecondOpinion
 from reviews.replay_page.evidence import read_evidence
+from reviews.replay_page.meanwhile import shown_value
 from reviews.services import lease_end
 from reviews.together import comments, gold, handoff, opinions
 from reviews.together.labels import LabelledDecisionForm, project_labels
@@ -184,6 +185,11 @@ def extras(request: HttpRequest, replay: Replay, context: dict) -> dict:
         if reviews is not None and hasattr(reviews, "prefetch_related"):
             out["reviews"] = reviews.prefetch_related("labels__label")
     out.update(_withheld(out, context, user, blind=blind))
+    out["decision_shown"] = shown_value(
+        standing_id=context.get("standing_id"),
+        blind=blind,
+        gold=serving is not None,
+    )
     decision_open = out.get("decision_open", context.get("decision_open"))
     form = context.get("form")
     if decision_open and (form is None or not form.is_bound):

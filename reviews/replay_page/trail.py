@@ -76,6 +76,38 @@ def decision_sentence(review) -> str:
     return f"Replay {review.replay_id}: rerun requested."
 
 
+def meanwhile_sentence(standing, viewer) -> str:
+    """What a decision refused as taken from an older page says: who decided
+    what since it was opened (``standing``, the decision standing now; None
+    when the one the page showed was taken back), and that nothing was
+    saved."""
+    if standing is None:
+        return (
+            "The decision this page showed was taken back meanwhile: nothing "
+            "was saved. The replay is shown as it stands now; decide again."
+        )
+    who = (
+        "You (in another page)"
+        if standing.reviewer_id == viewer.pk
+        else standing.reviewer.get_username()
+    )
+    if standing.decision == "overturn":
+        what = (
+            f"overturned {_verdict(standing.verdict_before)} to "
+            f"{_verdict(standing.verdict_after)}"
+        )
+    elif standing.decision == "confirm":
+        what = f"confirmed {_verdict(standing.verdict_after)}"
+    else:
+        what = "asked for a rerun"
+    at = timezone.localtime(standing.created_at)
+    return (
+        f"{who} {what} at {at:%H:%M:%S} since this page was opened: nothing "
+        "was saved. The page now shows that decision; decide again to add "
+        "yours beside it."
+    )
+
+
 def event_sentence(event) -> Sentence:
     """An AuditEvent of a replay or a project as a sentence."""
     actor = event.actor.get_username() if event.actor_id else "The system"

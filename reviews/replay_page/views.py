@@ -35,6 +35,12 @@ from reviews.replay_page import together
 from reviews.replay_page.continuations import rollout_view
 from reviews.replay_page.diffs import hunk_view, pair_by_path, split_files
 from reviews.replay_page.evidence import ReplayEvidence, read_evidence
+from reviews.replay_page.meanwhile import (
+    FIELD,
+    UNREADABLE_LINE,
+    Unreadable,
+    read_shown,
+)
 from reviews.replay_page.outcomes import CaseTable, case_table
 from reviews.replay_page.tape_view import turns
 from reviews.replay_page.trail import (
@@ -42,9 +48,11 @@ from reviews.replay_page.trail import (
     UNDO_SESSION_KEY,
     decision_sentence,
     event_sentence,
+    meanwhile_sentence,
 )
 from reviews.services import (
     ClaimHeld,
+    DecidedMeanwhile,
     NotDecidable,
     NotUndoable,
     OverrulesEvidence,
@@ -293,12 +301,13 @@ def _decisions_context(request: HttpRequest, replay: Replay) -> dict:
         .select_related("reviewer")
         .order_by("-created_at", "-id")
     )
+    # A decision taken back, or a gold check, leaves the replay undecided.
+    standing = [r for r in reviews if r.undone_at is None and r.purpose != Purpose.GOLD]
     return {
         "reviews": reviews,
-        # A decision taken back, or a gold check, leaves the replay undecided.
-        "decided": any(
-            r.undone_at is None and r.purpose != Purpose.GOLD for r in reviews
-        ),
+        "decided": bool(standing),
+        # What the decision form says its page showed (``meanwhile``).
+        "standing_id": standing[0].pk if standing else None,
         "human": human_verdict(reviews),
         "undoable": _undoable(reviews, request.user),
         "audit": _sentences(
@@ -499,12 +508,14 @@ def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
 
 
 def _page_again(
-    request: HttpRequest, replay_id: int, status: int, **kw
+    request: HttpRequest, replay_id: int, status: int, meanwhile: str = "", **kw
 ) -> HttpResponse:
-    """The replay's page with a refused decision's form, at its own address."""
+    """The replay's page with a refused decision's form, at its own address;
+    ``meanwhile`` says why a decision from an older page was not saved."""
     replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
     form = kw.pop("form")
     context = _page_context(request, replay, form=form, **kw)
+    context["meanwhile"] = meanwhile
     return render(request, "reviews/replay_detail.html", context, status=status)
 
 
@@ -521,6 +532,15 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
     if not form.is_valid():
         return _page_again(request, replay_id, 400, form=form)
     serving = gold.pending(replay_id=replay.pk, user=request.user)
+    # A blind judgement is recorded as given: asking whether it means to
+    # overrule the verified evidence would say what the evidence is.
+    blind = together.is_blind(replay, request.user)
+    try:
+        shown = read_shown(request.POST.get(FIELD), blind_now=blind)
+    except Unreadable:
+        return _page_again(
+            request, replay_id, 400, form=form, meanwhile=UNREADABLE_LINE
+        )
     try:
         if serving is not None:
             review = gold.gold_judge(
@@ -537,9 +557,14 @@ def _decide(request: HttpRequest, replay_id: int) -> HttpResponse:
                 decision=form.cleaned_data["decision"],
                 verdict_after=form.cleaned_data["verdict_after"] or None,
                 note=form.cleaned_data["note"],
-                overrule=form.cleaned_data["overrule"],
+                overrule=form.cleaned_data["overrule"] or blind,
                 labels=form.label_values(),
+                standing_shown=shown,
             )
+    except DecidedMeanwhile as exc:
+        # Nothing saved; the page as it stands now, what was typed kept.
+        line = meanwhile_sentence(exc.standing, request.user)
+        return _page_again(request, replay_id, 409, form=form, meanwhile=line)
     except OverrulesEvidence as exc:
         # Asked again, with the same choice and note: the second "yes" records it.
         data = request.POST.copy()
