@@ -1,6 +1,11 @@
 """Blind review: whose eyes a replay's automated verdict (and what could
 tell it, such as others' comments) waits from. Every page, partial, export,
-API answer and mail asks here before it shows one."""
+API answer and mail asks here before it shows one.
+
+A blind judgement is recorded as given, the independent call being the point
+of blind review: it is never asked whether it means to overrule verified
+evidence (the question would name the evidence and so the verdict); the
+decision's audit event still records what it overruled."""
 
 from __future__ import annotations
 
