@@ -96,3 +96,16 @@
   document.addEventListener("focusin", closeOutside);
   document.addEventListener("click", closeOutside);
 })();
+
+// A plain filter form (data-filters-shown: the agreement page) is rendered
+// with the filters its tables show. Back can bring the page again with the
+// boxes as they were typed before its Show, while the tables are the
+// address's: each box is set back to what the page was rendered with.
+(function () {
+  "use strict";
+
+  window.addEventListener("pageshow", function () {
+    var forms = document.querySelectorAll("form[data-filters-shown]");
+    for (var i = 0; i < forms.length; i++) forms[i].reset();
+  });
+})();
