@@ -200,9 +200,10 @@ def test_an_admin_starts_tonight_from_the_card_and_again_admits_nothing(
     expect(messages).to_contain_text("admitted 2, deferred 0 (replays reserved 2/3)")
     expect(card.get_by_role("heading", name="Night of")).to_be_visible()
     card.get_by_role("button", name="Start tonight now for shop").click()
-    expect(messages).to_contain_text("shop: already admitted tonight: 2")
-    # A worker may have run the first two by now: either way, none again.
-    expect(messages).to_contain_text("admitted 0, deferred 0")
+    expect(messages).to_contain_text("was already started: admitted 0 now")
+    # A worker may have run the first two by now: either way, none again,
+    # and the two spent (done or in flight) of three.
+    expect(messages).to_contain_text("before this press 2 admitted (replays 2/3:")
     assert Replay.objects.filter(project=shop).count() == 2
     watch.check("night started")
 

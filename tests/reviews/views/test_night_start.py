@@ -58,8 +58,9 @@ def test_an_admin_starts_tonight_and_a_second_press_admits_nothing_more(
     second = client.post(URL, follow=True)
 
     assert said(second) == [
-        f"shop night of {night.date}: admitted 0, deferred 1 (replays reserved 3/3)",
-        "shop: already admitted tonight: 3",
+        f"shop night of {night.date} was already started: admitted 0 now, "
+        "deferred 1; before this press 3 admitted (replays 3/3: 0 done, 3 in "
+        "flight)"
     ]
     assert Replay.objects.filter(project=project).count() == 3
     assert share_of(night).reserved_replays == 3
@@ -73,8 +74,30 @@ def test_an_admin_starts_tonight_and_a_second_press_admits_nothing_more(
         3,
     )
     page = second.content.decode()
-    assert "shop: already admitted tonight: 3" in page
+    assert "before this press 3 admitted" in page
     assert "Start tonight now" in page
+
+
+def test_a_second_press_after_the_replays_ran_says_what_the_night_spent(
+    client, admin_user, project
+):
+    """Finished replays give their reservation back: the second press says
+    the night is started with the replays it spent, not "reserved 0/3"."""
+    client.force_login(admin_user)
+    client.post(URL)
+    night = Night.objects.get(project=project)
+    share = share_of(night)
+    share.used_replays, share.reserved_replays = 2, 1
+    share.save(update_fields=["used_replays", "reserved_replays"])
+
+    second = client.post(URL, follow=True)
+
+    assert said(second) == [
+        f"shop night of {night.date} was already started: admitted 0 now, "
+        "deferred 1; before this press 3 admitted (replays 3/3: 2 done, 1 in "
+        "flight)"
+    ]
+    assert "reserved 1/3" not in second.content.decode()
 
 
 def test_only_an_admin_starts_a_night_and_only_by_post(
