@@ -45,7 +45,6 @@ from reviews.views.budget_forms import (
 )
 from reviews.views.night_start import started
 from reviews.views.stale import (
-    ABSENT,
     CHANGED,
     CHANGED_LINE,
     CURRENT,
@@ -526,7 +525,7 @@ def _save_card(request: HtmxHttpRequest, project: Project) -> tuple[dict | None,
     )
     posted = (budget_form, caps_form, share_forms, replicate_form)
     found = verdict(request.POST.get(FIELD), fingerprint(stored_values(_flat(stored))))
-    if found not in (CURRENT, ABSENT):
+    if found != CURRENT:
         card = project_card(_fresh(project), request, forms_, replicate_form)
         line = CHANGED_LINE if found == CHANGED else UNREADABLE_LINE
         card["stale"] = {

@@ -25,7 +25,6 @@ from replayhub.project_setup import SLUG_CHARS, ProjectInvalid
 from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
 from reviews.forms import ForgetsPastedKeys, unbounded, unclipped
 from reviews.views.stale import (
-    ABSENT,
     CHANGED,
     CHANGED_LINE,
     CURRENT,
@@ -378,7 +377,7 @@ def stale_refusal(form: ProjectForm, project: Project) -> tuple[dict, int] | Non
     and its status; None for a form that is current."""
     stored = stored_form(project)
     found = verdict(form.data.get(FIELD), fingerprint(stored_values([stored])))
-    if found in (CURRENT, ABSENT):
+    if found == CURRENT:
         return None
     line = CHANGED_LINE if found == CHANGED else UNREADABLE_LINE
     rows = [

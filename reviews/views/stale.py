@@ -30,8 +30,10 @@ DIGITS = 16
 # What a posted fingerprint says of the form it came with.
 CURRENT = "current"  # rendered from the values stored now: save it
 CHANGED = "changed"  # someone saved since: refuse (409)
-UNREADABLE = "unreadable"  # blank or not a fingerprint: refuse (400)
-ABSENT = "absent"  # no such field (a script, an older page): unchecked
+# Blank, not a fingerprint, or no such field: refuse (400). A post without
+# it (a script, a page from before the field) would save unchecked over
+# whatever was stored since; a script reads the field from the page first.
+UNREADABLE = "unreadable"
 
 # The refusals, one line each, above the form.
 CHANGED_LINE = (
@@ -82,9 +84,11 @@ def stored_values(forms_: Iterable[forms.BaseForm]) -> dict[str, Any]:
 
 def verdict(posted: str | None, stored: str) -> str:
     """What a posted fingerprint says, against the stored values' one."""
-    if posted is None:
-        return ABSENT
-    if len(posted) != DIGITS or any(c not in "0123456789abcdef" for c in posted):
+    if (
+        posted is None
+        or len(posted) != DIGITS
+        or any(c not in "0123456789abcdef" for c in posted)
+    ):
         return UNREADABLE
     return CURRENT if hmac.compare_digest(posted, stored) else CHANGED
 

@@ -13,6 +13,7 @@ from replayhub.models import Budget, Project, Provider
 from replayhub.models.project_settings import SETTING
 from reviews import services
 from reviews.models import AuditEvent
+from tests.reviews.views.stored import post_from_page
 from tests.reviews.views.test_budgets import (
     AGENTIC,
     agentic_share,
@@ -71,7 +72,8 @@ def test_settings_that_could_never_work_are_refused_on_their_field(
     )
     client.force_login(admin_user)
 
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(**overrides),
         headers={"HX-Request": "true"},
@@ -98,7 +100,8 @@ def test_the_text_tier_asking_a_registered_provider_is_saved(client, admin_user)
     )
     client.force_login(admin_user)
 
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{
@@ -148,7 +151,9 @@ def test_a_cap_at_its_bounds_is_saved_and_one_past_them_is_refused(
         # A night long enough for any test run the caps allow.
         data = form_data(**{f"caps-shop-{name}": str(value)})
         data[f"{AGENTIC}max_sandbox_minutes"] = "1440"
-        return client.post(url, data, headers={"HX-Request": "true"}).status_code
+        return post_from_page(
+            client, url, data, headers={"HX-Request": "true"}
+        ).status_code
 
     for value in (setting.least, setting.most):
         assert post(value) == 200, value
@@ -181,10 +186,11 @@ def test_a_test_run_longer_than_the_nights_sandbox_time_is_refused_on_its_cap(
     thirty = {f"{AGENTIC}max_sandbox_minutes": "30"}
     sent = {f"caps-shop-{name}": value for name, value in caps.items()}
 
-    response = client.post(
-        url, form_data(**thirty, **sent), headers={"HX-Request": "true"}
+    response = post_from_page(
+        client, url, form_data(**thirty, **sent), headers={"HX-Request": "true"}
     )
-    whole = client.post(
+    whole = post_from_page(
+        client,
         url,
         form_data(**thirty, **{"caps-shop-test_time_limit_seconds": "1800"}),
         headers={"HX-Request": "true"},
@@ -243,7 +249,8 @@ def test_money_saved_is_shown_as_it_was_typed(client, admin_user, typed, stored)
     client.force_login(admin_user)
     field = f'name="{AGENTIC}max_cost_usd"'
 
-    saved = client.post(
+    saved = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{f"{AGENTIC}max_cost_usd": typed}),
         headers={"HX-Request": "true"},

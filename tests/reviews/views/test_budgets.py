@@ -15,6 +15,7 @@ from replayhub.nights import shares
 from reviews.models import AuditEvent
 from reviews.views.budget_forms import bound_problem
 from tests.factories import make_budget, make_night, make_project
+from tests.reviews.views.stored import post_from_page
 
 # Each card's forms are prefixed with its project's slug, a tier's share with
 # the tier too: two cards never share a field name or id.
@@ -81,7 +82,8 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(),
         headers={"HX-Request": "true"},
@@ -126,7 +128,7 @@ def test_saving_without_a_change_writes_no_audit_event(
         }
     )
     data.pop("caps-shop-agentic_enabled")
-    client.post(reverse("reviews:budget_edit", args=["shop"]), data)
+    post_from_page(client, reverse("reviews:budget_edit", args=["shop"]), data)
     assert not AuditEvent.objects.exists()
 
 
@@ -134,7 +136,8 @@ def test_a_bad_value_is_refused_and_nothing_changes(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{"budget-shop-timezone": "Mars/Olympus", f"{AGENTIC}max_replays": "99"}
@@ -210,7 +213,8 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    client.post(
+    post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{f"{AGENTIC}max_tokens": "3000000", "caps-shop-max_tokens": "50000"}
@@ -254,7 +258,8 @@ def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
     client, admin_user, budgeted_project, field, value, message
 ):
     client.force_login(admin_user)
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{field: value}),
         headers={"HX-Request": "true"},
@@ -297,7 +302,8 @@ def test_an_admin_turns_the_tape_tier_on_and_sets_its_share(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{
@@ -335,10 +341,12 @@ def test_the_tape_share_has_bounds_and_a_blank_keeps_it(
 ):
     client.force_login(admin_user)
     url = reverse("reviews:budget_edit", args=["shop"])
-    refused = client.post(url, form_data(**{f"{TAPE}max_replays": "100001"}))
+    refused = post_from_page(client, url, form_data(**{f"{TAPE}max_replays": "100001"}))
     assert refused.status_code == 400
-    client.post(
-        url, form_data(**{f"{TAPE}max_replays": "", "budget-shop-tape_enabled": "on"})
+    post_from_page(
+        client,
+        url,
+        form_data(**{f"{TAPE}max_replays": "", "budget-shop-tape_enabled": "on"}),
     )
     budget = Budget.objects.get(project=budgeted_project)
     assert budget.tape_enabled
@@ -371,7 +379,9 @@ def test_saving_one_card_changes_only_its_project(client, admin_user, budgeted_p
         for key, value in form_data(**{f"{AGENTIC}max_replays": "7"}).items()
     }
 
-    response = client.post(reverse("reviews:budget_edit", args=["docs"]), data)
+    response = post_from_page(
+        client, reverse("reviews:budget_edit", args=["docs"]), data
+    )
 
     assert response.status_code == 302
     assert agentic_share(other).max_replays == 7
@@ -385,7 +395,8 @@ def test_the_problems_above_the_form_name_the_tier_of_a_share_field(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{"share-shop-text-max_cost_usd": "-1"}),
         headers={"HX-Request": "true"},
@@ -402,7 +413,8 @@ def test_the_problems_above_the_form_name_the_tier_of_a_share_field(
 
 def test_the_text_share_is_edited_on_its_own_form(client, admin_user, budgeted_project):
     client.force_login(admin_user)
-    client.post(
+    post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{
@@ -543,7 +555,8 @@ def test_an_admin_sets_a_replicate_policy_and_the_card_shows_its_share(
             "replicates-shop-replicate_most": "10",
         }
     )
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         data,
         headers={"HX-Request": "true"},
@@ -565,7 +578,9 @@ def test_a_replicate_policy_the_statistics_refuse_is_not_saved(
     client.force_login(admin_user)
     data = form_data(**{"replicates-shop-replicate_threshold": "0.95"})
 
-    response = client.post(reverse("reviews:budget_edit", args=["shop"]), data)
+    response = post_from_page(
+        client, reverse("reviews:budget_edit", args=["shop"]), data
+    )
 
     assert response.status_code == 400
     assert "the zone must lie strictly between 0 and 1" in response.content.decode()
@@ -607,7 +622,8 @@ def test_the_text_tier_settings_are_checked_as_the_model_checks_them(
         "budget-shop-text_similarity_below": "0.5",
         "budget-shop-agentic_after_text": "on",
     }
-    response = client.post(
+    response = post_from_page(
+        client,
         reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{**text, f"budget-shop-{field}": value}),
         headers={"HX-Request": "true"},

@@ -12,6 +12,7 @@ from django.urls import reverse
 from replayhub.models import Budget, Project, Provider, TextReplay
 from replayhub.texttier.night import night_admit_text
 from reviews.models import AuditEvent
+from tests.reviews.views.stored import post_from_page
 from tests.reviews.views.test_budgets import (
     budgeted_project,  # noqa: F401 (a fixture)
     form_data,
@@ -42,7 +43,8 @@ def registered(db):
 
 
 def post(client, **text):
-    return client.post(
+    return post_from_page(
+        client,
         EDIT,
         form_data(**{**TEXT, **{f"budget-shop-{k}": v for k, v in text.items()}}),
         headers={"HX-Request": "true"},

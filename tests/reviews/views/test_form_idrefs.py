@@ -13,6 +13,7 @@ from django.test import Client
 from replayhub.models import Provider
 from reviews.models import Label, ReviewPolicy
 from tests.factories import make_project, make_replay
+from tests.reviews.views.stored import post_from_page
 
 
 class Idrefs(HTMLParser):
@@ -103,6 +104,9 @@ def test_every_fields_help_and_errors_are_in_the_page_it_names(admin, url, bad):
         refused = admin.post(
             "/text-suites/new/", {"project": "shop", "most": "0", "model": ""}
         )
+    elif url == "/projects/shop/edit/":
+        # With the fingerprint its page sends: the errors are the fields'.
+        refused = post_from_page(admin, url, bad)
     else:
         refused = admin.post(url, bad)
 

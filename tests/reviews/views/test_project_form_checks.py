@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from replayhub.models import Project
 from tests.gitrepos import project_repo
+from tests.reviews.views.stored import post_from_page
 from tests.reviews.views.test_project_page import errors_beside, form
 
 
@@ -209,12 +210,13 @@ def test_saving_an_edit_says_what_changed_or_that_nothing_did(
     }
     unchanged["providers"] = []
 
-    response = client.post(edit, unchanged, follow=True)
+    response = post_from_page(client, edit, unchanged, follow=True)
 
     said = [str(m) for m in response.context["messages"]]
     assert said == ["No changes to project cart: nothing was saved."]
 
-    response = client.post(
+    response = post_from_page(
+        client,
         edit,
         {
             **unchanged,

@@ -18,6 +18,7 @@ from reviews.models import AuditEvent
 from tests.factories import make_budget, make_night, make_project, make_replay, share_of
 from tests.gitrepos import project_repo
 from tests.gitservers import HttpGitServer
+from tests.reviews.views.stored import post_from_page
 
 
 def page(client, slug="shop", **query):
@@ -455,11 +456,11 @@ def test_a_test_time_limit_longer_than_a_whole_night_is_refused_beside_it(
     )
     edit = reverse("reviews:project_edit", args=["cart"])
 
-    longer = client.post(edit, form(repo, test_time_limit_seconds="3600"))
-    unset = client.post(
-        edit, form(repo, time_limit_seconds="1801", test_time_limit_seconds="")
+    longer = post_from_page(client, edit, form(repo, test_time_limit_seconds="3600"))
+    unset = post_from_page(
+        client, edit, form(repo, time_limit_seconds="1801", test_time_limit_seconds="")
     )
-    whole = client.post(edit, form(repo, test_time_limit_seconds="1800"))
+    whole = post_from_page(client, edit, form(repo, test_time_limit_seconds="1800"))
 
     assert longer.status_code == 400
     assert errors_beside(longer.content.decode())["test_time_limit_seconds"] == [
@@ -483,7 +484,7 @@ def test_editing_a_project_is_audited_field_by_field(client, admin_user, tmp_pat
     edit = reverse("reviews:project_edit", args=["cart"])
     shown = client.get(edit).content.decode()
     assert 'value="./agent.sh --fast"' in shown
-    response = client.post(edit, form(repo, time_limit_seconds="1200"))
+    response = post_from_page(client, edit, form(repo, time_limit_seconds="1200"))
     assert response.status_code == 302
     assert Project.objects.get(slug="cart").time_limit_seconds == 1200
     event = AuditEvent.objects.get(action="project.update")
@@ -503,7 +504,9 @@ def test_a_command_with_quoted_words_survives_an_edit_unchanged(
     edit = reverse("reviews:project_edit", args=["cart"])
     shown = client.get(edit).context["form"].initial
 
-    response = client.post(edit, form(repo, test_command=shown["test_command"]))
+    response = post_from_page(
+        client, edit, form(repo, test_command=shown["test_command"])
+    )
 
     assert response.status_code == 302
     assert Project.objects.get(slug="cart").test_command == stored
@@ -542,7 +545,7 @@ def test_the_form_sets_the_setup_phase_and_a_rollout_harness(
     assert "has a rollout harness but no separate verifier" in response.content.decode()
     edit = reverse("reviews:project_edit", args=["rl"])
     data = {**rollouts, "verifier_command": "python3 verify.py"}
-    response = client.post(edit, data, follow=True)
+    response = post_from_page(client, edit, data, follow=True)
     assert Project.objects.get(slug="rl").verifier_command == ["python3", "verify.py"]
     assert "no separate verifier" not in response.content.decode()
 
@@ -595,7 +598,7 @@ def test_the_form_groups_caps_setup_limits_and_paths_and_saves_them(
     assert cart.ignored_paths == [".aider*", ".claude/**"]
     edit = reverse("reviews:project_edit", args=["cart"])
     assert client.get(edit).context["form"].initial["max_tokens"] == 5000
-    client.post(edit, form(repo, max_tokens="", max_cost_usd="1.5000"))
+    post_from_page(client, edit, form(repo, max_tokens="", max_cost_usd="1.5000"))
     event = AuditEvent.objects.get(action="project.update")
     assert (event.before, event.after) == (
         {
@@ -645,7 +648,7 @@ def test_the_form_sets_the_sandbox_settings_project_add_takes_and_the_share_grou
     assert f'value="{IMAGE}"' in shown and 'value="python-3.11"' in shown
     unticked = {**chosen}
     del unticked["allow_test_interference"]
-    assert client.post(edit, form(repo, **unticked)).status_code == 302
+    assert post_from_page(client, edit, form(repo, **unticked)).status_code == 302
     project.refresh_from_db()
     assert project.allow_test_interference is False
     assert project.root_image == IMAGE

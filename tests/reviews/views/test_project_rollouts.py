@@ -14,6 +14,7 @@ from replayhub.models import Project
 from reviews.models import AuditEvent
 from tests.factories import make_user
 from tests.gitrepos import project_repo
+from tests.reviews.views.stored import post_from_page
 from tests.reviews.views.test_project_page import form
 
 
@@ -75,7 +76,8 @@ def test_an_admin_sees_and_changes_the_draw_on_the_form_and_it_is_audited(
     assert re.search(r'name="max_anchors" value="1"', rollouts)
     assert "those the commands set" not in shown
 
-    response = client.post(
+    response = post_from_page(
+        client,
         edit,
         posted(
             rl,
@@ -107,7 +109,7 @@ def test_an_admin_sees_and_changes_the_draw_on_the_form_and_it_is_audited(
     assert event.after["pass_threshold"] == 0.5
 
     # Empty: every anchor is drawn. The command keeps setting the draw.
-    client.post(edit, posted(rl, max_anchors=""))
+    post_from_page(client, edit, posted(rl, max_anchors=""))
     assert Project.objects.get(slug="rl").max_anchors is None
     call_command("project_edit", "rl", "--max-anchors", "2")
     assert Project.objects.get(slug="rl").max_anchors == 2
@@ -119,7 +121,8 @@ def test_a_bad_draw_is_refused_beside_its_field_and_nothing_changes(
     client.force_login(admin_user)
     edit = reverse("reviews:project_edit", args=["rl"])
 
-    response = client.post(
+    response = post_from_page(
+        client,
         edit,
         posted(
             rl,
@@ -164,7 +167,9 @@ def test_a_post_without_the_draw_keeps_it(client, admin_user, rl):
         agent_command="",
         harness_command="./h",
     )
-    response = client.post(reverse("reviews:project_edit", args=["rl"]), data)
+    response = post_from_page(
+        client, reverse("reviews:project_edit", args=["rl"]), data
+    )
     assert response.status_code == 302
     rl.refresh_from_db()
     assert (rl.harness_command, rl.rollout_anchor, rl.max_anchors) == (

@@ -168,15 +168,29 @@ def test_a_stale_fingerprint_is_refused(client, admin_user, shop):
     assert agentic_replays(shop) == 8
 
 
-def test_a_post_without_the_field_is_checked_as_before(client, admin_user, shop):
+def test_a_post_without_the_field_is_refused_and_saves_nothing(
+    client, admin_user, shop, tmp_path
+):
     """A script's post, or a page from before the fingerprint, names no
-    stored values: its save is not refused for it."""
+    stored values: saved, it could undo a change made since unseen."""
     client.force_login(admin_user)
     data = {**card_form(client), REPLAYS: "9"}
     del data["stored"]
     response = client.post(reverse("reviews:budget_edit", args=["shop"]), data)
-    assert response.status_code == 302
-    assert agentic_replays(shop) == 9
+    assert response.status_code == 400
+    assert "this form did not say which stored values" in words(response)
+    assert agentic_replays(shop) == 8
+
+    repo = project_repo(tmp_path).path
+    Project.objects.filter(pk=shop.pk).update(repo_path=str(repo))
+    edit = reverse("reviews:project_edit", args=["shop"])
+    sent = form_of(client.get(edit).content.decode(), "id", "project-form")
+    del sent["stored"]
+    refused = client.post(edit, {**sent, "time_limit_seconds": "1200"})
+    assert refused.status_code == 400
+    assert "this form did not say which stored values" in words(refused)
+    shop.refresh_from_db()
+    assert shop.time_limit_seconds == 900
 
 
 def test_a_save_on_the_project_form_refuses_a_budget_card_rendered_before(
