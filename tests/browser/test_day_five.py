@@ -1,6 +1,7 @@
-"""A newcomer's fifth day in Chromium: the agreement page's boxes after Back
-say the period its tables show; the keys help says how a line range is
-commented from the keyboard, and that way works."""
+"""A newcomer's fifth day in Chromium: a decision from a page opened before
+another reviewer's says who decided what and saves nothing; the agreement
+page's boxes after Back say the period its tables show; the keys help says
+how a line range is commented from the keyboard, and that way works."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from replayhub import roles
+from reviews.models import Review
 from tests.browser.test_line_keys import FOCUSED, tab_to_the_line_numbers
-from tests.factories import make_replay
+from tests.factories import make_replay, make_user
 
 pytestmark = pytest.mark.browser
 
@@ -64,3 +67,24 @@ def test_the_keys_help_says_how_a_range_is_commented_and_it_works(login, reviewe
     page.keyboard.press("Shift+Enter")
     expect(box.locator(".anchor")).to_have_text("src/app.py (new), lines 1-2")
     expect(box.locator("textarea")).to_have_value("both lines")
+
+
+def test_a_decision_from_a_page_opened_before_anothers_is_refused_in_the_page(
+    login, reviewer
+):
+    replay = make_replay(verdict="divergent")
+    rita = login(reviewer)
+    rita.goto(f"/replays/{replay.pk}/")
+    vera = login(make_user("vera", roles.REVIEWER))
+    vera.goto(f"/replays/{replay.pk}/")
+
+    vera.keyboard.press("c")
+    expect(vera.locator("#queue-rows")).to_contain_text("Nothing awaits review")
+    rita.keyboard.press("c")
+
+    said = rita.locator("#decided-meanwhile")
+    expect(said).to_be_visible()
+    expect(said).to_contain_text("vera confirmed divergent at")
+    expect(said).to_contain_text("nothing was saved")
+    expect(rita.locator("#human-decision")).to_contain_text("confirmed by vera")
+    assert [r.reviewer.get_username() for r in Review.objects.all()] == ["vera"]
