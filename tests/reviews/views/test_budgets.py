@@ -52,6 +52,12 @@ def agentic_share(project) -> BudgetShare:
     return BudgetShare.objects.get(budget__project=project, tier="agentic")
 
 
+def save(client, data: dict, slug: str = "shop", **kwargs):
+    """Post ``data`` from ``slug``'s card as the budgets page has it now."""
+    url = reverse("reviews:budget_edit", args=[slug])
+    return post_from_page(client, url, data, **kwargs)
+
+
 def form_data(**overrides):
     data = {
         f"{AGENTIC}max_replays": "30",
@@ -82,9 +88,8 @@ def test_an_admin_edits_a_budget_and_the_change_is_audited(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(),
         headers={"HX-Request": "true"},
     )
@@ -128,7 +133,7 @@ def test_saving_without_a_change_writes_no_audit_event(
         }
     )
     data.pop("caps-shop-agentic_enabled")
-    post_from_page(client, reverse("reviews:budget_edit", args=["shop"]), data)
+    save(client, data)
     assert not AuditEvent.objects.exists()
 
 
@@ -136,9 +141,8 @@ def test_a_bad_value_is_refused_and_nothing_changes(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{"budget-shop-timezone": "Mars/Olympus", f"{AGENTIC}max_replays": "99"}
         ),
@@ -213,9 +217,8 @@ def test_both_max_tokens_changed_in_one_save_are_each_audited_under_their_owner(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    post_from_page(
+    save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{f"{AGENTIC}max_tokens": "3000000", "caps-shop-max_tokens": "50000"}
         ),
@@ -258,9 +261,8 @@ def test_each_budget_and_cap_field_refuses_a_bad_value_in_place(
     client, admin_user, budgeted_project, field, value, message
 ):
     client.force_login(admin_user)
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{field: value}),
         headers={"HX-Request": "true"},
     )
@@ -302,9 +304,8 @@ def test_an_admin_turns_the_tape_tier_on_and_sets_its_share(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{
                 "budget-shop-tape_enabled": "on",
@@ -340,12 +341,10 @@ def test_the_tape_share_has_bounds_and_a_blank_keeps_it(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    url = reverse("reviews:budget_edit", args=["shop"])
-    refused = post_from_page(client, url, form_data(**{f"{TAPE}max_replays": "100001"}))
+    refused = save(client, form_data(**{f"{TAPE}max_replays": "100001"}))
     assert refused.status_code == 400
-    post_from_page(
+    save(
         client,
-        url,
         form_data(**{f"{TAPE}max_replays": "", "budget-shop-tape_enabled": "on"}),
     )
     budget = Budget.objects.get(project=budgeted_project)
@@ -379,9 +378,7 @@ def test_saving_one_card_changes_only_its_project(client, admin_user, budgeted_p
         for key, value in form_data(**{f"{AGENTIC}max_replays": "7"}).items()
     }
 
-    response = post_from_page(
-        client, reverse("reviews:budget_edit", args=["docs"]), data
-    )
+    response = save(client, data, "docs")
 
     assert response.status_code == 302
     assert agentic_share(other).max_replays == 7
@@ -395,9 +392,8 @@ def test_the_problems_above_the_form_name_the_tier_of_a_share_field(
     client, admin_user, budgeted_project
 ):
     client.force_login(admin_user)
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{"share-shop-text-max_cost_usd": "-1"}),
         headers={"HX-Request": "true"},
     )
@@ -413,9 +409,8 @@ def test_the_problems_above_the_form_name_the_tier_of_a_share_field(
 
 def test_the_text_share_is_edited_on_its_own_form(client, admin_user, budgeted_project):
     client.force_login(admin_user)
-    post_from_page(
+    save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(
             **{
                 "share-shop-text-max_replays": "40",
@@ -555,9 +550,8 @@ def test_an_admin_sets_a_replicate_policy_and_the_card_shows_its_share(
             "replicates-shop-replicate_most": "10",
         }
     )
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         data,
         headers={"HX-Request": "true"},
     )
@@ -578,9 +572,7 @@ def test_a_replicate_policy_the_statistics_refuse_is_not_saved(
     client.force_login(admin_user)
     data = form_data(**{"replicates-shop-replicate_threshold": "0.95"})
 
-    response = post_from_page(
-        client, reverse("reviews:budget_edit", args=["shop"]), data
-    )
+    response = save(client, data)
 
     assert response.status_code == 400
     assert "the zone must lie strictly between 0 and 1" in response.content.decode()
@@ -622,9 +614,8 @@ def test_the_text_tier_settings_are_checked_as_the_model_checks_them(
         "budget-shop-text_similarity_below": "0.5",
         "budget-shop-agentic_after_text": "on",
     }
-    response = post_from_page(
+    response = save(
         client,
-        reverse("reviews:budget_edit", args=["shop"]),
         form_data(**{**text, f"budget-shop-{field}": value}),
         headers={"HX-Request": "true"},
     )
