@@ -27,7 +27,8 @@ identical, 2 equivalent, 3 divergent, 4 inconclusive), from anywhere on the
 page or in the overturn select; letters choose nothing (two verdicts start
 with "i"). The choice is shown before Enter records it, and Esc drops it. A
 decision that would overrule verified evidence takes a second Enter, or the
-409 page's second submit without script. The decision form posts to the
+409 page's second submit without script; a blind judgement is recorded as
+given, since the question would name the evidence. The decision form posts to the
 replay's own address; the older ``/decide/`` address answers a GET with the
 page.
 
