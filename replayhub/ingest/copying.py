@@ -17,20 +17,21 @@ from django.db import connection
 from django.db.models import JSONField
 from psycopg import postgres
 
-from replayhub.ingest.rows import COLUMNS, binary_value
+from replayhub.ingest.rows import COLUMNS, SIGNATURE, TRAILER, binary_value
 from replayhub.models import Run
 
 # Run columns a record fills; every other column gets its model default.
 FROM_RECORD = ("project_id", *COLUMNS, "imported_at")
 
 
-# Binary COPY: the stream's signature (no flags, no extension) and its end.
-_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
-_TRAILER = b"\xff\xff"
-
-
 def copy_runs(items: Sequence[Any], now) -> None:
     """COPY the new runs; the ORM's per-row cost would be most of an import."""
+    copy_stream(copy_data(items, now))
+
+
+def copy_stream(data: bytes) -> None:
+    """COPY a whole binary stream of runs in the columns of :func:`copy_layout`
+    (:func:`copy_data`, or :func:`replayhub.ingest.rows.pack`)."""
     table, names, _ = copy_layout()
     with (
         connection.cursor() as cursor,
@@ -38,7 +39,7 @@ def copy_runs(items: Sequence[Any], now) -> None:
             f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
         ) as copy,
     ):
-        copy.write(copy_data(items, now))
+        copy.write(data)
 
 
 def copy_data(items: Sequence[Any], now) -> bytes:
@@ -50,21 +51,34 @@ def copy_data(items: Sequence[Any], now) -> bytes:
     import time and every other column's model default, so a field added to
     Run later is still filled -- with no work per column.
     """
-    _, _, shared = copy_layout()
-    tail = b"".join(
-        binary_value(value, type_name)
-        for value, type_name in [(now, "timestamptz"), *shared]
-    )
+    tail = copy_tail(now)
     heads: dict[int, bytes] = {}
-    parts = [_SIGNATURE]
+    parts = [SIGNATURE]
     for item in items:
         pk = item.project.pk
         head = heads.get(pk)
         if head is None:
-            head = heads[pk] = _FIELD_COUNT(len(FROM_RECORD) + len(shared), 8, pk)
+            head = heads[pk] = copy_head(pk)
         parts += (head, item.row.columns, tail)
-    parts.append(_TRAILER)
+    parts.append(TRAILER)
     return b"".join(parts)
+
+
+def copy_head(project_id: int) -> bytes:
+    """What each row of a run of the project starts with: its field count
+    and its project."""
+    _, _, shared = copy_layout()
+    return _FIELD_COUNT(len(FROM_RECORD) + len(shared), 8, project_id)
+
+
+def copy_tail(now) -> bytes:
+    """What each row of a batch imported at ``now`` ends with: the import time
+    and every other column's model default."""
+    _, _, shared = copy_layout()
+    return b"".join(
+        binary_value(value, type_name)
+        for value, type_name in [(now, "timestamptz"), *shared]
+    )
 
 
 _FIELD_COUNT = struct.Struct(">hiq").pack

@@ -27,10 +27,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from replayhub.ingest import arrays
-from replayhub.ingest.copying import copy_runs
+from replayhub.ingest.copying import copy_head, copy_runs, copy_stream, copy_tail
 from replayhub.ingest.native import RecordError, RecordLine, split_lines, stored_part
 from replayhub.ingest.parsing import ParserProcess
-from replayhub.ingest.rows import Lines, Parsed, Row, read_batch
+from replayhub.ingest.rows import Lines, Packed, Parsed, Row, read_batch, unpack
 from replayhub.models import Project, Run
 
 BATCH_SIZE = 1000
@@ -104,6 +104,27 @@ class _Item:
     line: int
     project: Project
     row: Row
+
+
+@dataclass(slots=True)
+class _Packed:
+    """A batch a parsing process made into one COPY stream, every row of the
+    import's ``project``: stored as it is, with no work a row here; iterated,
+    its items, for classifying it."""
+
+    project: Project
+    packed: Packed
+
+    def __len__(self) -> int:
+        return len(self.packed.lines)
+
+    def __iter__(self) -> Iterator[_Item]:
+        project = self.project
+        return (_Item(row.line, project, row) for row in unpack(self.packed))
+
+
+# What is stored at once: a batch's items, or a batch packed.
+_Batch = list[_Item] | _Packed
 
 
 def read_chunks(stream: IO[bytes], size: int = READ_SIZE) -> Iterator[bytes]:
@@ -217,6 +238,9 @@ class _Importer:
         # COPY takes the columns in its binary form, made as each line is read.
         self.binary = connection.vendor == "postgresql"
         self.pending: Lines = []
+        # What each row starts with when the parsing processes pack the
+        # batches: the import's project named, on PostgreSQL.
+        self.head: bytes | None = None
         self.parser: ParserProcess | None = None
         self.writer: _Writer | None = None
         self.statistics = _Statistics()
@@ -273,10 +297,16 @@ class _Importer:
             and _Writer.usable()
             and ParserProcess.usable()
         ):
+            # Every row is then of the project the import is into (a record
+            # naming another is refused): the children can make the batch's
+            # COPY stream whole.
+            if self.binary and self.default is not None:
+                self.head = copy_head(self.default.pk)
             self.parser = ParserProcess(
                 project=self.slug,
                 max_prompt_bytes=self.max_prompt_bytes,
                 max_line_bytes=self.max_line_bytes,
+                head=self.head,
             )
         if self.parser is None:
             self.take(
@@ -292,12 +322,18 @@ class _Importer:
             return
         if self.parser.full():
             self.take(self.parser.take())
-        self.parser.put(lines)
+        # The import time of the batch's runs: when it was handed over.
+        tail = copy_tail(timezone.now()) if self.head is not None else None
+        self.parser.put(lines, tail)
 
     def take(self, parsed: Parsed, *, last: bool = False) -> None:
         for number, message in parsed.invalid:
             self.summary.add_invalid(number, message)
-        items = self.resolve(parsed.rows)
+        items: _Batch
+        if parsed.packed is not None and self.default is not None:
+            items = _Packed(self.default, parsed.packed)
+        else:
+            items = self.resolve(parsed.rows)
         if not items:
             return
         if self.writer is None and not last and _Writer.usable():
@@ -307,7 +343,7 @@ class _Importer:
         else:
             self.store(items)
 
-    def store(self, items: list[_Item]) -> None:
+    def store(self, items: _Batch) -> None:
         """Classify a batch and write its new runs, in one transaction.
 
         While the batches before were all new, a batch is first written whole
@@ -327,6 +363,8 @@ class _Importer:
             else:
                 self.account(items, items, 0, [])
                 return
+        if isinstance(items, _Packed):
+            items = list(items)
         self.statistics.refresh()
         for attempt in range(1, _ATTEMPTS + 1):
             try:
@@ -365,8 +403,8 @@ class _Importer:
 
     def account(
         self,
-        items: list[_Item],
-        fresh: list[_Item],
+        items: _Batch,
+        fresh: _Batch,
         duplicates: int,
         conflicts: list[_Item],
     ) -> None:
@@ -376,7 +414,10 @@ class _Importer:
         summary.duplicates += duplicates
         for item in conflicts:
             summary.add_conflict(item.line, item.project.slug, item.row.external_id)
-        summary.project_ids.update(item.project.pk for item in items)
+        if isinstance(items, _Packed):
+            summary.project_ids.add(items.project.pk)
+        else:
+            summary.project_ids.update(item.project.pk for item in items)
 
 
 class _Writer:
@@ -404,7 +445,7 @@ class _Writer:
 
     def __init__(self, importer: _Importer) -> None:
         self.importer = importer
-        self.queue: queue.Queue[list[_Item] | None] = queue.Queue(maxsize=1)
+        self.queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=1)
         self.error: BaseException | None = None
         self.stopped = False
         self.thread = threading.Thread(
@@ -434,7 +475,7 @@ class _Writer:
         finally:
             connection.close()
 
-    def put(self, items: list[_Item]) -> None:
+    def put(self, items: _Batch) -> None:
         if self.error is not None:
             self.close()
         self.queue.put(items)
@@ -572,7 +613,7 @@ def _stored_hashes(project_id: int, external_ids: list[str]) -> Iterable[tuple]:
         return cursor.fetchall()
 
 
-def _write(items: list[_Item]) -> None:
+def _write(items: _Batch) -> None:
     """Write the new runs: COPY on PostgreSQL, else ``bulk_create``."""
     if not items:
         return
@@ -581,7 +622,10 @@ def _write(items: list[_Item]) -> None:
         Run.objects.bulk_create([_run(item, now) for item in items])
         return
     try:
-        copy_runs(items, now)
+        if isinstance(items, _Packed):
+            copy_stream(items.packed.data)
+        else:
+            copy_runs(items, now)
     except Exception as error:
         converted = _as_integrity_error(error)
         if converted is error:

@@ -6,8 +6,10 @@ an import's work in Python, and one process holds one core. A
 in a child process, in the order they were handed over, while the importing
 process reads the file, classifies and stores the batches before.
 
-What crosses over is small next to the work: the lines' bytes one way, one
-bytes object and four small values per record the other. At most
+What crosses over is small next to the work: the lines' bytes one way, and
+the other one bytes object and four small values per record, or, for an
+import into one project, the batch's whole ``COPY`` stream and three small
+values per record (:func:`replayhub.ingest.rows.pack`). At most
 :data:`IN_FLIGHT` batches are in the child at once, so memory stays flat.
 """
 
@@ -21,7 +23,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from replayhub.ingest.rows import Lines, Parsed, Row, read_batch
+from replayhub.ingest.rows import Lines, Parsed, Row, pack, read_batch
 
 # Parsing processes: with the importing process and the database server, two
 # keep both cores busy where one left the importing process waiting for it.
@@ -48,8 +50,13 @@ class ParserProcess:
         project: str | None,
         max_prompt_bytes: int,
         max_line_bytes: int,
+        head: bytes | None = None,
         processes: int = PROCESSES,
     ) -> None:
+        """``head``: what each stored row starts with when every row is of
+        the import's project (:func:`replayhub.ingest.copying.copy_head`);
+        then a batch handed over with its tail comes back as one COPY stream
+        (:func:`replayhub.ingest.rows.pack`)."""
         # fork: a child starts in milliseconds with the code already loaded,
         # and runs nothing but pure functions over the bytes it is sent -- no
         # database connection, lock or thread of the parent is used there.
@@ -76,7 +83,7 @@ class ParserProcess:
                 # closes them, so that closing ours ends each child's connection.
                 process = context.Process(
                     target=_serve,
-                    args=(theirs, list(self.connections), options),
+                    args=(theirs, list(self.connections), options, head),
                     name="replayhub-import-parser",
                     daemon=True,
                 )
@@ -95,8 +102,11 @@ class ParserProcess:
     def waiting(self) -> int:
         return self.sent - self.taken
 
-    def put(self, lines: Lines) -> None:
-        self.connections[self.sent % len(self.connections)].send(lines)
+    def put(self, lines: Lines, tail: bytes | None = None) -> None:
+        """Hand over a batch; with ``tail`` (what each of its rows ends with:
+        :func:`replayhub.ingest.copying.copy_tail`) and a ``head``, it comes
+        back packed."""
+        self.connections[self.sent % len(self.connections)].send((lines, tail))
         self.sent += 1
 
     def full(self) -> bool:
@@ -108,8 +118,8 @@ class ParserProcess:
         self.taken += 1
         if isinstance(answer, str):
             raise RuntimeError(f"the import's parsing process failed:\n{answer}")
-        rows, invalid = answer
-        return Parsed([_new(Row, row) for row in rows], invalid)
+        rows, invalid, packed = answer
+        return Parsed([_new(Row, row) for row in rows], invalid, packed)
 
     def close(self) -> None:
         """Stop the children (batches not taken are dropped) and wait for them."""
@@ -126,7 +136,10 @@ class ParserProcess:
 
 
 def _serve(
-    connection: Connection, inherited: list[Connection], options: dict[str, Any]
+    connection: Connection,
+    inherited: list[Connection],
+    options: dict[str, Any],
+    head: bytes | None,
 ) -> None:
     for end in inherited:
         end.close()
@@ -138,16 +151,23 @@ def _serve(
     # The batches are received on a thread of their own: the importing process
     # may be handing over the next batch while this one sends a large answer,
     # and each would wait for the other to read.
-    batches: queue.Queue[Lines | None] = queue.Queue()
+    batches: queue.Queue[tuple[Lines, bytes | None] | None] = queue.Queue()
     receiver = threading.Thread(target=_receive, args=(connection, batches))
     receiver.start()
     try:
-        while (lines := batches.get()) is not None:
+        while (batch := batches.get()) is not None:
+            lines, tail = batch
             try:
                 parsed = read_batch(lines, binary=True, **options)
-                # Rows cross over as plain tuples: pickling a named tuple
-                # calls Python code for each row, both ways.
-                answer: Any = ([tuple(row) for row in parsed.rows], parsed.invalid)
+                answer: Any
+                if head is not None and tail is not None:
+                    # One stream the importing process stores as it is.
+                    answer = ([], parsed.invalid, pack(parsed.rows, head, tail))
+                else:
+                    # Rows cross over as plain tuples: pickling a named tuple
+                    # calls Python code for each row, both ways.
+                    rows = [tuple(row) for row in parsed.rows]
+                    answer = (rows, parsed.invalid, None)
             except Exception:  # handed to the importing process
                 answer = traceback.format_exc()
             connection.send(answer)
@@ -155,7 +175,9 @@ def _serve(
         return
 
 
-def _receive(connection: Connection, batches: queue.Queue[Lines | None]) -> None:
+def _receive(
+    connection: Connection, batches: queue.Queue[tuple[Lines, bytes | None] | None]
+) -> None:
     try:
         while True:
             batches.put(connection.recv())

@@ -10,7 +10,10 @@ process storing them does no work per column; otherwise they are the
 
 The batch is the unit of work so that it can be read in another process
 (:mod:`replayhub.ingest.parsing`): what crosses over is the lines' bytes one
-way and, the other way, one bytes object and four small values per record.
+way and, the other way, one bytes object and four small values per record;
+or, when every row is of the import's project, the batch's whole ``COPY``
+stream (:func:`pack`) and three small values per record, so the importing
+process makes no object a row.
 """
 
 from __future__ import annotations
@@ -59,9 +62,72 @@ class Row(NamedTuple):
     columns: Any
 
 
+class Packed(NamedTuple):
+    """A batch's rows as the whole binary ``COPY`` stream that stores them
+    (:func:`pack`), and per row what classifying them asks for, in order:
+    the line, the external id, the hash, and the size of its record columns
+    in the stream."""
+
+    data: bytes
+    lines: list[int]
+    external_ids: list[str]
+    digests: list[str]
+    sizes: list[int]
+
+
 class Parsed(NamedTuple):
     rows: list[Row]
     invalid: list[tuple[int, str]]
+    # The rows as one COPY stream instead (then ``rows`` is empty).
+    packed: Packed | None = None
+
+
+# Binary COPY: the stream's signature (no flags, no extension) and its end.
+SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+TRAILER = b"\xff\xff"
+
+
+def pack(rows: list[Row], head: bytes, tail: bytes) -> Packed:
+    """``rows`` (binary) as one COPY stream: each row ``head`` (its field
+    count and project), its record columns and ``tail`` (the columns every
+    row of the batch shares), so the process storing them joins nothing."""
+    parts = [SIGNATURE]
+    for row in rows:
+        parts += (head, row.columns, tail)
+    parts.append(TRAILER)
+    return Packed(
+        b"".join(parts),
+        [row.line for row in rows],
+        [row.external_id for row in rows],
+        [row.sha256 for row in rows],
+        [len(row.columns) for row in rows],
+    )
+
+
+def unpack(packed: Packed) -> list[Row]:
+    """The rows of ``packed`` again, their columns in binary form (the
+    project is the import's: None here)."""
+    rows = []
+    data = memoryview(packed.data)
+    count = len(packed.lines)
+    at = len(SIGNATURE)
+    # Every row's tail is the same size: what is left once the heads and
+    # the record columns are counted.
+    rest = len(data) - at - len(TRAILER) - _HEAD * count - sum(packed.sizes)
+    tail = rest // count if count else 0
+    for line, external_id, digest, size in zip(
+        packed.lines, packed.external_ids, packed.digests, packed.sizes, strict=True
+    ):
+        start = at + _HEAD
+        columns = bytes(data[start : start + size])
+        rows.append(Row(line, None, external_id, digest, columns))
+        at = start + size + tail
+    return rows
+
+
+# A row's head: its field count (2 bytes) and its project's field (a 4-byte
+# length and the 8-byte id).
+_HEAD = 14
 
 
 def read_batch(

@@ -14,7 +14,7 @@ from django.db import connection
 from replayhub.ingest import importer, parsing, rows
 from replayhub.models import Run
 from tests.factories import make_git_project
-from tests.records import jsonl, record
+from tests.records import jsonl, line, record
 
 # Every column a record fills, compared row by row.
 COLUMNS = (
@@ -163,3 +163,19 @@ def test_parsing_processes_that_cannot_start_leave_the_collector_as_it_was(
     assert gc.get_freeze_count() == frozen
     assert started[0].exitcode is not None
     assert not multiprocessing.active_children()
+
+
+def test_a_packed_batch_is_its_rows_copy_stream_and_gives_them_back():
+    lines = [(n, line(record(n)), True) for n in (3, 4, 5)]
+    read = rows.read_batch(
+        lines, project="shop", max_prompt_bytes=1 << 20, max_line_bytes=1 << 20,
+        binary=True,
+    )  # fmt: skip
+    head, tail = b"H" * 14, b"tail-of-the-batch"
+
+    packed = rows.pack(read.rows, head, tail)
+
+    made = [head + row.columns + tail for row in read.rows]
+    assert packed.data == b"".join([rows.SIGNATURE, *made, rows.TRAILER])
+    assert rows.unpack(packed) == [row._replace(project=None) for row in read.rows]
+    assert rows.unpack(rows.pack([], head, tail)) == []
