@@ -128,6 +128,11 @@ def _copy_regular(source: str, destination: str) -> None:
     os.utime(destination, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
+def kept(key: str) -> bool:
+    """Whether this host keeps a complete install ``key``."""
+    return (folder() / key / MARKER).is_file()
+
+
 def take(key: str, destination: Path) -> bool:
     """Copy the kept install ``key`` to ``destination``; False when there is
     none or it could not be read (``destination`` is then left absent)."""

@@ -23,6 +23,22 @@ def agent_label(project: Project) -> str:
     return profile.label(project.agent_version) if profile is not None else ""
 
 
+def install_plan(project: Project) -> tuple[install.InstallPlan, str]:
+    """How the project's agent CLI installs here, and the key its finished
+    install is kept under on this host."""
+    profile = project.agent_profile
+    assert profile is not None
+    root = settings.REPLAYHUB_AGENT_CACHE
+    plan = install.plan(profile, project.agent_version, Path(root) if root else None)
+    key = agent_installs.install_key(
+        spec=profile.spec(project.agent_version),
+        argv=plan.argv,
+        cache=plan.cache,
+        root=images.root_label(project),
+    )
+    return plan, key
+
+
 def run_install(
     project: Project,
     runner: Runner,
@@ -39,12 +55,8 @@ def run_install(
     hosts only this sandbox's proxy allows."""
     profile = project.agent_profile
     assert profile is not None
-    root = settings.REPLAYHUB_AGENT_CACHE
-    plan = install.plan(profile, project.agent_version, Path(root) if root else None)
+    plan, key = install_plan(project)
     spec = profile.spec(project.agent_version)
-    key = agent_installs.install_key(
-        spec=spec, argv=plan.argv, cache=plan.cache, root=images.root_label(project)
-    )
     installed = env_bind.source / Path(INSTALL_DIR).relative_to(env_bind.dest)
     started = time.monotonic()
     with agent_installs.one_at_a_time(key):

@@ -10,11 +10,22 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
+from replayhub import agents
 from replayhub.environments import agent_installs
+from replayhub.environments.agent_setup import install_plan
+from replayhub.lib.fstree import remove_tree
+from replayhub.models import Project
+from tests.conftest import ROOT
+
+AGENT_CACHE = ROOT / "var" / "agents"
+REQUIRE_SANDBOX = os.environ.get("REPLAYHUB_REQUIRE_SANDBOX") == "1"
 
 ARGV = ("sh", "-c", "script", "replayhub-install", "pkg==1.0", "pkg")
 
@@ -161,3 +172,54 @@ def test_a_second_worker_needing_the_same_install_waits_for_the_first(kept_under
     assert order == ["first done", "second in"]
     with agent_installs.one_at_a_time("x" * 64):  # another key never waits
         pass
+
+
+@pytest.fixture
+def reachable(settings):
+    """An environment cache the sandbox's user can reach, as a worker's is."""
+    root = Path(settings.REPLAYHUB_WORK_DIR) / f"installs-{uuid.uuid4().hex[:8]}"
+    settings.REPLAYHUB_ENV_CACHE_DIR = root / "envs"
+    settings.REPLAYHUB_AGENT_INSTALLS_DIR = ""
+    yield root / "envs" / "agent-installs"
+    remove_tree(root)
+
+
+def test_agent_install_keeps_a_release_ahead_then_says_it_has_it(reachable, settings):
+    """``manage.py agent_install``: the install a first environment would
+    have made, made ahead in the sandbox and kept; asked again, nothing runs."""
+    kept_under = reachable
+    release = AGENT_CACHE / f"codex-{agents.PROFILES['codex'].version}"
+    if not (release / ".fetched").is_file():
+        if REQUIRE_SANDBOX:
+            pytest.fail(f"no {release} (./dev test fetches it)")
+        pytest.skip(f"needs {release} (./dev test fetches it)")
+    settings.REPLAYHUB_AGENT_CACHE = str(AGENT_CACHE)
+    _, key = install_plan(Project(name="calc", agent="codex"))
+
+    out = StringIO()
+    call_command("agent_install", "codex", stdout=out)
+    assert out.getvalue().startswith(f"codex: kept in {kept_under} ("), out.getvalue()
+    assert agent_installs.kept(key)
+    assert any(path.name == "codex" for path in (kept_under / key).rglob("*"))
+
+    again = StringIO()
+    call_command("agent_install", "codex", stdout=again)
+    assert again.getvalue() == f"codex: kept in {kept_under} already\n"
+
+
+@pytest.mark.parametrize(
+    "words, said",
+    [
+        ([], "name an agent (NAME or NAME@VERSION) or give --all."),
+        (["nope"], "no agent profile 'nope' (known: claude-code, codex, aider,"),
+        (["codex@^1.0"], "codex@^1.0: "),
+    ],
+)
+def test_agent_install_refuses_what_names_no_release_in_one_line(
+    kept_under, words, said
+):
+    with pytest.raises(CommandError) as refused:
+        call_command("agent_install", *words)
+    assert str(refused.value).startswith(said)
+    assert "\n" not in str(refused.value)
+    assert not kept_under.exists() or not any(kept_under.iterdir())
