@@ -1,7 +1,9 @@
 """Every page of the app, as a reviewer, a lead and an admin, in a real Chromium:
 axe-core finds no critical, serious or moderate violation on any of them, none
 logs a console error, and none scrolls sideways or clips a table's column at
-1024, 1280, 1440 or 1920 px.
+1024, 1280, 1440 or 1920 px. As the admin, the one with the most controls, the
+same load of each page is walked with Tab down from its top and Shift+Tab up
+from its foot: no focused element is hidden under a sticky or fixed one.
 
 The pages are opened with real content (a replay of each verdict, a running
 one, runs, nights, a text suite, an upload…) built by ``seed_pages``, which
@@ -69,6 +71,7 @@ pytestmark = pytest.mark.browser
 AXE_JS = ROOT / "var/axe/node_modules/axe-core/axe.min.js"
 ROLES = ["reviewer", "lead", "admin_user"]
 WIDTHS = [1024, 1280, 1440, 1920]
+HEIGHT = 600
 GATED = ["critical", "serious", "moderate"]
 
 # URL names that are no page a person opens: forms' POST targets, fragments
@@ -453,96 +456,6 @@ OPENED = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_every_page_passes_axe_and_fits_every_width(
-    request, login, axe_js, tmp_path, role
-):
-    user = request.getfixturevalue(role)
-    if role == "admin_user":
-        # Staff too: the longest top bar there is, with the link to the admin.
-        user.is_staff = True
-        user.save(update_fields=["is_staff"])
-    paths = seed_pages(user, tmp_path)
-    page = login(user)
-    if axe_js:
-        page.context.add_init_script(axe_js)
-    watch = Watch(page, console_errors=True)
-    violations, layout, logged, refused, opened = [], [], [], 0, set()
-
-    def check(where: str) -> None:
-        if axe_js:
-            for v in page.evaluate(AXE_RUN, GATED):
-                violations.append(f"{where}: {v['id']} ({v['impact']}) {v['targets']}")
-        # The page's own 403 or 404, which Chromium logs, is the answer asked for.
-        own = f"status of {answer.status} " if answer.status >= 400 else "\0"
-        logged.extend(f"{where}: {line}" for line in watch.found() if own not in line)
-        watch.console.clear()
-        watch.errors.clear()
-
-    for path in paths:
-        # Loaded at the narrowest, where parts crowd each other most.
-        page.set_viewport_size({"width": WIDTHS[0], "height": 800})
-        answer = page.goto(path)
-        assert answer is not None
-        # The pages a role may not open all answer with the same 403 page.
-        refused += answer.status == 403
-        if answer.status == 403 and refused > 1:
-            watch.console.clear()  # the 403 Chromium logs, seen on the first
-            continue
-        # What the page loads after itself (the trends' labels) is the page too.
-        page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
-        # Folded parts (a long tool result, deferred runs) checked open.
-        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = 1)")
-        check(path)
-        for width in WIDTHS:
-            if width != WIDTHS[0]:
-                page.set_viewport_size({"width": width, "height": 800})
-            sideways, clipped, broken = page.evaluate(LAYOUT)
-            if sideways > 0 or clipped:
-                layout.append(f"{path} at {width} px: {sideways} px sideways {clipped}")
-            # The queue's column names on one line, from the narrowest up.
-            if broken:
-                layout.append(f"{path} at {width} px: header cells wrap {broken}")
-        for present, action, shown in OPENED:
-            if present not in opened and page.locator(present).count():
-                opened.add(present)
-                action(page)
-                page.locator(shown).first.wait_for()
-                check(f"{path} with {shown} open")
-    everything = {present for present, _, _ in OPENED}
-    assert opened == everything if role == "admin_user" else opened >= {LINE}
-    assert violations == [], f"axe as {role}:\n" + "\n".join(violations)
-    assert logged == [], f"console as {role}:\n" + "\n".join(logged)
-    assert layout == [], f"layout as {role}:\n" + "\n".join(layout)
-    if not axe_js:
-        pytest.skip("layout checked; no axe-core (./dev test fetches it)")
-
-
-@pytest.mark.parametrize("width", WIDTHS[:3])
-def test_the_sometimes_band_and_the_rates_show_at_each_width(
-    login, lead, tmp_path, width
-):
-    sampled = sometimes_right(make_project("shop"))
-    page = login(lead)
-    page.set_viewport_size({"width": width, "height": 800})
-    watch = Watch(page, console_errors=True)
-
-    watch.goto("/")
-    band = page.locator(".bands .band-0")
-    assert band.is_visible() and "Sometimes diverges" in band.inner_text()
-    watch.goto("/trends/")
-    rates = page.locator("#reproducibility table")
-    rates.wait_for()
-    live = rates.locator("tbody tr", has_text="Live")
-    # Three of four samples (the first replay's too), the inconclusive apart.
-    assert "3/4 (75.0%)" in live.inner_text(), live.inner_text()
-    watch.goto(f"/runs/{sampled.run_id}/")
-    assert page.locator(".replicate-strip li").count() == 6
-    assert page.locator(".replicate-rate").is_visible()
-    watch.check(f"at {width} px")
-    assert page.evaluate(SIDEWAYS) <= 0
-
-
 # The focused element, when a sticky or fixed element it is not part of
 # covers any of it (WCAG 2.2's focus-not-obscured, at its stricter reading).
 OBSCURED = """(covers) => {
@@ -583,32 +496,128 @@ AT_EACH_TAB = f"""() => {{
   const changes = new MutationObserver(() => {{}});
   changes.observe(document, {{subtree: true, childList: true, attributes: true}});
   let found = null;
-  window.addEventListener("keyup", (event) => {{
+  const heard = (event) => {{
     if (event.key !== "Tab") return;
     if (found === null || changes.takeRecords().length) found = covers();
     window.__obscured.push(obscured(found));
-  }}, true);
+  }};
+  window.addEventListener("keyup", heard, true);
+  window.__walked = () => {{
+    changes.disconnect();
+    window.removeEventListener("keyup", heard, true);
+  }};
 }}"""
+# Down from the first element, or up from the page's last one.
+WALKS = [("Tab", "body"), ("Shift+Tab", "main a[href], main button")]
 
 
-def test_no_page_hides_the_focused_element_under_a_sticky_one(
-    login, admin_user, tmp_path
-):
-    paths = seed_pages(admin_user, tmp_path)
-    page = login(admin_user)
-    page.set_viewport_size({"width": WIDTHS[0], "height": 600})
+def focus_walk(page, path: str) -> list[str]:
+    """Each Tab stop of the walks down and up ``page`` whose focused element a
+    sticky or fixed one covers; the page is left unfocused at its top."""
+    page.evaluate(AT_EACH_TAB)
     hidden = []
+    for key, start in WALKS:
+        page.evaluate(f"[...document.querySelectorAll('{start}')].pop().focus()")
+        for _ in range(TAB_STOPS):
+            page.keyboard.press(key)
+        found = page.evaluate("window.__obscured.splice(0)")
+        assert len(found) == TAB_STOPS, f"{path}: {key} not heard {found}"
+        hidden.extend(f"{path}: {each}" for each in found if each)
+    page.evaluate("window.__walked(); document.activeElement.blur(); scrollTo(0, 0)")
+    return hidden
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_page_passes_axe_and_fits_every_width(
+    request, login, axe_js, tmp_path, role
+):
+    user = request.getfixturevalue(role)
+    if role == "admin_user":
+        # Staff too: the longest top bar there is, with the link to the admin.
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    paths = seed_pages(user, tmp_path)
+    page = login(user)
+    if axe_js:
+        page.context.add_init_script(axe_js)
+    watch = Watch(page, console_errors=True)
+    violations, layout, logged, refused, opened = [], [], [], 0, set()
+    # The focus walk, as the admin: the most controls and the longest bars.
+    hidden: list[str] = []
+
+    def check(where: str) -> None:
+        if axe_js:
+            for v in page.evaluate(AXE_RUN, GATED):
+                violations.append(f"{where}: {v['id']} ({v['impact']}) {v['targets']}")
+        # The page's own 403 or 404, which Chromium logs, is the answer asked for.
+        own = f"status of {answer.status} " if answer.status >= 400 else "\0"
+        logged.extend(f"{where}: {line}" for line in watch.found() if own not in line)
+        watch.console.clear()
+        watch.errors.clear()
+
     for path in paths:
-        page.goto(path)
+        # Loaded at the narrowest and a short screen, where parts crowd each
+        # other most and a sticky bar covers the most.
+        page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+        answer = page.goto(path)
+        assert answer is not None
+        # The pages a role may not open all answer with the same 403 page.
+        refused += answer.status == 403
+        if answer.status == 403 and refused > 1:
+            watch.console.clear()  # the 403 Chromium logs, seen on the first
+            continue
+        # What the page loads after itself (the trends' labels) is the page too.
         page.wait_for_function("() => !document.querySelector('[hx-trigger=load]')")
-        page.evaluate(AT_EACH_TAB)
-        walks = [("Tab", "body"), ("Shift+Tab", "main a[href], main button")]
-        for key, start in walks:
-            # Down from the first element, or up from the page's last one.
-            page.evaluate(f"[...document.querySelectorAll('{start}')].pop().focus()")
-            for _ in range(TAB_STOPS):
-                page.keyboard.press(key)
-            found = page.evaluate("window.__obscured.splice(0)")
-            assert len(found) == TAB_STOPS, f"{path}: {key} not heard {found}"
-            hidden.extend(f"{path}: {each}" for each in found if each)
-    assert hidden == [], "\n".join(hidden)
+        if role == "admin_user":
+            hidden.extend(focus_walk(page, path))
+        # Folded parts (a long tool result, deferred runs) checked open.
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = 1)")
+        check(path)
+        for width in WIDTHS:
+            if width != WIDTHS[0]:
+                page.set_viewport_size({"width": width, "height": HEIGHT})
+            sideways, clipped, broken = page.evaluate(LAYOUT)
+            if sideways > 0 or clipped:
+                layout.append(f"{path} at {width} px: {sideways} px sideways {clipped}")
+            # The queue's column names on one line, from the narrowest up.
+            if broken:
+                layout.append(f"{path} at {width} px: header cells wrap {broken}")
+        for present, action, shown in OPENED:
+            if present not in opened and page.locator(present).count():
+                opened.add(present)
+                action(page)
+                page.locator(shown).first.wait_for()
+                check(f"{path} with {shown} open")
+    everything = {present for present, _, _ in OPENED}
+    assert opened == everything if role == "admin_user" else opened >= {LINE}
+    assert violations == [], f"axe as {role}:\n" + "\n".join(violations)
+    assert logged == [], f"console as {role}:\n" + "\n".join(logged)
+    assert layout == [], f"layout as {role}:\n" + "\n".join(layout)
+    assert hidden == [], "focus hidden under a sticky element:\n" + "\n".join(hidden)
+    if not axe_js:
+        pytest.skip("layout checked; no axe-core (./dev test fetches it)")
+
+
+@pytest.mark.parametrize("width", WIDTHS[:3])
+def test_the_sometimes_band_and_the_rates_show_at_each_width(
+    login, lead, tmp_path, width
+):
+    sampled = sometimes_right(make_project("shop"))
+    page = login(lead)
+    page.set_viewport_size({"width": width, "height": 800})
+    watch = Watch(page, console_errors=True)
+
+    watch.goto("/")
+    band = page.locator(".bands .band-0")
+    assert band.is_visible() and "Sometimes diverges" in band.inner_text()
+    watch.goto("/trends/")
+    rates = page.locator("#reproducibility table")
+    rates.wait_for()
+    live = rates.locator("tbody tr", has_text="Live")
+    # Three of four samples (the first replay's too), the inconclusive apart.
+    assert "3/4 (75.0%)" in live.inner_text(), live.inner_text()
+    watch.goto(f"/runs/{sampled.run_id}/")
+    assert page.locator(".replicate-strip li").count() == 6
+    assert page.locator(".replicate-rate").is_visible()
+    watch.check(f"at {width} px")
+    assert page.evaluate(SIDEWAYS) <= 0

@@ -65,13 +65,14 @@ def test_every_link_of_the_top_bar_takes_a_click(login, admin_user, width):
     names = page.locator(".topbar nav a").all_inner_texts()
     assert "Status" in names and "Admin" in names, names
     for name in names:
-        page.goto("/")
-        link = page.locator(".topbar nav a", has_text=name)
-        href = link.get_attribute("href")
         # A link under another element fails Playwright's check that the click
-        # would reach it, and the click times out.
-        link.click(timeout=3000)
-        page.wait_for_url(f"**{href}")
+        # would reach it (the hit test a trial click makes), and times out.
+        page.locator(".topbar nav a", has_text=name).click(trial=True, timeout=3000)
+    # And a click on the last, the one most likely crowded off, goes there.
+    link = page.locator(".topbar nav a", has_text=names[-1])
+    href = link.get_attribute("href")
+    link.click(timeout=3000)
+    page.wait_for_url(f"**{href}")
     # Two rows at most: the brand, search and user, then the links; the
     # search box shows its whole hint.
     page.goto("/")
