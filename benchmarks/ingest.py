@@ -42,7 +42,19 @@ Preflight is a step of its own with its own benchmark (``preflight.py``).
 Goal: at least the run-table floor's records/s (1.0x) at 100,000 lines, and
 the same peak memory at both sizes (within 16 MiB).
 
-Not met reliably. Latest figures (2026-12-06 01:09-01:19 UTC, load average 6
+Not met reliably. Latest figures (2026-12-06 06:52-07:20 UTC, ``--runs 3``
+alternated with the code before the parsing processes packed the batches,
+load 1 to 18 from a test run on the same 2 cores; docs/performance.md,
+"Ingest: batches packed by the parsing processes"), at 100,000 lines, of the
+run-table floor and the client's CPU a record against the floor's:
+
+    after   0.99x 30.4/19.7 us   0.74x 33.5/20.9   0.92x 31.0/19.4
+    before  0.84x 31.1/18.4 us   0.92x 32.1/18.9   0.68x 32.1/19.1
+
+About 1.5 us less client CPU a record (the importing process makes no object
+a row), the rates within the noise.
+
+Earlier figures (2026-12-06 01:09-01:19 UTC, load average 6
 to 14 from other work on the 2 cores, ``run.py --only ingest.py``, i.e.
 ``--runs 3`` at both sizes, three times), at 100,000 lines, against the
 run-table floor and the bare one, and the client's CPU a record against the

@@ -14,7 +14,11 @@ emptied run table, preflight skipped.
 Goal: at least half the native import's records/s (0.5x) at 10,000 sessions.
 ``--quick`` (100 sessions, one run) judges no goal.
 
-Latest figures (2026-12-04, 2 cores shared with other work at a load
+Latest figure (2026-12-06 06:58 UTC, ``run.py --only ingest.py
+transcripts.py --update``, load about 14 from a test run on the same 2
+cores): 1,426 records/s against the native import's 1,425, 1.00x.
+
+Before (2026-12-04, 2 cores shared with other work at a load
 average of 7 to 15, three runs of ``--runs 3``): 0.53x, 0.64x and 0.92x,
 median 0.64x -- in the ``./dev bench`` run 873 records/s against the native
 import's 952. The code before, in the same window as the 0.53x run: 0.25x
