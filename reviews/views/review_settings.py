@@ -1,7 +1,10 @@
 """A project's review settings, managed from the app: its review policy (blind
 review, second opinions, the gold rate) and the labels its decisions carry,
 added, edited and removed. The writes are ``project_services``' (audited);
-those who may edit the project may change them, everyone else gets a 403."""
+those who may edit the project may change them, everyone else gets a 403.
+The policy's form and a label's edit form carry the fingerprint of the
+values they were opened with (``stale``): a save from a page older than
+another admin's save is refused, not saved over it."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -27,6 +31,7 @@ from reviews.project_services import (
     policy_of,
     policy_save,
 )
+from reviews.views.stale import fingerprint, refusal, stored_values
 
 POLICY_FORM = "policy"
 LABEL_FORM = "label"
@@ -173,6 +178,18 @@ def _label_form(project: Project, data=None) -> LabelForm:
     )
 
 
+def _stored_policy(project: Project) -> PolicyForm:
+    """The policy's form unbound, as the stored policy fills it."""
+    return PolicyForm(instance=policy_of(project), prefix=POLICY_FORM)
+
+
+def _stored_label(label: Label) -> LabelForm:
+    """A label's edit form unbound, as the stored label fills it."""
+    return LabelForm(
+        project=label.project, label=label, initial=LabelForm.initial_for(label)
+    )
+
+
 def _saved(form: forms.BaseForm, save) -> bool:
     """Run ``save``; a refusal of the model's goes beside its field."""
     try:
@@ -188,7 +205,6 @@ def _saved(form: forms.BaseForm, save) -> bool:
 def project_review(request: HttpRequest, slug: str) -> HttpResponse:
     """The policy's form, the labels, and the form that adds one."""
     project = get_object_or_404(Project, slug=slug)
-    policy = policy_of(project)
     data = request.POST if request.method == "POST" else None
     which = data.get("form") if data is not None else None
     # The form works on a copy: the page shows the policy as saved.
@@ -198,14 +214,29 @@ def project_review(request: HttpRequest, slug: str) -> HttpResponse:
         prefix=POLICY_FORM,
     )
     label_form = _label_form(project, data if which == LABEL_FORM else None)
-    if which == POLICY_FORM and policy_form.is_valid():
-        values = policy_form.cleaned_data
-        if _saved(
-            policy_form,
-            lambda: policy_save(actor=request.user, project=project, values=values),
-        ):
-            messages.success(request, f"Review policy of {project.slug} saved.")
-            return redirect("reviews:project_review", slug=project.slug)
+    stale, status = None, 400
+    if which == POLICY_FORM:
+        with transaction.atomic():
+            # The project's row locked first: the fingerprint's check and the
+            # save are one, against another admin's save of the policy.
+            Project.objects.select_for_update().filter(pk=project.pk).first()
+            refused = refusal(
+                policy_form,
+                _stored_policy(project),
+                f"The review policy of {project.slug}",
+            )
+            if refused:
+                stale, status = refused
+            elif policy_form.is_valid():
+                values = policy_form.cleaned_data
+                if _saved(
+                    policy_form,
+                    lambda: policy_save(
+                        actor=request.user, project=project, values=values
+                    ),
+                ):
+                    messages.success(request, f"Review policy of {project.slug} saved.")
+                    return redirect("reviews:project_review", slug=project.slug)
     if which == LABEL_FORM and label_form.is_valid():
         values = label_form.cleaned_data
         if _saved(
@@ -214,7 +245,6 @@ def project_review(request: HttpRequest, slug: str) -> HttpResponse:
         ):
             messages.success(request, f"Label “{values['name']}” added.")
             return redirect("reviews:project_review", slug=project.slug)
-    refused = data is not None
     labels = Label.objects.filter(project=project).annotate(uses=Count("values"))
     return render(
         request,
@@ -222,12 +252,15 @@ def project_review(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "page": "projects",
             "project": project,
-            "policy": policy,
+            "policy": policy_of(project),
             "labels": labels,
             "policy_form": policy_form,
+            # The stored values the policy's form is rendered from.
+            "stored": fingerprint(stored_values([_stored_policy(project)])),
+            "stale": stale,
             "label_form": label_form,
         },
-        status=400 if refused else 200,
+        status=status if data is not None else 200,
     )
 
 
@@ -242,21 +275,35 @@ def project_label_edit(request: HttpRequest, slug: str, label_id: int) -> HttpRe
         label=label,
         initial=LabelForm.initial_for(label),
     )
-    if request.method == "POST" and form.is_valid():
-        values = form.cleaned_data
-        if _saved(
-            form,
-            lambda: label_save(
-                actor=request.user, project=project, values=values, label=label
-            ),
-        ):
-            messages.success(request, f"Label “{values['name']}” saved.")
-            return redirect("reviews:project_review", slug=project.slug)
+    stale, status = None, 400
+    if request.method == "POST":
+        with transaction.atomic():
+            # The label's row locked first: its check and its save are one.
+            label = Label.objects.select_for_update().get(pk=label.pk)
+            if refused := refusal(form, _stored_label(label), f"Label “{label.name}”"):
+                stale, status = refused
+            elif form.is_valid():
+                values = form.cleaned_data
+                if _saved(
+                    form,
+                    lambda: label_save(
+                        actor=request.user, project=project, values=values, label=label
+                    ),
+                ):
+                    messages.success(request, f"Label “{values['name']}” saved.")
+                    return redirect("reviews:project_review", slug=project.slug)
     return render(
         request,
         "reviews/label_form.html",
-        {"page": "projects", "project": project, "label": label, "form": form},
-        status=400 if form.errors else 200,
+        {
+            "page": "projects",
+            "project": project,
+            "label": label,
+            "form": form,
+            "stored": fingerprint(stored_values([_stored_label(label)])),
+            "stale": stale,
+        },
+        status=status if request.method == "POST" else 200,
     )
 
 

@@ -132,6 +132,27 @@ def differences(
     return out
 
 
+def refusal(
+    posted: forms.BaseForm, stored: forms.BaseForm, name: str
+) -> tuple[dict, int] | None:
+    """A save of the ``posted`` form (its fingerprint in its data) whose
+    ``stored`` twin (unbound, as the stored values fill it) no longer has
+    that fingerprint, or that sends none: what ``_stale.html`` shows above
+    the form and the status; None for a form that is current. ``name`` is
+    what was changed, as the refusal's line says it."""
+    found = verdict(posted.data.get(FIELD), fingerprint(stored_values([stored])))
+    if found == CURRENT:
+        return None
+    line = CHANGED_LINE if found == CHANGED else UNREADABLE_LINE
+    rows = [
+        (str(d.field.label), d.field.id_for_label, d.now, d.posted)
+        for d in differences([posted], [stored])
+    ]
+    return {"line": line.format(name=name), "now": rows}, (
+        409 if found == CHANGED else 400
+    )
+
+
 def _changed(field: forms.Field, now: Any, data: Any) -> bool:
     """Whether ``data`` posted is another value than ``now``, stored; a
     stored value shown as text (an amount as typed, "20") read as the field

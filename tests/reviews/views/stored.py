@@ -1,4 +1,5 @@
-"""The fingerprint a budgets card or the project form sends with a save
+"""The fingerprint a budgets card, the project form, the review policy's
+form or a label's edit form sends with a save
 (``reviews.views.stale``), read from the page as a browser has it when the
 save is pressed: a post without it is refused."""
 
@@ -28,14 +29,27 @@ def project_stored(client, slug: str) -> dict[str, str]:
     return {"stored": found}
 
 
+def form_stored(client, url: str, form_id: str) -> dict[str, str]:
+    """What the form ``form_id`` of the page at ``url`` sends as ``stored``."""
+    html = client.get(url).content.decode()
+    form = html.split(f'id="{form_id}"', 1)[1]
+    (found,) = re.findall(_FIELD, form.split("</form>", 1)[0])
+    return {"stored": found}
+
+
 def post_from_page(client, url: str, data: dict, **kwargs):
-    """Post ``data`` to a budget card's or a project form's ``url`` with
-    the fingerprint its page sends now, as a browser saving from a page just
-    opened (a ``stored`` in ``data`` is sent instead)."""
+    """Post ``data`` to a budget card's, a project form's, the review
+    policy's or a label's edit form's ``url`` with the fingerprint its page
+    sends now, as a browser saving from a page just opened (a ``stored`` in
+    ``data`` is sent instead)."""
     match = resolve(url)
     slug = match.kwargs["slug"]
     if match.url_name == "budget_edit":
         stored = budget_stored(client, slug)
+    elif match.url_name == "project_review":
+        stored = form_stored(client, url, "policy-form")
+    elif match.url_name == "project_label_edit":
+        stored = form_stored(client, url, "label-form")
     else:
         assert match.url_name == "project_edit", url
         stored = project_stored(client, slug)

@@ -104,7 +104,7 @@ def test_every_fields_help_and_errors_are_in_the_page_it_names(admin, url, bad):
         refused = admin.post(
             "/text-suites/new/", {"project": "shop", "most": "0", "model": ""}
         )
-    elif url == "/projects/shop/edit/":
+    elif url == "/projects/shop/edit/" or bad.get("form") == "policy":
         # With the fingerprint its page sends: the errors are the fields'.
         refused = post_from_page(admin, url, bad)
     else:

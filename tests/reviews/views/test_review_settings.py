@@ -13,7 +13,8 @@ from django.test import Client
 from reviews.models import AuditEvent, Label, ReviewPolicy
 from reviews.services import claim_next, review_decide
 from reviews.together import gold
-from tests.factories import make_project, make_replay, make_user
+from tests.factories import make_project, make_replay, make_superuser, make_user
+from tests.reviews.views.stored import form_stored, post_from_page
 
 URL = "/projects/shop/review/"
 
@@ -56,7 +57,8 @@ def test_an_admin_turns_on_blind_review_and_it_hides_the_verdict(
     assert "Verdict hidden" not in as_user(reviewer).get(detail).content.decode()
     client = as_user(admin_user)
 
-    saved = client.post(
+    saved = post_from_page(
+        client,
         URL,
         {
             **POLICY,
@@ -85,7 +87,9 @@ def test_a_gold_rate_set_on_the_page_is_the_rate_gold_is_served_at(
     review_decide(replay=replay, reviewer=sam, decision="confirm")
     gold.gold_mark(replay=replay, actor=admin_user, verdict="divergent")
 
-    as_user(admin_user).post(URL, {**POLICY, "policy-gold_rate_percent": "30"})
+    post_from_page(
+        as_user(admin_user), URL, {**POLICY, "policy-gold_rate_percent": "30"}
+    )
 
     assert ReviewPolicy.objects.get(project=shop).gold_rate_percent == 30
     assert claim_next(reviewer=reviewer, gold_roll=30) is None
@@ -158,7 +162,7 @@ def test_a_bad_policy_is_refused_beside_its_field_and_nothing_saved(
 ):
     client = as_user(admin_user)
 
-    response = client.post(URL, data)
+    response = post_from_page(client, URL, data)
 
     assert response.status_code == 400
     form = response.context["policy_form"]
@@ -215,8 +219,8 @@ def test_a_label_is_edited_and_a_duplicate_name_refused(shop, admin_user):
     url = f"/projects/shop/review/labels/{merge.pk}/"
     data = {"name": "merge?", "kind": "scale", "position": "3", "required": "on"}
 
-    refused = client.post(url, {**data, "name": "cause"})
-    saved = client.post(url, data)
+    refused = post_from_page(client, url, {**data, "name": "cause"})
+    saved = post_from_page(client, url, data)
 
     assert refused.status_code == 400
     page = refused.content.decode()
@@ -287,8 +291,10 @@ def test_a_label_decisions_used_is_kept_with_their_values(shop, admin_user, revi
 def test_every_change_is_audited_with_its_actor(shop, admin_user):
     client = as_user(admin_user)
 
-    client.post(URL, {**POLICY, "policy-gold_rate_percent": "10"})
-    client.post(URL, {**POLICY, "policy-gold_rate_percent": "10"})  # no change
+    post_from_page(client, URL, {**POLICY, "policy-gold_rate_percent": "10"})
+    post_from_page(
+        client, URL, {**POLICY, "policy-gold_rate_percent": "10"}
+    )  # no change
     add_label(client)
 
     events = list(
@@ -357,8 +363,8 @@ def test_a_post_without_the_csrf_token_is_refused(shop, admin_user):
 
 
 def test_a_refused_policy_is_summed_up_at_the_forms_top_and_focused(shop, admin_user):
-    response = as_user(admin_user).post(
-        URL, {**POLICY, "policy-gold_rate_percent": "150"}
+    response = post_from_page(
+        as_user(admin_user), URL, {**POLICY, "policy-gold_rate_percent": "150"}
     )
 
     assert response.status_code == 400
@@ -402,3 +408,67 @@ def test_a_long_label_name_is_sent_whole_and_refused_in_one_short_line(
         "At most 80 characters (this one has 120)."
     ]
     assert not Label.objects.exists()
+
+
+def test_a_policy_saved_from_an_older_page_is_refused_and_nothing_saved(
+    shop, admin_user
+):
+    """Two admins open the page; the first saves a gold rate of 7; the
+    second's save from the page opened before is refused, the rate kept."""
+    first, second = (
+        as_user(admin_user),
+        as_user(make_superuser("other-admin", "other@example.com")),
+    )
+    opened = form_stored(second, URL, "policy-form")
+    saved = post_from_page(first, URL, {**POLICY, "policy-gold_rate_percent": "7"})
+
+    refused = second.post(URL, {**opened, **POLICY, "policy-blind": "on"})
+
+    assert saved.status_code == 302
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert (
+        "The review policy of shop was changed by someone else since you "
+        "opened this page: nothing was saved."
+    ) in page
+    assert 'href="#id_policy-gold_rate_percent">Gold rate (%)</a>: stored now 7' in (
+        page
+    )
+    policy = ReviewPolicy.objects.get(project=shop)
+    assert (policy.gold_rate_percent, policy.blind) == (7, False)
+    # Saved again from the refused page, it is taken.
+    again = second.post(
+        URL,
+        {**form_stored(second, URL, "policy-form"), **POLICY, "policy-blind": "on"},
+    )
+    assert again.status_code == 302
+    assert ReviewPolicy.objects.get(project=shop).blind is True
+
+
+def test_a_policy_posted_without_the_fingerprint_is_refused(shop, admin_user):
+    refused = as_user(admin_user).post(URL, {**POLICY, "policy-blind": "on"})
+
+    assert refused.status_code == 400
+    assert "Nothing was saved: this form did not say" in refused.content.decode()
+    assert not ReviewPolicy.objects.filter(blind=True).exists()
+
+
+def test_a_label_edited_from_an_older_page_is_refused(shop, admin_user):
+    label = Label.objects.create(project=shop, name="would merge", kind="yes_no")
+    url = f"/projects/shop/review/labels/{label.pk}/"
+    first, second = (
+        as_user(admin_user),
+        as_user(make_superuser("other-admin", "other@example.com")),
+    )
+    opened = form_stored(second, url, "label-form")
+    data = {"name": "would merge", "kind": "yes_no", "position": "0"}
+    post_from_page(first, url, {**data, "required": "on"})
+
+    refused = second.post(url, {**opened, **data, "position": "4"})
+    unsaid = second.post(url, {**data, "position": "4"})
+
+    assert refused.status_code == 409
+    assert "changed by someone else" in refused.content.decode()
+    assert unsaid.status_code == 400
+    label.refresh_from_db()
+    assert (label.required, label.position) == (True, 0)
