@@ -214,6 +214,41 @@
     }
   });
 
+  // The line number a box is about: the one it was opened from while that
+  // is one of its lines, else its range's last line (under which it sits).
+  function lineOfBox(box) {
+    var form = box.querySelector("form");
+    var container = box.closest("[data-target]");
+    if (!form || !container) return null;
+    var side = form.elements.side ? form.elements.side.value : "";
+    var start = parseInt(form.elements.line_start && form.elements.line_start.value, 10);
+    var end = parseInt(form.elements.line_end && form.elements.line_end.value, 10);
+    if (opener && opener.isConnected && opener.closest("[data-target]") === container) {
+      var line = parseInt(opener.getAttribute("data-line"), 10);
+      var same = (opener.getAttribute("data-side") || "") === side;
+      if (same && line >= start && line <= end) return opener;
+    }
+    return cellAt(container, side, end);
+  }
+
+  // Shift+Tab from a box's first field goes back to the box's own line number
+  // (the help's way to a range: then Down and Shift+Enter), whatever sits
+  // between them in the page: the threads drawn under that line would take
+  // the focus, and the range's Shift+Enter would resolve one of them.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Tab" || !event.shiftKey || event.defaultPrevented) return;
+    var box = event.target.closest && event.target.closest(".comment-row");
+    if (!box) return;
+    var first = box.querySelector(
+      "textarea, input:not([type=hidden]), select, button, [tabindex]"
+    );
+    if (event.target !== first) return;
+    var line = lineOfBox(box);
+    if (!line) return;
+    event.preventDefault();
+    moveTo(line);
+  });
+
   // Lines that carry a thread are marked where they are shown, and the thread
   // itself is drawn under its last line.
   function markLines() {

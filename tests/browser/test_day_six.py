@@ -1,0 +1,60 @@
+"""A newcomer's sixth day in Chromium: a line range commented from the
+keyboard on a line that already has a thread, the help's keys followed, the
+other thread left alone."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from reviews.models import Comment
+from tests.browser.test_line_keys import FOCUSED, tab_to_the_line_numbers
+from tests.factories import make_replay, make_user
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_range_from_the_keys_on_a_line_with_a_thread_leaves_the_thread_alone(
+    login, reviewer
+):
+    """Shift+Tab from the new box goes back to its line number past the
+    thread drawn under that line: Down and Shift+Enter widen the box, and
+    the other reviewer's thread stays unresolved."""
+    replay = make_replay(verdict="divergent")
+    theirs = Comment.objects.create(
+        replay=replay,
+        author=make_user("vera", None),
+        target="dod",
+        path="src/app.py",
+        side="new",
+        line_start=1,
+        line_end=1,
+        body="is this rounding intended?",
+    )
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/replays/{replay.pk}/")
+    table = page.locator('#dod table[data-target="dod"]')
+    expect(table.locator("tr.thread-row")).to_contain_text("is this rounding")
+
+    tab_to_the_line_numbers(page, "dod")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(FOCUSED) == "Comment on line 1 (new)"
+    page.keyboard.press("Enter")
+    box = table.locator("tr.comment-row")
+    expect(box.locator("textarea")).to_be_focused()
+    page.keyboard.type("both lines round twice")
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate(FOCUSED) == "Comment on line 1 (new)"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Shift+Enter")
+
+    expect(box.locator(".anchor")).to_have_text("src/app.py (new), lines 1-2")
+    expect(box.locator("textarea")).to_have_value("both lines round twice")
+    page.keyboard.press("Control+Enter")
+    expect(table.locator("article.thread")).to_have_count(2)
+    expect(table).to_contain_text("both lines round twice")
+    mine = Comment.objects.exclude(pk=theirs.pk).get()
+    assert (mine.line_start, mine.line_end, mine.author) == (1, 2, reviewer)
+    theirs.refresh_from_db()
+    assert theirs.resolved_at is None
