@@ -307,8 +307,17 @@
   function toggleHelp() {
     var dialog = document.getElementById("keys-help");
     if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
+    if (dialog.open) {
+      dialog.close();
+      return;
+    }
+    // Opened at its top, on the dialog itself (its autofocus): scrolled
+    // down where it was left, or to the Close button at its foot, a help
+    // taller than the screen would hide its heading and first keys.
+    dialog.scrollTop = 0;
+    dialog.showModal();
+    dialog.focus({ preventScroll: true });
+    dialog.scrollTop = 0;
   }
 
   document.addEventListener("keydown", function (event) {

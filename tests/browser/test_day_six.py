@@ -58,3 +58,28 @@ def test_a_range_from_the_keys_on_a_line_with_a_thread_leaves_the_thread_alone(
     assert (mine.line_start, mine.line_end, mine.author) == (1, 2, reviewer)
     theirs.refresh_from_db()
     assert theirs.resolved_at is None
+
+
+def test_the_keys_help_opens_at_its_top_on_a_small_screen(login, reviewer):
+    """At 1024x768 the help is taller than the screen: it opens on its
+    heading and the first keys, not scrolled down to its Close button."""
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"/replays/{replay.pk}/")
+    help_ = page.locator("#keys-help")
+
+    for _ in range(2):  # opened again after a scroll down, the same
+        page.keyboard.press("?")
+        expect(help_).to_be_visible()
+        assert help_.evaluate("d => d.scrollHeight > d.clientHeight")
+        assert help_.evaluate("d => d.scrollTop") == 0
+        expect(help_.get_by_role("heading", name="Keyboard")).to_be_in_viewport()
+        expect(help_.get_by_text("Move down / up")).to_be_in_viewport()
+        assert help_.evaluate(
+            "d => document.activeElement === d"
+            " || document.activeElement === d.querySelector('h2')"
+        )
+        help_.evaluate("d => { d.scrollTop = d.scrollHeight }")
+        page.keyboard.press("Escape")
+        expect(help_).to_be_hidden()
