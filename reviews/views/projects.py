@@ -15,12 +15,14 @@ from django.db.models.functions import Least
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import (
     require_GET,
     require_http_methods,
     require_POST,
 )
+from django_htmx.http import HttpResponseClientRedirect
 
 from replayhub import roles
 from replayhub.models import (
@@ -271,7 +273,10 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
             )
             if rewards_unverified(saved):
                 messages.warning(request, f"{saved.slug} {UNVERIFIED_WARNING}")
-            return redirect("reviews:project_detail", slug=saved.slug)
+            url = reverse("reviews:project_detail", args=[saved.slug])
+            # Sent with htmx (a refused save was swapped in place, leaving no
+            # history entry to post again on Back): the browser goes there.
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     return _project_form_page(request, form, project, status=400)
 
 

@@ -4,12 +4,16 @@ other thread left alone."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
+from replayhub.models import Project
 from reviews.models import Comment
 from tests.browser.test_line_keys import FOCUSED, tab_to_the_line_numbers
-from tests.factories import make_replay, make_user
+from tests.factories import make_git_project, make_replay, make_superuser, make_user
+from tests.gitrepos import project_repo
 
 pytestmark = pytest.mark.browser
 
@@ -83,3 +87,35 @@ def test_the_keys_help_opens_at_its_top_on_a_small_screen(login, reviewer):
         help_.evaluate("d => { d.scrollTop = d.scrollHeight }")
         page.keyboard.press("Escape")
         expect(help_).to_be_hidden()
+
+
+def test_back_after_a_refused_then_corrected_project_save_is_a_real_page(
+    login, tmp_path
+):
+    """A save refused for a mistake, the mistake fixed, saved: Back shows
+    the edit page, not the browser's "Confirm form resubmission"
+    (ERR_CACHE_MISS); Back again, the project's page it was opened from."""
+    make_git_project(project_repo(tmp_path))
+    page = login(make_superuser())
+    page.goto("/projects/shop/")
+    page.goto("/projects/shop/edit/")
+    limit = page.get_by_label("Agent time limit (s)")
+
+    entries = page.evaluate("history.length")
+    limit.fill("0")
+    page.get_by_role("button", name="Save shop").click()
+    expect(page.locator("#form-problems")).to_contain_text("At least 1 s.")
+    expect(page.locator("#form-problems")).to_be_focused()
+    # Refused in place: no history entry Back would have to post again.
+    assert page.evaluate("history.length") == entries
+    page.get_by_label("Agent time limit (s)").fill("900")
+    page.get_by_role("button", name="Save shop").click()
+    expect(page.locator(".messages")).to_contain_text("Saved project shop")
+    assert Project.objects.get(slug="shop").time_limit_seconds == 900
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/projects/shop/edit/$"))
+    expect(page.get_by_role("heading", name="Edit shop")).to_be_visible()
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/projects/shop/$"))
+    expect(page.get_by_role("heading", level=1)).to_contain_text("shop")
