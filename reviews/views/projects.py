@@ -56,6 +56,7 @@ from reviews.project_services import (
     replay_now,
 )
 from reviews.together.blind import blind_projects, hidden_from
+from reviews.views import HtmxHttpRequest
 from reviews.views.project_form import (
     ProjectForm,
     saved_text,
@@ -235,7 +236,7 @@ def _project_form_page(
     )
 
 
-def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
+def _save(request: HtmxHttpRequest, project: Project | None) -> HttpResponse:
     form = ProjectForm(request.POST)
     form.is_valid()
     rollouts = form.check_rollouts(project)
@@ -282,7 +283,7 @@ def _save(request: HttpRequest, project: Project | None) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @permission_required(ADD_PROJECT, raise_exception=True)
-def project_create(request: HttpRequest) -> HttpResponse:
+def project_create(request: HtmxHttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _save(request, None)
     return _project_form_page(request, ProjectForm(), None)
@@ -290,7 +291,7 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def project_edit(request: HttpRequest, slug: str) -> HttpResponse:
+def project_edit(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     project = get_object_or_404(Project, slug=slug)
     if request.method == "POST":
         with transaction.atomic():
