@@ -229,7 +229,7 @@ def test_at_1024_px_past_nights_fit_with_every_tier_and_the_box_is_reachable(
             "agentic": {"limit_tokens": 2_000_000, "used_tokens": 1_234_567},
         },
     )
-    page = login(make_superuser())
+    page = login(make_superuser(), own_context=True)
     axe = Path(os.environ.get("REPLAYHUB_AXE_JS") or AXE_JS)
     if axe.is_file():
         page.context.add_init_script(axe.read_text())

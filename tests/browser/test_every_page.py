@@ -537,7 +537,7 @@ def test_every_page_passes_axe_and_fits_every_width(
         user.is_staff = True
         user.save(update_fields=["is_staff"])
     paths = seed_pages(user, tmp_path)
-    page = login(user)
+    page = login(user, own_context=True)
     if axe_js:
         page.context.add_init_script(axe_js)
     watch = Watch(page, console_errors=True)
