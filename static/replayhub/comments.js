@@ -146,11 +146,12 @@
     } else {
       anchor = here;
     }
-    // What was typed in a box that is moved to a wider range goes with it.
-    // (A placeholder whose box has not arrived yet holds nothing typed.)
+    // What was typed in a box that is moved to a wider range goes with it;
+    // a placeholder whose box has not arrived yet passes on what it was to
+    // be given (widened twice in a row, the text is kept).
     var old = openBox();
     var oldArea = old && old.querySelector("textarea");
-    var typed = oldArea ? oldArea.value : "";
+    var typed = oldArea ? oldArea.value : old ? pendingTyped : "";
     closeBox();
     mark(container, here.side, start, end);
     var last = cellAt(container, here.side, end) || cell;

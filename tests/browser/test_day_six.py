@@ -119,3 +119,43 @@ def test_back_after_a_refused_then_corrected_project_save_is_a_real_page(
     page.go_back()
     expect(page).to_have_url(re.compile(r"/projects/shop/$"))
     expect(page.get_by_role("heading", level=1)).to_contain_text("shop")
+
+
+def test_a_range_widened_twice_before_its_box_arrives_keeps_the_text(login, reviewer):
+    """Down, Shift+Enter, Down, Shift+Enter, quicker than the server: the
+    box that comes for the widest range still holds what was typed."""
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/replays/{replay.pk}/")
+    held = []
+
+    def hold_the_first_widening(route):
+        if "line_end=2" in route.request.url:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/comments/new/**", hold_the_first_widening)
+    tab_to_the_line_numbers(page, "dod")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    table = page.locator('#dod table[data-target="dod"]')
+    box = table.locator("tr.comment-row")
+    expect(box.locator("textarea")).to_be_focused()
+    page.keyboard.type("three lines")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("ArrowDown")
+    with page.expect_request(lambda request: "line_end=2" in request.url):
+        page.keyboard.press("Shift+Enter")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(FOCUSED) == "Comment on line 3 (new)"
+    page.keyboard.press("Shift+Enter")
+    for _ in range(100):  # the held request reaches its route handler
+        if held:
+            break
+        page.evaluate("0")
+    held[0].continue_()
+
+    expect(box.locator(".anchor")).to_have_text("src/app.py (new), lines 1-3")
+    expect(box.locator("textarea")).to_have_value("three lines")
