@@ -13,7 +13,9 @@ from django.contrib.auth.decorators import permission_required
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from replayhub.gateway.registry import (
     ProviderProblems,
@@ -24,7 +26,7 @@ from replayhub.gateway.registry import (
 from replayhub.models import Budget, Project, Provider, ProviderKind
 from reviews.forms import ForgetsPastedKeys, unclipped
 from reviews.models import AuditEvent
-from reviews.views import confirmed
+from reviews.views import HtmxHttpRequest, confirmed
 
 VIEW_PROVIDERS = "replayhub.view_provider"
 MANAGE_PROVIDERS = "replayhub.change_provider"
@@ -88,7 +90,7 @@ class ProviderForm(ForgetsPastedKeys):
 
 @require_http_methods(["GET", "POST"])
 @permission_required(VIEW_PROVIDERS, raise_exception=True)
-def providers(request: HttpRequest) -> HttpResponse:
+def providers(request: HtmxHttpRequest) -> HttpResponse:
     """Every provider, and the form that adds one (for those who may)."""
     may_manage = request.user.has_perm(MANAGE_PROVIDERS)
     form = ProviderForm(request.POST or None) if may_manage else None
@@ -99,7 +101,7 @@ def providers(request: HttpRequest) -> HttpResponse:
             provider = Provider.objects.create(**form.provider)
             _audit(request, provider, "added")
             messages.success(request, f"Provider {provider.name} added.")
-            return redirect("reviews:providers")
+            return _to_the_list(request)
     listed = Provider.objects.annotate(used_by=Count("projects")).order_by("name")
     return render(
         request,
@@ -116,7 +118,7 @@ def providers(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @permission_required(MANAGE_PROVIDERS, raise_exception=True)
-def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
+def provider_edit(request: HtmxHttpRequest, name: str) -> HttpResponse:
     provider = get_object_or_404(Provider, name=name)
     initial = {
         "name": provider.name,
@@ -137,14 +139,14 @@ def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
             messages.success(
                 request, f"No changes to provider {provider.name}: nothing was saved."
             )
-            return redirect("reviews:providers")
+            return _to_the_list(request)
         before = _shown(provider)
         for field, value in changed.items():
             setattr(provider, field, value)
         provider.save()
         _audit(request, provider, "edited", before)
         messages.success(request, f"Provider {provider.name} saved.")
-        return redirect("reviews:providers")
+        return _to_the_list(request)
     return render(
         request,
         "reviews/provider_form.html",
@@ -157,6 +159,14 @@ def provider_edit(request: HttpRequest, name: str) -> HttpResponse:
         },
         status=400 if form.errors else 200,
     )
+
+
+def _to_the_list(request: HtmxHttpRequest) -> HttpResponse:
+    """After a save taken, the list. A form sent with htmx (a refused save
+    was swapped in place, leaving no history entry that Back would have to
+    post again) sends the browser there; a plain post is redirected."""
+    url = reverse("reviews:providers")
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def users_of(provider: Provider) -> list[str]:

@@ -380,3 +380,36 @@ def test_a_long_provider_name_is_sent_whole_and_refused_in_one_short_line(
         "At most 64 characters (this one has 120)."
     ]
     assert not Provider.objects.exists()
+
+
+@pytest.mark.parametrize("page", ["add", "edit"])
+def test_a_form_sent_with_htmx_is_refused_in_place_and_a_save_goes_to_the_list(
+    client, admin_user, page
+):
+    """The add and edit forms are sent with htmx: a refused save is the page
+    again (400, swapped in place, so Back has no post to send again); a save
+    taken sends the browser to the list, as a plain post is redirected."""
+    client.force_login(admin_user)
+    if page == "edit":
+        add(client)
+    url = URL if page == "add" else reverse("reviews:provider_edit", args=["acme"])
+    htmx = {"HX-Request": "true"}
+    data = {
+        "name": "acme",
+        "kind": "anthropic",
+        "base_url": "ftp://x",
+        "key_env": "ACME_API_KEY",
+        "prices": "",
+    }
+
+    refused = client.post(url, data, headers=htmx)
+
+    assert refused.status_code == 400
+    assert "is not an http(s) URL" in refused.content.decode()
+    assert 'id="form-problems"' in refused.content.decode()
+
+    saved = client.post(url, {**data, "base_url": "https://b.test"}, headers=htmx)
+
+    assert saved.status_code == 200
+    assert saved["HX-Redirect"] == URL
+    assert Provider.objects.get().base_url == "https://b.test"
