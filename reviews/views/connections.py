@@ -8,7 +8,10 @@ A token issued here is shown once, on the page the POST that issued it
 redirects to: it waits in the server-side session (never stored with the
 token's row, never in a URL, a message, a cookie or a log) until that page
 takes it out, so a reload shows it no more and issues nothing; that answer is
-not cached. Every POST redirects back to the page."""
+not cached. Every POST taken redirects back to the page; a refused forge or
+webhook form is the page again (400). Those two forms are sent with htmx, so
+a refusal is swapped in place and leaves no history entry that Back would
+have to post again; their save taken sends the browser to the page."""
 
 from __future__ import annotations
 
@@ -17,11 +20,13 @@ from collections.abc import Callable
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
 
 from replayhub import roles
 from replayhub.models import (
@@ -50,7 +55,7 @@ from reviews.project_services import (
     connection_webhook_add,
     connection_webhook_remove,
 )
-from reviews.views import confirmed
+from reviews.views import HtmxHttpRequest, confirmed
 
 # The tokens the page lists, newest first.
 TOKENS_SHOWN = 100
@@ -139,7 +144,7 @@ class WebhookForm(ForgetsPastedKeys):
 
 
 def _page(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     project: Project,
     *,
     forge_form: ForgeForm | None = None,
@@ -186,18 +191,20 @@ def _page(
     )
 
 
-def _back(project: Project) -> HttpResponse:
-    return redirect("reviews:project_connections", slug=project.slug)
+def _back(request: HtmxHttpRequest, project: Project) -> HttpResponse:
+    url = reverse("reviews:project_connections", args=[project.slug])
+    # A form sent with htmx (forge, webhook): the browser goes there.
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
-def _row(request: HttpRequest, model: type[IngestToken] | type[Webhook], project):
+def _row(request: HtmxHttpRequest, model: type[IngestToken] | type[Webhook], project):
     form = RowForm(request.POST)
     if not form.is_valid():
         raise Http404("No such row.")
     return get_object_or_404(model, pk=form.cleaned_data["id"], project=project)
 
 
-def _issue(request: HttpRequest, project: Project) -> HttpResponse:
+def _issue(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     form = IssueForm(request.POST)
     rotate = form.is_valid() and form.cleaned_data["rotate"]
     row, token = connection_token_issue(
@@ -206,10 +213,10 @@ def _issue(request: HttpRequest, project: Project) -> HttpResponse:
     if rotate:
         messages.info(request, f"The other tokens of {project.slug} are revoked.")
     request.session[f"{ISSUED_KEY}.{project.pk}"] = {"id": row.pk, "token": token}
-    return _back(project)
+    return _back(request, project)
 
 
-def _shown(request: HttpRequest, project: Project) -> HttpResponse:
+def _shown(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     """The page, with the token issued just before when it waits in the
     session: taken out as it is shown, so it is shown once."""
     waiting = request.session.pop(f"{ISSUED_KEY}.{project.pk}", None)
@@ -227,16 +234,16 @@ def _shown(request: HttpRequest, project: Project) -> HttpResponse:
     return response
 
 
-def _revoke(request: HttpRequest, project: Project) -> HttpResponse:
+def _revoke(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     token = _row(request, IngestToken, project)
     if not confirmed(request, f"revoke rhi_{token.prefix}_…"):
-        return _back(project)
+        return _back(request, project)
     connection_token_revoke(actor=request.user, token=token)
     messages.success(request, f"Token {token.prefix} revoked: the API refuses it.")
-    return _back(project)
+    return _back(request, project)
 
 
-def _forge(request: HttpRequest, project: Project) -> HttpResponse:
+def _forge(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     form = ForgeForm(request.POST, prefix="forge")
     if form.is_valid():
         data = form.cleaned_data
@@ -253,7 +260,7 @@ def _forge(request: HttpRequest, project: Project) -> HttpResponse:
             place(form, refusal.problems)
         else:
             messages.success(request, f"Forge of {project.slug} saved.")
-            return _back(project)
+            return _back(request, project)
     else:
         # The service's checks of the fields that did validate: every
         # problem is said at once.
@@ -270,13 +277,13 @@ def _forge(request: HttpRequest, project: Project) -> HttpResponse:
     return _page(request, project, forge_form=form)
 
 
-def _forget(request: HttpRequest, project: Project) -> HttpResponse:
+def _forget(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     if connection_forge_forget(actor=request.user, project=project):
         messages.success(request, f"{project.slug} sets no commit status now.")
-    return _back(project)
+    return _back(request, project)
 
 
-def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
+def _webhook(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     form = WebhookForm(request.POST, prefix="webhook")
     if form.is_valid():
         data = form.cleaned_data
@@ -294,7 +301,7 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
         else:
             name = hook_name(hook.pk, hook.url)
             messages.success(request, f"{capfirst(name)} added.")
-            return _back(project)
+            return _back(request, project)
     else:
         data = form.cleaned_data
         place(
@@ -309,17 +316,17 @@ def _webhook(request: HttpRequest, project: Project) -> HttpResponse:
     return _page(request, project, webhook_form=form)
 
 
-def _remove(request: HttpRequest, project: Project) -> HttpResponse:
+def _remove(request: HtmxHttpRequest, project: Project) -> HttpResponse:
     hook = _row(request, Webhook, project)
     name = hook_name(hook.pk, hook.url)
     if not confirmed(request, f"remove {name}"):
-        return _back(project)
+        return _back(request, project)
     connection_webhook_remove(actor=request.user, hook=hook)
     messages.success(request, f"{capfirst(name)} removed.")
-    return _back(project)
+    return _back(request, project)
 
 
-ACTIONS: dict[str, Callable[[HttpRequest, Project], HttpResponse]] = {
+ACTIONS: dict[str, Callable[[HtmxHttpRequest, Project], HttpResponse]] = {
     "issue": _issue,
     "revoke": _revoke,
     "forge": _forge,
@@ -331,12 +338,12 @@ ACTIONS: dict[str, Callable[[HttpRequest, Project], HttpResponse]] = {
 
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def project_connections(request: HttpRequest, slug: str) -> HttpResponse:
+def project_connections(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """The page; a POST names what it does in ``form``."""
     project = get_object_or_404(Project, slug=slug)
     if request.method == "GET":
         return _shown(request, project)
     action = ACTIONS.get(request.POST.get("form", ""))
     if action is None:
-        return _back(project)
+        return _back(request, project)
     return action(request, project)

@@ -1,6 +1,7 @@
-"""A newcomer's seventh day in Chromium: a provider added and one edited,
-each save first refused for a bad address then corrected; Back afterwards
-shows a real page, never the browser's "Confirm form resubmission"."""
+"""A newcomer's seventh day in Chromium: a provider added, one edited and a
+project's forge set, each save first refused for a bad address then
+corrected; Back afterwards shows a real page, never the browser's "Confirm
+form resubmission"."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from replayhub.models import Provider
-from tests.factories import make_superuser
+from replayhub.models import Forge, Provider
+from tests.factories import make_project, make_superuser
 
 pytestmark = pytest.mark.browser
 
@@ -65,3 +66,32 @@ def test_back_after_a_refused_then_corrected_provider_add_is_a_real_page(login):
     page.go_back()
     expect(page).to_have_url(re.compile(r"/projects/$"))
     expect(page.get_by_role("heading", name="Projects", exact=True)).to_be_visible()
+
+
+def test_back_after_a_refused_then_corrected_forge_is_a_real_page(login, admin_user):
+    """The forge form of a project's connections, refused for an API URL
+    that is not http(s), corrected, saved: Back is the project's page."""
+    make_project("shop")
+    page = login(admin_user)
+    page.goto("/projects/shop/")
+    page.goto("/projects/shop/connections/")
+    form = page.locator("#forge-form")
+    form.get_by_label("Repository").fill("acme/shop")
+    form.get_by_label("Token variable").fill("REPLAYHUB_REPO_TOKEN_SHOP")
+
+    entries = page.evaluate("history.length")
+    form.get_by_label("API URL").fill("ftp://x")
+    form.get_by_role("button", name="Save the forge").click()
+    problems = page.locator("#form-problems")
+    expect(problems).to_contain_text("API URL")
+    expect(problems).to_be_focused()
+    assert page.evaluate("history.length") == entries
+    form.get_by_label("API URL").fill("")
+    form.get_by_role("button", name="Save the forge").click()
+    expect(page.locator("ul.messages")).to_contain_text("Forge of shop saved.")
+    expect(page.locator("#forge-now")).to_contain_text("acme/shop")
+    assert Forge.objects.get().repo == "acme/shop"
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/projects/shop/$"))
+    expect(page.get_by_role("heading", level=1)).to_contain_text("shop")

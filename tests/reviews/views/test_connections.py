@@ -444,3 +444,27 @@ def test_a_field_the_form_refuses_does_not_hide_the_others_problems(
         assert len(errors[field]) == 1 and errors[field][0].startswith(sentence)
     assert f"Not saved: fix these {len(said)} first." in refused.content.decode()
     assert not Webhook.objects.exists() and not Forge.objects.exists()
+
+
+@pytest.mark.parametrize("sent", [FORGE, WEBHOOK], ids=["forge", "webhook"])
+def test_a_form_sent_with_htmx_is_refused_in_place_and_a_save_reloads_the_page(
+    shop, admin_user, sent
+):
+    """The forge and webhook forms are sent with htmx: a refused save is the
+    page again (400, swapped in place, so Back has no post to send again); a
+    save taken sends the browser to the page, as a plain post is redirected."""
+    client = as_user(admin_user)
+    htmx = {"HX-Request": "true"}
+    field = "forge-api_url" if sent is FORGE else "webhook-url"
+
+    refused = client.post(URL, {**sent, field: "ftp://x"}, headers=htmx)
+
+    assert refused.status_code == 400
+    assert f'href="#id_{field}">' in refused.content.decode()
+    assert Forge.objects.count() + Webhook.objects.count() == 0
+
+    saved = client.post(URL, sent, headers=htmx)
+
+    assert saved.status_code == 200
+    assert saved["HX-Redirect"] == URL
+    assert Forge.objects.count() + Webhook.objects.count() == 1
