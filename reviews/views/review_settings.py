@@ -4,7 +4,12 @@ added, edited and removed. The writes are ``project_services``' (audited);
 those who may edit the project may change them, everyone else gets a 403.
 The policy's form and a label's edit form carry the fingerprint of the
 values they were opened with (``stale``): a save from a page older than
-another admin's save is refused, not saved over it."""
+another admin's save is refused, not saved over it.
+
+The policy's and the labels' forms are sent with htmx: a refused save (400,
+409) is swapped in place, leaving no history entry that Back would have to
+post again; a save taken sends the browser to the review settings. Without
+JavaScript they post and redirect as any form."""
 
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
 
 from replayhub import roles
 from replayhub.models import VERDICT_CHOICES, Project
@@ -31,6 +38,7 @@ from reviews.project_services import (
     policy_of,
     policy_save,
 )
+from reviews.views import HtmxHttpRequest
 from reviews.views.stale import fingerprint, refusal, stored_values
 
 POLICY_FORM = "policy"
@@ -200,9 +208,15 @@ def _saved(form: forms.BaseForm, save) -> bool:
     return True
 
 
+def _to_the_settings(request: HtmxHttpRequest, project: Project) -> HttpResponse:
+    """After a save taken: a form sent with htmx sends the browser there."""
+    url = reverse("reviews:project_review", args=[project.slug])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def project_review(request: HttpRequest, slug: str) -> HttpResponse:
+def project_review(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     """The policy's form, the labels, and the form that adds one."""
     project = get_object_or_404(Project, slug=slug)
     data = request.POST if request.method == "POST" else None
@@ -236,7 +250,7 @@ def project_review(request: HttpRequest, slug: str) -> HttpResponse:
                     ),
                 ):
                     messages.success(request, f"Review policy of {project.slug} saved.")
-                    return redirect("reviews:project_review", slug=project.slug)
+                    return _to_the_settings(request, project)
     if which == LABEL_FORM and label_form.is_valid():
         values = label_form.cleaned_data
         if _saved(
@@ -244,7 +258,7 @@ def project_review(request: HttpRequest, slug: str) -> HttpResponse:
             lambda: label_save(actor=request.user, project=project, values=values),
         ):
             messages.success(request, f"Label “{values['name']}” added.")
-            return redirect("reviews:project_review", slug=project.slug)
+            return _to_the_settings(request, project)
     labels = Label.objects.filter(project=project).annotate(uses=Count("values"))
     return render(
         request,
@@ -266,7 +280,9 @@ def project_review(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.MANAGE_PROJECTS, raise_exception=True)
-def project_label_edit(request: HttpRequest, slug: str, label_id: int) -> HttpResponse:
+def project_label_edit(
+    request: HtmxHttpRequest, slug: str, label_id: int
+) -> HttpResponse:
     label = get_object_or_404(Label, pk=label_id, project__slug=slug)
     project = label.project
     form = LabelForm(
@@ -291,7 +307,7 @@ def project_label_edit(request: HttpRequest, slug: str, label_id: int) -> HttpRe
                     ),
                 ):
                     messages.success(request, f"Label “{values['name']}” saved.")
-                    return redirect("reviews:project_review", slug=project.slug)
+                    return _to_the_settings(request, project)
     return render(
         request,
         "reviews/label_form.html",

@@ -1,7 +1,7 @@
-"""A newcomer's seventh day in Chromium: a provider added, one edited and a
-project's forge set, each save first refused for a bad address then
+"""A newcomer's seventh day in Chromium: a provider added, one edited, a
+project's forge set and a label added, each save first refused then
 corrected; Back afterwards shows a real page, never the browser's "Confirm
-form resubmission"."""
+form resubmission", and the refused save added no history entry."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import Forge, Provider
+from reviews.models import Label
 from tests.factories import make_project, make_superuser
 
 pytestmark = pytest.mark.browser
@@ -91,6 +92,33 @@ def test_back_after_a_refused_then_corrected_forge_is_a_real_page(login, admin_u
     expect(page.locator("ul.messages")).to_contain_text("Forge of shop saved.")
     expect(page.locator("#forge-now")).to_contain_text("acme/shop")
     assert Forge.objects.get().repo == "acme/shop"
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/projects/shop/$"))
+    expect(page.get_by_role("heading", level=1)).to_contain_text("shop")
+
+
+def test_back_after_a_refused_then_corrected_label_is_a_real_page(login, admin_user):
+    """A label added on the review settings, refused for categories a yes /
+    no label cannot have, corrected, saved: Back is the project's page."""
+    make_project("shop")
+    page = login(admin_user)
+    page.goto("/projects/shop/")
+    page.goto("/projects/shop/review/")
+    form = page.locator("#label-form")
+    form.get_by_label("Name").fill("would merge")
+
+    entries = page.evaluate("history.length")
+    form.get_by_label("Categories").fill("a, b")
+    form.get_by_role("button", name="Add label").click()
+    problems = page.locator("#form-problems")
+    expect(problems).to_contain_text("A yes / no label has no categories")
+    expect(problems).to_be_focused()
+    assert page.evaluate("history.length") == entries
+    form.get_by_label("Categories").fill("")
+    form.get_by_role("button", name="Add label").click()
+    expect(page.locator("ul.messages")).to_contain_text("Label “would merge” added.")
+    assert Label.objects.get().name == "would merge"
 
     page.go_back()
     expect(page).to_have_url(re.compile(r"/projects/shop/$"))

@@ -472,3 +472,43 @@ def test_a_label_edited_from_an_older_page_is_refused(shop, admin_user):
     assert unsaid.status_code == 400
     label.refresh_from_db()
     assert (label.required, label.position) == (True, 0)
+
+
+@pytest.mark.parametrize("sent", ["policy", "label", "label edit"])
+def test_a_form_sent_with_htmx_is_refused_in_place_and_a_save_goes_to_the_settings(
+    shop, admin_user, sent
+):
+    """The policy's and the labels' forms are sent with htmx: a refused save
+    is the page again (400, swapped in place, so Back has no post to send
+    again); a save taken sends the browser to the settings, as a plain post
+    is redirected."""
+    client = as_user(admin_user)
+    htmx = {"HX-Request": "true"}
+    if sent == "policy":
+        url, good = URL, {**POLICY, "policy-gold_rate_percent": "5"}
+        bad = {**POLICY, "policy-gold_rate_percent": "101"}
+    elif sent == "label":
+        url = URL
+        good = {
+            "form": "label",
+            "label-name": "would merge",
+            "label-kind": "yes_no",
+            "label-position": "0",
+        }
+        bad = {**good, "label-categories": "a, b"}
+    else:
+        label = Label.objects.create(project=shop, name="cause", kind="yes_no")
+        url = f"/projects/shop/review/labels/{label.pk}/"
+        good = {"name": "merge?", "kind": "yes_no", "position": "0"}
+        bad = {**good, "categories": "a, b"}
+
+    refused = post_from_page(client, url, bad, headers=htmx)
+
+    assert refused.status_code == 400
+    assert 'id="form-problems"' in refused.content.decode()
+
+    saved = post_from_page(client, url, good, headers=htmx)
+
+    assert saved.status_code == 200
+    assert saved["HX-Redirect"] == URL
+    assert AuditEvent.objects.count() == 1
