@@ -14,9 +14,10 @@ from django.contrib.auth.decorators import permission_required
 from django.db.models import Count, F, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HTMX_STOP_POLLING
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from replayhub import roles
 from replayhub.gateway import tape
@@ -408,9 +409,12 @@ def _suites_page(
 
 @require_POST
 @permission_required(RUN_SUITES, raise_exception=True)
-def text_suite_new(request: HttpRequest) -> HttpResponse:
+def text_suite_new(request: HtmxHttpRequest) -> HttpResponse:
     """Start a new suite on a worker: the form at the foot of the suites
-    page, as ``manage.py replay_suite`` does from the command line."""
+    page, as ``manage.py replay_suite`` does from the command line. Sent
+    with htmx, a refused form is swapped in place (no history entry that
+    Back would have to post again) and a suite started sends the browser to
+    the suites; a plain post is redirected."""
     form = TextSuiteForm(request.POST)
     if form.is_valid():
         try:
@@ -429,7 +433,8 @@ def text_suite_new(request: HttpRequest) -> HttpResponse:
                 f"Suite #{suite.pk} queued: {suite.project.slug}'s runs on "
                 f"{suite.target}. A worker starts it; this page shows how far it got.",
             )
-            return redirect("reviews:text_suites")
+            url = reverse("reviews:text_suites")
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     return _suites_page(request, form, status=400)
 
 

@@ -1,7 +1,8 @@
 """A newcomer's seventh day in Chromium: a provider added, one edited, a
-project's forge set and a label added, each save first refused then
-corrected; Back afterwards shows a real page, never the browser's "Confirm
-form resubmission", and the refused save added no history entry."""
+project's forge set, a label added and a text suite started, each first
+refused then corrected. Back afterwards shows a real page, never the
+browser's "Confirm form resubmission", and the refusal added no history
+entry."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from replayhub.models import Forge, Provider
+from replayhub.models import Forge, Provider, TextSuite
 from reviews.models import Label
-from tests.factories import make_project, make_superuser
+from tests.factories import make_project, make_superuser, make_text_run
 
 pytestmark = pytest.mark.browser
 
@@ -123,3 +124,35 @@ def test_back_after_a_refused_then_corrected_label_is_a_real_page(login, admin_u
     page.go_back()
     expect(page).to_have_url(re.compile(r"/projects/shop/$"))
     expect(page.get_by_role("heading", level=1)).to_contain_text("shop")
+
+
+def test_back_after_a_refused_then_started_text_suite_is_a_real_page(login, admin_user):
+    """A new text suite refused for at most 0 runs, corrected, started: Back
+    is the page the suites were opened from."""
+    run = make_text_run()
+    Provider.objects.create(
+        name="gpt", kind="openai", base_url="https://a.test/v1", key_env="K"
+    )
+    page = login(admin_user)
+    page.goto("/projects/")
+    page.goto("/text-suites/")
+    form = page.locator("#new-suite form")
+    form.get_by_label("Project").select_option(run.project.slug)
+    form.get_by_label("Model", exact=True).fill("gpt-test")
+
+    entries = page.evaluate("history.length")
+    form.get_by_label("At most (runs)").fill("0")
+    form.get_by_role("button", name="Start suite").click()
+    problems = page.locator("#form-problems")
+    expect(problems).to_contain_text("At least 1 run.")
+    expect(problems).to_be_focused()
+    assert page.evaluate("history.length") == entries
+    form.get_by_label("At most (runs)").fill("")
+    form.get_by_role("button", name="Start suite").click()
+    expect(page.locator("ul.messages")).to_contain_text("queued")
+    expect(page).to_have_url(re.compile(r"/text-suites/$"))
+    assert TextSuite.objects.count() == 1
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/projects/$"))
+    expect(page.get_by_role("heading", name="Projects", exact=True)).to_be_visible()

@@ -213,3 +213,26 @@ def test_half_a_judge_is_said_beside_the_judge_field_left_empty(
     assert f'<div id="id_{beside}_error"><p class="error" role="alert">{said}' in page
     assert f'href="#id_{beside}"' in page
     assert TextSuite.objects.count() == 0
+
+
+def test_a_new_suite_sent_with_htmx_is_refused_in_place_then_started(
+    client, admin_user, providers, text_run
+):
+    """The new suite's form is sent with htmx: a refused one is the page
+    again (400, swapped in place, so Back has no post to send again); one
+    started sends the browser to the suites, as a plain post is redirected."""
+    client.force_login(admin_user)
+    htmx = {"HX-Request": "true"}
+    data = {"project": text_run.project.slug, "provider": "gpt", "model": "gpt-test"}
+
+    refused = client.post(f"{URL}new/", {**data, "most": "0"}, headers=htmx)
+
+    assert refused.status_code == 400
+    assert "At least 1 run." in refused.content.decode()
+    assert TextSuite.objects.count() == 0
+
+    started = client.post(f"{URL}new/", data, headers=htmx)
+
+    assert started.status_code == 200
+    assert started["HX-Redirect"] == URL
+    assert TextSuite.objects.count() == 1
