@@ -72,7 +72,8 @@ def test_a_reviewer_triages_three_items_with_the_keyboard_only(
 
     # Enter opens the selected row (the divergent one); k-then-Enter the first.
     page.keyboard.press("k")
-    with page.expect_navigation():
+    expect(rows.nth(0)).to_have_class(re.compile(r"\bselected\b"))
+    with page.expect_navigation(url=DETAIL):
         page.keyboard.press("Enter")
     assert opened(page) == equivalent.pk
     screenshot(page, "detail")
