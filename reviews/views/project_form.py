@@ -24,17 +24,7 @@ from replayhub.models.project_settings import (
 from replayhub.project_setup import SLUG_CHARS, ProjectInvalid
 from replayhub.rollouts.seeds import DRAW_FIELDS, draw_problems
 from reviews.forms import ForgetsPastedKeys, unbounded, unclipped
-from reviews.views.stale import (
-    CHANGED,
-    CHANGED_LINE,
-    CURRENT,
-    FIELD,
-    UNREADABLE_LINE,
-    differences,
-    fingerprint,
-    stored_values,
-    verdict,
-)
+from reviews.views.stale import fingerprint, refusal, stored_values
 
 
 def _words(value: str) -> list[str]:
@@ -375,17 +365,7 @@ def stale_refusal(form: ProjectForm, project: Project) -> tuple[dict, int] | Non
     """An edit posted from a form whose stored values have changed since
     (or that does not say which it had): the refusal to show above the form
     and its status; None for a form that is current."""
-    stored = stored_form(project)
-    found = verdict(form.data.get(FIELD), fingerprint(stored_values([stored])))
-    if found == CURRENT:
-        return None
-    line = CHANGED_LINE if found == CHANGED else UNREADABLE_LINE
-    rows = [
-        (str(d.field.label), d.field.id_for_label, d.now, d.posted)
-        for d in differences([form], [stored])
-    ]
-    refusal = {"line": line.format(name=f"Project {project.slug}"), "now": rows}
-    return refusal, 409 if found == CHANGED else 400
+    return refusal(form, stored_form(project), f"Project {project.slug}")
 
 
 # The most characters of one value an edit's message shows.

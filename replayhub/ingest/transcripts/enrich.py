@@ -24,6 +24,7 @@ from django.conf import settings
 
 from replayhub.ingest.fastpath import read_record
 from replayhub.ingest.native import RecordError, stored_part, whole_record
+from replayhub.ingest.rows import COLUMNS
 from replayhub.lib.boundedjson import REFUSED_KEY
 from replayhub.models import Project, Run
 
@@ -131,20 +132,7 @@ def enrich(
 
 
 _STORED = "the run imported before from its prediction"
-# The columns a record fills, besides ``raw`` and its hash.
-_COLUMNS = (
-    "title",
-    "prompt",
-    "provider",
-    "model",
-    "effort",
-    "base_sha",
-    "original_commit",
-    "original_branch",
-    "original_tests_passed",
-    "sandbox_image",
-    "sandbox_config_sha256",
-    "started_at",
-    "output",
-    "usage",
+# The columns a record fills, besides its id, ``raw`` and its hash.
+_COLUMNS = tuple(
+    name for name in COLUMNS if name not in {"external_id", "raw", "record_sha256"}
 )
