@@ -1,7 +1,9 @@
 """The model providers, managed from the app: the list, a provider added or
 edited with the same rules as ``manage.py provider_add``
 (``gateway.registry``). The key itself is never asked for: only the name of
-the workers' variable that holds it."""
+the workers' variable that holds it. The edit form carries the fingerprint
+of the stored values it was opened with (``stale``), as every settings form
+does: a save from a page older than another admin's save is refused."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import os
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
+from django.db import transaction
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -27,6 +30,7 @@ from replayhub.models import Budget, Project, Provider, ProviderKind
 from reviews.forms import ForgetsPastedKeys, unclipped
 from reviews.models import AuditEvent
 from reviews.views import HtmxHttpRequest, confirmed
+from reviews.views.stale import fingerprint, refusal, stored_values
 
 VIEW_PROVIDERS = "replayhub.view_provider"
 MANAGE_PROVIDERS = "replayhub.change_provider"
@@ -119,34 +123,26 @@ def providers(request: HtmxHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @permission_required(MANAGE_PROVIDERS, raise_exception=True)
 def provider_edit(request: HtmxHttpRequest, name: str) -> HttpResponse:
+    """Edit a provider; a save from a page opened before another admin's
+    save is refused (409), the values typed kept (``stale``)."""
     provider = get_object_or_404(Provider, name=name)
-    initial = {
-        "name": provider.name,
-        "kind": provider.kind,
-        "base_url": provider.base_url,
-        "key_env": provider.key_env,
-        "prices": price_lines(provider),
-    }
-    form = ProviderForm(request.POST or None, initial=initial, existing=provider)
-    if request.method == "POST" and form.is_valid():
-        changed = {
-            field: value
-            for field, value in form.provider.items()
-            if getattr(provider, field) != value
-        }
-        if not changed:
-            # As the project form: a save that changes nothing says so.
-            messages.success(
-                request, f"No changes to provider {provider.name}: nothing was saved."
+    form = ProviderForm(initial=_initial(provider), existing=provider)
+    stale, status = None, 400
+    if request.method == "POST":
+        with transaction.atomic():
+            # The provider's row locked first: the check and the save are one.
+            provider = Provider.objects.select_for_update().get(pk=provider.pk)
+            form = ProviderForm(
+                request.POST, initial=_initial(provider), existing=provider
             )
-            return _to_the_list(request)
-        before = _shown(provider)
-        for field, value in changed.items():
-            setattr(provider, field, value)
-        provider.save()
-        _audit(request, provider, "edited", before)
-        messages.success(request, f"Provider {provider.name} saved.")
-        return _to_the_list(request)
+            # Cleaned first: a key pasted for its variable is forgotten before
+            # a refusal lists what this form holds.
+            valid = form.is_valid()
+            refused = refusal(form, _stored_form(provider), f"Provider {provider.name}")
+            if refused:
+                stale, status = refused
+            elif valid:
+                return _saved(request, provider, form.provider)
     return render(
         request,
         "reviews/provider_form.html",
@@ -154,11 +150,52 @@ def provider_edit(request: HtmxHttpRequest, name: str) -> HttpResponse:
             "page": "projects",
             "provider": provider,
             "form": form,
+            # The stored values the form is rendered from (``stale``).
+            "stored": fingerprint(stored_values([_stored_form(provider)])),
+            "stale": stale,
             "used_by": users_of(provider),
             "keys_unset": keys_unset([(provider.name, provider.key_env)], os.environ),
         },
-        status=400 if form.errors else 200,
+        status=status if request.method == "POST" else 200,
     )
+
+
+def _initial(provider: Provider) -> dict:
+    """The edit form's values, as ``provider`` has them stored."""
+    return {
+        "name": provider.name,
+        "kind": provider.kind,
+        "base_url": provider.base_url,
+        "key_env": provider.key_env,
+        "prices": price_lines(provider),
+    }
+
+
+def _stored_form(provider: Provider) -> ProviderForm:
+    """The edit form unbound, as the provider's stored values fill it."""
+    return ProviderForm(initial=_initial(provider), existing=provider)
+
+
+def _saved(request: HtmxHttpRequest, provider: Provider, values: dict) -> HttpResponse:
+    """``values`` written to ``provider`` and audited, or, when they change
+    nothing, said so (as the project form does)."""
+    changed = {
+        field: value
+        for field, value in values.items()
+        if getattr(provider, field) != value
+    }
+    if not changed:
+        messages.success(
+            request, f"No changes to provider {provider.name}: nothing was saved."
+        )
+        return _to_the_list(request)
+    before = _shown(provider)
+    for field, value in changed.items():
+        setattr(provider, field, value)
+    provider.save()
+    _audit(request, provider, "edited", before)
+    messages.success(request, f"Provider {provider.name} saved.")
+    return _to_the_list(request)
 
 
 def _to_the_list(request: HtmxHttpRequest) -> HttpResponse:

@@ -1,5 +1,5 @@
 """The fingerprint a budgets card, the project form, the review policy's
-form or a label's edit form sends with a save
+form, a label's or a provider's edit form sends with a save
 (``reviews.views.stale``), read from the page as a browser has it when the
 save is pressed: a post without it is refused."""
 
@@ -39,18 +39,19 @@ def form_stored(client, url: str, form_id: str) -> dict[str, str]:
 
 def post_from_page(client, url: str, data: dict, **kwargs):
     """Post ``data`` to a budget card's, a project form's, the review
-    policy's or a label's edit form's ``url`` with the fingerprint its page
-    sends now, as a browser saving from a page just opened (a ``stored`` in
-    ``data`` is sent instead)."""
+    policy's, a label's or a provider's edit form's ``url`` with the
+    fingerprint its page sends now, as a browser saving from a page just
+    opened (a ``stored`` in ``data`` is sent instead)."""
     match = resolve(url)
-    slug = match.kwargs["slug"]
     if match.url_name == "budget_edit":
-        stored = budget_stored(client, slug)
+        stored = budget_stored(client, match.kwargs["slug"])
     elif match.url_name == "project_review":
         stored = form_stored(client, url, "policy-form")
     elif match.url_name == "project_label_edit":
         stored = form_stored(client, url, "label-form")
+    elif match.url_name == "provider_edit":
+        stored = form_stored(client, url, "provider-form")
     else:
         assert match.url_name == "project_edit", url
-        stored = project_stored(client, slug)
+        stored = project_stored(client, match.kwargs["slug"])
     return client.post(url, {**stored, **data}, **kwargs)

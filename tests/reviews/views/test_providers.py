@@ -5,6 +5,7 @@ keeps what was typed beside its one-line reason, and other roles are kept out.""
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 from django.urls import reverse
@@ -12,6 +13,7 @@ from django.urls import reverse
 from replayhub.gateway.registry import keys_unset
 from replayhub.models import Project, Provider
 from reviews.models import AuditEvent
+from tests.reviews.views.stored import form_stored, post_from_page
 
 URL = "/providers/"
 # A removal's ticked "Yes, remove …" box.
@@ -120,7 +122,8 @@ def test_an_admin_edits_a_provider_but_not_its_name(client, admin_user):
     form = client.get(edit).context["form"]
     assert form["prices"].value() == "claude-x=3,15\nclaude-y=0.8,4,0.08"
 
-    response = client.post(
+    response = post_from_page(
+        client,
         edit,
         {
             "name": "renamed",
@@ -342,7 +345,7 @@ def test_a_save_of_an_unchanged_provider_says_nothing_was_saved(client, admin_us
     shown = client.get(edit).context["form"]
     unchanged = {name: shown[name].value() for name in shown.fields}
 
-    response = client.post(edit, unchanged, follow=True)
+    response = post_from_page(client, edit, unchanged, follow=True)
 
     page = response.content.decode()
     assert "No changes to provider acme: nothing was saved." in page
@@ -402,14 +405,67 @@ def test_a_form_sent_with_htmx_is_refused_in_place_and_a_save_goes_to_the_list(
         "prices": "",
     }
 
-    refused = client.post(url, data, headers=htmx)
+    post = client.post if page == "add" else partial(post_from_page, client)
+    refused = post(url, data, headers=htmx)
 
     assert refused.status_code == 400
     assert "is not an http(s) URL" in refused.content.decode()
     assert 'id="form-problems"' in refused.content.decode()
 
-    saved = client.post(url, {**data, "base_url": "https://b.test"}, headers=htmx)
+    saved = post(url, {**data, "base_url": "https://b.test"}, headers=htmx)
 
     assert saved.status_code == 200
     assert saved["HX-Redirect"] == URL
     assert Provider.objects.get().base_url == "https://b.test"
+
+
+EDITED = {
+    "name": "acme",
+    "kind": "anthropic",
+    "base_url": "https://models.example/v1",
+    "key_env": "ACME_API_KEY",
+    "prices": "claude-x=3,15",
+}
+
+
+def test_a_save_from_a_page_opened_before_anothers_save_is_refused(client, admin_user):
+    """Two admins open the edit page; the first saves, the second's save
+    (its page older than the first's save) is refused (409): the first's
+    values stand, listed beside what the second's form holds, which it
+    keeps."""
+    client.force_login(admin_user)
+    add(client)
+    edit = reverse("reviews:provider_edit", args=["acme"])
+    first = form_stored(client, edit, "provider-form")
+    second = form_stored(client, edit, "provider-form")
+    saved = client.post(edit, {**EDITED, **first, "base_url": "https://first.test"})
+    assert saved.status_code == 302
+    events = AuditEvent.objects.count()
+
+    refused = client.post(edit, {**EDITED, **second, "key_env": "SECOND_KEY"})
+
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert "Provider acme was changed by someone else since you opened" in page
+    assert "stored now https://first.test (this form: https://models.example/v1)" in (
+        page
+    )
+    assert refused.context["form"]["key_env"].value() == "SECOND_KEY"
+    provider = Provider.objects.get()
+    assert (provider.base_url, provider.key_env) == (
+        "https://first.test",
+        "ACME_API_KEY",
+    )
+    assert AuditEvent.objects.count() == events
+
+
+def test_a_provider_save_without_its_fingerprint_is_refused(client, admin_user):
+    client.force_login(admin_user)
+    add(client)
+    edit = reverse("reviews:provider_edit", args=["acme"])
+
+    refused = client.post(edit, {**EDITED, "base_url": "https://b.test"})
+
+    assert refused.status_code == 400
+    assert "did not say which stored values" in refused.content.decode()
+    assert Provider.objects.get().base_url == "https://models.example/v1"
