@@ -30,7 +30,10 @@ decision that would overrule verified evidence takes a second Enter, or the
 409 page's second submit without script; a blind judgement is recorded as
 given, since the question would name the evidence. The decision form posts to the
 replay's own address; the older ``/decide/`` address answers a GET with the
-page.
+page. Sent with htmx, a refused decision (400, 409) is the page again,
+swapped in place, so no history entry holds a post that Back would have to
+send again; one taken sends the browser on (``HX-Redirect``). Without
+script the form is a plain post: refused, the page; taken, a redirect.
 
 What the page shows of a replay is the stored evidence (provenance and its
 warnings, the checks with their evidence classes, both changes and their

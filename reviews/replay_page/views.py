@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -16,7 +16,7 @@ from django.views.decorators.http import (
     require_http_methods,
     require_POST,
 )
-from django_htmx.http import HTMX_STOP_POLLING
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from replayhub import roles
 from replayhub.gateway import tape
@@ -364,13 +364,13 @@ def _page_context(
 
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.VIEW_REPLAYS, raise_exception=True)
-def replay_detail(request: HttpRequest, replay_id: int) -> HttpResponse:
+def replay_detail(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     """The replay's page; its decision form posts here, so a refused decision
     is shown at the page's own address."""
     if request.method == "POST":
         if not request.user.has_perm(roles.DECIDE):
             raise PermissionDenied
-        return _decide(request, replay_id)
+        return _sent_on(request, _decide(request, replay_id))
     replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
     # Before the page (and its inbox badge) is drawn: what was said here is read.
     notices.notices_read(user=request.user, replay_id=replay.pk)
@@ -500,11 +500,21 @@ def _held_message(claim: Claim) -> str:
 
 @require_http_methods(["GET", "POST"])
 @permission_required(roles.DECIDE, raise_exception=True)
-def replay_decide(request: HttpRequest, replay_id: int) -> HttpResponse:
+def replay_decide(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     """The older address of the decision form; a GET leads back to the page."""
     if request.method != "POST":
         return redirect("reviews:replay_detail", replay_id=replay_id)
-    return _decide(request, replay_id)
+    return _sent_on(request, _decide(request, replay_id))
+
+
+def _sent_on(request: HtmxHttpRequest, response: HttpResponse) -> HttpResponse:
+    """A decision's answer. The form is sent with htmx: a refused decision
+    is the page again (400, 409), swapped in place so that no history entry
+    holds a post that Back would have to send again; a decision taken (a
+    redirect) sends the browser on. A plain post is answered as it is."""
+    if request.htmx and isinstance(response, HttpResponseRedirect):
+        return HttpResponseClientRedirect(response.url)
+    return response
 
 
 def _page_again(

@@ -69,7 +69,10 @@
     // A second key press while the page is leaving would post twice.
     if (!form || submitting) return;
     submitting = true;
-    if (form.requestSubmit) form.requestSubmit(button || undefined);
+    // A button is clicked, not named to requestSubmit: htmx (the decision
+    // form) learns which button sent the form from its click.
+    if (button) button.click();
+    else if (form.requestSubmit) form.requestSubmit();
     else form.submit();
   }
 
@@ -487,12 +490,15 @@
   }
 
   function watchAges() {
-    var loaded = Date.now();
-    var ages = Array.prototype.slice.call(document.querySelectorAll("time[data-ago]"));
-    if (!ages.length) return;
+    if (!document.querySelector("time[data-ago]")) return;
+    // Each time counted from when it was drawn: a page swapped in by htmx
+    // (a refused decision) draws its own, with the server's clock then.
+    var drawn = new WeakMap();
     function tick() {
-      var passed = (Date.now() - loaded) / 1000;
-      ages.forEach(function (age) {
+      var now = Date.now();
+      document.querySelectorAll("time[data-ago]").forEach(function (age) {
+        if (!drawn.has(age)) drawn.set(age, now);
+        var passed = (now - drawn.get(age)) / 1000;
         var since = parseInt(age.getAttribute("data-now"), 10) -
           parseInt(age.getAttribute("data-ago"), 10);
         if (!isNaN(since)) age.textContent = compact(since + passed);
@@ -596,14 +602,39 @@
   document.addEventListener("DOMContentLoaded", init);
   document.addEventListener("htmx:afterSettle", init);
   // A refused decision: the focus goes to what needs fixing (a label left
-  // unset, else the refusal above the bar), not to the top of the page.
-  document.addEventListener("DOMContentLoaded", function () {
+  // unset, else the refusal in the bar), not to the top of the page.
+  function focusRefusal() {
     var form = document.getElementById("decision");
     if (!form) return;
     var field = form.querySelector("label.invalid select, label.invalid input");
-    var said = document.getElementById("decision-errors");
+    var said = document.getElementById("decision-errors") ||
+      document.getElementById("decided-meanwhile");
     if (field) field.focus();
     else if (said) said.focus();
+  }
+  document.addEventListener("DOMContentLoaded", focusRefusal);
+
+  // A decision sent with htmx and refused (400, 409): the page is swapped in
+  // place, and its keys start afresh, as on a page just loaded; a decision
+  // taken sends the browser on (no swap), so keys stay spent until then. A
+  // request that failed (no answer, a 500) leaves the form as it was.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var elt = event.detail.elt;
+    if (!elt || elt.id !== "decision") return;
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status === 0 || status >= 400) submitting = false;
+  });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!document.getElementById("decision")) return;
+    var target = event.detail.target;
+    if (!target || !target.querySelector || !target.querySelector("#decision")) return;
+    // Reset here too: the request's own end is told on the form it swapped
+    // out, which no longer reaches this document.
+    submitting = false;
+    again = null;
+    armed = false;
+    focusRefusal();
+    watchBar();
   });
 
   // The sticky decision bar keeps to a sixth of the screen's height: past it
@@ -618,12 +649,21 @@
     bar.classList.toggle("unstuck", tall);
     document.documentElement.style.setProperty("--decision-bar", (tall ? 0 : height) + "px");
   }
-  document.addEventListener("DOMContentLoaded", function () {
+  var barWatched = null;
+  function watchBar() {
     var bar = document.getElementById("decision");
     if (!bar) return;
     fitBar();
+    if (!window.ResizeObserver) return;
+    // A bar swapped in (a refused decision) is watched instead of the old.
+    if (barWatched) barWatched.disconnect();
+    barWatched = new ResizeObserver(fitBar);
+    barWatched.observe(bar);
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!document.getElementById("decision")) return;
     window.addEventListener("resize", fitBar);
-    if (window.ResizeObserver) new ResizeObserver(fitBar).observe(bar);
+    watchBar();
   });
 
   // The browser's back button can restore a page whose form was submitted.

@@ -211,7 +211,8 @@ def test_a_reviewer_meets_no_violation_on_any_page_or_swap(login, reviewer, scre
     expect(page.locator(".held.mine")).to_be_visible()
     watch.check("claimed")
     screenshot(page, "csp-detail")
-    page.get_by_role("button", name="Confirm").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Confirm").click()
     page.wait_for_load_state()
     watch.check("confirmed")
 

@@ -4,12 +4,15 @@ breadcrumb and its keys."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
+from replayhub import roles
 from replayhub.models import Provider
-from reviews.models import AuditEvent
-from tests.factories import make_superuser
+from reviews.models import AuditEvent, Review
+from tests.factories import make_replay, make_superuser, make_user
 
 pytestmark = pytest.mark.browser
 
@@ -63,3 +66,64 @@ def test_a_provider_save_from_a_page_older_than_anothers_save_is_refused(login):
     expect(second.locator("ul.messages")).to_contain_text("Provider acme saved.")
     provider.refresh_from_db()
     assert (provider.base_url, provider.key_env) == ("https://first.test", "SECOND_KEY")
+
+
+def test_back_after_a_refused_then_taken_decision_is_the_replay_page(login, reviewer):
+    """An overturn sent without its verdict is refused in place, adding no
+    history entry; the confirm that follows is taken. Back is the replay's
+    page itself, then the run's page it was opened from: real pages, never
+    the browser's "Confirm form resubmission"."""
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size(NARROW)
+    page.goto(f"/runs/{replay.run_id}/")
+    page.goto(f"/replays/{replay.pk}/")
+    entries = page.evaluate("history.length")
+
+    page.get_by_role("button", name="Overturn").click()
+
+    said = page.locator("#decision-errors")
+    expect(said).to_have_text("Choose the corrected verdict.")
+    expect(said).to_be_focused()
+    assert page.evaluate("history.length") == entries
+    assert not Review.objects.exists()
+    page.keyboard.press("c")
+    expect(page.locator("#queue-rows")).to_contain_text("Nothing awaits review")
+    assert Review.objects.get().decision == Review.Decision.CONFIRM
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(rf"/replays/{replay.pk}/$"))
+    expect(page.locator("#automated-verdict")).to_have_text("Divergent")
+    page.go_back()
+    expect(page).to_have_url(re.compile(rf"/runs/{replay.run_id}/$"))
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+
+
+def test_a_decision_refused_as_decided_meanwhile_is_said_in_place(login, reviewer):
+    """Another reviewer's decision taken since the page opened: the refusal
+    (409) is swapped in, the page shows the decision standing, no history
+    entry is added, and Back is the page before."""
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size(WIDE)
+    page.goto(f"/runs/{replay.run_id}/")
+    page.goto(f"/replays/{replay.pk}/")
+    entries = page.evaluate("history.length")
+    vera = login(make_user("vera", roles.REVIEWER))
+    vera.goto(f"/replays/{replay.pk}/")
+    vera.keyboard.press("c")
+    expect(vera.locator("#queue-rows")).to_contain_text("Nothing awaits review")
+
+    page.keyboard.press("c")
+
+    said = page.locator("#decided-meanwhile")
+    expect(said).to_contain_text("vera confirmed divergent at")
+    expect(said).to_contain_text("nothing was saved")
+    expect(said).to_be_focused()
+    expect(page.locator("#human-decision")).to_contain_text("confirmed by vera")
+    assert page.evaluate("history.length") == entries
+    assert [r.reviewer.get_username() for r in Review.objects.all()] == ["vera"]
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(rf"/runs/{replay.run_id}/$"))
+    expect(page.get_by_role("heading", level=1)).to_be_visible()

@@ -135,8 +135,8 @@ def test_without_script_the_server_asks_for_the_second_yes_at_the_same_address(
     expect(page.locator("select[name=verdict_after]")).to_have_value("identical")
     expect(page.locator("textarea[name=note]")).to_have_value("hashes are stale")
     assert not Review.objects.exists()
-    page.get_by_role("button", name="Overturn").click()
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Overturn").click()
     assert Review.objects.get().note == "hashes are stale"
 
 

@@ -118,8 +118,8 @@ def test_a_required_label_blocks_the_decision_until_it_is_set(login, reviewer):
     assert not Review.objects.exists()
 
     page.locator(f"select[name=label_{cause.pk}]").select_option("agent")
-    page.get_by_role("button", name="Confirm").click()
-    page.wait_for_url("**/")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Confirm").click()
     review = Review.objects.get()
     assert review.labels.get().value == "agent"
     page.goto("/done/")
@@ -133,8 +133,8 @@ def test_an_overturn_waits_for_a_second_reviewer_who_disagrees(login, reviewer, 
     first = login(reviewer)
     first.goto(f"/replays/{replay.pk}/")
     first.locator("select[data-overturn-verdict]").select_option("divergent")
-    first.get_by_role("button", name="Overturn").click()
-    first.wait_for_url("**/")
+    with first.expect_navigation():
+        first.get_by_role("button", name="Overturn").click()
     # The first reviewer is never handed it again.
     first.goto("/")
     expect(first.locator("#queue-rows")).to_contain_text("Needs second review")
@@ -146,7 +146,8 @@ def test_an_overturn_waits_for_a_second_reviewer_who_disagrees(login, reviewer, 
     second.get_by_role("button", name="Claim next").click()
     expect(second.locator(".task-title")).to_have_text("Coupons")
     expect(second.locator("#opinion-open")).to_contain_text("rita decided divergent")
-    second.get_by_role("button", name="Confirm").click()
+    with second.expect_navigation():
+        second.get_by_role("button", name="Confirm").click()
     second.goto(f"/replays/{replay.pk}/")
     expect(second.locator(".opinion.disagree")).to_contain_text(
         "rita: divergent · sam: equivalent"
@@ -218,7 +219,8 @@ def test_blind_mode_hides_the_verdict_until_the_reviewer_judges(login, reviewer)
     expect(page.locator("#verdict-hidden")).to_be_visible()
     expect(page.locator(".replay-head")).not_to_contain_text("fails the tests")
     page.locator("#blind-verdict").select_option("divergent")
-    page.get_by_role("button", name="Record judgement").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Record judgement").click()
     page.goto(f"/replays/{replay.pk}/")
     expect(page.locator("#automated-verdict")).to_have_text("Divergent")
     assert Review.objects.get().decision == "confirm"

@@ -191,6 +191,34 @@ def test_an_invalid_overturn_is_shown_on_the_page(as_reviewer):
     assert not Review.objects.exists()
 
 
+def test_a_decision_sent_with_htmx_is_refused_in_place_or_sends_the_browser_on(
+    as_reviewer,
+):
+    """The page's decision form is sent with htmx: a refused decision is the
+    page again with its status (swapped in place, no history entry holding
+    a post), one taken sends the browser where a plain post is redirected."""
+    first = make_replay(verdict="equivalent")
+    second = make_replay(verdict="divergent")
+    htmx = {"HX-Request": "true"}
+    page = as_reviewer.get(detail_url(first)).content.decode()
+    assert f'hx-post="{detail_url(first)}"' in page
+
+    refused = as_reviewer.post(
+        detail_url(first), {"decision": "overturn"}, headers=htmx
+    )
+
+    assert refused.status_code == 400
+    assert 'id="decision-errors"' in refused.content.decode()
+    assert "Choose the corrected verdict." in refused.content.decode()
+    assert not Review.objects.exists()
+
+    taken = as_reviewer.post(detail_url(first), {"decision": "confirm"}, headers=htmx)
+
+    assert taken.status_code == 200
+    assert taken["HX-Redirect"] == detail_url(second)
+    assert Review.objects.get().replay == first
+
+
 def test_the_overturn_choices_leave_out_the_current_verdict(as_reviewer):
     replay = make_replay(verdict="divergent")
 
