@@ -127,3 +127,20 @@ def test_a_decision_refused_as_decided_meanwhile_is_said_in_place(login, reviewe
     page.go_back()
     expect(page).to_have_url(re.compile(rf"/runs/{replay.run_id}/$"))
     expect(page.get_by_role("heading", level=1)).to_be_visible()
+
+
+def test_every_breadcrumb_is_a_landmark_named_breadcrumb(login, reviewer):
+    """The replay page's crumbs, and every other page's, are one navigation
+    landmark a screen reader lists by name: "Breadcrumb"."""
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size(NARROW)
+    for url, first in (
+        (f"/replays/{replay.pk}/", "← Queue"),
+        (f"/runs/{replay.run_id}/", f"← {replay.project.slug}"),
+        (f"/projects/{replay.project.slug}/", "← Projects"),
+    ):
+        page.goto(url)
+        crumbs = page.get_by_role("navigation", name="Breadcrumb")
+        expect(crumbs).to_have_count(1)
+        expect(crumbs.get_by_role("link").first).to_have_text(first)
