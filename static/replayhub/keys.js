@@ -78,7 +78,9 @@
 
   // A replay already decided (the form's data-decided): a decision key asks
   // first. The first press says what stands; the same key again, or Enter,
-  // records a second decision beside it, and Esc keeps the one standing.
+  // records a second decision beside it, and Esc keeps the one standing. A
+  // rerun asks first on any replay, as an overturn waits for its Enter: it
+  // queues a new replay of the run, spending the night's budget.
   var again = null;
   var AGAIN_KEYS = { confirm: "c", rerun: "r", overturn: "Enter" };
   var AGAIN_VERBS = {
@@ -88,15 +90,25 @@
   };
 
   function decidedNote() {
-    return document.getElementById("decided-note");
+    return document.getElementById("decided-note") ||
+      document.getElementById("decision-asked");
   }
 
   function askAgain(form, decision) {
     again = decision;
-    var standing = form.getAttribute("data-decided");
     var key = AGAIN_KEYS[decision];
     var note = decidedNote();
     if (!note) return;
+    if (!form.hasAttribute("data-decided")) {
+      // Only a rerun asks on a replay not decided yet.
+      note.textContent = "Press r again or Enter to ask for a rerun: a new " +
+        "replay of this run is queued. Esc asks for nothing.";
+      note.hidden = false;
+      note.classList.remove("muted");
+      note.classList.add("bad");
+      return;
+    }
+    var standing = form.getAttribute("data-decided");
     var verb = AGAIN_VERBS[decision];
     if (decision === "confirm") {
       // Name the verdict a confirm records: the automated one, which is not
@@ -132,7 +144,8 @@
     if (!form) return false;
     var button = form.querySelector('button[data-decision="' + decision + '"]');
     if (!button) return false;
-    if (form.hasAttribute("data-decided") && again !== decision) {
+    var asks = form.hasAttribute("data-decided") || decision === "rerun";
+    if (asks && again !== decision) {
       askAgain(form, decision);
       return true;
     }
@@ -262,7 +275,8 @@
       text = "Blind review: no confirm or overturn here. Press 1–" +
         options.length + " to choose your verdict, then Enter to record it.";
     } else if (key === "Enter") {
-      if (takesEnter(target)) return false;
+      // Enter after r (a rerun asked for) sends the rerun.
+      if (again || takesEnter(target)) return false;
       if (!select.value) {
         text = "Choose your verdict first: press 1–" + options.length + ".";
       } else {

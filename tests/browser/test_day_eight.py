@@ -5,12 +5,13 @@ breadcrumb and its keys."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from playwright.sync_api import expect
 
 from replayhub import roles
-from replayhub.models import Provider
+from replayhub.models import Provider, Replay
 from reviews.models import AuditEvent, Review
 from tests.factories import make_replay, make_superuser, make_user
 
@@ -144,3 +145,34 @@ def test_every_breadcrumb_is_a_landmark_named_breadcrumb(login, reviewer):
         crumbs = page.get_by_role("navigation", name="Breadcrumb")
         expect(crumbs).to_have_count(1)
         expect(crumbs.get_by_role("link").first).to_have_text(first)
+
+
+@pytest.mark.parametrize("viewport", [NARROW, WIDE], ids=["1024", "1280"])
+def test_r_asks_before_a_rerun_as_the_other_decision_keys_do(login, reviewer, viewport):
+    """r on a replay not decided yet says what it would do and records
+    nothing; Esc keeps it so; r then r again (or Enter) asks for the rerun."""
+    replay = make_replay(verdict="divergent")
+    make_replay(verdict="equivalent", finished_ago=timedelta(hours=2))
+    page = login(reviewer)
+    page.set_viewport_size(viewport)
+    page.goto(f"/replays/{replay.pk}/")
+    asked = page.locator("#decision-asked")
+    expect(asked).to_be_hidden()
+
+    page.keyboard.press("r")
+    expect(asked).to_have_text(
+        "Press r again or Enter to ask for a rerun: a new replay of this run "
+        "is queued. Esc asks for nothing."
+    )
+    page.wait_for_timeout(300)
+    assert page.url.endswith(f"/replays/{replay.pk}/")
+    assert not Review.objects.exists()
+    page.keyboard.press("Escape")
+    expect(asked).to_have_text("Kept as it is: nothing recorded.")
+    page.keyboard.press("r")
+    with page.expect_navigation():
+        page.keyboard.press("Enter" if viewport == NARROW else "r")
+
+    review = Review.objects.get()
+    assert (review.replay_id, review.decision) == (replay.pk, Review.Decision.RERUN)
+    assert Replay.objects.filter(trigger="rerun", run=replay.run).exists()

@@ -214,7 +214,8 @@ def test_a_reviewer_takes_back_a_decision_with_z_and_it_is_audited(
     )
     # Taken back, the replay is undecided again, and its page says so.
     expect(page.locator(".decision")).not_to_contain_text("Already decided")
-    # The decision can be made again.
+    # The decision can be made again (a rerun asks first).
+    page.keyboard.press("r")
     with page.expect_navigation():
         page.keyboard.press("r")
     assert Review.objects.filter(replay=first, undone_at__isnull=True).count() == 1
