@@ -374,7 +374,26 @@ def replay_detail(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     replay = replay_for(request.user, replay_id, related=PAGE_RELATED)
     # Before the page (and its inbox badge) is drawn: what was said here is read.
     notices.notices_read(user=request.user, replay_id=replay.pk)
-    return render(request, "reviews/replay_detail.html", _page_context(request, replay))
+    context = _page_context(request, replay)
+    _keep_note_taken_back(request, replay.pk, context.get("form"))
+    return render(request, "reviews/replay_detail.html", context)
+
+
+# The note of a decision just taken back, and its replay: the page the undo
+# leads to shows it in the form again, once.
+NOTE_TAKEN_BACK_SESSION_KEY = "undone_note"
+
+
+def _keep_note_taken_back(request: HttpRequest, replay_id: int, form) -> None:
+    """The note written with a decision just taken back, in ``form`` (the
+    page's unbound decision form) again: undo leads back to decide again,
+    and what the reviewer wrote is not lost with the decision."""
+    kept = request.session.get(NOTE_TAKEN_BACK_SESSION_KEY)
+    if not (isinstance(kept, list) and kept[:1] == [replay_id]):
+        return
+    del request.session[NOTE_TAKEN_BACK_SESSION_KEY]
+    if form is not None and not form.is_bound and len(kept) == 2:
+        form.initial["note"] = kept[1]
 
 
 @require_GET
@@ -461,6 +480,11 @@ def review_undo_view(request: HttpRequest, review_id: int) -> HttpResponse:
     except NotUndoable as exc:
         messages.error(request, f"Not taken back: {exc}.")
     else:
+        if review.note:
+            request.session[NOTE_TAKEN_BACK_SESSION_KEY] = [
+                review.replay_id,
+                review.note,
+            ]
         # Back to the replay decided: the item claimed when the decision moved
         # on is let go, not held by the reviewer until its claim lapses.
         if isinstance(moved_on, list) and moved_on[:1] == [review.pk]:

@@ -176,3 +176,28 @@ def test_r_asks_before_a_rerun_as_the_other_decision_keys_do(login, reviewer, vi
     review = Review.objects.get()
     assert (review.replay_id, review.decision) == (replay.pk, Review.Decision.RERUN)
     assert Replay.objects.filter(trigger="rerun", run=replay.run).exists()
+
+
+def test_undo_after_a_decision_keeps_the_note_typed(login, reviewer):
+    """A note typed, c confirms and the next replay opens; z takes the
+    decision back and the first replay's page has the note in its box."""
+    first = make_replay(verdict="divergent")
+    make_replay(verdict="equivalent", finished_ago=timedelta(hours=2))
+    page = login(reviewer)
+    page.set_viewport_size(NARROW)
+    page.goto(f"/replays/{first.pk}/")
+    note = page.locator("textarea[name=note]")
+    note.fill("Same fix, other names.")
+    page.keyboard.press("Escape")  # out of the box: the keys are the page's
+    with page.expect_navigation():
+        page.keyboard.press("c")
+    assert not page.url.endswith(f"/replays/{first.pk}/")
+    assert Review.objects.get().note == "Same fix, other names."
+
+    with page.expect_navigation():
+        page.keyboard.press("z")
+
+    expect(page).to_have_url(re.compile(rf"/replays/{first.pk}/$"))
+    expect(page.locator("#undo")).to_have_count(0)
+    expect(note).to_have_value("Same fix, other names.")
+    assert Review.objects.get().undone_at is not None

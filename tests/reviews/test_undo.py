@@ -154,3 +154,21 @@ def test_taking_back_a_second_decision_says_the_first_still_stands(client, revie
     assert Replay.objects.get(pk=replay.pk).review_band is None
     assert "an earlier decision still stands" in page.split("Decisions and audit")[-1]
     assert "back in the queue" not in page
+
+
+def test_the_page_an_undo_leads_to_shows_the_note_taken_back_once(client, reviewer):
+    """Undo leads back to the replay to decide again, the note written with
+    the decision taken back in the form again; a later visit starts empty."""
+    replay = make_replay(verdict="equivalent")
+    client.force_login(reviewer)
+    page = reverse("reviews:replay_detail", args=[replay.pk])
+    client.post(page, {"decision": "confirm", "note": "Same fix, other names."})
+    review = Review.objects.get()
+
+    response = client.post(
+        reverse("reviews:review_undo", args=[review.pk]), follow=True
+    )
+
+    assert response.redirect_chain[-1][0] == page
+    assert response.context["form"]["note"].value() == "Same fix, other names."
+    assert client.get(page).context["form"]["note"].value() in (None, "")
