@@ -49,8 +49,15 @@ class Command(BaseCommand):
             help="Create the demo's reviewer and lead logins, print them and stop "
             "(./dev run prints them with the URL, before the demo's progress).",
         )
+        parser.add_argument(
+            "--logins-shown",
+            action="store_true",
+            help="The logins were printed already (--logins-only, as ./dev run "
+            "does): the closing lines say where they are saved instead of "
+            "printing them again.",
+        )
 
-    def handle(self, *args, wait, logins_only=False, **options):
+    def handle(self, *args, wait, logins_only=False, logins_shown=False, **options):
         if logins_only:
             self.print_logins()
             return
@@ -80,10 +87,23 @@ class Command(BaseCommand):
         rows = rollup_range(since=since, project=project)
         rows += rollup_range(since=since, project=env_project)
         self.say(f"trends: {rows} rollup rows")
-        # The closing summary names every login: the admin's, printed first
-        # by bootstrap_admin, has scrolled away by now.
-        self.print_logins()
-        self.print_admin_login()
+        self.close(logins_shown=logins_shown)
+
+    def close(self, *, logins_shown: bool) -> None:
+        """The closing lines. They name every login, the admin's too (printed
+        first by bootstrap_admin, it has scrolled away by now), unless they
+        were printed already: then once is enough, and they say where the
+        logins are saved."""
+        if not logins_shown:
+            self.print_logins()
+            self.print_admin_login()
+            return
+        self.demo_logins()
+        self.say(
+            "the logins are printed above, with the URL, and saved in "
+            f"{settings.VAR_DIR / 'demo-logins.txt'} and "
+            f"{settings.VAR_DIR / 'admin-password.txt'}"
+        )
 
     def import_and_queue(self, project, records, records_file) -> None:
         with records_file.open("w") as out:
@@ -164,6 +184,16 @@ class Command(BaseCommand):
             self.say("the worker is still busy; the rest appear as it finishes")
 
     def print_logins(self) -> None:
+        saved = self.demo_logins()
+        for username, password in saved.items():
+            self.stdout.write(f"demo login: {username} / {password}")
+        self.stdout.write(
+            f"demo logins saved in {settings.VAR_DIR / 'demo-logins.txt'}"
+        )
+
+    def demo_logins(self) -> dict[str, str]:
+        """The demo's people, created (or their roles restored) with the
+        passwords saved in ``demo-logins.txt``, new ones saved there."""
         logins_file = settings.VAR_DIR / "demo-logins.txt"
         saved = {}
         if logins_file.exists():
@@ -185,9 +215,7 @@ class Command(BaseCommand):
             saved[username] = password
         logins_file.write_text("".join(f"{u} {p}\n" for u, p in saved.items()))
         logins_file.chmod(0o600)
-        for username, password in saved.items():
-            self.stdout.write(f"demo login: {username} / {password}")
-        self.stdout.write(f"demo logins saved in {logins_file}")
+        return saved
 
     def print_admin_login(self) -> None:
         """The admin login as bootstrap_admin saved it, or where to look."""
