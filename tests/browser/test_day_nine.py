@@ -8,7 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import TestOutcome
-from tests.factories import make_replay
+from reviews.models import Label
+from tests.factories import make_replay, make_superuser
 
 pytestmark = pytest.mark.browser
 
@@ -58,3 +59,33 @@ def test_a_failing_tests_output_is_read_whole_at_1024(login, reviewer):
     assert ends == [True] * len(lines)
     expect(log).to_contain_text(lines[-1])
     assert page.evaluate("document.documentElement.scrollWidth") <= NARROW["width"]
+
+
+@pytest.mark.parametrize("width", [600, 800])
+def test_no_page_scrolls_sideways_below_900(login, width):
+    """Below 900 px wide tables scroll inside their own box; what is hidden
+    for screen readers inside them (a column's name, a link's words) scrolls
+    with them, so the project's page, its review settings and the queue are
+    never wider than the window."""
+    replay = make_replay(
+        verdict="divergent",
+        model="claude-opus-4-1-20250805-thinking-high",
+        title="Round invoice totals half-even in every currency the shop sells",
+    )
+    make_replay(verdict="inconclusive", project=replay.project)
+    Label.objects.create(
+        project=replay.project,
+        name="root-cause",
+        kind="category",
+        categories=["flaky", "model"],
+        required=True,
+    )
+    slug = replay.project.slug
+    page = login(make_superuser())
+    page.set_viewport_size({"width": width, "height": 900})
+    wider = {}
+    for path in (f"/projects/{slug}/", f"/projects/{slug}/review/", "/"):
+        page.goto(path)
+        expect(page.locator("main table").first).to_be_visible()
+        wider[path] = page.evaluate("document.documentElement.scrollWidth - innerWidth")
+    assert wider == {path: 0 for path in wider}
