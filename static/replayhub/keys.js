@@ -139,11 +139,31 @@
     return true;
   }
 
+  // A replay opened by the decision just taken on the one before (the Undo
+  // bar says so) takes no c for a moment: a double press of c meant for the
+  // replay before would otherwise confirm this one, which the reviewer has
+  // not seen yet. Counted from when the page shows, again after Back.
+  var SETTLE_MS = 700;
+  var shownAt = performance.now();
+
+  function settling(decision) {
+    if (decision !== "confirm" || !document.getElementById("undo")) return false;
+    if (performance.now() - shownAt >= SETTLE_MS) return false;
+    var note = decidedNote();
+    if (note) {
+      note.textContent = "Just opened: look at this replay first, then press c " +
+        "to confirm it. Nothing recorded.";
+      note.hidden = false;
+    }
+    return true;
+  }
+
   function decide(decision) {
     var form = document.getElementById("decision");
     if (!form) return false;
     var button = form.querySelector('button[data-decision="' + decision + '"]');
     if (!button) return false;
+    if (settling(decision)) return true;
     var asks = form.hasAttribute("data-decided") || decision === "rerun";
     if (asks && again !== decision) {
       askAgain(form, decision);
@@ -681,7 +701,8 @@
   });
 
   // The browser's back button can restore a page whose form was submitted.
-  window.addEventListener("pageshow", function () {
+  window.addEventListener("pageshow", function (event) {
     submitting = false;
+    if (event.persisted) shownAt = performance.now();
   });
 })();

@@ -4,11 +4,14 @@ width, decision keys pressed twice, and the replay page's small refusals."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import TestOutcome
-from reviews.models import Label
+from reviews.models import Label, Review
 from tests.factories import make_replay, make_superuser
 
 pytestmark = pytest.mark.browser
@@ -89,3 +92,35 @@ def test_no_page_scrolls_sideways_below_900(login, width):
         expect(page.locator("main table").first).to_be_visible()
         wider[path] = page.evaluate("document.documentElement.scrollWidth - innerWidth")
     assert wider == {path: 0 for path in wider}
+
+
+def test_a_double_c_confirms_only_the_replay_seen(login, reviewer):
+    """c confirms the replay shown and opens the next; a second c pressed
+    straight after is not taken there (said, nothing recorded), so the next
+    replay is never confirmed unseen. A moment later c confirms it."""
+    first = make_replay(verdict="divergent")
+    second = make_replay(verdict="divergent", finished_ago=timedelta(hours=2))
+    page = login(reviewer)
+    page.set_viewport_size(NARROW)
+    page.goto(f"/replays/{first.pk}/")
+
+    with page.expect_navigation(url=re.compile(rf"/replays/{second.pk}/$")):
+        page.keyboard.press("c")
+    page.keyboard.press("c")
+
+    expect(page.locator("#decision-asked")).to_have_text(
+        "Just opened: look at this replay first, then press c to confirm it. "
+        "Nothing recorded."
+    )
+    page.wait_for_timeout(300)
+    assert page.url.endswith(f"/replays/{second.pk}/")
+    assert [r.replay_id for r in Review.objects.all()] == [first.pk]
+
+    page.wait_for_timeout(700)
+    with page.expect_navigation():
+        page.keyboard.press("c")
+    decided = Review.objects.order_by("pk").values_list("replay_id", "decision")
+    assert list(decided) == [
+        (first.pk, Review.Decision.CONFIRM),
+        (second.pk, Review.Decision.CONFIRM),
+    ]
