@@ -380,6 +380,14 @@
       }
       return;
     }
+    // A label's select (focused by a refusal naming it) still takes the
+    // label's own key, shown beside it, instead of the select's type-ahead.
+    var holder = target && target.closest && target.closest("#labels [data-label-key]");
+    if (holder && target.tagName === "SELECT" &&
+        event.key === holder.getAttribute("data-label-key") && stepLabel(event.key)) {
+      event.preventDefault();
+      return;
+    }
     if (typing(target)) {
       if (event.key === "Escape") target.blur();
       return;

@@ -124,3 +124,39 @@ def test_a_double_c_confirms_only_the_replay_seen(login, reviewer):
         (first.pk, Review.Decision.CONFIRM),
         (second.pk, Review.Decision.CONFIRM),
     ]
+
+
+def test_a_required_labels_key_steps_it_where_the_refusal_left_focus(login, reviewer):
+    """c with a required label unset is refused and focuses the label's
+    select; the label's own key (shown beside it) still steps it there, and
+    c then confirms."""
+    replay = make_replay(verdict="divergent")
+    Label.objects.create(
+        project=replay.project,
+        name="Cause",
+        kind="category",
+        categories=["flaky", "real"],
+        required=True,
+    )
+    page = login(reviewer)
+    page.set_viewport_size(NARROW)
+    page.goto(f"/replays/{replay.pk}/")
+    page.locator("main").click(position={"x": 5, "y": 5})
+    page.keyboard.press("c")
+    label = page.locator("#labels label", has_text="Cause")
+    expect(label.locator(".error")).to_be_visible()
+    select = label.locator("select")
+    expect(select).to_be_focused()
+    key = label.locator("kbd").inner_text()
+
+    page.keyboard.press(key)
+    expect(select).to_have_value("flaky")
+    page.keyboard.press(key)
+    expect(select).to_have_value("real")
+    assert not Review.objects.exists()
+
+    page.keyboard.press("Escape")
+    with page.expect_navigation():
+        page.keyboard.press("c")
+    review = Review.objects.get()
+    assert (review.replay_id, review.decision) == (replay.pk, Review.Decision.CONFIRM)
