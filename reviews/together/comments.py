@@ -27,7 +27,12 @@ DIFF_FIELDS = {
 
 
 class CommentRefused(Exception):
-    """The comment cannot be added (one line, for the user)."""
+    """The comment cannot be added (one line, for the user); ``field`` names
+    the comment form's field at fault: the file or output, or its lines."""
+
+    def __init__(self, message: str, *, field: str = "path") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def _refuse_unknown_mentions(body: str) -> str:
@@ -113,9 +118,12 @@ def excerpt(
             if test_output_key(outcome) == path:
                 lines = outcome.output_tail.splitlines()
                 if start > len(lines):
-                    break
+                    raise CommentRefused(
+                        "there is no such line in the test output",
+                        field="line_start",
+                    )
                 return "\n".join(lines[start - 1 : min(end, start + MAX_EXCERPT_LINES)])
-        raise CommentRefused("there is no such line in the test output")
+        raise CommentRefused("there is no such test output")
     text = (
         Comparison.objects.filter(replay=replay)
         .values_list(DIFF_FIELDS[CommentTarget(target)], flat=True)
@@ -134,7 +142,7 @@ def excerpt(
         ]
         if picked:
             return "\n".join(picked[:MAX_EXCERPT_LINES])
-    raise CommentRefused("there is no such line in that diff")
+    raise CommentRefused("there is no such line in that diff", field="line_start")
 
 
 def _mention(comment: Comment, author) -> None:
@@ -339,8 +347,16 @@ DRAFT_FIELDS = {
 }
 
 
-def keep_draft(session, replay_id: int, form: CommentForm, refusal: str) -> None:
-    """What was typed, and the problems, each as (box id, label, message)."""
+def keep_draft(
+    session,
+    replay_id: int,
+    form: CommentForm,
+    refusal: str,
+    *,
+    refused_on: str = "path",
+) -> None:
+    """What was typed, and the problems, each as (box id, label, message);
+    ``refusal`` is said under the field ``refused_on``."""
     values = {
         name: str(form.data.get(name, ""))[: MAX_BODY if name == "body" else 1000]
         for name in DRAFT_FIELDS
@@ -353,7 +369,8 @@ def keep_draft(session, replay_id: int, form: CommentForm, refusal: str) -> None
     ]
     problems += [("", "", str(message)) for message in form.non_field_errors()]
     if refusal:
-        problems.append(("comment-path", "File or output", refusal))
+        box = DRAFT_FIELDS[refused_on]
+        problems.append((box, str(form.fields[refused_on].label), refusal))
     session[DRAFT_KEY.format(replay_id)] = {"typed": values, "problems": problems}
 
 

@@ -116,6 +116,7 @@ def comment_create(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
     replay = _replay(request, replay_id)
     form = comments.CommentForm(request.POST)
     error = refusal = ""
+    refused_on = "path"
     comment = None
     if form.is_valid():
         try:
@@ -125,12 +126,15 @@ def comment_create(request: HtmxHttpRequest, replay_id: int) -> HttpResponse:
         except comments.CommentRefused as exc:
             error = f"Comment not added: {exc}."
             refusal = f"{capfirst(str(exc))}."
+            refused_on = exc.field
     if request.htmx:
         return _comment_answer(request, replay, form, comment, error)
     if comment is None:
         # Shown beside the form, with what was typed, on the page it goes back
         # to; no fragment, so the browser focuses the problems (autofocus).
-        comments.keep_draft(request.session, replay.pk, form, refusal)
+        comments.keep_draft(
+            request.session, replay.pk, form, refusal, refused_on=refused_on
+        )
         return _back(replay.pk)
     return _back(replay.pk, f"thread-{comment.pk}")
 

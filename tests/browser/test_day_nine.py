@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from replayhub.models import TestOutcome
-from reviews.models import Label, Review
+from reviews.models import Comment, Label, Review
 from tests.factories import make_replay, make_superuser
 
 pytestmark = pytest.mark.browser
@@ -160,3 +160,27 @@ def test_a_required_labels_key_steps_it_where_the_refusal_left_focus(login, revi
         page.keyboard.press("c")
     review = Review.objects.get()
     assert (review.replay_id, review.decision) == (replay.pk, Review.Decision.CONFIRM)
+
+
+def test_a_comment_on_a_line_past_the_file_is_refused_under_lines(login, reviewer):
+    """The comment form at the page's foot, line 999 of a file of a few
+    lines: refused under "Lines", where the number was typed, with the text
+    kept."""
+    replay = make_replay(verdict="divergent")
+    page = login(reviewer)
+    page.set_viewport_size(NARROW)
+    page.goto(f"/replays/{replay.pk}/")
+    page.locator("#comment-path").fill("src/app.py")
+    page.locator("#comment-start").fill("999")
+    page.locator("#comment-body").fill("Off the end.")
+    with page.expect_navigation():
+        page.locator("#comment-form").get_by_role("button", name="Comment").click()
+
+    errors = page.locator("#comment-errors")
+    expect(errors).to_contain_text("Lines: There is no such line in that diff.")
+    expect(errors).not_to_contain_text("File or output")
+    expect(errors.get_by_role("link", name="Lines")).to_have_attribute(
+        "href", "#comment-start"
+    )
+    expect(page.locator("#comment-body")).to_have_value("Off the end.")
+    assert not Comment.objects.exists()
