@@ -160,15 +160,19 @@ def provider_edit(request: HtmxHttpRequest, name: str) -> HttpResponse:
     )
 
 
-def _initial(provider: Provider) -> dict:
-    """The edit form's values, as ``provider`` has them stored."""
+def _stored(provider: Provider) -> dict:
+    """A provider's own fields as stored (never a key: it has none)."""
     return {
         "name": provider.name,
         "kind": provider.kind,
         "base_url": provider.base_url,
         "key_env": provider.key_env,
-        "prices": price_lines(provider),
     }
+
+
+def _initial(provider: Provider) -> dict:
+    """The edit form's values, as ``provider`` has them stored."""
+    return {**_stored(provider), "prices": price_lines(provider)}
 
 
 def _stored_form(provider: Provider) -> ProviderForm:
@@ -259,11 +263,5 @@ def _audit(
 
 
 def _shown(provider: Provider) -> dict:
-    """What the audit keeps of a provider: never a key (it has none)."""
-    return {
-        "name": provider.name,
-        "kind": provider.kind,
-        "base_url": provider.base_url,
-        "key_env": provider.key_env,
-        "models_priced": sorted(provider.prices),
-    }
+    """What the audit keeps of a provider: its fields and the models priced."""
+    return {**_stored(provider), "models_priced": sorted(provider.prices)}
