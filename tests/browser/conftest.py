@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.test import Client
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import REQUIRE_SERVICES
 
@@ -61,36 +62,106 @@ def _new_context(browser, live_server):
     return context
 
 
+# A kept page's history entries, at most, when a test takes it.
+KEPT_HISTORY = 30
+
+
+class KeptPage:
+    """A context and its one page that a worker's tests take in turn.
+
+    Each new page costs Chromium a renderer process, about 0.6 CPU-s to start
+    (measured in a cgroup: a new page left a second 0.7 CPU-s, a load on it
+    0.13, a load on a page kept open 0.11), so a test gets a page that an
+    earlier one left rather than a new one. Between tests what a test may
+    have changed is put back: the listeners it added, its routes, the other
+    pages it opened, the tab's storage, the viewport, the cookies and
+    permissions; the page is left on about:blank, which keeps its renderer. A
+    page whose clock a test installed, or which closed or crashed, is closed
+    and the next test gets a new one; so is one whose history nears
+    Chromium's cap of 50 entries, past which a test that counts the entries
+    its steps push would see none. Init scripts cannot be taken back: a
+    test that adds one beyond ``Watch``'s (which installs itself once a
+    document) asks ``login`` for its own context."""
+
+    def __init__(self, browser, live_server):
+        self.context = _new_context(browser, live_server)
+        self.origin = live_server.url
+        self.page = None
+        self.added: list[tuple[str, object]] = []
+
+    def take(self):
+        if self.page is None or self.page.is_closed():
+            self.page = self.context.new_page()
+            on = type(self.page).on
+            added = self.added
+
+            def listen(event, handler):
+                added.append((event, handler))
+                on(self.page, event, handler)
+
+            self.page.on = listen
+        return self.page
+
+    def reset(self) -> None:
+        page = self.page
+        for other in self.context.pages:
+            if other is not page:
+                other.close()
+        if page is not None and not page.is_closed():
+            for event, handler in self.added:
+                page.remove_listener(event, handler)
+            page.unroute_all(behavior="ignoreErrors")
+            if self._reusable(page):
+                page.goto("about:blank")
+                if page.viewport_size != VIEWPORT:
+                    page.set_viewport_size(VIEWPORT)
+            else:
+                page.close()
+        self.added.clear()
+        self.context.clear_cookies()
+        self.context.clear_permissions()
+
+    def _reusable(self, page) -> bool:
+        if not page.url.startswith(self.origin):
+            return page.url == "about:blank"
+        try:
+            return page.evaluate(
+                "() => { sessionStorage.clear(); localStorage.clear();"
+                f" return !window.__pwClock && history.length < {KEPT_HISTORY}; }}"
+            )
+        except PlaywrightError:  # a page that cannot answer is not kept
+            return False
+
+
 @pytest.fixture(scope="session")
-def kept_context(browser, live_server):
-    """One context a worker's tests take in turn: a new context costs Chromium
-    about as much as two page loads (measured: 0.8 CPU-s for a context, a page
-    and a load against 0.4 for a page and a load in a context kept open).
-    Between tests its pages are closed (their session storage with them), its
-    cookies and permissions cleared; a test that changes a context beyond
-    that (an init script) asks ``login`` for its own."""
-    context = _new_context(browser, live_server)
-    yield context
-    context.close()
+def kept_pages(browser, live_server):
+    """The worker's kept pages, one for each person a test signs in at once."""
+    pages: list[KeptPage] = []
+    yield pages
+    for kept in pages:
+        kept.context.close()
 
 
 @pytest.fixture
-def login(browser, live_server, kept_context):
+def login(browser, live_server, kept_pages):
     """``login(user)``: a page in a browser context logged in as ``user`` and
-    no one else; each further call (a second person) opens its own context,
-    as does ``login(user, own_context=True)``."""
+    no one else; each further call (a second person) gets its own context.
+    The pages are kept ones (:class:`KeptPage`) unless the test asks
+    ``login(user, own_context=True)`` for a new context of its own."""
     contexts = []
-    kept = []
+    taken: list[KeptPage] = []
 
     def open_as(user, *, own_context: bool = False):
         client = Client()
         client.force_login(user)
-        if kept or own_context:
+        if own_context:
             context = _new_context(browser, live_server)
             contexts.append(context)
         else:
-            context = kept_context
-            kept.append(context)
+            if len(kept_pages) == len(taken):
+                kept_pages.append(KeptPage(browser, live_server))
+            taken.append(kept_pages[len(taken)])
+            context = taken[-1].context
         context.add_cookies(
             [
                 {
@@ -100,16 +171,13 @@ def login(browser, live_server, kept_context):
                 }
             ]
         )
-        return context.new_page()
+        return context.new_page() if own_context else taken[-1].take()
 
     yield open_as
     for context in contexts:
         context.close()
-    for context in kept:
-        for page in context.pages:
-            page.close()
-        context.clear_cookies()
-        context.clear_permissions()
+    for kept in taken:
+        kept.reset()
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@ Policy violation, a console refusal, a page error, and (when asked) any console
 error.
 
 A listener installed before any page script records each
-``securitypolicyviolation``; Chromium's console "Refused to …" lines and page
+``securitypolicyviolation`` (once a document, however many watches a kept
+page has had); Chromium's console "Refused to …" lines and page
 errors (htmx without eval would throw) are collected too.
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 import re
 
 WATCH = """
-window.__csp = [];
-document.addEventListener("securitypolicyviolation", function (event) {
-  window.__csp.push(
-    event.violatedDirective + " blocked " + (event.blockedURI || "inline") +
-    " at " + event.sourceFile + ":" + event.lineNumber
-  );
-}, true);
+if (!window.__csp) {
+  window.__csp = [];
+  document.addEventListener("securitypolicyviolation", function (event) {
+    window.__csp.push(
+      event.violatedDirective + " blocked " + (event.blockedURI || "inline") +
+      " at " + event.sourceFile + ":" + event.lineNumber
+    );
+  }, true);
+}
 """
 # The violations reported so far, once htmx has no request on its way and no
 # swap settling (its settle sets the new content's attributes 20 ms after the
@@ -48,7 +51,11 @@ class Watch:
         self.console_errors = console_errors
         self.console: list[str] = []
         self.errors: list[str] = []
-        page.add_init_script(WATCH)
+        # A kept page (tests/browser/conftest.py) is watched by each test
+        # that takes it: its script is added once.
+        if not getattr(page, "watched", False):
+            page.add_init_script(WATCH)
+            page.watched = True
         page.on("console", self._console)
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
 
