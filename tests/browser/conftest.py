@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import expect
 
 from tests.conftest import REQUIRE_SERVICES
 
@@ -54,6 +55,11 @@ def browser():
 
 
 VIEWPORT = {"width": 1440, "height": 900}
+# What a test expects of a page, waited for as long as an action is (the
+# contexts' default below): Playwright's own 5 s was seen to run out on a
+# loaded two-core machine while a decision's post and the next page were on
+# their way. A passing test waits no longer for it.
+expect.set_options(timeout=10_000)
 
 
 def _new_context(browser, live_server):
