@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from replayhub.models import TestOutcome
 from reviews.models import Comment, Label, Review
+from tests.browser.test_decision_labels import with_required_cause
 from tests.factories import make_replay, make_superuser
 
 pytestmark = pytest.mark.browser
@@ -130,14 +131,7 @@ def test_a_required_labels_key_steps_it_where_the_refusal_left_focus(login, revi
     """c with a required label unset is refused and focuses the label's
     select; the label's own key (shown beside it) still steps it there, and
     c then confirms."""
-    replay = make_replay(verdict="divergent")
-    Label.objects.create(
-        project=replay.project,
-        name="Cause",
-        kind="category",
-        categories=["flaky", "real"],
-        required=True,
-    )
+    replay = with_required_cause(make_replay(verdict="divergent"))
     page = login(reviewer)
     page.set_viewport_size(NARROW)
     page.goto(f"/replays/{replay.pk}/")

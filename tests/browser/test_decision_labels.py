@@ -14,9 +14,9 @@ pytestmark = pytest.mark.browser
 CUT = "el => el.scrollWidth > el.clientWidth"
 
 
-@pytest.mark.parametrize("width, height", [(1024, 768), (1280, 800)])
-def test_a_refused_required_label_keeps_its_whole_name(login, reviewer, width, height):
-    replay = make_replay(verdict="divergent")
+def with_required_cause(replay):
+    """``replay``, its project asking a required "Cause" (flaky or real) of
+    every decision."""
     Label.objects.create(
         project=replay.project,
         name="Cause",
@@ -24,6 +24,12 @@ def test_a_refused_required_label_keeps_its_whole_name(login, reviewer, width, h
         categories=["flaky", "real"],
         required=True,
     )
+    return replay
+
+
+@pytest.mark.parametrize("width, height", [(1024, 768), (1280, 800)])
+def test_a_refused_required_label_keeps_its_whole_name(login, reviewer, width, height):
+    replay = with_required_cause(make_replay(verdict="divergent"))
     page = login(reviewer)
     page.set_viewport_size({"width": width, "height": height})
     page.goto(f"/replays/{replay.pk}/")
