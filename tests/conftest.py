@@ -146,8 +146,9 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def spawn_worker(log: Path, **env: str) -> subprocess.Popen:
-    """Start a real Celery worker process and wait until it is ready."""
+def spawn_worker(log: Path, *, include: str = "", **env: str) -> subprocess.Popen:
+    """Start a real Celery worker process and wait until it is ready; with
+    ``include``, a module of the tests' own tasks it imports as well."""
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
@@ -169,6 +170,7 @@ def spawn_worker(log: Path, **env: str) -> subprocess.Popen:
                 "--without-gossip",
                 "--hostname",
                 f"test-worker-{os.getpid()}-{log.parent.name}@%h",
+                *(["--include", include] if include else []),
             ],
             cwd=ROOT,
             env=child_env(**env),

@@ -253,8 +253,9 @@ class Stack:
             if any(host.node in reply for reply in replies or []):
                 return
             if time.monotonic() > deadline:
+                tail = "".join(host.logs().splitlines(keepends=True)[-20:])
                 said = f"{host.name} did not answer {command} in {timeout:.0f} s"
-                raise AssertionError(said)
+                raise AssertionError(f"{said}; its log ends:\n{tail}")
 
     def everyone(self) -> None:
         """The regular hosts, and they alone, consume the replay queue."""

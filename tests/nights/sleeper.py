@@ -1,0 +1,15 @@
+"""A task that holds a worker's pool for a while, for a worker started with
+``spawn_worker(..., include="tests.nights.sleeper")``."""
+
+from __future__ import annotations
+
+import time
+
+from celery import shared_task
+
+SLEEP = "tests.nights.sleep"
+
+
+@shared_task(name=SLEEP)
+def sleep(seconds: float) -> None:
+    time.sleep(seconds)

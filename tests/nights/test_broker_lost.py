@@ -1,0 +1,81 @@
+"""A worker whose broker goes away while it runs one task and holds another
+(acks late: how every replay is taken; the other due later, as a replay
+tried again is) keeps running, and takes work again once the broker is
+back.
+
+Celery 5.7 stopped such a worker for good ("Unrecoverable error:
+AttributeError"), which a night met whenever Redis restarted under a busy
+host: ``replayhub.consumer.Consumer`` is what keeps it running.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from celery import Celery
+
+from tests.conftest import REQUIRE_SERVICES, spawn_worker, stop_worker, wait_for
+from tests.nights.sleeper import SLEEP
+from tests.servers import Redis, missing_servers
+
+
+def client(url: str) -> Celery:
+    app = Celery("broker-lost", set_as_current=False)
+    # Celery takes CELERY_BROKER_URL from the environment before an app's own
+    # broker: the read and write URLs it takes as set.
+    app.conf.broker_read_url = app.conf.broker_write_url = url
+    return app
+
+
+def test_a_worker_holding_messages_when_redis_restarts_takes_work_after(tmp_path):
+    why = missing_servers()
+    if why:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"needs a Redis of its own: {why}")
+        pytest.skip(f"needs a Redis of its own: {why}")
+    redis = Redis().start()
+    log = tmp_path / "broker-lost" / "worker.log"
+    log.parent.mkdir()
+    worker = spawn_worker(
+        log,
+        include="tests.nights.sleeper",
+        CELERY_BROKER_URL=redis.url,
+        REPLAYHUB_VAR_DIR=str(tmp_path / "var"),
+    )
+    try:
+        before = client(redis.url)
+        # One runs; the other, due later (as a replay tried again after a
+        # remote was out of reach is), waits in the worker: both taken, and
+        # neither acknowledged.
+        before.send_task(SLEEP, args=(4,), queue="default")
+        before.send_task(SLEEP, args=(0,), queue="default", countdown=60)
+        wait_for(lambda: log.read_text().count(" received") >= 2, timeout=60)
+        before.close()
+
+        # Away for a moment, as a restarting Redis is: the worker finds it
+        # gone while it still holds both messages.
+        redis.stop()
+        time.sleep(2)
+        redis.start()
+        after = client(redis.url)
+        task_id = str(uuid.uuid4())
+        # Sent at once: it waits in Redis until the worker is back.
+        after.send_task(SLEEP, args=(0,), queue="default", task_id=task_id)
+        wait_for(
+            lambda: (
+                f"{SLEEP}[{task_id}] succeeded" in log.read_text()
+                or worker.poll() is not None
+            ),
+            timeout=90,
+        )
+        after.close()
+        said = log.read_text()
+        assert "Unrecoverable error" not in said, said[-3000:]
+        assert worker.poll() is None, said[-3000:]
+        assert f"{SLEEP}[{task_id}] succeeded" in said
+    finally:
+        if worker.poll() is None:
+            stop_worker(worker)
+        redis.stop()
