@@ -136,7 +136,16 @@ def tonight_with_usage(project) -> None:
     )
 
 
-def test_the_watch_sees_a_violation_and_the_policy_blocks_it(browser, live_server):
+# The tests below run in Chromium's headless build, as every browser test
+# does, and in the full browser too: the policy holds in both.
+BOTH = pytest.mark.parametrize("which", ["browser", "full_browser"])
+
+
+@BOTH
+def test_the_watch_sees_a_violation_and_the_policy_blocks_it(
+    request, live_server, which
+):
+    browser = request.getfixturevalue(which)
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     watch = Watch(page)
@@ -158,9 +167,11 @@ def test_the_watch_sees_a_violation_and_the_policy_blocks_it(browser, live_serve
     context.close()
 
 
+@BOTH
 def test_the_login_page_and_logging_in_meet_no_violation(
-    browser, live_server, reviewer
+    request, live_server, reviewer, which
 ):
+    browser = request.getfixturevalue(which)
     context = browser.new_context(base_url=live_server.url)
     page = context.new_page()
     watch = Watch(page)
