@@ -295,7 +295,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # Celery's consumer, surviving a broker lost while it holds messages.
-CELERY_WORKER_CONSUMER = "replayhub.consumer:Consumer"
+CELERY_WORKER_CONSUMER = "replayhub.lib.consumer:Consumer"
 CELERY_TASK_ROUTES = {"replayhub.tasks.run_replay": {"queue": "replay"}}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {

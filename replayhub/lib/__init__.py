@@ -13,6 +13,8 @@
   would reach the program as typed.
 - boundedjson: the one reader for untrusted JSON, bounded in size and in
   depth, refusing in one line (its docstring says why the depth is 100).
+- consumer: the workers' Celery consumer, which goes on when the broker is
+  lost while it holds messages (where Celery 5.7 stops the worker).
 
 The rule ``files`` keeps for every record, index and upload file: nothing
 outside what was named is read. A file is opened without following a link

@@ -7,9 +7,7 @@ import time
 
 from celery import shared_task
 
-SLEEP = "tests.nights.sleep"
 
-
-@shared_task(name=SLEEP)
+@shared_task(name="tests.nights.sleep")
 def sleep(seconds: float) -> None:
     time.sleep(seconds)

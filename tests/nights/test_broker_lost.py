@@ -5,7 +5,7 @@ back.
 
 Celery 5.7 stopped such a worker for good ("Unrecoverable error:
 AttributeError"), which a night met whenever Redis restarted under a busy
-host: ``replayhub.consumer.Consumer`` is what keeps it running.
+host: ``replayhub.lib.consumer.Consumer`` is what keeps it running.
 """
 
 from __future__ import annotations
@@ -17,8 +17,12 @@ import pytest
 from celery import Celery
 
 from tests.conftest import REQUIRE_SERVICES, spawn_worker, stop_worker, wait_for
-from tests.nights.sleeper import SLEEP
 from tests.servers import Redis, missing_servers
+
+# tests/nights/sleeper.py's task, known to the worker alone: imported here, it
+# would join the app's own tasks in this process.
+SLEEPER = "tests.nights.sleeper"
+SLEEP = "tests.nights.sleep"
 
 
 def client(url: str) -> Celery:
@@ -40,7 +44,7 @@ def test_a_worker_holding_messages_when_redis_restarts_takes_work_after(tmp_path
     log.parent.mkdir()
     worker = spawn_worker(
         log,
-        include="tests.nights.sleeper",
+        include=SLEEPER,
         CELERY_BROKER_URL=redis.url,
         REPLAYHUB_VAR_DIR=str(tmp_path / "var"),
     )
