@@ -49,6 +49,32 @@ def missing_servers() -> str:
     return ""
 
 
+def need_servers(what: str) -> None:
+    """Skip the test (fail it in CI) when ``what`` cannot have the servers of
+    its own that :func:`missing_servers` looks for."""
+    import pytest
+
+    from tests.conftest import REQUIRE_SERVICES
+
+    why = missing_servers()
+    if why:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"{what} needs its own servers: {why}")
+        pytest.skip(f"{what} needs its own servers: {why}")
+
+
+def celery_client(url: str):
+    """A Celery app of this process on the broker at ``url``. Celery takes
+    CELERY_BROKER_URL from the environment before an app's own broker: the
+    read and write URLs it takes as set."""
+    from celery import Celery
+
+    app = Celery("tests", set_as_current=False)
+    app.conf.broker_read_url = app.conf.broker_write_url = url
+    app.conf.broker_connection_retry_on_startup = True
+    return app
+
+
 def _answers(port: int, hello: bytes, expect: bytes) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:

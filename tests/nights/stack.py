@@ -22,7 +22,7 @@ from pathlib import Path
 
 from replayhub.models import Replay
 from tests.conftest import ROOT, child_env, spawn_worker, stop_worker
-from tests.servers import Postgres, Redis, free_port
+from tests.servers import Postgres, Redis, celery_client, free_port
 
 REPLAY = "replayhub.tasks.run_replay"
 # What every process of the stack is told, beside its database and broker.
@@ -198,17 +198,9 @@ class Stack:
 
     @property
     def celery(self):
-        from celery import Celery
-
         app = getattr(self, "_celery", None)
         if app is None:
-            app = Celery("battery", set_as_current=False)
-            # Celery takes CELERY_BROKER_URL from the environment before an
-            # app's own broker: the suite's Redis, not the stack's. The read
-            # and write URLs it takes as set.
-            app.conf.broker_read_url = app.conf.broker_write_url = self.redis.url
-            app.conf.broker_connection_retry_on_startup = True
-            self._celery = app
+            app = self._celery = celery_client(self.redis.url)
         return app
 
     def restart_redis(self) -> None:

@@ -13,11 +13,8 @@ from __future__ import annotations
 import time
 import uuid
 
-import pytest
-from celery import Celery
-
-from tests.conftest import REQUIRE_SERVICES, spawn_worker, stop_worker, wait_for
-from tests.servers import Redis, missing_servers
+from tests.conftest import spawn_worker, stop_worker, wait_for
+from tests.servers import Redis, celery_client, need_servers
 
 # tests/nights/sleeper.py's task, known to the worker alone: imported here, it
 # would join the app's own tasks in this process.
@@ -25,20 +22,8 @@ SLEEPER = "tests.nights.sleeper"
 SLEEP = "tests.nights.sleep"
 
 
-def client(url: str) -> Celery:
-    app = Celery("broker-lost", set_as_current=False)
-    # Celery takes CELERY_BROKER_URL from the environment before an app's own
-    # broker: the read and write URLs it takes as set.
-    app.conf.broker_read_url = app.conf.broker_write_url = url
-    return app
-
-
 def test_a_worker_holding_messages_when_redis_restarts_takes_work_after(tmp_path):
-    why = missing_servers()
-    if why:
-        if REQUIRE_SERVICES:
-            pytest.fail(f"needs a Redis of its own: {why}")
-        pytest.skip(f"needs a Redis of its own: {why}")
+    need_servers("the broker-lost test")
     redis = Redis().start()
     log = tmp_path / "broker-lost" / "worker.log"
     log.parent.mkdir()
@@ -49,7 +34,7 @@ def test_a_worker_holding_messages_when_redis_restarts_takes_work_after(tmp_path
         REPLAYHUB_VAR_DIR=str(tmp_path / "var"),
     )
     try:
-        before = client(redis.url)
+        before = celery_client(redis.url)
         # One runs; the other, due later (as a replay tried again after a
         # remote was out of reach is), waits in the worker: both taken, and
         # neither acknowledged.
@@ -63,7 +48,7 @@ def test_a_worker_holding_messages_when_redis_restarts_takes_work_after(tmp_path
         redis.stop()
         time.sleep(2)
         redis.start()
-        after = client(redis.url)
+        after = celery_client(redis.url)
         task_id = str(uuid.uuid4())
         # Sent at once: it waits in Redis until the worker is back.
         after.send_task(SLEEP, args=(0,), queue="default", task_id=task_id)

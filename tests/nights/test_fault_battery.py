@@ -37,13 +37,13 @@ from replayhub import services
 from replayhub.demo.calculator import GOOD
 from replayhub.models import Heartbeat, Night, Project, Replay, Run
 from replayhub.replay.services import stopped_row_name
-from tests.conftest import REQUIRE_SERVICES, wait_for
+from tests.conftest import wait_for
 from tests.factories import make_budget, make_calc_project, make_calc_run, share_of
 from tests.gitrepos import Executable
 from tests.gitservers import GitDaemon
 from tests.nights.stack import REGULAR, Stack, create_tables
 from tests.scripted import make_project_repo, original_commit
-from tests.servers import Postgres, Redis, default_database, missing_servers
+from tests.servers import Postgres, Redis, default_database, need_servers
 
 # The stack is the module's: its tests run on one xdist worker.
 pytestmark = pytest.mark.xdist_group("fault-battery")
@@ -71,11 +71,7 @@ def waited(what: str, predicate, timeout: float):
 
 @pytest.fixture(scope="module")
 def stack(django_db_blocker):
-    why = missing_servers()
-    if why:
-        if REQUIRE_SERVICES:
-            pytest.fail(f"the fault battery needs its own servers: {why}")
-        pytest.skip(f"the fault battery needs its own servers: {why}")
+    need_servers("the fault battery")
     root = Path(tempfile.mkdtemp(prefix="replayhub-battery-"))
     # The sandbox's uid reaches the workspaces and mirrors below it.
     root.chmod(0o755)
