@@ -25,13 +25,12 @@ from pathlib import Path
 import pytest
 
 from replayhub import agents, services
-from replayhub.agents.profile import HOME_FILES, NPM
+from replayhub.agents.profile import HOME_FILES
 from replayhub.ingest.tokens import token_issue
 from replayhub.models import ModelCall, Replay, Run
 from tests.agents import fakemodels
 from tests.agents.groups import by_agent
 from tests.agents.test_live_replays import (
-    AGENT_CACHE,
     AGENTS,
     PROMPT,
     TESTS,
@@ -41,7 +40,7 @@ from tests.agents.test_live_replays import (
     register,
     share_group,
 )
-from tests.gateway.clis import install_cli
+from tests.hostclis import host_cli
 
 GOOD = "def add(a, b):\n    return a + b\n"
 ADDED = "\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"
@@ -54,31 +53,6 @@ UPSTREAM_FLAGS = {
     fakemodels.CHAT: "--openai-upstream",
     fakemodels.GEMINI: "--gemini-upstream",
 }
-
-
-def host_cli(name: str, root: Path) -> Path:
-    """The profile's pinned CLI installed on the host from the agent cache,
-    as a developer has it on their PATH."""
-    profile = agents.PROFILES[name]
-    executable = Path(profile.executable).name
-    if profile.registry == NPM:
-        # npm's link, whose name is the CLI's (the recorder knows it by it).
-        return install_cli(root, name, profile.package, profile.version, executable)
-    venv = root / "venv"
-    subprocess.run(["/usr/bin/python3", "-m", "venv", str(venv)], check=True)
-    wheels = Path(AGENT_CACHE) / f"{name}-{profile.version}" / "wheels"
-    subprocess.run(
-        [
-            str(venv / "bin" / "pip"), "install", "--quiet", "--no-index",
-            "--no-compile",
-            "--disable-pip-version-check", "--find-links", str(wheels),
-            profile.spec(),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )  # fmt: skip
-    return venv / "bin" / executable
 
 
 def typed_command(name: str, cli: Path, model: str, home: Path) -> list[str]:
@@ -132,7 +106,7 @@ def record(
 ) -> Run:
     profile = agents.PROFILES[name]
     _, model, _, _ = AGENTS[name]
-    cli = host_cli(name, tmp_path / "host")
+    cli = host_cli(name)
     home = tmp_path / "home"
     home.mkdir()
     for relative, text in profile.home_files(model).items():

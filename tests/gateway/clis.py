@@ -1,7 +1,8 @@
-"""Real agent CLIs for the gateway's tests: installed offline from the
-worker's agent cache (``REPLAYHUB_AGENT_CACHE``, ``<profile>-<version>/npm``
-holding npm's cache, as ``./dev test`` fills it), a relay from a TCP port to
-the gateway's unix socket, and a small git checkout for the agent to work in.
+"""Real agent CLIs for the gateway's tests: present when the worker's agent
+cache (``REPLAYHUB_AGENT_CACHE``, ``<profile>-<version>/npm`` holding npm's
+cache, as ``./dev test`` fills it) holds them, installed on the host by
+``tests.hostclis``; a relay from a TCP port to the gateway's unix socket, and
+a small git checkout for the agent to work in.
 """
 
 from __future__ import annotations
@@ -29,27 +30,6 @@ def needs_cli(profile: str, version: str) -> pytest.MarkDecorator:
         agent_cache(profile, version) is None or shutil.which("npm") is None,
         reason=f"no {profile}-{version} in REPLAYHUB_AGENT_CACHE (./dev test fills it)",
     )
-
-
-def install_cli(root: Path, profile: str, package: str, version: str, bin: str) -> Path:
-    """``package@version`` installed offline under ``root``; its binary."""
-    cache = agent_cache(profile, version)
-    assert cache is not None
-    # npm will not read a cache it cannot write to.
-    shutil.copytree(cache, root / "npm-cache", symlinks=True)
-    dead = "http://127.0.0.1:9"
-    subprocess.run(
-        [
-            "npm", "install", "--prefix", str(root / "cli"), "--offline",
-            "--cache", str(root / "npm-cache"), "--proxy", dead,
-            "--https-proxy", dead, "--no-audit", "--no-fund",
-            f"{package}@{version}",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )  # fmt: skip
-    return root / "cli" / "node_modules" / ".bin" / bin
 
 
 class Relay:

@@ -18,14 +18,16 @@ from pathlib import Path
 
 import pytest
 
+from replayhub import agents
 from replayhub.agents.rules import RULES
 from replayhub.demo.model_api import REAL_KEY
 from replayhub.gateway import Upstream, tape_rules
 from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from tests.gateway.client import PLACEHOLDER
-from tests.gateway.clis import Relay, checkout, install_cli, needs_cli
+from tests.gateway.clis import Relay, checkout, needs_cli
+from tests.hostclis import host_cli
 
-VERSION = "2.1.197"
+VERSION = agents.PROFILES["claude-code"].version
 PROMPT = "Say hello. Then stop.\n"
 
 
@@ -33,11 +35,8 @@ pytestmark = needs_cli("claude-code", VERSION)
 
 
 @pytest.fixture(scope="module")
-def claude(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("claude")
-    return install_cli(
-        root, "claude-code", "@anthropic-ai/claude-code", VERSION, "claude"
-    )
+def claude() -> Path:
+    return host_cli("claude-code")
 
 
 def run_claude(claude: Path, gateway, work: Path, home: Path, tz: str):

@@ -17,15 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from replayhub import agents
 from replayhub.agents.rules import RULES
 from replayhub.gateway import Upstream, tape_rules
 from replayhub.gateway.playback import TapePlayer, TapeRecorder
 from tests.gateway.client import PLACEHOLDER
-from tests.gateway.clis import Relay, checkout, install_cli, needs_cli
+from tests.gateway.clis import Relay, checkout, needs_cli
 from tests.gateway.responses_model import KEY, ResponsesModel
 from tests.gateway.test_responses_tape import SCRIPT
+from tests.hostclis import host_cli
 
-VERSION = "0.171.0"
+VERSION = agents.PROFILES["codex"].version
 PROMPT = "Create calc.py with a function add(a, b) that returns a + b. Then stop.\n"
 
 
@@ -33,9 +35,8 @@ pytestmark = needs_cli("codex", VERSION)
 
 
 @pytest.fixture(scope="module")
-def codex(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("codex")
-    return install_cli(root, "codex", "@openai/codex", VERSION, "codex")
+def codex() -> Path:
+    return host_cli("codex")
 
 
 @pytest.fixture

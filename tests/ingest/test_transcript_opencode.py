@@ -31,8 +31,8 @@ from replayhub.models import ImportFormat, Run
 from tests.agents import fakemodels
 from tests.conftest import ROOT
 from tests.factories import make_git_project
-from tests.gateway.clis import install_cli
 from tests.gitrepos import make_repo
+from tests.hostclis import host_cli
 
 REAL = (
     ROOT
@@ -225,13 +225,7 @@ def run_opencode(tmp_path: Path, work: Path) -> Path:
     """The real OpenCode run in ``work`` against the scripted chat model, its
     session exported to a file; that file."""
     os.environ.setdefault("REPLAYHUB_AGENT_CACHE", str(CACHE.parent))
-    cli = install_cli(
-        tmp_path / "opencode",
-        "opencode",
-        "opencode-ai",
-        PROFILE.version,
-        "opencode",
-    )
+    cli = host_cli("opencode")
     home = tmp_path / "home"
     for name, text in home_files("fake-model").items():
         (home / name).parent.mkdir(parents=True, exist_ok=True)
