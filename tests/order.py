@@ -1,25 +1,21 @@
-"""The order the test workers take the tests in: the tests that need no
-database spread through the run, the long ones first.
+"""The order the test workers take the tests in: the long ones that need no
+database first.
 
 pytest-django runs the tests without a database last (after the ones in a
-transaction, then the transactional ones). Most of them wait more than they
-compute (a sandbox starting, a socket timing out, a server of their own):
-taken together at the end, they left the run's last 80-100 s with the two
-cores 30-85% busy (97-99% before), the four workers all waiting at once.
-Needing no database, they may run at any point: each module of them is put
-in among the database tests, evenly by count, so that a worker waiting on
-one runs beside others computing; the long ones (``LONG_WITHOUT_DATABASE``)
-come first, longest first, so that none starts near the end. The order of
-the database tests among themselves is pytest-django's, untouched, and a
-module's tests stay together.
+transaction, then the transactional ones). Among them are some of the
+longest of the suite, several mostly waiting on the processes they drive:
+taken last, they left the run's final minute or two with the two cores
+half idle while the other workers had nothing left to do (measured on 2
+cores: 50-85% busy over the last 80 s, 97% before). Needing no database,
+they may run at any point; so they go first, longest first, and the run
+ends on short tests that keep every worker busy to the end. The order of
+the database tests is pytest-django's, untouched.
 
 Loaded with ``-p tests.order`` (pyproject's ``addopts``). Every worker sorts
 the same collection the same way, as pytest-xdist requires.
 """
 
 from __future__ import annotations
-
-from itertools import groupby
 
 import pytest
 
@@ -57,32 +53,20 @@ def needs_database(item: pytest.Item) -> bool:
     )
 
 
-def spread(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` with the tests that need no database put in among the
-    others: their modules in turn, the long ones first (longest first), each
-    module's tests together, placed where the others have come as far
-    through their own order (by count) as these have through theirs."""
+def first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with the long tests that need no database moved to the
+    front, longest module first; the others in their order."""
     seconds = {
         id(item): LONG_WITHOUT_DATABASE.get(item.nodeid.split("::")[0], 0.0)
         for item in items
     }
-    others = [item for item in items if needs_database(item)]
-    free = [item for item in items if not needs_database(item)]
-    free.sort(key=lambda item: -seconds[id(item)])
-    ordered: list[pytest.Item] = []
-    taken = placed = 0
-    for _, module in groupby(free, key=lambda item: item.nodeid.split("::")[0]):
-        block = list(module)
-        # Where the others are as far through as the free tests are so far.
-        due = len(others) * placed // len(free)
-        ordered += others[taken:due]
-        taken = max(taken, due)
-        ordered += block
-        placed += len(block)
-    return ordered + others[taken:]
+    moved = [i for i in items if seconds[id(i)] and not needs_database(i)]
+    moved.sort(key=lambda item: -seconds[id(item)])
+    kept = {id(item) for item in moved}
+    return moved + [item for item in items if id(item) not in kept]
 
 
 # After pytest-django's own sort (tryfirst), which would undo this.
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items[:] = spread(items)
+    items[:] = first(items)

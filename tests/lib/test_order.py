@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from tests.conftest import ROOT
-from tests.order import LONG_WITHOUT_DATABASE, spread
+from tests.order import LONG_WITHOUT_DATABASE, first
 
 
 def item(nodeid: str, *fixtures: str, marked: bool = False):
@@ -17,22 +17,26 @@ def item(nodeid: str, *fixtures: str, marked: bool = False):
     )
 
 
-def test_the_tests_without_a_database_are_spread_the_long_ones_first():
-    d = [item(f"tests/reviews/test_x.py::test_{n}", "db") for n in range(6)]
-    # Listed, but needing the database (a marker, a fixture): kept in place.
+def test_the_long_tests_without_a_database_go_first_longest_first():
+    database = item("tests/reviews/test_x.py::test_a", "db")
     marked = item("tests/core/test_dev_run.py::test_marked", marked=True)
-    live = item("tests/core/test_dev_run.py::test_live", "live_server")
-    q = [item(f"tests/lib/test_y.py::test_{n}") for n in range(2)]
+    quick = item("tests/lib/test_y.py::test_b")
     bench = item("tests/benchmarks/test_bench_quick.py::test_q[0]")
     dev_run = item("tests/core/test_dev_run.py::test_run")
+    live = item("tests/core/test_dev_run.py::test_live", "live_server")
 
-    ordered = spread([*d[:3], marked, *q, dev_run, live, *d[3:], bench])
+    ordered = first([database, marked, quick, dev_run, live, bench])
 
-    # The longest first; each free module once the database tests have come
-    # as far through theirs (by count) as the free ones through theirs.
-    assert ordered == [
-        bench, d[0], d[1], dev_run, d[2], marked, q[0], q[1], live, d[3], d[4], d[5]
-    ]  # fmt: skip
+    # The bench's test is the longest; a listed module's test that needs the
+    # database (a marker, a fixture) keeps its place among the others.
+    assert [i.nodeid for i in ordered] == [
+        bench.nodeid,
+        dev_run.nodeid,
+        database.nodeid,
+        marked.nodeid,
+        quick.nodeid,
+        live.nodeid,
+    ]
 
 
 def test_every_module_named_is_in_the_suite():
