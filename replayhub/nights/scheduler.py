@@ -231,7 +231,10 @@ def night_for(
         return NightReport(tier, skipped_reason="outside the night's window")
     night = night_open(project=project, now=now, immediate=immediate)
     report = NightReport(tier, night=night)
-    if not (night.window_start <= now < night.window_end):
+    # Not ``window_start <= now``: a night run on demand by another operator
+    # at the same moment opens at their ``now``, which may be a little after
+    # this one's; it has not ended for that.
+    if now >= night.window_end:
         report.skipped_reason = "the night's window has ended"
     return report
 

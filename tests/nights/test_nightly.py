@@ -225,6 +225,26 @@ def test_the_nightly_command_runs_a_night_now(nightly_project, capsys):
     assert "replays reserved 3/3" in out
 
 
+def test_a_night_run_now_by_another_operator_a_moment_later_is_found_open(
+    nightly_project,
+):
+    """Two ``nightly --now`` at once: the one whose clock read a moment
+    earlier finds the night the other opened, from the other's moment, and
+    says it is admitted already, not that its window has ended."""
+    make_runs(nightly_project, 2, now=NOW)
+    later = scheduler.night_admit(project=nightly_project, now=NOW, immediate=True)
+    earlier = scheduler.night_admit(
+        project=nightly_project, now=NOW - timedelta(seconds=1), immediate=True
+    )
+
+    assert (len(later.admitted), later.skipped_reason) == (2, "")
+    assert (len(earlier.admitted), earlier.already, earlier.skipped_reason) == (
+        0,
+        2,
+        "",
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_admissions_never_overspend_any_dimension(require_postgres):
     project = Project.objects.create(slug="race", repo_path="/srv/race.git")
