@@ -27,7 +27,8 @@ from replayhub import agents
 from replayhub.agents.profile import NPM
 
 ROOT = Path(__file__).resolve().parent.parent
-# What a finished install holds: the release it is of.
+# What a finished install holds: the release it is of and where it was made
+# (a Python CLI's scripts name their venv's path, so a moved install is stale).
 DONE = ".installed"
 
 
@@ -36,6 +37,8 @@ def kept_root() -> Path:
 
 
 def cache_root() -> Path:
+    """The agent cache every test reads: ``REPLAYHUB_AGENT_CACHE``, else the
+    checkout's ``var/agents`` (what ``./dev test`` fills)."""
     return Path(os.environ.get("REPLAYHUB_AGENT_CACHE") or ROOT / "var" / "agents")
 
 
@@ -52,7 +55,7 @@ def host_cli(name: str) -> Path:
         found = folder / "venv" / "bin" / executable
     done = folder / DONE
     with _locked(folder):
-        if not done.exists() or done.read_text() != profile.spec():
+        if not done.exists() or done.read_text() != _marker(name, folder):
             _install(name, folder)
     return found
 
@@ -90,7 +93,11 @@ def _install(name: str, folder: Path) -> None:
             "--disable-pip-version-check", "--find-links", str(cache / "wheels"),
             profile.spec(),
         )  # fmt: skip
-    (folder / DONE).write_text(profile.spec())
+    (folder / DONE).write_text(_marker(name, folder))
+
+
+def _marker(name: str, folder: Path) -> str:
+    return f"{agents.PROFILES[name].spec()} in {folder.resolve()}"
 
 
 def _run(*argv: str) -> None:

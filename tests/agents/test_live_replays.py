@@ -34,16 +34,15 @@ from replayhub.demo.pkgindex import PackageIndex
 from replayhub.models import ModelCall, Project, Replay, Run
 from tests.agents import fakemodels
 from tests.agents.groups import by_agent
-from tests.conftest import ROOT, wait_for
+from tests.conftest import wait_for
 from tests.gitrepos import Repo, make_repo
+from tests.hostclis import cache_root
 
 KEY_ENV = "REPLAYHUB_TEST_AGENTS_KEY"
 # Set before any worker starts (collection comes first), as a deployment
 # sets them on its workers.
 os.environ.setdefault(KEY_ENV, "sk-fake-agents-key")
-AGENT_CACHE = os.environ.setdefault(
-    "REPLAYHUB_AGENT_CACHE", str(ROOT / "var" / "agents")
-)
+AGENT_CACHE = os.environ.setdefault("REPLAYHUB_AGENT_CACHE", str(cache_root()))
 REQUIRED = os.environ.get("REPLAYHUB_REQUIRE_SANDBOX") == "1"
 
 PROMPT = "Create calc.py with a function add(a, b) that returns a + b. Then stop."

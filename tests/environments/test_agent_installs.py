@@ -22,9 +22,9 @@ from replayhub.environments import agent_installs
 from replayhub.environments.agent_setup import install_plan
 from replayhub.lib.fstree import remove_tree
 from replayhub.models import Project
-from tests.conftest import ROOT
+from tests.hostclis import cache_root
 
-AGENT_CACHE = ROOT / "var" / "agents"
+AGENT_CACHE = cache_root()
 REQUIRE_SANDBOX = os.environ.get("REPLAYHUB_REQUIRE_SANDBOX") == "1"
 
 ARGV = ("sh", "-c", "script", "replayhub-install", "pkg==1.0", "pkg")

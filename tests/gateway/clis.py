@@ -8,7 +8,6 @@ a small git checkout for the agent to work in.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import socket
 import subprocess
@@ -17,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.hostclis import cache_root
+
 
 def agent_cache(profile: str, version: str) -> Path | None:
     """The npm cache of one release in the agent cache, if it is there."""
-    root = os.environ.get("REPLAYHUB_AGENT_CACHE", "")
-    folder = Path(root) / f"{profile}-{version}" / "npm" if root else None
-    return folder if folder is not None and folder.is_dir() else None
+    folder = cache_root() / f"{profile}-{version}" / "npm"
+    return folder if folder.is_dir() else None
 
 
 def needs_cli(profile: str, version: str) -> pytest.MarkDecorator:
