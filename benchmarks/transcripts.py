@@ -14,7 +14,12 @@ emptied run table, preflight skipped.
 Goal: at least half the native import's records/s (0.5x) at 10,000 sessions.
 ``--quick`` (100 sessions, one run) judges no goal.
 
-Latest figure (2026-12-06 06:58 UTC, ``run.py --only ingest.py
+Latest figure, on a quiet machine (2026-12-06 21:55 UTC, ``--sessions 10000
+--runs 3``, nothing else running): 3,608 records/s against the native import
+of the same runs' 6,756, **0.53x** (met); 7,400 of the 10,000 sessions found
+their base and original.
+
+Before (2026-12-06 06:58 UTC, ``run.py --only ingest.py
 transcripts.py --update``, load about 14 from a test run on the same 2
 cores): 1,426 records/s against the native import's 1,425, 1.00x.
 
