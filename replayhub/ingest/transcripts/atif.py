@@ -53,6 +53,7 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     moment,
     shown,
+    text_or_none,
 )
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
@@ -284,7 +285,7 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
     }
     found: list[Turn] = []
     for step in steps if isinstance(steps, list) else []:
-        if not isinstance(step, dict) or step.get("source") not in roles:
+        if not isinstance(step, dict) or text_or_none(step.get("source")) not in roles:
             continue
         copied = step.get("is_copied_context") is True
         reasoning = step.get("reasoning_content")

@@ -40,6 +40,7 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     json_lines,
     moment,
+    text_or_none,
     unread_note,
 )
 
@@ -71,12 +72,14 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
             continue
         number, value, data = item
         kind = value.get("type")
+        # Any JSON value: only a string is a type this reader knows.
+        known = kind if isinstance(kind, str) else ""
         session = value.get("sessionId")
-        if kind == "summary" and not session:
+        if known == "summary" and not session:
             summaries.append((number, value))
             continue
-        if (not isinstance(session, str) or not session) and kind not in _MESSAGES:
-            if kind not in _BESIDE:
+        if (not isinstance(session, str) or not session) and known not in _MESSAGES:
+            if known not in _BESIDE:
                 count_unread(unread, kind)
             continue
         if not isinstance(session, str) or not session:
@@ -86,7 +89,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
             order.append(session)
             sessions[session] = []
         kept = value if data is None else data
-        sessions[session].append((number, value.get("uuid"), kept))
+        sessions[session].append((number, text_or_none(value.get("uuid")), kept))
     stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
     if stem in sessions and len(order) > 1:
         # A resumed session: every other session in the file is its history.
@@ -99,7 +102,8 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
     by_leaf: dict[object, list[tuple[int, dict[str, Any]]]] = {}
     for number, value in summaries:
         if isinstance(value.get("summary"), str):
-            by_leaf.setdefault(value.get("leafUuid"), []).append((number, value))
+            leaf = text_or_none(value.get("leafUuid"))
+            by_leaf.setdefault(leaf, []).append((number, value))
     for session, own, history in groups:
         uuids = {uuid for _, uuid, _ in own}
         mine = sorted(

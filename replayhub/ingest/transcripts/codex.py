@@ -42,6 +42,7 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     json_objects,
     moment,
+    text_or_none,
     unread_note,
 )
 
@@ -110,7 +111,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         elif kind == "turn_context":
             models.extend(_model(payload))
         elif kind == "response_item":
-            if payload.get("type") in _OUTPUTS | _INPUTS:
+            if text_or_none(payload.get("type")) in _OUTPUTS | _INPUTS:
                 items.append((payload, None))
             else:
                 count_unread(unread, payload.get("type"), "response_item ")
@@ -158,7 +159,7 @@ def _unwrap(
 ) -> tuple[str | None, dict[str, Any]]:
     kind = value.get("type")
     payload = value.get("payload")
-    if kind in LINE_TYPES and isinstance(payload, dict):
+    if isinstance(kind, str) and kind in LINE_TYPES and isinstance(payload, dict):
         return kind, payload
     if legacy_meta and "id" in value and "payload" not in value:
         return "session_meta", value

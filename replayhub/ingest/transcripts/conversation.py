@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from replayhub.ingest.transcripts import atif, gemini_cli, opencode
-from replayhub.ingest.transcripts.shapes import block_text
+from replayhub.ingest.transcripts.shapes import block_text, text_or_none
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
     COMPACTION,
@@ -345,7 +345,10 @@ def _mini_swe_agent(transcript: dict[str, Any]) -> list[Turn]:
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict):
             continue
-        role, text = message.get("role"), block_text(message.get("content"))
+        role, text = (
+            text_or_none(message.get("role")),
+            block_text(message.get("content")),
+        )
         returned = _MINI_RETURNCODE.match(text) if role == "user" else None
         if waiting is not None and returned is not None:
             waiting.result, waiting.error = text, returned.group(1) != "0"

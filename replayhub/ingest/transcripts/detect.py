@@ -69,7 +69,12 @@ def detect(name: str, head: bytes) -> str | None:
     first = _first_object(text)
     if first is None:
         return None
-    if first.get("type") in codex.LINE_TYPES and isinstance(first.get("payload"), dict):
+    kind = first.get("type")
+    if (
+        isinstance(kind, str)
+        and kind in codex.LINE_TYPES
+        and isinstance(first.get("payload"), dict)
+    ):
         return "codex"
     if "instructions" in first and "id" in first and "timestamp" in first:
         return "codex"
