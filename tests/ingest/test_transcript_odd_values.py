@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from replayhub.ingest.native import split_lines
+from replayhub.ingest.services import PreflightMode, transcripts_import
 from replayhub.ingest.transcripts import claude_code, codex
 from replayhub.ingest.transcripts.conversation import conversation
 from replayhub.ingest.transcripts.detect import detect
 from replayhub.ingest.transcripts.shapes import LineError, RecordDraft
+from replayhub.models import Run
 from tests.conftest import ROOT
+from tests.factories import make_git_project
+from tests.gitrepos import make_repo
 
 CLAUDE = ROOT / "tests/fixtures/transcripts/claude-code/sess-d.jsonl"
 CODEX = next((ROOT / "tests/fixtures/agents/codex-0.171").glob("rollout-*.jsonl"))
@@ -91,3 +97,32 @@ def test_a_stored_transcript_with_a_list_for_a_role_or_source_shows_the_rest():
     ]
     atif = {"format": "atif", "document": {"steps": steps}}
     assert [t.text for t in conversation(atif)] == ["Add a test"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [(10**30, "Integer exceeds 64-bit range"), ("\ud800", "surrogates not allowed")],
+)
+def test_a_session_holding_a_value_no_run_can_store_is_refused_in_one_line(
+    tmp_path, value, why
+):
+    repo = make_repo(tmp_path / "repo", {"README.md": "# w\n"})
+    project = make_git_project(repo)
+    lines = CLAUDE.read_text().splitlines()
+    odd = json.loads(lines[1])
+    odd["message"]["usage"]["output_tokens"] = value
+    session = tmp_path / CLAUDE.name
+    session.write_text("\n".join([lines[0], json.dumps(odd), *lines[2:]]) + "\n")
+    summary = transcripts_import(
+        project=project,
+        paths=[session],
+        format="claude-code",
+        preflight=PreflightMode.SKIP,
+    )
+    [problem] = summary.invalid
+    assert problem["error"].startswith("the session holds a value no run can store")
+    assert why in problem["error"]
+    assert "\n" not in problem["error"]
+    # The file is one resumed session: nothing is stored, nothing raised.
+    assert summary.imported == Run.objects.count() == 0

@@ -207,3 +207,26 @@ def test_a_preds_json_by_instance_id_imports_beside_a_broken_jsonl(tmp_path):
     }
     [problem] = summary.invalid
     assert problem["file"].endswith("more.jsonl")
+
+
+@pytest.mark.django_db
+def test_a_patch_holding_a_lone_surrogate_escape_is_refused_beside_the_others(
+    tmp_path,
+):
+    repo = make_repo(tmp_path, {"cart.py": CART})
+    base = repo.head()
+    project = make_git_project(repo)
+    good, odd = ({**item, "base_commit": base} for item in PREDICTIONS)
+    # json.dumps writes the lone surrogate as the escape "\ud800".
+    odd["model_patch"] = patch("0") + "+\ud800\n"
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(jsonl([good, odd]))
+
+    summary = transcripts_import(project=project, paths=[path], format=AUTO)
+
+    assert summary.imported == 1
+    [problem] = summary.invalid
+    assert problem["line"] == 2
+    assert "lone surrogate" in problem["error"]
+    assert "\n" not in problem["error"]
+    assert Run.objects.get().model == "acme-agent-v2"

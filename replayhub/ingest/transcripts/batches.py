@@ -254,4 +254,5 @@ def digest(record: dict[str, Any]) -> str:
 
 def _digest(patch: Any) -> bytes:
     text = patch if isinstance(patch, str) else ""
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()
+    # Any surrogate, escaped byte or lone escape: only compared, never stored.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

@@ -567,7 +567,14 @@ class _Repository:
         if wanted and git_dir is None:
             draft.notes.append(self.problem)
         elif git_dir is not None:
-            size = len((search.patch or "").encode("utf-8", "surrogateescape"))
+            try:
+                # Bytes a patch file held that are not UTF-8 come as escapes.
+                size = len((search.patch or "").encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                return (
+                    f"{search.patch_label}: the patch holds a lone surrogate "
+                    "escape, which is no text git can apply"
+                )
             refused = self._patch_room(search.patch_label, size)
             if refused:
                 return refused
@@ -599,7 +606,11 @@ class _Repository:
             record["inferred"] = draft.inferred
         if draft.notes:
             record["import_notes"] = draft.notes
-        return orjson.dumps(record)
+        try:
+            return orjson.dumps(record)
+        except orjson.JSONEncodeError as error:
+            # A number past 64 bits, or text with a lone surrogate escape.
+            return f"the session holds a value no run can store ({error})"
 
     def _base_at_start(self, draft: RecordDraft, git_dir: Path, name: str) -> None:
         """A session naming no branch: the base its checkout stood at when it
