@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from replayhub.lib.jsonvalues import items
+
 KIND = "gemini"
 KEY_HEADER = "x-goog-api-key"
 _CALL = re.compile(
@@ -124,7 +126,7 @@ def rebuild(chunks: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         for key in ("usageMetadata", "modelVersion", "responseId", "promptFeedback"):
             if key in chunk:
                 merged[key] = chunk[key]
-        for candidate in chunk.get("candidates") or []:
+        for candidate in items(chunk.get("candidates")):
             if isinstance(candidate, dict):
                 _merge(candidates, candidate)
     if merged is None:
@@ -146,7 +148,7 @@ def _merge(candidates: dict[int, dict[str, Any]], candidate: dict[str, Any]) -> 
     if isinstance(content.get("role"), str):
         into["content"]["role"] = content["role"]
     parts: list[Any] = into["content"]["parts"]
-    for part in content.get("parts") or []:
+    for part in items(content.get("parts")):
         last = parts[-1] if parts else None
         if (
             isinstance(part, dict)

@@ -16,6 +16,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from replayhub.lib import jsonvalues
+
 ENDPOINT = "/responses"
 # The events whose ``response`` is the finished answer.
 FINAL_EVENTS = frozenset(
@@ -36,7 +38,11 @@ def rebuild(events: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     for event in events:
         kind = event.get("type")
         response = event.get("response")
-        if kind in FINAL_EVENTS and isinstance(response, dict):
+        if (
+            isinstance(kind, str)
+            and kind in FINAL_EVENTS
+            and isinstance(response, dict)
+        ):
             return dict(response)
         if kind in ("response.created", "response.in_progress") and isinstance(
             response, dict
@@ -68,7 +74,9 @@ def events(response: dict[str, Any]) -> list[bytes]:
     def send(kind: str, **fields: Any) -> None:
         out.append(_sse({"type": kind, "sequence_number": len(out), **fields}))
 
-    output = [i for i in response.get("output") or [] if isinstance(i, dict)]
+    output = [
+        i for i in jsonvalues.items(response.get("output")) if isinstance(i, dict)
+    ]
     shell = {**response, "status": "in_progress", "output": []}
     send("response.created", response=shell)
     send("response.in_progress", response=shell)
@@ -102,7 +110,7 @@ def _item_events(send: Any, index: int, item: dict[str, Any]) -> None:
         added["input"] = ""
     send("response.output_item.added", output_index=index, item=added)
     if kind == "message":
-        for number, part in enumerate(item.get("content") or []):
+        for number, part in enumerate(jsonvalues.items(item.get("content"))):
             if not isinstance(part, dict):
                 continue
             at = {**where, "content_index": number}

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replayhub.lib import boundedjson
+from replayhub.lib.jsonvalues import fields, items
 
 
 def _int(value: object, default: int) -> int:
@@ -20,7 +21,8 @@ def _int(value: object, default: int) -> int:
 
 def _sse(event: str | None, data: Any) -> bytes:
     head = f"event: {event}\n" if event else ""
-    return f"{head}data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    text = json.dumps(data, ensure_ascii=False)
+    return f"{head}data: {text}\n\n".encode("utf-8", "surrogatepass")
 
 
 def anthropic_message(events: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -39,14 +41,15 @@ def anthropic_message(events: list[dict[str, Any]]) -> dict[str, Any] | None:
         ):
             content.append(dict(event["content_block"]))
         elif kind == "content_block_delta" and 0 <= index < len(content):
-            block, delta = content[index], event.get("delta") or {}
+            block, delta = content[index], fields(event.get("delta"))
             for name, key in (
                 ("text", "text"),
                 ("thinking", "thinking"),
                 ("signature", "signature"),
             ):
                 if isinstance(delta.get(key), str):
-                    block[name] = block.get(name, "") + delta[key]
+                    kept = block.get(name)
+                    block[name] = (kept if isinstance(kept, str) else "") + delta[key]
             if isinstance(delta.get("partial_json"), str):
                 partial[index] = partial.get(index, "") + delta["partial_json"]
         elif kind == "content_block_stop" and index in partial:
@@ -55,11 +58,11 @@ def anthropic_message(events: list[dict[str, Any]]) -> dict[str, Any] | None:
             except boundedjson.Refused:
                 content[index]["input"] = {}
         elif kind == "message_delta":
-            delta = event.get("delta")
-            if isinstance(delta, dict):
-                message.update(delta)
+            changed = event.get("delta")
+            if isinstance(changed, dict):
+                message.update(changed)
             if isinstance(event.get("usage"), dict):
-                message["usage"] = {**(message.get("usage") or {}), **event["usage"]}
+                message["usage"] = {**fields(message.get("usage")), **event["usage"]}
     return message
 
 
@@ -72,7 +75,7 @@ def openai_completion(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     for event in events:
         if isinstance(event.get("usage"), dict):
             usage = event["usage"]
-        for choice in event.get("choices") or []:
+        for choice in items(event.get("choices")):
             if not isinstance(choice, dict):
                 continue
             index = _int(choice.get("index"), 0)
@@ -86,7 +89,7 @@ def openai_completion(events: list[dict[str, Any]]) -> dict[str, Any] | None:
             )
             if choice.get("finish_reason"):
                 into["finish_reason"] = choice["finish_reason"]
-            _merge_delta(into["message"], choice.get("delta") or {})
+            _merge_delta(into["message"], fields(choice.get("delta")))
     completion: dict[str, Any] = {
         "id": first.get("id", ""),
         "object": "chat.completion",
@@ -106,7 +109,7 @@ def _merge_delta(message: dict[str, Any], delta: Mapping[str, Any]) -> None:
     for key in ("content", "refusal"):
         if isinstance(delta.get(key), str):
             message[key] = (message.get(key) or "") + delta[key]
-    for call in delta.get("tool_calls") or []:
+    for call in items(delta.get("tool_calls")):
         if not isinstance(call, dict):
             continue
         calls = message.setdefault("tool_calls", [])
@@ -122,14 +125,14 @@ def _merge_delta(message: dict[str, Any], delta: Mapping[str, Any]) -> None:
         into = calls[index]
         if isinstance(call.get("id"), str):
             into["id"] = call["id"]
-        function = call.get("function") or {}
+        function = fields(call.get("function"))
         for key in ("name", "arguments"):
             if isinstance(function.get(key), str):
                 into["function"][key] += function[key]
 
 
 def anthropic_events(message: dict[str, Any]) -> list[bytes]:
-    usage = dict(message.get("usage") or {})
+    usage = dict(fields(message.get("usage")))
     start = {
         **message,
         "content": [],
@@ -138,7 +141,7 @@ def anthropic_events(message: dict[str, Any]) -> list[bytes]:
         "usage": {**usage, "output_tokens": 0},
     }
     events = [_sse("message_start", {"type": "message_start", "message": start})]
-    for index, block in enumerate(message.get("content") or []):
+    for index, block in enumerate(items(message.get("content"))):
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
@@ -214,11 +217,11 @@ def openai_events(completion: dict[str, Any]) -> list[bytes]:
         return _sse(None, {**head, "choices": [choice], "usage": None})
 
     events = []
-    for choice in completion.get("choices") or []:
+    for choice in items(completion.get("choices")):
         if not isinstance(choice, dict):
             continue
         index = _int(choice.get("index"), 0)
-        message = choice.get("message") or {}
+        message = fields(choice.get("message"))
         events.append(
             chunk(index, {"role": message.get("role", "assistant"), "content": ""})
         )
@@ -226,7 +229,7 @@ def openai_events(completion: dict[str, Any]) -> list[bytes]:
             events.append(chunk(index, {"content": message["content"]}))
         if message.get("refusal"):
             events.append(chunk(index, {"refusal": message["refusal"]}))
-        for number, call in enumerate(message.get("tool_calls") or []):
+        for number, call in enumerate(items(message.get("tool_calls"))):
             if isinstance(call, dict):
                 events.append(chunk(index, {"tool_calls": [{**call, "index": number}]}))
         events.append(chunk(index, {}, choice.get("finish_reason") or "stop"))

@@ -476,7 +476,10 @@ def unpack(data: bytes, limit: int = MAX_UNPACKED_BYTES) -> list[Exchange]:
     (``boundedjson.Refused``) for one that cannot be read, stored before the
     bounds existed."""
     inflater = zlib.decompressobj()
-    raw = inflater.decompress(data, limit)
+    try:
+        raw = inflater.decompress(data, limit)
+    except zlib.error as error:
+        raise ValueError(f"the tape is not zlib data: {error}") from None
     if inflater.unconsumed_tail:
         raise ValueError(f"the tape inflates past {limit} bytes")
     items = (

@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from replayhub.lib.jsonvalues import items
+
 # Content parts that are text: Anthropic's and chat's, the Responses API's.
 TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
@@ -44,7 +46,8 @@ def answer(response: Any) -> Said:
         return _gemini(first.get("content"))
     if isinstance(response.get("choices"), list):
         choice = next((c for c in response["choices"] if isinstance(c, dict)), {})
-        return _message(choice.get("message"))
+        message = choice.get("message")
+        return _message(message) if isinstance(message, dict) else Said("assistant")
     return _message({"role": "assistant", "content": response.get("content")})
 
 
@@ -96,7 +99,7 @@ def _message(message: Any) -> Said:
             continue
         if not isinstance(block, dict):
             continue
-        kind = block.get("type")
+        kind = _str(block.get("type"))
         if kind in TEXT_PARTS and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif kind == "thinking" and isinstance(block.get("thinking"), str):
@@ -109,7 +112,7 @@ def _message(message: Any) -> Said:
             results.append(
                 (_str(block.get("tool_use_id")), "", _content(block.get("content")))
             )
-    for call in message.get("tool_calls") or []:
+    for call in items(message.get("tool_calls")):
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
             calls.append(
@@ -168,7 +171,7 @@ def _gemini(content: Any) -> Said:
     thoughts: list[str] = []
     calls: list[tuple[str, str, Any]] = []
     results: list[tuple[str, str, str]] = []
-    for part in content.get("parts") or []:
+    for part in items(content.get("parts")):
         if not isinstance(part, dict):
             continue
         if isinstance(part.get("text"), str):

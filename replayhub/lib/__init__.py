@@ -13,6 +13,8 @@
   would reach the program as typed.
 - boundedjson: the one reader for untrusted JSON, bounded in size and in
   depth, refusing in one line (its docstring says why the depth is 100).
+- jsonvalues: a value of untrusted JSON taken where a string, a list or an
+  object belongs, or an empty one (a gateway's stream, a tape, a transcript).
 - consumer: the workers' Celery consumer, which goes on when the broker is
   lost while it holds messages (where Celery 5.7 stops the worker).
 

@@ -53,7 +53,6 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     moment,
     shown,
-    text_or_none,
 )
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
@@ -64,6 +63,7 @@ from replayhub.ingest.transcripts.turns import (
     Call,
     Turn,
 )
+from replayhub.lib import jsonvalues
 
 FORMAT = "atif"
 # The last minor version whose fields this reader was written against.
@@ -285,7 +285,10 @@ def turns(transcript: dict[str, Any]) -> list[Turn]:
     }
     found: list[Turn] = []
     for step in steps if isinstance(steps, list) else []:
-        if not isinstance(step, dict) or text_or_none(step.get("source")) not in roles:
+        if (
+            not isinstance(step, dict)
+            or jsonvalues.text(step.get("source")) not in roles
+        ):
             continue
         copied = step.get("is_copied_context") is True
         reasoning = step.get("reasoning_content")

@@ -40,9 +40,9 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     json_lines,
     moment,
-    text_or_none,
     unread_note,
 )
+from replayhub.lib import jsonvalues
 
 FORMAT = "claude-code"
 # Assistant lines Claude Code makes up itself (an interrupted request).
@@ -89,7 +89,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
             order.append(session)
             sessions[session] = []
         kept = value if data is None else data
-        sessions[session].append((number, text_or_none(value.get("uuid")), kept))
+        sessions[session].append((number, jsonvalues.text(value.get("uuid")), kept))
     stem = name.rsplit("/", 1)[-1].removesuffix(".jsonl")
     if stem in sessions and len(order) > 1:
         # A resumed session: every other session in the file is its history.
@@ -102,7 +102,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
     by_leaf: dict[object, list[tuple[int, dict[str, Any]]]] = {}
     for number, value in summaries:
         if isinstance(value.get("summary"), str):
-            leaf = text_or_none(value.get("leafUuid"))
+            leaf = jsonvalues.text(value.get("leafUuid"))
             by_leaf.setdefault(leaf, []).append((number, value))
     for session, own, history in groups:
         uuids = {uuid for _, uuid, _ in own}

@@ -42,9 +42,9 @@ from replayhub.ingest.transcripts.shapes import (
     iso,
     json_objects,
     moment,
-    text_or_none,
     unread_note,
 )
+from replayhub.lib import jsonvalues
 
 FORMAT = "codex"
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
@@ -111,7 +111,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         elif kind == "turn_context":
             models.extend(_model(payload))
         elif kind == "response_item":
-            if text_or_none(payload.get("type")) in _OUTPUTS | _INPUTS:
+            if jsonvalues.text(payload.get("type")) in _OUTPUTS | _INPUTS:
                 items.append((payload, None))
             else:
                 count_unread(unread, payload.get("type"), "response_item ")

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from replayhub.ingest.transcripts import atif, gemini_cli, opencode
-from replayhub.ingest.transcripts.shapes import block_text, text_or_none
+from replayhub.ingest.transcripts.shapes import block_text
 from replayhub.ingest.transcripts.turns import (
     ASSISTANT,
     COMPACTION,
@@ -27,7 +27,7 @@ from replayhub.ingest.transcripts.turns import (
     Call,
     Turn,
 )
-from replayhub.lib import boundedjson
+from replayhub.lib import boundedjson, jsonvalues
 
 
 def conversation(transcript: Any) -> list[Turn]:
@@ -346,7 +346,7 @@ def _mini_swe_agent(transcript: dict[str, Any]) -> list[Turn]:
         if not isinstance(message, dict):
             continue
         role, text = (
-            text_or_none(message.get("role")),
+            jsonvalues.text(message.get("role")),
             block_text(message.get("content")),
         )
         returned = _MINI_RETURNCODE.match(text) if role == "user" else None

@@ -179,13 +179,6 @@ def cost_usd(value: Any) -> float | None:
     return None
 
 
-def text_or_none(value: Any) -> str | None:
-    """``value`` when it is a string, else None: what a file gives as an id
-    may be any JSON value (a list cannot even be looked up), and only a
-    string is one."""
-    return value if isinstance(value, str) else None
-
-
 def count_unread(
     unread: Counter[str],
     kind: Any,
