@@ -215,6 +215,28 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     connection.settings_dict.setdefault("TEST", {})["TEMPLATE"] = template
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, dropped at the end without the warning
+    "being accessed by other users": a connection a test's helper left open
+    (a thread's, a child's on its way out) is ended first, as nothing of the
+    run may use the database by then."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    from benchmarks.support import admin_connect
+
+    name = connection.settings_dict["NAME"]
+    with admin_connect(database_url()) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        )
+
+
 # How often a flush is tried before its failure is the test's.
 FLUSH_ATTEMPTS = 5
 
