@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from replayhub.lib.jsonvalues import items
+from replayhub.lib import jsonvalues
 
 # Content parts that are text: Anthropic's and chat's, the Responses API's.
 TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
@@ -112,7 +112,7 @@ def _message(message: Any) -> Said:
             results.append(
                 (_str(block.get("tool_use_id")), "", _content(block.get("content")))
             )
-    for call in items(message.get("tool_calls")):
+    for call in jsonvalues.items(message.get("tool_calls")):
         function = call.get("function") if isinstance(call, dict) else None
         if isinstance(function, dict):
             calls.append(
@@ -171,7 +171,7 @@ def _gemini(content: Any) -> Said:
     thoughts: list[str] = []
     calls: list[tuple[str, str, Any]] = []
     results: list[tuple[str, str, str]] = []
-    for part in items(content.get("parts")):
+    for part in jsonvalues.items(content.get("parts")):
         if not isinstance(part, dict):
             continue
         if isinstance(part.get("text"), str):
@@ -218,7 +218,7 @@ def _text(content: Any) -> str:
             parts.append(block)
         elif (
             isinstance(block, dict)
-            and block.get("type", "text") in TEXT_PARTS
+            and jsonvalues.text(block.get("type", "text")) in TEXT_PARTS
             and isinstance(block.get("text"), str)
         ):
             parts.append(block["text"])

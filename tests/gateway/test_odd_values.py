@@ -110,6 +110,11 @@ def test_a_tape_of_odd_shape_shows_what_it_can_on_the_replay_page():
     )
     assert (message.text, message.calls) == ("ok", ())
     assert tape_messages.system({"systemInstruction": {"parts": 1.5}}) == ""
+    system = [
+        {"type": ["text"], "text": "hidden"},
+        {"type": "text", "text": "Be brief"},
+    ]
+    assert tape_messages.system({"system": system}) == "Be brief"
     [content] = tape_messages.history({"contents": [{"role": "model", "parts": 7}]})
     assert content.role == "assistant"
 
