@@ -38,11 +38,7 @@ def rebuild(events: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     for event in events:
         kind = event.get("type")
         response = event.get("response")
-        if (
-            isinstance(kind, str)
-            and kind in FINAL_EVENTS
-            and isinstance(response, dict)
-        ):
+        if jsonvalues.text(kind) in FINAL_EVENTS and isinstance(response, dict):
             return dict(response)
         if kind in ("response.created", "response.in_progress") and isinstance(
             response, dict

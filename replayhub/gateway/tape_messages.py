@@ -218,7 +218,7 @@ def _text(content: Any) -> str:
             parts.append(block)
         elif (
             isinstance(block, dict)
-            and jsonvalues.text(block.get("type", "text")) in TEXT_PARTS
+            and _str(block.get("type", "text")) in TEXT_PARTS
             and isinstance(block.get("text"), str)
         ):
             parts.append(block["text"])

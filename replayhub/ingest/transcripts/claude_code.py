@@ -73,7 +73,7 @@ def parse(lines: Iterable[RecordLine], *, name: str = "") -> Iterator[Parsed]:
         number, value, data = item
         kind = value.get("type")
         # Any JSON value: only a string is a type this reader knows.
-        known = kind if isinstance(kind, str) else ""
+        known = jsonvalues.text(kind)
         session = value.get("sessionId")
         if known == "summary" and not session:
             summaries.append((number, value))

@@ -159,7 +159,7 @@ def _unwrap(
 ) -> tuple[str | None, dict[str, Any]]:
     kind = value.get("type")
     payload = value.get("payload")
-    if isinstance(kind, str) and kind in LINE_TYPES and isinstance(payload, dict):
+    if jsonvalues.text(kind) in LINE_TYPES and isinstance(payload, dict):
         return kind, payload
     if legacy_meta and "id" in value and "payload" not in value:
         return "session_meta", value

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from replayhub.ingest.transcripts import codex
-from replayhub.lib import boundedjson
+from replayhub.lib import boundedjson, jsonvalues
 from replayhub.models.ingest import ImportFormat
 
 HEAD_BYTES = 64 * 1024
@@ -69,12 +69,8 @@ def detect(name: str, head: bytes) -> str | None:
     first = _first_object(text)
     if first is None:
         return None
-    kind = first.get("type")
-    if (
-        isinstance(kind, str)
-        and kind in codex.LINE_TYPES
-        and isinstance(first.get("payload"), dict)
-    ):
+    kind = jsonvalues.text(first.get("type"))
+    if kind in codex.LINE_TYPES and isinstance(first.get("payload"), dict):
         return "codex"
     if "instructions" in first and "id" in first and "timestamp" in first:
         return "codex"
