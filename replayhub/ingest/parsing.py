@@ -11,19 +11,26 @@ the other one bytes object and four small values per record, or, for an
 import into one project, the batch's whole ``COPY`` stream and three small
 values per record (:func:`replayhub.ingest.rows.pack`). At most
 :data:`IN_FLIGHT` batches are in the child at once, so memory stays flat.
+
+The bytes -- a batch's lines, and its ``COPY`` stream back -- go through
+memory the two processes share (:class:`Slots`), and only the small values
+through the pipe: on two cores a pipe's copies, wake-ups and pickling of a
+megabyte a batch each way cost more than reading some of the lines.
 """
 
 from __future__ import annotations
 
 import gc
+import mmap
 import multiprocessing
 import queue
 import threading
 import traceback
+from array import array
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
-from replayhub.ingest.rows import Lines, Parsed, Row, pack, read_batch
+from replayhub.ingest.rows import Lines, Packed, Parsed, Row, pack, read_batch
 
 # Parsing processes: with the importing process and the database server, two
 # keep both cores busy where one left the importing process waiting for it.
@@ -33,6 +40,90 @@ _new = tuple.__new__
 # Batches handed to each and not yet taken back: one being read while the next
 # waits, so a child never waits for the importing process.
 IN_FLIGHT = 2
+# The size of each shared slot; a batch whose lines or stream are larger
+# crosses the pipe instead. Only the pages a batch touches are resident.
+SLOT_BYTES = 8 << 20
+# The slots' two ways.
+LINES, STREAM = 0, 1
+
+
+class Slots:
+    """The memory a parent and one child share: :data:`IN_FLIGHT` slots for
+    the lines of the batches handed over, as many for the streams handed back.
+
+    A child's batch number ``i`` uses slot ``i % IN_FLIGHT`` both ways. That
+    slot is free again when batch ``i`` is handed over: the importing process
+    hands a child a batch only once that child's batch ``i - IN_FLIGHT`` was
+    taken back (:meth:`ParserProcess.full`), and the child answers only once
+    it has read the lines."""
+
+    def __init__(self) -> None:
+        # Anonymous and shared: what a forked child writes, the parent reads.
+        self.memory = mmap.mmap(-1, 2 * IN_FLIGHT * SLOT_BYTES)
+
+    def write(self, way: int, batch: int, data: bytes) -> None:
+        start = self._start(way, batch)
+        self.memory[start : start + len(data)] = data
+
+    def read(self, way: int, batch: int, size: int) -> bytes:
+        start = self._start(way, batch)
+        return self.memory[start : start + size]
+
+    def close(self) -> None:
+        self.memory.close()
+
+    @staticmethod
+    def _start(way: int, batch: int) -> int:
+        return (way * IN_FLIGHT + batch % IN_FLIGHT) * SLOT_BYTES
+
+
+class Shared(NamedTuple):
+    """A batch's lines in its slot, as the pipe carries them: the lines'
+    numbers and sizes, and those that are not a whole line of text (over
+    the size limit, or the file's last without a newline) as (index, too
+    long, terminated); the bytes are the lines joined by newlines."""
+
+    numbers: array[int]
+    sizes: array[int]
+    odd: list[tuple[int, bool, bool]]
+    size: int
+
+
+def hand_over(slots: Slots, batch: int, lines: Lines) -> Lines | Shared:
+    """What the pipe carries of ``lines``: the lines themselves when they do
+    not fit their slot, else their :class:`Shared` description, the bytes
+    written into the slot."""
+    texts = [data or b"" for _, data, _ in lines]
+    joined = b"\n".join(texts)
+    if len(joined) > SLOT_BYTES:
+        return lines
+    slots.write(LINES, batch, joined)
+    odd = [
+        (index, data is None, terminated)
+        for index, (_, data, terminated) in enumerate(lines)
+        if data is None or not terminated
+    ]
+    numbers = array("q", [number for number, _, _ in lines])
+    return Shared(numbers, array("q", map(len, texts)), odd, len(joined))
+
+
+def taken_over(slots: Slots, batch: int, sent: Lines | Shared) -> Lines:
+    """The lines :func:`hand_over` described, read back from the slot."""
+    if not isinstance(sent, Shared):
+        return sent
+    joined = slots.read(LINES, batch, sent.size)
+    texts: list[bytes] = joined.split(b"\n")
+    if len(texts) != len(sent.numbers):
+        # A line held a newline (an element of a JSON array): cut by size.
+        texts, start = [], 0
+        for size in sent.sizes:
+            texts.append(joined[start : start + size])
+            start += size + 1
+    lines: Lines = list(zip(sent.numbers, texts, [True] * len(texts), strict=True))
+    for index, too_long, terminated in sent.odd:
+        text = None if too_long else texts[index]
+        lines[index] = (sent.numbers[index], text, terminated)
+    return lines
 
 
 class ParserProcess:
@@ -75,15 +166,17 @@ class ParserProcess:
         }
         self.connections: list[Connection] = []
         self.processes: list[multiprocessing.process.BaseProcess] = []
+        self.slots: list[Slots] = []
         try:
             for _ in range(processes):
                 ours, theirs = context.Pipe()
                 self.connections.append(ours)
+                self.slots.append(Slots())
                 # A child has a copy of every end of ours made so far; it
                 # closes them, so that closing ours ends each child's connection.
                 process = context.Process(
                     target=_serve,
-                    args=(theirs, list(self.connections), options, head),
+                    args=(theirs, self.connections[:], options, head, self.slots[-1]),
                     name="replayhub-import-parser",
                     daemon=True,
                 )
@@ -106,7 +199,9 @@ class ParserProcess:
         """Hand over a batch; with ``tail`` (what each of its rows ends with:
         :func:`replayhub.ingest.copying.copy_tail`) and a ``head``, it comes
         back packed."""
-        self.connections[self.sent % len(self.connections)].send((lines, tail))
+        batch, child = divmod(self.sent, len(self.connections))
+        sent = hand_over(self.slots[child], batch, lines)
+        self.connections[child].send((sent, tail))
         self.sent += 1
 
     def full(self) -> bool:
@@ -114,11 +209,14 @@ class ParserProcess:
 
     def take(self) -> Parsed:
         """The oldest batch handed over, read; what a child raised, raised."""
-        answer = self.connections[self.taken % len(self.connections)].recv()
+        batch, child = divmod(self.taken, len(self.connections))
+        answer = self.connections[child].recv()
         self.taken += 1
         if isinstance(answer, str):
             raise RuntimeError(f"the import's parsing process failed:\n{answer}")
-        rows, invalid, packed = answer
+        rows, invalid, packed, shared = answer
+        if shared is not None:
+            packed = packed._replace(data=self.slots[child].read(STREAM, batch, shared))
         return Parsed([_new(Row, row) for row in rows], invalid, packed)
 
     def close(self) -> None:
@@ -130,6 +228,9 @@ class ParserProcess:
             if process.is_alive():
                 process.kill()
                 process.join()
+        for slots in self.slots:
+            slots.close()
+        self.slots = []
         if self.frozen:
             self.frozen = False
             gc.unfreeze()
@@ -140,6 +241,7 @@ def _serve(
     inherited: list[Connection],
     options: dict[str, Any],
     head: bytes | None,
+    slots: Slots,
 ) -> None:
     for end in inherited:
         end.close()
@@ -151,32 +253,47 @@ def _serve(
     # The batches are received on a thread of their own: the importing process
     # may be handing over the next batch while this one sends a large answer,
     # and each would wait for the other to read.
-    batches: queue.Queue[tuple[Lines, bytes | None] | None] = queue.Queue()
+    batches: queue.Queue[tuple[Lines | Shared, bytes | None] | None] = queue.Queue()
     receiver = threading.Thread(target=_receive, args=(connection, batches))
     receiver.start()
+    number = 0
     try:
         while (batch := batches.get()) is not None:
-            lines, tail = batch
+            sent, tail = batch
             try:
+                lines = taken_over(slots, number, sent)
                 parsed = read_batch(lines, binary=True, **options)
                 answer: Any
                 if head is not None and tail is not None:
                     # One stream the importing process stores as it is.
-                    answer = ([], parsed.invalid, pack(parsed.rows, head, tail))
+                    answer = _packed(slots, number, pack(parsed.rows, head, tail))
+                    answer = ([], parsed.invalid, *answer)
                 else:
                     # Rows cross over as plain tuples: pickling a named tuple
                     # calls Python code for each row, both ways.
                     rows = [tuple(row) for row in parsed.rows]
-                    answer = (rows, parsed.invalid, None)
+                    answer = (rows, parsed.invalid, None, None)
             except Exception:  # handed to the importing process
                 answer = traceback.format_exc()
             connection.send(answer)
+            number += 1
     except OSError:  # the importing process closed its end
         return
 
 
+def _packed(slots: Slots, batch: int, packed: Packed) -> tuple[Packed, int | None]:
+    """``packed`` as the pipe carries it, and the size of its stream when
+    that was written into the batch's slot (then the stream is not sent)."""
+    size = len(packed.data)
+    if size > SLOT_BYTES:
+        return packed, None
+    slots.write(STREAM, batch, packed.data)
+    return packed._replace(data=b""), size
+
+
 def _receive(
-    connection: Connection, batches: queue.Queue[tuple[Lines, bytes | None] | None]
+    connection: Connection,
+    batches: queue.Queue[tuple[Lines | Shared, bytes | None] | None],
 ) -> None:
     try:
         while True:

@@ -187,8 +187,10 @@ def _row(
             project=project,
             masked=masked,
         )
-        # The project first, then the columns, the hash last (Columns).
-        return Row(number, values[0], values[1], values[-1], binary_fields(values))
+        # The project first, then the columns, the hash last (Columns); the
+        # row made without the named tuple's own Python-level constructor.
+        fields = binary_fields(values)
+        return _new(Row, (number, values[0], values[1], values[-1], fields))
     record = read_record(
         data,
         terminated=terminated,
@@ -199,6 +201,7 @@ def _row(
     return Row(number, record.project, record.external_id, record.sha256, record)
 
 
+_new = tuple.__new__
 _LENGTH = struct.Struct(">i").pack
 _TIMESTAMP = struct.Struct(">iq").pack
 _NULL = b"\xff\xff\xff\xff"

@@ -51,9 +51,13 @@ def stored(project) -> list[tuple]:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("slot", [parsing.SLOT_BYTES, 2000])
 def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
-    git_repo, monkeypatch, require_postgres
+    git_repo, monkeypatch, require_postgres, slot
 ):
+    # With 2,000-byte slots the batches' lines (about 1,900 bytes) fit, and
+    # the streams back of three rows do not: they cross the pipe instead.
+    monkeypatch.setattr(parsing, "SLOT_BYTES", slot)
     monkeypatch.setattr(importer, "BATCH_SIZE", 3)
     started: list[multiprocessing.process.BaseProcess] = []
 
@@ -179,3 +183,26 @@ def test_a_packed_batch_is_its_rows_copy_stream_and_gives_them_back():
     assert packed.data == b"".join([rows.SIGNATURE, *made, rows.TRAILER])
     assert rows.unpack(packed) == [row._replace(project=None) for row in read.rows]
     assert rows.unpack(rows.pack([], head, tail)) == []
+
+
+def test_lines_handed_over_in_shared_memory_come_back_as_they_were(monkeypatch):
+    slots = parsing.Slots()
+    try:
+        lines: rows.Lines = [
+            (1, b'{"a": 1}', True),
+            (2, None, True),  # over the size limit
+            (4, b"", True),
+            (5, b'{"b": "line\none"}', True),  # an array's element: a newline
+            (6, b"\xff\xfe", True),
+            (7, b'{"cut', False),
+        ]
+        for batch in range(3):
+            sent = parsing.hand_over(slots, batch, lines)
+            assert isinstance(sent, parsing.Shared)
+            assert parsing.taken_over(slots, batch, sent) == lines
+        # A batch larger than its slot goes over the pipe as it is.
+        monkeypatch.setattr(parsing, "SLOT_BYTES", 16)
+        assert parsing.hand_over(slots, 0, lines) is lines
+        assert parsing.taken_over(slots, 0, lines) is lines
+    finally:
+        slots.close()
