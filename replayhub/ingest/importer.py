@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from replayhub.ingest import arrays
 from replayhub.ingest.copying import copy_head, copy_runs, copy_stream, copy_tail
-from replayhub.ingest.native import RecordError, RecordLine, split_lines, stored_part
+from replayhub.ingest.native import RecordError, RecordLine, split_blocks, stored_part
 from replayhub.ingest.parsing import ParserProcess
 from replayhub.ingest.rows import Lines, Packed, Parsed, Row, read_batch, unpack
 from replayhub.models import Project, Run
@@ -163,8 +163,13 @@ def import_stream(
     ``project`` is the project records go to when they do not name one, and the
     only one they may name when given.
     """
-    lines = split_lines(chunks, max_line_bytes=settings.REPLAYHUB_MAX_RECORD_BYTES)
-    return import_lines(lines=lines, project=project, progress=progress)
+    blocks = split_blocks(chunks, max_line_bytes=settings.REPLAYHUB_MAX_RECORD_BYTES)
+    summary = ImportSummary()
+    with _Importer(summary, project, progress) as importer:
+        for block in blocks:
+            # Blank lines go with the others, and reading leaves them out.
+            importer.add_lines(block)
+    return summary
 
 
 def import_lines(
@@ -279,6 +284,18 @@ class _Importer:
         self.pending.append((number, data, terminated))
         if len(self.pending) >= BATCH_SIZE:
             self.flush()
+            if self.progress is not None:
+                self.progress(number, self.summary)
+
+    def add_lines(self, lines: Lines) -> None:
+        """:meth:`add_line` for each of ``lines``, without Python code for each."""
+        self.pending += lines
+        while len(self.pending) >= BATCH_SIZE:
+            rest = self.pending[BATCH_SIZE:]
+            del self.pending[BATCH_SIZE:]
+            number = self.pending[-1][0]
+            self.flush()
+            self.pending = rest
             if self.progress is not None:
                 self.progress(number, self.summary)
 

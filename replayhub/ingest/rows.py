@@ -138,7 +138,8 @@ def read_batch(
     max_line_bytes: int,
     binary: bool,
 ) -> Parsed:
-    """Read ``lines`` in order; ``project`` as for :func:`read_record`."""
+    """Read ``lines`` in order; ``project`` as for :func:`read_record`. A
+    blank line is left out, neither a row nor invalid."""
     rows: list[Row] = []
     invalid: list[tuple[int, str]] = []
     masked = _holds_no_key_shape(lines)
@@ -152,7 +153,8 @@ def read_batch(
                 number, data, terminated, project, max_prompt_bytes, binary, masked
             )
         except RecordError as error:
-            invalid.append((number, str(error)))
+            if data and not data.isspace():  # a blank line is no record
+                invalid.append((number, str(error)))
             continue
         rows.append(row)
     return Parsed(rows, invalid)

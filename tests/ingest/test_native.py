@@ -13,6 +13,7 @@ from replayhub.ingest.native import (
     canonical_json,
     check_record,
     parse_line,
+    split_blocks,
     split_lines,
     stored_part,
     whole_record,
@@ -58,6 +59,27 @@ def test_a_line_over_the_limit_is_dropped_and_the_next_line_is_intact():
         RecordLine(2, b"ok", True),
         RecordLine(3, None, False),
     ]
+
+
+@pytest.mark.parametrize("ending", [b"", b"\n"])
+def test_every_way_of_cutting_a_stream_into_chunks_gives_the_same_lines(ending):
+    # Blank, over the limit (12 bytes) within one chunk and across chunks.
+    data = b"first\n\n" + b"x" * 20 + b"\nok\n" + b"y" * 13 + b"\nlast" + ending
+    expected = [
+        (1, b"first", True),
+        (2, b"", True),
+        (3, None, True),
+        (4, b"ok", True),
+        (5, None, True),
+        (6, b"last", bool(ending)),
+    ]
+    for one in range(len(data) + 1):
+        for two in range(one, len(data) + 1):
+            chunks = [data[:one], data[one:two], data[two:]]
+            blocks = list(split_blocks(chunks, max_line_bytes=12))
+            assert [line for block in blocks for line in block] == expected
+            assert all(blocks)
+            assert list(split_lines(chunks, max_line_bytes=12)) == expected
 
 
 def test_a_file_ending_with_a_newline_has_no_extra_last_line():

@@ -39,7 +39,8 @@ def lines() -> bytes:
     values[5] = record(6, **SIXTH)
     values += [record(2), record(3, title="changed"), {"x": 1}]
     values += [{**record(20), "project": "nope"}, record(21, extra={"k": [1.5, None]})]
-    return jsonl(*values) + b'{"external_id": "cut'
+    # Two blank lines (left out), and a last line cut off.
+    return jsonl(*values) + b'\n \t\n{"external_id": "cut'
 
 
 def stored(project) -> list[tuple]:
@@ -85,7 +86,7 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
         '"inline', '"apart'
     )
     assert (summary.imported, summary.duplicates, summary.conflicts_total) == (9, 1, 1)
-    assert [entry["line"] for entry in summary.invalid] == [11, 12, 14]
+    assert [entry["line"] for entry in summary.invalid] == [11, 12, 16]
     assert stored(apart) == stored(in_line)
     run = Run.objects.get(project=apart, external_id="run-0006")
     assert run.started_at == datetime.fromisoformat("2024-02-29T23:59:59.5+05:30")
