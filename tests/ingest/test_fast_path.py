@@ -281,3 +281,49 @@ def test_a_batch_reads_each_line_as_it_is_read_alone_its_keys_masked(binary):
     # Without the key, each line is read as it was sent.
     clean = rows.read_batch(batch[:1] + batch[2:3], **options)
     assert clean.rows == alone[0].rows + alone[2].rows
+
+
+def _repeated(data: bytes, member: bytes, before: bytes = b"}") -> bytes:
+    """``data`` with ``member`` written again before its last ``before``."""
+    at = data.rindex(before)
+    return data[:at] + member + data[at:]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: _repeated(d, b', "title": "again: yes"'),
+        lambda d: _repeated(d, b', "title" : "no colon"'),
+        lambda d: _repeated(d, b',"extra":"a:b","extra":"a:b"'),
+        lambda d: _repeated(d, b', "project": "shop"'),
+        lambda d: d.replace(b'"sandbox": {', b'"sandbox": {"image": "x:y", ', 1),
+        lambda d: d.replace(b'"usage": {', b'"usage": {"input_tokens"\t:\n1, ', 1),
+    ],
+)
+@pytest.mark.parametrize("project", [None, "shop"])
+def test_a_key_written_twice_is_refused_on_the_way_rows_are_read(edit, project):
+    fields_ = {"project": project}
+    data = edit(json.dumps(record(**fields_)).encode())
+    assert data != json.dumps(record(**fields_)).encode()
+
+    read = outcome(read_columns, data, max_prompt_bytes=LIMIT, project="shop")
+
+    assert read == strict(data)
+    assert read[0] == "refused" and "appears twice" in read[1]
+
+
+@pytest.mark.parametrize(
+    "fields_",
+    [{}, {"project": "shop"}, {"project": None}, {"extra": {"url": "https://x:8080"}}],
+)
+def test_a_usual_line_without_escapes_is_read_the_plain_way(fields_):
+    from replayhub.ingest.fastpath import _read_plain
+
+    data = json.dumps(record(**fields_)).encode()
+    plain = _read_plain(data, LIMIT, "shop")
+
+    assert plain is not None
+    assert plain == read_columns(data, max_prompt_bytes=LIMIT, project="shop")
+    assert plain == columns(
+        check_record(json.loads(data), max_prompt_bytes=LIMIT, project="shop")
+    )
