@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import mmap
 import multiprocessing
+import operator
 import queue
 import threading
 import traceback
@@ -93,18 +94,26 @@ def hand_over(slots: Slots, batch: int, lines: Lines) -> Lines | Shared:
     """What the pipe carries of ``lines``: the lines themselves when they do
     not fit their slot, else their :class:`Shared` description, the bytes
     written into the slot."""
-    texts = [data or b"" for _, data, _ in lines]
+    texts = list(map(_TEXT, lines))
+    ended = list(map(_ENDED, lines))
+    odd: list[tuple[int, bool, bool]] = []
+    if None in texts or False in ended:
+        odd = [
+            (index, text is None, end)
+            for index, (text, end) in enumerate(zip(texts, ended, strict=True))
+            if text is None or not end
+        ]
+        texts = [text or b"" for text in texts]
     joined = b"\n".join(texts)
     if len(joined) > SLOT_BYTES:
         return lines
     slots.write(LINES, batch, joined)
-    odd = [
-        (index, data is None, terminated)
-        for index, (_, data, terminated) in enumerate(lines)
-        if data is None or not terminated
-    ]
-    numbers = array("q", [number for number, _, _ in lines])
+    numbers = array("q", map(_NUMBER, lines))
     return Shared(numbers, array("q", map(len, texts)), odd, len(joined))
+
+
+# A line's parts, taken without Python code for each line.
+_NUMBER, _TEXT, _ENDED = (operator.itemgetter(part) for part in range(3))
 
 
 def taken_over(slots: Slots, batch: int, sent: Lines | Shared) -> Lines:
