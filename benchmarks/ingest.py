@@ -386,7 +386,7 @@ def child_server(path: str) -> dict:
     from django.utils import timezone
 
     from replayhub.ingest import copying, importer
-    from replayhub.ingest.native import split_lines
+    from replayhub.ingest.lines import split_lines
     from replayhub.ingest.rows import Lines, read_batch
     from replayhub.models import Project
 

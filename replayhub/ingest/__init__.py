@@ -7,17 +7,19 @@ is refused with the reason, and an invalid line never stops the valid ones.
 
 Modules:
 
-- native: the native record, pure. Lines are cut from a byte stream holding
-  at most one line, parsed one by one as strict JSON (no NaN, no repeated
-  keys), checked field by field; ``record_sha256`` is over the canonical
-  JSON without the ``project`` key.
+- lines: a byte stream cut into numbered lines, holding at most one line
+  (a chunk's lines at once for an import).
+- native: the native record, pure. Lines are parsed one by one as strict
+  JSON (no NaN, no repeated keys), checked field by field;
+  ``record_sha256`` is over the canonical JSON without the ``project`` key.
 - fastpath: the usual record read fast (orjson, straight-line checks with
   exact types) to the same ``Record``; anything unusual goes to the full
   checks, which word every error.
 - rows: a batch of lines read into rows (line, project, external id, hash
   and, on PostgreSQL, the record's columns already in binary COPY form) and
   the reasons of the invalid lines. Pure.
-- parsing: those batches read in a child process, the second core.
+- parsing: those batches read in child processes, the second core; a
+  batch's lines and its COPY stream pass through memory they share.
 - importer: batches stored, each in its own transaction (below).
 - copying: a batch's runs written by binary COPY, each row its project, the
   columns its line was read into and the columns every row shares.

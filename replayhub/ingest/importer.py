@@ -28,7 +28,8 @@ from django.utils import timezone
 
 from replayhub.ingest import arrays
 from replayhub.ingest.copying import copy_head, copy_runs, copy_stream, copy_tail
-from replayhub.ingest.native import RecordError, RecordLine, split_blocks, stored_part
+from replayhub.ingest.lines import RecordLine, split_blocks
+from replayhub.ingest.native import RecordError, stored_part
 from replayhub.ingest.parsing import ParserProcess
 from replayhub.ingest.rows import Lines, Packed, Parsed, Row, read_batch, unpack
 from replayhub.models import Project, Run

@@ -1,10 +1,10 @@
 """The native run record: one JSON object per line, parsed and checked.
 
-Pure functions over bytes and plain values, no database: :func:`split_lines` cuts
-a byte stream into numbered lines without holding more than one line,
-:func:`parse_line` turns one line into a JSON value, :func:`check_record` turns
-that value into a :class:`Record` or raises :class:`RecordError` naming every
-field that is wrong. ``docs/formats.md`` is the reference for producers.
+Pure functions over bytes and plain values, no database (the lines come from
+:mod:`replayhub.ingest.lines`): :func:`parse_line` turns one line into a JSON
+value, :func:`check_record` turns that value into a :class:`Record` or raises
+:class:`RecordError` naming every field that is wrong. ``docs/formats.md`` is
+the reference for producers.
 
 Every value is untrusted. Nothing is trimmed, truncated or coerced: a value is
 stored exactly as sent or the line is refused with the reason.
@@ -13,14 +13,13 @@ stored exactly as sent or the line is refused with the reason.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import orjson
 
@@ -50,19 +49,6 @@ USAGE_COUNTS = ("input_tokens", "output_tokens", "turns")
 
 class RecordError(ValueError):
     """Why one line is not a valid record; the message names the field."""
-
-
-# A line as a plain tuple: its number, its bytes (None when over the size
-# limit) and whether it ended with a newline.
-Line = tuple[int, bytes | None, bool]
-
-
-class RecordLine(NamedTuple):
-    """One physical line. ``data`` is None when the line was over the size limit."""
-
-    number: int
-    data: bytes | None
-    terminated: bool
 
 
 # Not frozen: a frozen dataclass sets each of its many fields through
@@ -95,70 +81,6 @@ class Record:
     sha256: str
     # ``usage`` as canonical JSON text, as it is sent to the database.
     usage_json: str
-
-
-def split_lines(
-    chunks: Iterable[bytes], *, max_line_bytes: int
-) -> Iterator[RecordLine]:
-    """Cut a stream of byte chunks into numbered lines (1-based, ``\\n`` ends one).
-
-    Memory stays within one line of at most ``max_line_bytes``: the bytes of a
-    longer line are dropped as they arrive and it is yielded with ``data=None``.
-    A last line without a newline is yielded with ``terminated=False``.
-    """
-    for block in split_blocks(chunks, max_line_bytes=max_line_bytes):
-        for line in block:
-            yield _new(RecordLine, line)
-
-
-_new = tuple.__new__
-
-
-def split_blocks(
-    chunks: Iterable[bytes], *, max_line_bytes: int
-) -> Iterator[list[Line]]:
-    """:func:`split_lines`, the lines that each chunk ends given together as
-    plain tuples: what an import of millions of lines reads without Python
-    code for each line. A chunk that ends no line gives nothing."""
-    number = 0
-    parts: list[bytes] = []
-    size = 0
-    too_long = False
-    for chunk in chunks:
-        if not chunk:
-            continue
-        pieces = chunk.split(b"\n")
-        if len(pieces) > 1:
-            # The first piece ends the line the chunks before began.
-            first = pieces[0]
-            number += 1
-            block: list[Line]
-            if too_long or size + len(first) > max_line_bytes:
-                block = [(number, None, True)]
-            else:
-                block = [(number, b"".join([*parts, first]) if parts else first, True)]
-            parts, size, too_long = [], 0, False
-            whole = pieces[1:-1]  # the lines within the chunk
-            count = len(whole)
-            if count and max(map(len, whole)) > max_line_bytes:
-                block += [
-                    (n, None if len(piece) > max_line_bytes else piece, True)
-                    for n, piece in enumerate(whole, number + 1)
-                ]
-            else:
-                numbers = range(number + 1, number + 1 + count)
-                block += zip(numbers, whole, itertools.repeat(True, count), strict=True)
-            number += count
-            yield block
-        tail = pieces[-1]
-        if tail and not too_long:
-            size += len(tail)
-            if size > max_line_bytes:
-                parts, too_long = [], True
-            else:
-                parts.append(tail)
-    if parts or too_long:
-        yield [(number + 1, None if too_long else b"".join(parts), False)]
 
 
 def parse_line(data: bytes, *, terminated: bool = True) -> Any:

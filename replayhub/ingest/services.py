@@ -27,7 +27,7 @@ from replayhub.ingest.importer import (
     import_stream,
     read_chunks,
 )
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.preflight import (
     PreflightResult,
     preflight_defer,

@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from replayhub.gateway import tape
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.transcripts import atif, claude_code
 from replayhub.models import Run, Tape
 from reviews.models import ReviewPolicy

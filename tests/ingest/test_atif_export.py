@@ -13,7 +13,7 @@ import pytest
 
 from replayhub.gateway import tape
 from replayhub.ingest.importer import read_chunks
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.transcripts import atif, atif_export, claude_code
 from replayhub.ingest.transcripts.conversation import conversation
 from replayhub.ingest.transcripts.shapes import RecordDraft

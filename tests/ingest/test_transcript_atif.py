@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from replayhub.ingest.importer import read_chunks
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.transcripts import atif
 from replayhub.ingest.transcripts.conversation import (
     ASSISTANT,

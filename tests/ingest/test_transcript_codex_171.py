@@ -9,7 +9,7 @@ import json
 import pytest
 
 from replayhub.git.scratch import git
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.services import transcripts_import
 from replayhub.ingest.transcripts import codex
 from replayhub.ingest.transcripts.loader import AUTO

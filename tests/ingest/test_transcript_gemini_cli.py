@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from replayhub.ingest.native import check_record, split_lines
+from replayhub.ingest.lines import split_lines
+from replayhub.ingest.native import check_record
 from replayhub.ingest.transcripts import gemini_cli
 from replayhub.ingest.transcripts.conversation import ASSISTANT, TOOL, USER
 from replayhub.ingest.transcripts.shapes import LineError, RecordDraft

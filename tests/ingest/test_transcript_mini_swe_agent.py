@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.services import transcripts_import
 from replayhub.ingest.transcripts import mini_swe_agent
 from replayhub.ingest.transcripts.detect import detect

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.services import PreflightMode, transcripts_import
 from replayhub.ingest.transcripts import claude_code, codex
 from replayhub.ingest.transcripts.conversation import conversation

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from replayhub.agents.opencode import PROFILE, flags, home_files
-from replayhub.ingest.native import check_record, split_lines
+from replayhub.ingest.lines import split_lines
+from replayhub.ingest.native import check_record
 from replayhub.ingest.services import PreflightMode, transcripts_import
 from replayhub.ingest.transcripts import opencode
 from replayhub.ingest.transcripts.conversation import conversation

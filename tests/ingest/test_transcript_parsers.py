@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from replayhub.ingest.importer import read_chunks
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.transcripts import (
     aider,
     claude_code,

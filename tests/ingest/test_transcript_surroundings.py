@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.transcripts import claude_code, codex
 from tests.conftest import ROOT
 

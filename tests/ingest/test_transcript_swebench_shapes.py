@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from replayhub.ingest.native import split_lines
+from replayhub.ingest.lines import split_lines
 from replayhub.ingest.services import transcripts_import
 from replayhub.ingest.transcripts import swebench
 from replayhub.ingest.transcripts.detect import detect

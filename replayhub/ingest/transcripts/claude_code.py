@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from replayhub.ingest.native import RecordLine
+from replayhub.ingest.lines import RecordLine
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from replayhub.ingest.native import RecordLine
+from replayhub.ingest.lines import RecordLine
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,

@@ -29,7 +29,8 @@ from collections.abc import Generator, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine, parse_text
+from replayhub.ingest.lines import RecordLine
+from replayhub.ingest.native import RecordError, parse_text
 from replayhub.ingest.transcripts.shapes import (
     LineError,
     Parsed,

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordLine
+from replayhub.ingest.lines import RecordLine
 from replayhub.ingest.transcripts.documents import document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,

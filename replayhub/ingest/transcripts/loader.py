@@ -38,7 +38,7 @@ from replayhub.ingest.importer import (
     import_lines,
     read_chunks,
 )
-from replayhub.ingest.native import RecordLine, split_lines
+from replayhub.ingest.lines import RecordLine, split_lines
 from replayhub.ingest.transcripts import (
     aider,
     atif,

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordLine
+from replayhub.ingest.lines import RecordLine
 from replayhub.ingest.transcripts.documents import dig, document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,

@@ -11,11 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from replayhub.ingest.native import (
-    RecordError,
-    RecordLine,
-    parse_line_fast,
-)
+from replayhub.ingest.lines import RecordLine
+from replayhub.ingest.native import RecordError, parse_line_fast
 
 # Distinct unread types named in a note; more are counted under "other".
 UNREAD_NAMES = 10

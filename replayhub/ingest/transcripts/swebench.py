@@ -30,7 +30,8 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from replayhub.ingest.native import RecordError, RecordLine, parse_line
+from replayhub.ingest.lines import RecordLine
+from replayhub.ingest.native import RecordError, parse_line
 from replayhub.ingest.transcripts.documents import document_or_refusal
 from replayhub.ingest.transcripts.shapes import (
     LineError,
