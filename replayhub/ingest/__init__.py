@@ -18,7 +18,7 @@ Modules:
 - rows: a batch of lines read into rows (line, project, external id, hash
   and, on PostgreSQL, the record's columns already in binary COPY form) and
   the reasons of the invalid lines. Pure.
-- parsing: those batches read in child processes, the second core; a
+- parsing: those batches read in a child process, the second core; a
   batch's lines and its COPY stream pass through memory they share.
 - importer: batches stored, each in its own transaction (below).
 - copying: a batch's runs written by binary COPY, each row its project, the

@@ -33,9 +33,12 @@ from typing import Any, NamedTuple
 
 from replayhub.ingest.rows import Lines, Packed, Parsed, Row, pack, read_batch
 
-# Parsing processes: with the importing process and the database server, two
-# keep both cores busy where one left the importing process waiting for it.
-PROCESSES = 2
+# Parsing processes. With the importing process (little more than the file's
+# chunks and the writer's COPY since the batches pass in shared memory) and
+# the database server, one keeps two cores busy: two competed for them,
+# 27,100 records/s against one's 28,400 (docs/performance.md), and a
+# transcript import's reading process lost a core's share to the second.
+PROCESSES = 1
 # A row made of its fields' tuple without a call of Python code.
 _new = tuple.__new__
 # Batches handed to each and not yet taken back: one being read while the next
@@ -151,7 +154,7 @@ class ParserProcess:
         max_prompt_bytes: int,
         max_line_bytes: int,
         head: bytes | None = None,
-        processes: int = PROCESSES,
+        processes: int | None = None,
     ) -> None:
         """``head``: what each stored row starts with when every row is of
         the import's project (:func:`replayhub.ingest.copying.copy_head`);
@@ -177,7 +180,7 @@ class ParserProcess:
         self.processes: list[multiprocessing.process.BaseProcess] = []
         self.slots: list[Slots] = []
         try:
-            for _ in range(processes):
+            for _ in range(processes or PROCESSES):
                 ours, theirs = context.Pipe()
                 self.connections.append(ours)
                 self.slots.append(Slots())

@@ -53,9 +53,12 @@ def stored(project) -> list[tuple]:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("slot", [parsing.SLOT_BYTES, 2000])
+@pytest.mark.parametrize("processes", [1, 2])
 def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
-    git_repo, monkeypatch, require_postgres, slot
+    git_repo, monkeypatch, require_postgres, slot, processes
 ):
+    # Two processes take the batches in turn, each with its own slots.
+    monkeypatch.setattr(parsing, "PROCESSES", processes)
     # With 2,000-byte slots the batches' lines (about 1,900 bytes) fit, and
     # the streams back of three rows do not: they cross the pipe instead.
     monkeypatch.setattr(parsing, "SLOT_BYTES", slot)
@@ -79,7 +82,7 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
     monkeypatch.setattr(importer, "PARSER_PROCESS", True)
     summary = importer.import_stream(chunks=[lines()], project=apart)
 
-    assert len(started) == 2
+    assert len(started) == processes
     assert all(process.exitcode == 0 for process in started)
     # The same summary, naming the other project.
     assert json.dumps(summary.to_dict()) == json.dumps(expected.to_dict()).replace(
@@ -163,7 +166,9 @@ def test_parsing_processes_that_cannot_start_leave_the_collector_as_it_was(
 
     monkeypatch.setattr(multiprocessing.context.ForkProcess, "start", start)
     with pytest.raises(OSError, match="no more processes"):
-        parsing.ParserProcess(project=None, max_prompt_bytes=1024, max_line_bytes=1024)
+        parsing.ParserProcess(
+            project=None, max_prompt_bytes=1024, max_line_bytes=1024, processes=2
+        )
 
     assert gc.get_freeze_count() == frozen
     assert started[0].exitcode is not None
