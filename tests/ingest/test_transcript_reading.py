@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from replayhub.ingest.services import transcripts_import
-from replayhub.ingest.transcripts import loader
+from replayhub.ingest.transcripts import loader, reading
 from replayhub.ingest.transcripts.loader import AUTO, Source
 from replayhub.ingest.transcripts.reading import ReadingProcess
 from replayhub.models import Run
@@ -57,6 +57,21 @@ def read_with(records) -> list[tuple[int, bytes | str]]:
         return list(reader.read(source, "claude-code", Counter()))
     finally:
         reader.close()
+
+
+def test_records_sent_several_to_a_message_come_back_whole_and_in_order():
+    # More than one message's count, one record over a message's bytes, a
+    # refusal among them, and a last message not full.
+    sent: list[tuple[int, bytes | str]] = [
+        (n, b'{"external_id": "%d"}' % n) for n in range(1, 150)
+    ]
+    sent[70] = (71, "line 71: not a record")
+    sent[100] = (101, b"x" * (reading.MESSAGE_BYTES + 1))
+
+    def records(source, kind, unread):
+        yield from sent
+
+    assert read_with(records) == sent
 
 
 def test_a_reading_process_that_fails_refuses_the_rest_of_its_file_in_one_line():

@@ -7,7 +7,8 @@ the repository), and the importing process also hands the records to the
 native import's parsing processes and stores them. A :class:`ReadingProcess`
 reads the files' records there instead: the importing process streams each
 file's bytes to it and takes back, in order, each record as its JSON line or
-each line's refusal, exactly as :func:`loader.records` gives them in line.
+each line's refusal, exactly as :func:`loader.records` gives them in line
+(several to a message).
 
 Bounds: at most :data:`CHUNKS_WAITING` chunks of a file wait in the child, and
 the child's answers wait in a pipe; a reading process that fails or stops
@@ -32,6 +33,11 @@ CHUNKS_WAITING = 64
 # How often a waiting reading process looks whether the importing process
 # is still there.
 PARENT_CHECK_SECONDS = 1.0
+# The child's records go back several to a message (a message a record was
+# a wake-up of both processes a record): at most this many, or about this
+# many bytes.
+ANSWERS_A_MESSAGE = 64
+MESSAGE_BYTES = 1024 * 1024
 # A file whose first bytes reach this size is read in a process of its own;
 # a smaller import is read in line (starting a process costs more).
 PROCESS_BYTES = 1024 * 1024
@@ -106,8 +112,8 @@ class ReadingProcess:
                     yield 0, f"the file was not read to its end: {self.broken}"
                     return
                 kind_of = answer[0]
-                if kind_of == "record":
-                    yield answer[1], answer[2]
+                if kind_of == "records":
+                    yield from answer[1]
                 elif kind_of == "failed":
                     yield 0, f"the file was not read to its end: {answer[1]}"
                 elif kind_of == "done":
@@ -177,11 +183,20 @@ def _serve(
         chunks = _chunks(waiting)
         source = _SourceInChild(name, modified, chunks)
         unread: Counter[str] = Counter()
+        answers: list[tuple[int, bytes | str]] = []
+        size = 0
         try:
-            for line, data in records(source, kind, unread):
-                connection.send(("record", line, data))
+            for answer in records(source, kind, unread):
+                answers.append(answer)
+                size += len(answer[1])
+                if len(answers) >= ANSWERS_A_MESSAGE or size >= MESSAGE_BYTES:
+                    connection.send(("records", answers))
+                    answers, size = [], 0
         except Exception as error:  # handed to the importing process
+            connection.send(("records", answers))
+            answers = []
             connection.send(("failed", _one_line(error)))
+        connection.send(("records", answers))
         for _ in chunks:  # what is left of the file after a failure
             pass
         connection.send(("done", dict(unread), state()))
