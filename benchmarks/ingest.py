@@ -42,20 +42,38 @@ Preflight is a step of its own with its own benchmark (``preflight.py``).
 Goal: at least the run-table floor's records/s (1.0x) at 100,000 lines, and
 the same peak memory at both sizes (within 16 MiB).
 
-Not met. On a quiet machine (a new one, nothing else running, load 1,
-2026-12-06 21:59 UTC, ``--runs 3``, 100,000 lines): 40,249 records/s against
-the run-table floor's 45,582, **0.88x**, the client's CPU 27.3 us a record
-against 17.7; the server alone copies the import's rows into the run table
-at 50,147 a second. On two cores the three processes and the server need
-about 27 + 19 us of CPU a record, the floor 18 + 19 (its server, not its
-client, sets its pace): the import reaches the floor only with some 3 to 6 us a
-record less client CPU, not by scheduling. By process (``/proc``, two runs):
-the importing process 4.6 us, the two parsing processes 22.6 between them,
-of which reading alone, timed in one process, is 20.5 (mask 3.7, orjson and
-the key-repeat proof 7.3, the field checks 3.5, the canonical texts and hash
-7.2, the binary fields 3.3). Parsing in the importing process (no parsing
-processes) measured 34-36k records/s against 39.9-40.4k in the same four
-alternated runs: the second core is worth more than the hand-off costs.
+Not met reliably: at parity. On a slower machine (2026-12-07, a VM whose
+run-table floor is 26,000-30,000 records/s where the one before did 45,600;
+nothing else running, ``--runs 3``), after batches passed in shared memory,
+lines cut a chunk at a time, colons proving that no key repeats and one
+parsing process (docs/performance.md, "Ingest: shared memory"): at 100,000
+lines **1.00x** (28,385 against 28,370 records/s, 01:47 UTC), **0.96x**
+(29,152 against 30,510, 01:51) and **0.94x** (27,461 against 29,354, 01:54)
+of the run-table floor; the client's CPU 35.0-35.9 us a record against the
+floor's 26.5-28.4, the server alone 30,830 records/s into the run table.
+The same code on the same machine before the changes: 0.82x at 40.9 us (the
+session's first run), 0.90x at 39.8 us. In alternated single imports (the
+floor's rate in each pair) 0.92x-1.19x; the figure moves with the machine's
+pace by some 10% from run to run.
+
+Why parity and not more: the floor's pace is its server's (the server alone
+copies into the run table at about the floor's rate), and the import's
+client CPU (about 35 us) is still above the server's (about 33): on two
+cores the import's processes and the server need some 68 us a record, the
+floor 60, of which its one server's 33 sets its pace. The import
+passes the floor once its client needs less CPU than the server; reading a
+line alone in one process is 25-27 us (mask 3.3, orjson 2.4, the walk for
+floats and depth 1.5, field checks 4.5, canonical texts and hash 3.3, the
+binary row 4.4, the colon proof 2.2, the loop's own work the rest).
+
+Before, on a quiet machine (2026-12-06 21:59 UTC, load 1, ``--runs 3``,
+100,000 lines): 40,249 records/s against the run-table floor's 45,582,
+**0.88x**, the client's CPU 27.3 us a record against 17.7; the server alone
+copies the import's rows into the run table at 50,147 a second. By process
+(``/proc``, two runs): the importing process 4.6 us, the two parsing
+processes 22.6 between them, of which reading alone, timed in one process,
+is 20.5 (mask 3.7, orjson and the key-repeat proof 7.3, the field checks
+3.5, the canonical texts and hash 7.2, the binary fields 3.3).
 
 Earlier figures (2026-12-06 06:52-07:20 UTC, ``--runs 3``
 alternated with the code before the parsing processes packed the batches,

@@ -14,10 +14,19 @@ emptied run table, preflight skipped.
 Goal: at least half the native import's records/s (0.5x) at 10,000 sessions.
 ``--quick`` (100 sessions, one run) judges no goal.
 
-Latest figure, on a quiet machine (2026-12-06 21:55 UTC, ``--sessions 10000
---runs 3``, nothing else running): 3,608 records/s against the native import
-of the same runs' 6,756, **0.53x** (met); 7,400 of the 10,000 sessions found
-their base and original.
+Latest figures (2026-12-07, a slower machine, nothing else running,
+``--sessions 10000 --runs 3``): **0.51x** (2,744 records/s against the
+native import's 5,402, 01:50 UTC), **0.52x** (2,901 against 5,565, 01:53),
+**0.56x** (2,921 against 5,177, 01:55) -- met, after the reading process
+sent its records 64 to a message rather than one (each message woke both
+processes). The native import had got faster that day (shared memory): the
+code before the batching, on the same machine, did 0.44x (2,378 against
+5,354) and, with one parsing process, 0.48x (2,651 against 5,573); the code
+of the day before 0.51x (2,281 against 4,498). 7,400 of the 10,000 sessions
+found their base and original.
+
+Before, on a quiet machine (2026-12-06 21:55 UTC): 3,608 records/s against
+the native import of the same runs' 6,756, 0.53x (met).
 
 Before (2026-12-06 06:58 UTC, ``run.py --only ingest.py
 transcripts.py --update``, load about 14 from a test run on the same 2
