@@ -6,16 +6,15 @@ an import's work in Python, and one process holds one core. A
 in a child process, in the order they were handed over, while the importing
 process reads the file, classifies and stores the batches before.
 
-What crosses over is small next to the work: the lines' bytes one way, and
-the other one bytes object and four small values per record, or, for an
-import into one project, the batch's whole ``COPY`` stream and three small
-values per record (:func:`replayhub.ingest.rows.pack`). At most
-:data:`IN_FLIGHT` batches are in the child at once, so memory stays flat.
-
-The bytes -- a batch's lines, and its ``COPY`` stream back -- go through
-memory the two processes share (:class:`Slots`), and only the small values
-through the pipe: on two cores a pipe's copies, wake-ups and pickling of a
-megabyte a batch each way cost more than reading some of the lines.
+What crosses over is small next to the work: the lines one way, and the
+other one bytes object and four small values per record, or, for an import
+into one project, the batch's whole ``COPY`` stream and three small values
+per record (:func:`replayhub.ingest.rows.pack`). The bytes -- the lines, the
+stream -- go through memory the two processes share (:class:`Slots`) and
+only the small values through the pipe: on two cores a pipe's copies,
+wake-ups and pickling of a megabyte a batch each way cost more than reading
+some of the lines. At most :data:`IN_FLIGHT` batches are in the child at
+once, so memory stays flat.
 """
 
 from __future__ import annotations

@@ -185,6 +185,7 @@ def _serve(
         unread: Counter[str] = Counter()
         answers: list[tuple[int, bytes | str]] = []
         size = 0
+        failure = ""
         try:
             for answer in records(source, kind, unread):
                 answers.append(answer)
@@ -193,10 +194,11 @@ def _serve(
                     connection.send(("records", answers))
                     answers, size = [], 0
         except Exception as error:  # handed to the importing process
+            failure = _one_line(error)
+        if answers:
             connection.send(("records", answers))
-            answers = []
-            connection.send(("failed", _one_line(error)))
-        connection.send(("records", answers))
+        if failure:
+            connection.send(("failed", failure))
         for _ in chunks:  # what is left of the file after a failure
             pass
         connection.send(("done", dict(unread), state()))
