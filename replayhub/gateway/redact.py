@@ -280,14 +280,18 @@ KEY_SHAPES = re.compile(
 # characters, and the regex engine tries each at every such character: about
 # 25 us a 1 KiB line, more than reading the record. Each probe starts with one
 # literal, which the engine finds by a plain scan (under 1 us a line); the
-# whole pattern runs only on a line a probe found something in.
+# whole pattern runs only on a line a probe found something in. The scan
+# stops at each byte equal to the literal's first, so a probe starts at a
+# rare one where it can ("k-" rather than "sk-"; "Bearer " and "bearer "
+# rather than "earer ", whose "e" is the commonest letter of English text).
 _PROBES = tuple(
     re.compile(probe)
     for probe in (
-        rb"sk-(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9_-]*T3BlbkFJ|[A-Za-z0-9]{48})",
+        rb"k-(?<=sk-)(?:ant-|proj-|svcacct-|admin-|[A-Za-z0-9_-]*T3BlbkFJ|[A-Za-z0-9]{48})",
         rb"_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)|(?<=rhi_))",
         rb"A(?:Iza|KIA)",
-        rb"earer ",
+        rb"Bearer ",
+        rb"bearer ",
     )
 )
 _BEARER = len(b"Bearer ")

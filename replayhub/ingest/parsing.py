@@ -20,6 +20,7 @@ once, so memory stays flat.
 from __future__ import annotations
 
 import gc
+import itertools
 import mmap
 import multiprocessing
 import operator
@@ -72,12 +73,26 @@ class Slots:
         start = self._start(way, batch)
         return self.memory[start : start + size]
 
+    def cut(self, way: int, batch: int, sizes: array[int]) -> list[bytes]:
+        """The pieces of ``sizes`` bytes, one byte apart, that the slot holds."""
+        starts = itertools.accumulate(
+            map(_PAST_SEPARATOR, sizes), initial=self._start(way, batch)
+        )
+        memory = self.memory
+        # One start more than sizes: the end of the last.
+        pairs = zip(starts, sizes, strict=False)
+        return [memory[start : start + size] for start, size in pairs]
+
     def close(self) -> None:
         self.memory.close()
 
     @staticmethod
     def _start(way: int, batch: int) -> int:
         return (way * IN_FLIGHT + batch % IN_FLIGHT) * SLOT_BYTES
+
+
+# From a line's size to the start of the next one in a slot (a newline apart).
+_PAST_SEPARATOR = (1).__add__
 
 
 class Shared(NamedTuple):
@@ -122,14 +137,9 @@ def taken_over(slots: Slots, batch: int, sent: Lines | Shared) -> Lines:
     """The lines :func:`hand_over` described, read back from the slot."""
     if not isinstance(sent, Shared):
         return sent
-    joined = slots.read(LINES, batch, sent.size)
-    texts: list[bytes] = joined.split(b"\n")
-    if len(texts) != len(sent.numbers):
-        # A line held a newline (an element of a JSON array): cut by size.
-        texts, start = [], 0
-        for size in sent.sizes:
-            texts.append(joined[start : start + size])
-            start += size + 1
+    # Cut by size, straight from the slot: a line may hold a newline (an
+    # element of a JSON array).
+    texts = slots.cut(LINES, batch, sent.sizes)
     lines: Lines = list(zip(sent.numbers, texts, [True] * len(texts), strict=True))
     for index, too_long, terminated in sent.odd:
         text = None if too_long else texts[index]

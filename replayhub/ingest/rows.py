@@ -18,13 +18,19 @@ process makes no object a row.
 
 from __future__ import annotations
 
+import operator
 import struct
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from replayhub.gateway.redact import mask_key_shapes
 from replayhub.ingest.fastpath import Columns, read_columns, read_record
-from replayhub.ingest.native import RecordError
+from replayhub.ingest.native import (
+    EXTERNAL_ID_LIMIT,
+    IMAGE_LIMIT,
+    TEXT_LIMITS,
+    RecordError,
+)
 
 # The run columns a row carries, in the order of its binary form; the project
 # and the columns every row of a batch shares are added by the writer.
@@ -91,17 +97,26 @@ def pack(rows: list[Row], head: bytes, tail: bytes) -> Packed:
     """``rows`` (binary) as one COPY stream: each row ``head`` (its field
     count and project), its record columns and ``tail`` (the columns every
     row of the batch shares), so the process storing them joins nothing."""
-    parts = [SIGNATURE]
-    for row in rows:
-        parts += (head, row.columns, tail)
-    parts.append(TRAILER)
+    columns = list(map(_COLUMNS, rows))
+    sizes = list(map(len, columns))
+    if columns:
+        # The rows joined by what ends one and starts the next, the stream's
+        # ends on the first and last: one copy, no Python code a row.
+        columns[0] = SIGNATURE + head + columns[0]
+        columns[-1] += tail + TRAILER
+        data = (tail + head).join(columns)
+    else:
+        data = SIGNATURE + TRAILER
     return Packed(
-        b"".join(parts),
-        [row.line for row in rows],
-        [row.external_id for row in rows],
-        [row.sha256 for row in rows],
-        [len(row.columns) for row in rows],
+        data,
+        list(map(_LINE, rows)),
+        list(map(_EXTERNAL_ID, rows)),
+        list(map(_SHA256, rows)),
+        sizes,
     )
+
+
+_LINE, _EXTERNAL_ID, _SHA256, _COLUMNS = map(operator.itemgetter, (0, 2, 3, 4))
 
 
 def unpack(packed: Packed) -> list[Row]:
@@ -215,6 +230,25 @@ _BOOLEAN = {
 # PostgreSQL counts timestamps in microseconds from 2000-01-01 UTC.
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+# The length of every field whose text has a limit, looked up rather than
+# packed: UTF-8 takes at most four bytes a character.
+_LONGEST = 4 * max(*TEXT_LIMITS.values(), EXTERNAL_ID_LIMIT, IMAGE_LIMIT)
+_LENGTHS = tuple(map(_LENGTH, range(_LONGEST + 1)))
+# The fields an import's records mostly share -- provider, model and effort;
+# the sandbox's image and config -- made once for each value met, up to
+# _SHARED_LIMIT values a process.
+_SHARED: dict[tuple[str, ...], bytes] = {}
+_SHARED_LIMIT = 1024
+
+
+def _shared(*texts: str) -> bytes:
+    """``texts`` as consecutive text fields."""
+    fields = _SHARED.get(texts)
+    if fields is None:
+        fields = b"".join(_LENGTHS[len(data)] + data for data in map(str.encode, texts))
+        if len(_SHARED) < _SHARED_LIMIT:
+            _SHARED[texts] = fields
+    return fields
 
 
 def binary_fields(values: Columns) -> bytes:
@@ -244,43 +278,31 @@ def binary_fields(values: Columns) -> bytes:
     ) = values
     # One expression rather than a loop: this runs for every record.
     length = _LENGTH
+    short = _LENGTHS
     external_id = external_id.encode()
     title = title.encode()
     prompt = prompt.encode()
-    provider = provider.encode()
-    model = model.encode()
-    effort = effort.encode()
     base_sha = base_sha.encode()
     commit = commit.encode()
     branch = branch.encode()
-    image = image.encode()
-    config = config.encode()
     output = output.encode()
     return b"".join(
         (
-            length(len(external_id)),
+            short[len(external_id)],
             external_id,
-            length(len(title)),
+            short[len(title)],
             title,
             length(len(prompt)),
             prompt,
-            length(len(provider)),
-            provider,
-            length(len(model)),
-            model,
-            length(len(effort)),
-            effort,
-            length(len(base_sha)),
+            _shared(provider, model, effort),
+            short[len(base_sha)],
             base_sha,
-            length(len(commit)),
+            short[len(commit)],
             commit,
-            length(len(branch)),
+            short[len(branch)],
             branch,
             _BOOLEAN[passed],
-            length(len(image)),
-            image,
-            length(len(config)),
-            config,
+            _shared(image, config),
             _TIMESTAMP(8, (started_at - _PG_EPOCH) // _MICROSECOND),
             length(len(output)),
             output,
