@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import base64
 import json
+import mmap
 import re
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -313,6 +315,15 @@ def mask_key_shapes(line: bytes) -> bytes:
     and within its size limit. A key written with JSON escapes inside it is
     not matched: these are keys sent by accident, not hidden on purpose (the
     recorder masks every form of the keys it handled)."""
-    if any(probe.search(line) for probe in _PROBES):
+    if may_hold_key_shape(line):
         return KEY_SHAPES.sub(_shape_mask, line)
     return line
+
+
+def may_hold_key_shape(
+    data: bytes | mmap.mmap, start: int = 0, end: int = sys.maxsize
+) -> bool:
+    """Whether a probe finds where a key shape could start in ``data[start:end]``
+    (any bytes-like object); False proves that :func:`mask_key_shapes` leaves
+    it as it is."""
+    return any(probe.search(data, start, end) for probe in _PROBES)

@@ -31,6 +31,7 @@ from array import array
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
+from replayhub.gateway.redact import may_hold_key_shape
 from replayhub.ingest.rows import Lines, Packed, Parsed, Row, pack, read_batch
 
 # Parsing processes. With the importing process (little more than the file's
@@ -82,6 +83,12 @@ class Slots:
         # One start more than sizes: the end of the last.
         pairs = zip(starts, sizes, strict=False)
         return [memory[start : start + size] for start, size in pairs]
+
+    def holds_no_key_shape(self, way: int, batch: int, size: int) -> bool:
+        """Whether the slot's first ``size`` bytes are proved to hold no key
+        shape."""
+        start = self._start(way, batch)
+        return not may_hold_key_shape(self.memory, start, start + size)
 
     def close(self) -> None:
         self.memory.close()
@@ -283,7 +290,12 @@ def _serve(
             sent, tail = batch
             try:
                 lines = taken_over(slots, number, sent)
-                parsed = read_batch(lines, binary=True, **options)
+                # The probes for key shapes run over the slot's bytes as they
+                # are, rather than over the lines joined again.
+                clean = isinstance(sent, Shared) and slots.holds_no_key_shape(
+                    LINES, number, sent.size
+                )
+                parsed = read_batch(lines, binary=True, no_key_shape=clean, **options)
                 answer: Any
                 if head is not None and tail is not None:
                     # One stream the importing process stores as it is.

@@ -152,12 +152,16 @@ def read_batch(
     max_prompt_bytes: int,
     max_line_bytes: int,
     binary: bool,
+    no_key_shape: bool = False,
 ) -> Parsed:
     """Read ``lines`` in order; ``project`` as for :func:`read_record`. A
-    blank line is left out, neither a row nor invalid."""
+    blank line is left out, neither a row nor invalid.
+
+    ``no_key_shape``: the lines are known to hold none (the probes found
+    none in their bytes, :func:`replayhub.gateway.redact.may_hold_key_shape`)."""
     rows: list[Row] = []
     invalid: list[tuple[int, str]] = []
-    masked = _holds_no_key_shape(lines)
+    masked = no_key_shape or _holds_no_key_shape(lines)
     for number, data, terminated in lines:
         if data is None:
             too_long = f"the line is longer than the limit of {max_line_bytes:,} bytes"

@@ -30,6 +30,8 @@ COLUMNS = (
 
 FIFTH = "tab\there\nnewline \\ back\\slash \u00e9 \U0001f600"
 SIXTH = {"original_tests_passed": False, "started_at": "2024-02-29T23:59:59.5+05:30"}
+# Keys sent by accident, masked wherever the batch is read.
+SEVENTH = "curl -H 'Authorization: Bearer " + "t" * 30 + "' -d key=sk-ant-" + "k" * 30
 
 
 def lines() -> bytes:
@@ -37,6 +39,7 @@ def lines() -> bytes:
     values[3] = record(4, title=None, base_sha="abc1234", output="", usage=None)
     values[4] = record(5, prompt=FIFTH)
     values[5] = record(6, **SIXTH)
+    values[6] = record(7, output=SEVENTH)
     values += [record(2), record(3, title="changed"), {"x": 1}]
     values += [{**record(20), "project": "nope"}, record(21, extra={"k": [1.5, None]})]
     # Two blank lines (left out), and a last line cut off.
@@ -96,6 +99,9 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
     assert run.original_tests_passed is False
     assert run.record == record(6, **SIXTH)
     assert Run.objects.get(project=apart, external_id="run-0005").prompt == FIFTH
+    assert Run.objects.get(project=apart, external_id="run-0007").output == (
+        "curl -H 'Authorization: Bearer [redacted]' -d key=[redacted]"
+    )
     assert not multiprocessing.active_children()
 
 
