@@ -42,29 +42,30 @@ Preflight is a step of its own with its own benchmark (``preflight.py``).
 Goal: at least the run-table floor's records/s (1.0x) at 100,000 lines, and
 the same peak memory at both sizes (within 16 MiB).
 
-Not met reliably: at parity. On a slower machine (2026-12-07, a VM whose
-run-table floor is 26,000-30,000 records/s where the one before did 45,600;
-nothing else running, ``--runs 3``), after batches passed in shared memory,
-lines cut a chunk at a time, colons proving that no key repeats and one
-parsing process (docs/performance.md, "Ingest: shared memory"): at 100,000
-lines **1.00x** (28,385 against 28,370 records/s, 01:47 UTC), **0.96x**
-(29,152 against 30,510, 01:51) and **0.94x** (27,461 against 29,354, 01:54)
-of the run-table floor; the client's CPU 35.0-35.9 us a record against the
-floor's 26.5-28.4, the server alone 30,830 records/s into the run table.
-The same code on the same machine before the changes: 0.82x at 40.9 us (the
-session's first run), 0.90x at 39.8 us. In alternated single imports (the
-floor's rate in each pair) 0.92x-1.19x; the figure moves with the machine's
-pace by some 10% from run to run.
+Not met. Latest (2026-12-07 03:43 UTC, a faster VM of the same kind, its
+run-table floor at 57,800 records/s; nothing else running, ``--runs 3``):
+at 100,000 lines 49,743 against 57,802 records/s, **0.86x** of the
+run-table floor (0.69x of the bare one), the client's CPU 18.6 us a record
+against the floor's 13.3. The same machine at the session's start: 0.83x at
+21.5 us (docs/performance.md, "Ingest: one join for the stream").
 
-Why parity and not more: the floor's pace is its server's (the server alone
-copies into the run table at about the floor's rate), and the import's
-client CPU (about 35 us) is still above the server's (about 33): on two
-cores the import's processes and the server need some 68 us a record, the
-floor 60, of which its one server's 33 sets its pace. The import
-passes the floor once its client needs less CPU than the server; reading a
-line alone in one process is 25-27 us (mask 3.3, orjson 2.4, the walk for
-floats and depth 1.5, field checks 4.5, canonical texts and hash 3.3, the
-binary row 4.4, the colon proof 2.2, the loop's own work the rest).
+Why 1.0x is out of reach on two cores: the floor runs at its server's pace.
+The backend alone spends 15.5-15.7 us a record copying the floor's text rows
+and 14.9-16.6 copying the import's binary rows in their batches (``/proc``
+of the backend, three runs each), and the floor's client needs 13-14 us, so
+the floor's two processes each have a core. The import's processes need
+18-20 us besides the server's 15-16 (and some 2 us of the machine's own
+work while it runs): about 38 us of CPU a record that two cores serve at
+some 20 us of wall (7-8% of them idle, measured), against the floor's 17.3.
+Parity would ask the client for about 14 us -- the floor's json.loads and
+write_row and nothing else -- while the checks only the import makes (the
+key-shape probes 2.3, the key-repeat proof 1.2, the field checks 2-3, the
+canonical texts and hash 2.5) are some 9 us on their own. On the slower
+machine earlier the same day the server was slower against the Python (33 us
+against 35), and the same arithmetic gave parity: 1.00x, 0.96x and 0.94x
+(28,385/28,370, 29,152/30,510, 27,461/29,354 records/s), the client's CPU
+35.0-35.9 us against the floor's 26.5-28.4; 0.82x-0.90x at 39.8-40.9 us
+before that session's changes (docs/performance.md, "Ingest: shared memory").
 
 Before, on a quiet machine (2026-12-06 21:59 UTC, load 1, ``--runs 3``,
 100,000 lines): 40,249 records/s against the run-table floor's 45,582,
