@@ -332,42 +332,6 @@ def test_text_that_copy_formats_treat_specially_comes_back_byte_for_byte(
     assert run.usage == value["usage"]
 
 
-def test_every_limited_text_at_its_limit_in_four_byte_characters_comes_back_whole(
-    git_project, tmp_path
-):
-    # The longest UTF-8 each limit allows, beside records sharing the same
-    # provider, model, effort and sandbox and one that differs in them.
-    widest = "😀"
-    longest = record(
-        1,
-        external_id=widest * 255,
-        title=widest * 500,
-        provider=widest * 100,
-        model=widest * 200,
-        effort=widest * 50,
-        original_branch=widest * 255,
-        sandbox={"image": widest * 512, "config_sha256": "d" * 64},
-    )
-    values = [longest, record(2), record(3), record(4, provider="openai", model="o3")]
-    write(tmp_path / "runs.jsonl", jsonl(*values))
-    assert summary_of(str(tmp_path / "runs.jsonl"), "--project", "shop")[0] == 0
-
-    runs = {run.external_id: run for run in Run.objects.all()}
-    assert [runs[value["external_id"]].record for value in values] == values
-    stored = runs[widest * 255]
-    assert (stored.title, stored.provider, stored.model, stored.effort) == (
-        widest * 500,
-        widest * 100,
-        widest * 200,
-        widest * 50,
-    )
-    assert stored.original_branch == widest * 255
-    assert stored.sandbox_image == widest * 512
-    shared, other = runs["run-0002"], runs["run-0004"]
-    assert (shared.provider, shared.model) == ("anthropic", "claude-sonnet-4-5")
-    assert (other.provider, other.model) == ("openai", "o3")
-
-
 def test_the_admin_shows_the_record_as_received_escaped(
     client, admin_user, git_project, tmp_path
 ):

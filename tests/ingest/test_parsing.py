@@ -106,6 +106,48 @@ def test_batches_read_by_a_parsing_process_store_what_reading_in_line_stores(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_every_limited_text_at_its_limit_is_stored_whole_by_a_parsing_process(
+    git_repo, monkeypatch, require_postgres
+):
+    # The longest UTF-8 each limit allows (four bytes a character), beside
+    # records sharing provider, model, effort and sandbox and one that does
+    # not: two batches, each read into its COPY stream by the parsing process.
+    monkeypatch.setattr(importer, "BATCH_SIZE", 2)
+    project = make_git_project(git_repo, "widest")
+    widest = "\U0001f600"
+    longest = record(
+        1,
+        external_id=widest * 255,
+        title=widest * 500,
+        provider=widest * 100,
+        model=widest * 200,
+        effort=widest * 50,
+        original_branch=widest * 255,
+        sandbox={"image": widest * 512, "config_sha256": "d" * 64},
+    )
+    values = [longest, record(2), record(3), record(4, provider="openai", model="o3")]
+    summary = importer.import_stream(chunks=[jsonl(*values)], project=project)
+
+    assert (summary.imported, summary.invalid_total) == (4, 0)
+    runs = {run.external_id: run for run in Run.objects.filter(project=project)}
+    assert [runs[value["external_id"]].record for value in values] == values
+    stored = runs[widest * 255]
+    assert (stored.title, stored.original_branch, stored.sandbox_image) == (
+        widest * 500,
+        widest * 255,
+        widest * 512,
+    )
+    assert (stored.provider, stored.model, stored.effort) == (
+        widest * 100,
+        widest * 200,
+        widest * 50,
+    )
+    shared, other = runs["run-0002"], runs["run-0004"]
+    assert (shared.provider, shared.model) == ("anthropic", "claude-sonnet-4-5")
+    assert (other.provider, other.model) == ("openai", "o3")
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_failure_in_the_parsing_process_reaches_the_caller_and_keeps_whole_batches(
     git_repo, monkeypatch, require_postgres
 ):
