@@ -14,7 +14,19 @@ emptied run table, preflight skipped.
 Goal: at least half the native import's records/s (0.5x) at 10,000 sessions.
 ``--quick`` (100 sessions, one run) judges no goal.
 
-Latest figures (2026-12-07, a slower machine, nothing else running,
+Latest figures (2026-12-07 04:36 UTC, a faster machine, nothing else
+running, ``--sessions 10000 --runs 3``, twice): **0.54x** (5,598 records/s
+against 10,327) and **0.53x** (5,547 against 10,452) -- met. The reading
+process is the import's bottleneck there (about 110 us of CPU a session,
+the parsing process 80, 20% of the two cores idle); it now freezes what the
+importing process had loaded out of the collector's sight, as the parsing
+processes do: full collections had been a tenth of its reading (0.133 s of
+collector time for 10,000 sessions, 0.013 s frozen), and in three
+alternated imports its CPU fell from 117-121 to 107-109 us a session, the
+rate from 5,240-5,376 to 5,630-5,780 records/s; the benchmark's own runs
+stay within their noise (0.53x-0.54x here, 0.53x before).
+
+Before (2026-12-07, a slower machine, nothing else running,
 ``--sessions 10000 --runs 3``): **0.51x** (2,744 records/s against the
 native import's 5,402, 01:50 UTC), **0.52x** (2,901 against 5,565, 01:53),
 **0.56x** (2,921 against 5,177, 01:55) -- met, after the reading process

@@ -4,6 +4,7 @@ refusal, never the import."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import Counter
 
@@ -72,6 +73,20 @@ def test_records_sent_several_to_a_message_come_back_whole_and_in_order():
         yield from sent
 
     assert read_with(records) == sent
+
+
+def test_a_reading_process_keeps_what_was_loaded_out_of_the_collectors_walks():
+    # Everything the importing process had loaded is frozen in the child (a
+    # full collection there would walk it again and again as a file's
+    # sessions grow), and the importing process's own collector is untouched.
+    before = gc.get_freeze_count()
+
+    def records(source, kind, unread):
+        yield 1, b"%d" % gc.get_freeze_count()
+
+    [(_, frozen)] = read_with(records)
+    assert int(frozen) > before + len(gc.get_objects()) // 2
+    assert gc.get_freeze_count() == before
 
 
 def test_a_reading_process_that_fails_refuses_the_rest_of_its_file_in_one_line():
