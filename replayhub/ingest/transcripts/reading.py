@@ -7,8 +7,8 @@ the repository), and the importing process also hands the records to the
 native import's parsing processes and stores them. A :class:`ReadingProcess`
 reads the files' records there instead: the importing process streams each
 file's bytes to it and takes back, in order, each record as its JSON line or
-each line's refusal, exactly as :func:`loader.records` gives them in line
-(several to a message).
+each line's refusal, exactly as :meth:`loader._Records.read` gives them in
+line (several to a message).
 
 Bounds: at most :data:`CHUNKS_WAITING` chunks of a file wait in the child, and
 the child's answers wait in a pipe; a reading process that fails or stops
@@ -174,7 +174,7 @@ def _serve(
     # walk all of Django too (a tenth of reading 10,000 sessions).
     gc.freeze()
     # Messages are received on a thread of their own, so the importing
-    # process can send the next chunk while this one sends a record.
+    # process can send the next chunk while this one sends records.
     waiting: queue.Queue[Any] = queue.Queue(maxsize=CHUNKS_WAITING)
     # A daemon: it may wait on a pipe other processes still hold when the
     # child is told to stop.
